@@ -1,0 +1,65 @@
+-- CreateTable
+CREATE TABLE "Organization" (
+    "id" TEXT NOT NULL PRIMARY KEY,
+    "name" TEXT NOT NULL,
+    "createdAt" DATETIME NOT NULL
+);
+
+-- CreateTable
+CREATE TABLE "Project" (
+    "id" TEXT NOT NULL PRIMARY KEY,
+    "organizationId" TEXT NOT NULL,
+    "name" TEXT NOT NULL,
+    "slug" TEXT NOT NULL,
+    "createdAt" DATETIME NOT NULL,
+    CONSTRAINT "Project_organizationId_fkey" FOREIGN KEY ("organizationId") REFERENCES "Organization" ("id") ON DELETE RESTRICT ON UPDATE CASCADE
+);
+
+-- CreateTable
+CREATE TABLE "ApiKey" (
+    "id" TEXT NOT NULL PRIMARY KEY,
+    "projectId" TEXT NOT NULL,
+    "name" TEXT NOT NULL,
+    "hash" TEXT NOT NULL,
+    "prefix" TEXT NOT NULL,
+    "createdAt" DATETIME NOT NULL,
+    "revokedAt" DATETIME,
+    CONSTRAINT "ApiKey_projectId_fkey" FOREIGN KEY ("projectId") REFERENCES "Project" ("id") ON DELETE RESTRICT ON UPDATE CASCADE
+);
+
+-- CreateTable
+CREATE TABLE "WorkItem" (
+    "id" TEXT NOT NULL PRIMARY KEY,
+    "kind" TEXT NOT NULL,
+    "subjectId" TEXT NOT NULL,
+    "projectId" TEXT,
+    "payload" TEXT NOT NULL DEFAULT '{}',
+    "state" TEXT NOT NULL,
+    "runAt" BIGINT NOT NULL,
+    "attempt" INTEGER NOT NULL DEFAULT 0,
+    "failures" INTEGER NOT NULL DEFAULT 0,
+    "leaseOwner" TEXT,
+    "leaseUntil" BIGINT,
+    "heartbeatAt" BIGINT,
+    "lastError" TEXT,
+    "createdAt" BIGINT NOT NULL,
+    "updatedAt" BIGINT NOT NULL
+);
+
+-- CreateIndex
+CREATE UNIQUE INDEX "Project_slug_key" ON "Project"("slug");
+
+-- CreateIndex
+CREATE INDEX "Project_organizationId_idx" ON "Project"("organizationId");
+
+-- CreateIndex
+CREATE UNIQUE INDEX "ApiKey_hash_key" ON "ApiKey"("hash");
+
+-- CreateIndex
+CREATE INDEX "ApiKey_projectId_idx" ON "ApiKey"("projectId");
+
+-- CreateIndex
+CREATE INDEX "WorkItem_state_runAt_idx" ON "WorkItem"("state", "runAt");
+
+-- CreateIndex
+CREATE INDEX "WorkItem_subjectId_idx" ON "WorkItem"("subjectId");

@@ -1,0 +1,127 @@
+// Organizations, projects and API keys. A key is random, shown once, stored only as its SHA-256 (a fast hash is
+// right for 256 bits of randomness: there is nothing to brute-force), and revocable.
+import { createHash, randomBytes } from 'node:crypto';
+import type { Clock } from './clock.ts';
+import type { Database, Tx } from './db/index.ts';
+import { badRequest, conflict, notFound } from './errors.ts';
+import { newId } from './ids.ts';
+
+export const KEY_REVOKED_CHANNEL = 'api_key_revoked';
+
+/** Who a request is, as resolved from its key: everything whoami reports, and the project every lookup is scoped to. */
+export interface Identity {
+  apiKeyId: string;
+  projectId: string;
+  projectName: string;
+  projectSlug: string;
+  organizationId: string;
+  organizationName: string;
+}
+
+export const hashKey = (secret: string) => createHash('sha256').update(secret).digest('hex');
+
+// DNS label: lowercase letters, digits and inner hyphens, at most 63 characters.
+const SLUG = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
+
+export function slugify(name: string): string {
+  const slug = name.toLowerCase().normalize('NFKD').replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 63).replace(/-+$/, '');
+  return slug || 'project';
+}
+
+export async function createOrganization(db: Database, clock: Clock, name: string) {
+  if (!name.trim()) throw badRequest('An organization needs a name.', 'name');
+  return db.write((tx) => tx.organization.create({ data: { id: newId('org', clock.now()), name, createdAt: new Date(clock.now()) } }));
+}
+
+export async function createProject(db: Database, clock: Clock, input: { organizationId: string; name: string; slug?: string }) {
+  if (!input.name.trim()) throw badRequest('A project needs a name.', 'name');
+  if (input.slug !== undefined && !SLUG.test(input.slug)) {
+    throw badRequest('A project slug is a DNS label: lowercase letters, digits and inner hyphens, at most 63 characters.', 'slug');
+  }
+  return db.write(async (tx) => {
+    if (!(await tx.organization.findUnique({ where: { id: input.organizationId } }))) {
+      throw notFound('organization', input.organizationId, 'organization_id');
+    }
+    const base = input.slug ?? slugify(input.name);
+    let slug = base;
+    // A derived slug takes the first free suffix; an explicit one must be free as given.
+    for (let n = 2; await tx.project.findUnique({ where: { slug } }); n++) {
+      if (input.slug !== undefined) throw conflict(`The project slug '${slug}' is taken.`, 'slug_taken', 'slug');
+      slug = `${base.slice(0, 63 - String(n).length - 1)}-${n}`;
+    }
+    return tx.project.create({
+      data: { id: newId('proj', clock.now()), organizationId: input.organizationId, name: input.name, slug, createdAt: new Date(clock.now()) },
+    });
+  });
+}
+
+export async function insertApiKey(tx: Tx, clock: Clock, projectId: string, name: string) {
+  const secret = `tpk_${randomBytes(32).toString('base64url')}`;
+  const key = await tx.apiKey.create({
+    data: { id: newId('key', clock.now()), projectId, name, hash: hashKey(secret), prefix: secret.slice(0, 10), createdAt: new Date(clock.now()) },
+  });
+  return { key, secret };
+}
+
+export async function createApiKey(db: Database, clock: Clock, input: { projectId: string; name: string }) {
+  return db.write(async (tx) => {
+    if (!(await tx.project.findUnique({ where: { id: input.projectId } }))) throw notFound('project', input.projectId, 'project_id');
+    return insertApiKey(tx, clock, input.projectId, input.name);
+  });
+}
+
+export async function listApiKeys(db: Database, projectId?: string) {
+  return db.prisma.apiKey.findMany({ where: projectId ? { projectId } : {}, orderBy: { id: 'asc' } });
+}
+
+/** Revokes a key. On PostgreSQL every server process is told at commit, and drops it from its cache. */
+export async function revokeApiKey(db: Database, clock: Clock, id: string) {
+  return db.write(async (tx) => {
+    const key = await tx.apiKey.findUnique({ where: { id } });
+    if (!key) throw notFound('API key', id);
+    const revoked = await tx.apiKey.update({ where: { id }, data: { revokedAt: key.revokedAt ?? new Date(clock.now()) } });
+    if (db.provider === 'postgresql') await tx.$executeRawUnsafe(`SELECT pg_notify('${KEY_REVOKED_CHANNEL}', $1)`, key.hash);
+    return revoked;
+  });
+}
+
+export async function identityForHash(db: Database, hash: string): Promise<Identity | null> {
+  const key = await db.prisma.apiKey.findUnique({ where: { hash }, include: { project: { include: { organization: true } } } });
+  if (!key || key.revokedAt) return null;
+  return {
+    apiKeyId: key.id,
+    projectId: key.projectId,
+    projectName: key.project.name,
+    projectSlug: key.project.slug,
+    organizationId: key.project.organizationId,
+    organizationName: key.project.organization.name,
+  };
+}
+
+/**
+ * On the first start against an empty database: a default organization, project and key. Returns the key's
+ * secret then, and null on every later start. Safe when several processes start at once on PostgreSQL.
+ */
+export async function bootstrap(db: Database, clock: Clock): Promise<{ secret: string; identity: Identity } | null> {
+  return db.write(async (tx) => {
+    if (db.provider === 'postgresql') await tx.$queryRawUnsafe('SELECT pg_advisory_xact_lock(727073)');
+    if ((await tx.organization.count()) > 0) return null;
+    const now = new Date(clock.now());
+    const org = await tx.organization.create({ data: { id: newId('org', clock.now()), name: 'Default Organization', createdAt: now } });
+    const project = await tx.project.create({
+      data: { id: newId('proj', clock.now()), organizationId: org.id, name: 'Default Project', slug: 'default', createdAt: now },
+    });
+    const { key, secret } = await insertApiKey(tx, clock, project.id, 'development');
+    return {
+      secret,
+      identity: {
+        apiKeyId: key.id,
+        projectId: project.id,
+        projectName: project.name,
+        projectSlug: project.slug,
+        organizationId: org.id,
+        organizationName: org.name,
+      },
+    };
+  });
+}

@@ -1,0 +1,106 @@
+// One linear request pipeline: request id and log line, infrastructure routes, authentication, JSON parsing,
+// validation of the request against the spec, the operation's handler, validation of the response, and one
+// error handler that writes the envelope for anything that went wrong on the way.
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import express, { type RequestHandler } from 'express';
+import * as OpenApiValidator from 'express-openapi-validator';
+import { operations, type OperationId } from '../generated/operations.ts';
+import { authenticate, type KeyCache } from './auth.ts';
+import { apiError, errorHandler } from './errors.ts';
+import { handlers, type Services } from './handlers.ts';
+import { specPath } from './paths.ts';
+
+export interface AppOptions extends Services {
+  keys: KeyCache;
+  /** Called once per finished API response with its operation (when one matched) and status; the contract-coverage test listens here. */
+  observe?: (operationId: OperationId | undefined, status: number) => void;
+}
+
+const spec = JSON.parse(readFileSync(specPath, 'utf8'));
+const redocBundle = createRequire(import.meta.url).resolve('redoc/bundles/redoc.standalone.js');
+const docsPage = `<!doctype html>
+<html><head><meta charset="utf-8"><title>${spec.info.title} ${spec.info.version}</title>
+<meta name="viewport" content="width=device-width, initial-scale=1"></head>
+<body><redoc spec-url="/openapi.json"></redoc><script src="/docs/redoc.standalone.js"></script></body></html>`;
+
+const REQUEST_ID = /^[\w.:-]{1,128}$/;
+
+/** `/v1/endpoints/{endpointId}` → `/v1/endpoints/:endpointId` */
+const expressPath = (path: string) => path.replace(/\{(\w+)\}/g, ':$1');
+
+const matchers = Object.entries(operations).map(([operationId, op]) => ({
+  operationId: operationId as OperationId,
+  method: op.method.toUpperCase(),
+  pattern: new RegExp(`^${op.path.replace(/\{\w+\}/g, '[^/]+')}/?$`),
+}));
+
+/** The operation a request addresses, if any. */
+export function matchOperation(method: string, path: string): OperationId | undefined {
+  return matchers.find((m) => m.method === method && m.pattern.test(path))?.operationId;
+}
+
+export function createApp(options: AppOptions): express.Express {
+  const { config, log, db, keys, observe } = options;
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.set('query parser', 'extended');
+
+  app.use(((req, res, next) => {
+    const incoming = req.get('x-request-id');
+    const requestId = incoming && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    res.setHeader('x-request-id', requestId);
+    const started = process.hrtime.bigint();
+    res.on('finish', () => {
+      const operationId = matchOperation(req.method, req.path);
+      observe?.(operationId, res.statusCode);
+      log.info(
+        { requestId, method: req.method, path: req.path, operationId, status: res.statusCode, ms: Number(process.hrtime.bigint() - started) / 1e6 },
+        'request',
+      );
+    });
+    next();
+  }) as RequestHandler);
+
+  app.get('/healthz', async (_req, res) => {
+    try {
+      await db.prisma.$queryRawUnsafe('SELECT 1');
+      res.json({ status: 'ok', database: db.provider });
+    } catch {
+      res.status(503).json({ status: 'unavailable', database: db.provider });
+    }
+  });
+  app.get('/openapi.json', (_req, res) => void res.json(spec));
+  app.get('/docs', (_req, res) => void res.type('html').send(docsPage));
+  app.get('/docs/redoc.standalone.js', (_req, res) => res.sendFile(redocBundle));
+
+  app.use(['/v1', '/v2'], authenticate(keys));
+  app.use(express.json({ limit: config.bodyLimit }));
+  app.use(
+    OpenApiValidator.middleware({
+      apiSpec: structuredClone(spec),
+      validateRequests: { allowUnknownQueryParameters: false },
+      validateResponses: config.validateResponses,
+      validateSecurity: false,
+      validateApiSpec: false,
+    }),
+  );
+
+  for (const [operationId, op] of Object.entries(operations) as [OperationId, (typeof operations)[OperationId]][]) {
+    const handler = handlers[operationId] as (ctx: any) => Promise<unknown>;
+    const status: number = op.statuses.find((s: number) => s >= 200 && s < 300) ?? 200;
+    app[op.method](expressPath(op.path), (async (req, res) => {
+      const body = await handler({ ...options, params: req.params, query: req.query, body: req.body, identity: req.identity!, req, res });
+      if (status === 204 || body === undefined) res.status(status).end();
+      else res.status(status).json(body);
+    }) as RequestHandler);
+  }
+
+  app.use(((req) => {
+    throw apiError(404, 'not_found', `No route ${req.method} ${req.path} exists.`);
+  }) as RequestHandler);
+  app.use(errorHandler(log));
+  return app;
+}

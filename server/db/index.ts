@@ -1,0 +1,75 @@
+// The one way into the database. SQLite by default, PostgreSQL when the URL names one; migrations are applied on open.
+//
+// SQLite guards against prisma/orm#29933 (a SQLITE_BUSY can silently lose the adapter's writes) and against the
+// adapter's one connection being shared: statements issued outside a transaction run inside whatever transaction
+// is open on that connection, and are rolled back with it. So on SQLite:
+// - every write goes through `write()`, which serializes write transactions in this process (a mutex) on one
+//   writer connection, with WAL and a busy timeout for other processes (the CLI) writing the same file;
+// - reads use a second, read-only connection, which under WAL sees committed data only and cannot write.
+// On PostgreSQL both are the same pool and `write()` is an ordinary interactive transaction.
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { Mutex } from 'async-mutex';
+import { PrismaBetterSqlite3 } from '@prisma/adapter-better-sqlite3';
+import { PrismaPg } from '@prisma/adapter-pg';
+import { PrismaClient as SqliteClient, Prisma } from '../../generated/prisma/sqlite/client/client.ts';
+import { PrismaClient as PgClient } from '../../generated/prisma/postgresql/client/client.ts';
+import type { Provider } from '../paths.ts';
+import { deploy } from './migrations.ts';
+import { pgConfig, providerOf, sqliteFile } from './urls.ts';
+
+// The two generated clients have the same models but types that do not unify; the app codes against one of them.
+export type Db = InstanceType<typeof SqliteClient>;
+export type Tx = Prisma.TransactionClient;
+export { Prisma };
+
+export interface Database {
+  provider: Provider;
+  url: string;
+  /** For reads. On SQLite a read-only connection. */
+  prisma: Db;
+  /** Runs `fn` in a write transaction; serialized within the process on SQLite. */
+  write<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}
+
+const SQLITE_BUSY_TIMEOUT_MS = 10_000;
+// Interactive transactions are short; the defaults (2 s to start, 5 s to finish) are too tight for a loaded CI box.
+const TX_OPTIONS = { maxWait: 10_000, timeout: 30_000 };
+
+export async function openDatabase(url: string, options: { migrate?: boolean } = {}): Promise<Database> {
+  const provider = providerOf(url);
+  if (provider === 'sqlite') mkdirSync(dirname(sqliteFile(url)), { recursive: true });
+  if (options.migrate !== false) await deploy(provider, url);
+
+  if (provider === 'postgresql') {
+    const prisma = new PgClient({ adapter: new PrismaPg({ ...pgConfig(url), max: 10 }) }) as unknown as Db;
+    await prisma.$connect();
+    return {
+      provider,
+      url,
+      prisma,
+      write: (fn) => prisma.$transaction(fn, TX_OPTIONS),
+      close: () => prisma.$disconnect(),
+    };
+  }
+
+  const file = sqliteFile(url);
+  const writer = new SqliteClient({ adapter: new PrismaBetterSqlite3({ url: file, timeout: SQLITE_BUSY_TIMEOUT_MS }) });
+  await writer.$queryRawUnsafe('PRAGMA journal_mode = WAL');
+  await writer.$queryRawUnsafe('PRAGMA synchronous = NORMAL');
+  const reader = new SqliteClient({
+    adapter: new PrismaBetterSqlite3({ url: file, readonly: true, timeout: SQLITE_BUSY_TIMEOUT_MS }),
+  });
+  const mutex = new Mutex();
+  return {
+    provider,
+    url,
+    prisma: reader,
+    write: (fn) => mutex.runExclusive(() => writer.$transaction(fn, TX_OPTIONS)),
+    close: async () => {
+      await mutex.waitForUnlock();
+      await Promise.all([reader.$disconnect(), writer.$disconnect()]);
+    },
+  };
+}

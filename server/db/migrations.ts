@@ -1,0 +1,123 @@
+// Migrations without the native schema engine: the WebAssembly build of Prisma's schema engine, driven through
+// the same driver adapters the app queries with. `deploy` applies prisma/migrations/<provider>/ and records them in
+// the standard `_prisma_migrations` table (what `prisma migrate deploy` writes); a second call applies nothing.
+//
+// `create` writes the next migration for both providers as the diff between two data models: the model as of the
+// last migration (prisma/migrations/models.applied.prisma, updated by `create`) and prisma/models.prisma. That needs
+// no database at all, unlike Prisma's replay of the history on a shadow database, which the adapters only manage
+// with several workarounds here (see ../shared/notes/stack.md, Q3).
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { PrismaBetterSqlite3 } from '@prisma/adapter-better-sqlite3';
+import { PrismaPg } from '@prisma/adapter-pg';
+import { bindMigrationAwareSqlAdapterFactory } from '@prisma/driver-adapter-utils';
+import type { SqlDriverAdapter, SqlMigrationAwareDriverAdapterFactory } from '@prisma/driver-adapter-utils';
+import * as runtime from '@prisma/schema-engine-wasm/schema_engine_bg';
+import type { MigrationList, SchemaEngine } from '@prisma/schema-engine-wasm';
+import { PROVIDERS, root, type Provider } from '../paths.ts';
+import { pgConfig, sqliteFile } from './urls.ts';
+
+const migrationsRoot = join(root, 'prisma/migrations');
+const appliedModelPath = join(migrationsRoot, 'models.applied.prisma');
+const filters = { externalTables: [], externalEnums: [] };
+
+let engineClass: typeof SchemaEngine | undefined;
+function loadEngine(): typeof SchemaEngine {
+  if (!engineClass) {
+    const wasmPath = join(dirname(createRequire(import.meta.url).resolve('@prisma/schema-engine-wasm')), 'schema_engine_bg.wasm');
+    const instance = new WebAssembly.Instance(new WebAssembly.Module(readFileSync(wasmPath)), {
+      './schema_engine_bg.js': runtime as unknown as WebAssembly.ModuleImports,
+    });
+    (runtime as any).__wbg_set_wasm(instance.exports);
+    (instance.exports as any).__wbindgen_start();
+    engineClass = (runtime as any).SchemaEngine as typeof SchemaEngine;
+  }
+  return engineClass;
+}
+
+function migrationsList(provider: Provider): MigrationList {
+  const baseDir = join(migrationsRoot, provider);
+  const lockPath = join(baseDir, 'migration_lock.toml');
+  const dirs = existsSync(baseDir)
+    ? readdirSync(baseDir, { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name).sort()
+    : [];
+  return {
+    baseDir,
+    lockfile: { path: lockPath, content: existsSync(lockPath) ? readFileSync(lockPath, 'utf8') : null },
+    shadowDbInitScript: '',
+    migrationDirectories: dirs.map((name) => ({
+      path: join(baseDir, name),
+      migrationFile: {
+        path: 'migration.sql',
+        content: { tag: 'ok', value: readFileSync(join(baseDir, name, 'migration.sql'), 'utf8') },
+      },
+    })),
+  } as MigrationList;
+}
+
+/** Applies every committed migration not yet applied; returns the names applied. Idempotent. */
+export async function deploy(provider: Provider, url: string): Promise<string[]> {
+  const base: SqlMigrationAwareDriverAdapterFactory =
+    provider === 'sqlite' ? new PrismaBetterSqlite3({ url: sqliteFile(url), timeout: 10_000 }) : new PrismaPg(pgConfig(url));
+  // engine.free() leaves the adapter's connections open (one holds the migration advisory lock on PostgreSQL):
+  // track them and close them ourselves.
+  const opened: SqlDriverAdapter[] = [];
+  const tracked = Object.assign(Object.create(base), {
+    connect: async () => {
+      const adapter = await base.connect();
+      opened.push(adapter);
+      return adapter;
+    },
+  }) as SqlMigrationAwareDriverAdapterFactory;
+  const engine = await loadEngine().new({ datamodels: undefined }, () => {}, bindMigrationAwareSqlAdapterFactory(tracked));
+  try {
+    const { appliedMigrationNames } = await engine.applyMigrations({ migrationsList: migrationsList(provider), filters });
+    return appliedMigrationNames;
+  } finally {
+    engine.free();
+    await Promise.all(opened.map((a) => a.dispose().catch(() => {})));
+  }
+}
+
+function datamodel(provider: Provider, model: string): string {
+  return `datasource db {\n  provider = "${provider}"\n}\n\n${model}`;
+}
+
+/** The SQL that takes a database from the last migration's model to the current one; empty when they match. */
+export async function pendingChanges(provider: Provider): Promise<string> {
+  // Diffing two data models touches no database; the engine still wants an adapter of the provider (never connected).
+  const adapter = provider === 'sqlite' ? new PrismaBetterSqlite3({ url: ':memory:' }) : new PrismaPg(pgConfig(process.env.MIGRATE_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test'));
+  const engine = await loadEngine().new({ datamodels: undefined }, () => {}, bindMigrationAwareSqlAdapterFactory(adapter));
+  const model = (path: string) => ({
+    tag: 'schemaDatamodel' as const,
+    files: [{ path: 'schema.prisma', content: datamodel(provider, existsSync(path) ? readFileSync(path, 'utf8') : '') }],
+  });
+  try {
+    const from = existsSync(appliedModelPath) ? model(appliedModelPath) : { tag: 'empty' as const };
+    const result = await engine.diff({ from, to: model(join(root, 'prisma/models.prisma')), script: true, exitCode: null, filters });
+    const sql = (result.stdout ?? '').trim();
+    return sql === '-- This is an empty migration.' ? '' : sql;
+  } finally {
+    engine.free();
+  }
+}
+
+/** Writes the next migration for every provider; returns its folder name, or null when the model has not changed. */
+export async function create(name: string): Promise<string | null> {
+  const scripts = await Promise.all(PROVIDERS.map((p) => pendingChanges(p)));
+  if (scripts.every((s) => s === '')) return null;
+  const stamp = new Date().toISOString().replace(/\D/g, '').slice(0, 14);
+  const folder = `${stamp}_${name.replace(/[^a-z0-9_]+/gi, '_').toLowerCase()}`;
+  PROVIDERS.forEach((provider, i) => {
+    const dir = join(migrationsRoot, provider, folder);
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, 'migration.sql'), scripts[i] + '\n');
+    writeFileSync(
+      join(migrationsRoot, provider, 'migration_lock.toml'),
+      `# Please do not edit this file manually\n# It should be added in your version-control system (e.g., Git)\nprovider = "${provider}"\n`,
+    );
+  });
+  writeFileSync(appliedModelPath, readFileSync(join(root, 'prisma/models.prisma'), 'utf8'));
+  return folder;
+}
