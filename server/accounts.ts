@@ -5,6 +5,7 @@ import type { Clock } from './clock.ts';
 import type { Database, Tx } from './db/index.ts';
 import { badRequest, conflict, notFound } from './errors.ts';
 import { newId } from './ids.ts';
+import { seedCatalogue } from './seed.ts';
 
 export const KEY_REVOKED_CHANNEL = 'api_key_revoked';
 
@@ -99,12 +100,13 @@ export async function identityForHash(db: Database, hash: string): Promise<Ident
 }
 
 /**
- * On the first start against an empty database: a default organization, project and key. Returns the key's
+ * On the first start against an empty database: a default organization, project and key, and the seeded catalogue
+ * (server/seed.ts). Returns the key's
  * secret then, and null on every later start. Safe when several processes start at once on PostgreSQL.
  */
 export async function bootstrap(db: Database, clock: Clock): Promise<{ secret: string; identity: Identity } | null> {
   return db.write(async (tx) => {
-    if (db.provider === 'postgresql') await tx.$queryRawUnsafe('SELECT pg_advisory_xact_lock(727073)');
+    if (db.provider === 'postgresql') await tx.$executeRawUnsafe('SELECT pg_advisory_xact_lock(727073)');
     if ((await tx.organization.count()) > 0) return null;
     const now = new Date(clock.now());
     const org = await tx.organization.create({ data: { id: newId('org', clock.now()), name: 'Default Organization', createdAt: now } });
@@ -112,6 +114,7 @@ export async function bootstrap(db: Database, clock: Clock): Promise<{ secret: s
       data: { id: newId('proj', clock.now()), organizationId: org.id, name: 'Default Project', slug: 'default', createdAt: now },
     });
     const { key, secret } = await insertApiKey(tx, clock, project.id, 'development');
+    await seedCatalogue({ tx, clock, projectId: project.id, organizationId: org.id });
     return {
       secret,
       identity: {

@@ -1,10 +1,8 @@
-// The one place that turns rows into their wire shapes (seed section 2).
-import type { components } from '../generated/api.d.ts';
-import type { Identity } from './accounts.ts';
+// Wire shapes of tag Identity (seed 2.15).
+import type { Identity } from '../accounts.ts';
+import type { Schemas } from './types.ts';
 
-type Schemas = components['schemas'];
-
-export const wire = {
+export const identityWire = {
   identity: (i: Identity): Schemas['Identity'] => ({
     api_key_id: i.apiKeyId,
     project_id: i.projectId,

@@ -1,0 +1,24 @@
+// The typed client: openapi-fetch over the generated `paths`. Import it as `inference-platform/client`.
+//
+//   const api = createPlatformClient({ baseUrl: 'http://127.0.0.1:8080', apiKey });
+//   const { data, error } = await api.GET('/v1/whoami');   // error is typed as the envelope: error.error.code
+import createClient, { type Client, type ClientOptions } from 'openapi-fetch';
+import type { components, paths } from '../generated/api.d.ts';
+
+export type { components, paths };
+export type ErrorEnvelope = components['schemas']['ErrorData'];
+export type PlatformClient = Client<paths>;
+
+export interface PlatformClientOptions extends Omit<ClientOptions, 'baseUrl'> {
+  /** The server's root address, e.g. `http://127.0.0.1:8080` (paths carry their `/v1` or `/v2`). */
+  baseUrl: string;
+  apiKey?: string;
+}
+
+export function createPlatformClient({ baseUrl, apiKey, headers, ...rest }: PlatformClientOptions): PlatformClient {
+  return createClient<paths>({
+    baseUrl: baseUrl.replace(/\/+$/, ''),
+    headers: { ...(apiKey ? { Authorization: `Bearer ${apiKey}` } : {}), ...(headers as Record<string, string> | undefined) },
+    ...rest,
+  });
+}

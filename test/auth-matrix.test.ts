@@ -1,0 +1,49 @@
+// For every operation in the spec: no key and a bad key answer 401 with the envelope; and every operation that
+// takes an id answers 404 for another project's resource, exactly as for an absent one.
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { operations } from '../generated/operations.ts';
+import { crossProject } from './fixtures/index.ts';
+import { expectError } from './support/expect.ts';
+import { fillPath, operationIds, pathParamNames } from './support/operations.ts';
+import { startTestPlatform, type TestPlatform } from './support/platform.ts';
+
+let t: TestPlatform;
+beforeAll(async () => {
+  t = await startTestPlatform();
+});
+afterAll(() => t?.close());
+
+const send = (id: (typeof operationIds)[number], path: string, headers: Record<string, string>, req?: { query?: any; body?: any }) => {
+  const op = operations[id];
+  let r = t.http[op.method](path).set(headers);
+  if (req?.query) r = r.query(req.query);
+  if (req?.body !== undefined) r = r.send(req.body);
+  return r;
+};
+
+describe.each(operationIds)('%s', (id) => {
+  const params = Object.fromEntries(pathParamNames(id).map((n) => [n, 'x']));
+
+  test('without a key: 401 missing_api_key', async () => {
+    expectError(await send(id, fillPath(id, params), {}), 401, { code: 'missing_api_key', param: null });
+  });
+
+  test('with a bad key: 401 invalid_api_key', async () => {
+    expectError(await send(id, fillPath(id, params), { Authorization: 'Bearer tpk_not-a-real-key' }), 401, {
+      code: 'invalid_api_key',
+      param: null,
+    });
+  });
+
+  test.runIf(pathParamNames(id).length > 0)("with another project's id: 404 as if absent", async () => {
+    const fixture = crossProject[id];
+    expect(fixture, `test/fixtures needs crossProject.${id}`).toBeDefined();
+    const req = await fixture!(t.other, t);
+    const path = fillPath(id, req.params);
+    // The stranger first (so a delete cannot make the id absent for real), then the owner, proving the id exists.
+    const res = await send(id, path, { Authorization: `Bearer ${t.caller.key}` }, req);
+    expectError(res, 404, { type: 'not_found_error' });
+    const owner = await send(id, path, { Authorization: `Bearer ${t.other.key}` }, req);
+    expect(owner.status, `the owner can use ${id}: ${JSON.stringify(owner.body)}`).toBeLessThan(400);
+  });
+});

@@ -1,0 +1,40 @@
+// A fresh, empty database for each test platform: a SQLite file in the temp folder, or, when TEST_DATABASE_URL
+// names a PostgreSQL server, a new database on it (dropped again on cleanup).
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
+import { pgConfig } from '../../server/db/urls.ts';
+
+export const TEST_PG_URL = process.env.TEST_DATABASE_URL;
+export const usingPostgres = !!TEST_PG_URL && /^postgres/.test(TEST_PG_URL);
+
+export interface ScratchDatabase {
+  url: string;
+  drop(): Promise<void>;
+}
+
+export async function scratchDatabase(provider: 'sqlite' | 'postgresql' = usingPostgres ? 'postgresql' : 'sqlite'): Promise<ScratchDatabase> {
+  if (provider === 'sqlite') {
+    const dir = mkdtempSync(join(tmpdir(), 'platform-test-'));
+    return { url: `file:${join(dir, 'test.db')}`, drop: async () => rmSync(dir, { recursive: true, force: true }) };
+  }
+  if (!TEST_PG_URL) throw new Error('TEST_DATABASE_URL is not set');
+  const name = `t_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
+  const admin = new pg.Client(pgConfig(TEST_PG_URL));
+  await admin.connect();
+  await admin.query(`CREATE DATABASE "${name}"`);
+  await admin.end();
+  const url = new URL(TEST_PG_URL);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    drop: async () => {
+      const c = new pg.Client(pgConfig(TEST_PG_URL));
+      await c.connect();
+      await c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+      await c.end();
+    },
+  };
+}

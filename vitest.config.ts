@@ -1,0 +1,22 @@
+import { defineConfig } from 'vitest/config';
+
+// Two groups, run in order: every contract test, then the contract-coverage check over what they observed.
+export default defineConfig({
+  test: {
+    environment: 'node',
+    pool: 'forks',
+    testTimeout: 60_000,
+    hookTimeout: 60_000,
+    globalSetup: ['test/support/global-setup.ts'],
+    projects: [
+      {
+        extends: true,
+        test: { name: 'contract', include: ['test/**/*.test.ts'], exclude: ['test/coverage/**'], sequence: { groupOrder: 0 } },
+      },
+      {
+        extends: true,
+        test: { name: 'coverage', include: ['test/coverage/**/*.test.ts'], sequence: { groupOrder: 1 } },
+      },
+    ],
+  },
+});
