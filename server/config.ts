@@ -15,6 +15,10 @@ export interface Config {
   /** How long a looked-up API key is trusted before the database is asked again (revocations clear it at once). */
   keyCacheTtlMs: number;
   runner: RunnerConfig;
+  /** Durations of simulated work (upload, provisioning, ...), by name: env `DURATION_<NAME>_MS`. See `duration()`. */
+  durations: Record<string, number>;
+  /** Key that encrypts secret values at rest (32 bytes, base64 or hex); a fixed development key when unset. */
+  secretsKey: string;
 }
 
 export interface RunnerConfig {
@@ -40,6 +44,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     bodyLimit: num(env.BODY_LIMIT_BYTES, 10 * 1024 * 1024),
     validateResponses: bool(env.VALIDATE_RESPONSES, true),
     keyCacheTtlMs: num(env.KEY_CACHE_TTL_MS, 30_000),
+    durations: Object.fromEntries(
+      Object.entries(env)
+        .filter(([k, v]) => /^DURATION_[A-Z0-9_]+_MS$/.test(k) && v !== '')
+        .map(([k, v]) => [k.slice('DURATION_'.length, -'_MS'.length).toLowerCase(), Number(v)]),
+    ),
+    secretsKey: env.SECRETS_KEY ?? '',
     runner: {
       enabled: bool(env.RUNNER_ENABLED, true),
       pollMs: num(env.RUNNER_POLL_MS, 250),
@@ -48,4 +58,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxFailures: num(env.RUNNER_MAX_FAILURES, 5),
     },
   };
+}
+
+/** How long a named step of simulated work takes: `DURATION_<NAME>_MS` when set, else the module's default. */
+export function duration(config: Config, name: string, fallbackMs: number): number {
+  return config.durations[name] ?? fallbackMs;
 }

@@ -33,6 +33,21 @@ export type Project = Prisma.ProjectModel
  */
 export type ApiKey = Prisma.ApiKeyModel
 /**
+ * Model Hardware
+ * 
+ */
+export type Hardware = Prisma.HardwareModel
+/**
+ * Model Model
+ * 
+ */
+export type Model = Prisma.ModelModel
+/**
+ * Model HardwareReservation
+ * 
+ */
+export type HardwareReservation = Prisma.HardwareReservationModel
+/**
  * Model WorkItem
  * 
  */

@@ -11,5 +11,8 @@
 export type * from './models/Organization.ts'
 export type * from './models/Project.ts'
 export type * from './models/ApiKey.ts'
+export type * from './models/Hardware.ts'
+export type * from './models/Model.ts'
+export type * from './models/HardwareReservation.ts'
 export type * from './models/WorkItem.ts'
 export type * from './commonInputTypes.ts'

@@ -400,6 +400,9 @@ export const ModelName = {
   Organization: 'Organization',
   Project: 'Project',
   ApiKey: 'ApiKey',
+  Hardware: 'Hardware',
+  Model: 'Model',
+  HardwareReservation: 'HardwareReservation',
   WorkItem: 'WorkItem'
 } as const
 
@@ -416,7 +419,7 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
     omit: GlobalOmitOptions
   }
   meta: {
-    modelProps: "organization" | "project" | "apiKey" | "workItem"
+    modelProps: "organization" | "project" | "apiKey" | "hardware" | "model" | "hardwareReservation" | "workItem"
     txIsolationLevel: TransactionIsolationLevel
   }
   model: {
@@ -642,6 +645,228 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
         }
       }
     }
+    Hardware: {
+      payload: Prisma.$HardwarePayload<ExtArgs>
+      fields: Prisma.HardwareFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.HardwareFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$HardwarePayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.HardwareFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$HardwarePayload>
+        }
+        findFirst: {
+          args: Prisma.HardwareFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$HardwarePayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.HardwareFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$HardwarePayload>
+        }
+        findMany: {
+          args: Prisma.HardwareFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$HardwarePayload>[]
+        }
+        create: {
+          args: Prisma.HardwareCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$HardwarePayload>
+        }
+        createMany: {
+          args: Prisma.HardwareCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.HardwareCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$HardwarePayload>[]
+        }
+        delete: {
+          args: Prisma.HardwareDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$HardwarePayload>
+        }
+        update: {
+          args: Prisma.HardwareUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$HardwarePayload>
+        }
+        deleteMany: {
+          args: Prisma.HardwareDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.HardwareUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.HardwareUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$HardwarePayload>[]
+        }
+        upsert: {
+          args: Prisma.HardwareUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$HardwarePayload>
+        }
+        aggregate: {
+          args: Prisma.HardwareAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateHardware>
+        }
+        groupBy: {
+          args: Prisma.HardwareGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.HardwareGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.HardwareCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.HardwareCountAggregateOutputType> | number
+        }
+      }
+    }
+    Model: {
+      payload: Prisma.$ModelPayload<ExtArgs>
+      fields: Prisma.ModelFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.ModelFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ModelPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.ModelFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ModelPayload>
+        }
+        findFirst: {
+          args: Prisma.ModelFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ModelPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.ModelFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ModelPayload>
+        }
+        findMany: {
+          args: Prisma.ModelFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ModelPayload>[]
+        }
+        create: {
+          args: Prisma.ModelCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ModelPayload>
+        }
+        createMany: {
+          args: Prisma.ModelCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.ModelCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ModelPayload>[]
+        }
+        delete: {
+          args: Prisma.ModelDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ModelPayload>
+        }
+        update: {
+          args: Prisma.ModelUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ModelPayload>
+        }
+        deleteMany: {
+          args: Prisma.ModelDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.ModelUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.ModelUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ModelPayload>[]
+        }
+        upsert: {
+          args: Prisma.ModelUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ModelPayload>
+        }
+        aggregate: {
+          args: Prisma.ModelAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateModel>
+        }
+        groupBy: {
+          args: Prisma.ModelGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.ModelGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.ModelCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.ModelCountAggregateOutputType> | number
+        }
+      }
+    }
+    HardwareReservation: {
+      payload: Prisma.$HardwareReservationPayload<ExtArgs>
+      fields: Prisma.HardwareReservationFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.HardwareReservationFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$HardwareReservationPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.HardwareReservationFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$HardwareReservationPayload>
+        }
+        findFirst: {
+          args: Prisma.HardwareReservationFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$HardwareReservationPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.HardwareReservationFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$HardwareReservationPayload>
+        }
+        findMany: {
+          args: Prisma.HardwareReservationFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$HardwareReservationPayload>[]
+        }
+        create: {
+          args: Prisma.HardwareReservationCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$HardwareReservationPayload>
+        }
+        createMany: {
+          args: Prisma.HardwareReservationCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.HardwareReservationCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$HardwareReservationPayload>[]
+        }
+        delete: {
+          args: Prisma.HardwareReservationDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$HardwareReservationPayload>
+        }
+        update: {
+          args: Prisma.HardwareReservationUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$HardwareReservationPayload>
+        }
+        deleteMany: {
+          args: Prisma.HardwareReservationDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.HardwareReservationUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.HardwareReservationUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$HardwareReservationPayload>[]
+        }
+        upsert: {
+          args: Prisma.HardwareReservationUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$HardwareReservationPayload>
+        }
+        aggregate: {
+          args: Prisma.HardwareReservationAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateHardwareReservation>
+        }
+        groupBy: {
+          args: Prisma.HardwareReservationGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.HardwareReservationGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.HardwareReservationCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.HardwareReservationCountAggregateOutputType> | number
+        }
+      }
+    }
     WorkItem: {
       payload: Prisma.$WorkItemPayload<ExtArgs>
       fields: Prisma.WorkItemFieldRefs
@@ -785,6 +1010,58 @@ export const ApiKeyScalarFieldEnum = {
 export type ApiKeyScalarFieldEnum = (typeof ApiKeyScalarFieldEnum)[keyof typeof ApiKeyScalarFieldEnum]
 
 
+export const HardwareScalarFieldEnum = {
+  id: 'id',
+  gpuType: 'gpuType',
+  gpuLink: 'gpuLink',
+  gpuMemory: 'gpuMemory',
+  gpuCount: 'gpuCount',
+  centsPerMinute: 'centsPerMinute',
+  capacityGpus: 'capacityGpus',
+  updatedAt: 'updatedAt'
+} as const
+
+export type HardwareScalarFieldEnum = (typeof HardwareScalarFieldEnum)[keyof typeof HardwareScalarFieldEnum]
+
+
+export const ModelScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  name: 'name',
+  type: 'type',
+  modelType: 'modelType',
+  architecture: 'architecture',
+  baseModelId: 'baseModelId',
+  loraModel: 'loraModel',
+  serverless: 'serverless',
+  minGpuMemory: 'minGpuMemory',
+  contextLength: 'contextLength',
+  organization: 'organization',
+  pricing: 'pricing',
+  description: 'description',
+  source: 'source',
+  status: 'status',
+  created: 'created'
+} as const
+
+export type ModelScalarFieldEnum = (typeof ModelScalarFieldEnum)[keyof typeof ModelScalarFieldEnum]
+
+
+export const HardwareReservationScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  hardwareId: 'hardwareId',
+  gpus: 'gpus',
+  ownerKind: 'ownerKind',
+  ownerId: 'ownerId',
+  startedAt: 'startedAt',
+  endedAt: 'endedAt',
+  centsPerMinute: 'centsPerMinute'
+} as const
+
+export type HardwareReservationScalarFieldEnum = (typeof HardwareReservationScalarFieldEnum)[keyof typeof HardwareReservationScalarFieldEnum]
+
+
 export const WorkItemScalarFieldEnum = {
   id: 'id',
   kind: 'kind',
@@ -843,13 +1120,6 @@ export type DateTimeFieldRefInput<$PrismaModel> = FieldRefInputType<$PrismaModel
 
 
 /**
- * Reference to a field of type 'BigInt'
- */
-export type BigIntFieldRefInput<$PrismaModel> = FieldRefInputType<$PrismaModel, 'BigInt'>
-    
-
-
-/**
  * Reference to a field of type 'Int'
  */
 export type IntFieldRefInput<$PrismaModel> = FieldRefInputType<$PrismaModel, 'Int'>
@@ -860,6 +1130,20 @@ export type IntFieldRefInput<$PrismaModel> = FieldRefInputType<$PrismaModel, 'In
  * Reference to a field of type 'Float'
  */
 export type FloatFieldRefInput<$PrismaModel> = FieldRefInputType<$PrismaModel, 'Float'>
+    
+
+
+/**
+ * Reference to a field of type 'Boolean'
+ */
+export type BooleanFieldRefInput<$PrismaModel> = FieldRefInputType<$PrismaModel, 'Boolean'>
+    
+
+
+/**
+ * Reference to a field of type 'BigInt'
+ */
+export type BigIntFieldRefInput<$PrismaModel> = FieldRefInputType<$PrismaModel, 'BigInt'>
     
 
 /**
@@ -1016,6 +1300,9 @@ export type GlobalOmitConfig = {
   organization?: Prisma.OrganizationOmit
   project?: Prisma.ProjectOmit
   apiKey?: Prisma.ApiKeyOmit
+  hardware?: Prisma.HardwareOmit
+  model?: Prisma.ModelOmit
+  hardwareReservation?: Prisma.HardwareReservationOmit
   workItem?: Prisma.WorkItemOmit
 }
 

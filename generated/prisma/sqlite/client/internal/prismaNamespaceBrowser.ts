@@ -54,6 +54,9 @@ export const ModelName = {
   Organization: 'Organization',
   Project: 'Project',
   ApiKey: 'ApiKey',
+  Hardware: 'Hardware',
+  Model: 'Model',
+  HardwareReservation: 'HardwareReservation',
   WorkItem: 'WorkItem'
 } as const
 
@@ -101,6 +104,58 @@ export const ApiKeyScalarFieldEnum = {
 } as const
 
 export type ApiKeyScalarFieldEnum = (typeof ApiKeyScalarFieldEnum)[keyof typeof ApiKeyScalarFieldEnum]
+
+
+export const HardwareScalarFieldEnum = {
+  id: 'id',
+  gpuType: 'gpuType',
+  gpuLink: 'gpuLink',
+  gpuMemory: 'gpuMemory',
+  gpuCount: 'gpuCount',
+  centsPerMinute: 'centsPerMinute',
+  capacityGpus: 'capacityGpus',
+  updatedAt: 'updatedAt'
+} as const
+
+export type HardwareScalarFieldEnum = (typeof HardwareScalarFieldEnum)[keyof typeof HardwareScalarFieldEnum]
+
+
+export const ModelScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  name: 'name',
+  type: 'type',
+  modelType: 'modelType',
+  architecture: 'architecture',
+  baseModelId: 'baseModelId',
+  loraModel: 'loraModel',
+  serverless: 'serverless',
+  minGpuMemory: 'minGpuMemory',
+  contextLength: 'contextLength',
+  organization: 'organization',
+  pricing: 'pricing',
+  description: 'description',
+  source: 'source',
+  status: 'status',
+  created: 'created'
+} as const
+
+export type ModelScalarFieldEnum = (typeof ModelScalarFieldEnum)[keyof typeof ModelScalarFieldEnum]
+
+
+export const HardwareReservationScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  hardwareId: 'hardwareId',
+  gpus: 'gpus',
+  ownerKind: 'ownerKind',
+  ownerId: 'ownerId',
+  startedAt: 'startedAt',
+  endedAt: 'endedAt',
+  centsPerMinute: 'centsPerMinute'
+} as const
+
+export type HardwareReservationScalarFieldEnum = (typeof HardwareReservationScalarFieldEnum)[keyof typeof HardwareReservationScalarFieldEnum]
 
 
 export const WorkItemScalarFieldEnum = {

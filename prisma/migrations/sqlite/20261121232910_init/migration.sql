@@ -28,6 +28,52 @@ CREATE TABLE "ApiKey" (
 );
 
 -- CreateTable
+CREATE TABLE "Hardware" (
+    "id" TEXT NOT NULL PRIMARY KEY,
+    "gpuType" TEXT NOT NULL,
+    "gpuLink" TEXT NOT NULL,
+    "gpuMemory" INTEGER NOT NULL,
+    "gpuCount" INTEGER NOT NULL,
+    "centsPerMinute" REAL NOT NULL,
+    "capacityGpus" INTEGER NOT NULL,
+    "updatedAt" DATETIME NOT NULL
+);
+
+-- CreateTable
+CREATE TABLE "Model" (
+    "id" TEXT NOT NULL PRIMARY KEY,
+    "projectId" TEXT,
+    "name" TEXT NOT NULL,
+    "type" TEXT NOT NULL,
+    "modelType" TEXT NOT NULL DEFAULT 'model',
+    "architecture" TEXT,
+    "baseModelId" TEXT,
+    "loraModel" TEXT,
+    "serverless" BOOLEAN NOT NULL DEFAULT false,
+    "minGpuMemory" INTEGER,
+    "contextLength" INTEGER,
+    "organization" TEXT,
+    "pricing" TEXT NOT NULL DEFAULT '{}',
+    "description" TEXT,
+    "source" TEXT,
+    "status" TEXT NOT NULL DEFAULT 'ready',
+    "created" BIGINT NOT NULL
+);
+
+-- CreateTable
+CREATE TABLE "HardwareReservation" (
+    "id" TEXT NOT NULL PRIMARY KEY,
+    "projectId" TEXT NOT NULL,
+    "hardwareId" TEXT NOT NULL,
+    "gpus" INTEGER NOT NULL,
+    "ownerKind" TEXT NOT NULL,
+    "ownerId" TEXT NOT NULL,
+    "startedAt" BIGINT NOT NULL,
+    "endedAt" BIGINT,
+    "centsPerMinute" REAL NOT NULL
+);
+
+-- CreateTable
 CREATE TABLE "WorkItem" (
     "id" TEXT NOT NULL PRIMARY KEY,
     "kind" TEXT NOT NULL,
@@ -57,6 +103,18 @@ CREATE UNIQUE INDEX "ApiKey_hash_key" ON "ApiKey"("hash");
 
 -- CreateIndex
 CREATE INDEX "ApiKey_projectId_idx" ON "ApiKey"("projectId");
+
+-- CreateIndex
+CREATE INDEX "Model_projectId_idx" ON "Model"("projectId");
+
+-- CreateIndex
+CREATE INDEX "Model_baseModelId_idx" ON "Model"("baseModelId");
+
+-- CreateIndex
+CREATE INDEX "HardwareReservation_hardwareId_endedAt_idx" ON "HardwareReservation"("hardwareId", "endedAt");
+
+-- CreateIndex
+CREATE INDEX "HardwareReservation_ownerKind_ownerId_idx" ON "HardwareReservation"("ownerKind", "ownerId");
 
 -- CreateIndex
 CREATE INDEX "WorkItem_state_runAt_idx" ON "WorkItem"("state", "runAt");

@@ -1,0 +1,53 @@
+// Hardware capacity and per-minute billing, shared by everything that runs replicas. A running replica holds a
+// HardwareReservation; availability is capacity minus the GPUs of open reservations; cost is the minutes each
+// reservation was held times the hardware's price when it started.
+import type { Clock } from './clock.ts';
+import type { Db, Tx } from './db/index.ts';
+import { newId } from './ids.ts';
+
+export async function gpusInUse(db: Db | Tx): Promise<Map<string, number>> {
+  const open = await db.hardwareReservation.groupBy({ by: ['hardwareId'], where: { endedAt: null }, _sum: { gpus: true } });
+  return new Map(open.map((r) => [r.hardwareId, r._sum.gpus ?? 0]));
+}
+
+/** Starts `replicas` replicas of `owner` on `hardwareId`. The caller checks capacity first, in the same transaction. */
+export async function reserve(
+  tx: Tx,
+  clock: Clock,
+  input: { projectId: string; hardwareId: string; replicas: number; ownerKind: 'v1_endpoint' | 'deployment'; ownerId: string },
+): Promise<void> {
+  const hardware = await tx.hardware.findUniqueOrThrow({ where: { id: input.hardwareId } });
+  for (let i = 0; i < input.replicas; i++) {
+    await tx.hardwareReservation.create({
+      data: {
+        id: newId('rsv', clock.now()),
+        projectId: input.projectId,
+        hardwareId: input.hardwareId,
+        gpus: hardware.gpuCount,
+        ownerKind: input.ownerKind,
+        ownerId: input.ownerId,
+        startedAt: BigInt(clock.now()),
+        centsPerMinute: hardware.centsPerMinute,
+      },
+    });
+  }
+}
+
+/** Stops every running replica of `owner` (or only `count` of them). */
+export async function release(tx: Tx, clock: Clock, ownerKind: string, ownerId: string, count?: number): Promise<void> {
+  const open = await tx.hardwareReservation.findMany({ where: { ownerKind, ownerId, endedAt: null }, orderBy: { id: 'desc' }, take: count });
+  if (open.length) await tx.hardwareReservation.updateMany({ where: { id: { in: open.map((r) => r.id) } }, data: { endedAt: BigInt(clock.now()) } });
+}
+
+/** Billing of one owner so far: minutes of replica time and cents, running replicas counted up to now. */
+export async function usage(db: Db | Tx, clock: Clock, ownerKind: string, ownerId: string): Promise<{ replicaMinutes: number; cents: number }> {
+  const rows = await db.hardwareReservation.findMany({ where: { ownerKind, ownerId } });
+  let replicaMinutes = 0;
+  let cents = 0;
+  for (const r of rows) {
+    const minutes = (Number(r.endedAt ?? BigInt(clock.now())) - Number(r.startedAt)) / 60_000;
+    replicaMinutes += minutes;
+    cents += minutes * r.centsPerMinute;
+  }
+  return { replicaMinutes, cents: Math.round(cents * 100) / 100 };
+}
