@@ -1,0 +1,111 @@
+// The failures every operation shares, checked for each operation of the generated table: an unknown query
+// parameter, malformed JSON, a body too large, a body that is not JSON, and an unexpected failure inside. Plus
+// the routes no operation owns.
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { operations } from '../generated/operations.ts';
+import { expectError } from './support/expect.ts';
+import { deref, fillPath, jsonBodySchema, operationIds, operationSpec, pathParamNames } from './support/operations.ts';
+import { sample } from './support/schema-sample.ts';
+import { startTestPlatform, type TestPlatform } from './support/platform.ts';
+
+const BODY_LIMIT = 4096;
+let t: TestPlatform;
+beforeAll(async () => {
+  t = await startTestPlatform({ config: { bodyLimit: BODY_LIMIT } });
+});
+afterAll(() => t?.close());
+
+function request(id: (typeof operationIds)[number], key = t.caller.key) {
+  const op = operations[id];
+  const params = Object.fromEntries(
+    (operationSpec(id).parameters ?? []).map(deref).filter((p: any) => p.in === 'path').map((p: any) => [p.name, String(sample(p.schema))]),
+  );
+  for (const n of pathParamNames(id)) params[n] ??= 'x';
+  const query = Object.fromEntries(
+    (operationSpec(id).parameters ?? []).map(deref).filter((p: any) => p.in === 'query' && p.required).map((p: any) => [p.name, sample(p.schema)]),
+  );
+  return t.http[op.method](fillPath(id, params)).query(query).set('Authorization', `Bearer ${key}`);
+}
+
+describe.each(operationIds)('%s', (id) => {
+  const hasJsonBody = !!jsonBodySchema(id);
+
+  test('an unknown query parameter: 400 naming it', async () => {
+    expectError(await request(id).query({ zz_unknown: 1 }), 400, { code: 'unknown_parameter', param: 'zz_unknown' });
+  });
+
+  test.runIf(hasJsonBody)('malformed JSON: 400 invalid_json', async () => {
+    expectError(await request(id).set('Content-Type', 'application/json').send('{"a": [1,'), 400, { code: 'invalid_json', param: null });
+  });
+
+  test.runIf(hasJsonBody)('a body over the limit: 413 body_too_large', async () => {
+    const big = JSON.stringify({ padding: 'x'.repeat(BODY_LIMIT * 2) });
+    expectError(await request(id).set('Content-Type', 'application/json').send(big), 413, { code: 'body_too_large', param: null });
+  });
+
+  test.runIf(hasJsonBody)('a body that is not JSON: 415 unsupported_media_type', async () => {
+    expectError(await request(id).set('Content-Type', 'text/plain').send('hello'), 415, { code: 'unsupported_media_type', param: null });
+  });
+
+  test('an unexpected failure: generic 500 with the request id, cause only in the log', async () => {
+    const fresh = await t.newCaller(t.caller.identity.projectId);
+    const restore = t.breakDatabase();
+    try {
+      let req = request(id, fresh.key);
+      const body = jsonBodySchema(id);
+      if (body) req = req.send(sample(body));
+      const res = await req;
+      expectError(res, 500, { code: 'internal_error', type: 'server_error', param: null });
+      expect(res.body.error.message).toBe('The server had an error while processing your request.');
+      expect(t.logs.some((l) => l.includes(res.headers['x-request-id']) && l.includes('injected by the test'))).toBe(true);
+    } finally {
+      restore();
+    }
+  });
+});
+
+describe('routes outside the contract', () => {
+  const auth = () => ({ Authorization: `Bearer ${t.caller.key}` });
+
+  test('an unknown route: 404 envelope', async () => {
+    expectError(await t.http.get('/v1/no-such-thing').set(auth()), 404, { code: 'not_found', type: 'not_found_error' });
+    expectError(await t.http.get('/elsewhere').set(auth()), 404, { code: 'not_found' });
+  });
+
+  test('a method the route does not have: 405 envelope', async () => {
+    expectError(await t.http.delete('/v1/whoami').set(auth()), 405, { code: 'method_not_allowed' });
+  });
+
+  test('x-request-id: echoed when well-formed, generated otherwise', async () => {
+    const mine = await t.http.get('/v1/whoami').set(auth()).set('x-request-id', 'abc-123');
+    expect(mine.headers['x-request-id']).toBe('abc-123');
+    const bad = await t.http.get('/v1/whoami').set(auth()).set('x-request-id', 'no spaces allowed');
+    expect(bad.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  test('health, contract and reference page need no key', async () => {
+    expect((await t.http.get('/healthz')).body).toEqual({ status: 'ok', database: t.services.db.provider });
+    const spec = await t.http.get('/openapi.json');
+    expect(spec.body.info.version).toBe('2.0.0');
+    expect(spec.body.openapi).toBe('3.1.0');
+    const docs = await t.http.get('/docs');
+    expect(docs.text).toContain('/docs/redoc.standalone.js');
+    const js = await t.http.get('/docs/redoc.standalone.js');
+    expect(js.status).toBe(200);
+    expect(js.text.length).toBeGreaterThan(100_000);
+  });
+
+  test('health reports an unreachable database as 503', async () => {
+    const restore = t.breakDatabase();
+    try {
+      expect((await t.http.get('/healthz')).status).toBe(503);
+    } finally {
+      restore();
+    }
+  });
+
+  test('the Authorization header never reaches a log line', async () => {
+    await t.http.get('/v1/whoami').set(auth());
+    expect(t.logs.join('\n')).not.toContain(t.caller.key);
+  });
+});
