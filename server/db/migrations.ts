@@ -9,6 +9,8 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
+import Database from 'better-sqlite3';
+import pg from 'pg';
 import { PrismaBetterSqlite3 } from '@prisma/adapter-better-sqlite3';
 import { PrismaPg } from '@prisma/adapter-pg';
 import { bindMigrationAwareSqlAdapterFactory } from '@prisma/driver-adapter-utils';
@@ -46,8 +48,9 @@ function migrationsList(provider: Provider): MigrationList {
     baseDir,
     lockfile: { path: lockPath, content: existsSync(lockPath) ? readFileSync(lockPath, 'utf8') : null },
     shadowDbInitScript: '',
+    // The folder's name, not its path: it is what `_prisma_migrations.migration_name` records.
     migrationDirectories: dirs.map((name) => ({
-      path: join(baseDir, name),
+      path: name,
       migrationFile: {
         path: 'migration.sql',
         content: { tag: 'ok', value: readFileSync(join(baseDir, name, 'migration.sql'), 'utf8') },
@@ -56,8 +59,40 @@ function migrationsList(provider: Provider): MigrationList {
   } as MigrationList;
 }
 
-/** Applies every committed migration not yet applied; returns the names applied. Idempotent. */
+/** Names of the migrations recorded as finished, read without the engine (which locks a SQLite file exclusively). */
+async function appliedMigrations(provider: Provider, url: string): Promise<Set<string>> {
+  const query = `SELECT migration_name FROM _prisma_migrations WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL`;
+  try {
+    if (provider === 'sqlite') {
+      if (!existsSync(sqliteFile(url))) return new Set();
+      const db = new Database(sqliteFile(url), { readonly: true, timeout: 10_000 });
+      try {
+        return new Set(db.prepare(query).all().map((r: any) => r.migration_name));
+      } finally {
+        db.close();
+      }
+    }
+    const client = new pg.Client(pgConfig(url));
+    await client.connect();
+    try {
+      return new Set((await client.query(query)).rows.map((r) => r.migration_name));
+    } finally {
+      await client.end();
+    }
+  } catch {
+    return new Set(); // no table yet: everything is pending
+  }
+}
+
+/**
+ * Applies every committed migration not yet applied; returns the names applied. Idempotent. When nothing is
+ * pending the engine is not started at all: on SQLite it takes an exclusive lock, which would wait on (and time out
+ * against) a server already running on the same file, e.g. when the CLI opens the database.
+ */
 export async function deploy(provider: Provider, url: string): Promise<string[]> {
+  const list = migrationsList(provider);
+  const applied = await appliedMigrations(provider, url);
+  if (list.migrationDirectories.every((d) => applied.has(d.path))) return [];
   const base: SqlMigrationAwareDriverAdapterFactory =
     provider === 'sqlite' ? new PrismaBetterSqlite3({ url: sqliteFile(url), timeout: 10_000 }) : new PrismaPg(pgConfig(url));
   // engine.free() leaves the adapter's connections open (one holds the migration advisory lock on PostgreSQL):
@@ -72,7 +107,7 @@ export async function deploy(provider: Provider, url: string): Promise<string[]>
   }) as SqlMigrationAwareDriverAdapterFactory;
   const engine = await loadEngine().new({ datamodels: undefined }, () => {}, bindMigrationAwareSqlAdapterFactory(tracked));
   try {
-    const { appliedMigrationNames } = await engine.applyMigrations({ migrationsList: migrationsList(provider), filters });
+    const { appliedMigrationNames } = await engine.applyMigrations({ migrationsList: list, filters });
     return appliedMigrationNames;
   } finally {
     engine.free();

@@ -1,0 +1,101 @@
+// `npx inference-platform <command>` (or `npm run cli -- <command>`): organizations, projects and API keys, on the
+// database the server uses (DATABASE_URL, else the default SQLite file).
+import { parseArgs } from 'node:util';
+import { createApiKey, createOrganization, createProject, listApiKeys, revokeApiKey } from './accounts.ts';
+import { systemClock } from './clock.ts';
+import { loadConfig } from './config.ts';
+import { openDatabase } from './db/index.ts';
+import { ApiError } from './errors.ts';
+
+const USAGE = `usage: inference-platform <command> [options]
+  orgs create <name>                                 create an organization
+  orgs list
+  projects create <name> --org <org_id> [--slug s]   create a project (slug: DNS label, unique platform-wide)
+  projects list [--org <org_id>]
+  keys create [--project <project_id|slug>] [--name n]  create an API key (shown once); default project: 'default'
+  keys list [--project <project_id|slug>]            list keys (never their secrets)
+  keys revoke <key_id>                               revoke a key; it stops working at once
+options: --json for machine-readable output`;
+
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: { org: { type: 'string' }, project: { type: 'string' }, slug: { type: 'string' }, name: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+});
+const [noun, verb, arg] = positionals;
+const print = (human: string, data: unknown) => console.log(values.json ? JSON.stringify(data, (_k, v) => (typeof v === 'bigint' ? Number(v) : v), 2) : human);
+
+if (values.help || !noun) {
+  console.log(USAGE);
+  process.exit(noun ? 0 : 2);
+}
+
+const db = await openDatabase(loadConfig().databaseUrl);
+const clock = systemClock;
+const projectRef = async (ref = 'default') => {
+  const project = await db.prisma.project.findFirst({ where: { OR: [{ id: ref }, { slug: ref }] } });
+  if (!project) throw new ApiError(404, 'not_found', `No project '${ref}'.`);
+  return project;
+};
+
+try {
+  switch (`${noun} ${verb}`) {
+    case 'orgs create': {
+      const org = await createOrganization(db, clock, arg ?? '');
+      print(`created organization ${org.id} (${org.name})`, org);
+      break;
+    }
+    case 'orgs list': {
+      const orgs = await db.prisma.organization.findMany({ orderBy: { id: 'asc' } });
+      print(orgs.map((o) => `${o.id}  ${o.name}`).join('\n') || '(none)', orgs);
+      break;
+    }
+    case 'projects create': {
+      if (!values.org) throw new ApiError(400, 'missing_option', '--org <org_id> is required.');
+      const project = await createProject(db, clock, { organizationId: values.org, name: arg ?? '', slug: values.slug });
+      print(`created project ${project.id} (${project.name}, slug ${project.slug})`, project);
+      break;
+    }
+    case 'projects list': {
+      const projects = await db.prisma.project.findMany({ where: values.org ? { organizationId: values.org } : {}, orderBy: { id: 'asc' } });
+      print(projects.map((p) => `${p.id}  ${p.slug}  ${p.name}  (org ${p.organizationId})`).join('\n') || '(none)', projects);
+      break;
+    }
+    case 'keys create': {
+      const project = await projectRef(values.project);
+      const { key, secret } = await createApiKey(db, clock, { projectId: project.id, name: values.name ?? 'cli' });
+      print(`created key ${key.id} for project ${project.slug}\n${secret}\n(shown once; only its hash is stored)`, {
+        id: key.id,
+        project_id: project.id,
+        name: key.name,
+        secret,
+      });
+      break;
+    }
+    case 'keys list': {
+      const keys = await listApiKeys(db, values.project ? (await projectRef(values.project)).id : undefined);
+      const rows = keys.map(({ hash: _hash, ...k }) => k);
+      print(
+        rows.map((k) => `${k.id}  ${k.prefix}…  ${k.name}  project ${k.projectId}  ${k.revokedAt ? `revoked ${k.revokedAt.toISOString()}` : 'active'}`).join('\n') ||
+          '(none)',
+        rows,
+      );
+      break;
+    }
+    case 'keys revoke': {
+      const key = await revokeApiKey(db, clock, arg ?? '');
+      print(`revoked key ${key.id}`, { id: key.id, revoked_at: key.revokedAt });
+      break;
+    }
+    default:
+      console.error(USAGE);
+      process.exitCode = 2;
+  }
+} catch (err) {
+  if (!(err instanceof ApiError)) throw err;
+  console.error(`error: ${err.message}`);
+  process.exitCode = 1;
+} finally {
+  await db.close();
+}
+// The PostgreSQL driver may hold a timer; a one-shot command ends here.
+process.exit();
