@@ -19,6 +19,20 @@ export interface AppOptions extends Services {
 }
 
 const spec = JSON.parse(readFileSync(specPath, 'utf8'));
+
+// express-openapi-validator 5.6 compiles a path-to-regexp for every route of the spec on every request (its
+// `lookupRoute`), which made route lookup the largest cost of a request. The routes never change: compile each once.
+const validatorRequire = createRequire(createRequire(import.meta.url).resolve('express-openapi-validator'));
+const pathToRegexpModule = validatorRequire('path-to-regexp');
+const compile = pathToRegexpModule.pathToRegexp;
+const compiled = new Map<string, unknown>();
+pathToRegexpModule.pathToRegexp = (path: unknown, options?: Record<string, unknown>) => {
+  if (typeof path !== 'string') return compile(path, options);
+  const key = `${path}\u0000${JSON.stringify(options ?? {})}`;
+  let result = compiled.get(key);
+  if (!result) compiled.set(key, (result = compile(path, options)));
+  return result;
+};
 const redocBundle = createRequire(import.meta.url).resolve('redoc/bundles/redoc.standalone.js');
 const docsPage = `<!doctype html>
 <html><head><meta charset="utf-8"><title>${spec.info.title} ${spec.info.version}</title>
