@@ -7,15 +7,6 @@ const platform = await startPlatform(config);
 const { url, firstKey } = platform;
 const log = platform.services.log;
 
-console.log(`Inference platform API listening on ${url}  (database: ${platform.services.db.provider})`);
-console.log(`API reference: ${url}/docs   contract: ${url}/openapi.json`);
-if (firstKey) {
-  console.log(`Development API key (shown once; only its hash is stored): ${firstKey}`);
-  console.log(`Try: curl -H "Authorization: Bearer ${firstKey}" ${url}/v1/whoami`);
-} else {
-  console.log('Using the existing database; its development key was printed on first start. New key: npm run cli -- keys create');
-}
-
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   process.once(signal, () => {
     log.info({ signal }, 'shutting down');
@@ -30,3 +21,13 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     );
   });
 }
+
+console.log(`Inference platform API listening on ${url}  (database: ${platform.services.db.provider})`);
+console.log(`API reference: ${url}/docs   contract: ${url}/openapi.json`);
+if (firstKey) {
+  console.log(`Development API key (shown once; only its hash is stored): ${firstKey}`);
+  console.log(`Try: curl -H "Authorization: Bearer ${firstKey}" ${url}/v1/whoami`);
+} else {
+  console.log('Using the existing database; its development key was printed on first start. New key: npm run cli -- keys create');
+}
+

@@ -85,6 +85,24 @@ const WRONG: Record<string, unknown[]> = {
   object: ['x', 1, true, [1]],
 };
 
+/** Whether `value` is of JSON-Schema type `type`. */
+function jsonTypeMatches(type: string, value: unknown): boolean {
+  switch (type) {
+    case 'integer':
+      return Number.isInteger(value);
+    case 'number':
+      return typeof value === 'number';
+    case 'array':
+      return Array.isArray(value);
+    case 'object':
+      return typeof value === 'object' && value !== null && !Array.isArray(value);
+    case 'null':
+      return value === null;
+    default:
+      return typeof value === type;
+  }
+}
+
 function setAt(root: any, path: Path, fn: (parent: any, key: string | number) => void): any {
   const copy = structuredClone(root);
   let node = copy;
@@ -109,11 +127,9 @@ export function breakages(schema: any, path: Path = [], requiredHere = false): B
   }
   const types = typesOf(s);
   if (path.length && types.length && !s.oneOf && !s.anyOf) {
-    const wrong = Object.entries(WRONG)
-      .filter(([t]) => !types.includes(t) && !(t === 'integer' && types.includes('number')))
-      .flatMap(([, values]) => values)
-      .filter((v) => !(typeof v === 'number' && (types.includes('number') || (types.includes('integer') && Number.isInteger(v)))))
-      .filter((v) => !(types.includes('array') && Array.isArray(v)) && !(types.includes('object') && typeof v === 'object' && !Array.isArray(v)));
+    const wrong = Object.values(WRONG)
+      .flat()
+      .filter((v, i, all) => all.indexOf(v) === i && !types.some((t) => jsonTypeMatches(t, v)));
     if (wrong.length) put('wrong_type', (r) => structuredClone(wrong[r.pick % wrong.length]));
   }
   if (!path.length) return [...out, ...children(s, path)];

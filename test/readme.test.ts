@@ -1,0 +1,62 @@
+// The README's quick start, as a newcomer runs it: its first command's `npm start` (install is already done here)
+// prints an address and a development key with which whoami answers; a bad key gets the 401 envelope; SIGTERM
+// stops it; a second start on the same database prints no new key, and shuts down cleanly (exit 0) on SIGTERM.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, expect, test } from 'vitest';
+import { root } from '../server/paths.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'platform-readme-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const quickStart = readFileSync(join(root, 'README.md'), 'utf8').match(/## Quick start[\s\S]*?```(?:sh|bash)\n([\s\S]*?)```/)![1];
+const commands = quickStart.split('\n').filter((l) => l.trim() && !l.trim().startsWith('#'));
+
+test('the quick start is two commands: install and start, then the whole suite', () => {
+  expect(commands).toEqual(['npm install && npm start', 'npm test']);
+});
+
+/** The README's start command, or (`direct`) the server entry point itself, so that its own exit code shows. */
+function start(direct = false) {
+  const [, startCommand] = commands[0].split(' && ');
+  const [cmd, ...args] = direct ? [process.execPath, '--import', 'tsx', 'server/main.ts'] : startCommand.split(' ');
+  const child = spawn(cmd, args, { cwd: root, env: { ...process.env, PORT: '0', DATABASE_URL: `file:${join(dir, 'readme.db')}` }, stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  const banner = new Promise<string>((resolve, reject) => {
+    child.stdout.on('data', (chunk) => {
+      out += chunk;
+      if (/(API key.*|existing database.*)\n/.test(out)) resolve(out);
+    });
+    child.once('exit', (code) => reject(new Error(`npm start exited with ${code}: ${out}`)));
+  });
+  const exited = new Promise<number | string | null>((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal)));
+  return { child, banner, exited };
+}
+
+test('npm start prints an address and a key that works; SIGTERM stops it; a restart prints no new key', async () => {
+  const first = start();
+  const banner = await first.banner;
+  const url = banner.match(/listening on (http:\/\/\S+)/)![1];
+  const key = banner.match(/(tpk_[\w-]+)/)![1];
+
+  const ok = await fetch(`${url}/v1/whoami`, { headers: { Authorization: `Bearer ${key}` } });
+  expect(ok.status).toBe(200);
+  expect(Object.keys(await ok.json()).sort()).toEqual(['api_key_id', 'organization_id', 'organization_name', 'project_id', 'project_name', 'project_slug']);
+  const bad = await fetch(`${url}/v1/whoami`, { headers: { Authorization: 'Bearer tpk_wrong' } });
+  expect(bad.status).toBe(401);
+  expect(await bad.json()).toEqual({ error: { message: expect.any(String), type: 'invalid_request_error', param: null, code: 'invalid_api_key' } });
+
+  // npm passes SIGTERM on to the server and then ends by the same signal.
+  first.child.kill('SIGTERM');
+  expect([0, 'SIGTERM']).toContain(await first.exited);
+  await expect(fetch(`${url}/healthz`)).rejects.toThrow();
+
+  const second = start(true);
+  const again = await second.banner;
+  expect(again).not.toMatch(/tpk_/);
+  expect(again).toMatch(/existing database/);
+  second.child.kill('SIGTERM');
+  expect(await second.exited).toBe(0); // graceful: the server closed, the runner stopped, the database closed
+});
