@@ -141,17 +141,18 @@ export class Runner {
     const now = this.clock.now();
     const leaseUntil = now + this.config.leaseMs;
     const pg = this.db.provider === 'postgresql';
-    const p = (i: number) => (pg ? `$${i}` : '?');
-    const kindList = kinds.map((_, i) => p(6 + i)).join(', ');
-    const sql = `UPDATE "WorkItem" SET "state" = 'running', "attempt" = "attempt" + 1, "leaseOwner" = ${p(1)},
-        "leaseUntil" = ${p(2)}, "heartbeatAt" = ${p(3)}, "updatedAt" = ${p(3)}
+    // One placeholder per occurrence, values in order of appearance: SQLite's `?` takes the next value each time.
+    const args: unknown[] = [];
+    const p = (value: unknown) => (args.push(value), pg ? `$${args.length}` : '?');
+    const sql = `UPDATE "WorkItem" SET "state" = 'running', "attempt" = "attempt" + 1, "leaseOwner" = ${p(this.owner)},
+        "leaseUntil" = ${p(leaseUntil)}, "heartbeatAt" = ${p(now)}, "updatedAt" = ${p(now)}
       WHERE "id" IN (
         SELECT "id" FROM "WorkItem"
-        WHERE (("state" = 'queued' AND "runAt" <= ${p(4)}) OR ("state" = 'running' AND "leaseUntil" < ${p(4)}))
-          AND "kind" IN (${kindList})
-        ORDER BY "runAt", "id" LIMIT ${p(5)}${pg ? ' FOR UPDATE SKIP LOCKED' : ''})
+        WHERE (("state" = 'queued' AND "runAt" <= ${p(now)}) OR ("state" = 'running' AND "leaseUntil" < ${p(now)}))
+          AND "kind" IN (${kinds.map((k) => p(k)).join(', ')})
+        ORDER BY "runAt", "id" LIMIT ${p(limit)}${pg ? ' FOR UPDATE SKIP LOCKED' : ''})
       RETURNING ${RETURNED}`;
-    const rows = await this.db.write((tx) => tx.$queryRawUnsafe<any[]>(sql, this.owner, leaseUntil, now, now, limit, ...kinds));
+    const rows = await this.db.write((tx) => tx.$queryRawUnsafe<any[]>(sql, ...args));
     return rows.map((r) => ({
       id: r.id,
       kind: r.kind,

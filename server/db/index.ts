@@ -4,7 +4,8 @@
 // adapter's one connection being shared: statements issued outside a transaction run inside whatever transaction
 // is open on that connection, and are rolled back with it. So on SQLite:
 // - every write goes through `write()`, which serializes write transactions in this process (a mutex) on one
-//   writer connection, with WAL and a busy timeout for other processes (the CLI) writing the same file;
+//   writer connection, with WAL and a busy timeout for other processes (the CLI) writing the same file, and takes
+//   the file's write lock at the start of each transaction (see TAKE_WRITE_LOCK);
 // - reads use a second, read-only connection, which under WAL sees committed data only and cannot write.
 // On PostgreSQL both are the same pool and `write()` is an ordinary interactive transaction.
 import { mkdirSync } from 'node:fs';
@@ -34,6 +35,12 @@ export interface Database {
 }
 
 const SQLITE_BUSY_TIMEOUT_MS = 10_000;
+// The adapter opens transactions with a deferred BEGIN, which takes the file's write lock only at the first write. A
+// transaction that reads first and then writes after another process (the CLI) committed cannot upgrade its stale
+// snapshot: SQLite answers SQLITE_BUSY_SNAPSHOT at once, without waiting out the busy timeout, and the write fails.
+// A no-op write as the first statement takes the write lock up front (waiting for it like BEGIN IMMEDIATE would),
+// so every write transaction sees the latest data and never has to upgrade.
+const TAKE_WRITE_LOCK = 'DELETE FROM "_prisma_migrations" WHERE 0';
 // Interactive transactions are short; the defaults (2 s to start, 5 s to finish) are too tight for a loaded CI box.
 const TX_OPTIONS = { maxWait: 10_000, timeout: 30_000 };
 
@@ -56,7 +63,10 @@ export async function openDatabase(url: string, options: { migrate?: boolean } =
 
   const file = sqliteFile(url);
   const writer = new SqliteClient({ adapter: new PrismaBetterSqlite3({ url: file, timeout: SQLITE_BUSY_TIMEOUT_MS }) });
-  await writer.$queryRawUnsafe('PRAGMA journal_mode = WAL');
+  // Under WAL a reader never blocks a COMMIT, so a COMMIT cannot fail with SQLITE_BUSY (the failure #29933 turns
+  // into lost writes). Refuse to run without it rather than silently fall back to the rollback journal.
+  const [{ journal_mode }] = await writer.$queryRawUnsafe<{ journal_mode: string }[]>('PRAGMA journal_mode = WAL');
+  if (journal_mode !== 'wal') throw new Error(`SQLite database ${file} cannot use WAL (journal_mode is ${journal_mode})`);
   await writer.$queryRawUnsafe('PRAGMA synchronous = NORMAL');
   const reader = new SqliteClient({
     adapter: new PrismaBetterSqlite3({ url: file, readonly: true, timeout: SQLITE_BUSY_TIMEOUT_MS }),
@@ -66,7 +76,13 @@ export async function openDatabase(url: string, options: { migrate?: boolean } =
     provider,
     url,
     prisma: reader,
-    write: (fn) => mutex.runExclusive(() => writer.$transaction(fn, TX_OPTIONS)),
+    write: (fn) =>
+      mutex.runExclusive(() =>
+        writer.$transaction(async (tx) => {
+          await tx.$executeRawUnsafe(TAKE_WRITE_LOCK);
+          return fn(tx);
+        }, TX_OPTIONS),
+      ),
     close: async () => {
       await mutex.waitForUnlock();
       await Promise.all([reader.$disconnect(), writer.$disconnect()]);
