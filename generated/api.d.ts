@@ -14,6 +14,628 @@ export type Writable<T> = T extends $Read<any> ? never : T extends $Write<infer 
     [K in keyof T as NonNullable<T[K]> extends $Read<any> ? K : never]?: never;
 } : T;
 export interface paths {
+    "/v1/chat/completions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Create a chat completion */
+        post: operations["createChatCompletion"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/compute/clusters": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List clusters
+         * @description The caller's project's compute clusters, oldest first (`client.beta.clusters.list()`).
+         */
+        get: operations["listClusters"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/compute/clusters/{cluster_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a cluster
+         * @description A cluster with its hosts, its current VMs (`gpu_worker_nodes`, one per instance that has a VM) and the VMs
+         *     remediations deleted (`deleted_gpu_worker_nodes`). `client.beta.clusters.retrieve(id)`. The public
+         *     platform's Cluster carries many more fields (Kubernetes config, drivers, add-ons); the local platform has no
+         *     such state and returns only what it models.
+         */
+        get: operations["getCluster"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/compute/clusters/{cluster_id}/instances": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a cluster's instances
+         * @description The instances of a cluster, by name, with the VM and host each runs on now (null once evicted). This is where
+         *     a remediation's effect shows. Not an operation of the public platform (which folds VMs into the cluster's
+         *     `gpu_worker_nodes`); an instance with no VM appears only here.
+         */
+        get: operations["listClusterInstances"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/compute/clusters/{cluster_id}/instances/{instance_id}/remediations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List an instance's remediations
+         * @description The instance's remediations, newest first by default. Filters take one or more values, comma-separated as
+         *     the official SDK sends them (`state=PENDING,RUNNING`) or repeated (`state[]=PENDING&state[]=RUNNING`, the
+         *     public platform's form); a remediation matches when it matches any value of each given filter. Paging:
+         *     `page_size` (default 50) and the opaque `next_page_token` of the previous page, with the same `order_by`
+         *     (a token from another ordering is refused with 400 `invalid_page_token`); the last page has
+         *     `has_next: false` and `next_page_token: ""`.
+         */
+        get: operations["listRemediations"];
+        put?: never;
+        /**
+         * Create a remediation
+         * @description Requests a node remediation of an instance (seed section 4). It is MANUAL and starts PENDING; the runner
+         *     takes it from there (see the tag). Only `mode` and `reason` are writable.
+         *
+         *     **Idempotency (rule 5).** `remediation_id` is the client's idempotency key, scoped to the project (Stripe's
+         *     promise): the same key with the same request (cluster, instance, mode and reason) returns the remediation the
+         *     first request created, in its current state, and creates nothing; the same key with any difference is
+         *     refused with 409 `idempotency_key_reused`; a request refused (validation, unknown instance, unsupported mode)
+         *     stores nothing, so the key stays free. Keys are remembered as long as the remediation exists. The
+         *     remediation's own `id` is server-generated (`rem_...`). Without a key every request creates a remediation.
+         */
+        post: operations["createRemediation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/compute/clusters/{cluster_id}/instances/{instance_id}/remediations/{remediation_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a remediation
+         * @description One remediation of the instance.
+         */
+        get: operations["getRemediation"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/compute/clusters/{cluster_id}/instances/{instance_id}/remediations/{remediation_id}/approve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Approve a remediation
+         * @description PENDING_APPROVAL to PENDING; sets `reviewed_by` (the caller's API key id), `review_time` and
+         *     `review_comment`, and `mode` when given (HOST_POWER_CYCLE is refused with 400 `unsupported_remediation_mode`,
+         *     as the platform refuses it as an approval override). From any other state: 409 `invalid_state_transition`.
+         */
+        post: operations["approveRemediation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/compute/clusters/{cluster_id}/instances/{instance_id}/remediations/{remediation_id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a remediation
+         * @description PENDING_APPROVAL or PENDING to CANCELLED (before processing starts). No body. From any other state (RUNNING
+         *     or terminal): 409 `invalid_state_transition`.
+         */
+        post: operations["cancelRemediation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/compute/clusters/{cluster_id}/instances/{instance_id}/remediations/{remediation_id}/reject": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Reject a remediation
+         * @description PENDING_APPROVAL to CANCELLED, with `reviewed_by`, `review_time` and `review_comment`. From any other state:
+         *     409 `invalid_state_transition`.
+         */
+        post: operations["rejectRemediation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/compute/clusters/{cluster_id}/passive_health_check_alerts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Inject a passive health-check alert
+         * @description The control-plane hook: how the platform's passive health checker (here, any caller of the project, e.g. an
+         *     operator or a test) reports that an instance is unhealthy. Not an operation of the public platform, which
+         *     raises alerts internally. The alert is recorded (firing, `started_at` now) against the instance's current VM
+         *     (`target_vm`). An alert of severity WARNING or CRITICAL raises an AUTOMATED remediation in PENDING_APPROVAL
+         *     with mode `REMEDIATION_MODE_VM_ONLY` (or the given `remediation_mode`) and links the alert to it; when the
+         *     instance already has an open (PENDING_APPROVAL, PENDING or RUNNING) AUTOMATED remediation, the alert is
+         *     linked to that one instead of raising another. An INFO alert is only recorded. The response carries the
+         *     remediation's id in `node_remediation_intent_id`.
+         */
+        post: operations["injectPassiveHealthCheckAlert"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/compute/clusters/{cluster_id}/passive_health_check_alerts/{alert_id}/resolve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resolve a passive health-check alert
+         * @description The control-plane hook for an alert that stopped firing: sets `resolved_at` (resolving a resolved alert
+         *     changes nothing). When every alert linked to a remediation is resolved while it is PENDING_APPROVAL or
+         *     PENDING, the remediation ends AUTO_RESOLVED; once it is RUNNING it carries on.
+         */
+        post: operations["resolvePassiveHealthCheckAlert"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/deployments/secrets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List secrets
+         * @description The project's secrets, oldest first, without values.
+         */
+        get: operations["listSecrets"];
+        put?: never;
+        /**
+         * Create a secret
+         * @description Stores a secret. `project_id` is accepted for compatibility with the official client and ignored (a secret
+         *     belongs to the caller's key's project), as on the public platform. A name already used in the project
+         *     answers 409 `secret_name_taken`.
+         */
+        post: operations["createSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/deployments/secrets/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a secret
+         * @description The secret's record, by id or name, without its value.
+         */
+        get: operations["getSecret"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a secret
+         * @description Deletes the secret, by id or name (seed section 4). 200 with `{}` (a JSON object, as the seed says); 404
+         *     with the envelope when the secret does not exist (seed 7.5); 500 on an internal error.
+         */
+        delete: operations["deleteSecret"];
+        options?: never;
+        head?: never;
+        /**
+         * Update a secret
+         * @description Changes any of name, value and description (`project_id` is ignored); sets `last_updated_by`. A name taken by
+         *     another secret answers 409 `secret_name_taken`.
+         */
+        patch: operations["updateSecret"];
+        trace?: never;
+    };
+    "/v1/deployments/storage/volumes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List storage volumes
+         * @description The project's volumes, oldest first (seed section 4; `client.beta.jig.volumes.list()`).
+         */
+        get: operations["listVolumes"];
+        put?: never;
+        /**
+         * Create a storage volume
+         * @description Creates a volume at version 1. A name already used in the project answers 409 `volume_name_taken`.
+         */
+        post: operations["createVolume"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/deployments/storage/volumes/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a storage volume
+         * @description The volume; with `version`, `content` is that version's content (and `current_version` stays the current
+         *     one). A version the volume never had answers 404 with `param: version`.
+         */
+        get: operations["getVolume"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a storage volume
+         * @description Deletes the volume and its versions; answers `{}` as the public platform does. Refused with 409 `volume_in_use` while any deployment mounts it.
+         */
+        delete: operations["deleteVolume"];
+        options?: never;
+        head?: never;
+        /**
+         * Update a storage volume
+         * @description Changes the name, type or content. A content different from the current version's makes a new version
+         *     (`current_version` + 1, added to `version_history`); the same content, or a name change alone, does not.
+         *     Deployments keep the version they mounted. A name taken by another volume answers 409 `volume_name_taken`.
+         */
+        patch: operations["updateVolume"];
+        trace?: never;
+    };
+    "/v1/endpoints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List v1 dedicated endpoints
+         * @description The caller's project's v1 dedicated endpoints, oldest first. `type=serverless` and `usage_type=reserved`
+         *     answer an empty list: this server lists no serverless or reserved endpoints here (serverless models are in
+         *     `GET /v1/models`). `mine` is accepted for compatibility; every listed endpoint is the caller's project's.
+         *     v2 endpoints are listed under `/v2/projects/{projectId}/endpoints`.
+         */
+        get: operations["listEndpoints"];
+        put?: never;
+        /**
+         * Create a v1 dedicated endpoint (retired)
+         * @description Retired (seed 7.4): a well-formed request always answers **403** with code
+         *     `endpoints_v1_create_access_disabled` and a message pointing to `POST /v2/projects/{projectId}/deploy`.
+         *     Nothing is created. The body is still validated first (400 for a malformed one), as the SDK's shape.
+         */
+        post: operations["createEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/endpoints/{endpointId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The endpoint's id (`endpoint-<uuid>`). */
+                endpointId: components["parameters"]["V1EndpointId"];
+            };
+            cookie?: never;
+        };
+        /** Get a v1 dedicated endpoint */
+        get: operations["getEndpoint"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a v1 dedicated endpoint
+         * @description Deletes the endpoint whatever its state: a running one stops first (its replicas are released, billing
+         *     stops), and its adapter bindings go with it. Answers 204 with no body.
+         */
+        delete: operations["deleteEndpoint"];
+        options?: never;
+        head?: never;
+        /**
+         * Update or stop a v1 dedicated endpoint
+         * @description Changes `display_name`, `inactive_timeout`, `autoscaling` and `state` (see the tag's transition table).
+         *     `state: STARTED` on an endpoint that is not running answers 403 `endpoints_v1_create_access_disabled`.
+         *     New `autoscaling` on a running endpoint resizes it to `min_replicas` replicas at once: growing needs free
+         *     capacity on its hardware, else 409 `insufficient_capacity` (param `autoscaling.min_replicas`). `min_replicas`
+         *     above `max_replicas` is 400 `invalid_autoscaling`. The whole update applies or nothing does.
+         */
+        patch: operations["updateEndpoint"];
+        trace?: never;
+    };
+    "/v1/endpoints/{endpointId}/adapters": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The endpoint's id (`endpoint-<uuid>`). */
+                endpointId: components["parameters"]["V1EndpointId"];
+            };
+            cookie?: never;
+        };
+        /** List the adapters bound to an endpoint */
+        get: operations["listAdapters"];
+        put?: never;
+        /** Bind an adapter to an endpoint */
+        post: operations["addAdapter"];
+        /** Unbind an adapter from an endpoint */
+        delete: operations["removeAdapter"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/endpoints/{endpointId}/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The endpoint's id (`endpoint-<uuid>`). */
+                endpointId: components["parameters"]["V1EndpointId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Billing of a v1 dedicated endpoint
+         * @description Not in the public platform's v1 API (seed 9 says billing is per minute per running replica by hardware,
+         *     without a shape). Replica-minutes held so far and their cost: every minute each replica ran, times the
+         *     price per minute of its hardware when it started. A running endpoint's figures grow with time.
+         */
+        get: operations["getEndpointUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/hardware": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List hardware configurations
+         * @description Lists the platform's hardware configurations (seed 2.6), ordered by id.
+         *
+         *     Without `model`, every configuration is listed and none carries `availability`. With `model` (rule 3),
+         *     only the configurations that can run that model are listed, each with `availability`. A configuration can
+         *     run a model when its total GPU memory (`specs.gpu_memory` x `specs.gpu_count`) is at least the memory the
+         *     model needs on a dedicated deployment; an uploaded model needs what the base architecture it fine-tunes
+         *     needs.
+         *
+         *     `availability.status` is computed from the configuration's capacity (a number of GPUs shared by every
+         *     project) minus the GPUs held by running replicas of v1 endpoints and v2 deployments of any project:
+         *     `available` when at least one more replica (`specs.gpu_count` GPUs) fits, `insufficient` when some GPUs are
+         *     free but fewer than one replica needs, `unavailable` when none are free. It changes as soon as replicas
+         *     start or stop.
+         *
+         *     `model` is a catalogue model id (e.g. `meta-llama/Meta-Llama-3.1-8B-Instruct`) or the `ml_` id of a
+         *     completed upload of the caller's project. The public platform declares only 403 and 500 here; this
+         *     server answers what the model lookup finds: 404 `model_not_found` (param `model`) for a model that does
+         *     not exist, belongs to another project or has not finished uploading, and 400 `model_not_available`
+         *     (param `model`) for a model that exists but does not run on dedicated hardware (serverless-only models
+         *     such as embeddings, rerank, audio and video models; adapters, which run on their base model's endpoint).
+         */
+        get: operations["listHardware"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/jobs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List upload jobs
+         * @description The caller's project's upload jobs, newest first.
+         */
+        get: operations["listJobs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/jobs/{jobId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get an upload job
+         * @description One upload job of the caller's project: its status and every status change so far. The status moves only
+         *     forward, `Queued` -> `Running` -> `Complete` or `Failed` (a job the runner cannot carry out at all goes
+         *     from `Queued` or `Running` to `Failed`); `status_updates` records each change with a message.
+         */
+        get: operations["getJob"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/models": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List models
+         * @description Lists the platform's catalogue (serverless models and base architectures) followed by the caller's
+         *     project's completed uploads, as a bare array like the public platform. Uploads still running, failed
+         *     uploads and other projects' uploads are not listed. An uploaded model's `id` is its `ml_` id and its
+         *     `display_name` the `model_name` it was uploaded with; its `type` and `context_length` are those of the
+         *     base architecture it fine-tunes (for an adapter: of its base model).
+         *
+         *     `type` also takes `audio` and `video` (the transcription and video models), values the public
+         *     platform's enum does not list.
+         */
+        get: operations["listModels"];
+        put?: never;
+        /**
+         * Upload a model or an adapter
+         * @description Uploads a custom model (`model_type: model`) or a LoRA adapter (`model_type: adapter`) from a model hub
+         *     repository or an object-storage path (seed 2.7), answering at once with the job that carries the upload
+         *     out (`GET /v1/jobs/{jobId}`).
+         *
+         *     **Source.** `model_source` is one of:
+         *     - a hub repository `org/name` (letters, digits, `.`, `_`, `-`; each part 1 to 96 characters, not
+         *       starting or ending with `.` or `-`, no `--` or `..`), or its address `https://huggingface.co/org/name`:
+         *       kind `huggingface`;
+         *     - `s3://bucket/path` (bucket 3 to 63 characters of lowercase letters, digits, `.`, `-`; a non-empty
+         *       path), or an `https://` address on an S3 host (`*.amazonaws.com`): kind `s3`;
+         *     - `gs://bucket/path`: kind `gcs`;
+         *     - any other `https://` address with a path: kind `url` (e.g. a presigned archive).
+         *     Anything else answers 400 `invalid_model_source`. `hf_token` applies only to hub sources; with another
+         *     kind it answers 400 `field_not_applicable` (param `hf_token`). The token is used for nothing offline and
+         *     is never stored, logged or returned.
+         *
+         *     **Full models (section 9).** An upload must be a fine-tuned variant of a base architecture this server
+         *     already serves. Since the weights' configuration cannot be fetched offline, the architecture is read
+         *     from the source's name: the last segment of the repository or path, lowercased with `_` and spaces read
+         *     as `-`, must contain the architecture's name (`llama-3.1-8b`, `llama-3.3-70b`, `qwen2.5-7b`,
+         *     `qwen2.5-72b`, `mistral-7b`, `deepseek-v3`, e.g. `unsloth/Qwen2.5-72B-Instruct` is `qwen2.5-72b`;
+         *     the longest match wins). Otherwise: 400 `unsupported_base_architecture` (param `model_source`). The
+         *     uploaded model then has the base architecture's type, context length and hardware needs.
+         *
+         *     **Adapters (rule 4).** `base_model` and `lora_model` apply only to adapters: a `model` upload that sets
+         *     either answers 400 `field_not_applicable` naming it. An adapter names at least one of them
+         *     (`base_model_required`, param `base_model`): `base_model` is the serverless model whose LoRA pool
+         *     runs it (a serverless catalogue model that serves adapters); `lora_model` is the model of a dedicated
+         *     pool (a catalogue model deployable on dedicated hardware, typically a base architecture). A name that is
+         *     not such a served model answers 400 `base_model_not_served` naming the field; when both are given they
+         *     must be the same architecture (400 `base_model_mismatch`, param `lora_model`). The adapter applies to
+         *     endpoints whose model has that architecture.
+         *
+         *     **Names.** `model_name` is unique among the project's models that are uploading or uploaded (409
+         *     `model_name_taken`, param `model_name`, with the header `x-should-retry: false` so that the official
+         *     clients, which retry a 409 by default, do not ask again); a failed upload frees its name. An adapter is bound to an
+         *     endpoint as `<endpoint_name>:<model_name>`.
+         *
+         *     The response's `model_source` names the kind of source (`huggingface`, `s3`, `gcs`, `url`).
+         */
+        post: operations["uploadModel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/whoami": {
         parameters: {
             query?: never;
@@ -28,6 +650,227 @@ export interface paths {
          *     users, so it is not returned.
          */
         get: operations["whoami"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/projects/{projectId}/configs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List published configs
+         * @description Published configs, ordered by id; `referenceModelId` filters to one catalogue model's.
+         */
+        get: operations["listConfigs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/projects/{projectId}/configs/{configId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                configId: string;
+            };
+            cookie?: never;
+        };
+        /** Get a published config */
+        get: operations["getConfig"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/projects/{projectId}/deploy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Deploy a model on a new endpoint in one call
+         * @description The migration's one call (seed 9, step 2; its path is this server's decision): creates the endpoint
+         *     `endpointName`, a deployment of `model` with `config` and `minReplicas`/`maxReplicas`, and a traffic split
+         *     sending 100% to that deployment, in one transaction, and answers **202** at once with both resources
+         *     while the deployment is PROVISIONING; the runner continues (READY or FAILED, see the tag). The endpoint
+         *     name must be free in the project (409 `endpoint_name_taken`). Once READY, inference at
+         *     `<project_slug>/<endpointName>` is served by it.
+         */
+        post: operations["deployModel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/projects/{projectId}/endpoints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List v2 endpoints
+         * @description The project's v2 endpoints, ordered by id (creation order).
+         */
+        get: operations["listV2Endpoints"];
+        put?: never;
+        /**
+         * Create a v2 endpoint
+         * @description An unrouted endpoint (empty `trafficSplit`); add deployments, then route traffic with PATCH.
+         */
+        post: operations["createV2Endpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/projects/{projectId}/endpoints/{endpointId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                endpointId: components["parameters"]["V2EndpointId"];
+            };
+            cookie?: never;
+        };
+        /** Get a v2 endpoint */
+        get: operations["getV2Endpoint"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a v2 endpoint and its deployments
+         * @description Deletes the endpoint and every deployment on it; running replicas are released at once (billing stops).
+         */
+        delete: operations["deleteV2Endpoint"];
+        options?: never;
+        head?: never;
+        /**
+         * Rename, re-route or change the visibility of a v2 endpoint
+         * @description `trafficSplit` replaces the split: every `deploymentId` must be a deployment of this endpoint (400
+         *     `unknown_deployment`, param `trafficSplit.<i>.deploymentId`), each at most once (400
+         *     `duplicate_deployment`), and a non-empty split needs a positive weight (400 `invalid_traffic_split`).
+         *     Routing to a deployment that is not READY is allowed: it gets traffic once READY. A new `name` must be
+         *     free (409 `endpoint_name_taken`) and changes the inference address; given as `<project_slug>/<name>`, the
+         *     slug must be the project's (400 `invalid_name`).
+         */
+        patch: operations["updateV2Endpoint"];
+        trace?: never;
+    };
+    "/v2/projects/{projectId}/endpoints/{endpointId}/deployments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                endpointId: components["parameters"]["V2EndpointId"];
+            };
+            cookie?: never;
+        };
+        /** List an endpoint's deployments */
+        get: operations["listDeployments"];
+        put?: never;
+        /**
+         * Add a deployment to an endpoint
+         * @description Starts PROVISIONING (or STOPPED when `minReplicas = maxReplicas = 0`); the runner makes it READY or
+         *     FAILED. It gets no traffic until the endpoint's `trafficSplit` routes to it. Names are unique per endpoint
+         *     (409 `deployment_name_taken`).
+         */
+        post: operations["createDeployment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/projects/{projectId}/endpoints/{endpointId}/deployments/{deploymentId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                endpointId: components["parameters"]["V2EndpointId"];
+                deploymentId: string;
+            };
+            cookie?: never;
+        };
+        /** Get a deployment */
+        get: operations["getDeployment"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a deployment
+         * @description Releases its replicas at once (billing stops) and removes it. Refused with 409
+         *     `deployment_receives_traffic` while the endpoint's split gives it a positive weight (re-route first);
+         *     a zero-weight entry is dropped from the split with it.
+         */
+        delete: operations["deleteDeployment"];
+        options?: never;
+        head?: never;
+        /**
+         * Rename, scale, stop or restart a deployment
+         * @description `autoscaling` drives the state table of the tag (0/0 stops; positive replicas start a STOPPED or FAILED
+         *     deployment; on a READY one they resize it). `minReplicas` above `maxReplicas` is 400
+         *     `invalid_autoscaling`.
+         */
+        patch: operations["updateDeployment"];
+        trace?: never;
+    };
+    "/v2/projects/{projectId}/endpoints/{endpointId}/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                endpointId: components["parameters"]["V2EndpointId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Billing of a v2 endpoint
+         * @description Not in the public platform (this server's decision for "readable per endpoint", seed 9): replica-minutes
+         *     and cost so far of each deployment on the endpoint, and their sum. Each running replica bills every
+         *     minute at its hardware's price per minute when it started (fractional minutes count). A deleted
+         *     deployment's billing leaves this view with it.
+         */
+        get: operations["getV2EndpointUsage"];
         put?: never;
         post?: never;
         delete?: never;
@@ -53,6 +896,498 @@ export interface components {
                 code: string | null;
             };
         };
+        AdapterRef: {
+            /**
+             * @description `<endpoint name>:<adapter name or id>`.
+             * @example default/llama-8b-prod:my-adapter
+             */
+            model_id: string;
+        };
+        AdapterBinding: {
+            /** @description The inference `model` value of the adapter on this endpoint. */
+            model_id: string;
+            adapter_name: string;
+            endpoint_name: string;
+        };
+        AdapterList: {
+            /** @constant */
+            object: "list";
+            data: components["schemas"]["AdapterBinding"][];
+        };
+        AdapterAdded: {
+            model_id: string;
+        };
+        AdapterRemoved: {
+            model_id: string;
+            /** @constant */
+            deleted: true;
+        };
+        /**
+         * @description VM_ONLY: new VM on any available host. HOST_AWARE: cordon the host, new VM on a different host.
+         *     EVICT_WITHOUT_REPLACEMENT: delete the VM, no replacement. REBOOT_VM: reboot the same VM. HOST_POWER_CYCLE:
+         *     listed because the official SDK sends it; refused with 400 `unsupported_remediation_mode`.
+         * @enum {string}
+         */
+        RemediationMode: "REMEDIATION_MODE_VM_ONLY" | "REMEDIATION_MODE_HOST_AWARE" | "REMEDIATION_MODE_EVICT_WITHOUT_REPLACEMENT" | "REMEDIATION_MODE_REBOOT_VM" | "REMEDIATION_MODE_HOST_POWER_CYCLE";
+        /** @enum {string} */
+        RemediationState: "PENDING_APPROVAL" | "PENDING" | "RUNNING" | "SUCCEEDED" | "FAILED" | "CANCELLED" | "AUTO_RESOLVED";
+        /** @enum {string} */
+        RemediationTrigger: "REMEDIATION_TRIGGER_MANUAL" | "REMEDIATION_TRIGGER_AUTOMATED";
+        /** @description A node remediation request for a cluster instance (seed 2.10). Absent optional fields are omitted. */
+        Remediation: {
+            id: $Read<string>;
+            cluster_id: $Read<string>;
+            instance_id: $Read<string>;
+            mode: components["schemas"]["RemediationMode"];
+            trigger: components["schemas"]["RemediationTrigger"];
+            state: components["schemas"]["RemediationState"];
+            reason?: string;
+            /** @description Never set here (the local platform has no active health checks). */
+            active_health_check_run_id?: $Read<string>;
+            /** @description The alert that raised an AUTOMATED remediation. */
+            passive_health_check_event_id?: $Read<string>;
+            /** @description The API key id of a MANUAL request; `system:passive-health-check` for an AUTOMATED one. */
+            requested_by?: $Read<string>;
+            /** Format: date-time */
+            create_time: $Read<string>;
+            /** @description The API key id that approved or rejected it. */
+            reviewed_by?: $Read<string>;
+            /** Format: date-time */
+            review_time?: $Read<string>;
+            review_comment?: $Read<string>;
+            /** Format: date-time */
+            start_time?: $Read<string>;
+            /**
+             * Format: date-time
+             * @description When it reached a terminal state.
+             */
+            end_time?: $Read<string>;
+            error_message?: $Read<string>;
+            /** Format: date-time */
+            update_time: $Read<string>;
+            instance_name?: $Read<string>;
+            linked_alerts: $Read<components["schemas"]["PassiveHealthCheckAlert"][]>;
+        };
+        PassiveHealthCheckAlert: {
+            /** Format: uuid */
+            passive_health_check_alert_id: string;
+            cluster_id: string;
+            /** @description The VM the alert fired on (empty when the instance had none). */
+            target_vm: string;
+            alert_name: string;
+            annotations: {
+                [key: string]: string;
+            };
+            /** @enum {string} */
+            severity: "PHC_SEVERITY_CRITICAL" | "PHC_SEVERITY_WARNING" | "PHC_SEVERITY_INFO";
+            /** Format: date-time */
+            started_at: string;
+            instance_id: string;
+            /**
+             * Format: date-time
+             * @description Absent while the alert is firing.
+             */
+            resolved_at?: string;
+            /** @description The remediation the alert is linked to, if any. */
+            node_remediation_intent_id?: string;
+        };
+        Cluster: {
+            cluster_id: string;
+            cluster_name: string;
+            project_id: string;
+            region: string;
+            /** @enum {string} */
+            cluster_type: "KUBERNETES" | "SLURM";
+            /** @description e.g. `H100_SXM`. */
+            gpu_type: string;
+            /**
+             * @description `Degraded` while any host is cordoned.
+             * @enum {string}
+             */
+            status: "Ready" | "Degraded";
+            /** @description GPUs of the instances that have a VM. */
+            num_gpus: number;
+            /** Format: date-time */
+            created_at: string;
+            /** @description Not in the public platform's Cluster; the bare-metal hosts VMs are placed on. */
+            hosts: components["schemas"]["ClusterHost"][];
+            /** @description The VMs running now, one per instance that has one. */
+            gpu_worker_nodes: components["schemas"]["ClusterWorkerNode"][];
+            /** @description VMs deleted by remediations (VM_ONLY, HOST_AWARE, EVICT_WITHOUT_REPLACEMENT). */
+            deleted_gpu_worker_nodes: components["schemas"]["ClusterWorkerNode"][];
+        };
+        ClusterHost: {
+            host_id: string;
+            host_name: string;
+            /** @description A cordoned host takes no new VMs (HOST_AWARE cordons the host it leaves). */
+            cordoned: boolean;
+            num_gpus: number;
+            /** @description How many VMs the host can run. */
+            vm_capacity: number;
+            vm_count: number;
+        };
+        ClusterWorkerNode: {
+            /** @description The VM: `<instance name>-vm<generation>`. */
+            node_id: string;
+            instance_id: string;
+            host_name: string;
+            num_gpus: number;
+            /** @enum {string} */
+            status: "Running" | "Remediating" | "Deleted";
+            /** @description 1 when provisioned; REBOOT_VM adds one. */
+            boot_count: number;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            last_boot_at?: string;
+            /** Format: date-time */
+            deleted_at?: string;
+        };
+        ClusterInstance: {
+            instance_id: string;
+            instance_name: string;
+            cluster_id: string;
+            /** @enum {string} */
+            status: "RUNNING" | "REMEDIATING" | "EVICTED";
+            /** @description The current VM; null once evicted. */
+            node_id: string | null;
+            host_id: string | null;
+            host_name: string | null;
+            num_gpus: number;
+            /** @description Boots of the current VM (0 without one). */
+            boot_count: number;
+            /** Format: date-time */
+            update_time: string;
+        };
+        Empty: Record<string, never>;
+        /**
+         * @description Lower-case letters, digits and dashes, 1 to 63 characters; unique per project.
+         * @example llama-8b-prod
+         */
+        EndpointName: string;
+        /**
+         * @description A catalogue model id, an uploaded `ml_...` id, or `projects/{projectId}/models/{modelId}`.
+         * @example meta-llama/Meta-Llama-3.1-8B-Instruct-Turbo
+         */
+        ModelRef: string;
+        /**
+         * @description A published config id `cr_...`, or `projects/{projectId}/configs/{configId}`.
+         * @example cr_llama_3_1_8b_h100
+         */
+        ConfigRef: string;
+        Replicas: number;
+        Selector: {
+            /** @enum {string} */
+            key: "gpu_type" | "gpu_count" | "gpu_link" | "gpu_memory";
+            value: string;
+        };
+        ModelConfig: {
+            /** @example cr_llama_3_1_8b_h100 */
+            id: string;
+            /** @description null for a published config. */
+            projectId: string | null;
+            referenceModelId: string;
+            /** @description The reference model as a resource name: `models/{modelId}`. */
+            referenceModel: string;
+            selectors: components["schemas"]["Selector"][];
+            /** @enum {string} */
+            optimizationProfile: "throughput" | "latency" | "balanced";
+            certifications: string[];
+            /** @description No speculative draft models on this server. */
+            draftModel: null;
+            /** @description Hardware configurations that match every selector and can hold the reference model (not in the public shape; it spares a lookup). */
+            hardware: string[];
+        };
+        ConfigList: {
+            /** @constant */
+            object: "list";
+            data: components["schemas"]["ModelConfig"][];
+            next_cursor: string | null;
+        };
+        TrafficSplitEntry: {
+            deploymentId: string;
+            weight: number;
+        };
+        /**
+         * @description SCALING and DEGRADED are the public platform's; this server never enters them (see the tag's table).
+         * @enum {string}
+         */
+        DeploymentState: "DEPLOYMENT_STATE_PROVISIONING" | "DEPLOYMENT_STATE_READY" | "DEPLOYMENT_STATE_SCALING" | "DEPLOYMENT_STATE_DEGRADED" | "DEPLOYMENT_STATE_FAILED" | "DEPLOYMENT_STATE_STOPPED" | "DEPLOYMENT_STATE_STOPPING";
+        Autoscaling: {
+            minReplicas: components["schemas"]["Replicas"];
+            maxReplicas: components["schemas"]["Replicas"];
+        };
+        DeploymentSummary: {
+            id: string;
+            name: string;
+            model: string;
+            modelId: string;
+            state: components["schemas"]["DeploymentState"];
+            autoscaling: components["schemas"]["Autoscaling"];
+            hardware: string | null;
+            readyReplicas: number;
+            desiredReplicas: number;
+            /** @enum {string} */
+            trafficMode: "TRAFFIC_MODE_LIVE" | "TRAFFIC_MODE_SHADOW";
+            estimatedEffectiveTrafficShare: number;
+            /** Format: date-time */
+            createdAt: string;
+        };
+        V2Endpoint: {
+            /** @example ep_01jcq5m2v8x7k3n4p5q6r7s8t9 */
+            id: string;
+            projectId: string;
+            /** @description `<project_slug>/<endpoint_name>`: the inference `model` value. */
+            name: string;
+            /** @enum {string} */
+            visibility: "VISIBILITY_PRIVATE" | "VISIBILITY_INTERNAL";
+            /** @constant */
+            endpointType: "ENDPOINT_TYPE_DEDICATED";
+            trafficSplit: components["schemas"]["TrafficSplitEntry"][];
+            deployments: components["schemas"]["DeploymentSummary"][];
+            etag: string;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        V2EndpointList: {
+            /** @constant */
+            object: "list";
+            data: components["schemas"]["V2Endpoint"][];
+            next_cursor: string | null;
+        };
+        V2EndpointCreate: {
+            name: components["schemas"]["EndpointName"];
+            /**
+             * @description VISIBILITY_PRIVATE when absent.
+             * @enum {string}
+             */
+            visibility?: "VISIBILITY_PRIVATE" | "VISIBILITY_INTERNAL";
+        };
+        V2EndpointUpdate: {
+            etag?: string;
+            /**
+             * @description The endpoint name, alone or as `<project_slug>/<endpoint_name>` (the slug must be the project's).
+             * @example llama-8b-prod
+             */
+            name?: string;
+            /** @enum {string} */
+            visibility?: "VISIBILITY_PRIVATE" | "VISIBILITY_INTERNAL";
+            trafficSplit?: components["schemas"]["TrafficSplitEntry"][];
+        };
+        DeploymentStatus: {
+            state: components["schemas"]["DeploymentState"];
+            message: string;
+            readyReplicas: number;
+            scheduledReplicas: number;
+        };
+        Deployment: {
+            /** @example dep_01jcq5m2v8x7k3n4p5q6r7s8t9 */
+            id: string;
+            projectId: string;
+            endpointId: string;
+            name: string;
+            /** @description `<project_slug>/<endpoint_name>/<deployment_name>`: inference on this deployment alone, bypassing the split (still only while READY). */
+            inferenceName: string;
+            /** @description `projects/{projectId}/models/{modelId}` for uploads, `models/{modelId}` for catalogue models. */
+            model: string;
+            modelId: string;
+            /** @description `projects/{projectId}/configs/{configId}`. */
+            config: string;
+            configId: string;
+            autoscaling: components["schemas"]["Autoscaling"];
+            /** @description The hardware configuration its replicas run on; null until placed. */
+            hardware: string | null;
+            status: components["schemas"]["DeploymentStatus"];
+            desiredReplicas: number;
+            /** @enum {string} */
+            trafficMode: "TRAFFIC_MODE_LIVE" | "TRAFFIC_MODE_SHADOW";
+            /** @description Its share of the endpoint's traffic now (READY and routed deployments only). */
+            estimatedEffectiveTrafficShare: number;
+            /** @description Ids of the storage volumes it mounts (released when it is deleted). */
+            volumes: string[];
+            etag: string;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        DeploymentList: {
+            /** @constant */
+            object: "list";
+            data: components["schemas"]["Deployment"][];
+            next_cursor: string | null;
+        };
+        DeploymentCreate: {
+            name: components["schemas"]["EndpointName"];
+            model: components["schemas"]["ModelRef"];
+            config: components["schemas"]["ConfigRef"];
+            autoscaling: components["schemas"]["Autoscaling"];
+            /**
+             * @description TRAFFIC_MODE_LIVE when absent; stored and reported (shadow traffic is not simulated).
+             * @enum {string}
+             */
+            trafficMode?: "TRAFFIC_MODE_LIVE" | "TRAFFIC_MODE_SHADOW";
+            /** @description Storage volumes (ids or names, of this project) the deployment mounts, each at its current version (see the Volumes tag); an unknown one is 404 with `param` `volumes.<i>`, and nothing is created. */
+            volumes?: string[];
+        };
+        DeploymentUpdate: {
+            etag?: string;
+            name?: components["schemas"]["EndpointName"];
+            autoscaling?: components["schemas"]["Autoscaling"];
+        };
+        DeployRequest: {
+            endpointName: components["schemas"]["EndpointName"];
+            model: components["schemas"]["ModelRef"];
+            config: components["schemas"]["ConfigRef"];
+            minReplicas: components["schemas"]["Replicas"];
+            maxReplicas: components["schemas"]["Replicas"];
+            /** @description Name of the deployment; `primary` when absent. */
+            deploymentName?: components["schemas"]["EndpointName"];
+            /**
+             * @description VISIBILITY_PRIVATE when absent.
+             * @enum {string}
+             */
+            visibility?: "VISIBILITY_PRIVATE" | "VISIBILITY_INTERNAL";
+            /** @description Storage volumes (ids or names, of this project) the deployment mounts, each at its current version (see the Volumes tag); an unknown one is 404 with `param` `volumes.<i>`, and nothing is created. */
+            volumes?: string[];
+        };
+        DeployResponse: {
+            endpoint: components["schemas"]["V2Endpoint"];
+            deployment: components["schemas"]["Deployment"];
+        };
+        DeploymentUsage: {
+            deploymentId: string;
+            name: string;
+            hardware: string | null;
+            runningReplicas: number;
+            replicaMinutes: number;
+            costCents: number;
+        };
+        V2EndpointUsage: {
+            endpointId: string;
+            runningReplicas: number;
+            replicaMinutes: number;
+            /** @description In cents, rounded to 1/100 cent. */
+            costCents: number;
+            deployments: components["schemas"]["DeploymentUsage"][];
+        };
+        /** @enum {string} */
+        V1State: "PENDING" | "STARTING" | "STARTED" | "STOPPING" | "STOPPED" | "ERROR";
+        V1Autoscaling: {
+            min_replicas: number;
+            max_replicas: number;
+        };
+        V1Endpoint: {
+            /** @constant */
+            object: "endpoint";
+            /** @example endpoint-6f1d2c3b-4a5e-4f60-8b7a-9c0d1e2f3a4b */
+            id: string;
+            /** @description `<project_slug>/<endpoint_name>`: the `model` value for inference on it. */
+            name: string;
+            display_name: string;
+            /** @description The catalogue model it serves. */
+            model: string;
+            /** @description Hardware configuration id of its replicas. */
+            hardware: string;
+            /** @constant */
+            type: "dedicated";
+            /** @description The owning project's slug. */
+            owner: string;
+            state: components["schemas"]["V1State"];
+            autoscaling: components["schemas"]["V1Autoscaling"];
+            inactive_timeout: number | null;
+            /** Format: date-time */
+            created_at: string;
+        };
+        V1EndpointListItem: {
+            /** @constant */
+            object: "endpoint";
+            id: string;
+            name: string;
+            model: string;
+            /** @enum {string} */
+            type: "serverless" | "dedicated";
+            owner: string;
+            state: components["schemas"]["V1State"];
+            /** Format: date-time */
+            created_at: string;
+        };
+        V1EndpointList: {
+            /** @constant */
+            object: "list";
+            data: components["schemas"]["V1EndpointListItem"][];
+        };
+        V1EndpointCreate: {
+            model: string;
+            hardware: string;
+            autoscaling: components["schemas"]["V1Autoscaling"];
+            display_name?: string;
+            /** @deprecated */
+            disable_prompt_cache?: boolean;
+            disable_speculative_decoding?: boolean;
+            /** @enum {string} */
+            state?: "STARTED" | "STOPPED";
+            inactive_timeout?: number | null;
+            availability_zone?: string;
+        };
+        V1EndpointUpdate: {
+            display_name?: string;
+            /** @enum {string} */
+            state?: "STARTED" | "STOPPED";
+            autoscaling?: components["schemas"]["V1Autoscaling"];
+            inactive_timeout?: number | null;
+        };
+        V1EndpointUsage: {
+            /** @constant */
+            object: "endpoint.usage";
+            endpoint_id: string;
+            hardware: string;
+            /** @description Current price of one replica of its hardware. */
+            cents_per_minute: number;
+            running_replicas: number;
+            /** @description Minutes of replica time so far (fractional). */
+            replica_minutes: number;
+            /** @description Cost so far, in cents, rounded to 1/100 cent. */
+            cost_cents: number;
+        };
+        HardwareList: {
+            /** @constant */
+            object: "list";
+            data: components["schemas"]["Hardware"][];
+        };
+        /** @description A hardware configuration (seed 2.6). */
+        Hardware: {
+            /** @constant */
+            object: "hardware";
+            /**
+             * @description `<gpu_count>x_<vendor>_<gpu>_<memory>gb_<link>`.
+             * @example 2x_nvidia_h100_80gb_sxm
+             */
+            id: string;
+            pricing: {
+                /** @description Price of one replica on this configuration, per minute it runs. */
+                cents_per_minute: number;
+            };
+            specs: {
+                /** @example h100-80gb */
+                gpu_type: string;
+                /** @description GPU interconnect, e.g. `sxm` or `pcie`. */
+                gpu_link: string;
+                /** @description Memory of one GPU, in GB. */
+                gpu_memory: number;
+                /** @description GPUs one replica holds. */
+                gpu_count: number;
+            };
+            /** Format: date-time */
+            updated_at: string;
+            /** @description Present only when the list was filtered by `model`. */
+            availability?: {
+                /** @enum {string} */
+                status: "available" | "insufficient" | "unavailable";
+            };
+        };
         Identity: {
             /**
              * @description The key that authenticated the request.
@@ -66,6 +1401,253 @@ export interface components {
             project_slug: string;
             organization_id: string;
             organization_name: string;
+        };
+        ChatContentPart: {
+            /**
+             * @description Only text parts; the local engine reads no images or audio.
+             * @constant
+             */
+            type: "text";
+            text: string;
+        };
+        ChatMessage: {
+            /** @enum {string} */
+            role: "system" | "user" | "assistant" | "tool";
+            content?: string | components["schemas"]["ChatContentPart"][] | null;
+            name?: string;
+            tool_call_id?: string;
+        };
+        ChatCompletionRequest: {
+            /** @example default/llama-8b-prod */
+            model: string;
+            messages: components["schemas"]["ChatMessage"][];
+            max_tokens?: number;
+            temperature?: number;
+            top_p?: number;
+            top_k?: number;
+            repetition_penalty?: number;
+            presence_penalty?: number;
+            frequency_penalty?: number;
+            stop?: string | string[];
+            seed?: number;
+            n?: number;
+            /** @description Only `false`: `true` is 400 `stream_not_supported`. */
+            stream?: boolean;
+            user?: string;
+        };
+        ChatCompletionMessage: {
+            /** @constant */
+            role: "assistant";
+            content: string;
+        };
+        ChatCompletionChoice: {
+            index: number;
+            message: components["schemas"]["ChatCompletionMessage"];
+            /** @enum {string} */
+            finish_reason: "stop" | "length";
+            logprobs: null;
+            seed: number | null;
+        };
+        ChatCompletion: {
+            id: string;
+            /** @constant */
+            object: "chat.completion";
+            /** @description Unix seconds. */
+            created: number;
+            /** @description The `model` of the request. */
+            model: string;
+            /** @description The public platform's echo of the prompt; always empty (`echo` is not supported). */
+            prompt: Record<string, never>[];
+            choices: components["schemas"]["ChatCompletionChoice"][];
+            usage: {
+                prompt_tokens: number;
+                completion_tokens: number;
+                total_tokens: number;
+            };
+            /** @description Names the engine: `local-chat-engine-1`. */
+            system_fingerprint: string;
+        };
+        ModelInfo: {
+            /**
+             * @description A catalogue model's public name, or an upload's `ml_` id.
+             * @example meta-llama/Meta-Llama-3.1-8B-Instruct-Turbo
+             */
+            id: string;
+            /** @constant */
+            object: "model";
+            /** @description Unix seconds. */
+            created: number;
+            /** @enum {string} */
+            type: "chat" | "language" | "code" | "image" | "embedding" | "moderation" | "rerank" | "audio" | "video";
+            display_name?: string;
+            /** @description The vendor of a catalogue model; for an upload, the name of the project's organization. */
+            organization?: string;
+            link?: string;
+            license?: string;
+            context_length?: number;
+            /** @description Dollars per million tokens (`input`, `output`, `cached_input`), per hour of dedicated use (`hourly`); absent for uploads. */
+            pricing?: {
+                base: number;
+                finetune: number;
+                hourly: number;
+                input: number;
+                output: number;
+                cached_input?: number;
+            };
+        };
+        ModelUploadRequest: {
+            /**
+             * @description Name of the uploaded model, unique in the project; letters, digits, `.`, `_`, `-`.
+             * @example Qwen2.5-72B-Instruct-support
+             */
+            model_name: string;
+            /**
+             * @description A hub repository `org/name` or an object-storage path (see the operation).
+             * @example unsloth/Qwen2.5-72B-Instruct
+             */
+            model_source: string;
+            /**
+             * @description `model` (a full model; the default when absent) or `adapter` (a LoRA adapter).
+             * @enum {string}
+             */
+            model_type?: "model" | "adapter";
+            /** @description Hub credential for a hub source; never stored or returned. */
+            hf_token?: $Write<string>;
+            description?: string;
+            /** @description Adapters only; the serverless model whose LoRA pool runs the adapter. */
+            base_model?: string;
+            /** @description Adapters only; the model of the dedicated pool the adapter runs against. */
+            lora_model?: string;
+        };
+        ModelUploadResponse: {
+            data: {
+                /** @example job_01jcq5m2v8x7k3n4p5q6r7s8t9abcdefgh */
+                job_id: string;
+                model_name: string;
+                /**
+                 * @description The uploaded model's id (`ml_...`).
+                 * @example ml_01jcq5m2v8x7k3n4p5q6r7s8t9abcdefgh
+                 */
+                model_id: string;
+                /**
+                 * @description The kind of source.
+                 * @enum {string}
+                 */
+                model_source: "huggingface" | "s3" | "gcs" | "url";
+            };
+            message: string;
+        };
+        JobList: {
+            data: components["schemas"]["JobInfo"][];
+        };
+        /** @description An upload job (the public platform's JobInfoSuccessResponse). */
+        JobInfo: {
+            /** @enum {string} */
+            type: "model_upload" | "adapter_upload";
+            job_id: string;
+            /** @enum {string} */
+            status: "Queued" | "Running" | "Complete" | "Failed";
+            status_updates: {
+                /** @enum {string} */
+                status: "Queued" | "Running" | "Complete" | "Failed";
+                message: string;
+                /** Format: date-time */
+                timestamp: string;
+            }[];
+            args: {
+                description?: string;
+                modelName: string;
+                /** @description The source as given. */
+                modelSource: string;
+            };
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        /**
+         * @description Letters, digits, `_`, `.` and `-`; unique in the project.
+         * @example HF_TOKEN
+         */
+        SecretName: string;
+        /** @description Write-only; stored encrypted, never returned. */
+        SecretValue: string;
+        /** @description The public platform's SecretResponseItem; never carries the value. */
+        Secret: {
+            /** @enum {string} */
+            object: "secret";
+            id: string;
+            name: string;
+            description?: string;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+            /** @description The API key id that created it. */
+            created_by: string;
+            /** @description The API key id that last changed it. */
+            last_updated_by: string;
+        };
+        /**
+         * @description Letters, digits, `.`, `_` and `-`, starting with a letter or digit; unique in the project.
+         * @example model-weights
+         */
+        VolumeName: string;
+        /**
+         * @description The only type the platform shows (seed 2.13).
+         * @enum {string}
+         */
+        VolumeType: "readOnly";
+        VolumeContentInput: {
+            /**
+             * @default files
+             * @enum {string}
+             */
+            type: "files";
+            /**
+             * @description The object-storage prefix the volume's files come from.
+             * @example s3://my-bucket/weights/
+             */
+            source_prefix: string;
+        };
+        VolumeVersionContent: {
+            /** @enum {string} */
+            type: "files";
+            source_prefix: string;
+        };
+        /** @description The public platform's VolumeResponseItem. */
+        Volume: {
+            /** @enum {string} */
+            object: "volume";
+            id: string;
+            name: string;
+            type: components["schemas"]["VolumeType"];
+            current_version: number;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+            /** @description Ids of the deployments that mount the volume (any version). */
+            mounted_by: string[];
+            /** @description Every version by number, with its content and the deployments that mount that version. */
+            version_history: {
+                [key: string]: {
+                    version: number;
+                    content: components["schemas"]["VolumeVersionContent"];
+                    mounted_by: string[];
+                };
+            };
+            content: {
+                /** @enum {string} */
+                type: "files";
+                source_prefix: string;
+                files: {
+                    name: string;
+                    size: number;
+                    /** Format: date-time */
+                    last_modified: string;
+                }[];
+            };
         };
     };
     responses: {
@@ -142,13 +1724,1188 @@ export interface components {
             };
         };
     };
-    parameters: never;
+    parameters: {
+        ClusterId: string;
+        InstanceId: string;
+        /** @description The remediation's `id` (not the idempotency key). */
+        RemediationId: string;
+        /** @description The caller's project id; any other answers 404. */
+        ProjectId: string;
+        V2EndpointId: string;
+        /** @description Page size; 50 when absent. */
+        Limit: number;
+        /** @description The `next_cursor` of the previous page. */
+        After: string;
+        /** @description Comma-separated names of the body fields to apply (all given fields when absent). */
+        UpdateMask: string;
+        /** @description When given, the delete applies only if it equals the resource's current etag (else 409 `etag_mismatch`). */
+        Etag: string;
+        /** @description The endpoint's id (`endpoint-<uuid>`). */
+        V1EndpointId: string;
+        /** @description The secret's id or name. */
+        SecretRef: string;
+        /** @description The volume's id or name. */
+        VolumeRef: string;
+    };
     requestBodies: never;
     headers: never;
     pathItems: never;
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    createChatCompletion: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ChatCompletionRequest"];
+            };
+        };
+        responses: {
+            /** @description The completion. */
+            200: {
+                headers: {
+                    /** @description The deployment id, v1 endpoint id, or `serverless` that answered. */
+                    "x-served-by"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChatCompletion"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description `model_not_found`: no endpoint, deployment, adapter or serverless chat model of that name for the caller. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorData"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            /** @description `endpoint_not_ready`: the endpoint exists but nothing READY is routed (or the v1 endpoint is stopped). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorData"];
+                };
+            };
+        };
+    };
+    listClusters: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The clusters. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        clusters: components["schemas"]["Cluster"][];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getCluster: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                cluster_id: components["parameters"]["ClusterId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The cluster. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Cluster"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listClusterInstances: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                cluster_id: components["parameters"]["ClusterId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The instances. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        instances: components["schemas"]["ClusterInstance"][];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listRemediations: {
+        parameters: {
+            query?: {
+                page_size?: number;
+                page_token?: string;
+                /** @description `create_time` alone means ascending. */
+                order_by?: "create_time desc" | "create_time asc" | "create_time";
+                state?: components["schemas"]["RemediationState"][];
+                trigger?: components["schemas"]["RemediationTrigger"][];
+                mode?: components["schemas"]["RemediationMode"][];
+            };
+            header?: never;
+            path: {
+                cluster_id: components["parameters"]["ClusterId"];
+                instance_id: components["parameters"]["InstanceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of remediations. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        remediations: components["schemas"]["Remediation"][];
+                        next_page_token: string;
+                        has_next: boolean;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createRemediation: {
+        parameters: {
+            query?: {
+                /** @description Client-specified idempotency key. */
+                remediation_id?: string;
+            };
+            header?: never;
+            path: {
+                cluster_id: components["parameters"]["ClusterId"];
+                instance_id: components["parameters"]["InstanceId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    mode: components["schemas"]["RemediationMode"];
+                    /** @description User-provided reason. */
+                    reason?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The remediation (new, or the one the idempotency key first created). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Remediation"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getRemediation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                cluster_id: components["parameters"]["ClusterId"];
+                instance_id: components["parameters"]["InstanceId"];
+                /** @description The remediation's `id` (not the idempotency key). */
+                remediation_id: components["parameters"]["RemediationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The remediation. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Remediation"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    approveRemediation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                cluster_id: components["parameters"]["ClusterId"];
+                instance_id: components["parameters"]["InstanceId"];
+                /** @description The remediation's `id` (not the idempotency key). */
+                remediation_id: components["parameters"]["RemediationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    comment?: string;
+                    mode?: components["schemas"]["RemediationMode"];
+                };
+            };
+        };
+        responses: {
+            /** @description The approved remediation. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Remediation"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    cancelRemediation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                cluster_id: components["parameters"]["ClusterId"];
+                instance_id: components["parameters"]["InstanceId"];
+                /** @description The remediation's `id` (not the idempotency key). */
+                remediation_id: components["parameters"]["RemediationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The cancelled remediation. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Remediation"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    rejectRemediation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                cluster_id: components["parameters"]["ClusterId"];
+                instance_id: components["parameters"]["InstanceId"];
+                /** @description The remediation's `id` (not the idempotency key). */
+                remediation_id: components["parameters"]["RemediationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    comment?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The rejected remediation. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Remediation"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    injectPassiveHealthCheckAlert: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                cluster_id: components["parameters"]["ClusterId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The instance the alert is about (must be in the cluster; otherwise 404). */
+                    instance_id: string;
+                    /** @description Alertmanager alert name, e.g. `DmesgXidError`. */
+                    alert_name: string;
+                    /**
+                     * @default PHC_SEVERITY_CRITICAL
+                     * @enum {string}
+                     */
+                    severity?: "PHC_SEVERITY_CRITICAL" | "PHC_SEVERITY_WARNING" | "PHC_SEVERITY_INFO";
+                    /** @description Alertmanager annotations (key-value strings). */
+                    annotations?: {
+                        [key: string]: string;
+                    };
+                    /** @description Mode of the AUTOMATED remediation the alert raises (default `REMEDIATION_MODE_VM_ONLY`). */
+                    remediation_mode?: components["schemas"]["RemediationMode"];
+                };
+            };
+        };
+        responses: {
+            /** @description The recorded alert. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PassiveHealthCheckAlert"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    resolvePassiveHealthCheckAlert: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                cluster_id: components["parameters"]["ClusterId"];
+                alert_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The alert. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PassiveHealthCheckAlert"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listSecrets: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The secrets. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        object: "list";
+                        data: components["schemas"]["Secret"][];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name: components["schemas"]["SecretName"];
+                    value: components["schemas"]["SecretValue"];
+                    description?: string;
+                    /** @description Ignored. */
+                    project_id?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The new secret (without its value). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Secret"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The secret's id or name. */
+                id: components["parameters"]["SecretRef"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The secret. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Secret"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    deleteSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The secret's id or name. */
+                id: components["parameters"]["SecretRef"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    updateSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The secret's id or name. */
+                id: components["parameters"]["SecretRef"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name?: components["schemas"]["SecretName"];
+                    value?: components["schemas"]["SecretValue"];
+                    description?: string;
+                    /** @description Ignored. */
+                    project_id?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The updated secret (without its value). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Secret"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listVolumes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The volumes. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        object: "list";
+                        data: components["schemas"]["Volume"][];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createVolume: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name: components["schemas"]["VolumeName"];
+                    type: components["schemas"]["VolumeType"];
+                    content: components["schemas"]["VolumeContentInput"];
+                };
+            };
+        };
+        responses: {
+            /** @description The new volume. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Volume"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getVolume: {
+        parameters: {
+            query?: {
+                version?: number;
+            };
+            header?: never;
+            path: {
+                /** @description The volume's id or name. */
+                id: components["parameters"]["VolumeRef"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The volume. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Volume"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    deleteVolume: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The volume's id or name. */
+                id: components["parameters"]["VolumeRef"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    updateVolume: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The volume's id or name. */
+                id: components["parameters"]["VolumeRef"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name?: components["schemas"]["VolumeName"];
+                    type?: components["schemas"]["VolumeType"];
+                    content?: components["schemas"]["VolumeContentInput"];
+                };
+            };
+        };
+        responses: {
+            /** @description The updated volume. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Volume"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listEndpoints: {
+        parameters: {
+            query?: {
+                type?: "dedicated" | "serverless";
+                usage_type?: "on-demand" | "reserved";
+                mine?: boolean;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoints. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["V1EndpointList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["V1EndpointCreate"];
+            };
+        };
+        responses: {
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description Always (no success response exists), code `endpoints_v1_create_access_disabled`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorData"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The endpoint's id (`endpoint-<uuid>`). */
+                endpointId: components["parameters"]["V1EndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["V1Endpoint"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    deleteEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The endpoint's id (`endpoint-<uuid>`). */
+                endpointId: components["parameters"]["V1EndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    updateEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The endpoint's id (`endpoint-<uuid>`). */
+                endpointId: components["parameters"]["V1EndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["V1EndpointUpdate"];
+            };
+        };
+        responses: {
+            /** @description The updated endpoint. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["V1Endpoint"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description Starting a stopped endpoint (`endpoints_v1_create_access_disabled`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorData"];
+                };
+            };
+            404: components["responses"]["NotFound"];
+            /** @description A transition the table refuses (`invalid_state_transition`), or not enough capacity to grow (`insufficient_capacity`). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorData"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listAdapters: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The endpoint's id (`endpoint-<uuid>`). */
+                endpointId: components["parameters"]["V1EndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The bindings, oldest first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdapterList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    addAdapter: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The endpoint's id (`endpoint-<uuid>`). */
+                endpointId: components["parameters"]["V1EndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AdapterRef"];
+            };
+        };
+        responses: {
+            /** @description Bound (or already bound). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdapterAdded"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description `adapter_not_found`: no such ready adapter in the caller's project. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorData"];
+                };
+            };
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    removeAdapter: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The endpoint's id (`endpoint-<uuid>`). */
+                endpointId: components["parameters"]["V1EndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AdapterRef"];
+            };
+        };
+        responses: {
+            /** @description Unbound. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdapterRemoved"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getEndpointUsage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The endpoint's id (`endpoint-<uuid>`). */
+                endpointId: components["parameters"]["V1EndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Usage so far. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["V1EndpointUsage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listHardware: {
+        parameters: {
+            query?: {
+                /** @description Only configurations that can run this model, each with its availability. */
+                model?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The hardware configurations. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HardwareList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listJobs: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The jobs. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                jobId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The job. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobInfo"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listModels: {
+        parameters: {
+            query?: {
+                /** @description `true`: only models that can be deployed on dedicated hardware (not adapters, not serverless-only models). `false` or absent: every model. */
+                dedicated?: boolean;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The models. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ModelInfo"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    uploadModel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ModelUploadRequest"];
+            };
+        };
+        responses: {
+            /** @description The upload is accepted and its job queued. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ModelUploadResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+        };
+    };
     whoami: {
         parameters: {
             query?: never;
@@ -169,6 +2926,518 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listConfigs: {
+        parameters: {
+            query?: {
+                referenceModelId?: string;
+                /** @description Page size; 50 when absent. */
+                limit?: components["parameters"]["Limit"];
+                /** @description The `next_cursor` of the previous page. */
+                after?: components["parameters"]["After"];
+            };
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of configs. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConfigList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getConfig: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                configId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The config. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ModelConfig"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    deployModel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DeployRequest"];
+            };
+        };
+        responses: {
+            /** @description Created; provisioning continues. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeployResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            /** @description `endpoint_name_taken`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorData"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listV2Endpoints: {
+        parameters: {
+            query?: {
+                /** @description Page size; 50 when absent. */
+                limit?: components["parameters"]["Limit"];
+                /** @description The `next_cursor` of the previous page. */
+                after?: components["parameters"]["After"];
+            };
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of endpoints. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["V2EndpointList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createV2Endpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["V2EndpointCreate"];
+            };
+        };
+        responses: {
+            /** @description The endpoint. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["V2Endpoint"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            /** @description `endpoint_name_taken`: a v1 or v2 endpoint of the project has that name. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorData"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getV2Endpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                endpointId: components["parameters"]["V2EndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["V2Endpoint"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    deleteV2Endpoint: {
+        parameters: {
+            query?: {
+                /** @description When given, the delete applies only if it equals the resource's current etag (else 409 `etag_mismatch`). */
+                etag?: components["parameters"]["Etag"];
+            };
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                endpointId: components["parameters"]["V2EndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Empty"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            /** @description `etag_mismatch`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorData"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+        };
+    };
+    updateV2Endpoint: {
+        parameters: {
+            query?: {
+                /** @description Comma-separated names of the body fields to apply (all given fields when absent). */
+                updateMask?: components["parameters"]["UpdateMask"];
+            };
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                endpointId: components["parameters"]["V2EndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["V2EndpointUpdate"];
+            };
+        };
+        responses: {
+            /** @description The updated endpoint. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["V2Endpoint"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            /** @description `etag_mismatch` or `endpoint_name_taken`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorData"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listDeployments: {
+        parameters: {
+            query?: {
+                /** @description Page size; 50 when absent. */
+                limit?: components["parameters"]["Limit"];
+                /** @description The `next_cursor` of the previous page. */
+                after?: components["parameters"]["After"];
+            };
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                endpointId: components["parameters"]["V2EndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of deployments, in creation order. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeploymentList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createDeployment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                endpointId: components["parameters"]["V2EndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DeploymentCreate"];
+            };
+        };
+        responses: {
+            /** @description The deployment. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Deployment"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            /** @description `deployment_name_taken`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorData"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getDeployment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                endpointId: components["parameters"]["V2EndpointId"];
+                deploymentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The deployment. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Deployment"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    deleteDeployment: {
+        parameters: {
+            query?: {
+                /** @description When given, the delete applies only if it equals the resource's current etag (else 409 `etag_mismatch`). */
+                etag?: components["parameters"]["Etag"];
+            };
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                endpointId: components["parameters"]["V2EndpointId"];
+                deploymentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Empty"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            /** @description `etag_mismatch` or `deployment_receives_traffic`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorData"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+        };
+    };
+    updateDeployment: {
+        parameters: {
+            query?: {
+                /** @description Comma-separated names of the body fields to apply (all given fields when absent). */
+                updateMask?: components["parameters"]["UpdateMask"];
+            };
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                endpointId: components["parameters"]["V2EndpointId"];
+                deploymentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DeploymentUpdate"];
+            };
+        };
+        responses: {
+            /** @description The updated deployment. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Deployment"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            /** @description `etag_mismatch`, `invalid_state_transition`, `insufficient_capacity` or `deployment_name_taken`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorData"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getV2EndpointUsage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                endpointId: components["parameters"]["V2EndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Usage so far. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["V2EndpointUsage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
         };
     };

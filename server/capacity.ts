@@ -51,3 +51,25 @@ export async function usage(db: Db | Tx, clock: Clock, ownerKind: string, ownerI
   }
   return { replicaMinutes, cents: Math.round(cents * 100) / 100 };
 }
+
+export type AvailabilityStatus = 'available' | 'insufficient' | 'unavailable';
+
+/** Whether one more replica fits (`available`), some GPUs are free but too few for one (`insufficient`), or none are. */
+export function availabilityOf(h: { capacityGpus: number; gpuCount: number }, inUse: number): AvailabilityStatus {
+  const free = h.capacityGpus - inUse;
+  if (free >= h.gpuCount) return 'available';
+  return free > 0 ? 'insufficient' : 'unavailable';
+}
+
+/** A configuration can run a model when its total GPU memory covers what the model needs; null: not deployable. */
+export function canRun(h: { gpuMemory: number; gpuCount: number }, model: { minGpuMemory: number | null }): boolean {
+  return model.minGpuMemory !== null && h.gpuMemory * h.gpuCount >= model.minGpuMemory;
+}
+
+/** Whether `replicas` more replicas fit on `hardwareId` now (call inside the write transaction that reserves them). */
+export async function fits(db: Db | Tx, hardwareId: string, replicas: number): Promise<boolean> {
+  const hardware = await db.hardware.findUnique({ where: { id: hardwareId } });
+  if (!hardware) return false;
+  const inUse = (await gpusInUse(db)).get(hardwareId) ?? 0;
+  return hardware.capacityGpus - inUse >= replicas * hardware.gpuCount;
+}

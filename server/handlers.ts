@@ -10,6 +10,15 @@ import type { Database } from './db/index.ts';
 import type { Runner } from './runner.ts';
 import type { Logger } from 'pino';
 import { identityHandlers } from './modules/identity.ts';
+import { computeHandlers } from './modules/compute.ts';
+import { volumesHandlers } from './modules/volumes.ts';
+import { secretsHandlers } from './modules/secrets.ts';
+import { hardwareHandlers } from './modules/hardware.ts';
+import { modelsHandlers } from './modules/models.ts';
+import { endpointsHandlers } from './modules/endpoints.ts';
+import { adaptersHandlers } from './modules/adapters.ts';
+import { dedicatedHandlers } from './modules/dedicated.ts';
+import { inferenceHandlers } from './modules/inference.ts';
 
 export interface Services {
   config: Config;
@@ -46,4 +55,13 @@ export type ModuleHandlers = Partial<Handlers>;
 
 export const handlers: Handlers = {
   ...identityHandlers,
+  ...computeHandlers,
+  ...volumesHandlers,
+  ...secretsHandlers,
+  ...hardwareHandlers,
+  ...modelsHandlers,
+  ...endpointsHandlers,
+  ...adaptersHandlers,
+  ...dedicatedHandlers,
+  ...inferenceHandlers,
 };

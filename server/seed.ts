@@ -7,6 +7,12 @@ import { join } from 'node:path';
 import type { Clock } from './clock.ts';
 import type { Tx } from './db/index.ts';
 import { root } from './paths.ts';
+import { seedCompute } from './modules/compute.ts';
+import { seedVolumes } from './modules/volumes.ts';
+import { seedHardware } from './modules/hardware.ts';
+import { seedModels } from './modules/models.ts';
+import { seedConfigs } from './modules/dedicated.ts';
+import { seedV1Endpoints } from './modules/endpoints.ts';
 
 export interface SeedContext {
   tx: Tx;
@@ -23,7 +29,7 @@ export function seedData<T>(name: string): T {
 }
 
 /** In order: later areas may refer to rows of earlier ones. */
-const seeders: Seeder[] = [];
+const seeders: Seeder[] = [seedHardware, seedModels, seedCompute, seedVolumes, seedConfigs, seedV1Endpoints];
 
 export async function seedCatalogue(ctx: SeedContext): Promise<void> {
   for (const seed of seeders) await seed(ctx);

@@ -43,12 +43,97 @@ export type Hardware = Prisma.HardwareModel
  */
 export type Model = Prisma.ModelModel
 /**
+ * Model ModelUploadJob
+ * 
+ */
+export type ModelUploadJob = Prisma.ModelUploadJobModel
+/**
  * Model HardwareReservation
  * 
  */
 export type HardwareReservation = Prisma.HardwareReservationModel
 /**
+ * Model Cluster
+ * 
+ */
+export type Cluster = Prisma.ClusterModel
+/**
+ * Model ComputeHost
+ * 
+ */
+export type ComputeHost = Prisma.ComputeHostModel
+/**
+ * Model ComputeInstance
+ * 
+ */
+export type ComputeInstance = Prisma.ComputeInstanceModel
+/**
+ * Model ComputeVm
+ * 
+ */
+export type ComputeVm = Prisma.ComputeVmModel
+/**
+ * Model PassiveHealthCheckAlert
+ * 
+ */
+export type PassiveHealthCheckAlert = Prisma.PassiveHealthCheckAlertModel
+/**
+ * Model Remediation
+ * 
+ */
+export type Remediation = Prisma.RemediationModel
+/**
+ * Model IdempotencyRecord
+ * 
+ */
+export type IdempotencyRecord = Prisma.IdempotencyRecordModel
+/**
+ * Model V1Endpoint
+ * 
+ */
+export type V1Endpoint = Prisma.V1EndpointModel
+/**
+ * Model ModelConfig
+ * 
+ */
+export type ModelConfig = Prisma.ModelConfigModel
+/**
+ * Model DedicatedEndpoint
+ * 
+ */
+export type DedicatedEndpoint = Prisma.DedicatedEndpointModel
+/**
+ * Model Deployment
+ * 
+ */
+export type Deployment = Prisma.DeploymentModel
+/**
+ * Model AdapterBinding
+ * 
+ */
+export type AdapterBinding = Prisma.AdapterBindingModel
+/**
  * Model WorkItem
  * 
  */
 export type WorkItem = Prisma.WorkItemModel
+/**
+ * Model Volume
+ * 
+ */
+export type Volume = Prisma.VolumeModel
+/**
+ * Model VolumeVersion
+ * 
+ */
+export type VolumeVersion = Prisma.VolumeVersionModel
+/**
+ * Model VolumeMount
+ * 
+ */
+export type VolumeMount = Prisma.VolumeMountModel
+/**
+ * Model Secret
+ * 
+ */
+export type Secret = Prisma.SecretModel

@@ -56,8 +56,25 @@ export const ModelName = {
   ApiKey: 'ApiKey',
   Hardware: 'Hardware',
   Model: 'Model',
+  ModelUploadJob: 'ModelUploadJob',
   HardwareReservation: 'HardwareReservation',
-  WorkItem: 'WorkItem'
+  Cluster: 'Cluster',
+  ComputeHost: 'ComputeHost',
+  ComputeInstance: 'ComputeInstance',
+  ComputeVm: 'ComputeVm',
+  PassiveHealthCheckAlert: 'PassiveHealthCheckAlert',
+  Remediation: 'Remediation',
+  IdempotencyRecord: 'IdempotencyRecord',
+  V1Endpoint: 'V1Endpoint',
+  ModelConfig: 'ModelConfig',
+  DedicatedEndpoint: 'DedicatedEndpoint',
+  Deployment: 'Deployment',
+  AdapterBinding: 'AdapterBinding',
+  WorkItem: 'WorkItem',
+  Volume: 'Volume',
+  VolumeVersion: 'VolumeVersion',
+  VolumeMount: 'VolumeMount',
+  Secret: 'Secret'
 } as const
 
 export type ModelName = (typeof ModelName)[keyof typeof ModelName]
@@ -138,12 +155,32 @@ export const ModelScalarFieldEnum = {
   organization: 'organization',
   pricing: 'pricing',
   description: 'description',
+  displayName: 'displayName',
+  link: 'link',
+  license: 'license',
+  capabilities: 'capabilities',
   source: 'source',
+  sourceKind: 'sourceKind',
   status: 'status',
   created: 'created'
 } as const
 
 export type ModelScalarFieldEnum = (typeof ModelScalarFieldEnum)[keyof typeof ModelScalarFieldEnum]
+
+
+export const ModelUploadJobScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  modelId: 'modelId',
+  type: 'type',
+  status: 'status',
+  statusUpdates: 'statusUpdates',
+  args: 'args',
+  createdAt: 'createdAt',
+  updatedAt: 'updatedAt'
+} as const
+
+export type ModelUploadJobScalarFieldEnum = (typeof ModelUploadJobScalarFieldEnum)[keyof typeof ModelUploadJobScalarFieldEnum]
 
 
 export const HardwareReservationScalarFieldEnum = {
@@ -159,6 +196,197 @@ export const HardwareReservationScalarFieldEnum = {
 } as const
 
 export type HardwareReservationScalarFieldEnum = (typeof HardwareReservationScalarFieldEnum)[keyof typeof HardwareReservationScalarFieldEnum]
+
+
+export const ClusterScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  name: 'name',
+  region: 'region',
+  clusterType: 'clusterType',
+  gpuType: 'gpuType',
+  createdAt: 'createdAt'
+} as const
+
+export type ClusterScalarFieldEnum = (typeof ClusterScalarFieldEnum)[keyof typeof ClusterScalarFieldEnum]
+
+
+export const ComputeHostScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  clusterId: 'clusterId',
+  name: 'name',
+  numGpus: 'numGpus',
+  vmCapacity: 'vmCapacity',
+  cordoned: 'cordoned'
+} as const
+
+export type ComputeHostScalarFieldEnum = (typeof ComputeHostScalarFieldEnum)[keyof typeof ComputeHostScalarFieldEnum]
+
+
+export const ComputeInstanceScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  clusterId: 'clusterId',
+  name: 'name',
+  numGpus: 'numGpus',
+  status: 'status',
+  vmId: 'vmId',
+  vmGeneration: 'vmGeneration',
+  unrecoverable: 'unrecoverable',
+  updatedAt: 'updatedAt'
+} as const
+
+export type ComputeInstanceScalarFieldEnum = (typeof ComputeInstanceScalarFieldEnum)[keyof typeof ComputeInstanceScalarFieldEnum]
+
+
+export const ComputeVmScalarFieldEnum = {
+  id: 'id',
+  name: 'name',
+  projectId: 'projectId',
+  clusterId: 'clusterId',
+  instanceId: 'instanceId',
+  hostId: 'hostId',
+  bootCount: 'bootCount',
+  createdAt: 'createdAt',
+  lastBootAt: 'lastBootAt',
+  deletedAt: 'deletedAt'
+} as const
+
+export type ComputeVmScalarFieldEnum = (typeof ComputeVmScalarFieldEnum)[keyof typeof ComputeVmScalarFieldEnum]
+
+
+export const PassiveHealthCheckAlertScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  clusterId: 'clusterId',
+  instanceId: 'instanceId',
+  targetVm: 'targetVm',
+  alertName: 'alertName',
+  severity: 'severity',
+  annotations: 'annotations',
+  startedAt: 'startedAt',
+  resolvedAt: 'resolvedAt',
+  remediationId: 'remediationId'
+} as const
+
+export type PassiveHealthCheckAlertScalarFieldEnum = (typeof PassiveHealthCheckAlertScalarFieldEnum)[keyof typeof PassiveHealthCheckAlertScalarFieldEnum]
+
+
+export const RemediationScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  clusterId: 'clusterId',
+  instanceId: 'instanceId',
+  mode: 'mode',
+  trigger: 'trigger',
+  state: 'state',
+  reason: 'reason',
+  passiveHealthCheckEventId: 'passiveHealthCheckEventId',
+  requestedBy: 'requestedBy',
+  reviewedBy: 'reviewedBy',
+  reviewTime: 'reviewTime',
+  reviewComment: 'reviewComment',
+  startTime: 'startTime',
+  endTime: 'endTime',
+  errorMessage: 'errorMessage',
+  createTime: 'createTime',
+  updateTime: 'updateTime'
+} as const
+
+export type RemediationScalarFieldEnum = (typeof RemediationScalarFieldEnum)[keyof typeof RemediationScalarFieldEnum]
+
+
+export const IdempotencyRecordScalarFieldEnum = {
+  projectId: 'projectId',
+  operation: 'operation',
+  key: 'key',
+  requestHash: 'requestHash',
+  resourceId: 'resourceId',
+  createdAt: 'createdAt'
+} as const
+
+export type IdempotencyRecordScalarFieldEnum = (typeof IdempotencyRecordScalarFieldEnum)[keyof typeof IdempotencyRecordScalarFieldEnum]
+
+
+export const V1EndpointScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  name: 'name',
+  displayName: 'displayName',
+  modelId: 'modelId',
+  hardwareId: 'hardwareId',
+  minReplicas: 'minReplicas',
+  maxReplicas: 'maxReplicas',
+  state: 'state',
+  inactiveTimeout: 'inactiveTimeout',
+  createdAt: 'createdAt',
+  updatedAt: 'updatedAt'
+} as const
+
+export type V1EndpointScalarFieldEnum = (typeof V1EndpointScalarFieldEnum)[keyof typeof V1EndpointScalarFieldEnum]
+
+
+export const ModelConfigScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  referenceModelId: 'referenceModelId',
+  selectors: 'selectors',
+  optimizationProfile: 'optimizationProfile',
+  certifications: 'certifications',
+  createdAt: 'createdAt'
+} as const
+
+export type ModelConfigScalarFieldEnum = (typeof ModelConfigScalarFieldEnum)[keyof typeof ModelConfigScalarFieldEnum]
+
+
+export const DedicatedEndpointScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  name: 'name',
+  visibility: 'visibility',
+  trafficSplit: 'trafficSplit',
+  routedCount: 'routedCount',
+  etag: 'etag',
+  createdAt: 'createdAt',
+  updatedAt: 'updatedAt'
+} as const
+
+export type DedicatedEndpointScalarFieldEnum = (typeof DedicatedEndpointScalarFieldEnum)[keyof typeof DedicatedEndpointScalarFieldEnum]
+
+
+export const DeploymentScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  endpointId: 'endpointId',
+  name: 'name',
+  modelId: 'modelId',
+  configId: 'configId',
+  minReplicas: 'minReplicas',
+  maxReplicas: 'maxReplicas',
+  state: 'state',
+  message: 'message',
+  hardwareId: 'hardwareId',
+  readyReplicas: 'readyReplicas',
+  trafficMode: 'trafficMode',
+  epoch: 'epoch',
+  etag: 'etag',
+  createdAt: 'createdAt',
+  updatedAt: 'updatedAt'
+} as const
+
+export type DeploymentScalarFieldEnum = (typeof DeploymentScalarFieldEnum)[keyof typeof DeploymentScalarFieldEnum]
+
+
+export const AdapterBindingScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  endpointId: 'endpointId',
+  adapterModelId: 'adapterModelId',
+  createdAt: 'createdAt'
+} as const
+
+export type AdapterBindingScalarFieldEnum = (typeof AdapterBindingScalarFieldEnum)[keyof typeof AdapterBindingScalarFieldEnum]
 
 
 export const WorkItemScalarFieldEnum = {
@@ -180,6 +408,56 @@ export const WorkItemScalarFieldEnum = {
 } as const
 
 export type WorkItemScalarFieldEnum = (typeof WorkItemScalarFieldEnum)[keyof typeof WorkItemScalarFieldEnum]
+
+
+export const VolumeScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  name: 'name',
+  type: 'type',
+  currentVersion: 'currentVersion',
+  createdAt: 'createdAt',
+  updatedAt: 'updatedAt'
+} as const
+
+export type VolumeScalarFieldEnum = (typeof VolumeScalarFieldEnum)[keyof typeof VolumeScalarFieldEnum]
+
+
+export const VolumeVersionScalarFieldEnum = {
+  volumeId: 'volumeId',
+  version: 'version',
+  contentType: 'contentType',
+  sourcePrefix: 'sourcePrefix',
+  files: 'files',
+  createdAt: 'createdAt'
+} as const
+
+export type VolumeVersionScalarFieldEnum = (typeof VolumeVersionScalarFieldEnum)[keyof typeof VolumeVersionScalarFieldEnum]
+
+
+export const VolumeMountScalarFieldEnum = {
+  volumeId: 'volumeId',
+  deploymentId: 'deploymentId',
+  projectId: 'projectId',
+  version: 'version'
+} as const
+
+export type VolumeMountScalarFieldEnum = (typeof VolumeMountScalarFieldEnum)[keyof typeof VolumeMountScalarFieldEnum]
+
+
+export const SecretScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  name: 'name',
+  description: 'description',
+  valueEncrypted: 'valueEncrypted',
+  createdBy: 'createdBy',
+  lastUpdatedBy: 'lastUpdatedBy',
+  createdAt: 'createdAt',
+  updatedAt: 'updatedAt'
+} as const
+
+export type SecretScalarFieldEnum = (typeof SecretScalarFieldEnum)[keyof typeof SecretScalarFieldEnum]
 
 
 export const SortOrder = {

@@ -53,7 +53,12 @@ export type ModelMinAggregateOutputType = {
   organization: string | null
   pricing: string | null
   description: string | null
+  displayName: string | null
+  link: string | null
+  license: string | null
+  capabilities: string | null
   source: string | null
+  sourceKind: string | null
   status: string | null
   created: bigint | null
 }
@@ -73,7 +78,12 @@ export type ModelMaxAggregateOutputType = {
   organization: string | null
   pricing: string | null
   description: string | null
+  displayName: string | null
+  link: string | null
+  license: string | null
+  capabilities: string | null
   source: string | null
+  sourceKind: string | null
   status: string | null
   created: bigint | null
 }
@@ -93,7 +103,12 @@ export type ModelCountAggregateOutputType = {
   organization: number
   pricing: number
   description: number
+  displayName: number
+  link: number
+  license: number
+  capabilities: number
   source: number
+  sourceKind: number
   status: number
   created: number
   _all: number
@@ -127,7 +142,12 @@ export type ModelMinAggregateInputType = {
   organization?: true
   pricing?: true
   description?: true
+  displayName?: true
+  link?: true
+  license?: true
+  capabilities?: true
   source?: true
+  sourceKind?: true
   status?: true
   created?: true
 }
@@ -147,7 +167,12 @@ export type ModelMaxAggregateInputType = {
   organization?: true
   pricing?: true
   description?: true
+  displayName?: true
+  link?: true
+  license?: true
+  capabilities?: true
   source?: true
+  sourceKind?: true
   status?: true
   created?: true
 }
@@ -167,7 +192,12 @@ export type ModelCountAggregateInputType = {
   organization?: true
   pricing?: true
   description?: true
+  displayName?: true
+  link?: true
+  license?: true
+  capabilities?: true
   source?: true
+  sourceKind?: true
   status?: true
   created?: true
   _all?: true
@@ -274,7 +304,12 @@ export type ModelGroupByOutputType = {
   organization: string | null
   pricing: string
   description: string | null
+  displayName: string | null
+  link: string | null
+  license: string | null
+  capabilities: string
   source: string | null
+  sourceKind: string | null
   status: string
   created: bigint
   _count: ModelCountAggregateOutputType | null
@@ -317,7 +352,12 @@ export type ModelWhereInput = {
   organization?: Prisma.StringNullableFilter<"Model"> | string | null
   pricing?: Prisma.StringFilter<"Model"> | string
   description?: Prisma.StringNullableFilter<"Model"> | string | null
+  displayName?: Prisma.StringNullableFilter<"Model"> | string | null
+  link?: Prisma.StringNullableFilter<"Model"> | string | null
+  license?: Prisma.StringNullableFilter<"Model"> | string | null
+  capabilities?: Prisma.StringFilter<"Model"> | string
   source?: Prisma.StringNullableFilter<"Model"> | string | null
+  sourceKind?: Prisma.StringNullableFilter<"Model"> | string | null
   status?: Prisma.StringFilter<"Model"> | string
   created?: Prisma.BigIntFilter<"Model"> | bigint | number
 }
@@ -337,13 +377,19 @@ export type ModelOrderByWithRelationInput = {
   organization?: Prisma.SortOrderInput | Prisma.SortOrder
   pricing?: Prisma.SortOrder
   description?: Prisma.SortOrderInput | Prisma.SortOrder
+  displayName?: Prisma.SortOrderInput | Prisma.SortOrder
+  link?: Prisma.SortOrderInput | Prisma.SortOrder
+  license?: Prisma.SortOrderInput | Prisma.SortOrder
+  capabilities?: Prisma.SortOrder
   source?: Prisma.SortOrderInput | Prisma.SortOrder
+  sourceKind?: Prisma.SortOrderInput | Prisma.SortOrder
   status?: Prisma.SortOrder
   created?: Prisma.SortOrder
 }
 
 export type ModelWhereUniqueInput = Prisma.AtLeast<{
   id?: string
+  projectId_name?: Prisma.ModelProjectIdNameCompoundUniqueInput
   AND?: Prisma.ModelWhereInput | Prisma.ModelWhereInput[]
   OR?: Prisma.ModelWhereInput[]
   NOT?: Prisma.ModelWhereInput | Prisma.ModelWhereInput[]
@@ -360,10 +406,15 @@ export type ModelWhereUniqueInput = Prisma.AtLeast<{
   organization?: Prisma.StringNullableFilter<"Model"> | string | null
   pricing?: Prisma.StringFilter<"Model"> | string
   description?: Prisma.StringNullableFilter<"Model"> | string | null
+  displayName?: Prisma.StringNullableFilter<"Model"> | string | null
+  link?: Prisma.StringNullableFilter<"Model"> | string | null
+  license?: Prisma.StringNullableFilter<"Model"> | string | null
+  capabilities?: Prisma.StringFilter<"Model"> | string
   source?: Prisma.StringNullableFilter<"Model"> | string | null
+  sourceKind?: Prisma.StringNullableFilter<"Model"> | string | null
   status?: Prisma.StringFilter<"Model"> | string
   created?: Prisma.BigIntFilter<"Model"> | bigint | number
-}, "id">
+}, "id" | "projectId_name">
 
 export type ModelOrderByWithAggregationInput = {
   id?: Prisma.SortOrder
@@ -380,7 +431,12 @@ export type ModelOrderByWithAggregationInput = {
   organization?: Prisma.SortOrderInput | Prisma.SortOrder
   pricing?: Prisma.SortOrder
   description?: Prisma.SortOrderInput | Prisma.SortOrder
+  displayName?: Prisma.SortOrderInput | Prisma.SortOrder
+  link?: Prisma.SortOrderInput | Prisma.SortOrder
+  license?: Prisma.SortOrderInput | Prisma.SortOrder
+  capabilities?: Prisma.SortOrder
   source?: Prisma.SortOrderInput | Prisma.SortOrder
+  sourceKind?: Prisma.SortOrderInput | Prisma.SortOrder
   status?: Prisma.SortOrder
   created?: Prisma.SortOrder
   _count?: Prisma.ModelCountOrderByAggregateInput
@@ -408,7 +464,12 @@ export type ModelScalarWhereWithAggregatesInput = {
   organization?: Prisma.StringNullableWithAggregatesFilter<"Model"> | string | null
   pricing?: Prisma.StringWithAggregatesFilter<"Model"> | string
   description?: Prisma.StringNullableWithAggregatesFilter<"Model"> | string | null
+  displayName?: Prisma.StringNullableWithAggregatesFilter<"Model"> | string | null
+  link?: Prisma.StringNullableWithAggregatesFilter<"Model"> | string | null
+  license?: Prisma.StringNullableWithAggregatesFilter<"Model"> | string | null
+  capabilities?: Prisma.StringWithAggregatesFilter<"Model"> | string
   source?: Prisma.StringNullableWithAggregatesFilter<"Model"> | string | null
+  sourceKind?: Prisma.StringNullableWithAggregatesFilter<"Model"> | string | null
   status?: Prisma.StringWithAggregatesFilter<"Model"> | string
   created?: Prisma.BigIntWithAggregatesFilter<"Model"> | bigint | number
 }
@@ -428,7 +489,12 @@ export type ModelCreateInput = {
   organization?: string | null
   pricing?: string
   description?: string | null
+  displayName?: string | null
+  link?: string | null
+  license?: string | null
+  capabilities?: string
   source?: string | null
+  sourceKind?: string | null
   status?: string
   created: bigint | number
 }
@@ -448,7 +514,12 @@ export type ModelUncheckedCreateInput = {
   organization?: string | null
   pricing?: string
   description?: string | null
+  displayName?: string | null
+  link?: string | null
+  license?: string | null
+  capabilities?: string
   source?: string | null
+  sourceKind?: string | null
   status?: string
   created: bigint | number
 }
@@ -468,7 +539,12 @@ export type ModelUpdateInput = {
   organization?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   pricing?: Prisma.StringFieldUpdateOperationsInput | string
   description?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  displayName?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  link?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  license?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  capabilities?: Prisma.StringFieldUpdateOperationsInput | string
   source?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  sourceKind?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   status?: Prisma.StringFieldUpdateOperationsInput | string
   created?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
 }
@@ -488,7 +564,12 @@ export type ModelUncheckedUpdateInput = {
   organization?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   pricing?: Prisma.StringFieldUpdateOperationsInput | string
   description?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  displayName?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  link?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  license?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  capabilities?: Prisma.StringFieldUpdateOperationsInput | string
   source?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  sourceKind?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   status?: Prisma.StringFieldUpdateOperationsInput | string
   created?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
 }
@@ -508,7 +589,12 @@ export type ModelCreateManyInput = {
   organization?: string | null
   pricing?: string
   description?: string | null
+  displayName?: string | null
+  link?: string | null
+  license?: string | null
+  capabilities?: string
   source?: string | null
+  sourceKind?: string | null
   status?: string
   created: bigint | number
 }
@@ -528,7 +614,12 @@ export type ModelUpdateManyMutationInput = {
   organization?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   pricing?: Prisma.StringFieldUpdateOperationsInput | string
   description?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  displayName?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  link?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  license?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  capabilities?: Prisma.StringFieldUpdateOperationsInput | string
   source?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  sourceKind?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   status?: Prisma.StringFieldUpdateOperationsInput | string
   created?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
 }
@@ -548,9 +639,19 @@ export type ModelUncheckedUpdateManyInput = {
   organization?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   pricing?: Prisma.StringFieldUpdateOperationsInput | string
   description?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  displayName?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  link?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  license?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  capabilities?: Prisma.StringFieldUpdateOperationsInput | string
   source?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  sourceKind?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   status?: Prisma.StringFieldUpdateOperationsInput | string
   created?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+}
+
+export type ModelProjectIdNameCompoundUniqueInput = {
+  projectId: string
+  name: string
 }
 
 export type ModelCountOrderByAggregateInput = {
@@ -568,7 +669,12 @@ export type ModelCountOrderByAggregateInput = {
   organization?: Prisma.SortOrder
   pricing?: Prisma.SortOrder
   description?: Prisma.SortOrder
+  displayName?: Prisma.SortOrder
+  link?: Prisma.SortOrder
+  license?: Prisma.SortOrder
+  capabilities?: Prisma.SortOrder
   source?: Prisma.SortOrder
+  sourceKind?: Prisma.SortOrder
   status?: Prisma.SortOrder
   created?: Prisma.SortOrder
 }
@@ -594,7 +700,12 @@ export type ModelMaxOrderByAggregateInput = {
   organization?: Prisma.SortOrder
   pricing?: Prisma.SortOrder
   description?: Prisma.SortOrder
+  displayName?: Prisma.SortOrder
+  link?: Prisma.SortOrder
+  license?: Prisma.SortOrder
+  capabilities?: Prisma.SortOrder
   source?: Prisma.SortOrder
+  sourceKind?: Prisma.SortOrder
   status?: Prisma.SortOrder
   created?: Prisma.SortOrder
 }
@@ -614,7 +725,12 @@ export type ModelMinOrderByAggregateInput = {
   organization?: Prisma.SortOrder
   pricing?: Prisma.SortOrder
   description?: Prisma.SortOrder
+  displayName?: Prisma.SortOrder
+  link?: Prisma.SortOrder
+  license?: Prisma.SortOrder
+  capabilities?: Prisma.SortOrder
   source?: Prisma.SortOrder
+  sourceKind?: Prisma.SortOrder
   status?: Prisma.SortOrder
   created?: Prisma.SortOrder
 }
@@ -666,7 +782,12 @@ export type ModelSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs = 
   organization?: boolean
   pricing?: boolean
   description?: boolean
+  displayName?: boolean
+  link?: boolean
+  license?: boolean
+  capabilities?: boolean
   source?: boolean
+  sourceKind?: boolean
   status?: boolean
   created?: boolean
 }, ExtArgs["result"]["model"]>
@@ -686,7 +807,12 @@ export type ModelSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Extensi
   organization?: boolean
   pricing?: boolean
   description?: boolean
+  displayName?: boolean
+  link?: boolean
+  license?: boolean
+  capabilities?: boolean
   source?: boolean
+  sourceKind?: boolean
   status?: boolean
   created?: boolean
 }, ExtArgs["result"]["model"]>
@@ -706,7 +832,12 @@ export type ModelSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Extensi
   organization?: boolean
   pricing?: boolean
   description?: boolean
+  displayName?: boolean
+  link?: boolean
+  license?: boolean
+  capabilities?: boolean
   source?: boolean
+  sourceKind?: boolean
   status?: boolean
   created?: boolean
 }, ExtArgs["result"]["model"]>
@@ -726,12 +857,17 @@ export type ModelSelectScalar = {
   organization?: boolean
   pricing?: boolean
   description?: boolean
+  displayName?: boolean
+  link?: boolean
+  license?: boolean
+  capabilities?: boolean
   source?: boolean
+  sourceKind?: boolean
   status?: boolean
   created?: boolean
 }
 
-export type ModelOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "projectId" | "name" | "type" | "modelType" | "architecture" | "baseModelId" | "loraModel" | "serverless" | "minGpuMemory" | "contextLength" | "organization" | "pricing" | "description" | "source" | "status" | "created", ExtArgs["result"]["model"]>
+export type ModelOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "projectId" | "name" | "type" | "modelType" | "architecture" | "baseModelId" | "loraModel" | "serverless" | "minGpuMemory" | "contextLength" | "organization" | "pricing" | "description" | "displayName" | "link" | "license" | "capabilities" | "source" | "sourceKind" | "status" | "created", ExtArgs["result"]["model"]>
 
 export type $ModelPayload<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   name: "Model"
@@ -751,7 +887,12 @@ export type $ModelPayload<ExtArgs extends runtime.Types.Extensions.InternalArgs 
     organization: string | null
     pricing: string
     description: string | null
+    displayName: string | null
+    link: string | null
+    license: string | null
+    capabilities: string
     source: string | null
+    sourceKind: string | null
     status: string
     created: bigint
   }, ExtArgs["result"]["model"]>
@@ -1191,7 +1332,12 @@ export interface ModelFieldRefs {
   readonly organization: Prisma.FieldRef<"Model", 'String'>
   readonly pricing: Prisma.FieldRef<"Model", 'String'>
   readonly description: Prisma.FieldRef<"Model", 'String'>
+  readonly displayName: Prisma.FieldRef<"Model", 'String'>
+  readonly link: Prisma.FieldRef<"Model", 'String'>
+  readonly license: Prisma.FieldRef<"Model", 'String'>
+  readonly capabilities: Prisma.FieldRef<"Model", 'String'>
   readonly source: Prisma.FieldRef<"Model", 'String'>
+  readonly sourceKind: Prisma.FieldRef<"Model", 'String'>
   readonly status: Prisma.FieldRef<"Model", 'String'>
   readonly created: Prisma.FieldRef<"Model", 'BigInt'>
 }

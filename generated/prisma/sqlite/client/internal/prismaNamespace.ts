@@ -402,8 +402,25 @@ export const ModelName = {
   ApiKey: 'ApiKey',
   Hardware: 'Hardware',
   Model: 'Model',
+  ModelUploadJob: 'ModelUploadJob',
   HardwareReservation: 'HardwareReservation',
-  WorkItem: 'WorkItem'
+  Cluster: 'Cluster',
+  ComputeHost: 'ComputeHost',
+  ComputeInstance: 'ComputeInstance',
+  ComputeVm: 'ComputeVm',
+  PassiveHealthCheckAlert: 'PassiveHealthCheckAlert',
+  Remediation: 'Remediation',
+  IdempotencyRecord: 'IdempotencyRecord',
+  V1Endpoint: 'V1Endpoint',
+  ModelConfig: 'ModelConfig',
+  DedicatedEndpoint: 'DedicatedEndpoint',
+  Deployment: 'Deployment',
+  AdapterBinding: 'AdapterBinding',
+  WorkItem: 'WorkItem',
+  Volume: 'Volume',
+  VolumeVersion: 'VolumeVersion',
+  VolumeMount: 'VolumeMount',
+  Secret: 'Secret'
 } as const
 
 export type ModelName = (typeof ModelName)[keyof typeof ModelName]
@@ -419,7 +436,7 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
     omit: GlobalOmitOptions
   }
   meta: {
-    modelProps: "organization" | "project" | "apiKey" | "hardware" | "model" | "hardwareReservation" | "workItem"
+    modelProps: "organization" | "project" | "apiKey" | "hardware" | "model" | "modelUploadJob" | "hardwareReservation" | "cluster" | "computeHost" | "computeInstance" | "computeVm" | "passiveHealthCheckAlert" | "remediation" | "idempotencyRecord" | "v1Endpoint" | "modelConfig" | "dedicatedEndpoint" | "deployment" | "adapterBinding" | "workItem" | "volume" | "volumeVersion" | "volumeMount" | "secret"
     txIsolationLevel: TransactionIsolationLevel
   }
   model: {
@@ -793,6 +810,80 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
         }
       }
     }
+    ModelUploadJob: {
+      payload: Prisma.$ModelUploadJobPayload<ExtArgs>
+      fields: Prisma.ModelUploadJobFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.ModelUploadJobFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ModelUploadJobPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.ModelUploadJobFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ModelUploadJobPayload>
+        }
+        findFirst: {
+          args: Prisma.ModelUploadJobFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ModelUploadJobPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.ModelUploadJobFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ModelUploadJobPayload>
+        }
+        findMany: {
+          args: Prisma.ModelUploadJobFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ModelUploadJobPayload>[]
+        }
+        create: {
+          args: Prisma.ModelUploadJobCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ModelUploadJobPayload>
+        }
+        createMany: {
+          args: Prisma.ModelUploadJobCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.ModelUploadJobCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ModelUploadJobPayload>[]
+        }
+        delete: {
+          args: Prisma.ModelUploadJobDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ModelUploadJobPayload>
+        }
+        update: {
+          args: Prisma.ModelUploadJobUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ModelUploadJobPayload>
+        }
+        deleteMany: {
+          args: Prisma.ModelUploadJobDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.ModelUploadJobUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.ModelUploadJobUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ModelUploadJobPayload>[]
+        }
+        upsert: {
+          args: Prisma.ModelUploadJobUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ModelUploadJobPayload>
+        }
+        aggregate: {
+          args: Prisma.ModelUploadJobAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateModelUploadJob>
+        }
+        groupBy: {
+          args: Prisma.ModelUploadJobGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.ModelUploadJobGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.ModelUploadJobCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.ModelUploadJobCountAggregateOutputType> | number
+        }
+      }
+    }
     HardwareReservation: {
       payload: Prisma.$HardwareReservationPayload<ExtArgs>
       fields: Prisma.HardwareReservationFieldRefs
@@ -867,6 +958,894 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
         }
       }
     }
+    Cluster: {
+      payload: Prisma.$ClusterPayload<ExtArgs>
+      fields: Prisma.ClusterFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.ClusterFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ClusterPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.ClusterFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ClusterPayload>
+        }
+        findFirst: {
+          args: Prisma.ClusterFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ClusterPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.ClusterFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ClusterPayload>
+        }
+        findMany: {
+          args: Prisma.ClusterFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ClusterPayload>[]
+        }
+        create: {
+          args: Prisma.ClusterCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ClusterPayload>
+        }
+        createMany: {
+          args: Prisma.ClusterCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.ClusterCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ClusterPayload>[]
+        }
+        delete: {
+          args: Prisma.ClusterDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ClusterPayload>
+        }
+        update: {
+          args: Prisma.ClusterUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ClusterPayload>
+        }
+        deleteMany: {
+          args: Prisma.ClusterDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.ClusterUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.ClusterUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ClusterPayload>[]
+        }
+        upsert: {
+          args: Prisma.ClusterUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ClusterPayload>
+        }
+        aggregate: {
+          args: Prisma.ClusterAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateCluster>
+        }
+        groupBy: {
+          args: Prisma.ClusterGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.ClusterGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.ClusterCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.ClusterCountAggregateOutputType> | number
+        }
+      }
+    }
+    ComputeHost: {
+      payload: Prisma.$ComputeHostPayload<ExtArgs>
+      fields: Prisma.ComputeHostFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.ComputeHostFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ComputeHostPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.ComputeHostFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ComputeHostPayload>
+        }
+        findFirst: {
+          args: Prisma.ComputeHostFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ComputeHostPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.ComputeHostFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ComputeHostPayload>
+        }
+        findMany: {
+          args: Prisma.ComputeHostFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ComputeHostPayload>[]
+        }
+        create: {
+          args: Prisma.ComputeHostCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ComputeHostPayload>
+        }
+        createMany: {
+          args: Prisma.ComputeHostCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.ComputeHostCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ComputeHostPayload>[]
+        }
+        delete: {
+          args: Prisma.ComputeHostDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ComputeHostPayload>
+        }
+        update: {
+          args: Prisma.ComputeHostUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ComputeHostPayload>
+        }
+        deleteMany: {
+          args: Prisma.ComputeHostDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.ComputeHostUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.ComputeHostUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ComputeHostPayload>[]
+        }
+        upsert: {
+          args: Prisma.ComputeHostUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ComputeHostPayload>
+        }
+        aggregate: {
+          args: Prisma.ComputeHostAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateComputeHost>
+        }
+        groupBy: {
+          args: Prisma.ComputeHostGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.ComputeHostGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.ComputeHostCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.ComputeHostCountAggregateOutputType> | number
+        }
+      }
+    }
+    ComputeInstance: {
+      payload: Prisma.$ComputeInstancePayload<ExtArgs>
+      fields: Prisma.ComputeInstanceFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.ComputeInstanceFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ComputeInstancePayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.ComputeInstanceFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ComputeInstancePayload>
+        }
+        findFirst: {
+          args: Prisma.ComputeInstanceFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ComputeInstancePayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.ComputeInstanceFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ComputeInstancePayload>
+        }
+        findMany: {
+          args: Prisma.ComputeInstanceFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ComputeInstancePayload>[]
+        }
+        create: {
+          args: Prisma.ComputeInstanceCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ComputeInstancePayload>
+        }
+        createMany: {
+          args: Prisma.ComputeInstanceCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.ComputeInstanceCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ComputeInstancePayload>[]
+        }
+        delete: {
+          args: Prisma.ComputeInstanceDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ComputeInstancePayload>
+        }
+        update: {
+          args: Prisma.ComputeInstanceUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ComputeInstancePayload>
+        }
+        deleteMany: {
+          args: Prisma.ComputeInstanceDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.ComputeInstanceUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.ComputeInstanceUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ComputeInstancePayload>[]
+        }
+        upsert: {
+          args: Prisma.ComputeInstanceUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ComputeInstancePayload>
+        }
+        aggregate: {
+          args: Prisma.ComputeInstanceAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateComputeInstance>
+        }
+        groupBy: {
+          args: Prisma.ComputeInstanceGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.ComputeInstanceGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.ComputeInstanceCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.ComputeInstanceCountAggregateOutputType> | number
+        }
+      }
+    }
+    ComputeVm: {
+      payload: Prisma.$ComputeVmPayload<ExtArgs>
+      fields: Prisma.ComputeVmFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.ComputeVmFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ComputeVmPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.ComputeVmFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ComputeVmPayload>
+        }
+        findFirst: {
+          args: Prisma.ComputeVmFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ComputeVmPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.ComputeVmFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ComputeVmPayload>
+        }
+        findMany: {
+          args: Prisma.ComputeVmFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ComputeVmPayload>[]
+        }
+        create: {
+          args: Prisma.ComputeVmCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ComputeVmPayload>
+        }
+        createMany: {
+          args: Prisma.ComputeVmCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.ComputeVmCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ComputeVmPayload>[]
+        }
+        delete: {
+          args: Prisma.ComputeVmDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ComputeVmPayload>
+        }
+        update: {
+          args: Prisma.ComputeVmUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ComputeVmPayload>
+        }
+        deleteMany: {
+          args: Prisma.ComputeVmDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.ComputeVmUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.ComputeVmUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ComputeVmPayload>[]
+        }
+        upsert: {
+          args: Prisma.ComputeVmUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ComputeVmPayload>
+        }
+        aggregate: {
+          args: Prisma.ComputeVmAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateComputeVm>
+        }
+        groupBy: {
+          args: Prisma.ComputeVmGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.ComputeVmGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.ComputeVmCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.ComputeVmCountAggregateOutputType> | number
+        }
+      }
+    }
+    PassiveHealthCheckAlert: {
+      payload: Prisma.$PassiveHealthCheckAlertPayload<ExtArgs>
+      fields: Prisma.PassiveHealthCheckAlertFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.PassiveHealthCheckAlertFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$PassiveHealthCheckAlertPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.PassiveHealthCheckAlertFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$PassiveHealthCheckAlertPayload>
+        }
+        findFirst: {
+          args: Prisma.PassiveHealthCheckAlertFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$PassiveHealthCheckAlertPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.PassiveHealthCheckAlertFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$PassiveHealthCheckAlertPayload>
+        }
+        findMany: {
+          args: Prisma.PassiveHealthCheckAlertFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$PassiveHealthCheckAlertPayload>[]
+        }
+        create: {
+          args: Prisma.PassiveHealthCheckAlertCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$PassiveHealthCheckAlertPayload>
+        }
+        createMany: {
+          args: Prisma.PassiveHealthCheckAlertCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.PassiveHealthCheckAlertCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$PassiveHealthCheckAlertPayload>[]
+        }
+        delete: {
+          args: Prisma.PassiveHealthCheckAlertDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$PassiveHealthCheckAlertPayload>
+        }
+        update: {
+          args: Prisma.PassiveHealthCheckAlertUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$PassiveHealthCheckAlertPayload>
+        }
+        deleteMany: {
+          args: Prisma.PassiveHealthCheckAlertDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.PassiveHealthCheckAlertUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.PassiveHealthCheckAlertUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$PassiveHealthCheckAlertPayload>[]
+        }
+        upsert: {
+          args: Prisma.PassiveHealthCheckAlertUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$PassiveHealthCheckAlertPayload>
+        }
+        aggregate: {
+          args: Prisma.PassiveHealthCheckAlertAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregatePassiveHealthCheckAlert>
+        }
+        groupBy: {
+          args: Prisma.PassiveHealthCheckAlertGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.PassiveHealthCheckAlertGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.PassiveHealthCheckAlertCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.PassiveHealthCheckAlertCountAggregateOutputType> | number
+        }
+      }
+    }
+    Remediation: {
+      payload: Prisma.$RemediationPayload<ExtArgs>
+      fields: Prisma.RemediationFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.RemediationFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RemediationPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.RemediationFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RemediationPayload>
+        }
+        findFirst: {
+          args: Prisma.RemediationFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RemediationPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.RemediationFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RemediationPayload>
+        }
+        findMany: {
+          args: Prisma.RemediationFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RemediationPayload>[]
+        }
+        create: {
+          args: Prisma.RemediationCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RemediationPayload>
+        }
+        createMany: {
+          args: Prisma.RemediationCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.RemediationCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RemediationPayload>[]
+        }
+        delete: {
+          args: Prisma.RemediationDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RemediationPayload>
+        }
+        update: {
+          args: Prisma.RemediationUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RemediationPayload>
+        }
+        deleteMany: {
+          args: Prisma.RemediationDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.RemediationUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.RemediationUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RemediationPayload>[]
+        }
+        upsert: {
+          args: Prisma.RemediationUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RemediationPayload>
+        }
+        aggregate: {
+          args: Prisma.RemediationAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateRemediation>
+        }
+        groupBy: {
+          args: Prisma.RemediationGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.RemediationGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.RemediationCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.RemediationCountAggregateOutputType> | number
+        }
+      }
+    }
+    IdempotencyRecord: {
+      payload: Prisma.$IdempotencyRecordPayload<ExtArgs>
+      fields: Prisma.IdempotencyRecordFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.IdempotencyRecordFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$IdempotencyRecordPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.IdempotencyRecordFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$IdempotencyRecordPayload>
+        }
+        findFirst: {
+          args: Prisma.IdempotencyRecordFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$IdempotencyRecordPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.IdempotencyRecordFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$IdempotencyRecordPayload>
+        }
+        findMany: {
+          args: Prisma.IdempotencyRecordFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$IdempotencyRecordPayload>[]
+        }
+        create: {
+          args: Prisma.IdempotencyRecordCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$IdempotencyRecordPayload>
+        }
+        createMany: {
+          args: Prisma.IdempotencyRecordCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.IdempotencyRecordCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$IdempotencyRecordPayload>[]
+        }
+        delete: {
+          args: Prisma.IdempotencyRecordDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$IdempotencyRecordPayload>
+        }
+        update: {
+          args: Prisma.IdempotencyRecordUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$IdempotencyRecordPayload>
+        }
+        deleteMany: {
+          args: Prisma.IdempotencyRecordDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.IdempotencyRecordUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.IdempotencyRecordUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$IdempotencyRecordPayload>[]
+        }
+        upsert: {
+          args: Prisma.IdempotencyRecordUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$IdempotencyRecordPayload>
+        }
+        aggregate: {
+          args: Prisma.IdempotencyRecordAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateIdempotencyRecord>
+        }
+        groupBy: {
+          args: Prisma.IdempotencyRecordGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.IdempotencyRecordGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.IdempotencyRecordCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.IdempotencyRecordCountAggregateOutputType> | number
+        }
+      }
+    }
+    V1Endpoint: {
+      payload: Prisma.$V1EndpointPayload<ExtArgs>
+      fields: Prisma.V1EndpointFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.V1EndpointFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$V1EndpointPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.V1EndpointFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$V1EndpointPayload>
+        }
+        findFirst: {
+          args: Prisma.V1EndpointFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$V1EndpointPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.V1EndpointFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$V1EndpointPayload>
+        }
+        findMany: {
+          args: Prisma.V1EndpointFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$V1EndpointPayload>[]
+        }
+        create: {
+          args: Prisma.V1EndpointCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$V1EndpointPayload>
+        }
+        createMany: {
+          args: Prisma.V1EndpointCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.V1EndpointCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$V1EndpointPayload>[]
+        }
+        delete: {
+          args: Prisma.V1EndpointDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$V1EndpointPayload>
+        }
+        update: {
+          args: Prisma.V1EndpointUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$V1EndpointPayload>
+        }
+        deleteMany: {
+          args: Prisma.V1EndpointDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.V1EndpointUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.V1EndpointUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$V1EndpointPayload>[]
+        }
+        upsert: {
+          args: Prisma.V1EndpointUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$V1EndpointPayload>
+        }
+        aggregate: {
+          args: Prisma.V1EndpointAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateV1Endpoint>
+        }
+        groupBy: {
+          args: Prisma.V1EndpointGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.V1EndpointGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.V1EndpointCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.V1EndpointCountAggregateOutputType> | number
+        }
+      }
+    }
+    ModelConfig: {
+      payload: Prisma.$ModelConfigPayload<ExtArgs>
+      fields: Prisma.ModelConfigFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.ModelConfigFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ModelConfigPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.ModelConfigFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ModelConfigPayload>
+        }
+        findFirst: {
+          args: Prisma.ModelConfigFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ModelConfigPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.ModelConfigFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ModelConfigPayload>
+        }
+        findMany: {
+          args: Prisma.ModelConfigFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ModelConfigPayload>[]
+        }
+        create: {
+          args: Prisma.ModelConfigCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ModelConfigPayload>
+        }
+        createMany: {
+          args: Prisma.ModelConfigCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.ModelConfigCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ModelConfigPayload>[]
+        }
+        delete: {
+          args: Prisma.ModelConfigDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ModelConfigPayload>
+        }
+        update: {
+          args: Prisma.ModelConfigUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ModelConfigPayload>
+        }
+        deleteMany: {
+          args: Prisma.ModelConfigDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.ModelConfigUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.ModelConfigUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ModelConfigPayload>[]
+        }
+        upsert: {
+          args: Prisma.ModelConfigUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ModelConfigPayload>
+        }
+        aggregate: {
+          args: Prisma.ModelConfigAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateModelConfig>
+        }
+        groupBy: {
+          args: Prisma.ModelConfigGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.ModelConfigGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.ModelConfigCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.ModelConfigCountAggregateOutputType> | number
+        }
+      }
+    }
+    DedicatedEndpoint: {
+      payload: Prisma.$DedicatedEndpointPayload<ExtArgs>
+      fields: Prisma.DedicatedEndpointFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.DedicatedEndpointFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DedicatedEndpointPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.DedicatedEndpointFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DedicatedEndpointPayload>
+        }
+        findFirst: {
+          args: Prisma.DedicatedEndpointFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DedicatedEndpointPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.DedicatedEndpointFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DedicatedEndpointPayload>
+        }
+        findMany: {
+          args: Prisma.DedicatedEndpointFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DedicatedEndpointPayload>[]
+        }
+        create: {
+          args: Prisma.DedicatedEndpointCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DedicatedEndpointPayload>
+        }
+        createMany: {
+          args: Prisma.DedicatedEndpointCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.DedicatedEndpointCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DedicatedEndpointPayload>[]
+        }
+        delete: {
+          args: Prisma.DedicatedEndpointDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DedicatedEndpointPayload>
+        }
+        update: {
+          args: Prisma.DedicatedEndpointUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DedicatedEndpointPayload>
+        }
+        deleteMany: {
+          args: Prisma.DedicatedEndpointDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.DedicatedEndpointUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.DedicatedEndpointUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DedicatedEndpointPayload>[]
+        }
+        upsert: {
+          args: Prisma.DedicatedEndpointUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DedicatedEndpointPayload>
+        }
+        aggregate: {
+          args: Prisma.DedicatedEndpointAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateDedicatedEndpoint>
+        }
+        groupBy: {
+          args: Prisma.DedicatedEndpointGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.DedicatedEndpointGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.DedicatedEndpointCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.DedicatedEndpointCountAggregateOutputType> | number
+        }
+      }
+    }
+    Deployment: {
+      payload: Prisma.$DeploymentPayload<ExtArgs>
+      fields: Prisma.DeploymentFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.DeploymentFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DeploymentPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.DeploymentFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DeploymentPayload>
+        }
+        findFirst: {
+          args: Prisma.DeploymentFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DeploymentPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.DeploymentFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DeploymentPayload>
+        }
+        findMany: {
+          args: Prisma.DeploymentFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DeploymentPayload>[]
+        }
+        create: {
+          args: Prisma.DeploymentCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DeploymentPayload>
+        }
+        createMany: {
+          args: Prisma.DeploymentCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.DeploymentCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DeploymentPayload>[]
+        }
+        delete: {
+          args: Prisma.DeploymentDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DeploymentPayload>
+        }
+        update: {
+          args: Prisma.DeploymentUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DeploymentPayload>
+        }
+        deleteMany: {
+          args: Prisma.DeploymentDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.DeploymentUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.DeploymentUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DeploymentPayload>[]
+        }
+        upsert: {
+          args: Prisma.DeploymentUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DeploymentPayload>
+        }
+        aggregate: {
+          args: Prisma.DeploymentAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateDeployment>
+        }
+        groupBy: {
+          args: Prisma.DeploymentGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.DeploymentGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.DeploymentCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.DeploymentCountAggregateOutputType> | number
+        }
+      }
+    }
+    AdapterBinding: {
+      payload: Prisma.$AdapterBindingPayload<ExtArgs>
+      fields: Prisma.AdapterBindingFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.AdapterBindingFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$AdapterBindingPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.AdapterBindingFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$AdapterBindingPayload>
+        }
+        findFirst: {
+          args: Prisma.AdapterBindingFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$AdapterBindingPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.AdapterBindingFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$AdapterBindingPayload>
+        }
+        findMany: {
+          args: Prisma.AdapterBindingFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$AdapterBindingPayload>[]
+        }
+        create: {
+          args: Prisma.AdapterBindingCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$AdapterBindingPayload>
+        }
+        createMany: {
+          args: Prisma.AdapterBindingCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.AdapterBindingCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$AdapterBindingPayload>[]
+        }
+        delete: {
+          args: Prisma.AdapterBindingDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$AdapterBindingPayload>
+        }
+        update: {
+          args: Prisma.AdapterBindingUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$AdapterBindingPayload>
+        }
+        deleteMany: {
+          args: Prisma.AdapterBindingDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.AdapterBindingUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.AdapterBindingUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$AdapterBindingPayload>[]
+        }
+        upsert: {
+          args: Prisma.AdapterBindingUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$AdapterBindingPayload>
+        }
+        aggregate: {
+          args: Prisma.AdapterBindingAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateAdapterBinding>
+        }
+        groupBy: {
+          args: Prisma.AdapterBindingGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AdapterBindingGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.AdapterBindingCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AdapterBindingCountAggregateOutputType> | number
+        }
+      }
+    }
     WorkItem: {
       payload: Prisma.$WorkItemPayload<ExtArgs>
       fields: Prisma.WorkItemFieldRefs
@@ -938,6 +1917,302 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
         count: {
           args: Prisma.WorkItemCountArgs<ExtArgs>
           result: runtime.Types.Utils.Optional<Prisma.WorkItemCountAggregateOutputType> | number
+        }
+      }
+    }
+    Volume: {
+      payload: Prisma.$VolumePayload<ExtArgs>
+      fields: Prisma.VolumeFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.VolumeFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$VolumePayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.VolumeFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$VolumePayload>
+        }
+        findFirst: {
+          args: Prisma.VolumeFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$VolumePayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.VolumeFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$VolumePayload>
+        }
+        findMany: {
+          args: Prisma.VolumeFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$VolumePayload>[]
+        }
+        create: {
+          args: Prisma.VolumeCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$VolumePayload>
+        }
+        createMany: {
+          args: Prisma.VolumeCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.VolumeCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$VolumePayload>[]
+        }
+        delete: {
+          args: Prisma.VolumeDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$VolumePayload>
+        }
+        update: {
+          args: Prisma.VolumeUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$VolumePayload>
+        }
+        deleteMany: {
+          args: Prisma.VolumeDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.VolumeUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.VolumeUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$VolumePayload>[]
+        }
+        upsert: {
+          args: Prisma.VolumeUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$VolumePayload>
+        }
+        aggregate: {
+          args: Prisma.VolumeAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateVolume>
+        }
+        groupBy: {
+          args: Prisma.VolumeGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.VolumeGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.VolumeCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.VolumeCountAggregateOutputType> | number
+        }
+      }
+    }
+    VolumeVersion: {
+      payload: Prisma.$VolumeVersionPayload<ExtArgs>
+      fields: Prisma.VolumeVersionFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.VolumeVersionFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$VolumeVersionPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.VolumeVersionFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$VolumeVersionPayload>
+        }
+        findFirst: {
+          args: Prisma.VolumeVersionFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$VolumeVersionPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.VolumeVersionFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$VolumeVersionPayload>
+        }
+        findMany: {
+          args: Prisma.VolumeVersionFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$VolumeVersionPayload>[]
+        }
+        create: {
+          args: Prisma.VolumeVersionCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$VolumeVersionPayload>
+        }
+        createMany: {
+          args: Prisma.VolumeVersionCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.VolumeVersionCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$VolumeVersionPayload>[]
+        }
+        delete: {
+          args: Prisma.VolumeVersionDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$VolumeVersionPayload>
+        }
+        update: {
+          args: Prisma.VolumeVersionUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$VolumeVersionPayload>
+        }
+        deleteMany: {
+          args: Prisma.VolumeVersionDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.VolumeVersionUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.VolumeVersionUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$VolumeVersionPayload>[]
+        }
+        upsert: {
+          args: Prisma.VolumeVersionUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$VolumeVersionPayload>
+        }
+        aggregate: {
+          args: Prisma.VolumeVersionAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateVolumeVersion>
+        }
+        groupBy: {
+          args: Prisma.VolumeVersionGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.VolumeVersionGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.VolumeVersionCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.VolumeVersionCountAggregateOutputType> | number
+        }
+      }
+    }
+    VolumeMount: {
+      payload: Prisma.$VolumeMountPayload<ExtArgs>
+      fields: Prisma.VolumeMountFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.VolumeMountFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$VolumeMountPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.VolumeMountFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$VolumeMountPayload>
+        }
+        findFirst: {
+          args: Prisma.VolumeMountFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$VolumeMountPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.VolumeMountFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$VolumeMountPayload>
+        }
+        findMany: {
+          args: Prisma.VolumeMountFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$VolumeMountPayload>[]
+        }
+        create: {
+          args: Prisma.VolumeMountCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$VolumeMountPayload>
+        }
+        createMany: {
+          args: Prisma.VolumeMountCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.VolumeMountCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$VolumeMountPayload>[]
+        }
+        delete: {
+          args: Prisma.VolumeMountDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$VolumeMountPayload>
+        }
+        update: {
+          args: Prisma.VolumeMountUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$VolumeMountPayload>
+        }
+        deleteMany: {
+          args: Prisma.VolumeMountDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.VolumeMountUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.VolumeMountUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$VolumeMountPayload>[]
+        }
+        upsert: {
+          args: Prisma.VolumeMountUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$VolumeMountPayload>
+        }
+        aggregate: {
+          args: Prisma.VolumeMountAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateVolumeMount>
+        }
+        groupBy: {
+          args: Prisma.VolumeMountGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.VolumeMountGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.VolumeMountCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.VolumeMountCountAggregateOutputType> | number
+        }
+      }
+    }
+    Secret: {
+      payload: Prisma.$SecretPayload<ExtArgs>
+      fields: Prisma.SecretFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.SecretFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$SecretPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.SecretFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$SecretPayload>
+        }
+        findFirst: {
+          args: Prisma.SecretFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$SecretPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.SecretFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$SecretPayload>
+        }
+        findMany: {
+          args: Prisma.SecretFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$SecretPayload>[]
+        }
+        create: {
+          args: Prisma.SecretCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$SecretPayload>
+        }
+        createMany: {
+          args: Prisma.SecretCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.SecretCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$SecretPayload>[]
+        }
+        delete: {
+          args: Prisma.SecretDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$SecretPayload>
+        }
+        update: {
+          args: Prisma.SecretUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$SecretPayload>
+        }
+        deleteMany: {
+          args: Prisma.SecretDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.SecretUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.SecretUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$SecretPayload>[]
+        }
+        upsert: {
+          args: Prisma.SecretUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$SecretPayload>
+        }
+        aggregate: {
+          args: Prisma.SecretAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateSecret>
+        }
+        groupBy: {
+          args: Prisma.SecretGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.SecretGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.SecretCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.SecretCountAggregateOutputType> | number
         }
       }
     }
@@ -1039,12 +2314,32 @@ export const ModelScalarFieldEnum = {
   organization: 'organization',
   pricing: 'pricing',
   description: 'description',
+  displayName: 'displayName',
+  link: 'link',
+  license: 'license',
+  capabilities: 'capabilities',
   source: 'source',
+  sourceKind: 'sourceKind',
   status: 'status',
   created: 'created'
 } as const
 
 export type ModelScalarFieldEnum = (typeof ModelScalarFieldEnum)[keyof typeof ModelScalarFieldEnum]
+
+
+export const ModelUploadJobScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  modelId: 'modelId',
+  type: 'type',
+  status: 'status',
+  statusUpdates: 'statusUpdates',
+  args: 'args',
+  createdAt: 'createdAt',
+  updatedAt: 'updatedAt'
+} as const
+
+export type ModelUploadJobScalarFieldEnum = (typeof ModelUploadJobScalarFieldEnum)[keyof typeof ModelUploadJobScalarFieldEnum]
 
 
 export const HardwareReservationScalarFieldEnum = {
@@ -1060,6 +2355,197 @@ export const HardwareReservationScalarFieldEnum = {
 } as const
 
 export type HardwareReservationScalarFieldEnum = (typeof HardwareReservationScalarFieldEnum)[keyof typeof HardwareReservationScalarFieldEnum]
+
+
+export const ClusterScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  name: 'name',
+  region: 'region',
+  clusterType: 'clusterType',
+  gpuType: 'gpuType',
+  createdAt: 'createdAt'
+} as const
+
+export type ClusterScalarFieldEnum = (typeof ClusterScalarFieldEnum)[keyof typeof ClusterScalarFieldEnum]
+
+
+export const ComputeHostScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  clusterId: 'clusterId',
+  name: 'name',
+  numGpus: 'numGpus',
+  vmCapacity: 'vmCapacity',
+  cordoned: 'cordoned'
+} as const
+
+export type ComputeHostScalarFieldEnum = (typeof ComputeHostScalarFieldEnum)[keyof typeof ComputeHostScalarFieldEnum]
+
+
+export const ComputeInstanceScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  clusterId: 'clusterId',
+  name: 'name',
+  numGpus: 'numGpus',
+  status: 'status',
+  vmId: 'vmId',
+  vmGeneration: 'vmGeneration',
+  unrecoverable: 'unrecoverable',
+  updatedAt: 'updatedAt'
+} as const
+
+export type ComputeInstanceScalarFieldEnum = (typeof ComputeInstanceScalarFieldEnum)[keyof typeof ComputeInstanceScalarFieldEnum]
+
+
+export const ComputeVmScalarFieldEnum = {
+  id: 'id',
+  name: 'name',
+  projectId: 'projectId',
+  clusterId: 'clusterId',
+  instanceId: 'instanceId',
+  hostId: 'hostId',
+  bootCount: 'bootCount',
+  createdAt: 'createdAt',
+  lastBootAt: 'lastBootAt',
+  deletedAt: 'deletedAt'
+} as const
+
+export type ComputeVmScalarFieldEnum = (typeof ComputeVmScalarFieldEnum)[keyof typeof ComputeVmScalarFieldEnum]
+
+
+export const PassiveHealthCheckAlertScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  clusterId: 'clusterId',
+  instanceId: 'instanceId',
+  targetVm: 'targetVm',
+  alertName: 'alertName',
+  severity: 'severity',
+  annotations: 'annotations',
+  startedAt: 'startedAt',
+  resolvedAt: 'resolvedAt',
+  remediationId: 'remediationId'
+} as const
+
+export type PassiveHealthCheckAlertScalarFieldEnum = (typeof PassiveHealthCheckAlertScalarFieldEnum)[keyof typeof PassiveHealthCheckAlertScalarFieldEnum]
+
+
+export const RemediationScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  clusterId: 'clusterId',
+  instanceId: 'instanceId',
+  mode: 'mode',
+  trigger: 'trigger',
+  state: 'state',
+  reason: 'reason',
+  passiveHealthCheckEventId: 'passiveHealthCheckEventId',
+  requestedBy: 'requestedBy',
+  reviewedBy: 'reviewedBy',
+  reviewTime: 'reviewTime',
+  reviewComment: 'reviewComment',
+  startTime: 'startTime',
+  endTime: 'endTime',
+  errorMessage: 'errorMessage',
+  createTime: 'createTime',
+  updateTime: 'updateTime'
+} as const
+
+export type RemediationScalarFieldEnum = (typeof RemediationScalarFieldEnum)[keyof typeof RemediationScalarFieldEnum]
+
+
+export const IdempotencyRecordScalarFieldEnum = {
+  projectId: 'projectId',
+  operation: 'operation',
+  key: 'key',
+  requestHash: 'requestHash',
+  resourceId: 'resourceId',
+  createdAt: 'createdAt'
+} as const
+
+export type IdempotencyRecordScalarFieldEnum = (typeof IdempotencyRecordScalarFieldEnum)[keyof typeof IdempotencyRecordScalarFieldEnum]
+
+
+export const V1EndpointScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  name: 'name',
+  displayName: 'displayName',
+  modelId: 'modelId',
+  hardwareId: 'hardwareId',
+  minReplicas: 'minReplicas',
+  maxReplicas: 'maxReplicas',
+  state: 'state',
+  inactiveTimeout: 'inactiveTimeout',
+  createdAt: 'createdAt',
+  updatedAt: 'updatedAt'
+} as const
+
+export type V1EndpointScalarFieldEnum = (typeof V1EndpointScalarFieldEnum)[keyof typeof V1EndpointScalarFieldEnum]
+
+
+export const ModelConfigScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  referenceModelId: 'referenceModelId',
+  selectors: 'selectors',
+  optimizationProfile: 'optimizationProfile',
+  certifications: 'certifications',
+  createdAt: 'createdAt'
+} as const
+
+export type ModelConfigScalarFieldEnum = (typeof ModelConfigScalarFieldEnum)[keyof typeof ModelConfigScalarFieldEnum]
+
+
+export const DedicatedEndpointScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  name: 'name',
+  visibility: 'visibility',
+  trafficSplit: 'trafficSplit',
+  routedCount: 'routedCount',
+  etag: 'etag',
+  createdAt: 'createdAt',
+  updatedAt: 'updatedAt'
+} as const
+
+export type DedicatedEndpointScalarFieldEnum = (typeof DedicatedEndpointScalarFieldEnum)[keyof typeof DedicatedEndpointScalarFieldEnum]
+
+
+export const DeploymentScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  endpointId: 'endpointId',
+  name: 'name',
+  modelId: 'modelId',
+  configId: 'configId',
+  minReplicas: 'minReplicas',
+  maxReplicas: 'maxReplicas',
+  state: 'state',
+  message: 'message',
+  hardwareId: 'hardwareId',
+  readyReplicas: 'readyReplicas',
+  trafficMode: 'trafficMode',
+  epoch: 'epoch',
+  etag: 'etag',
+  createdAt: 'createdAt',
+  updatedAt: 'updatedAt'
+} as const
+
+export type DeploymentScalarFieldEnum = (typeof DeploymentScalarFieldEnum)[keyof typeof DeploymentScalarFieldEnum]
+
+
+export const AdapterBindingScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  endpointId: 'endpointId',
+  adapterModelId: 'adapterModelId',
+  createdAt: 'createdAt'
+} as const
+
+export type AdapterBindingScalarFieldEnum = (typeof AdapterBindingScalarFieldEnum)[keyof typeof AdapterBindingScalarFieldEnum]
 
 
 export const WorkItemScalarFieldEnum = {
@@ -1081,6 +2567,56 @@ export const WorkItemScalarFieldEnum = {
 } as const
 
 export type WorkItemScalarFieldEnum = (typeof WorkItemScalarFieldEnum)[keyof typeof WorkItemScalarFieldEnum]
+
+
+export const VolumeScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  name: 'name',
+  type: 'type',
+  currentVersion: 'currentVersion',
+  createdAt: 'createdAt',
+  updatedAt: 'updatedAt'
+} as const
+
+export type VolumeScalarFieldEnum = (typeof VolumeScalarFieldEnum)[keyof typeof VolumeScalarFieldEnum]
+
+
+export const VolumeVersionScalarFieldEnum = {
+  volumeId: 'volumeId',
+  version: 'version',
+  contentType: 'contentType',
+  sourcePrefix: 'sourcePrefix',
+  files: 'files',
+  createdAt: 'createdAt'
+} as const
+
+export type VolumeVersionScalarFieldEnum = (typeof VolumeVersionScalarFieldEnum)[keyof typeof VolumeVersionScalarFieldEnum]
+
+
+export const VolumeMountScalarFieldEnum = {
+  volumeId: 'volumeId',
+  deploymentId: 'deploymentId',
+  projectId: 'projectId',
+  version: 'version'
+} as const
+
+export type VolumeMountScalarFieldEnum = (typeof VolumeMountScalarFieldEnum)[keyof typeof VolumeMountScalarFieldEnum]
+
+
+export const SecretScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  name: 'name',
+  description: 'description',
+  valueEncrypted: 'valueEncrypted',
+  createdBy: 'createdBy',
+  lastUpdatedBy: 'lastUpdatedBy',
+  createdAt: 'createdAt',
+  updatedAt: 'updatedAt'
+} as const
+
+export type SecretScalarFieldEnum = (typeof SecretScalarFieldEnum)[keyof typeof SecretScalarFieldEnum]
 
 
 export const SortOrder = {
@@ -1302,8 +2838,25 @@ export type GlobalOmitConfig = {
   apiKey?: Prisma.ApiKeyOmit
   hardware?: Prisma.HardwareOmit
   model?: Prisma.ModelOmit
+  modelUploadJob?: Prisma.ModelUploadJobOmit
   hardwareReservation?: Prisma.HardwareReservationOmit
+  cluster?: Prisma.ClusterOmit
+  computeHost?: Prisma.ComputeHostOmit
+  computeInstance?: Prisma.ComputeInstanceOmit
+  computeVm?: Prisma.ComputeVmOmit
+  passiveHealthCheckAlert?: Prisma.PassiveHealthCheckAlertOmit
+  remediation?: Prisma.RemediationOmit
+  idempotencyRecord?: Prisma.IdempotencyRecordOmit
+  v1Endpoint?: Prisma.V1EndpointOmit
+  modelConfig?: Prisma.ModelConfigOmit
+  dedicatedEndpoint?: Prisma.DedicatedEndpointOmit
+  deployment?: Prisma.DeploymentOmit
+  adapterBinding?: Prisma.AdapterBindingOmit
   workItem?: Prisma.WorkItemOmit
+  volume?: Prisma.VolumeOmit
+  volumeVersion?: Prisma.VolumeVersionOmit
+  volumeMount?: Prisma.VolumeMountOmit
+  secret?: Prisma.SecretOmit
 }
 
 /* Types for Logging */

@@ -1,0 +1,688 @@
+// Tag Dedicated endpoints (v2) (seed 2.16, 9): endpoints, deployments, published configs, the traffic split, the
+// migration's one-call deploy, and the deployment state machine the durable runner drives (provisioning onto
+// hardware that matches the config's selectors and has capacity; stopping). Running replicas hold hardware
+// reservations (server/capacity.ts), which is both their capacity and their per-minute billing.
+import { randomBytes } from 'node:crypto';
+import type { DedicatedEndpoint, Deployment, Hardware, Model, ModelConfig } from '../../generated/prisma/sqlite/client/client.ts';
+import type { AppOptions } from '../app.ts';
+import { canRun, fits, release, reserve, usage } from '../capacity.ts';
+import type { Clock } from '../clock.ts';
+import { duration, type Config } from '../config.ts';
+import type { Db, Tx } from '../db/index.ts';
+import { apiError, badRequest, conflict, notFound } from '../errors.ts';
+import type { ModuleHandlers, RequestBody } from '../handlers.ts';
+import { newId } from '../ids.ts';
+import { enqueue, type Runner } from '../runner.ts';
+import type { SeedContext } from '../seed.ts';
+import { seedData } from '../seed.ts';
+import { wire } from '../wire/index.ts';
+import { attachVolumes, detachVolumes } from './volumes.ts';
+import { desiredReplicas, splitOf, type SplitEntry } from '../wire/dedicated.ts';
+
+export const DEPLOYMENT_OWNER = 'deployment';
+const WORK_KIND = 'deployment';
+
+// ---- The deployment state machine -----------------------------------------------------------------------------
+
+export type DeploymentState =
+  | 'DEPLOYMENT_STATE_PROVISIONING'
+  | 'DEPLOYMENT_STATE_READY'
+  | 'DEPLOYMENT_STATE_SCALING'
+  | 'DEPLOYMENT_STATE_DEGRADED'
+  | 'DEPLOYMENT_STATE_FAILED'
+  | 'DEPLOYMENT_STATE_STOPPED'
+  | 'DEPLOYMENT_STATE_STOPPING';
+export type DeploymentEvent = 'provisioned' | 'failed' | 'stop' | 'stopped' | 'start';
+
+const PROVISIONING = 'DEPLOYMENT_STATE_PROVISIONING';
+const READY = 'DEPLOYMENT_STATE_READY';
+const FAILED = 'DEPLOYMENT_STATE_FAILED';
+const STOPPED = 'DEPLOYMENT_STATE_STOPPED';
+const STOPPING = 'DEPLOYMENT_STATE_STOPPING';
+
+/** The one transition table of deployments. SCALING and DEGRADED are the public platform's; nothing enters them here. */
+export const deploymentTransitions: Record<DeploymentState, Partial<Record<DeploymentEvent, DeploymentState>>> = {
+  DEPLOYMENT_STATE_PROVISIONING: { provisioned: READY, failed: FAILED, stop: STOPPED },
+  DEPLOYMENT_STATE_READY: { stop: STOPPING },
+  DEPLOYMENT_STATE_STOPPING: { stopped: STOPPED },
+  DEPLOYMENT_STATE_STOPPED: { start: PROVISIONING },
+  DEPLOYMENT_STATE_FAILED: { start: PROVISIONING, stop: STOPPED },
+  DEPLOYMENT_STATE_SCALING: {},
+  DEPLOYMENT_STATE_DEGRADED: {},
+};
+
+export function deploymentTransition(from: string, event: DeploymentEvent): DeploymentState {
+  const to = deploymentTransitions[from as DeploymentState]?.[event];
+  if (!to) throw conflict(`A deployment in state ${from} cannot ${event}.`, 'invalid_state_transition', 'autoscaling');
+  return to;
+}
+
+const provisionDelay = (config: Config) => duration(config, 'deployment_provision', 60_000);
+const stopDelay = (config: Config) => duration(config, 'deployment_stop', 10_000);
+const newEtag = () => randomBytes(8).toString('hex');
+
+/** Schedules the runner's next step of a deployment; items carry the epoch and are skipped once it moved on. */
+const schedule = (tx: Tx, clock: Clock, d: Deployment, delayMs: number) =>
+  enqueue(tx, clock, { kind: WORK_KIND, subjectId: d.id, projectId: d.projectId, payload: { epoch: d.epoch }, delayMs });
+
+// ---- Hardware placement -----------------------------------------------------------------------------------------
+
+const SELECTOR_FIELDS: Record<string, (h: Hardware) => string> = {
+  gpu_type: (h) => h.gpuType,
+  gpu_count: (h) => String(h.gpuCount),
+  gpu_link: (h) => h.gpuLink,
+  gpu_memory: (h) => String(h.gpuMemory),
+};
+
+const selectorsOf = (c: ModelConfig): Record<string, string> => JSON.parse(c.selectors);
+
+/** Hardware configurations that match every selector of the config and hold the model, cheapest first. */
+export async function matchingHardware(db: Db | Tx, config: ModelConfig, minGpuMemory: number | null): Promise<Hardware[]> {
+  const selectors = Object.entries(selectorsOf(config));
+  const all = await db.hardware.findMany({ orderBy: [{ centsPerMinute: 'asc' }, { id: 'asc' }] });
+  return all.filter((h) => selectors.every(([k, v]) => SELECTOR_FIELDS[k]?.(h) === v) && canRun(h, { minGpuMemory }));
+}
+
+/**
+ * Takes the hardware row's write lock until the transaction ends (a no-op update), so that two servers placing
+ * replicas on one configuration at once (PostgreSQL, READ COMMITTED) check and reserve its capacity one after the
+ * other; SQLite serializes writers anyway.
+ */
+export async function lockHardware(tx: Tx, hardwareId: string): Promise<void> {
+  await tx.hardware.updateMany({ where: { id: hardwareId }, data: { capacityGpus: { increment: 0 } } });
+}
+
+/** Provisioning's outcome, decided inside the transaction that applies it. */
+async function place(tx: Tx, d: Deployment): Promise<{ hardware: Hardware } | { failure: string }> {
+  const [config, model] = await Promise.all([tx.modelConfig.findUnique({ where: { id: d.configId } }), tx.model.findUnique({ where: { id: d.modelId } })]);
+  if (!config || !model) return { failure: 'The model or config no longer exists.' };
+  const candidates = await matchingHardware(tx, config, model.minGpuMemory);
+  if (candidates.length === 0) {
+    const wanted = Object.entries(selectorsOf(config)).map(([k, v]) => `${k}=${v}`).join(', ');
+    return { failure: `No hardware configuration matches config ${config.id}'s selectors (${wanted}) and holds ${model.id}.` };
+  }
+  const replicas = desiredReplicas(d);
+  for (const h of candidates) {
+    await lockHardware(tx, h.id);
+    if (await fits(tx, h.id, replicas)) return { hardware: h };
+  }
+  return { failure: `Insufficient capacity: no free ${candidates.map((h) => h.id).join(' or ')} capacity for ${replicas} replica(s).` };
+}
+
+/** One runner step: moves a PROVISIONING deployment to READY or FAILED, or a STOPPING one to STOPPED. */
+async function advance(tx: Tx, clock: Clock, id: string, epoch: number): Promise<void> {
+  const d = await tx.deployment.findUnique({ where: { id } });
+  if (!d || d.epoch !== epoch) return; // deleted, or a caller changed it since: a newer item (if any) takes over
+  const now = new Date(clock.now());
+  if (d.state === PROVISIONING) {
+    const outcome = await place(tx, d);
+    if ('failure' in outcome) {
+      await tx.deployment.update({ where: { id }, data: { state: deploymentTransition(d.state, 'failed'), message: outcome.failure, etag: newEtag(), updatedAt: now } });
+      return;
+    }
+    const replicas = desiredReplicas(d);
+    await reserve(tx, clock, { projectId: d.projectId, hardwareId: outcome.hardware.id, replicas, ownerKind: DEPLOYMENT_OWNER, ownerId: d.id });
+    await tx.deployment.update({
+      where: { id },
+      data: {
+        state: deploymentTransition(d.state, 'provisioned'),
+        hardwareId: outcome.hardware.id,
+        readyReplicas: replicas,
+        message: `${replicas} replica(s) ready on ${outcome.hardware.id}.`,
+        etag: newEtag(),
+        updatedAt: now,
+      },
+    });
+  } else if (d.state === STOPPING) {
+    await release(tx, clock, DEPLOYMENT_OWNER, d.id);
+    await tx.deployment.update({
+      where: { id },
+      data: { state: deploymentTransition(d.state, 'stopped'), readyReplicas: 0, message: 'Stopped.', etag: newEtag(), updatedAt: now },
+    });
+  }
+}
+
+export function registerDeployments(runner: Runner, { clock }: AppOptions): void {
+  runner.register(WORK_KIND, { run: async (item) => ({ apply: (tx) => advance(tx, clock, item.subjectId, Number(item.payload.epoch)) }) });
+}
+
+// ---- Seed ---------------------------------------------------------------------------------------------------------
+
+interface ConfigSeed {
+  configs: Array<{ id: string; model: string; profile: string; selectors: Record<string, string>; certifications: string[] }>;
+}
+
+/** Seeder: the published configs (prisma/seed/endpoints.json); a config whose model is missing is left out. */
+export async function seedConfigs({ tx, clock }: SeedContext): Promise<void> {
+  for (const c of seedData<ConfigSeed>('endpoints').configs) {
+    if (!(await tx.model.findUnique({ where: { id: c.model } }))) continue;
+    await tx.modelConfig.create({
+      data: {
+        id: c.id,
+        projectId: null,
+        referenceModelId: c.model,
+        selectors: JSON.stringify(c.selectors),
+        optimizationProfile: c.profile,
+        certifications: JSON.stringify(c.certifications),
+        createdAt: new Date(clock.now()),
+      },
+    });
+  }
+}
+
+// ---- Lookups ------------------------------------------------------------------------------------------------------
+
+/** `{projectId}` must be the caller's: any other answers exactly like an absent resource. */
+function checkProject(ctx: { params: { projectId: string }; identity: { projectId: string } }): string {
+  if (ctx.params.projectId !== ctx.identity.projectId) throw notFound('project', ctx.params.projectId, 'projectId');
+  return ctx.identity.projectId;
+}
+
+async function findEndpoint(db: Db | Tx, projectId: string, id: string): Promise<DedicatedEndpoint> {
+  const e = await db.dedicatedEndpoint.findFirst({ where: { id, projectId } });
+  if (!e) throw notFound('endpoint', id, 'endpointId');
+  return e;
+}
+
+async function findDeployment(db: Db | Tx, projectId: string, endpointId: string, id: string): Promise<Deployment> {
+  const d = await db.deployment.findFirst({ where: { id, projectId, endpointId } });
+  if (!d) throw notFound('deployment', id, 'deploymentId');
+  return d;
+}
+
+const deploymentsOf = (db: Db | Tx, endpointId: string) => db.deployment.findMany({ where: { endpointId }, orderBy: { id: 'asc' } });
+
+function checkEtag(given: string | undefined, current: string): void {
+  if (given !== undefined && given !== current) {
+    throw conflict(`The etag '${given}' is not the current one; read the resource again and retry.`, 'etag_mismatch', 'etag');
+  }
+}
+
+/** Applies `updateMask`: only the named fields, each of which must be in the body. */
+function masked<T extends Record<string, unknown>>(body: T, mask: string | undefined, allowed: string[]): Partial<T> {
+  if (mask === undefined) return body;
+  const out: Partial<T> = {};
+  for (const field of mask.split(',')) {
+    if (!allowed.includes(field)) throw badRequest(`'${field}' cannot be updated (one of: ${allowed.join(', ')}).`, 'updateMask', 'invalid_update_mask');
+    if (body[field] === undefined) throw badRequest(`'updateMask' names '${field}', which the body does not carry.`, 'updateMask', 'invalid_update_mask');
+    (out as Record<string, unknown>)[field] = body[field];
+  }
+  return out;
+}
+
+/** Endpoint names are unique per project across both generations: both are addressed as `<slug>/<name>`. */
+async function checkNameFree(tx: Tx, projectId: string, name: string, param: string): Promise<void> {
+  const [v1, v2] = await Promise.all([tx.v1Endpoint.findFirst({ where: { projectId, name } }), tx.dedicatedEndpoint.findFirst({ where: { projectId, name } })]);
+  if (v1 || v2) throw conflict(`This project already has an endpoint named '${name}'.`, 'endpoint_name_taken', param);
+}
+
+/** The deployable model a body's `model` names, and what it needs to run (uploads run like their base). */
+async function resolveModel(db: Db | Tx, projectId: string, ref: string, param: string): Promise<Model> {
+  const m = /^projects\/([^/]+)\/models\/(.+)$/.exec(ref) ?? /^()models\/(.+)$/.exec(ref);
+  const id = m ? m[2]! : ref;
+  const model = m && m[1] && m[1] !== projectId ? null : await db.model.findFirst({ where: { id, OR: [{ projectId: null }, { projectId }] } });
+  if (!model) throw badRequest(`No model '${ref}' exists in the catalogue or this project.`, param, 'model_not_found');
+  if (model.projectId === null) {
+    if (model.minGpuMemory === null) throw badRequest(`Model '${id}' is served serverless only and cannot be deployed.`, param, 'model_not_deployable');
+    return model;
+  }
+  if (model.modelType === 'adapter') throw badRequest(`'${id}' is an adapter; bind it to an endpoint of its base model instead.`, param, 'model_is_adapter');
+  if (model.status !== 'ready') throw badRequest(`Model '${id}' has not finished uploading (status ${model.status}).`, param, 'model_not_ready');
+  const base = model.architecture
+    ? await db.model.findFirst({ where: { projectId: null, architecture: model.architecture, minGpuMemory: { not: null } } })
+    : null;
+  if (!base || model.minGpuMemory === null) {
+    throw badRequest(`Model '${id}' is not a fine-tuned variant of a base architecture this platform serves on dedicated hardware.`, param, 'unsupported_architecture');
+  }
+  return model;
+}
+
+/** The published config a body's `config` names; it must be for the model's architecture. */
+async function resolveConfig(db: Db | Tx, projectId: string, ref: string, model: Model, param: string): Promise<ModelConfig> {
+  const m = /^projects\/([^/]+)\/configs\/(.+)$/.exec(ref);
+  const id = m ? m[2]! : ref;
+  const config = m && m[1] !== projectId ? null : await db.modelConfig.findFirst({ where: { id, OR: [{ projectId: null }, { projectId }] } });
+  if (!config) throw badRequest(`No published config '${ref}' exists.`, param, 'config_not_found');
+  const reference = await db.model.findUnique({ where: { id: config.referenceModelId } });
+  if (config.referenceModelId !== model.id && (!reference?.architecture || reference.architecture !== model.architecture)) {
+    throw badRequest(`Config '${id}' is published for ${config.referenceModelId}, not for ${model.id}'s architecture.`, param, 'config_model_mismatch');
+  }
+  return config;
+}
+
+function checkAutoscaling(a: { minReplicas: number; maxReplicas: number }, param: string): void {
+  if (a.minReplicas > a.maxReplicas) throw badRequest("'minReplicas' must not exceed 'maxReplicas'.", param, 'invalid_autoscaling');
+}
+
+interface NewDeployment {
+  projectId: string;
+  endpointId: string;
+  name: string;
+  model: Model;
+  config: ModelConfig;
+  minReplicas: number;
+  maxReplicas: number;
+  trafficMode: string;
+  volumes?: string[];
+}
+
+/** Creates a deployment (PROVISIONING, or STOPPED at 0/0) and schedules its provisioning, in the caller's transaction. */
+async function insertDeployment(tx: Tx, clock: Clock, config: Config, input: NewDeployment): Promise<Deployment> {
+  if (await tx.deployment.findFirst({ where: { endpointId: input.endpointId, name: input.name } })) {
+    throw conflict(`The endpoint already has a deployment named '${input.name}'.`, 'deployment_name_taken', 'name');
+  }
+  const now = clock.now();
+  const running = desiredReplicas(input) > 0;
+  const d = await tx.deployment.create({
+    data: {
+      id: newId('dep', now),
+      projectId: input.projectId,
+      endpointId: input.endpointId,
+      name: input.name,
+      modelId: input.model.id,
+      configId: input.config.id,
+      minReplicas: input.minReplicas,
+      maxReplicas: input.maxReplicas,
+      state: running ? PROVISIONING : STOPPED,
+      message: running ? 'Provisioning replicas.' : 'Stopped (no replicas requested).',
+      trafficMode: input.trafficMode,
+      etag: newEtag(),
+      createdAt: new Date(now),
+      updatedAt: new Date(now),
+    },
+  });
+  // Each ref is looked up on its own so that an unknown one is named by its index.
+  for (const [i, ref] of (input.volumes ?? []).entries()) await attachVolumes(tx, input.projectId, d.id, [ref], `volumes.${i}`);
+  if (running) await schedule(tx, clock, d, provisionDelay(config));
+  return d;
+}
+
+async function endpointWire(db: Db | Tx, e: DedicatedEndpoint, slug: string) {
+  return wire.v2Endpoint(e, await deploymentsOf(db, e.id), slug);
+}
+
+/** The volumes each deployment mounts, by deployment id. */
+async function mountsOf(db: Db | Tx, deploymentIds: string[]): Promise<Map<string, string[]>> {
+  const mounts = await db.volumeMount.findMany({ where: { deploymentId: { in: deploymentIds } }, orderBy: { volumeId: 'asc' } });
+  const out = new Map<string, string[]>(deploymentIds.map((id) => [id, []]));
+  for (const m of mounts) out.get(m.deploymentId)!.push(m.volumeId);
+  return out;
+}
+
+async function deploymentWire(db: Db | Tx, d: Deployment, slug: string) {
+  const e = await db.dedicatedEndpoint.findUniqueOrThrow({ where: { id: d.endpointId } });
+  return wire.deployment(d, e, await deploymentsOf(db, e.id), slug, (await mountsOf(db, [d.id])).get(d.id)!);
+}
+
+/** Stops a deployment's replicas and releases its volumes, before it is deleted. */
+async function releaseAll(tx: Tx, clock: Clock, deploymentId: string): Promise<void> {
+  await release(tx, clock, DEPLOYMENT_OWNER, deploymentId);
+  await detachVolumes(tx, deploymentId);
+}
+
+/** A page ordered by id: `after` is the previous page's `next_cursor`. */
+function page<T extends { id: string }>(rows: T[], limit: number): { rows: T[]; next: string | null } {
+  const more = rows.length > limit;
+  const kept = rows.slice(0, limit);
+  return { rows: kept, next: more ? kept[kept.length - 1]!.id : null };
+}
+
+const isUniqueViolation = (err: unknown) => (err as { code?: string })?.code === 'P2002';
+
+async function createEndpointRow(tx: Tx, clock: Clock, projectId: string, name: string, visibility: string, param: string) {
+  await checkNameFree(tx, projectId, name, param);
+  const now = clock.now();
+  return tx.dedicatedEndpoint.create({
+    data: { id: newId('ep', now), projectId, name, visibility, etag: newEtag(), createdAt: new Date(now), updatedAt: new Date(now) },
+  });
+}
+
+/** Unique-index races (two creates of one name at once) answer the same 409 as the check before them. */
+async function uniquely<T>(fn: () => Promise<T>, message: string, code: string, param: string): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (isUniqueViolation(err)) throw conflict(message, code, param);
+    throw err;
+  }
+}
+
+// ---- Routing (used by inference) ----------------------------------------------------------------------------------
+
+const GOLDEN = (Math.sqrt(5) - 1) / 2;
+
+/**
+ * Picks the deployment that serves request number `k` of an endpoint: among READY deployments with a positive
+ * weight, the one whose cumulative share contains frac(k * golden ratio). Deterministic, and any run of requests
+ * follows the weights closely (a low-discrepancy sequence).
+ */
+export function pickByWeight(entries: SplitEntry[], k: number): string {
+  const total = entries.reduce((s, e) => s + e.weight, 0);
+  const u = ((k * GOLDEN) % 1) * total;
+  let acc = 0;
+  for (const e of entries) {
+    acc += e.weight;
+    if (u < acc) return e.deploymentId;
+  }
+  return entries[entries.length - 1]!.deploymentId;
+}
+
+/** Routes one request to a READY, routed deployment of the endpoint (counting it), or null when none is. */
+export async function routeRequest(tx: Tx, endpoint: DedicatedEndpoint): Promise<Deployment | null> {
+  const deployments = await deploymentsOf(tx, endpoint.id);
+  const ready = new Map(deployments.filter((d) => d.state === READY).map((d) => [d.id, d]));
+  const eligible = splitOf(endpoint).filter((s) => s.weight > 0 && ready.has(s.deploymentId));
+  if (eligible.length === 0) return null;
+  const { routedCount } = await tx.dedicatedEndpoint.update({ where: { id: endpoint.id }, data: { routedCount: { increment: 1 } } });
+  return ready.get(pickByWeight(eligible, routedCount))!;
+}
+
+// ---- Handlers -----------------------------------------------------------------------------------------------------
+
+type DeployBody = RequestBody<'deployModel'>;
+
+export const dedicatedHandlers = {
+  listConfigs: async (ctx) => {
+    checkProject(ctx);
+    const { db, query } = ctx;
+    const limit = query.limit ?? 50;
+    const rows = await db.prisma.modelConfig.findMany({
+      where: {
+        OR: [{ projectId: null }, { projectId: ctx.identity.projectId }],
+        ...(query.referenceModelId !== undefined ? { referenceModelId: query.referenceModelId } : {}),
+        ...(query.after !== undefined ? { id: { gt: query.after } } : {}),
+      },
+      orderBy: { id: 'asc' },
+      take: limit + 1,
+    });
+    const p = page(rows, limit);
+    const data = [];
+    for (const c of p.rows) {
+      const model = await db.prisma.model.findUnique({ where: { id: c.referenceModelId } });
+      data.push(wire.modelConfig(c, await matchingHardware(db.prisma, c, model?.minGpuMemory ?? null)));
+    }
+    return { object: 'list', data, next_cursor: p.next };
+  },
+
+  getConfig: async (ctx) => {
+    const projectId = checkProject(ctx);
+    const c = await ctx.db.prisma.modelConfig.findFirst({ where: { id: ctx.params.configId, OR: [{ projectId: null }, { projectId }] } });
+    if (!c) throw notFound('config', ctx.params.configId, 'configId');
+    const model = await ctx.db.prisma.model.findUnique({ where: { id: c.referenceModelId } });
+    return wire.modelConfig(c, await matchingHardware(ctx.db.prisma, c, model?.minGpuMemory ?? null));
+  },
+
+  deployModel: async (ctx) => {
+    const projectId = checkProject(ctx);
+    const { db, clock, config, identity } = ctx;
+    const body: DeployBody = ctx.body;
+    checkAutoscaling(body, 'minReplicas');
+    const model = await resolveModel(db.prisma, projectId, body.model, 'model');
+    const cfg = await resolveConfig(db.prisma, projectId, body.config, model, 'config');
+    const message = `This project already has an endpoint named '${body.endpointName}'.`;
+    const { endpoint, deployment, volumes } = await uniquely(
+      () =>
+        db.write(async (tx) => {
+          const endpoint = await createEndpointRow(tx, clock, projectId, body.endpointName, body.visibility ?? 'VISIBILITY_PRIVATE', 'endpointName');
+          const deployment = await insertDeployment(tx, clock, config, {
+            projectId,
+            endpointId: endpoint.id,
+            name: body.deploymentName ?? 'primary',
+            model,
+            config: cfg,
+            minReplicas: body.minReplicas,
+            maxReplicas: body.maxReplicas,
+            trafficMode: 'TRAFFIC_MODE_LIVE',
+            volumes: body.volumes,
+          });
+          const routed = await tx.dedicatedEndpoint.update({
+            where: { id: endpoint.id },
+            data: { trafficSplit: JSON.stringify([{ deploymentId: deployment.id, weight: 100 }]) },
+          });
+          return { endpoint: routed, deployment, volumes: (await mountsOf(tx, [deployment.id])).get(deployment.id)! };
+        }),
+      message,
+      'endpoint_name_taken',
+      'endpointName',
+    );
+    return {
+      endpoint: wire.v2Endpoint(endpoint, [deployment], identity.projectSlug),
+      deployment: wire.deployment(deployment, endpoint, [deployment], identity.projectSlug, volumes),
+    };
+  },
+
+  listV2Endpoints: async (ctx) => {
+    const projectId = checkProject(ctx);
+    const limit = ctx.query.limit ?? 50;
+    const rows = await ctx.db.prisma.dedicatedEndpoint.findMany({
+      where: { projectId, ...(ctx.query.after !== undefined ? { id: { gt: ctx.query.after } } : {}) },
+      orderBy: { id: 'asc' },
+      take: limit + 1,
+    });
+    const p = page(rows, limit);
+    const data = [];
+    for (const e of p.rows) data.push(await endpointWire(ctx.db.prisma, e, ctx.identity.projectSlug));
+    return { object: 'list', data, next_cursor: p.next };
+  },
+
+  createV2Endpoint: async (ctx) => {
+    const projectId = checkProject(ctx);
+    const { name, visibility } = ctx.body;
+    const e = await uniquely(
+      () => ctx.db.write((tx) => createEndpointRow(tx, ctx.clock, projectId, name, visibility ?? 'VISIBILITY_PRIVATE', 'name')),
+      `This project already has an endpoint named '${name}'.`,
+      'endpoint_name_taken',
+      'name',
+    );
+    return wire.v2Endpoint(e, [], ctx.identity.projectSlug);
+  },
+
+  getV2Endpoint: async (ctx) => {
+    const projectId = checkProject(ctx);
+    return endpointWire(ctx.db.prisma, await findEndpoint(ctx.db.prisma, projectId, ctx.params.endpointId), ctx.identity.projectSlug);
+  },
+
+  updateV2Endpoint: async (ctx) => {
+    const projectId = checkProject(ctx);
+    const { db, clock, identity } = ctx;
+    const body = masked(ctx.body, ctx.query.updateMask, ['name', 'trafficSplit', 'visibility']);
+    let name: string | undefined;
+    if (ctx.body.name !== undefined && body.name !== undefined) {
+      const [slug, bare] = body.name.includes('/') ? body.name.split('/') : [identity.projectSlug, body.name];
+      if (slug !== identity.projectSlug) throw badRequest(`'${slug}' is not this project's slug.`, 'name', 'invalid_name');
+      name = bare;
+    }
+    const updated = await uniquely(
+      () =>
+        db.write(async (tx) => {
+          const e = await findEndpoint(tx, projectId, ctx.params.endpointId);
+          checkEtag(ctx.body.etag, e.etag);
+          if (name !== undefined && name !== e.name) await checkNameFree(tx, projectId, name, 'name');
+          let split: SplitEntry[] | undefined;
+          if (body.trafficSplit !== undefined) {
+            const mine = new Set((await deploymentsOf(tx, e.id)).map((d) => d.id));
+            const seen = new Set<string>();
+            body.trafficSplit.forEach((s, i) => {
+              if (!mine.has(s.deploymentId)) {
+                throw badRequest(`'${s.deploymentId}' is not a deployment of this endpoint.`, `trafficSplit.${i}.deploymentId`, 'unknown_deployment');
+              }
+              if (seen.has(s.deploymentId)) {
+                throw badRequest(`'${s.deploymentId}' appears twice in the split.`, `trafficSplit.${i}.deploymentId`, 'duplicate_deployment');
+              }
+              seen.add(s.deploymentId);
+            });
+            if (body.trafficSplit.length > 0 && !body.trafficSplit.some((s) => s.weight > 0)) {
+              throw badRequest('A traffic split needs at least one positive weight (or none at all, to unroute).', 'trafficSplit', 'invalid_traffic_split');
+            }
+            split = body.trafficSplit.map((s) => ({ deploymentId: s.deploymentId, weight: s.weight }));
+          }
+          return tx.dedicatedEndpoint.update({
+            where: { id: e.id },
+            data: {
+              name: name ?? e.name,
+              visibility: body.visibility ?? e.visibility,
+              trafficSplit: split ? JSON.stringify(split) : e.trafficSplit,
+              etag: newEtag(),
+              updatedAt: new Date(clock.now()),
+            },
+          });
+        }),
+      `This project already has an endpoint named '${name}'.`,
+      'endpoint_name_taken',
+      'name',
+    );
+    return endpointWire(db.prisma, updated, identity.projectSlug);
+  },
+
+  deleteV2Endpoint: async (ctx) => {
+    const projectId = checkProject(ctx);
+    await ctx.db.write(async (tx) => {
+      const e = await findEndpoint(tx, projectId, ctx.params.endpointId);
+      checkEtag(ctx.query.etag, e.etag);
+      for (const d of await deploymentsOf(tx, e.id)) await releaseAll(tx, ctx.clock, d.id);
+      await tx.deployment.deleteMany({ where: { endpointId: e.id } });
+      await tx.dedicatedEndpoint.delete({ where: { id: e.id } });
+    });
+    return {};
+  },
+
+  getV2EndpointUsage: async (ctx) => {
+    const projectId = checkProject(ctx);
+    const { db, clock } = ctx;
+    const e = await findEndpoint(db.prisma, projectId, ctx.params.endpointId);
+    const deployments: ReturnType<typeof wire.deploymentUsage>[] = [];
+    for (const d of await deploymentsOf(db.prisma, e.id)) {
+      const running = await db.prisma.hardwareReservation.count({ where: { ownerKind: DEPLOYMENT_OWNER, ownerId: d.id, endedAt: null } });
+      deployments.push(wire.deploymentUsage(d, running, await usage(db.prisma, clock, DEPLOYMENT_OWNER, d.id)));
+    }
+    const sum = (f: (u: (typeof deployments)[number]) => number) => deployments.reduce((s, u) => s + f(u), 0);
+    return {
+      endpointId: e.id,
+      runningReplicas: sum((u) => u.runningReplicas),
+      replicaMinutes: sum((u) => u.replicaMinutes),
+      costCents: Math.round(sum((u) => u.costCents) * 100) / 100,
+      deployments,
+    };
+  },
+
+  listDeployments: async (ctx) => {
+    const projectId = checkProject(ctx);
+    const e = await findEndpoint(ctx.db.prisma, projectId, ctx.params.endpointId);
+    const limit = ctx.query.limit ?? 50;
+    const all = await deploymentsOf(ctx.db.prisma, e.id);
+    const after = ctx.query.after;
+    const p = page(after === undefined ? all : all.filter((d) => d.id > after), limit);
+    const mounts = await mountsOf(ctx.db.prisma, p.rows.map((d) => d.id));
+    return { object: 'list', data: p.rows.map((d) => wire.deployment(d, e, all, ctx.identity.projectSlug, mounts.get(d.id)!)), next_cursor: p.next };
+  },
+
+  createDeployment: async (ctx) => {
+    const projectId = checkProject(ctx);
+    const { db, clock, config, body } = ctx;
+    await findEndpoint(db.prisma, projectId, ctx.params.endpointId);
+    checkAutoscaling(body.autoscaling, 'autoscaling.minReplicas');
+    const model = await resolveModel(db.prisma, projectId, body.model, 'model');
+    const cfg = await resolveConfig(db.prisma, projectId, body.config, model, 'config');
+    const d = await uniquely(
+      () =>
+        db.write(async (tx) => {
+          const e = await findEndpoint(tx, projectId, ctx.params.endpointId);
+          return insertDeployment(tx, clock, config, {
+            projectId,
+            endpointId: e.id,
+            name: body.name,
+            model,
+            config: cfg,
+            minReplicas: body.autoscaling.minReplicas,
+            maxReplicas: body.autoscaling.maxReplicas,
+            trafficMode: body.trafficMode ?? 'TRAFFIC_MODE_LIVE',
+            volumes: body.volumes,
+          });
+        }),
+      `The endpoint already has a deployment named '${body.name}'.`,
+      'deployment_name_taken',
+      'name',
+    );
+    return deploymentWire(db.prisma, d, ctx.identity.projectSlug);
+  },
+
+  getDeployment: async (ctx) => {
+    const projectId = checkProject(ctx);
+    const d = await findDeployment(ctx.db.prisma, projectId, ctx.params.endpointId, ctx.params.deploymentId);
+    return deploymentWire(ctx.db.prisma, d, ctx.identity.projectSlug);
+  },
+
+  updateDeployment: async (ctx) => {
+    const projectId = checkProject(ctx);
+    const { db, clock, config } = ctx;
+    const body = masked(ctx.body, ctx.query.updateMask, ['name', 'autoscaling']);
+    if (body.autoscaling) checkAutoscaling(body.autoscaling, 'autoscaling.minReplicas');
+    const updated = await uniquely(
+      () =>
+        db.write(async (tx) => {
+          const d = await findDeployment(tx, projectId, ctx.params.endpointId, ctx.params.deploymentId);
+          checkEtag(ctx.body.etag, d.etag);
+          if (body.name !== undefined && body.name !== d.name && (await tx.deployment.findFirst({ where: { endpointId: d.endpointId, name: body.name } }))) {
+            throw conflict(`The endpoint already has a deployment named '${body.name}'.`, 'deployment_name_taken', 'name');
+          }
+          const now = new Date(clock.now());
+          const data: Partial<Deployment> = { name: body.name ?? d.name, etag: newEtag(), updatedAt: now };
+          if (body.autoscaling) {
+            const wanted = { minReplicas: body.autoscaling.minReplicas, maxReplicas: body.autoscaling.maxReplicas };
+            Object.assign(data, wanted);
+            const replicas = desiredReplicas(wanted);
+            if (replicas === 0) {
+              const to = deploymentTransition(d.state, 'stop');
+              Object.assign(data, { state: to, epoch: d.epoch + 1, message: to === STOPPED ? 'Stopped.' : 'Stopping replicas.' });
+              if (to === STOPPED) Object.assign(data, { readyReplicas: 0 });
+            } else if (d.state === STOPPED || d.state === FAILED || d.state === STOPPING) {
+              const to = deploymentTransition(d.state, 'start');
+              Object.assign(data, { state: to, epoch: d.epoch + 1, hardwareId: null, readyReplicas: 0, message: 'Provisioning replicas.' });
+            } else if (d.state === READY) {
+              // Resized in place on its hardware; growing needs free GPUs there.
+              const delta = replicas - desiredReplicas(d);
+              if (delta > 0) {
+                await lockHardware(tx, d.hardwareId!);
+                if (!(await fits(tx, d.hardwareId!, delta))) {
+                  throw apiError(409, 'insufficient_capacity', `Not enough free ${d.hardwareId} capacity for ${delta} more replica(s).`, 'autoscaling.minReplicas');
+                }
+                await reserve(tx, clock, { projectId, hardwareId: d.hardwareId!, replicas: delta, ownerKind: DEPLOYMENT_OWNER, ownerId: d.id });
+              }
+              if (delta < 0) await release(tx, clock, DEPLOYMENT_OWNER, d.id, -delta);
+              Object.assign(data, { readyReplicas: replicas, message: `${replicas} replica(s) ready on ${d.hardwareId}.` });
+            }
+          }
+          const next = await tx.deployment.update({ where: { id: d.id }, data });
+          if (next.state === PROVISIONING && next.epoch !== d.epoch) await schedule(tx, clock, next, provisionDelay(config));
+          if (next.state === STOPPING && next.epoch !== d.epoch) await schedule(tx, clock, next, stopDelay(config));
+          return next;
+        }),
+      `The endpoint already has a deployment named '${body.name}'.`,
+      'deployment_name_taken',
+      'name',
+    );
+    return deploymentWire(db.prisma, updated, ctx.identity.projectSlug);
+  },
+
+  deleteDeployment: async (ctx) => {
+    const projectId = checkProject(ctx);
+    await ctx.db.write(async (tx) => {
+      const d = await findDeployment(tx, projectId, ctx.params.endpointId, ctx.params.deploymentId);
+      checkEtag(ctx.query.etag, d.etag);
+      const e = await tx.dedicatedEndpoint.findUniqueOrThrow({ where: { id: d.endpointId } });
+      const split = splitOf(e);
+      if (split.some((s) => s.deploymentId === d.id && s.weight > 0)) {
+        throw conflict(`Deployment '${d.id}' still receives traffic; route the endpoint's traffic elsewhere first.`, 'deployment_receives_traffic', 'deploymentId');
+      }
+      if (split.some((s) => s.deploymentId === d.id)) {
+        await tx.dedicatedEndpoint.update({
+          where: { id: e.id },
+          data: { trafficSplit: JSON.stringify(split.filter((s) => s.deploymentId !== d.id)), etag: newEtag(), updatedAt: new Date(ctx.clock.now()) },
+        });
+      }
+      await releaseAll(tx, ctx.clock, d.id);
+      await tx.deployment.delete({ where: { id: d.id } });
+    });
+    return {};
+  },
+} satisfies ModuleHandlers;

@@ -1,0 +1,91 @@
+// The runner-driven states of the platform (uploads, deployments, remediations) advance when two server processes
+// share one PostgreSQL database, whichever of them is asked, and survive a restart: work accepted by a process that
+// then stops is finished by the next one. PostgreSQL only (TEST_DATABASE_URL); SQLite is one process by design.
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { scratchDatabase, usingPostgres, type ScratchDatabase } from './support/database.ts';
+import { startServerProcess, type ServerProcess } from './support/server-process.ts';
+
+const FAST = {
+  RUNNER_POLL_MS: '50',
+  RUNNER_LEASE_MS: '2000',
+  DURATION_MODEL_UPLOAD_QUEUE_MS: '100',
+  DURATION_MODEL_UPLOAD_MS: '300',
+  DURATION_REMEDIATION_START_MS: '100',
+  DURATION_REMEDIATION_RUN_MS: '300',
+};
+
+interface Scenario {
+  name: string;
+  /** Starts the work through one server; returns how to read its state. */
+  start(base: string, key: string): Promise<string>;
+  /** The current state, read through any server. */
+  state(base: string, key: string, id: string): Promise<string>;
+  done: string;
+}
+
+const json = async (res: Response) => {
+  const body = await res.json();
+  if (!res.ok) throw new Error(`${res.status} ${JSON.stringify(body)}`);
+  return body as any;
+};
+const call = (base: string, key: string, path: string, init: RequestInit = {}) =>
+  fetch(`${base}${path}`, { ...init, headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json', ...init.headers } }).then(json);
+
+let n = 0;
+const scenarios: Scenario[] = [
+  {
+    name: 'model upload',
+    start: async (base, key) =>
+      (await call(base, key, '/v1/models', { method: 'POST', body: JSON.stringify({ model_name: `ft-${n++}`, model_source: 'acme/llama-3.1-8b-ft' }) })).data.job_id,
+    state: async (base, key, id) => (await call(base, key, `/v1/jobs/${id}`)).status,
+    done: 'Complete',
+  },
+  {
+    name: 'remediation',
+    start: async (base, key) => {
+      const [cluster] = (await call(base, key, '/v1/compute/clusters')).clusters;
+      const { instances } = await call(base, key, `/v1/compute/clusters/${cluster.cluster_id}/instances`);
+      const instance = instances.find((i: any) => i.instance_name === 'gpu-node-1');
+      const r = await call(base, key, `/v1/compute/clusters/${cluster.cluster_id}/instances/${instance.instance_id}/remediations`, {
+        method: 'POST',
+        body: JSON.stringify({ mode: 'REMEDIATION_MODE_REBOOT_VM', reason: 'test' }),
+      });
+      return `${cluster.cluster_id}/instances/${instance.instance_id}/remediations/${r.id}`;
+    },
+    state: async (base, key, id) => (await call(base, key, `/v1/compute/clusters/${id}`)).state,
+    done: 'SUCCEEDED',
+  },
+];
+
+describe.runIf(usingPostgres)('two server processes on one PostgreSQL database', () => {
+  let db: ScratchDatabase;
+  let a: ServerProcess;
+  let b: ServerProcess;
+  let key: string;
+  beforeAll(async () => {
+    db = await scratchDatabase('postgresql');
+    a = await startServerProcess({ DATABASE_URL: db.url, ...FAST });
+    b = await startServerProcess({ DATABASE_URL: db.url, ...FAST });
+    key = a.key!;
+    expect(b.key).toBeUndefined(); // the second process found the defaults the first created
+  }, 60_000);
+  afterAll(async () => {
+    await Promise.all([a?.stop(), b?.stop()]);
+    await db?.drop();
+  });
+
+  test.each(scenarios)('$name: started on one, finished by the pair, read on the other', async (s) => {
+    const id = await s.start(a.url, key);
+    await expect.poll(() => s.state(b.url, key, id), { timeout: 20_000, interval: 100 }).toBe(s.done);
+  });
+
+  test.each(scenarios)('$name: survives a restart', async (s) => {
+    // Only one process runs work here, and it stops right after accepting.
+    await b.stop();
+    const id = await s.start(a.url, key);
+    expect(await a.stop()).toBe(0);
+    b = await startServerProcess({ DATABASE_URL: db.url, ...FAST });
+    await expect.poll(() => s.state(b.url, key, id), { timeout: 20_000, interval: 100 }).toBe(s.done);
+    a = await startServerProcess({ DATABASE_URL: db.url, ...FAST });
+  });
+});

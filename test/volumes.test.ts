@@ -1,0 +1,119 @@
+// Tag Volumes: the seeded volume, create/get/update/delete, versions, mounting by deployments, the official client.
+import Together from 'together-ai';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { attachVolumes, detachVolumes } from '../server/modules/volumes.ts';
+import { expectError } from './support/expect.ts';
+import { startTestPlatform, type TestPlatform } from './support/platform.ts';
+
+let t: TestPlatform;
+beforeAll(async () => {
+  t = await startTestPlatform();
+});
+afterAll(() => t?.close());
+
+const auth = (key = t.caller.key) => ({ Authorization: `Bearer ${key}` });
+const VOLUMES = '/v1/deployments/storage/volumes';
+const createVolume = (body: object, key?: string) => t.http.post(VOLUMES).set(auth(key)).send(body);
+const content = (source_prefix: string) => ({ type: 'files', source_prefix });
+const mount = (deploymentId: string, refs: string[], projectId = t.caller.identity.projectId) =>
+  t.services.db.write((tx) => attachVolumes(tx, projectId, deploymentId, refs));
+
+describe('volumes', () => {
+  test('the seed has one volume with its files (GET /v1/deployments/storage/volumes)', async () => {
+    const res = await t.http.get(VOLUMES).set(auth());
+    expect(res.status).toBe(200);
+    expect(res.body.object).toBe('list');
+    const [v] = res.body.data;
+    expect(v).toMatchObject({
+      object: 'volume',
+      name: 'model-weights',
+      type: 'readOnly',
+      current_version: 1,
+      mounted_by: [],
+      content: { type: 'files', source_prefix: 's3://default-project-artifacts/weights/' },
+    });
+    expect(v.content.files.map((f: any) => f.name)).toEqual(['config.json', 'model.safetensors']);
+    expect(v.version_history).toEqual({ '1': { version: 1, content: { type: 'files', source_prefix: 's3://default-project-artifacts/weights/' }, mounted_by: [] } });
+  });
+
+  test('create, then get by id and by name; names are unique per project', async () => {
+    const res = await createVolume({ name: 'tokenizers', type: 'readOnly', content: content('s3://bucket/tok/') });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ object: 'volume', name: 'tokenizers', current_version: 1, content: { files: [] } });
+    expect(res.body.id).toMatch(/^vol_/);
+    expect((await t.http.get(`${VOLUMES}/${res.body.id}`).set(auth())).body).toEqual(res.body);
+    expect((await t.http.get(`${VOLUMES}/tokenizers`).set(auth())).body.id).toBe(res.body.id);
+    expectError(await createVolume({ name: 'tokenizers', type: 'readOnly', content: content('s3://x/') }), 409, { code: 'volume_name_taken', param: 'name' });
+    // Another project may use the same name.
+    expect((await createVolume({ name: 'tokenizers', type: 'readOnly', content: content('s3://x/') }, t.other.key)).status).toBe(200);
+  });
+
+  test('bad input is refused naming the field', async () => {
+    expectError(await createVolume({ name: 'v', type: 'readWrite', content: content('s3://x/') }), 400, { param: 'type' });
+    expectError(await createVolume({ name: 'v', type: 'readOnly', content: content('/local/path') }), 400, { param: 'content.source_prefix' });
+    expectError(await createVolume({ name: 'bad name', type: 'readOnly', content: content('s3://x/') }), 400, { param: 'name' });
+    expectError(await t.http.get(`${VOLUMES}/nope`).set(auth()), 404, { code: 'not_found', param: 'id' });
+  });
+
+  test('a content change makes a new version; the same content or a rename does not; get ?version= reads history', async () => {
+    const v = (await createVolume({ name: 'weights-v', type: 'readOnly', content: content('s3://b/w1/') })).body;
+    const renamed = await t.http.patch(`${VOLUMES}/${v.id}`).set(auth()).send({ name: 'weights-renamed', content: content('s3://b/w1/') });
+    expect(renamed.status).toBe(200);
+    expect(renamed.body).toMatchObject({ name: 'weights-renamed', current_version: 1 });
+    const changed = await t.http.patch(`${VOLUMES}/weights-renamed`).set(auth()).send({ content: content('s3://b/w2/') });
+    expect(changed.body.current_version).toBe(2);
+    expect(changed.body.content.source_prefix).toBe('s3://b/w2/');
+    expect(Object.keys(changed.body.version_history)).toEqual(['1', '2']);
+    expect(changed.body.version_history['1'].content.source_prefix).toBe('s3://b/w1/');
+    const old = await t.http.get(`${VOLUMES}/${v.id}?version=1`).set(auth());
+    expect(old.body).toMatchObject({ current_version: 2, content: { source_prefix: 's3://b/w1/' } });
+    expectError(await t.http.get(`${VOLUMES}/${v.id}?version=3`).set(auth()), 404, { param: 'version' });
+    expectError(await t.http.patch(`${VOLUMES}/${v.id}`).set(auth()).send({ name: 'model-weights' }), 409, { code: 'volume_name_taken', param: 'name' });
+    expectError(await t.http.patch(`${VOLUMES}/nope`).set(auth()).send({ name: 'x' }), 404, { param: 'id' });
+  });
+
+  test('mounted_by names the deployments; a mounted volume cannot be deleted until detached', async () => {
+    const v = (await createVolume({ name: 'mounted', type: 'readOnly', content: content('s3://b/m1/') })).body;
+    expect(await mount('dep_a', [v.id])).toEqual([v.id]);
+    await t.http.patch(`${VOLUMES}/${v.id}`).set(auth()).send({ content: content('s3://b/m2/') });
+    await mount('dep_b', ['mounted']);
+    const got = (await t.http.get(`${VOLUMES}/${v.id}`).set(auth())).body;
+    expect(got.mounted_by).toEqual(['dep_a', 'dep_b']);
+    expect(got.version_history['1'].mounted_by).toEqual(['dep_a']);
+    expect(got.version_history['2'].mounted_by).toEqual(['dep_b']);
+
+    const refused = await t.http.delete(`${VOLUMES}/${v.id}`).set(auth());
+    expectError(refused, 409, { code: 'volume_in_use' });
+    expect(refused.body.error.message).toMatch(/dep_a, dep_b/);
+    await t.services.db.write((tx) => detachVolumes(tx, 'dep_a'));
+    await t.services.db.write((tx) => detachVolumes(tx, 'dep_b'));
+    const deleted = await t.http.delete(`${VOLUMES}/${v.id}`).set(auth());
+    expect(deleted.status).toBe(200);
+    expect(deleted.body).toEqual({});
+    expectError(await t.http.get(`${VOLUMES}/${v.id}`).set(auth()), 404, { param: 'id' });
+    expectError(await t.http.delete(`${VOLUMES}/${v.id}`).set(auth()), 404, { param: 'id' });
+  });
+
+  test("attachVolumes refuses an unknown volume and another project's volume, writing nothing", async () => {
+    const theirs = (await createVolume({ name: 'theirs', type: 'readOnly', content: content('s3://o/') }, t.other.key)).body;
+    await expect(mount('dep_c', ['model-weights', 'nope'])).rejects.toMatchObject({ status: 404, param: 'volumes' });
+    await expect(mount('dep_c', [theirs.id])).rejects.toMatchObject({ status: 404 });
+    expect((await t.http.get(`${VOLUMES}/model-weights`).set(auth())).body.mounted_by).toEqual([]);
+  });
+});
+
+describe('the official together-ai client (beta.jig.volumes)', () => {
+  test('list, create, retrieve with version, update, delete', async () => {
+    const client = new Together({ apiKey: t.caller.key, baseURL: `${t.url}/v1`, maxRetries: 0 });
+    const created = await client.beta.jig.volumes.create({ name: 'sdk-volume', type: 'readOnly', content: { type: 'files', source_prefix: 's3://sdk/1/' } });
+    expect(created.current_version).toBe(1);
+    const list = await client.beta.jig.volumes.list();
+    expect(list.data!.map((v) => v.name)).toContain('sdk-volume');
+    const updated = await client.beta.jig.volumes.update(created.id!, { content: { type: 'files', source_prefix: 's3://sdk/2/' } });
+    expect(updated.current_version).toBe(2);
+    const v1 = await client.beta.jig.volumes.retrieve(created.id!, { version: 1 });
+    expect(v1.content!.source_prefix).toBe('s3://sdk/1/');
+    expect(await client.beta.jig.volumes.delete(created.id!)).toEqual({});
+    await expect(client.beta.jig.volumes.retrieve(created.id!)).rejects.toMatchObject({ status: 404 });
+  });
+});
