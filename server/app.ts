@@ -26,9 +26,11 @@ const validatorRequire = createRequire(createRequire(import.meta.url).resolve('e
 const pathToRegexpModule = validatorRequire('path-to-regexp');
 const compile = pathToRegexpModule.pathToRegexp;
 const compiled = new Map<string, unknown>();
-pathToRegexpModule.pathToRegexp = (path: unknown, options?: Record<string, unknown>) => {
+// Only the validator calls it (Express's router uses `match`), always with these two flags; the key must be cheap,
+// it is computed for every route on every request.
+pathToRegexpModule.pathToRegexp = (path: unknown, options?: { sensitive?: boolean; strict?: boolean }) => {
   if (typeof path !== 'string') return compile(path, options);
-  const key = `${path}\u0000${JSON.stringify(options ?? {})}`;
+  const key = `${options?.sensitive ? 1 : 0}${options?.strict ? 1 : 0}${path}`;
   let result = compiled.get(key);
   if (!result) compiled.set(key, (result = compile(path, options)));
   return result;
@@ -41,8 +43,10 @@ const docsPage = `<!doctype html>
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
 
-/** `/v1/endpoints/{endpointId}` → `/v1/endpoints/:endpointId` */
-const expressPath = (path: string) => path.replace(/\{(\w+)\}/g, ':$1');
+/** Each operation's success status: its first documented 2xx. */
+const successStatus = Object.fromEntries(
+  Object.entries(operations).map(([id, op]) => [id, (op.statuses as readonly number[]).find((s) => s >= 200 && s < 300) ?? 200]),
+) as Record<OperationId, number>;
 
 const matchers = Object.entries(operations).map(([operationId, op]) => ({
   operationId: operationId as OperationId,
@@ -68,7 +72,8 @@ export function createApp(options: AppOptions): express.Express {
     res.setHeader('x-request-id', requestId);
     const started = process.hrtime.bigint();
     res.on('finish', () => {
-      const operationId = matchOperation(req.method, req.path);
+      // The validator has already matched most requests; only those it never saw (e.g. refused keys) are matched here.
+      const operationId = ((req as any).openapi?.schema?.operationId as OperationId | undefined) ?? matchOperation(req.method, req.path);
       observe?.(operationId, res.statusCode);
       log.info(
         { requestId, method: req.method, path: req.path, operationId, status: res.statusCode, ms: Number(process.hrtime.bigint() - started) / 1e6 },
@@ -102,15 +107,18 @@ export function createApp(options: AppOptions): express.Express {
     }),
   );
 
-  for (const [operationId, op] of Object.entries(operations) as [OperationId, (typeof operations)[OperationId]][]) {
+  // Dispatch by the operation the validator matched: one lookup per request, not a scan of a route per operation.
+  app.use((async (req, res, next) => {
+    const openapi = (req as any).openapi as { schema?: { operationId?: OperationId }; pathParams?: Record<string, string> } | undefined;
+    const operationId = openapi?.schema?.operationId;
+    if (!operationId) return next();
     const handler = handlers[operationId] as (ctx: any) => Promise<unknown>;
-    const status: number = op.statuses.find((s: number) => s >= 200 && s < 300) ?? 200;
-    app[op.method](expressPath(op.path), (async (req, res) => {
-      const body = await handler({ ...options, params: req.params, query: req.query, body: req.body, identity: req.identity!, req, res });
-      if (status === 204 || body === undefined) res.status(status).end();
-      else res.status(status).json(body);
-    }) as RequestHandler);
-  }
+    const params = { ...openapi!.pathParams, ...req.params };
+    const body = await handler({ ...options, params, query: req.query, body: req.body, identity: req.identity!, req, res });
+    const status = successStatus[operationId];
+    if (status === 204 || body === undefined) res.status(status).end();
+    else res.status(status).json(body);
+  }) as RequestHandler);
 
   app.use(((req) => {
     throw apiError(404, 'not_found', `No route ${req.method} ${req.path} exists.`);

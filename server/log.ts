@@ -6,12 +6,16 @@ const SECRET_NAME = /authorization|secret|password|passwd|token|api[-_]?key|cred
 export const REDACTED = '[redacted]';
 
 export function redact(value: unknown, depth = 0): unknown {
-  if (depth > 8 || value === null || typeof value !== 'object') return value;
-  if (value instanceof Error) return value;
+  if (depth > 8 || value === null || typeof value !== 'object' || value instanceof Error) return value;
   if (Array.isArray(value)) return value.map((v) => redact(v, depth + 1));
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(value)) out[k] = SECRET_NAME.test(k) ? REDACTED : redact(v, depth + 1);
-  return out;
+  let out: Record<string, unknown> | undefined;
+  for (const k in value) {
+    const v = (value as Record<string, unknown>)[k];
+    const clean = SECRET_NAME.test(k) ? REDACTED : redact(v, depth + 1);
+    // Copy only when something changes: most lines (every request line) have nothing to hide.
+    if (clean !== v) (out ??= { ...(value as Record<string, unknown>) })[k] = clean;
+  }
+  return out ?? value;
 }
 
 export function createLogger(level: string, destination?: DestinationStream): Logger {
@@ -22,6 +26,8 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
       formatters: { log: (obj) => redact(obj) as Record<string, unknown> },
       serializers: { err: pino.stdSerializers.err },
     },
-    destination,
+    // Buffered writes to stdout (flushed on shutdown and when the buffer fills): one syscall per line was a tenth of
+    // a request's cost.
+    destination ?? pino.destination({ dest: 1, sync: false, minLength: 4096 }),
   );
 }

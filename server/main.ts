@@ -13,7 +13,7 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     const force = setTimeout(() => process.exit(1), 10_000);
     force.unref();
     platform.close().then(
-      () => process.exit(0),
+      () => log.flush(() => process.exit(0)),
       (err) => {
         log.error({ err }, 'shutdown failed');
         process.exit(1);
