@@ -670,7 +670,11 @@ export interface paths {
         };
         /**
          * List published configs
-         * @description Published configs, ordered by id; `referenceModelId` filters to one catalogue model's.
+         * @description Published configs, ordered by id. `referenceModelId` (a model id) or `referenceModel` (the same model as a
+         *     resource name, `projects/{projectId}/models/{modelId}` or `models/{modelId}`, the filter the official
+         *     client documents; a plain id is accepted too) filters to the configs published for that model; a resource
+         *     name in another project matches nothing. Given both, they must name the same model, else 400
+         *     `reference_model_mismatch` (param `referenceModel`).
          */
         get: operations["listConfigs"];
         put?: never;
@@ -810,6 +814,12 @@ export interface paths {
          * @description Starts PROVISIONING (or STOPPED when `minReplicas = maxReplicas = 0`); the runner makes it READY or
          *     FAILED. It gets no traffic until the endpoint's `trafficSplit` routes to it. Names are unique per endpoint
          *     (409 `deployment_name_taken`).
+         *
+         *     With `validateOnly=true` (AIP-163) the request is checked exactly like a real create (every 400, 404 and
+         *     409 above) and the answer is the deployment as it would be created, but nothing is written: no deployment,
+         *     no volume mount, no provisioning, and the endpoint's etag is unchanged. The `id`, `etag` and timestamps of
+         *     that answer are a preview: no deployment has them, and a real create afterwards gets new ones. Capacity is
+         *     not checked (provisioning decides that later, as for a real create).
          */
         post: operations["createDeployment"];
         delete?: never;
@@ -850,6 +860,51 @@ export interface paths {
          *     `invalid_autoscaling`.
          */
         patch: operations["updateDeployment"];
+        trace?: never;
+    };
+    "/v2/projects/{projectId}/endpoints/{endpointId}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                endpointId: components["parameters"]["V2EndpointId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * An endpoint's lifecycle events
+         * @description The endpoint's lifecycle events feed (seed section 6 names it without a shape; the shape is the public
+         *     platform's `DE.EndpointEvent`, as the official client `beta.endpoints.listEvents` types it: dotted
+         *     lower-case `type`s, optional fields absent rather than null). Each event is recorded in the same
+         *     transaction as the change it reports, so the feed never shows a change that did not happen. Oldest first;
+         *     `after` is the previous page's `next_cursor` (the last event's `id`); events are numbered in commit order
+         *     per endpoint, so paging never skips one. Of the public platform's filters only `limit` and `after` exist
+         *     (this server's decision); any other query parameter is 400. `source` is who emitted the event: `api` (a
+         *     caller's request) or `runner` (the deployment state machine's timed steps). The events:
+         *
+         *     | type | sourceKind | when | fields besides the required ones and `message` |
+         *     |---|---|---|---|
+         *     | `endpoint.created` | ENDPOINT | created (also by the one-call deploy, whose initial split is part of the creation) | `name` (`<project_slug>/<endpoint_name>`) |
+         *     | `endpoint.updated` | ENDPOINT | a PATCH changed `name`, `visibility` or `trafficSplit`, or deleting a deployment dropped its zero-weight split entry; a PATCH changing nothing records nothing | `paths` (the changed fields); the message gives the new split |
+         *     | `deployment.created` | DEPLOYMENT | created | `deploymentId`, `name`, `status` (its first state), `newReplicas` |
+         *     | `deployment.state_changed` | DEPLOYMENT | any transition of the deployment state table, by a caller or the runner (this server's type: the state machine is this server's) | `deploymentId`, `status` (the state entered), `reason` (the table's event: `provisioned`, `failed`, `stop`, `stopped`, `start`); the message is the deployment's status message |
+         *     | `deployment.scaled` | DEPLOYMENT | a READY deployment resized in place | `deploymentId`, `oldReplicas`, `newReplicas`, `status` |
+         *     | `deployment.updated` | DEPLOYMENT | a PATCH changed `name` or `autoscaling` without a transition or resize | `deploymentId`, `paths`, `status` |
+         *     | `deployment.deleted` | DEPLOYMENT | deleted (its earlier events stay in the feed) | `deploymentId`, `name` |
+         *
+         *     `level` is `LEVEL_ERROR` for a transition to FAILED, `LEVEL_INFO` otherwise. Deleting the endpoint deletes
+         *     its feed (there is no `endpoint.deleted` to read). Unknown `after` cursor: 400 `invalid_cursor` (param
+         *     `after`).
+         */
+        get: operations["listV2EndpointEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/v2/projects/{projectId}/endpoints/{endpointId}/usage": {
@@ -1117,6 +1172,26 @@ export interface components {
             minReplicas: components["schemas"]["Replicas"];
             maxReplicas: components["schemas"]["Replicas"];
         };
+        /**
+         * @description As the official client types it: `maxReplicas` defaults to `minReplicas`. `minReplicas` is required here
+         *     (the public platform documents no default for it). The autoscaler's windows and `scalingMetrics` are not
+         *     supported (400: without live traffic metrics a deployment runs `max(minReplicas, 1)` replicas).
+         */
+        AutoscalingCreate: {
+            minReplicas: components["schemas"]["Replicas"];
+            maxReplicas?: components["schemas"]["Replicas"];
+        };
+        /**
+         * @description As the official client types it: an omitted field keeps its current value (at least one is given).
+         * @example {
+         *       "minReplicas": 1,
+         *       "maxReplicas": 1
+         *     }
+         */
+        AutoscalingUpdate: {
+            minReplicas?: components["schemas"]["Replicas"];
+            maxReplicas?: components["schemas"]["Replicas"];
+        };
         DeploymentSummary: {
             id: string;
             name: string;
@@ -1219,11 +1294,47 @@ export interface components {
             data: components["schemas"]["Deployment"][];
             next_cursor: string | null;
         };
+        EndpointEvent: {
+            /** @example evt_01jcq5m2v8x7k3n4p5q6r7s8t9 */
+            id: string;
+            /** Format: date-time */
+            createdAt: string;
+            /** @enum {string} */
+            level: "LEVEL_DEBUG" | "LEVEL_INFO" | "LEVEL_WARN" | "LEVEL_ERROR";
+            /** @enum {string} */
+            type: "endpoint.created" | "endpoint.updated" | "deployment.created" | "deployment.state_changed" | "deployment.scaled" | "deployment.updated" | "deployment.deleted";
+            /**
+             * @description Who emitted the event: a caller's request, or the runner.
+             * @enum {string}
+             */
+            source: "api" | "runner";
+            /** @enum {string} */
+            sourceKind: "SOURCE_KIND_ENDPOINT" | "SOURCE_KIND_DEPLOYMENT";
+            endpointId: string;
+            /** @description Present when `sourceKind` is SOURCE_KIND_DEPLOYMENT. */
+            deploymentId?: string;
+            message: string;
+            /** @description created and deleted events: the resource's name at the time. */
+            name?: string;
+            /** @description updated events: the fields that changed. */
+            paths?: ("name" | "visibility" | "trafficSplit" | "autoscaling")[];
+            status?: components["schemas"]["DeploymentState"];
+            /** @enum {string} */
+            reason?: "provisioned" | "failed" | "stop" | "stopped" | "start";
+            oldReplicas?: number;
+            newReplicas?: number;
+        };
+        EndpointEventList: {
+            /** @constant */
+            object: "list";
+            data: components["schemas"]["EndpointEvent"][];
+            next_cursor: string | null;
+        };
         DeploymentCreate: {
             name: components["schemas"]["EndpointName"];
             model: components["schemas"]["ModelRef"];
             config: components["schemas"]["ConfigRef"];
-            autoscaling: components["schemas"]["Autoscaling"];
+            autoscaling: components["schemas"]["AutoscalingCreate"];
             /**
              * @description TRAFFIC_MODE_LIVE when absent; stored and reported (shadow traffic is not simulated).
              * @enum {string}
@@ -1235,7 +1346,7 @@ export interface components {
         DeploymentUpdate: {
             etag?: string;
             name?: components["schemas"]["EndpointName"];
-            autoscaling?: components["schemas"]["Autoscaling"];
+            autoscaling?: components["schemas"]["AutoscalingUpdate"];
         };
         DeployRequest: {
             endpointName: components["schemas"]["EndpointName"];
@@ -2933,6 +3044,7 @@ export interface operations {
         parameters: {
             query?: {
                 referenceModelId?: string;
+                referenceModel?: string;
                 /** @description Page size; 50 when absent. */
                 limit?: components["parameters"]["Limit"];
                 /** @description The `next_cursor` of the previous page. */
@@ -3255,7 +3367,10 @@ export interface operations {
     };
     createDeployment: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description `true`: validate and answer what would be created, writing nothing. `false` or absent: create. */
+                validateOnly?: boolean;
+            };
             header?: never;
             path: {
                 /** @description The caller's project id; any other answers 404. */
@@ -3410,6 +3525,39 @@ export interface operations {
             };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listV2EndpointEvents: {
+        parameters: {
+            query?: {
+                /** @description Page size; 50 when absent. */
+                limit?: components["parameters"]["Limit"];
+                /** @description The `next_cursor` of the previous page. */
+                after?: components["parameters"]["After"];
+            };
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                endpointId: components["parameters"]["V2EndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of events, oldest first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EndpointEventList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
         };
     };

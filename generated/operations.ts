@@ -39,6 +39,7 @@ export const operations = {
   listModels: {"method":"get","path":"/v1/models","tag":"Models","statuses":[200,400,401,500]},
   listRemediations: {"method":"get","path":"/v1/compute/clusters/{cluster_id}/instances/{instance_id}/remediations","tag":"Compute","statuses":[200,400,401,404,500]},
   listSecrets: {"method":"get","path":"/v1/deployments/secrets","tag":"Secrets","statuses":[200,400,401,500]},
+  listV2EndpointEvents: {"method":"get","path":"/v2/projects/{projectId}/endpoints/{endpointId}/events","tag":"Dedicated endpoints (v2)","statuses":[200,400,401,404,500]},
   listV2Endpoints: {"method":"get","path":"/v2/projects/{projectId}/endpoints","tag":"Dedicated endpoints (v2)","statuses":[200,400,401,404,500]},
   listVolumes: {"method":"get","path":"/v1/deployments/storage/volumes","tag":"Volumes","statuses":[200,400,401,500]},
   rejectRemediation: {"method":"post","path":"/v1/compute/clusters/{cluster_id}/instances/{instance_id}/remediations/{remediation_id}/reject","tag":"Compute","statuses":[200,400,401,404,409,413,415,500]},

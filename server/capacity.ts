@@ -10,11 +10,32 @@ export async function gpusInUse(db: Db | Tx): Promise<Map<string, number>> {
   return new Map(open.map((r) => [r.hardwareId, r._sum.gpus ?? 0]));
 }
 
-/** Starts `replicas` replicas of `owner` on `hardwareId`. The caller checks capacity first, in the same transaction. */
+type ReserveInput = { projectId: string; hardwareId: string; replicas: number; ownerKind: 'v1_endpoint' | 'deployment'; ownerId: string };
+
+/**
+ * Starts `replicas` replicas of `owner` on `hardwareId` if they fit, checking and reserving as one step; answers
+ * whether it did. Every request and runner path places replicas through here. It first takes the hardware row's
+ * write lock until the transaction ends (a no-op update: the same row lock as SELECT ... FOR UPDATE on PostgreSQL,
+ * in one statement both databases accept), so two servers placing replicas on one configuration at once (PostgreSQL,
+ * READ COMMITTED) count each other's reservations instead of both reading the same free GPUs; on SQLite `write()`
+ * already serializes writers. Locks are taken in the caller's order; callers trying several configurations try them
+ * in one fixed order (price, id), so two of them cannot deadlock.
+ */
+export async function reserveIfFree(tx: Tx, clock: Clock, input: ReserveInput): Promise<boolean> {
+  const { count } = await tx.hardware.updateMany({ where: { id: input.hardwareId }, data: { capacityGpus: { increment: 0 } } });
+  if (count === 0 || !(await fits(tx, input.hardwareId, input.replicas))) return false;
+  await reserve(tx, clock, input);
+  return true;
+}
+
+/**
+ * Starts `replicas` replicas of `owner` on `hardwareId` without checking capacity: only for the seed and for tests
+ * that set up a state. Everything else calls `reserveIfFree`.
+ */
 export async function reserve(
   tx: Tx,
   clock: Clock,
-  input: { projectId: string; hardwareId: string; replicas: number; ownerKind: 'v1_endpoint' | 'deployment'; ownerId: string },
+  input: ReserveInput,
 ): Promise<void> {
   const hardware = await tx.hardware.findUniqueOrThrow({ where: { id: input.hardwareId } });
   for (let i = 0; i < input.replicas; i++) {
@@ -66,7 +87,7 @@ export function canRun(h: { gpuMemory: number; gpuCount: number }, model: { minG
   return model.minGpuMemory !== null && h.gpuMemory * h.gpuCount >= model.minGpuMemory;
 }
 
-/** Whether `replicas` more replicas fit on `hardwareId` now (call inside the write transaction that reserves them). */
+/** Whether `replicas` more replicas fit on `hardwareId` now: an answer only; to place replicas call `reserveIfFree`. */
 export async function fits(db: Db | Tx, hardwareId: string, replicas: number): Promise<boolean> {
   const hardware = await db.hardware.findUnique({ where: { id: hardwareId } });
   if (!hardware) return false;

@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import type { DedicatedEndpoint, Deployment, Hardware, Model, ModelConfig } from '../../generated/prisma/sqlite/client/client.ts';
 import type { AppOptions } from '../app.ts';
-import { canRun, fits, release, reserve, usage } from '../capacity.ts';
+import { canRun, release, reserveIfFree, usage } from '../capacity.ts';
 import type { Clock } from '../clock.ts';
 import { duration, type Config } from '../config.ts';
 import type { Db, Tx } from '../db/index.ts';
@@ -65,6 +65,90 @@ const newEtag = () => randomBytes(8).toString('hex');
 const schedule = (tx: Tx, clock: Clock, d: Deployment, delayMs: number) =>
   enqueue(tx, clock, { kind: WORK_KIND, subjectId: d.id, projectId: d.projectId, payload: { epoch: d.epoch }, delayMs });
 
+// ---- Lifecycle events (GET .../endpoints/{id}/events) -----------------------------------------------------------
+
+interface EventFields {
+  type: string;
+  level?: 'LEVEL_INFO' | 'LEVEL_ERROR';
+  deploymentId?: string;
+  message: string;
+  name?: string;
+  paths?: string[];
+  status?: string;
+  reason?: string | null;
+  oldReplicas?: number;
+  newReplicas?: number;
+}
+
+/** Who emitted an event: a caller's request, or the runner's step of the deployment state machine. */
+type EventSource = 'api' | 'runner';
+
+/**
+ * Appends one event to an endpoint's feed, in the transaction of the change it records. Bumping the endpoint's
+ * eventSeq takes its row lock until commit, so per endpoint the numbering follows commit order (a cursor never
+ * skips an event committed after a later-numbered one).
+ */
+async function recordEvent(tx: Tx, clock: Clock, source: EventSource, projectId: string, endpointId: string, f: EventFields): Promise<void> {
+  const { eventSeq } = await tx.dedicatedEndpoint.update({ where: { id: endpointId }, data: { eventSeq: { increment: 1 } } });
+  const now = clock.now();
+  await tx.endpointEvent.create({
+    data: {
+      id: newId('evt', now),
+      projectId,
+      endpointId,
+      seq: eventSeq,
+      type: f.type,
+      level: f.level ?? 'LEVEL_INFO',
+      sourceKind: f.deploymentId ? 'SOURCE_KIND_DEPLOYMENT' : 'SOURCE_KIND_ENDPOINT',
+      source,
+      deploymentId: f.deploymentId ?? null,
+      message: f.message,
+      name: f.name ?? null,
+      paths: f.paths ? JSON.stringify(f.paths) : null,
+      status: f.status ?? null,
+      reason: f.reason ?? null,
+      oldReplicas: f.oldReplicas ?? null,
+      newReplicas: f.newReplicas ?? null,
+      createdAt: new Date(now),
+    },
+  });
+}
+
+/** The table's event that takes a deployment from one state to another (each state's targets are distinct). */
+const transitionEvent = (from: string, to: string): DeploymentEvent | null =>
+  (Object.entries(deploymentTransitions[from as DeploymentState] ?? {}) as [DeploymentEvent, string][]).find(([, s]) => s === to)?.[0] ?? null;
+
+/** Records what a write did to a deployment: created (no `before`), deleted (no `after`), a transition, a resize, an edit. */
+async function recordDeploymentChange(tx: Tx, clock: Clock, source: EventSource, before: Deployment | null, after: Deployment | null): Promise<void> {
+  const d = (after ?? before)!;
+  const record = (f: Omit<EventFields, 'deploymentId'>) => recordEvent(tx, clock, source, d.projectId, d.endpointId, { ...f, deploymentId: d.id });
+  if (!before) {
+    const replicas = d.state === STOPPED ? 0 : desiredReplicas(d);
+    return record({ type: 'deployment.created', name: d.name, status: d.state, newReplicas: replicas, message: `Deployment '${d.name}' created: ${d.message}` });
+  }
+  if (!after) return record({ type: 'deployment.deleted', name: d.name, message: `Deployment '${d.name}' deleted.` });
+  if (before.state !== after.state) {
+    const level = after.state === FAILED ? 'LEVEL_ERROR' : 'LEVEL_INFO';
+    return record({ type: 'deployment.state_changed', level, status: after.state, reason: transitionEvent(before.state, after.state), message: after.message });
+  }
+  if (after.state === READY && before.readyReplicas !== after.readyReplicas) {
+    return record({ type: 'deployment.scaled', status: after.state, oldReplicas: before.readyReplicas, newReplicas: after.readyReplicas, message: after.message });
+  }
+  const autoscaled = before.minReplicas !== after.minReplicas || before.maxReplicas !== after.maxReplicas;
+  const paths = [...(before.name !== after.name ? ['name'] : []), ...(autoscaled ? ['autoscaling'] : [])];
+  if (paths.length) return record({ type: 'deployment.updated', status: after.state, paths, message: `Deployment '${after.name}' changed: ${paths.join(', ')}.` });
+}
+
+/** Records an endpoint's creation (no `before`) or which of its fields a write changed (nothing when none did). */
+async function recordEndpointChange(tx: Tx, clock: Clock, before: DedicatedEndpoint | null, after: DedicatedEndpoint): Promise<void> {
+  const record = (f: EventFields) => recordEvent(tx, clock, 'api', after.projectId, after.id, f);
+  if (!before) return record({ type: 'endpoint.created', name: after.name, message: `Endpoint '${after.name}' created.` });
+  const paths = (['name', 'visibility', 'trafficSplit'] as const).filter((f) => before[f] !== after[f]);
+  if (paths.length === 0) return;
+  const split = paths.includes('trafficSplit') ? ` Traffic split: ${after.trafficSplit}.` : '';
+  await record({ type: 'endpoint.updated', paths: [...paths], message: `Endpoint '${after.name}' changed: ${paths.join(', ')}.${split}` });
+}
+
 // ---- Hardware placement -----------------------------------------------------------------------------------------
 
 const SELECTOR_FIELDS: Record<string, (h: Hardware) => string> = {
@@ -83,17 +167,8 @@ export async function matchingHardware(db: Db | Tx, config: ModelConfig, minGpuM
   return all.filter((h) => selectors.every(([k, v]) => SELECTOR_FIELDS[k]?.(h) === v) && canRun(h, { minGpuMemory }));
 }
 
-/**
- * Takes the hardware row's write lock until the transaction ends (a no-op update), so that two servers placing
- * replicas on one configuration at once (PostgreSQL, READ COMMITTED) check and reserve its capacity one after the
- * other; SQLite serializes writers anyway.
- */
-export async function lockHardware(tx: Tx, hardwareId: string): Promise<void> {
-  await tx.hardware.updateMany({ where: { id: hardwareId }, data: { capacityGpus: { increment: 0 } } });
-}
-
-/** Provisioning's outcome, decided inside the transaction that applies it. */
-async function place(tx: Tx, d: Deployment): Promise<{ hardware: Hardware } | { failure: string }> {
+/** Provisioning's outcome, decided (and the replicas reserved on the first matching hardware with room) inside the transaction that applies it. */
+async function place(tx: Tx, clock: Clock, d: Deployment): Promise<{ hardware: Hardware } | { failure: string }> {
   const [config, model] = await Promise.all([tx.modelConfig.findUnique({ where: { id: d.configId } }), tx.model.findUnique({ where: { id: d.modelId } })]);
   if (!config || !model) return { failure: 'The model or config no longer exists.' };
   const candidates = await matchingHardware(tx, config, model.minGpuMemory);
@@ -103,8 +178,7 @@ async function place(tx: Tx, d: Deployment): Promise<{ hardware: Hardware } | { 
   }
   const replicas = desiredReplicas(d);
   for (const h of candidates) {
-    await lockHardware(tx, h.id);
-    if (await fits(tx, h.id, replicas)) return { hardware: h };
+    if (await reserveIfFree(tx, clock, { projectId: d.projectId, hardwareId: h.id, replicas, ownerKind: DEPLOYMENT_OWNER, ownerId: d.id })) return { hardware: h };
   }
   return { failure: `Insufficient capacity: no free ${candidates.map((h) => h.id).join(' or ')} capacity for ${replicas} replica(s).` };
 }
@@ -115,14 +189,17 @@ async function advance(tx: Tx, clock: Clock, id: string, epoch: number): Promise
   if (!d || d.epoch !== epoch) return; // deleted, or a caller changed it since: a newer item (if any) takes over
   const now = new Date(clock.now());
   if (d.state === PROVISIONING) {
-    const outcome = await place(tx, d);
+    const outcome = await place(tx, clock, d);
     if ('failure' in outcome) {
-      await tx.deployment.update({ where: { id }, data: { state: deploymentTransition(d.state, 'failed'), message: outcome.failure, etag: newEtag(), updatedAt: now } });
+      const failed = await tx.deployment.update({
+        where: { id },
+        data: { state: deploymentTransition(d.state, 'failed'), message: outcome.failure, etag: newEtag(), updatedAt: now },
+      });
+      await recordDeploymentChange(tx, clock, 'runner', d, failed);
       return;
     }
     const replicas = desiredReplicas(d);
-    await reserve(tx, clock, { projectId: d.projectId, hardwareId: outcome.hardware.id, replicas, ownerKind: DEPLOYMENT_OWNER, ownerId: d.id });
-    await tx.deployment.update({
+    const ready = await tx.deployment.update({
       where: { id },
       data: {
         state: deploymentTransition(d.state, 'provisioned'),
@@ -133,12 +210,14 @@ async function advance(tx: Tx, clock: Clock, id: string, epoch: number): Promise
         updatedAt: now,
       },
     });
+    await recordDeploymentChange(tx, clock, 'runner', d, ready);
   } else if (d.state === STOPPING) {
     await release(tx, clock, DEPLOYMENT_OWNER, d.id);
-    await tx.deployment.update({
+    const stopped = await tx.deployment.update({
       where: { id },
       data: { state: deploymentTransition(d.state, 'stopped'), readyReplicas: 0, message: 'Stopped.', etag: newEtag(), updatedAt: now },
     });
+    await recordDeploymentChange(tx, clock, 'runner', d, stopped);
   }
 }
 
@@ -250,6 +329,21 @@ async function resolveConfig(db: Db | Tx, projectId: string, ref: string, model:
   return config;
 }
 
+/**
+ * The model id a config listing filters on: `referenceModelId`, or `referenceModel` as the official client sends it
+ * (`projects/{projectId}/models/{modelId}`, `models/{modelId}` or a plain id). A resource name in another project
+ * names nothing the caller may see, so it matches no config ('' is no model id).
+ */
+function referenceFilter(projectId: string, byId: string | undefined, byName: string | undefined): string | undefined {
+  if (byName === undefined) return byId;
+  const m = /^projects\/([^/]+)\/models\/(.+)$/.exec(byName) ?? /^()models\/(.+)$/.exec(byName);
+  const id = !m ? byName : m[1] && m[1] !== projectId ? '' : m[2]!;
+  if (byId !== undefined && byId !== id) {
+    throw badRequest(`'referenceModel' (${byName}) and 'referenceModelId' (${byId}) name different models.`, 'referenceModel', 'reference_model_mismatch');
+  }
+  return id;
+}
+
 function checkAutoscaling(a: { minReplicas: number; maxReplicas: number }, param: string): void {
   if (a.minReplicas > a.maxReplicas) throw badRequest("'minReplicas' must not exceed 'maxReplicas'.", param, 'invalid_autoscaling');
 }
@@ -294,6 +388,7 @@ async function insertDeployment(tx: Tx, clock: Clock, config: Config, input: New
   // Each ref is looked up on its own so that an unknown one is named by its index.
   for (const [i, ref] of (input.volumes ?? []).entries()) await attachVolumes(tx, input.projectId, d.id, [ref], `volumes.${i}`);
   if (running) await schedule(tx, clock, d, provisionDelay(config));
+  await recordDeploymentChange(tx, clock, 'api', null, d);
   return d;
 }
 
@@ -314,6 +409,11 @@ async function deploymentWire(db: Db | Tx, d: Deployment, slug: string) {
   return wire.deployment(d, e, await deploymentsOf(db, e.id), slug, (await mountsOf(db, [d.id])).get(d.id)!);
 }
 
+/** Thrown out of a write transaction to undo it (validateOnly), carrying the answer computed before the rollback. */
+class RolledBack {
+  constructor(readonly preview: Awaited<ReturnType<typeof deploymentWire>>) {}
+}
+
 /** Stops a deployment's replicas and releases its volumes, before it is deleted. */
 async function releaseAll(tx: Tx, clock: Clock, deploymentId: string): Promise<void> {
   await release(tx, clock, DEPLOYMENT_OWNER, deploymentId);
@@ -332,9 +432,11 @@ const isUniqueViolation = (err: unknown) => (err as { code?: string })?.code ===
 async function createEndpointRow(tx: Tx, clock: Clock, projectId: string, name: string, visibility: string, param: string) {
   await checkNameFree(tx, projectId, name, param);
   const now = clock.now();
-  return tx.dedicatedEndpoint.create({
+  const e = await tx.dedicatedEndpoint.create({
     data: { id: newId('ep', now), projectId, name, visibility, etag: newEtag(), createdAt: new Date(now), updatedAt: new Date(now) },
   });
+  await recordEndpointChange(tx, clock, null, e);
+  return e;
 }
 
 /** Unique-index races (two creates of one name at once) answer the same 409 as the check before them. */
@@ -386,10 +488,11 @@ export const dedicatedHandlers = {
     checkProject(ctx);
     const { db, query } = ctx;
     const limit = query.limit ?? 50;
+    const reference = referenceFilter(ctx.identity.projectId, query.referenceModelId, query.referenceModel);
     const rows = await db.prisma.modelConfig.findMany({
       where: {
         OR: [{ projectId: null }, { projectId: ctx.identity.projectId }],
-        ...(query.referenceModelId !== undefined ? { referenceModelId: query.referenceModelId } : {}),
+        ...(reference !== undefined ? { referenceModelId: reference } : {}),
         ...(query.after !== undefined ? { id: { gt: query.after } } : {}),
       },
       orderBy: { id: 'asc' },
@@ -516,7 +619,7 @@ export const dedicatedHandlers = {
             }
             split = body.trafficSplit.map((s) => ({ deploymentId: s.deploymentId, weight: s.weight }));
           }
-          return tx.dedicatedEndpoint.update({
+          const next = await tx.dedicatedEndpoint.update({
             where: { id: e.id },
             data: {
               name: name ?? e.name,
@@ -526,6 +629,8 @@ export const dedicatedHandlers = {
               updatedAt: new Date(clock.now()),
             },
           });
+          await recordEndpointChange(tx, clock, e, next);
+          return next;
         }),
       `This project already has an endpoint named '${name}'.`,
       'endpoint_name_taken',
@@ -541,6 +646,7 @@ export const dedicatedHandlers = {
       checkEtag(ctx.query.etag, e.etag);
       for (const d of await deploymentsOf(tx, e.id)) await releaseAll(tx, ctx.clock, d.id);
       await tx.deployment.deleteMany({ where: { endpointId: e.id } });
+      await tx.endpointEvent.deleteMany({ where: { endpointId: e.id } });
       await tx.dedicatedEndpoint.delete({ where: { id: e.id } });
     });
     return {};
@@ -565,6 +671,22 @@ export const dedicatedHandlers = {
     };
   },
 
+  listV2EndpointEvents: async (ctx) => {
+    const projectId = checkProject(ctx);
+    const { db, query } = ctx;
+    const e = await findEndpoint(db.prisma, projectId, ctx.params.endpointId);
+    let afterSeq = 0;
+    if (query.after !== undefined) {
+      const cursor = await db.prisma.endpointEvent.findFirst({ where: { id: query.after, endpointId: e.id } });
+      if (!cursor) throw badRequest(`'${query.after}' is not a cursor of this endpoint's events.`, 'after', 'invalid_cursor');
+      afterSeq = cursor.seq;
+    }
+    const limit = query.limit ?? 50;
+    const rows = await db.prisma.endpointEvent.findMany({ where: { endpointId: e.id, seq: { gt: afterSeq } }, orderBy: { seq: 'asc' }, take: limit + 1 });
+    const p = page(rows, limit);
+    return { object: 'list', data: p.rows.map((v) => wire.endpointEvent(v, ctx.identity.projectSlug)), next_cursor: p.next };
+  },
+
   listDeployments: async (ctx) => {
     const projectId = checkProject(ctx);
     const e = await findEndpoint(ctx.db.prisma, projectId, ctx.params.endpointId);
@@ -580,30 +702,37 @@ export const dedicatedHandlers = {
     const projectId = checkProject(ctx);
     const { db, clock, config, body } = ctx;
     await findEndpoint(db.prisma, projectId, ctx.params.endpointId);
-    checkAutoscaling(body.autoscaling, 'autoscaling.minReplicas');
+    const autoscaling = { minReplicas: body.autoscaling.minReplicas, maxReplicas: body.autoscaling.maxReplicas ?? body.autoscaling.minReplicas };
+    checkAutoscaling(autoscaling, 'autoscaling.minReplicas');
     const model = await resolveModel(db.prisma, projectId, body.model, 'model');
     const cfg = await resolveConfig(db.prisma, projectId, body.config, model, 'config');
-    const d = await uniquely(
+    const created = await uniquely(
       () =>
         db.write(async (tx) => {
           const e = await findEndpoint(tx, projectId, ctx.params.endpointId);
-          return insertDeployment(tx, clock, config, {
+          const d = await insertDeployment(tx, clock, config, {
             projectId,
             endpointId: e.id,
             name: body.name,
             model,
             config: cfg,
-            minReplicas: body.autoscaling.minReplicas,
-            maxReplicas: body.autoscaling.maxReplicas,
+            ...autoscaling,
             trafficMode: body.trafficMode ?? 'TRAFFIC_MODE_LIVE',
             volumes: body.volumes,
           });
+          // validateOnly runs the very same checks and writes, then rolls them back: the answer is the preview.
+          if (ctx.query.validateOnly) throw new RolledBack(await deploymentWire(tx, d, ctx.identity.projectSlug));
+          return d;
         }),
       `The endpoint already has a deployment named '${body.name}'.`,
       'deployment_name_taken',
       'name',
-    );
-    return deploymentWire(db.prisma, d, ctx.identity.projectSlug);
+    ).catch((err: unknown) => {
+      if (err instanceof RolledBack) return err;
+      throw err;
+    });
+    if (created instanceof RolledBack) return created.preview;
+    return deploymentWire(db.prisma, created, ctx.identity.projectSlug);
   },
 
   getDeployment: async (ctx) => {
@@ -616,7 +745,6 @@ export const dedicatedHandlers = {
     const projectId = checkProject(ctx);
     const { db, clock, config } = ctx;
     const body = masked(ctx.body, ctx.query.updateMask, ['name', 'autoscaling']);
-    if (body.autoscaling) checkAutoscaling(body.autoscaling, 'autoscaling.minReplicas');
     const updated = await uniquely(
       () =>
         db.write(async (tx) => {
@@ -628,7 +756,9 @@ export const dedicatedHandlers = {
           const now = new Date(clock.now());
           const data: Partial<Deployment> = { name: body.name ?? d.name, etag: newEtag(), updatedAt: now };
           if (body.autoscaling) {
-            const wanted = { minReplicas: body.autoscaling.minReplicas, maxReplicas: body.autoscaling.maxReplicas };
+            // An omitted bound keeps its current value (the official client's contract).
+            const wanted = { minReplicas: body.autoscaling.minReplicas ?? d.minReplicas, maxReplicas: body.autoscaling.maxReplicas ?? d.maxReplicas };
+            checkAutoscaling(wanted, 'autoscaling.minReplicas');
             Object.assign(data, wanted);
             const replicas = desiredReplicas(wanted);
             if (replicas === 0) {
@@ -641,18 +771,16 @@ export const dedicatedHandlers = {
             } else if (d.state === READY) {
               // Resized in place on its hardware; growing needs free GPUs there.
               const delta = replicas - desiredReplicas(d);
-              if (delta > 0) {
-                await lockHardware(tx, d.hardwareId!);
-                if (!(await fits(tx, d.hardwareId!, delta))) {
-                  throw apiError(409, 'insufficient_capacity', `Not enough free ${d.hardwareId} capacity for ${delta} more replica(s).`, 'autoscaling.minReplicas');
-                }
-                await reserve(tx, clock, { projectId, hardwareId: d.hardwareId!, replicas: delta, ownerKind: DEPLOYMENT_OWNER, ownerId: d.id });
+              const grown = { projectId, hardwareId: d.hardwareId!, replicas: delta, ownerKind: DEPLOYMENT_OWNER, ownerId: d.id } as const;
+              if (delta > 0 && !(await reserveIfFree(tx, clock, grown))) {
+                throw apiError(409, 'insufficient_capacity', `Not enough free ${d.hardwareId} capacity for ${delta} more replica(s).`, 'autoscaling.minReplicas');
               }
               if (delta < 0) await release(tx, clock, DEPLOYMENT_OWNER, d.id, -delta);
               Object.assign(data, { readyReplicas: replicas, message: `${replicas} replica(s) ready on ${d.hardwareId}.` });
             }
           }
           const next = await tx.deployment.update({ where: { id: d.id }, data });
+          await recordDeploymentChange(tx, clock, 'api', d, next);
           if (next.state === PROVISIONING && next.epoch !== d.epoch) await schedule(tx, clock, next, provisionDelay(config));
           if (next.state === STOPPING && next.epoch !== d.epoch) await schedule(tx, clock, next, stopDelay(config));
           return next;
@@ -675,13 +803,15 @@ export const dedicatedHandlers = {
         throw conflict(`Deployment '${d.id}' still receives traffic; route the endpoint's traffic elsewhere first.`, 'deployment_receives_traffic', 'deploymentId');
       }
       if (split.some((s) => s.deploymentId === d.id)) {
-        await tx.dedicatedEndpoint.update({
+        const next = await tx.dedicatedEndpoint.update({
           where: { id: e.id },
           data: { trafficSplit: JSON.stringify(split.filter((s) => s.deploymentId !== d.id)), etag: newEtag(), updatedAt: new Date(ctx.clock.now()) },
         });
+        await recordEndpointChange(tx, ctx.clock, e, next);
       }
       await releaseAll(tx, ctx.clock, d.id);
       await tx.deployment.delete({ where: { id: d.id } });
+      await recordDeploymentChange(tx, ctx.clock, 'api', d, null);
     });
     return {};
   },

@@ -2,14 +2,13 @@
 // running one serves and bills until stopped, and nothing starts again on v1 (the remedy is v2).
 import { randomUUID } from 'node:crypto';
 import type { V1Endpoint } from '../../generated/prisma/sqlite/client/client.ts';
-import { fits, release, reserve, usage } from '../capacity.ts';
+import { release, reserve, reserveIfFree, usage } from '../capacity.ts';
 import type { Db, Tx } from '../db/index.ts';
 import { apiError, badRequest, conflict, forbidden, notFound } from '../errors.ts';
 import type { ModuleHandlers } from '../handlers.ts';
 import type { SeedContext } from '../seed.ts';
 import { seedData } from '../seed.ts';
 import { wire } from '../wire/index.ts';
-import { lockHardware } from './dedicated.ts';
 
 export const V1_OWNER = 'v1_endpoint';
 
@@ -119,12 +118,9 @@ export const endpointsHandlers = {
       if (from === 'STARTED' && to === 'STARTED') {
         // A running endpoint is resized at once: growing needs free GPUs on its hardware.
         const delta = v1Replicas({ minReplicas: min }) - v1Replicas(e);
-        if (delta > 0) {
-          await lockHardware(tx, e.hardwareId);
-          if (!(await fits(tx, e.hardwareId, delta))) {
-            throw apiError(409, 'insufficient_capacity', `Not enough free ${e.hardwareId} capacity for ${delta} more replica(s).`, 'autoscaling.min_replicas');
-          }
-          await reserve(tx, clock, { projectId: e.projectId, hardwareId: e.hardwareId, replicas: delta, ownerKind: V1_OWNER, ownerId: e.id });
+        const grown = { projectId: e.projectId, hardwareId: e.hardwareId, replicas: delta, ownerKind: V1_OWNER, ownerId: e.id } as const;
+        if (delta > 0 && !(await reserveIfFree(tx, clock, grown))) {
+          throw apiError(409, 'insufficient_capacity', `Not enough free ${e.hardwareId} capacity for ${delta} more replica(s).`, 'autoscaling.min_replicas');
         }
         if (delta < 0) await release(tx, clock, V1_OWNER, e.id, -delta);
       }

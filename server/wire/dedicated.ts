@@ -1,5 +1,5 @@
 // Wire shapes of tag Dedicated endpoints (v2) (seed 2.16; camelCase as the public platform's v2 API).
-import type { DedicatedEndpoint, Deployment, Hardware, ModelConfig } from '../../generated/prisma/sqlite/client/client.ts';
+import type { DedicatedEndpoint, Deployment, EndpointEvent, Hardware, ModelConfig } from '../../generated/prisma/sqlite/client/client.ts';
 import type { Schemas } from './types.ts';
 
 export interface SplitEntry {
@@ -92,6 +92,29 @@ export const dedicatedWire = {
     createdAt: d.createdAt.toISOString(),
     updatedAt: d.updatedAt.toISOString(),
   }),
+
+  /** Optional fields are absent, not null (the official client types them `field?: T`). */
+  endpointEvent: (v: EndpointEvent, projectSlug: string): Schemas['EndpointEvent'] => {
+    type Event = Schemas['EndpointEvent'];
+    const endpointScoped = v.sourceKind === 'SOURCE_KIND_ENDPOINT';
+    return {
+      id: v.id,
+      createdAt: v.createdAt.toISOString(),
+      level: v.level as Event['level'],
+      type: v.type as Event['type'],
+      source: v.source as Event['source'],
+      sourceKind: v.sourceKind as Event['sourceKind'],
+      endpointId: v.endpointId,
+      message: v.message,
+      ...(v.deploymentId !== null && { deploymentId: v.deploymentId }),
+      ...(v.name !== null && { name: endpointScoped ? `${projectSlug}/${v.name}` : v.name }),
+      ...(v.paths !== null && { paths: JSON.parse(v.paths) as Event['paths'] }),
+      ...(v.status !== null && { status: v.status as Event['status'] }),
+      ...(v.reason !== null && { reason: v.reason as Event['reason'] }),
+      ...(v.oldReplicas !== null && { oldReplicas: v.oldReplicas }),
+      ...(v.newReplicas !== null && { newReplicas: v.newReplicas }),
+    };
+  },
 
   deploymentUsage: (d: Deployment, runningReplicas: number, u: { replicaMinutes: number; cents: number }): Schemas['DeploymentUsage'] => ({
     deploymentId: d.id,

@@ -132,6 +132,11 @@ export type DedicatedEndpoint = Prisma.DedicatedEndpointModel
  */
 export type Deployment = Prisma.DeploymentModel
 /**
+ * Model EndpointEvent
+ * 
+ */
+export type EndpointEvent = Prisma.EndpointEventModel
+/**
  * Model AdapterBinding
  * 
  */

@@ -108,6 +108,11 @@ export type DedicatedEndpoint = Prisma.DedicatedEndpointModel
  */
 export type Deployment = Prisma.DeploymentModel
 /**
+ * Model EndpointEvent
+ * 
+ */
+export type EndpointEvent = Prisma.EndpointEventModel
+/**
  * Model AdapterBinding
  * 
  */

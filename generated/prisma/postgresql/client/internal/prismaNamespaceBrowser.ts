@@ -69,6 +69,7 @@ export const ModelName = {
   ModelConfig: 'ModelConfig',
   DedicatedEndpoint: 'DedicatedEndpoint',
   Deployment: 'Deployment',
+  EndpointEvent: 'EndpointEvent',
   AdapterBinding: 'AdapterBinding',
   WorkItem: 'WorkItem',
   Volume: 'Volume',
@@ -347,6 +348,7 @@ export const DedicatedEndpointScalarFieldEnum = {
   visibility: 'visibility',
   trafficSplit: 'trafficSplit',
   routedCount: 'routedCount',
+  eventSeq: 'eventSeq',
   etag: 'etag',
   createdAt: 'createdAt',
   updatedAt: 'updatedAt'
@@ -376,6 +378,29 @@ export const DeploymentScalarFieldEnum = {
 } as const
 
 export type DeploymentScalarFieldEnum = (typeof DeploymentScalarFieldEnum)[keyof typeof DeploymentScalarFieldEnum]
+
+
+export const EndpointEventScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  endpointId: 'endpointId',
+  seq: 'seq',
+  type: 'type',
+  level: 'level',
+  sourceKind: 'sourceKind',
+  source: 'source',
+  deploymentId: 'deploymentId',
+  message: 'message',
+  name: 'name',
+  paths: 'paths',
+  status: 'status',
+  reason: 'reason',
+  oldReplicas: 'oldReplicas',
+  newReplicas: 'newReplicas',
+  createdAt: 'createdAt'
+} as const
+
+export type EndpointEventScalarFieldEnum = (typeof EndpointEventScalarFieldEnum)[keyof typeof EndpointEventScalarFieldEnum]
 
 
 export const AdapterBindingScalarFieldEnum = {

@@ -415,6 +415,7 @@ export const ModelName = {
   ModelConfig: 'ModelConfig',
   DedicatedEndpoint: 'DedicatedEndpoint',
   Deployment: 'Deployment',
+  EndpointEvent: 'EndpointEvent',
   AdapterBinding: 'AdapterBinding',
   WorkItem: 'WorkItem',
   Volume: 'Volume',
@@ -436,7 +437,7 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
     omit: GlobalOmitOptions
   }
   meta: {
-    modelProps: "organization" | "project" | "apiKey" | "hardware" | "model" | "modelUploadJob" | "hardwareReservation" | "cluster" | "computeHost" | "computeInstance" | "computeVm" | "passiveHealthCheckAlert" | "remediation" | "idempotencyRecord" | "v1Endpoint" | "modelConfig" | "dedicatedEndpoint" | "deployment" | "adapterBinding" | "workItem" | "volume" | "volumeVersion" | "volumeMount" | "secret"
+    modelProps: "organization" | "project" | "apiKey" | "hardware" | "model" | "modelUploadJob" | "hardwareReservation" | "cluster" | "computeHost" | "computeInstance" | "computeVm" | "passiveHealthCheckAlert" | "remediation" | "idempotencyRecord" | "v1Endpoint" | "modelConfig" | "dedicatedEndpoint" | "deployment" | "endpointEvent" | "adapterBinding" | "workItem" | "volume" | "volumeVersion" | "volumeMount" | "secret"
     txIsolationLevel: TransactionIsolationLevel
   }
   model: {
@@ -1772,6 +1773,80 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
         }
       }
     }
+    EndpointEvent: {
+      payload: Prisma.$EndpointEventPayload<ExtArgs>
+      fields: Prisma.EndpointEventFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.EndpointEventFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$EndpointEventPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.EndpointEventFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$EndpointEventPayload>
+        }
+        findFirst: {
+          args: Prisma.EndpointEventFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$EndpointEventPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.EndpointEventFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$EndpointEventPayload>
+        }
+        findMany: {
+          args: Prisma.EndpointEventFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$EndpointEventPayload>[]
+        }
+        create: {
+          args: Prisma.EndpointEventCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$EndpointEventPayload>
+        }
+        createMany: {
+          args: Prisma.EndpointEventCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.EndpointEventCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$EndpointEventPayload>[]
+        }
+        delete: {
+          args: Prisma.EndpointEventDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$EndpointEventPayload>
+        }
+        update: {
+          args: Prisma.EndpointEventUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$EndpointEventPayload>
+        }
+        deleteMany: {
+          args: Prisma.EndpointEventDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.EndpointEventUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.EndpointEventUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$EndpointEventPayload>[]
+        }
+        upsert: {
+          args: Prisma.EndpointEventUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$EndpointEventPayload>
+        }
+        aggregate: {
+          args: Prisma.EndpointEventAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateEndpointEvent>
+        }
+        groupBy: {
+          args: Prisma.EndpointEventGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.EndpointEventGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.EndpointEventCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.EndpointEventCountAggregateOutputType> | number
+        }
+      }
+    }
     AdapterBinding: {
       payload: Prisma.$AdapterBindingPayload<ExtArgs>
       fields: Prisma.AdapterBindingFieldRefs
@@ -2506,6 +2581,7 @@ export const DedicatedEndpointScalarFieldEnum = {
   visibility: 'visibility',
   trafficSplit: 'trafficSplit',
   routedCount: 'routedCount',
+  eventSeq: 'eventSeq',
   etag: 'etag',
   createdAt: 'createdAt',
   updatedAt: 'updatedAt'
@@ -2535,6 +2611,29 @@ export const DeploymentScalarFieldEnum = {
 } as const
 
 export type DeploymentScalarFieldEnum = (typeof DeploymentScalarFieldEnum)[keyof typeof DeploymentScalarFieldEnum]
+
+
+export const EndpointEventScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  endpointId: 'endpointId',
+  seq: 'seq',
+  type: 'type',
+  level: 'level',
+  sourceKind: 'sourceKind',
+  source: 'source',
+  deploymentId: 'deploymentId',
+  message: 'message',
+  name: 'name',
+  paths: 'paths',
+  status: 'status',
+  reason: 'reason',
+  oldReplicas: 'oldReplicas',
+  newReplicas: 'newReplicas',
+  createdAt: 'createdAt'
+} as const
+
+export type EndpointEventScalarFieldEnum = (typeof EndpointEventScalarFieldEnum)[keyof typeof EndpointEventScalarFieldEnum]
 
 
 export const AdapterBindingScalarFieldEnum = {
@@ -2851,6 +2950,7 @@ export type GlobalOmitConfig = {
   modelConfig?: Prisma.ModelConfigOmit
   dedicatedEndpoint?: Prisma.DedicatedEndpointOmit
   deployment?: Prisma.DeploymentOmit
+  endpointEvent?: Prisma.EndpointEventOmit
   adapterBinding?: Prisma.AdapterBindingOmit
   workItem?: Prisma.WorkItemOmit
   volume?: Prisma.VolumeOmit

@@ -28,10 +28,12 @@ export type AggregateDedicatedEndpoint = {
 
 export type DedicatedEndpointAvgAggregateOutputType = {
   routedCount: number | null
+  eventSeq: number | null
 }
 
 export type DedicatedEndpointSumAggregateOutputType = {
   routedCount: number | null
+  eventSeq: number | null
 }
 
 export type DedicatedEndpointMinAggregateOutputType = {
@@ -41,6 +43,7 @@ export type DedicatedEndpointMinAggregateOutputType = {
   visibility: string | null
   trafficSplit: string | null
   routedCount: number | null
+  eventSeq: number | null
   etag: string | null
   createdAt: Date | null
   updatedAt: Date | null
@@ -53,6 +56,7 @@ export type DedicatedEndpointMaxAggregateOutputType = {
   visibility: string | null
   trafficSplit: string | null
   routedCount: number | null
+  eventSeq: number | null
   etag: string | null
   createdAt: Date | null
   updatedAt: Date | null
@@ -65,6 +69,7 @@ export type DedicatedEndpointCountAggregateOutputType = {
   visibility: number
   trafficSplit: number
   routedCount: number
+  eventSeq: number
   etag: number
   createdAt: number
   updatedAt: number
@@ -74,10 +79,12 @@ export type DedicatedEndpointCountAggregateOutputType = {
 
 export type DedicatedEndpointAvgAggregateInputType = {
   routedCount?: true
+  eventSeq?: true
 }
 
 export type DedicatedEndpointSumAggregateInputType = {
   routedCount?: true
+  eventSeq?: true
 }
 
 export type DedicatedEndpointMinAggregateInputType = {
@@ -87,6 +94,7 @@ export type DedicatedEndpointMinAggregateInputType = {
   visibility?: true
   trafficSplit?: true
   routedCount?: true
+  eventSeq?: true
   etag?: true
   createdAt?: true
   updatedAt?: true
@@ -99,6 +107,7 @@ export type DedicatedEndpointMaxAggregateInputType = {
   visibility?: true
   trafficSplit?: true
   routedCount?: true
+  eventSeq?: true
   etag?: true
   createdAt?: true
   updatedAt?: true
@@ -111,6 +120,7 @@ export type DedicatedEndpointCountAggregateInputType = {
   visibility?: true
   trafficSplit?: true
   routedCount?: true
+  eventSeq?: true
   etag?: true
   createdAt?: true
   updatedAt?: true
@@ -210,6 +220,7 @@ export type DedicatedEndpointGroupByOutputType = {
   visibility: string
   trafficSplit: string
   routedCount: number
+  eventSeq: number
   etag: string
   createdAt: Date
   updatedAt: Date
@@ -245,6 +256,7 @@ export type DedicatedEndpointWhereInput = {
   visibility?: Prisma.StringFilter<"DedicatedEndpoint"> | string
   trafficSplit?: Prisma.StringFilter<"DedicatedEndpoint"> | string
   routedCount?: Prisma.IntFilter<"DedicatedEndpoint"> | number
+  eventSeq?: Prisma.IntFilter<"DedicatedEndpoint"> | number
   etag?: Prisma.StringFilter<"DedicatedEndpoint"> | string
   createdAt?: Prisma.DateTimeFilter<"DedicatedEndpoint"> | Date | string
   updatedAt?: Prisma.DateTimeFilter<"DedicatedEndpoint"> | Date | string
@@ -257,6 +269,7 @@ export type DedicatedEndpointOrderByWithRelationInput = {
   visibility?: Prisma.SortOrder
   trafficSplit?: Prisma.SortOrder
   routedCount?: Prisma.SortOrder
+  eventSeq?: Prisma.SortOrder
   etag?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
@@ -273,6 +286,7 @@ export type DedicatedEndpointWhereUniqueInput = Prisma.AtLeast<{
   visibility?: Prisma.StringFilter<"DedicatedEndpoint"> | string
   trafficSplit?: Prisma.StringFilter<"DedicatedEndpoint"> | string
   routedCount?: Prisma.IntFilter<"DedicatedEndpoint"> | number
+  eventSeq?: Prisma.IntFilter<"DedicatedEndpoint"> | number
   etag?: Prisma.StringFilter<"DedicatedEndpoint"> | string
   createdAt?: Prisma.DateTimeFilter<"DedicatedEndpoint"> | Date | string
   updatedAt?: Prisma.DateTimeFilter<"DedicatedEndpoint"> | Date | string
@@ -285,6 +299,7 @@ export type DedicatedEndpointOrderByWithAggregationInput = {
   visibility?: Prisma.SortOrder
   trafficSplit?: Prisma.SortOrder
   routedCount?: Prisma.SortOrder
+  eventSeq?: Prisma.SortOrder
   etag?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
@@ -305,6 +320,7 @@ export type DedicatedEndpointScalarWhereWithAggregatesInput = {
   visibility?: Prisma.StringWithAggregatesFilter<"DedicatedEndpoint"> | string
   trafficSplit?: Prisma.StringWithAggregatesFilter<"DedicatedEndpoint"> | string
   routedCount?: Prisma.IntWithAggregatesFilter<"DedicatedEndpoint"> | number
+  eventSeq?: Prisma.IntWithAggregatesFilter<"DedicatedEndpoint"> | number
   etag?: Prisma.StringWithAggregatesFilter<"DedicatedEndpoint"> | string
   createdAt?: Prisma.DateTimeWithAggregatesFilter<"DedicatedEndpoint"> | Date | string
   updatedAt?: Prisma.DateTimeWithAggregatesFilter<"DedicatedEndpoint"> | Date | string
@@ -317,6 +333,7 @@ export type DedicatedEndpointCreateInput = {
   visibility: string
   trafficSplit?: string
   routedCount?: number
+  eventSeq?: number
   etag: string
   createdAt: Date | string
   updatedAt: Date | string
@@ -329,6 +346,7 @@ export type DedicatedEndpointUncheckedCreateInput = {
   visibility: string
   trafficSplit?: string
   routedCount?: number
+  eventSeq?: number
   etag: string
   createdAt: Date | string
   updatedAt: Date | string
@@ -341,6 +359,7 @@ export type DedicatedEndpointUpdateInput = {
   visibility?: Prisma.StringFieldUpdateOperationsInput | string
   trafficSplit?: Prisma.StringFieldUpdateOperationsInput | string
   routedCount?: Prisma.IntFieldUpdateOperationsInput | number
+  eventSeq?: Prisma.IntFieldUpdateOperationsInput | number
   etag?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -353,6 +372,7 @@ export type DedicatedEndpointUncheckedUpdateInput = {
   visibility?: Prisma.StringFieldUpdateOperationsInput | string
   trafficSplit?: Prisma.StringFieldUpdateOperationsInput | string
   routedCount?: Prisma.IntFieldUpdateOperationsInput | number
+  eventSeq?: Prisma.IntFieldUpdateOperationsInput | number
   etag?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -365,6 +385,7 @@ export type DedicatedEndpointCreateManyInput = {
   visibility: string
   trafficSplit?: string
   routedCount?: number
+  eventSeq?: number
   etag: string
   createdAt: Date | string
   updatedAt: Date | string
@@ -377,6 +398,7 @@ export type DedicatedEndpointUpdateManyMutationInput = {
   visibility?: Prisma.StringFieldUpdateOperationsInput | string
   trafficSplit?: Prisma.StringFieldUpdateOperationsInput | string
   routedCount?: Prisma.IntFieldUpdateOperationsInput | number
+  eventSeq?: Prisma.IntFieldUpdateOperationsInput | number
   etag?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -389,6 +411,7 @@ export type DedicatedEndpointUncheckedUpdateManyInput = {
   visibility?: Prisma.StringFieldUpdateOperationsInput | string
   trafficSplit?: Prisma.StringFieldUpdateOperationsInput | string
   routedCount?: Prisma.IntFieldUpdateOperationsInput | number
+  eventSeq?: Prisma.IntFieldUpdateOperationsInput | number
   etag?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -406,6 +429,7 @@ export type DedicatedEndpointCountOrderByAggregateInput = {
   visibility?: Prisma.SortOrder
   trafficSplit?: Prisma.SortOrder
   routedCount?: Prisma.SortOrder
+  eventSeq?: Prisma.SortOrder
   etag?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
@@ -413,6 +437,7 @@ export type DedicatedEndpointCountOrderByAggregateInput = {
 
 export type DedicatedEndpointAvgOrderByAggregateInput = {
   routedCount?: Prisma.SortOrder
+  eventSeq?: Prisma.SortOrder
 }
 
 export type DedicatedEndpointMaxOrderByAggregateInput = {
@@ -422,6 +447,7 @@ export type DedicatedEndpointMaxOrderByAggregateInput = {
   visibility?: Prisma.SortOrder
   trafficSplit?: Prisma.SortOrder
   routedCount?: Prisma.SortOrder
+  eventSeq?: Prisma.SortOrder
   etag?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
@@ -434,6 +460,7 @@ export type DedicatedEndpointMinOrderByAggregateInput = {
   visibility?: Prisma.SortOrder
   trafficSplit?: Prisma.SortOrder
   routedCount?: Prisma.SortOrder
+  eventSeq?: Prisma.SortOrder
   etag?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
@@ -441,6 +468,7 @@ export type DedicatedEndpointMinOrderByAggregateInput = {
 
 export type DedicatedEndpointSumOrderByAggregateInput = {
   routedCount?: Prisma.SortOrder
+  eventSeq?: Prisma.SortOrder
 }
 
 
@@ -452,6 +480,7 @@ export type DedicatedEndpointSelect<ExtArgs extends runtime.Types.Extensions.Int
   visibility?: boolean
   trafficSplit?: boolean
   routedCount?: boolean
+  eventSeq?: boolean
   etag?: boolean
   createdAt?: boolean
   updatedAt?: boolean
@@ -464,6 +493,7 @@ export type DedicatedEndpointSelectCreateManyAndReturn<ExtArgs extends runtime.T
   visibility?: boolean
   trafficSplit?: boolean
   routedCount?: boolean
+  eventSeq?: boolean
   etag?: boolean
   createdAt?: boolean
   updatedAt?: boolean
@@ -476,6 +506,7 @@ export type DedicatedEndpointSelectUpdateManyAndReturn<ExtArgs extends runtime.T
   visibility?: boolean
   trafficSplit?: boolean
   routedCount?: boolean
+  eventSeq?: boolean
   etag?: boolean
   createdAt?: boolean
   updatedAt?: boolean
@@ -488,12 +519,13 @@ export type DedicatedEndpointSelectScalar = {
   visibility?: boolean
   trafficSplit?: boolean
   routedCount?: boolean
+  eventSeq?: boolean
   etag?: boolean
   createdAt?: boolean
   updatedAt?: boolean
 }
 
-export type DedicatedEndpointOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "projectId" | "name" | "visibility" | "trafficSplit" | "routedCount" | "etag" | "createdAt" | "updatedAt", ExtArgs["result"]["dedicatedEndpoint"]>
+export type DedicatedEndpointOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "projectId" | "name" | "visibility" | "trafficSplit" | "routedCount" | "eventSeq" | "etag" | "createdAt" | "updatedAt", ExtArgs["result"]["dedicatedEndpoint"]>
 
 export type $DedicatedEndpointPayload<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   name: "DedicatedEndpoint"
@@ -505,6 +537,7 @@ export type $DedicatedEndpointPayload<ExtArgs extends runtime.Types.Extensions.I
     visibility: string
     trafficSplit: string
     routedCount: number
+    eventSeq: number
     etag: string
     createdAt: Date
     updatedAt: Date
@@ -937,6 +970,7 @@ export interface DedicatedEndpointFieldRefs {
   readonly visibility: Prisma.FieldRef<"DedicatedEndpoint", 'String'>
   readonly trafficSplit: Prisma.FieldRef<"DedicatedEndpoint", 'String'>
   readonly routedCount: Prisma.FieldRef<"DedicatedEndpoint", 'Int'>
+  readonly eventSeq: Prisma.FieldRef<"DedicatedEndpoint", 'Int'>
   readonly etag: Prisma.FieldRef<"DedicatedEndpoint", 'String'>
   readonly createdAt: Prisma.FieldRef<"DedicatedEndpoint", 'DateTime'>
   readonly updatedAt: Prisma.FieldRef<"DedicatedEndpoint", 'DateTime'>

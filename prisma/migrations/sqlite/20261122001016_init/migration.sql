@@ -1,56 +1,47 @@
--- CreateSchema
-CREATE SCHEMA IF NOT EXISTS "public";
-
 -- CreateTable
 CREATE TABLE "Organization" (
-    "id" TEXT NOT NULL,
+    "id" TEXT NOT NULL PRIMARY KEY,
     "name" TEXT NOT NULL,
-    "createdAt" TIMESTAMP(3) NOT NULL,
-
-    CONSTRAINT "Organization_pkey" PRIMARY KEY ("id")
+    "createdAt" DATETIME NOT NULL
 );
 
 -- CreateTable
 CREATE TABLE "Project" (
-    "id" TEXT NOT NULL,
+    "id" TEXT NOT NULL PRIMARY KEY,
     "organizationId" TEXT NOT NULL,
     "name" TEXT NOT NULL,
     "slug" TEXT NOT NULL,
-    "createdAt" TIMESTAMP(3) NOT NULL,
-
-    CONSTRAINT "Project_pkey" PRIMARY KEY ("id")
+    "createdAt" DATETIME NOT NULL,
+    CONSTRAINT "Project_organizationId_fkey" FOREIGN KEY ("organizationId") REFERENCES "Organization" ("id") ON DELETE RESTRICT ON UPDATE CASCADE
 );
 
 -- CreateTable
 CREATE TABLE "ApiKey" (
-    "id" TEXT NOT NULL,
+    "id" TEXT NOT NULL PRIMARY KEY,
     "projectId" TEXT NOT NULL,
     "name" TEXT NOT NULL,
     "hash" TEXT NOT NULL,
     "prefix" TEXT NOT NULL,
-    "createdAt" TIMESTAMP(3) NOT NULL,
-    "revokedAt" TIMESTAMP(3),
-
-    CONSTRAINT "ApiKey_pkey" PRIMARY KEY ("id")
+    "createdAt" DATETIME NOT NULL,
+    "revokedAt" DATETIME,
+    CONSTRAINT "ApiKey_projectId_fkey" FOREIGN KEY ("projectId") REFERENCES "Project" ("id") ON DELETE RESTRICT ON UPDATE CASCADE
 );
 
 -- CreateTable
 CREATE TABLE "Hardware" (
-    "id" TEXT NOT NULL,
+    "id" TEXT NOT NULL PRIMARY KEY,
     "gpuType" TEXT NOT NULL,
     "gpuLink" TEXT NOT NULL,
     "gpuMemory" INTEGER NOT NULL,
     "gpuCount" INTEGER NOT NULL,
-    "centsPerMinute" DOUBLE PRECISION NOT NULL,
+    "centsPerMinute" REAL NOT NULL,
     "capacityGpus" INTEGER NOT NULL,
-    "updatedAt" TIMESTAMP(3) NOT NULL,
-
-    CONSTRAINT "Hardware_pkey" PRIMARY KEY ("id")
+    "updatedAt" DATETIME NOT NULL
 );
 
 -- CreateTable
 CREATE TABLE "Model" (
-    "id" TEXT NOT NULL,
+    "id" TEXT NOT NULL PRIMARY KEY,
     "projectId" TEXT,
     "name" TEXT NOT NULL,
     "type" TEXT NOT NULL,
@@ -71,14 +62,12 @@ CREATE TABLE "Model" (
     "source" TEXT,
     "sourceKind" TEXT,
     "status" TEXT NOT NULL DEFAULT 'ready',
-    "created" BIGINT NOT NULL,
-
-    CONSTRAINT "Model_pkey" PRIMARY KEY ("id")
+    "created" BIGINT NOT NULL
 );
 
 -- CreateTable
 CREATE TABLE "ModelUploadJob" (
-    "id" TEXT NOT NULL,
+    "id" TEXT NOT NULL PRIMARY KEY,
     "projectId" TEXT NOT NULL,
     "modelId" TEXT NOT NULL,
     "type" TEXT NOT NULL,
@@ -86,14 +75,12 @@ CREATE TABLE "ModelUploadJob" (
     "statusUpdates" TEXT NOT NULL DEFAULT '[]',
     "args" TEXT NOT NULL,
     "createdAt" BIGINT NOT NULL,
-    "updatedAt" BIGINT NOT NULL,
-
-    CONSTRAINT "ModelUploadJob_pkey" PRIMARY KEY ("id")
+    "updatedAt" BIGINT NOT NULL
 );
 
 -- CreateTable
 CREATE TABLE "HardwareReservation" (
-    "id" TEXT NOT NULL,
+    "id" TEXT NOT NULL PRIMARY KEY,
     "projectId" TEXT NOT NULL,
     "hardwareId" TEXT NOT NULL,
     "gpus" INTEGER NOT NULL,
@@ -101,40 +88,34 @@ CREATE TABLE "HardwareReservation" (
     "ownerId" TEXT NOT NULL,
     "startedAt" BIGINT NOT NULL,
     "endedAt" BIGINT,
-    "centsPerMinute" DOUBLE PRECISION NOT NULL,
-
-    CONSTRAINT "HardwareReservation_pkey" PRIMARY KEY ("id")
+    "centsPerMinute" REAL NOT NULL
 );
 
 -- CreateTable
 CREATE TABLE "Cluster" (
-    "id" TEXT NOT NULL,
+    "id" TEXT NOT NULL PRIMARY KEY,
     "projectId" TEXT NOT NULL,
     "name" TEXT NOT NULL,
     "region" TEXT NOT NULL,
     "clusterType" TEXT NOT NULL,
     "gpuType" TEXT NOT NULL,
-    "createdAt" BIGINT NOT NULL,
-
-    CONSTRAINT "Cluster_pkey" PRIMARY KEY ("id")
+    "createdAt" BIGINT NOT NULL
 );
 
 -- CreateTable
 CREATE TABLE "ComputeHost" (
-    "id" TEXT NOT NULL,
+    "id" TEXT NOT NULL PRIMARY KEY,
     "projectId" TEXT NOT NULL,
     "clusterId" TEXT NOT NULL,
     "name" TEXT NOT NULL,
     "numGpus" INTEGER NOT NULL,
     "vmCapacity" INTEGER NOT NULL,
-    "cordoned" BOOLEAN NOT NULL DEFAULT false,
-
-    CONSTRAINT "ComputeHost_pkey" PRIMARY KEY ("id")
+    "cordoned" BOOLEAN NOT NULL DEFAULT false
 );
 
 -- CreateTable
 CREATE TABLE "ComputeInstance" (
-    "id" TEXT NOT NULL,
+    "id" TEXT NOT NULL PRIMARY KEY,
     "projectId" TEXT NOT NULL,
     "clusterId" TEXT NOT NULL,
     "name" TEXT NOT NULL,
@@ -143,14 +124,12 @@ CREATE TABLE "ComputeInstance" (
     "vmId" TEXT,
     "vmGeneration" INTEGER NOT NULL DEFAULT 1,
     "unrecoverable" BOOLEAN NOT NULL DEFAULT false,
-    "updatedAt" BIGINT NOT NULL,
-
-    CONSTRAINT "ComputeInstance_pkey" PRIMARY KEY ("id")
+    "updatedAt" BIGINT NOT NULL
 );
 
 -- CreateTable
 CREATE TABLE "ComputeVm" (
-    "id" TEXT NOT NULL,
+    "id" TEXT NOT NULL PRIMARY KEY,
     "name" TEXT NOT NULL,
     "projectId" TEXT NOT NULL,
     "clusterId" TEXT NOT NULL,
@@ -159,14 +138,12 @@ CREATE TABLE "ComputeVm" (
     "bootCount" INTEGER NOT NULL DEFAULT 1,
     "createdAt" BIGINT NOT NULL,
     "lastBootAt" BIGINT NOT NULL,
-    "deletedAt" BIGINT,
-
-    CONSTRAINT "ComputeVm_pkey" PRIMARY KEY ("id")
+    "deletedAt" BIGINT
 );
 
 -- CreateTable
 CREATE TABLE "PassiveHealthCheckAlert" (
-    "id" TEXT NOT NULL,
+    "id" TEXT NOT NULL PRIMARY KEY,
     "projectId" TEXT NOT NULL,
     "clusterId" TEXT NOT NULL,
     "instanceId" TEXT NOT NULL,
@@ -176,14 +153,12 @@ CREATE TABLE "PassiveHealthCheckAlert" (
     "annotations" TEXT NOT NULL DEFAULT '{}',
     "startedAt" BIGINT NOT NULL,
     "resolvedAt" BIGINT,
-    "remediationId" TEXT,
-
-    CONSTRAINT "PassiveHealthCheckAlert_pkey" PRIMARY KEY ("id")
+    "remediationId" TEXT
 );
 
 -- CreateTable
 CREATE TABLE "Remediation" (
-    "id" TEXT NOT NULL,
+    "id" TEXT NOT NULL PRIMARY KEY,
     "projectId" TEXT NOT NULL,
     "clusterId" TEXT NOT NULL,
     "instanceId" TEXT NOT NULL,
@@ -200,9 +175,7 @@ CREATE TABLE "Remediation" (
     "endTime" BIGINT,
     "errorMessage" TEXT,
     "createTime" BIGINT NOT NULL,
-    "updateTime" BIGINT NOT NULL,
-
-    CONSTRAINT "Remediation_pkey" PRIMARY KEY ("id")
+    "updateTime" BIGINT NOT NULL
 );
 
 -- CreateTable
@@ -214,12 +187,12 @@ CREATE TABLE "IdempotencyRecord" (
     "resourceId" TEXT NOT NULL,
     "createdAt" BIGINT NOT NULL,
 
-    CONSTRAINT "IdempotencyRecord_pkey" PRIMARY KEY ("projectId","operation","key")
+    PRIMARY KEY ("projectId", "operation", "key")
 );
 
 -- CreateTable
 CREATE TABLE "V1Endpoint" (
-    "id" TEXT NOT NULL,
+    "id" TEXT NOT NULL PRIMARY KEY,
     "projectId" TEXT NOT NULL,
     "name" TEXT NOT NULL,
     "displayName" TEXT NOT NULL,
@@ -229,43 +202,38 @@ CREATE TABLE "V1Endpoint" (
     "maxReplicas" INTEGER NOT NULL,
     "state" TEXT NOT NULL,
     "inactiveTimeout" INTEGER,
-    "createdAt" TIMESTAMP(3) NOT NULL,
-    "updatedAt" TIMESTAMP(3) NOT NULL,
-
-    CONSTRAINT "V1Endpoint_pkey" PRIMARY KEY ("id")
+    "createdAt" DATETIME NOT NULL,
+    "updatedAt" DATETIME NOT NULL
 );
 
 -- CreateTable
 CREATE TABLE "ModelConfig" (
-    "id" TEXT NOT NULL,
+    "id" TEXT NOT NULL PRIMARY KEY,
     "projectId" TEXT,
     "referenceModelId" TEXT NOT NULL,
     "selectors" TEXT NOT NULL,
     "optimizationProfile" TEXT NOT NULL,
     "certifications" TEXT NOT NULL DEFAULT '[]',
-    "createdAt" TIMESTAMP(3) NOT NULL,
-
-    CONSTRAINT "ModelConfig_pkey" PRIMARY KEY ("id")
+    "createdAt" DATETIME NOT NULL
 );
 
 -- CreateTable
 CREATE TABLE "DedicatedEndpoint" (
-    "id" TEXT NOT NULL,
+    "id" TEXT NOT NULL PRIMARY KEY,
     "projectId" TEXT NOT NULL,
     "name" TEXT NOT NULL,
     "visibility" TEXT NOT NULL,
     "trafficSplit" TEXT NOT NULL DEFAULT '[]',
     "routedCount" INTEGER NOT NULL DEFAULT 0,
+    "eventSeq" INTEGER NOT NULL DEFAULT 0,
     "etag" TEXT NOT NULL,
-    "createdAt" TIMESTAMP(3) NOT NULL,
-    "updatedAt" TIMESTAMP(3) NOT NULL,
-
-    CONSTRAINT "DedicatedEndpoint_pkey" PRIMARY KEY ("id")
+    "createdAt" DATETIME NOT NULL,
+    "updatedAt" DATETIME NOT NULL
 );
 
 -- CreateTable
 CREATE TABLE "Deployment" (
-    "id" TEXT NOT NULL,
+    "id" TEXT NOT NULL PRIMARY KEY,
     "projectId" TEXT NOT NULL,
     "endpointId" TEXT NOT NULL,
     "name" TEXT NOT NULL,
@@ -280,26 +248,43 @@ CREATE TABLE "Deployment" (
     "trafficMode" TEXT NOT NULL,
     "epoch" INTEGER NOT NULL DEFAULT 0,
     "etag" TEXT NOT NULL,
-    "createdAt" TIMESTAMP(3) NOT NULL,
-    "updatedAt" TIMESTAMP(3) NOT NULL,
+    "createdAt" DATETIME NOT NULL,
+    "updatedAt" DATETIME NOT NULL
+);
 
-    CONSTRAINT "Deployment_pkey" PRIMARY KEY ("id")
+-- CreateTable
+CREATE TABLE "EndpointEvent" (
+    "id" TEXT NOT NULL PRIMARY KEY,
+    "projectId" TEXT NOT NULL,
+    "endpointId" TEXT NOT NULL,
+    "seq" INTEGER NOT NULL,
+    "type" TEXT NOT NULL,
+    "level" TEXT NOT NULL,
+    "sourceKind" TEXT NOT NULL,
+    "source" TEXT NOT NULL,
+    "deploymentId" TEXT,
+    "message" TEXT NOT NULL,
+    "name" TEXT,
+    "paths" TEXT,
+    "status" TEXT,
+    "reason" TEXT,
+    "oldReplicas" INTEGER,
+    "newReplicas" INTEGER,
+    "createdAt" DATETIME NOT NULL
 );
 
 -- CreateTable
 CREATE TABLE "AdapterBinding" (
-    "id" TEXT NOT NULL,
+    "id" TEXT NOT NULL PRIMARY KEY,
     "projectId" TEXT NOT NULL,
     "endpointId" TEXT NOT NULL,
     "adapterModelId" TEXT NOT NULL,
-    "createdAt" TIMESTAMP(3) NOT NULL,
-
-    CONSTRAINT "AdapterBinding_pkey" PRIMARY KEY ("id")
+    "createdAt" DATETIME NOT NULL
 );
 
 -- CreateTable
 CREATE TABLE "WorkItem" (
-    "id" TEXT NOT NULL,
+    "id" TEXT NOT NULL PRIMARY KEY,
     "kind" TEXT NOT NULL,
     "subjectId" TEXT NOT NULL,
     "projectId" TEXT,
@@ -313,22 +298,18 @@ CREATE TABLE "WorkItem" (
     "heartbeatAt" BIGINT,
     "lastError" TEXT,
     "createdAt" BIGINT NOT NULL,
-    "updatedAt" BIGINT NOT NULL,
-
-    CONSTRAINT "WorkItem_pkey" PRIMARY KEY ("id")
+    "updatedAt" BIGINT NOT NULL
 );
 
 -- CreateTable
 CREATE TABLE "Volume" (
-    "id" TEXT NOT NULL,
+    "id" TEXT NOT NULL PRIMARY KEY,
     "projectId" TEXT NOT NULL,
     "name" TEXT NOT NULL,
     "type" TEXT NOT NULL,
     "currentVersion" INTEGER NOT NULL,
     "createdAt" BIGINT NOT NULL,
-    "updatedAt" BIGINT NOT NULL,
-
-    CONSTRAINT "Volume_pkey" PRIMARY KEY ("id")
+    "updatedAt" BIGINT NOT NULL
 );
 
 -- CreateTable
@@ -340,7 +321,7 @@ CREATE TABLE "VolumeVersion" (
     "files" TEXT NOT NULL DEFAULT '[]',
     "createdAt" BIGINT NOT NULL,
 
-    CONSTRAINT "VolumeVersion_pkey" PRIMARY KEY ("volumeId","version")
+    PRIMARY KEY ("volumeId", "version")
 );
 
 -- CreateTable
@@ -350,12 +331,12 @@ CREATE TABLE "VolumeMount" (
     "projectId" TEXT NOT NULL,
     "version" INTEGER NOT NULL,
 
-    CONSTRAINT "VolumeMount_pkey" PRIMARY KEY ("volumeId","deploymentId")
+    PRIMARY KEY ("volumeId", "deploymentId")
 );
 
 -- CreateTable
 CREATE TABLE "Secret" (
-    "id" TEXT NOT NULL,
+    "id" TEXT NOT NULL PRIMARY KEY,
     "projectId" TEXT NOT NULL,
     "name" TEXT NOT NULL,
     "description" TEXT,
@@ -363,9 +344,7 @@ CREATE TABLE "Secret" (
     "createdBy" TEXT NOT NULL,
     "lastUpdatedBy" TEXT NOT NULL,
     "createdAt" BIGINT NOT NULL,
-    "updatedAt" BIGINT NOT NULL,
-
-    CONSTRAINT "Secret_pkey" PRIMARY KEY ("id")
+    "updatedAt" BIGINT NOT NULL
 );
 
 -- CreateIndex
@@ -441,6 +420,9 @@ CREATE INDEX "Deployment_projectId_idx" ON "Deployment"("projectId");
 CREATE UNIQUE INDEX "Deployment_endpointId_name_key" ON "Deployment"("endpointId", "name");
 
 -- CreateIndex
+CREATE UNIQUE INDEX "EndpointEvent_endpointId_seq_key" ON "EndpointEvent"("endpointId", "seq");
+
+-- CreateIndex
 CREATE UNIQUE INDEX "AdapterBinding_endpointId_adapterModelId_key" ON "AdapterBinding"("endpointId", "adapterModelId");
 
 -- CreateIndex
@@ -457,9 +439,3 @@ CREATE INDEX "VolumeMount_deploymentId_idx" ON "VolumeMount"("deploymentId");
 
 -- CreateIndex
 CREATE UNIQUE INDEX "Secret_projectId_name_key" ON "Secret"("projectId", "name");
-
--- AddForeignKey
-ALTER TABLE "Project" ADD CONSTRAINT "Project_organizationId_fkey" FOREIGN KEY ("organizationId") REFERENCES "Organization"("id") ON DELETE RESTRICT ON UPDATE CASCADE;
-
--- AddForeignKey
-ALTER TABLE "ApiKey" ADD CONSTRAINT "ApiKey_projectId_fkey" FOREIGN KEY ("projectId") REFERENCES "Project"("id") ON DELETE RESTRICT ON UPDATE CASCADE;
