@@ -12,6 +12,7 @@ const FAST = {
   DURATION_MODEL_UPLOAD_MS: '300',
   DURATION_REMEDIATION_START_MS: '100',
   DURATION_REMEDIATION_RUN_MS: '300',
+  DURATION_DEPLOYMENT_PROVISION_MS: '300',
 };
 
 interface Scenario {
@@ -54,6 +55,19 @@ const scenarios: Scenario[] = [
     },
     state: async (base, key, id) => (await call(base, key, `/v1/compute/clusters/${id}`)).state,
     done: 'SUCCEEDED',
+  },
+  {
+    name: 'deployment',
+    start: async (base, key) => {
+      const { project_id } = await call(base, key, '/v1/whoami');
+      const { endpoint, deployment } = await call(base, key, `/v2/projects/${project_id}/deploy`, {
+        method: 'POST',
+        body: JSON.stringify({ endpointName: `svc-${n++}`, model: 'meta-llama/Meta-Llama-3.1-8B-Instruct', config: 'cr_llama_3_1_8b_h100', minReplicas: 1, maxReplicas: 1 }),
+      });
+      return `/v2/projects/${project_id}/endpoints/${endpoint.id}/deployments/${deployment.id}`;
+    },
+    state: async (base, key, path) => (await call(base, key, path)).status.state,
+    done: 'DEPLOYMENT_STATE_READY',
   },
 ];
 
