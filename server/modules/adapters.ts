@@ -8,10 +8,11 @@ import { newId } from '../ids.ts';
 import { wire } from '../wire/index.ts';
 import { qualifiedName } from '../wire/endpoints.ts';
 import { findV1Endpoint } from './endpoints.ts';
+import { ownedOrNull } from '../scope.ts';
 
 /** The caller's completed adapter named `ref` (its name or `ml_...` id), or null. */
 export async function findAdapter(db: Db | Tx, projectId: string, ref: string): Promise<Model | null> {
-  const m = await db.model.findFirst({ where: { projectId, OR: [{ id: ref }, { name: ref }] } });
+  const m = await ownedOrNull(db.model, projectId, { OR: [{ id: ref }, { name: ref }] });
   return m && m.modelType === 'adapter' && m.status === 'ready' ? m : null;
 }
 

@@ -6,12 +6,13 @@ import type { AppOptions } from '../app.ts';
 import type { Clock } from '../clock.ts';
 import { duration, type Config } from '../config.ts';
 import type { Database, Tx } from '../db/index.ts';
-import { badRequest, conflict, notFound } from '../errors.ts';
+import { badRequest, conflict } from '../errors.ts';
 import type { Context, ModuleHandlers } from '../handlers.ts';
 import { newId } from '../ids.ts';
 import { enqueue, type Runner, type Step } from '../runner.ts';
 import { seedData, type SeedContext } from '../seed.ts';
 import { wire } from '../wire/index.ts';
+import { owned } from '../scope.ts';
 
 // ---------------------------------------------------------------------------------------------------------------
 // The remediation state machine: the one table (seed section 3; the tag description in spec/tags/compute.yaml).
@@ -171,22 +172,21 @@ export async function seedCompute({ tx, clock, projectId }: SeedContext): Promis
 type Reader = Database['prisma'] | Tx;
 
 async function findCluster(db: Reader, projectId: string, clusterId: string) {
-  const cluster = await db.cluster.findFirst({ where: { id: clusterId, projectId } });
-  if (!cluster) throw notFound('cluster', clusterId, 'cluster_id');
-  return cluster;
+  return owned(db.cluster, projectId, { id: clusterId }, { what: 'cluster', id: clusterId, param: 'cluster_id' });
 }
 
 async function findInstance(db: Reader, projectId: string, clusterId: string, instanceId: string, param = 'instance_id') {
   await findCluster(db, projectId, clusterId);
-  const instance = await db.computeInstance.findFirst({ where: { id: instanceId, clusterId, projectId } });
-  if (!instance) throw notFound('instance', instanceId, param);
-  return instance;
+  return owned(db.computeInstance, projectId, { id: instanceId, clusterId }, { what: 'instance', id: instanceId, param });
 }
 
 async function findRemediation(db: Reader, projectId: string, params: { cluster_id: string; instance_id: string; remediation_id: string }) {
   const instance = await findInstance(db, projectId, params.cluster_id, params.instance_id);
-  const r = await db.remediation.findFirst({ where: { id: params.remediation_id, instanceId: instance.id, projectId } });
-  if (!r) throw notFound('remediation', params.remediation_id, 'remediation_id');
+  const r = await owned(db.remediation, projectId, { id: params.remediation_id, instanceId: instance.id }, {
+    what: 'remediation',
+    id: params.remediation_id,
+    param: 'remediation_id',
+  });
   return { r, instance };
 }
 
@@ -423,8 +423,11 @@ export const computeHandlers = {
   resolvePassiveHealthCheckAlert: async ({ db, clock, identity, params }) => {
     const alert = await db.write(async (tx) => {
       await findCluster(tx, identity.projectId, params.cluster_id);
-      let a = await tx.passiveHealthCheckAlert.findFirst({ where: { id: params.alert_id, clusterId: params.cluster_id, projectId: identity.projectId } });
-      if (!a) throw notFound('passive health check alert', params.alert_id, 'alert_id');
+      let a = await owned(tx.passiveHealthCheckAlert, identity.projectId, { id: params.alert_id, clusterId: params.cluster_id }, {
+        what: 'passive health check alert',
+        id: params.alert_id,
+        param: 'alert_id',
+      });
       if (a.resolvedAt === null) {
         a = await tx.passiveHealthCheckAlert.update({ where: { id: a.id }, data: { resolvedAt: BigInt(clock.now()) } });
         if (a.remediationId) await autoResolveIfCleared(tx, clock, a.remediationId);

@@ -18,6 +18,7 @@ import { seedData } from '../seed.ts';
 import { wire } from '../wire/index.ts';
 import { attachVolumes, detachVolumes } from './volumes.ts';
 import { desiredReplicas, splitOf, type SplitEntry } from '../wire/dedicated.ts';
+import { owned } from '../scope.ts';
 
 export const DEPLOYMENT_OWNER = 'deployment';
 const WORK_KIND = 'deployment';
@@ -258,15 +259,11 @@ function checkProject(ctx: { params: { projectId: string }; identity: { projectI
 }
 
 async function findEndpoint(db: Db | Tx, projectId: string, id: string): Promise<DedicatedEndpoint> {
-  const e = await db.dedicatedEndpoint.findFirst({ where: { id, projectId } });
-  if (!e) throw notFound('endpoint', id, 'endpointId');
-  return e;
+  return owned(db.dedicatedEndpoint, projectId, { id }, { what: 'endpoint', id, param: 'endpointId' });
 }
 
 async function findDeployment(db: Db | Tx, projectId: string, endpointId: string, id: string): Promise<Deployment> {
-  const d = await db.deployment.findFirst({ where: { id, projectId, endpointId } });
-  if (!d) throw notFound('deployment', id, 'deploymentId');
-  return d;
+  return owned(db.deployment, projectId, { id, endpointId }, { what: 'deployment', id, param: 'deploymentId' });
 }
 
 const deploymentsOf = (db: Db | Tx, endpointId: string) => db.deployment.findMany({ where: { endpointId }, orderBy: { id: 'asc' } });

@@ -4,11 +4,12 @@ import { randomUUID } from 'node:crypto';
 import type { V1Endpoint } from '../../generated/prisma/sqlite/client/client.ts';
 import { release, reserve, reserveIfFree, usage } from '../capacity.ts';
 import type { Db, Tx } from '../db/index.ts';
-import { apiError, badRequest, conflict, forbidden, notFound } from '../errors.ts';
+import { apiError, badRequest, conflict, forbidden } from '../errors.ts';
 import type { ModuleHandlers } from '../handlers.ts';
 import type { SeedContext } from '../seed.ts';
 import { seedData } from '../seed.ts';
 import { wire } from '../wire/index.ts';
+import { owned } from '../scope.ts';
 
 export const V1_OWNER = 'v1_endpoint';
 
@@ -45,9 +46,7 @@ export function v1Transition(from: V1State, requested: Requested): V1State {
 export const v1Replicas = (e: { minReplicas: number }) => Math.max(e.minReplicas, 1);
 
 export async function findV1Endpoint(db: Db | Tx, projectId: string, id: string): Promise<V1Endpoint> {
-  const endpoint = await db.v1Endpoint.findFirst({ where: { id, projectId } });
-  if (!endpoint) throw notFound('endpoint', id, 'endpointId');
-  return endpoint;
+  return owned(db.v1Endpoint, projectId, { id }, { what: 'endpoint', id, param: 'endpointId' });
 }
 
 interface EndpointSeed {

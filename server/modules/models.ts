@@ -7,13 +7,14 @@ import type { AppOptions } from '../app.ts';
 import type { Clock } from '../clock.ts';
 import { duration, type Config } from '../config.ts';
 import type { Db, Tx } from '../db/index.ts';
-import { ApiError, badRequest, conflict, notFound } from '../errors.ts';
+import { ApiError, badRequest, conflict } from '../errors.ts';
 import type { ModuleHandlers, RequestBody } from '../handlers.ts';
 import { newId } from '../ids.ts';
 import { enqueue, type Runner } from '../runner.ts';
 import type { SeedContext } from '../seed.ts';
 import { seedData } from '../seed.ts';
 import { wire } from '../wire/index.ts';
+import { owned } from '../scope.ts';
 
 interface ModelSeed {
   models: Array<{
@@ -347,8 +348,7 @@ export const modelsHandlers = {
   },
 
   getJob: async ({ db, params, identity }) => {
-    const job = await db.prisma.modelUploadJob.findFirst({ where: { id: params.jobId, projectId: identity.projectId } });
-    if (!job) throw notFound('job', params.jobId, 'jobId');
+    const job = await owned(db.prisma.modelUploadJob, identity.projectId, { id: params.jobId }, { what: 'job', id: params.jobId, param: 'jobId' });
     return wire.job(job);
   },
 } satisfies ModuleHandlers;

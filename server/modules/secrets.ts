@@ -5,10 +5,11 @@ import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:
 import type { Secret } from '../../generated/prisma/sqlite/client/client.ts';
 import type { Config } from '../config.ts';
 import type { Database, Tx } from '../db/index.ts';
-import { conflict, notFound } from '../errors.ts';
+import { conflict } from '../errors.ts';
 import type { ModuleHandlers } from '../handlers.ts';
 import { newId } from '../ids.ts';
 import { wire } from '../wire/index.ts';
+import { owned, ownedOrNull } from '../scope.ts';
 
 /** The key used when SECRETS_KEY is empty: public knowledge, for development only (documented in the spec). */
 const DEVELOPMENT_KEY = createHash('sha256').update('inference-platform development secrets key (not secret)').digest();
@@ -44,10 +45,7 @@ type Reader = Database['prisma'] | Tx;
 
 /** A secret by id, else by name, in the project; absent and other-project are the same 404. */
 async function findSecret(db: Reader, projectId: string, ref: string): Promise<Secret> {
-  const secret =
-    (await db.secret.findFirst({ where: { id: ref, projectId } })) ?? (await db.secret.findFirst({ where: { name: ref, projectId } }));
-  if (!secret) throw notFound('secret', ref, 'id');
-  return secret;
+  return (await ownedOrNull(db.secret, projectId, { id: ref })) ?? owned(db.secret, projectId, { name: ref }, { what: 'secret', id: ref, param: 'id' });
 }
 
 async function refuseTakenName(tx: Tx, projectId: string, name: string, except?: string) {

@@ -7,15 +7,13 @@ import type { ModuleHandlers } from '../handlers.ts';
 import { newId } from '../ids.ts';
 import { seedData, type SeedContext } from '../seed.ts';
 import { wire } from '../wire/index.ts';
+import { owned, ownedOrNull } from '../scope.ts';
 
 type Reader = Database['prisma'] | Tx;
 
 /** A volume by id, else by name, in the project; absent and other-project are the same 404. */
 async function findVolume(db: Reader, projectId: string, ref: string, param = 'id'): Promise<Volume> {
-  const volume =
-    (await db.volume.findFirst({ where: { id: ref, projectId } })) ?? (await db.volume.findFirst({ where: { name: ref, projectId } }));
-  if (!volume) throw notFound('volume', ref, param);
-  return volume;
+  return (await ownedOrNull(db.volume, projectId, { id: ref })) ?? owned(db.volume, projectId, { name: ref }, { what: 'volume', id: ref, param });
 }
 
 async function volumeView(db: Reader, v: Volume, version?: number) {
