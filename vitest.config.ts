@@ -8,6 +8,8 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     globalSetup: ['test/support/global-setup.ts'],
+    // CI also writes a machine-readable summary, from which .ci/run prints its closing count.
+    reporters: process.env.VITEST_JSON ? ['default', ['json', { outputFile: process.env.VITEST_JSON }]] : ['default'],
     projects: [
       {
         extends: true,
