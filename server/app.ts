@@ -25,14 +25,14 @@ const spec = JSON.parse(readFileSync(specPath, 'utf8'));
 const validatorRequire = createRequire(createRequire(import.meta.url).resolve('express-openapi-validator'));
 const pathToRegexpModule = validatorRequire('path-to-regexp');
 const compile = pathToRegexpModule.pathToRegexp;
-const compiled = new Map<string, unknown>();
-// Only the validator calls it (Express's router uses `match`), always with these two flags; the key must be cheap,
-// it is computed for every route on every request.
+// One cache per combination of the two flags the validator passes (Express's router uses `match`, not this), so a
+// lookup, made for every route on every request, allocates nothing.
+const compiled = [new Map<string, unknown>(), new Map<string, unknown>(), new Map<string, unknown>(), new Map<string, unknown>()];
 pathToRegexpModule.pathToRegexp = (path: unknown, options?: { sensitive?: boolean; strict?: boolean }) => {
   if (typeof path !== 'string') return compile(path, options);
-  const key = `${options?.sensitive ? 1 : 0}${options?.strict ? 1 : 0}${path}`;
-  let result = compiled.get(key);
-  if (!result) compiled.set(key, (result = compile(path, options)));
+  const cache = compiled[(options?.sensitive ? 2 : 0) + (options?.strict ? 1 : 0)];
+  let result = cache.get(path);
+  if (!result) cache.set(path, (result = compile(path, options)));
   return result;
 };
 const redocBundle = createRequire(import.meta.url).resolve('redoc/bundles/redoc.standalone.js');
@@ -83,7 +83,9 @@ export function createApp(options: AppOptions): express.Express {
     next();
   }) as RequestHandler);
 
-  app.get('/healthz', async (_req, res) => {
+  // Infrastructure routes, outside the contract and without a key; one layer, so API requests pass it at once.
+  const infra = express.Router();
+  infra.get('/healthz', async (_req, res) => {
     try {
       await db.prisma.$queryRawUnsafe('SELECT 1');
       res.json({ status: 'ok', database: db.provider });
@@ -91,9 +93,10 @@ export function createApp(options: AppOptions): express.Express {
       res.status(503).json({ status: 'unavailable', database: db.provider });
     }
   });
-  app.get('/openapi.json', (_req, res) => void res.json(spec));
-  app.get('/docs', (_req, res) => void res.type('html').send(docsPage));
-  app.get('/docs/redoc.standalone.js', (_req, res) => res.sendFile(redocBundle));
+  infra.get('/openapi.json', (_req, res) => void res.json(spec));
+  infra.get('/docs', (_req, res) => void res.type('html').send(docsPage));
+  infra.get('/docs/redoc.standalone.js', (_req, res) => res.sendFile(redocBundle));
+  app.use(((req, res, next) => (req.path.startsWith('/v1/') || req.path.startsWith('/v2/') ? next() : infra(req, res, next))) as RequestHandler);
 
   app.use(['/v1', '/v2'], authenticate(keys));
   app.use(express.json({ limit: config.bodyLimit }));
