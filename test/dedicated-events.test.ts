@@ -2,14 +2,10 @@
 // the endpoint lifecycle events feed (every transition and change recorded in its own transaction, paged by cursor).
 import Together from 'together-ai';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { PROVISION_MS, STOP_MS, MODEL, H100, L40S } from './support/endpoints.ts';
 import { expectError } from './support/expect.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
 
-const PROVISION_MS = 60_000;
-const STOP_MS = 10_000;
-const MODEL = 'meta-llama/Meta-Llama-3.1-8B-Instruct';
-const H100 = 'cr_llama_3_1_8b_h100';
-const L40S = 'cr_llama_3_1_8b_l40s';
 
 let t: TestPlatform;
 let projectId: string;

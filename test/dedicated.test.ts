@@ -8,15 +8,10 @@ import { enqueue } from '../server/runner.ts';
 import { createLogger } from '../server/log.ts';
 import { startPlatform } from '../server/platform.ts';
 import { usingPostgres } from './support/database.ts';
-import { insertUpload } from './support/endpoints.ts';
+import { H100, L40S, MODEL, PROVISION_MS, STOP_MS, insertUpload } from './support/endpoints.ts';
 import { expectError } from './support/expect.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
 
-const PROVISION_MS = 60_000;
-const STOP_MS = 10_000;
-const MODEL = 'meta-llama/Meta-Llama-3.1-8B-Instruct';
-const H100 = 'cr_llama_3_1_8b_h100';
-const L40S = 'cr_llama_3_1_8b_l40s';
 
 let t: TestPlatform;
 let projectId: string;

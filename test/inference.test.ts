@@ -6,12 +6,10 @@ import Together from 'together-ai';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { countTokens } from '../server/engines/chat.ts';
 import { pickByWeight } from '../server/modules/dedicated.ts';
+import { PROVISION_MS, MODEL, H100 as CONFIG } from './support/endpoints.ts';
 import { expectError } from './support/expect.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
 
-const PROVISION_MS = 60_000;
-const MODEL = 'meta-llama/Meta-Llama-3.1-8B-Instruct';
-const CONFIG = 'cr_llama_3_1_8b_h100';
 
 let t: TestPlatform;
 let openai: OpenAI;

@@ -84,13 +84,9 @@
 import OpenAI from 'openai';
 import Together from 'together-ai';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { insertUpload, insertV1Endpoint } from './support/endpoints.ts';
+import { H100, MODEL, PROVISION_MS, STOP_MS, insertUpload, insertV1Endpoint } from './support/endpoints.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
 
-const PROVISION_MS = 60_000;
-const STOP_MS = 10_000;
-const MODEL = 'meta-llama/Meta-Llama-3.1-8B-Instruct';
-const H100 = 'cr_llama_3_1_8b_h100';
 
 let t: TestPlatform;
 let projectId: string;

@@ -5,6 +5,13 @@ import { newId } from '../../server/ids.ts';
 import { reserve } from '../../server/capacity.ts';
 import type { TestPlatform } from './platform.ts';
 
+/** The seeded v2 fixtures most dedicated-endpoint tests deploy, and the default durations of the deployment steps. */
+export const PROVISION_MS = 60_000;
+export const STOP_MS = 10_000;
+export const MODEL = 'meta-llama/Meta-Llama-3.1-8B-Instruct';
+export const H100 = 'cr_llama_3_1_8b_h100';
+export const L40S = 'cr_llama_3_1_8b_l40s';
+
 let n = 0;
 
 export async function insertV1Endpoint(
