@@ -91,6 +91,8 @@ export function canRun(h: { gpuMemory: number; gpuCount: number }, model: { minG
 export async function fits(db: Db | Tx, hardwareId: string, replicas: number): Promise<boolean> {
   const hardware = await db.hardware.findUnique({ where: { id: hardwareId } });
   if (!hardware) return false;
-  const inUse = (await gpusInUse(db)).get(hardwareId) ?? 0;
+  // Only this configuration's open reservations, not the whole platform's.
+  const { _sum } = await db.hardwareReservation.aggregate({ where: { hardwareId, endedAt: null }, _sum: { gpus: true } });
+  const inUse = _sum.gpus ?? 0;
   return hardware.capacityGpus - inUse >= replicas * hardware.gpuCount;
 }

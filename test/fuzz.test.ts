@@ -9,7 +9,7 @@ import { operations, type OperationId } from '../generated/operations.ts';
 import { databaseDigest } from './support/digest.ts';
 import { expectError } from './support/expect.ts';
 import { deref, fillPath, jsonBodySchema, operationIds, operationSpec, pathParamNames } from './support/operations.ts';
-import { breakages, sample, type Breakage } from './support/schema-sample.ts';
+import { breakages, sample } from './support/schema-sample.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 300);
