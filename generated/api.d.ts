@@ -1148,8 +1148,8 @@ export interface components {
             /** @enum {string} */
             optimizationProfile: "throughput" | "latency" | "balanced";
             certifications: string[];
-            /** @description No speculative draft models on this server. */
-            draftModel: null;
+            /** @description The speculative draft model; always null here (no speculative decoding on this server). */
+            draftModel: string | null;
             /** @description Hardware configurations that match every selector and can hold the reference model (not in the public shape; it spares a lookup). */
             hardware: string[];
         };

@@ -1,11 +1,10 @@
 // Organizations, projects and API keys. A key is random, shown once, stored only as its SHA-256 (a fast hash is
 // right for 256 bits of randomness: there is nothing to brute-force), and revocable.
 import { createHash, randomBytes } from 'node:crypto';
-import type { Clock } from './clock.ts';
+import { instant, type Clock } from './core/clock.ts';
+import { badRequest, conflict, notFound } from './core/errors.ts';
+import { newId } from './core/ids.ts';
 import type { Database, Tx } from './db/index.ts';
-import { badRequest, conflict, notFound } from './errors.ts';
-import { newId } from './ids.ts';
-import { seedCatalogue } from './seed.ts';
 
 export const KEY_REVOKED_CHANNEL = 'api_key_revoked';
 
@@ -31,7 +30,7 @@ export function slugify(name: string): string {
 
 export async function createOrganization(db: Database, clock: Clock, name: string) {
   if (!name.trim()) throw badRequest('An organization needs a name.', 'name');
-  return db.write((tx) => tx.organization.create({ data: { id: newId('org', clock.now()), name, createdAt: new Date(clock.now()) } }));
+  return db.write((tx) => tx.organization.create({ data: { id: newId('org', clock.now()), name, createdAt: instant(clock) } }));
 }
 
 export async function createProject(db: Database, clock: Clock, input: { organizationId: string; name: string; slug?: string }) {
@@ -51,15 +50,15 @@ export async function createProject(db: Database, clock: Clock, input: { organiz
       slug = `${base.slice(0, 63 - String(n).length - 1)}-${n}`;
     }
     return tx.project.create({
-      data: { id: newId('proj', clock.now()), organizationId: input.organizationId, name: input.name, slug, createdAt: new Date(clock.now()) },
+      data: { id: newId('proj', clock.now()), organizationId: input.organizationId, name: input.name, slug, createdAt: instant(clock) },
     });
   });
 }
 
-export async function insertApiKey(tx: Tx, clock: Clock, projectId: string, name: string) {
+export async function insertApiKey(tx: Tx, clock: Clock, projectId: string, name: string, development = false) {
   const secret = `tpk_${randomBytes(32).toString('base64url')}`;
   const key = await tx.apiKey.create({
-    data: { id: newId('key', clock.now()), projectId, name, hash: hashKey(secret), prefix: secret.slice(0, 10), createdAt: new Date(clock.now()) },
+    data: { id: newId('key', clock.now()), projectId, name, hash: hashKey(secret), prefix: secret.slice(0, 10), createdAt: instant(clock), development },
   });
   return { key, secret };
 }
@@ -80,7 +79,7 @@ export async function revokeApiKey(db: Database, clock: Clock, id: string) {
   return db.write(async (tx) => {
     const key = await tx.apiKey.findUnique({ where: { id } });
     if (!key) throw notFound('API key', id);
-    const revoked = await tx.apiKey.update({ where: { id }, data: { revokedAt: key.revokedAt ?? new Date(clock.now()) } });
+    const revoked = await tx.apiKey.update({ where: { id }, data: { revokedAt: key.revokedAt ?? instant(clock) } });
     if (db.provider === 'postgresql') await tx.$executeRawUnsafe(`SELECT pg_notify('${KEY_REVOKED_CHANNEL}', $1)`, key.hash);
     return revoked;
   });
@@ -97,34 +96,4 @@ export async function identityForHash(db: Database, hash: string): Promise<Ident
     organizationId: key.project.organizationId,
     organizationName: key.project.organization.name,
   };
-}
-
-/**
- * On the first start against an empty database: a default organization, project and key, and the seeded catalogue
- * (server/seed.ts). Returns the key's
- * secret then, and null on every later start. Safe when several processes start at once on PostgreSQL.
- */
-export async function bootstrap(db: Database, clock: Clock): Promise<{ secret: string; identity: Identity } | null> {
-  return db.write(async (tx) => {
-    if (db.provider === 'postgresql') await tx.$executeRawUnsafe('SELECT pg_advisory_xact_lock(727073)');
-    if ((await tx.organization.count()) > 0) return null;
-    const now = new Date(clock.now());
-    const org = await tx.organization.create({ data: { id: newId('org', clock.now()), name: 'Default Organization', createdAt: now } });
-    const project = await tx.project.create({
-      data: { id: newId('proj', clock.now()), organizationId: org.id, name: 'Default Project', slug: 'default', createdAt: now },
-    });
-    const { key, secret } = await insertApiKey(tx, clock, project.id, 'development');
-    await seedCatalogue({ tx, clock, projectId: project.id, organizationId: org.id });
-    return {
-      secret,
-      identity: {
-        apiKeyId: key.id,
-        projectId: project.id,
-        projectName: project.name,
-        projectSlug: project.slug,
-        organizationId: org.id,
-        organizationName: org.name,
-      },
-    };
-  });
 }

@@ -1,11 +1,13 @@
 // `npx inference-platform <command>` (or `npm run cli -- <command>`): organizations, projects and API keys, on the
-// database the server uses (DATABASE_URL, else the default SQLite file).
+// database the server uses (DATABASE_URL, else the default SQLite file). It bootstraps the database exactly as the
+// server does (bootstrap.ts), so the CLI and the server can be run first in any order.
 import { parseArgs } from 'node:util';
 import { createApiKey, createOrganization, createProject, listApiKeys, revokeApiKey } from './accounts.ts';
-import { systemClock } from './clock.ts';
-import { loadConfig } from './config.ts';
-import { openDatabase } from './db/index.ts';
-import { ApiError } from './errors.ts';
+import { bootstrap } from './bootstrap.ts';
+import { iso, systemClock } from './core/clock.ts';
+import { loadConfig } from './core/config.ts';
+import { ApiError, StartError } from './core/errors.ts';
+import { openDatabase, type Database } from './db/index.ts';
 
 const USAGE = `usage: inference-platform <command> [options]
   orgs create <name>                                 create an organization
@@ -22,15 +24,25 @@ const { values, positionals } = parseArgs({
   options: { org: { type: 'string' }, project: { type: 'string' }, slug: { type: 'string' }, name: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
 });
 const [noun, verb, arg] = positionals;
-const print = (human: string, data: unknown) => console.log(values.json ? JSON.stringify(data, (_k, v) => (typeof v === 'bigint' ? Number(v) : v), 2) : human);
+// Instants (BigInt milliseconds) print as ISO dates in --json output.
+const print = (human: string, data: unknown) => console.log(values.json ? JSON.stringify(data, (k, v) => (typeof v === 'bigint' ? (/At$/.test(k) ? iso(v) : Number(v)) : v), 2) : human);
 
 if (values.help || !noun) {
   console.log(USAGE);
   process.exit(noun ? 0 : 2);
 }
 
-const db = await openDatabase(loadConfig().databaseUrl);
+const config = loadConfig();
 const clock = systemClock;
+let db: Database;
+try {
+  db = await openDatabase(config.databaseUrl);
+  await bootstrap(db, clock);
+} catch (err) {
+  console.error(err instanceof StartError ? err.message : `error: ${(err as Error).message}`);
+  if (config.logLevel === 'debug' || !(err instanceof StartError)) console.error((err as Error).stack);
+  process.exit(1);
+}
 const projectRef = async (ref = 'default') => {
   const project = await db.prisma.project.findFirst({ where: { OR: [{ id: ref }, { slug: ref }] } });
   if (!project) throw new ApiError(404, 'not_found', `No project '${ref}'.`);
@@ -75,7 +87,7 @@ try {
       const keys = await listApiKeys(db, values.project ? (await projectRef(values.project)).id : undefined);
       const rows = keys.map(({ hash: _hash, ...k }) => k);
       print(
-        rows.map((k) => `${k.id}  ${k.prefix}…  ${k.name}  project ${k.projectId}  ${k.revokedAt ? `revoked ${k.revokedAt.toISOString()}` : 'active'}`).join('\n') ||
+        rows.map((k) => `${k.id}  ${k.prefix}…  ${k.name}  project ${k.projectId}  ${k.revokedAt ? `revoked ${iso(k.revokedAt)}` : 'active'}`).join('\n') ||
           '(none)',
         rows,
       );
@@ -83,7 +95,7 @@ try {
     }
     case 'keys revoke': {
       const key = await revokeApiKey(db, clock, arg ?? '');
-      print(`revoked key ${key.id}`, { id: key.id, revoked_at: key.revokedAt });
+      print(`revoked key ${key.id}`, { id: key.id, revoked_at: key.revokedAt && iso(key.revokedAt) });
       break;
     }
     default:

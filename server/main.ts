@@ -1,11 +1,27 @@
-// `npm start`: the platform on the configured database (a SQLite file by default), until SIGTERM or SIGINT.
-import { loadConfig } from './config.ts';
-import { startPlatform } from './platform.ts';
+// `npm start`: the platform on the configured database (a SQLite file by default), until SIGTERM or SIGINT. A start
+// that cannot happen (port taken, database unusable) says why in one line and exits 1; the stack only at
+// LOG_LEVEL=debug.
+import { loadConfig } from './core/config.ts';
+import { StartError } from './core/errors.ts';
+import { createLogger } from './core/log.ts';
+import { startPlatform, type Platform } from './platform.ts';
 
 const config = loadConfig();
-const platform = await startPlatform(config);
-const { url, firstKey } = platform;
-const log = platform.services.log;
+const log = createLogger(config.logLevel);
+
+function fail(err: unknown): never {
+  const known = err instanceof StartError;
+  console.error(known ? err.message : `The platform could not start: ${(err as Error)?.message ?? err}`);
+  if (config.logLevel === 'debug' || !known) console.error((known && err.cause instanceof Error ? err.cause : (err as Error))?.stack);
+  process.exit(1);
+}
+
+let platform: Platform;
+try {
+  platform = await startPlatform(config, { log });
+} catch (err) {
+  fail(err);
+}
 
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   process.once(signal, () => {
@@ -16,18 +32,23 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
       () => log.flush(() => process.exit(0)),
       (err) => {
         log.error({ err }, 'shutdown failed');
-        process.exit(1);
+        log.flush(() => process.exit(1));
       },
     );
   });
 }
+// A crash still gets its last lines out.
+process.on('uncaughtException', (err) => {
+  log.fatal({ err }, 'uncaught exception');
+  log.flush(() => process.exit(1));
+});
 
-console.log(`Inference platform API listening on ${url}  (database: ${platform.services.db.provider})`);
-console.log(`API reference: ${url}/docs   contract: ${url}/openapi.json`);
+const { url, firstKey } = platform;
+const lines = [`Inference platform API listening on ${url}  (database: ${platform.services.db.provider})`, `API reference: ${url}/docs   contract: ${url}/openapi.json`];
 if (firstKey) {
-  console.log(`Development API key (shown once; only its hash is stored): ${firstKey}`);
-  console.log(`Try: curl -H "Authorization: Bearer ${firstKey}" ${url}/v1/whoami`);
+  lines.push(`Development API key (shown once; only its hash is stored): ${firstKey}`, `Try: curl -H "Authorization: Bearer ${firstKey}" ${url}/v1/whoami`);
 } else {
-  console.log('Using the existing database; its development key was printed on first start. New key: npm run cli -- keys create');
+  lines.push('Using the existing database; its development key was printed when it was created. A new key: npx inference-platform keys create');
 }
-
+// The key counts as shown once it has been written out: a start that dies before then leaves it to the next one.
+process.stdout.write(lines.join('\n') + '\n', () => void platform.announced().catch((err) => log.error({ err }, 'could not record the development key as shown')));

@@ -1,68 +1,108 @@
-// Assembles a running platform: database (migrated), first-start bootstrap, key cache, runner, HTTP app and
-// listener. The entry point (main.ts) and the tests start it the same way.
+// Assembles a running platform, in an order where every step can fail without leaving anything behind it: take
+// the port (a taken one fails before anything is created), open and migrate the database, bootstrap (defaults and
+// seeds), the development key, the key cache, the runner with every module's work, and the HTTP app. The entry
+// point (main.ts) and the tests start it the same way.
+import { createServer, STATUS_CODES, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Server } from 'node:http';
 import type { Logger } from 'pino';
-import { bootstrap } from './accounts.ts';
-import { createApp, type AppOptions } from './app.ts';
-import { KeyCache } from './auth.ts';
-import { systemClock, type Clock } from './clock.ts';
-import type { Config } from './config.ts';
-import { openDatabase } from './db/index.ts';
-import { createLogger } from './log.ts';
-import { Runner } from './runner.ts';
-import { registerWork } from './work.ts';
+import { bootstrap, developmentKey, markAnnounced } from './bootstrap.ts';
+import { systemClock, type Clock } from './core/clock.ts';
+import type { Config } from './core/config.ts';
+import { apiError, StartError } from './core/errors.ts';
+import { createLogger } from './core/log.ts';
+import { openDatabase, type Database } from './db/index.ts';
+import { createApp, type AppOptions } from './http/app.ts';
+import { KeyCache } from './http/auth.ts';
+import { modules } from './modules/index.ts';
+import { Runner } from './runner/runner.ts';
 
 export interface Platform {
   app: ReturnType<typeof createApp>;
   services: AppOptions;
-  /** The development key's secret, on the first start against an empty database only. */
+  /** The development key's secret when this start minted one (see bootstrap.ts `developmentKey`); else null. */
   firstKey: string | null;
+  /** Records that `firstKey` has been shown, so no later start replaces it. */
+  announced(): Promise<void>;
   server?: Server;
   url?: string;
   close(): Promise<void>;
 }
 
-export async function startPlatform(
-  config: Config,
-  options: { clock?: Clock; log?: Logger; listen?: boolean; observe?: AppOptions['observe'] } = {},
-): Promise<Platform> {
+/** Errors of Node's HTTP parser, answered with the envelope like everything else (then the connection closes). */
+function parserFailure(err: NodeJS.ErrnoException): { status: number; code: string; message: string } {
+  if (err.code === 'HPE_HEADER_OVERFLOW') return { status: 431, code: 'header_too_large', message: 'The request headers are larger than this server accepts.' };
+  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') return { status: 408, code: 'request_timeout', message: 'The request was not received in time.' };
+  return { status: 400, code: 'malformed_request', message: 'The request is not valid HTTP/1.1.' };
+}
+
+/** Takes the port; the app is attached once the rest has started (until then a request answers 503). */
+async function listen(config: Config): Promise<Server> {
+  const server = createServer((_req, res) => {
+    res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' }).end(JSON.stringify(apiError(503, 'starting', 'The server is starting; retry in a moment.').body));
+  });
+  server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
+    if (!socket.writable || err.code === 'ECONNRESET') return void socket.destroy();
+    const f = parserFailure(err);
+    const body = JSON.stringify(apiError(f.status, f.code, f.message).body);
+    socket.end(
+      `HTTP/1.1 ${f.status} ${STATUS_CODES[f.status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', (err: NodeJS.ErrnoException) => {
+      if (err.code === 'EADDRINUSE') reject(new StartError(`Port ${config.port} is already in use: stop what holds it, or start on another port with PORT (e.g. PORT=${config.port + 1} npm start).`, err));
+      else if (err.code === 'EACCES') reject(new StartError(`Port ${config.port} needs privileges this process lacks: choose another port with PORT (e.g. PORT=8080).`, err));
+      else reject(err);
+    });
+    server.listen(config.port, config.host, () => resolve());
+  });
+  return server;
+}
+
+export async function startPlatform(config: Config, options: { clock?: Clock; log?: Logger; listen?: boolean; observe?: AppOptions['observe'] } = {}): Promise<Platform> {
   const clock = options.clock ?? systemClock;
   const log = options.log ?? createLogger(config.logLevel);
-  const db = await openDatabase(config.databaseUrl);
-  const first = await bootstrap(db, clock);
-  const keys = new KeyCache(db, clock, config.keyCacheTtlMs, log);
-  await keys.listen();
-  const runner = new Runner(db, clock, config.runner, log);
-  const services: AppOptions = { config, db, clock, log, runner, keys, observe: options.observe };
-  registerWork(runner, services);
-  const app = createApp(services);
-  runner.start();
+  const server = options.listen === false ? undefined : await listen(config);
+  let db: Database | undefined;
+  try {
+    db = await openDatabase(config.databaseUrl);
+    const project = await bootstrap(db, clock);
+    const key = await developmentKey(db, clock, project.id);
+    const keys = new KeyCache(db, clock, config.keyCacheTtlMs, log);
+    await keys.listen();
+    const runner = new Runner(db, clock, config.runner, log);
+    const services: AppOptions = { config, db, clock, log, runner, keys, observe: options.observe };
+    for (const m of modules) for (const [kind, work] of Object.entries(m.work?.(services) ?? {})) runner.register(kind, work);
+    const app = createApp(services);
+    runner.start();
 
-  let server: Server | undefined;
-  let url: string | undefined;
-  if (options.listen !== false) {
-    server = await new Promise<Server>((resolve, reject) => {
-      const s = app.listen(config.port, config.host, () => resolve(s));
-      s.once('error', reject);
-    });
-    const { address, port } = server.address() as AddressInfo;
-    url = `http://${address.includes(':') ? `[${address}]` : address}:${port}`;
+    let url: string | undefined;
+    if (server) {
+      server.removeAllListeners('request');
+      server.on('request', app);
+      const { address, port } = server.address() as AddressInfo;
+      url = `http://${address.includes(':') ? `[${address}]` : address}:${port}`;
+    }
+    const database = db;
+    let closing: Promise<void> | undefined;
+    const close = () =>
+      (closing ??= (async () => {
+        if (server) {
+          await new Promise<void>((resolve) => {
+            server.close(() => resolve());
+            server.closeIdleConnections();
+          });
+        }
+        await runner.stop();
+        await keys.close();
+        await database.close();
+      })());
+    return { app, services, firstKey: key?.secret ?? null, announced: async () => {
+        if (key) await markAnnounced(database, clock, key.id);
+      }, server, url, close };
+  } catch (err) {
+    server?.close();
+    await db?.close().catch(() => {});
+    throw err;
   }
-
-  let closing: Promise<void> | undefined;
-  const close = () =>
-    (closing ??= (async () => {
-      if (server) {
-        const s = server;
-        await new Promise<void>((resolve) => {
-          s.close(() => resolve());
-          s.closeIdleConnections();
-        });
-      }
-      await runner.stop();
-      await keys.close();
-      await db.close();
-    })());
-  return { app, services, firstKey: first?.secret ?? null, server, url, close };
 }

@@ -1,15 +1,19 @@
 // For every operation in the spec: no key and a bad key answer 401 with the envelope; and every operation that
-// takes an id answers 404 for another project's resource, exactly as for an absent one.
+// takes an id answers 404 for another project's resource, exactly as for an absent one (each module's fixtures
+// say how to make, as another project, what the operation addresses).
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { operations } from '../generated/operations.ts';
-import { crossProject } from './fixtures/index.ts';
+import { modules } from '../server/modules/index.ts';
+import type { FixtureKit, FixtureRequest } from '../server/modules/types.ts';
 import { expectError } from './support/expect.ts';
 import { fillPath, operationIds, pathParamNames } from './support/operations.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
 
 let t: TestPlatform;
+const crossProject: Record<string, (kit: FixtureKit) => Promise<FixtureRequest>> = {};
 beforeAll(async () => {
   t = await startTestPlatform();
+  for (const m of modules) Object.assign(crossProject, (await m.fixtures?.())?.crossProject ?? {});
 });
 afterAll(() => t?.close());
 
@@ -29,16 +33,13 @@ describe.each(operationIds)('%s', (id) => {
   });
 
   test('with a bad key: 401 invalid_api_key', async () => {
-    expectError(await send(id, fillPath(id, params), { Authorization: 'Bearer tpk_not-a-real-key' }), 401, {
-      code: 'invalid_api_key',
-      param: null,
-    });
+    expectError(await send(id, fillPath(id, params), { Authorization: 'Bearer tpk_not-a-real-key' }), 401, { code: 'invalid_api_key', param: null });
   });
 
   test.runIf(pathParamNames(id).length > 0)("with another project's id: 404 as if absent", async () => {
     const fixture = crossProject[id];
-    expect(fixture, `test/fixtures needs crossProject.${id}`).toBeDefined();
-    const req = await fixture!(t.other, t);
+    expect(fixture, `server/modules/${operations[id].module}/fixtures.ts needs crossProject.${id}`).toBeDefined();
+    const req = await fixture!(t.fixtureKit(t.other));
     const path = fillPath(id, req.params);
     // The stranger first (so a delete cannot make the id absent for real), then the owner, proving the id exists.
     const res = await send(id, path, { Authorization: `Bearer ${t.caller.key}` }, req);

@@ -1,7 +1,7 @@
 // server/capacity.ts's one guarantee against overbooking: `reserveIfFree` checks and reserves as one step, so two
 // servers (two connection pools on one database) placing the last free replica at once give exactly one success.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { fits, reserve, reserveIfFree } from '../server/capacity.ts';
+import { fits, reserve, reserveIfFree } from '../server/modules/hardware/capacity.ts';
 import { openDatabase, type Database, type Tx } from '../server/db/index.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
 import { usingPostgres } from './support/database.ts';

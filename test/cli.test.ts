@@ -4,7 +4,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { root } from '../server/paths.ts';
+import { root } from '../server/core/paths.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
 
 const run = promisify(execFile);

@@ -4,25 +4,19 @@ import { Writable } from 'node:stream';
 import supertest from 'supertest';
 import Together from 'together-ai';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { ManualClock } from '../server/clock.ts';
-import { loadConfig } from '../server/config.ts';
-import { createLogger } from '../server/log.ts';
+import { ManualClock } from '../server/core/clock.ts';
+import { loadConfig } from '../server/core/config.ts';
+import { createLogger } from '../server/core/log.ts';
 import { startPlatform } from '../server/platform.ts';
-import {
-  REMEDIATION_EVENTS,
-  REMEDIATION_STATES,
-  REMEDIATION_TRANSITIONS,
-  createCluster,
-  localClusterEngine,
-  remediationTransition,
-  type ClusterSpec,
-} from '../server/modules/compute.ts';
+import { localClusterEngine } from '../server/modules/compute/engine.ts';
+import { remediationMachine } from '../server/modules/compute/machine.ts';
+import { createCluster, type ClusterSpec } from '../server/modules/compute/rows.ts';
 import { scratchDatabase } from './support/database.ts';
 import { expectError } from './support/expect.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
 
-const START = 5_000;
-const RUN = 60_000;
+const START = remediationMachine.timed!.PENDING!.defaultMs;
+const RUN = remediationMachine.timed!.RUNNING!.defaultMs;
 
 let t: TestPlatform;
 let clusterId: string;
@@ -201,13 +195,13 @@ describe('the transition table', () => {
     AUTO_RESOLVED: {},
   };
 
-  test('the code has exactly this table, and refuses every other pair with 409 invalid_state_transition', () => {
-    expect(REMEDIATION_TRANSITIONS).toEqual(ALLOWED);
-    for (const state of REMEDIATION_STATES) {
-      for (const event of REMEDIATION_EVENTS) {
+  test('the machine has exactly this table, and refuses every other pair with 409 invalid_state_transition', () => {
+    expect(remediationMachine.moves()).toEqual(Object.entries(ALLOWED).flatMap(([from, row]) => Object.entries(row).map(([event, to]) => ({ from, event, to }))));
+    for (const state of remediationMachine.states) {
+      for (const event of remediationMachine.events) {
         const to = ALLOWED[state][event];
-        if (to) expect(remediationTransition(state, event)).toBe(to);
-        else expect(() => remediationTransition(state, event)).toThrowError(expect.objectContaining({ status: 409, code: 'invalid_state_transition' }));
+        if (to) expect(remediationMachine.next(state, event)).toBe(to);
+        else expect(() => remediationMachine.next(state, event)).toThrowError(expect.objectContaining({ status: 409, code: 'invalid_state_transition', param: null }));
       }
     }
   });
@@ -237,7 +231,7 @@ describe('the transition table', () => {
   }
 
   const USER_EVENTS = ['approve', 'reject', 'cancel'] as const;
-  for (const state of REMEDIATION_STATES) {
+  for (const state of remediationMachine.states) {
     for (const event of USER_EVENTS) {
       const to = ALLOWED[state][event];
       test(`${state} --${event}--> ${to ?? '409'}`, async () => {
@@ -358,7 +352,7 @@ describe('passive health-check alerts (the control-plane hook)', () => {
 });
 
 describe('remediation_id is an idempotency key (rule 5)', () => {
-  test('the same key and the same body return the first remediation and create nothing', async () => {
+  test('the same key and the same body replay the first response exactly and create nothing', async () => {
     const { c, i } = await freshInstance();
     const body = { mode: 'REMEDIATION_MODE_VM_ONLY', reason: 'flaky GPU' };
     const first = await create(c, i, body, { remediation_id: 'key-1' });
@@ -366,8 +360,9 @@ describe('remediation_id is an idempotency key (rule 5)', () => {
     await t.advance(START);
     const again = await create(c, i, body, { remediation_id: 'key-1' });
     expect(again.status).toBe(200);
-    expect(again.body.id).toBe(first.body.id);
-    expect(again.body.state).toBe('RUNNING');
+    // Stripe's promise: the first response, even though the remediation has moved on since.
+    expect(again.body).toEqual(first.body);
+    expect((await get(c, i, first.body.id)).body.state).toBe('RUNNING');
     expect((await t.http.get(remPath(c, i)).set(auth())).body.remediations).toHaveLength(1);
   });
 

@@ -1,11 +1,11 @@
-// v2 dedicated endpoints (seed 2.16, 9): configs, endpoints with etags and traffic splits, deployments and their
+// v2 dedicated endpoints: configs, endpoints with etags and traffic splits, deployments and their
 // transition table (walked whole), provisioning on the runner, capacity and billing, the one-call deploy, and the
 // rules on uploaded models.
 import Together from 'together-ai';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
-import { deploymentTransition, deploymentTransitions, type DeploymentEvent, type DeploymentState } from '../server/modules/dedicated.ts';
-import { enqueue } from '../server/runner.ts';
-import { createLogger } from '../server/log.ts';
+import { deploymentMachine, type DeploymentState } from '../server/modules/dedicated/machine.ts';
+import { enqueue } from '../server/runner/runner.ts';
+import { createLogger } from '../server/core/log.ts';
 import { startPlatform } from '../server/platform.ts';
 import { usingPostgres } from './support/database.ts';
 import { H100, L40S, MODEL, PROVISION_MS, STOP_MS, insertUpload } from './support/endpoints.ts';
@@ -440,15 +440,15 @@ describe('storage volumes', () => {
 });
 
 describe('the deployment transition table', () => {
-  const states = Object.keys(deploymentTransitions) as DeploymentState[];
-  const events: DeploymentEvent[] = ['provisioned', 'failed', 'stop', 'stopped', 'start'];
+  const states = deploymentMachine.states;
+  const table = deploymentMachine.transitions as Record<string, Record<string, string> | undefined>;
 
   test('every (state, event) pair: the table\'s target, or 409 invalid_state_transition', () => {
     for (const from of states) {
-      for (const event of events) {
-        const to = deploymentTransitions[from][event];
-        if (to) expect(deploymentTransition(from, event)).toBe(to);
-        else expect(() => deploymentTransition(from, event)).toThrow(expect.objectContaining({ status: 409, code: 'invalid_state_transition' }));
+      for (const event of deploymentMachine.events) {
+        const to = table[from]?.[event];
+        if (to) expect(deploymentMachine.next(from, event)).toBe(to);
+        else expect(() => deploymentMachine.next(from, event)).toThrow(expect.objectContaining({ status: 409, code: 'invalid_state_transition', param: null }));
       }
     }
   });
@@ -474,7 +474,7 @@ describe('the deployment transition table', () => {
 
   // Callers cause `stop` (0/0 replicas) and `start` (positive replicas on a STOPPED, FAILED or STOPPING deployment).
   for (const from of states) {
-    const to = deploymentTransitions[from].stop;
+    const to = table[from]?.stop;
     test(`${from} + stop (PATCH 0/0): ${to ?? '409'}`, async () => {
       const { e, d } = await inState(from);
       const res = await patchDeployment(e.id, d.id, { autoscaling: { minReplicas: 0, maxReplicas: 0 } });
@@ -488,7 +488,7 @@ describe('the deployment transition table', () => {
     });
   }
   for (const from of ['DEPLOYMENT_STATE_STOPPED', 'DEPLOYMENT_STATE_FAILED', 'DEPLOYMENT_STATE_STOPPING'] as const) {
-    const to = deploymentTransitions[from].start;
+    const to = table[from]?.start;
     test(`${from} + start (PATCH 1/1): ${to ?? '409'}`, async () => {
       const { e, d } = await inState(from);
       const res = await patchDeployment(e.id, d.id, { autoscaling: { minReplicas: 1, maxReplicas: 1 } });
@@ -507,7 +507,7 @@ describe('the deployment transition table', () => {
   for (const from of states) {
     test(`runner step on ${from}`, async () => {
       const { e, d } = await inState(from);
-      await t.services.db.write((tx) => enqueue(tx, t.clock, { kind: 'deployment', subjectId: d.id, projectId, payload: { epoch: 0 } }));
+      await t.services.db.write((tx) => enqueue(tx, t.clock, { kind: deploymentMachine.kind, subjectId: d.id, projectId, payload: { state: from, epoch: 0 } }));
       await t.advance(0);
       const after = (await getDeployment(e.id, d.id)).status.state;
       const expected =
@@ -551,28 +551,17 @@ describe('the official together-ai client on v2 (client.beta.endpoints, baseURL 
 
 describe('durability', () => {
   test('provisioning survives a restart: a new server on the same database makes the deployment READY', async () => {
-    const first = await startTestPlatform();
+    const p = await startTestPlatform();
     try {
-      const pid = first.caller.identity.projectId;
-      const res = await first.http
-        .post(`/v2/projects/${pid}/deploy`)
-        .set('Authorization', `Bearer ${first.caller.key}`)
-        .send({ endpointName: 'survivor', model: MODEL, config: H100, minReplicas: 1, maxReplicas: 1 });
+      const pid = p.caller.identity.projectId;
+      const res = await p.caller.http.post(`/v2/projects/${pid}/deploy`).send({ endpointName: 'survivor', model: MODEL, config: H100, minReplicas: 1, maxReplicas: 1 });
       const id = res.body.deployment.id;
-      await first.platform.close();
-
-      const second = await startPlatform(first.services.config, { clock: first.clock, log: createLogger('silent') });
-      try {
-        first.clock.advance(PROVISION_MS);
-        await second.services.runner.drain();
-        const d = await second.services.db.prisma.deployment.findUniqueOrThrow({ where: { id } });
-        expect(d.state).toBe('DEPLOYMENT_STATE_READY');
-        expect(await second.services.db.prisma.hardwareReservation.count({ where: { ownerId: id, endedAt: null } })).toBe(1);
-      } finally {
-        await second.close();
-      }
+      await p.restart();
+      await p.advance(PROVISION_MS);
+      expect((await p.caller.http.get(`/v2/projects/${pid}/endpoints/${res.body.endpoint.id}/deployments/${id}`)).body.status.state).toBe('DEPLOYMENT_STATE_READY');
+      expect(await p.services.db.prisma.hardwareReservation.count({ where: { ownerId: id, endedAt: null } })).toBe(1);
     } finally {
-      await first.close();
+      await p.close();
     }
   });
 

@@ -2,7 +2,7 @@
 // capacity minus running replicas, and the model lookup's errors; also through the official client.
 import Together from 'together-ai';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { availabilityOf, canRun, fits, release, reserve } from '../server/capacity.ts';
+import { availabilityOf, canRun, fits, release, reserve } from '../server/modules/hardware/capacity.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
 import { expectError } from './support/expect.ts';
 

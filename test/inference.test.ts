@@ -5,7 +5,7 @@ import OpenAI from 'openai';
 import Together from 'together-ai';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { countTokens } from '../server/engines/chat.ts';
-import { pickByWeight } from '../server/modules/dedicated.ts';
+import { pickByWeight } from '../server/modules/dedicated/traffic.ts';
 import { PROVISION_MS, MODEL, H100 as CONFIG } from './support/endpoints.ts';
 import { expectError } from './support/expect.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';

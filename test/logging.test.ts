@@ -1,7 +1,7 @@
 // Log redaction: the Authorization header and any field named like a secret never reach a log line, at any depth.
 import { Writable } from 'node:stream';
 import { expect, test } from 'vitest';
-import { createLogger, redact, REDACTED } from '../server/log.ts';
+import { createLogger, redact, REDACTED } from '../server/core/log.ts';
 
 test('secret-like fields are redacted at any depth, other fields kept', () => {
   expect(

@@ -4,11 +4,15 @@
 import Together from 'together-ai';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { startPlatform } from '../server/platform.ts';
-import { architectureOf, parseSource, transitionJob, uploadTransitions, type JobStatus } from '../server/modules/models.ts';
-import { createLogger } from '../server/log.ts';
-import { newId } from '../server/ids.ts';
+import { moveJob, uploadJobMachine } from '../server/modules/models/machine.ts';
+import { architectureOf, parseSource } from '../server/modules/models/sources.ts';
+import { createLogger } from '../server/core/log.ts';
+import { newId } from '../server/core/ids.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
 import { expectError } from './support/expect.ts';
+
+const QUEUED_MS = uploadJobMachine.timed!.Queued!.defaultMs;
+const RUNNING_MS = uploadJobMachine.timed!.Running!.defaultMs;
 import { usingPostgres } from './support/database.ts';
 
 let t: TestPlatform;
@@ -96,7 +100,7 @@ describe('POST /v1/models: a full model from the hub', () => {
     expect(running.status_updates.map((u: any) => u.status)).toEqual(['Queued', 'Running']);
     expect((await listModels()).map((m) => m.id)).not.toContain(modelId);
 
-    await t.advance(10_000);
+    await t.advance(RUNNING_MS);
     const done = (await getJob(jobId)).body;
     expect(done.status).toBe('Complete');
     expect(done.status_updates.map((u: any) => u.status)).toEqual(['Queued', 'Running', 'Complete']);
@@ -127,8 +131,8 @@ describe('POST /v1/models: a full model from the hub', () => {
     const res = await upload({ model_name: name, model_source: 'acme/llama-3.1-8b-does-not-exist' });
     expect(res.status).toBe(200);
     const { job_id: jobId, model_id: modelId } = res.body.data;
-    await t.advance(2_000);
-    await t.advance(10_000);
+    await t.advance(QUEUED_MS);
+    await t.advance(RUNNING_MS);
     const job = (await getJob(jobId)).body;
     expect(job.status).toBe('Failed');
     expect(job.status_updates.map((u: any) => u.status)).toEqual(['Queued', 'Running', 'Failed']);
@@ -143,8 +147,8 @@ describe('POST /v1/models: a full model from the hub', () => {
 
   test('object-storage sources fail as "Object not found"', async () => {
     const res = await upload({ model_name: fresh(), model_source: 's3://acme-models/does-not-exist/qwen2.5-7b-ft' });
-    await t.advance(2_000);
-    await t.advance(10_000);
+    await t.advance(QUEUED_MS);
+    await t.advance(RUNNING_MS);
     const job = (await getJob(res.body.data.job_id)).body;
     expect(job.status).toBe('Failed');
     expect(job.status_updates.at(-1).message).toMatch(/Object not found/);
@@ -236,8 +240,8 @@ describe('POST /v1/models: adapters', () => {
     const res = await upload({ model_name: name, model_source: 'acme/support-lora', model_type: 'adapter', base_model: 'meta-llama/Meta-Llama-3.1-8B-Instruct-Turbo' });
     expect(res.status).toBe(200);
     expect((await getJob(res.body.data.job_id)).body.type).toBe('adapter_upload');
-    await t.advance(2_000);
-    await t.advance(10_000);
+    await t.advance(QUEUED_MS);
+    await t.advance(RUNNING_MS);
     expect((await getJob(res.body.data.job_id)).body.status).toBe('Complete');
     const listed = (await listModels()).find((m) => m.id === res.body.data.model_id);
     expect(listed).toMatchObject({ type: 'chat', display_name: name });
@@ -284,8 +288,8 @@ describe('POST /v1/models: adapters', () => {
     }
     // Another project's upload is not a served base either.
     const other = await upload({ model_name: fresh(), model_source: 'acme/Qwen2.5-7B-x' }, t.other.key);
-    await t.advance(2_000);
-    await t.advance(10_000);
+    await t.advance(QUEUED_MS);
+    await t.advance(RUNNING_MS);
     expectError(await adapter({ lora_model: other.body.data.model_id }), 400, { code: 'base_model_not_served', param: 'lora_model' });
     expect([await jobCount(), await modelCount()]).toEqual(before.map((n) => n + 1));
   });
@@ -310,15 +314,13 @@ describe('GET /v1/jobs', () => {
 });
 
 describe('the upload job state machine', () => {
-  const STATES: JobStatus[] = ['Queued', 'Running', 'Complete', 'Failed'];
-
   /** A job row in `status` with its pending model, written directly. */
-  const jobIn = async (status: JobStatus) => {
+  const jobIn = async (status: string) => {
     const now = t.clock.now();
     const modelId = newId('ml', now);
     return t.services.db.write(async (tx) => {
       await tx.model.create({
-        data: { id: modelId, projectId: t.caller.identity.projectId, name: newId('sm', now), type: 'chat', status: status === 'Complete' ? 'ready' : 'pending', created: 0n },
+        data: { id: modelId, projectId: t.caller.identity.projectId, name: newId('sm', now), type: 'chat', status: status === 'Complete' ? 'ready' : 'pending', createdAt: 0n },
       });
       return tx.modelUploadJob.create({
         data: {
@@ -335,14 +337,15 @@ describe('the upload job state machine', () => {
     });
   };
 
-  for (const from of STATES) {
-    for (const to of STATES) {
-      const allowed = uploadTransitions[from].includes(to);
-      test(`${from} -> ${to}: ${allowed ? 'allowed' : 'refused'}`, async () => {
+  for (const from of uploadJobMachine.states) {
+    for (const event of uploadJobMachine.events) {
+      const allowed = uploadJobMachine.can(from, event);
+      const to = allowed ? uploadJobMachine.next(from, event) : undefined;
+      test(`${from} --${event}--> ${to ?? 'refused'}`, async () => {
         const job = await jobIn(from);
-        const attempt = t.services.db.write((tx) => transitionJob(tx, t.clock, job, to, 'test'));
+        const attempt = t.services.db.write((tx) => moveJob(tx, t.services, job, event, 'test'));
         if (!allowed) {
-          await expect(attempt).rejects.toMatchObject({ status: 409, code: 'invalid_state_transition' });
+          await expect(attempt).rejects.toMatchObject({ status: 409, code: 'invalid_state_transition', param: null });
           expect((await t.services.db.prisma.modelUploadJob.findUniqueOrThrow({ where: { id: job.id } })).status).toBe(from);
           return;
         }
@@ -362,7 +365,7 @@ describe('the upload job state machine', () => {
     const { job_id: jobId, model_id: modelId } = res.body.data;
     // Corrupt what the job reads, as only a server fault could.
     await t.services.db.write((tx) => tx.modelUploadJob.update({ where: { id: jobId }, data: { args: JSON.stringify({ modelName: 'x', modelSource: 'no source' }) } }));
-    await t.advance(2_000);
+    await t.advance(QUEUED_MS);
     expect((await getJob(jobId)).body.status).toBe('Queued');
     for (let i = 0; i < t.services.config.runner.maxFailures; i++) await t.advance(60_000);
     const job = (await getJob(jobId)).body;
@@ -374,8 +377,8 @@ describe('the upload job state machine', () => {
 
   test('a stale job (moved meanwhile) is refused', async () => {
     const job = await jobIn('Queued');
-    await t.services.db.write((tx) => transitionJob(tx, t.clock, job, 'Running', 'first'));
-    await expect(t.services.db.write((tx) => transitionJob(tx, t.clock, job, 'Running', 'again'))).rejects.toMatchObject({ status: 409 });
+    await t.services.db.write((tx) => moveJob(tx, t.services, job, 'start', 'first'));
+    await expect(t.services.db.write((tx) => moveJob(tx, t.services, job, 'start', 'again'))).rejects.toMatchObject({ status: 409 });
   });
 });
 
@@ -387,8 +390,8 @@ describe('the official together-ai client', () => {
     expect(res.data.model_name).toBe(name);
     expect(res.data.model_source).toBe('huggingface');
     expect((await client.models.uploads.status(res.data.job_id)).status).toBe('Queued');
-    await t.advance(2_000);
-    await t.advance(10_000);
+    await t.advance(QUEUED_MS);
+    await t.advance(RUNNING_MS);
     const status = await client.models.uploads.status(res.data.job_id);
     expect(status.status).toBe('Complete');
     expect(status.args).toEqual({ description: 'via the SDK', modelName: name, modelSource: 'unsloth/Qwen2.5-72B-Instruct' });

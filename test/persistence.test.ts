@@ -9,15 +9,15 @@ import { Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, test } from 'vitest';
 import { hashKey, identityForHash } from '../server/accounts.ts';
-import { ManualClock } from '../server/clock.ts';
-import { loadConfig, type Config } from '../server/config.ts';
+import { ManualClock } from '../server/core/clock.ts';
+import { loadConfig, type Config } from '../server/core/config.ts';
 import { openDatabase, type Database, type Tx } from '../server/db/index.ts';
 import { deploy } from '../server/db/migrations.ts';
 import { providerOf } from '../server/db/urls.ts';
-import { createLogger } from '../server/log.ts';
-import { root } from '../server/paths.ts';
+import { createLogger } from '../server/core/log.ts';
+import { root } from '../server/core/paths.ts';
 import { startPlatform } from '../server/platform.ts';
-import { enqueue, type WorkHandler } from '../server/runner.ts';
+import { enqueue, type WorkHandler } from '../server/runner/runner.ts';
 import { scratchDatabase, usingPostgres, type ScratchDatabase } from './support/database.ts';
 
 const log = createLogger('warn', new Writable({ write: (_c, _e, done) => done() }));
@@ -225,7 +225,7 @@ describe('SQLite write safety (prisma/orm#29933)', () => {
       // A read before the write: the pattern that, with a deferred transaction, fails at once with SQLITE_BUSY_SNAPSHOT
       // when another process committed in between.
       await tx.organization.count({ where: { name: { startsWith: tag } } });
-      await tx.organization.create({ data: { id: `org_${tag}_${i}`, name: `${tag} ${i}`, createdAt: new Date() } });
+      await tx.organization.create({ data: { id: `org_${tag}_${i}`, name: `${tag} ${i}`, createdAt: BigInt(Date.now()) } });
     });
   const countTagged = (db: Database, tag: string) => db.prisma.organization.count({ where: { name: { startsWith: `${tag} ` } } });
 
@@ -257,7 +257,7 @@ describe('SQLite write safety (prisma/orm#29933)', () => {
         expect(failures).toEqual([]);
 
         // The connection is still healthy afterwards: a later write is committed, not left in an abandoned transaction.
-        await db.write((tx) => tx.organization.create({ data: { id: 'org_after', name: 'after 0', createdAt: new Date() } }));
+        await db.write((tx) => tx.organization.create({ data: { id: 'org_after', name: 'after 0', createdAt: BigInt(Date.now()) } }));
         expect(await countTagged(db, 'parent')).toBe(500);
       } finally {
         await db.close();
@@ -277,11 +277,11 @@ describe('SQLite write safety (prisma/orm#29933)', () => {
   test('the read connection is read-only, and sees what write() committed', () =>
     withScratch('sqlite', ({ url }) =>
       withDatabase(url, async (db) => {
-        await expect(db.prisma.organization.create({ data: { id: 'org_ro', name: 'read-only', createdAt: new Date() } })).rejects.toThrow(
+        await expect(db.prisma.organization.create({ data: { id: 'org_ro', name: 'read-only', createdAt: BigInt(Date.now()) } })).rejects.toThrow(
           /readonly/i,
         );
         await expect(db.prisma.$executeRawUnsafe(`DELETE FROM "WorkItem"`)).rejects.toThrow(/readonly/i);
-        await db.write((tx) => tx.organization.create({ data: { id: 'org_rw', name: 'written', createdAt: new Date() } }));
+        await db.write((tx) => tx.organization.create({ data: { id: 'org_rw', name: 'written', createdAt: BigInt(Date.now()) } }));
         expect(await db.prisma.organization.findUnique({ where: { id: 'org_rw' } })).toMatchObject({ name: 'written' });
         expect(await db.prisma.organization.count({ where: { id: 'org_ro' } })).toBe(0);
       }),

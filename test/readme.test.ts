@@ -6,7 +6,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, test } from 'vitest';
-import { root } from '../server/paths.ts';
+import { root } from '../server/core/paths.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'platform-readme-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

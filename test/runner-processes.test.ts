@@ -7,10 +7,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
-import { systemClock } from '../server/clock.ts';
+import { systemClock } from '../server/core/clock.ts';
 import { openDatabase, type Database } from '../server/db/index.ts';
-import { root } from '../server/paths.ts';
-import { enqueue } from '../server/runner.ts';
+import { root } from '../server/core/paths.ts';
+import { enqueue } from '../server/runner/runner.ts';
 import { scratchDatabase, usingPostgres, type ScratchDatabase } from './support/database.ts';
 
 const LEASE_MS = 1500;

@@ -4,11 +4,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { ManualClock } from '../server/clock.ts';
-import type { RunnerConfig } from '../server/config.ts';
+import { ManualClock } from '../server/core/clock.ts';
+import type { RunnerConfig } from '../server/core/config.ts';
 import { openDatabase, type Database, type Tx } from '../server/db/index.ts';
-import { createLogger } from '../server/log.ts';
-import { enqueue, Fenced, Runner, type ClaimedItem } from '../server/runner.ts';
+import { createLogger } from '../server/core/log.ts';
+import { enqueue, Fenced, Runner, type ClaimedItem } from '../server/runner/runner.ts';
 import { scratchDatabase, type ScratchDatabase } from './support/database.ts';
 
 let scratch: ScratchDatabase;
@@ -374,7 +374,7 @@ describe('what a runner claims', () => {
     await expect(
       db.write(async (tx) => {
         await enqueue(tx, clock, { kind: 'rolled-back', subjectId: 'rb' });
-        await tx.organization.create({ data: { id: `org_rb_${clock.now()}`, name: 'rolled back', createdAt: new Date(clock.now()) } });
+        await tx.organization.create({ data: { id: `org_rb_${clock.now()}`, name: 'rolled back', createdAt: BigInt(clock.now()) } });
         throw new Error('the resource could not be created');
       }),
     ).rejects.toThrow('the resource could not be created');

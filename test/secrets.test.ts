@@ -2,7 +2,7 @@
 // proof that a value never leaves the server: no response, no log line, no error message, no plaintext at rest.
 import Together from 'together-ai';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { decryptSecretValue, secretsKey } from '../server/modules/secrets.ts';
+import { decryptSecretValue, secretsKey } from '../server/modules/secrets/crypto.ts';
 import { expectError } from './support/expect.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
 

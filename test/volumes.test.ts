@@ -1,7 +1,7 @@
 // Tag Volumes: the seeded volume, create/get/update/delete, versions, mounting by deployments, the official client.
 import Together from 'together-ai';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { attachVolumes, detachVolumes } from '../server/modules/volumes.ts';
+import { attachVolumes, detachVolumes } from '../server/modules/volumes/rows.ts';
 import { expectError } from './support/expect.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
 

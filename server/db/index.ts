@@ -8,15 +8,14 @@
 //   the file's write lock at the start of each transaction (see TAKE_WRITE_LOCK);
 // - reads use a second, read-only connection, which under WAL sees committed data only and cannot write.
 // On PostgreSQL both are the same pool and `write()` is an ordinary interactive transaction.
-import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
 import { Mutex } from 'async-mutex';
 import { PrismaBetterSqlite3 } from '@prisma/adapter-better-sqlite3';
 import { PrismaPg } from '@prisma/adapter-pg';
 import { PrismaClient as SqliteClient, Prisma } from '../../generated/prisma/sqlite/client/client.ts';
 import { PrismaClient as PgClient } from '../../generated/prisma/postgresql/client/client.ts';
-import type { Provider } from '../paths.ts';
+import type { Provider } from '../core/paths.ts';
 import { deploy } from './migrations.ts';
+import { preflight } from './preflight.ts';
 import { pgConfig, providerOf, sqliteFile } from './urls.ts';
 
 // The two generated clients have the same models but types that do not unify; the app codes against one of them.
@@ -46,7 +45,7 @@ const TX_OPTIONS = { maxWait: 10_000, timeout: 30_000 };
 
 export async function openDatabase(url: string, options: { migrate?: boolean } = {}): Promise<Database> {
   const provider = providerOf(url);
-  if (provider === 'sqlite') mkdirSync(dirname(sqliteFile(url)), { recursive: true });
+  await preflight(provider, url);
   if (options.migrate !== false) await deploy(provider, url);
 
   if (provider === 'postgresql') {

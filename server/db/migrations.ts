@@ -17,7 +17,7 @@ import { bindMigrationAwareSqlAdapterFactory } from '@prisma/driver-adapter-util
 import type { SqlDriverAdapter, SqlMigrationAwareDriverAdapterFactory } from '@prisma/driver-adapter-utils';
 import * as runtime from '@prisma/schema-engine-wasm/schema_engine_bg';
 import type { MigrationList, SchemaEngine } from '@prisma/schema-engine-wasm';
-import { PROVIDERS, root, type Provider } from '../paths.ts';
+import { PROVIDERS, root, type Provider } from '../core/paths.ts';
 import { pgConfig, sqliteFile } from './urls.ts';
 
 const migrationsRoot = join(root, 'prisma/migrations');

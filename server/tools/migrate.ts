@@ -6,8 +6,8 @@ import { create, deploy, pendingChanges } from '../db/migrations.ts';
 import { providerOf } from '../db/urls.ts';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { PROVIDERS, root } from '../paths.ts';
-import { loadConfig } from '../config.ts';
+import { loadConfig } from '../core/config.ts';
+import { PROVIDERS, root } from '../core/paths.ts';
 
 const [command, arg] = process.argv.slice(2);
 if (command === 'create') {

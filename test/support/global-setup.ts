@@ -2,7 +2,7 @@
 // response it sends; test/coverage/ reads it after all the contract tests have run.
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { root } from '../../server/paths.ts';
+import { root } from '../../server/core/paths.ts';
 
 export default function setup() {
   const dir = join(root, '.test-output');

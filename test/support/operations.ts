@@ -1,7 +1,7 @@
 // The generated operation table, with what the generic contract tests need to call any operation.
 import { operations, type OperationId } from '../../generated/operations.ts';
 import { readFileSync } from 'node:fs';
-import { specPath } from '../../server/paths.ts';
+import { specPath } from '../../server/core/paths.ts';
 
 export const spec = JSON.parse(readFileSync(specPath, 'utf8'));
 export const operationIds = Object.keys(operations) as OperationId[];

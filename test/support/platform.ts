@@ -1,115 +1,156 @@
-// Starts a whole platform for a test file: fresh database (seeded exactly as a first start seeds it), a manual
-// clock, the runner driven by the test (`drain()`), logs captured in memory, and two callers in two projects of
-// two organizations: `api` (the default project, with the first-start key) and `other`.
+// The test kit every test file uses: a whole platform on a fresh database (seeded exactly as a first start seeds
+// it), a manual clock moved by `advance` (which also runs whatever work became due), logs captured in memory, and
+// callers: `caller` (the default project, with the first-start key) and `other` (a project of another organization),
+// or as many more as a test makes with `newCaller`. Each caller acts as its project through `api` (the typed client)
+// or `http` (supertest with its key set). `restart()` stops the platform and starts it again on the same database
+// and clock, as a process restart would; callers keep working.
 import { appendFileSync } from 'node:fs';
 import { Writable } from 'node:stream';
 import supertest from 'supertest';
 import { createPlatformClient, type PlatformClient } from '../../client/index.ts';
-import { createApiKey, createOrganization, createProject, identityForHash, hashKey, type Identity } from '../../server/accounts.ts';
-import { ManualClock } from '../../server/clock.ts';
-import { loadConfig, type Config } from '../../server/config.ts';
-import { createLogger } from '../../server/log.ts';
+import { createApiKey, createOrganization, createProject, hashKey, identityForHash, type Identity } from '../../server/accounts.ts';
+import { ManualClock } from '../../server/core/clock.ts';
+import { loadConfig, type Config } from '../../server/core/config.ts';
+import { createLogger } from '../../server/core/log.ts';
+import type { FixtureKit } from '../../server/modules/types.ts';
 import { startPlatform, type Platform } from '../../server/platform.ts';
-import { scratchDatabase } from './database.ts';
+import { scratchDatabase, type ScratchDatabase } from './database.ts';
 
 export interface Caller {
   key: string;
   identity: Identity;
+  /** The typed client, with this caller's key. */
   api: PlatformClient;
+  /** supertest on the running server, with this caller's key on every request. */
+  http: ReturnType<typeof supertest.agent>;
 }
 
-export interface TestPlatform {
-  url: string;
-  clock: ManualClock;
-  platform: Platform;
-  services: Platform['services'];
-  /** The default project's caller (the first-start key). */
-  caller: Caller;
-  /** A caller in another organization's project. */
-  other: Caller;
-  api: PlatformClient;
-  http: ReturnType<typeof supertest>;
-  /** Every log line written so far, as text. */
-  logs: string[];
-  /** Moves the clock forward and runs every work item that became due. */
-  advance(ms: number): Promise<void>;
-  newCaller(projectId?: string): Promise<Caller>;
-  /** Makes every database call fail until `restore()` (for the documented 500s). */
-  breakDatabase(): () => void;
-  close(): Promise<void>;
+export interface TestPlatformOptions {
+  config?: Partial<Config>;
+  runner?: Partial<Config['runner']>;
 }
 
-export async function startTestPlatform(overrides: { config?: Partial<Config>; runner?: Partial<Config['runner']> } = {}): Promise<TestPlatform> {
-  const scratch = await scratchDatabase();
-  const base = loadConfig({});
-  const config: Config = {
-    ...base,
-    port: 0,
-    databaseUrl: scratch.url,
-    logLevel: 'info',
-    ...overrides.config,
-    runner: { ...base.runner, enabled: false, ...overrides.runner },
-  };
-  const logs: string[] = [];
-  const sink = new Writable({
-    write(chunk, _enc, done) {
-      logs.push(String(chunk));
-      done();
-    },
-  });
-  const clock = new ManualClock();
-  const observations = process.env.CONTRACT_OBSERVATIONS;
-  const platform = await startPlatform(config, {
-    clock,
-    log: createLogger(config.logLevel, sink),
-    observe: observations ? (op, status) => op && appendFileSync(observations, `${op} ${status}\n`) : undefined,
-  });
-  const { services } = platform;
-  const url = platform.url!;
+export class TestPlatform {
+  readonly clock = new ManualClock();
+  /** Every log line written so far, as text (across restarts). */
+  readonly logs: string[] = [];
+  platform!: Platform;
+  caller!: Caller;
+  other!: Caller;
+  private callers: Caller[] = [];
 
-  const callerFor = async (key: string): Promise<Caller> => ({
-    key,
-    identity: (await identityForHash(services.db, hashKey(key)))!,
-    api: createPlatformClient({ baseUrl: url, apiKey: key }),
-  });
-  const caller = await callerFor(platform.firstKey!);
-  const newCaller = async (projectId?: string) => {
+  private constructor(
+    private readonly scratch: ScratchDatabase,
+    readonly config: Config,
+  ) {}
+
+  static async start(options: TestPlatformOptions = {}): Promise<TestPlatform> {
+    const scratch = await scratchDatabase();
+    const base = loadConfig({});
+    const config: Config = {
+      ...base,
+      port: 0,
+      databaseUrl: scratch.url,
+      logLevel: 'info',
+      ...options.config,
+      runner: { ...base.runner, enabled: false, ...options.runner },
+    };
+    const t = new TestPlatform(scratch, config);
+    await t.boot();
+    t.caller = await t.callerFor(t.platform.firstKey!);
+    t.other = await t.newCaller();
+    return t;
+  }
+
+  private async boot(): Promise<void> {
+    const sink = new Writable({
+      write: (chunk, _enc, done) => {
+        this.logs.push(String(chunk));
+        done();
+      },
+    });
+    const observations = process.env.CONTRACT_OBSERVATIONS;
+    this.platform = await startPlatform(this.config, {
+      clock: this.clock,
+      log: createLogger(this.config.logLevel, sink),
+      observe: observations ? (op, status) => op && appendFileSync(observations, `${op} ${status}\n`) : undefined,
+    });
+    for (const c of this.callers) this.connect(c);
+  }
+
+  get url(): string {
+    return this.platform.url!;
+  }
+
+  get services(): Platform['services'] {
+    return this.platform.services;
+  }
+
+  /** supertest on the running server, without a key. */
+  get http() {
+    return supertest(this.url);
+  }
+
+  /** The default project's typed client. */
+  get api(): PlatformClient {
+    return this.caller.api;
+  }
+
+  private connect(c: Caller): void {
+    c.api = createPlatformClient({ baseUrl: this.url, apiKey: c.key });
+    c.http = supertest.agent(this.url).set('Authorization', `Bearer ${c.key}`);
+  }
+
+  private async callerFor(key: string): Promise<Caller> {
+    const c = { key, identity: (await identityForHash(this.services.db, hashKey(key)))! } as Caller;
+    this.connect(c);
+    this.callers.push(c);
+    return c;
+  }
+
+  /** A caller with a new key: in `projectId`, or in a new project of a new organization. */
+  async newCaller(projectId?: string): Promise<Caller> {
+    const { db } = this.services;
     if (!projectId) {
-      const org = await createOrganization(services.db, clock, 'Other Organization');
-      projectId = (await createProject(services.db, clock, { organizationId: org.id, name: 'Other Project' })).id;
+      const org = await createOrganization(db, this.clock, 'Other Organization');
+      projectId = (await createProject(db, this.clock, { organizationId: org.id, name: 'Other Project' })).id;
     }
-    return callerFor((await createApiKey(services.db, clock, { projectId, name: 'test' })).secret);
-  };
-  const other = await newCaller();
+    return this.callerFor((await createApiKey(db, this.clock, { projectId, name: 'test' })).secret);
+  }
 
-  return {
-    url,
-    clock,
-    platform,
-    services,
-    caller,
-    other,
-    api: caller.api,
-    http: supertest(url),
-    logs,
-    advance: async (ms) => {
-      clock.advance(ms);
-      await services.runner.drain();
-    },
-    newCaller,
-    breakDatabase: () => {
-      const db = services.db;
-      const { prisma, write } = db;
-      const fail = () => {
-        throw new Error('database is down (injected by the test)');
-      };
-      db.prisma = new Proxy({}, { get: () => new Proxy(fail, { get: () => fail }) }) as any;
-      db.write = async () => fail();
-      return () => Object.assign(db, { prisma, write });
-    },
-    close: async () => {
-      await platform.close();
-      await scratch.drop();
-    },
-  };
+  /** Moves the clock forward and runs every work item that became due. */
+  async advance(ms: number): Promise<void> {
+    this.clock.advance(ms);
+    await this.services.runner.drain();
+  }
+
+  /** Stops the platform and starts it again on the same database and clock. */
+  async restart(): Promise<void> {
+    await this.platform.close();
+    await this.boot();
+  }
+
+  /** What a module's fixtures need to act as `owner`. */
+  fixtureKit(owner: Caller): FixtureKit {
+    return { services: this.services, owner: { key: owner.key, projectId: owner.identity.projectId, api: owner.api } };
+  }
+
+  /** Makes every database call fail until the returned function is called (for the documented 500s). */
+  breakDatabase(): () => void {
+    const db = this.services.db;
+    const { prisma, write } = db;
+    const fail = () => {
+      throw new Error('database is down (injected by the test)');
+    };
+    db.prisma = new Proxy({}, { get: () => new Proxy(fail, { get: () => fail }) }) as typeof prisma;
+    db.write = async () => fail();
+    return () => Object.assign(db, { prisma, write });
+  }
+
+  async close(): Promise<void> {
+    await this.platform.close();
+    await this.scratch.drop();
+  }
 }
+
+export const startTestPlatform = (options: TestPlatformOptions = {}) => TestPlatform.start(options);

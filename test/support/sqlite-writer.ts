@@ -17,7 +17,7 @@ const results = await Promise.allSettled(
   Array.from({ length: count }, (_, i) =>
     db.write(async (tx) => {
       await tx.organization.count({ where: { name: { startsWith: tag } } });
-      await tx.organization.create({ data: { id: `org_${tag}_${i}`, name: `${tag} ${i}`, createdAt: new Date() } });
+      await tx.organization.create({ data: { id: `org_${tag}_${i}`, name: `${tag} ${i}`, createdAt: BigInt(Date.now()) } });
     }),
   ),
 );

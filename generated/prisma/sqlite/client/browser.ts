@@ -33,6 +33,11 @@ export type Project = Prisma.ProjectModel
  */
 export type ApiKey = Prisma.ApiKeyModel
 /**
+ * Model SeedRun
+ * 
+ */
+export type SeedRun = Prisma.SeedRunModel
+/**
  * Model Hardware
  * 
  */

@@ -11,6 +11,7 @@
 export type * from './models/Organization.ts'
 export type * from './models/Project.ts'
 export type * from './models/ApiKey.ts'
+export type * from './models/SeedRun.ts'
 export type * from './models/Hardware.ts'
 export type * from './models/Model.ts'
 export type * from './models/ModelUploadJob.ts'

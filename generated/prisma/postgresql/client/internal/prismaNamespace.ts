@@ -400,6 +400,7 @@ export const ModelName = {
   Organization: 'Organization',
   Project: 'Project',
   ApiKey: 'ApiKey',
+  SeedRun: 'SeedRun',
   Hardware: 'Hardware',
   Model: 'Model',
   ModelUploadJob: 'ModelUploadJob',
@@ -437,7 +438,7 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
     omit: GlobalOmitOptions
   }
   meta: {
-    modelProps: "organization" | "project" | "apiKey" | "hardware" | "model" | "modelUploadJob" | "hardwareReservation" | "cluster" | "computeHost" | "computeInstance" | "computeVm" | "passiveHealthCheckAlert" | "remediation" | "idempotencyRecord" | "v1Endpoint" | "modelConfig" | "dedicatedEndpoint" | "deployment" | "endpointEvent" | "adapterBinding" | "workItem" | "volume" | "volumeVersion" | "volumeMount" | "secret"
+    modelProps: "organization" | "project" | "apiKey" | "seedRun" | "hardware" | "model" | "modelUploadJob" | "hardwareReservation" | "cluster" | "computeHost" | "computeInstance" | "computeVm" | "passiveHealthCheckAlert" | "remediation" | "idempotencyRecord" | "v1Endpoint" | "modelConfig" | "dedicatedEndpoint" | "deployment" | "endpointEvent" | "adapterBinding" | "workItem" | "volume" | "volumeVersion" | "volumeMount" | "secret"
     txIsolationLevel: TransactionIsolationLevel
   }
   model: {
@@ -660,6 +661,80 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
         count: {
           args: Prisma.ApiKeyCountArgs<ExtArgs>
           result: runtime.Types.Utils.Optional<Prisma.ApiKeyCountAggregateOutputType> | number
+        }
+      }
+    }
+    SeedRun: {
+      payload: Prisma.$SeedRunPayload<ExtArgs>
+      fields: Prisma.SeedRunFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.SeedRunFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$SeedRunPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.SeedRunFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$SeedRunPayload>
+        }
+        findFirst: {
+          args: Prisma.SeedRunFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$SeedRunPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.SeedRunFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$SeedRunPayload>
+        }
+        findMany: {
+          args: Prisma.SeedRunFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$SeedRunPayload>[]
+        }
+        create: {
+          args: Prisma.SeedRunCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$SeedRunPayload>
+        }
+        createMany: {
+          args: Prisma.SeedRunCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.SeedRunCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$SeedRunPayload>[]
+        }
+        delete: {
+          args: Prisma.SeedRunDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$SeedRunPayload>
+        }
+        update: {
+          args: Prisma.SeedRunUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$SeedRunPayload>
+        }
+        deleteMany: {
+          args: Prisma.SeedRunDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.SeedRunUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.SeedRunUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$SeedRunPayload>[]
+        }
+        upsert: {
+          args: Prisma.SeedRunUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$SeedRunPayload>
+        }
+        aggregate: {
+          args: Prisma.SeedRunAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateSeedRun>
+        }
+        groupBy: {
+          args: Prisma.SeedRunGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.SeedRunGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.SeedRunCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.SeedRunCountAggregateOutputType> | number
         }
       }
     }
@@ -2357,10 +2432,20 @@ export const ApiKeyScalarFieldEnum = {
   hash: 'hash',
   prefix: 'prefix',
   createdAt: 'createdAt',
-  revokedAt: 'revokedAt'
+  revokedAt: 'revokedAt',
+  development: 'development',
+  announcedAt: 'announcedAt'
 } as const
 
 export type ApiKeyScalarFieldEnum = (typeof ApiKeyScalarFieldEnum)[keyof typeof ApiKeyScalarFieldEnum]
+
+
+export const SeedRunScalarFieldEnum = {
+  module: 'module',
+  seededAt: 'seededAt'
+} as const
+
+export type SeedRunScalarFieldEnum = (typeof SeedRunScalarFieldEnum)[keyof typeof SeedRunScalarFieldEnum]
 
 
 export const HardwareScalarFieldEnum = {
@@ -2399,7 +2484,7 @@ export const ModelScalarFieldEnum = {
   source: 'source',
   sourceKind: 'sourceKind',
   status: 'status',
-  created: 'created'
+  createdAt: 'createdAt'
 } as const
 
 export type ModelScalarFieldEnum = (typeof ModelScalarFieldEnum)[keyof typeof ModelScalarFieldEnum]
@@ -2539,7 +2624,7 @@ export const IdempotencyRecordScalarFieldEnum = {
   operation: 'operation',
   key: 'key',
   requestHash: 'requestHash',
-  resourceId: 'resourceId',
+  response: 'response',
   createdAt: 'createdAt'
 } as const
 
@@ -2766,16 +2851,23 @@ export type ListStringFieldRefInput<$PrismaModel> = FieldRefInputType<$PrismaMod
 
 
 /**
- * Reference to a field of type 'DateTime'
+ * Reference to a field of type 'BigInt'
  */
-export type DateTimeFieldRefInput<$PrismaModel> = FieldRefInputType<$PrismaModel, 'DateTime'>
+export type BigIntFieldRefInput<$PrismaModel> = FieldRefInputType<$PrismaModel, 'BigInt'>
     
 
 
 /**
- * Reference to a field of type 'DateTime[]'
+ * Reference to a field of type 'BigInt[]'
  */
-export type ListDateTimeFieldRefInput<$PrismaModel> = FieldRefInputType<$PrismaModel, 'DateTime[]'>
+export type ListBigIntFieldRefInput<$PrismaModel> = FieldRefInputType<$PrismaModel, 'BigInt[]'>
+    
+
+
+/**
+ * Reference to a field of type 'Boolean'
+ */
+export type BooleanFieldRefInput<$PrismaModel> = FieldRefInputType<$PrismaModel, 'Boolean'>
     
 
 
@@ -2804,27 +2896,6 @@ export type FloatFieldRefInput<$PrismaModel> = FieldRefInputType<$PrismaModel, '
  * Reference to a field of type 'Float[]'
  */
 export type ListFloatFieldRefInput<$PrismaModel> = FieldRefInputType<$PrismaModel, 'Float[]'>
-    
-
-
-/**
- * Reference to a field of type 'Boolean'
- */
-export type BooleanFieldRefInput<$PrismaModel> = FieldRefInputType<$PrismaModel, 'Boolean'>
-    
-
-
-/**
- * Reference to a field of type 'BigInt'
- */
-export type BigIntFieldRefInput<$PrismaModel> = FieldRefInputType<$PrismaModel, 'BigInt'>
-    
-
-
-/**
- * Reference to a field of type 'BigInt[]'
- */
-export type ListBigIntFieldRefInput<$PrismaModel> = FieldRefInputType<$PrismaModel, 'BigInt[]'>
     
 
 /**
@@ -2981,6 +3052,7 @@ export type GlobalOmitConfig = {
   organization?: Prisma.OrganizationOmit
   project?: Prisma.ProjectOmit
   apiKey?: Prisma.ApiKeyOmit
+  seedRun?: Prisma.SeedRunOmit
   hardware?: Prisma.HardwareOmit
   model?: Prisma.ModelOmit
   modelUploadJob?: Prisma.ModelUploadJobOmit

@@ -29,11 +29,15 @@ export type AggregateDedicatedEndpoint = {
 export type DedicatedEndpointAvgAggregateOutputType = {
   routedCount: number | null
   eventSeq: number | null
+  createdAt: number | null
+  updatedAt: number | null
 }
 
 export type DedicatedEndpointSumAggregateOutputType = {
   routedCount: number | null
   eventSeq: number | null
+  createdAt: bigint | null
+  updatedAt: bigint | null
 }
 
 export type DedicatedEndpointMinAggregateOutputType = {
@@ -45,8 +49,8 @@ export type DedicatedEndpointMinAggregateOutputType = {
   routedCount: number | null
   eventSeq: number | null
   etag: string | null
-  createdAt: Date | null
-  updatedAt: Date | null
+  createdAt: bigint | null
+  updatedAt: bigint | null
 }
 
 export type DedicatedEndpointMaxAggregateOutputType = {
@@ -58,8 +62,8 @@ export type DedicatedEndpointMaxAggregateOutputType = {
   routedCount: number | null
   eventSeq: number | null
   etag: string | null
-  createdAt: Date | null
-  updatedAt: Date | null
+  createdAt: bigint | null
+  updatedAt: bigint | null
 }
 
 export type DedicatedEndpointCountAggregateOutputType = {
@@ -80,11 +84,15 @@ export type DedicatedEndpointCountAggregateOutputType = {
 export type DedicatedEndpointAvgAggregateInputType = {
   routedCount?: true
   eventSeq?: true
+  createdAt?: true
+  updatedAt?: true
 }
 
 export type DedicatedEndpointSumAggregateInputType = {
   routedCount?: true
   eventSeq?: true
+  createdAt?: true
+  updatedAt?: true
 }
 
 export type DedicatedEndpointMinAggregateInputType = {
@@ -222,8 +230,8 @@ export type DedicatedEndpointGroupByOutputType = {
   routedCount: number
   eventSeq: number
   etag: string
-  createdAt: Date
-  updatedAt: Date
+  createdAt: bigint
+  updatedAt: bigint
   _count: DedicatedEndpointCountAggregateOutputType | null
   _avg: DedicatedEndpointAvgAggregateOutputType | null
   _sum: DedicatedEndpointSumAggregateOutputType | null
@@ -258,8 +266,8 @@ export type DedicatedEndpointWhereInput = {
   routedCount?: Prisma.IntFilter<"DedicatedEndpoint"> | number
   eventSeq?: Prisma.IntFilter<"DedicatedEndpoint"> | number
   etag?: Prisma.StringFilter<"DedicatedEndpoint"> | string
-  createdAt?: Prisma.DateTimeFilter<"DedicatedEndpoint"> | Date | string
-  updatedAt?: Prisma.DateTimeFilter<"DedicatedEndpoint"> | Date | string
+  createdAt?: Prisma.BigIntFilter<"DedicatedEndpoint"> | bigint | number
+  updatedAt?: Prisma.BigIntFilter<"DedicatedEndpoint"> | bigint | number
 }
 
 export type DedicatedEndpointOrderByWithRelationInput = {
@@ -288,8 +296,8 @@ export type DedicatedEndpointWhereUniqueInput = Prisma.AtLeast<{
   routedCount?: Prisma.IntFilter<"DedicatedEndpoint"> | number
   eventSeq?: Prisma.IntFilter<"DedicatedEndpoint"> | number
   etag?: Prisma.StringFilter<"DedicatedEndpoint"> | string
-  createdAt?: Prisma.DateTimeFilter<"DedicatedEndpoint"> | Date | string
-  updatedAt?: Prisma.DateTimeFilter<"DedicatedEndpoint"> | Date | string
+  createdAt?: Prisma.BigIntFilter<"DedicatedEndpoint"> | bigint | number
+  updatedAt?: Prisma.BigIntFilter<"DedicatedEndpoint"> | bigint | number
 }, "id" | "projectId_name">
 
 export type DedicatedEndpointOrderByWithAggregationInput = {
@@ -322,8 +330,8 @@ export type DedicatedEndpointScalarWhereWithAggregatesInput = {
   routedCount?: Prisma.IntWithAggregatesFilter<"DedicatedEndpoint"> | number
   eventSeq?: Prisma.IntWithAggregatesFilter<"DedicatedEndpoint"> | number
   etag?: Prisma.StringWithAggregatesFilter<"DedicatedEndpoint"> | string
-  createdAt?: Prisma.DateTimeWithAggregatesFilter<"DedicatedEndpoint"> | Date | string
-  updatedAt?: Prisma.DateTimeWithAggregatesFilter<"DedicatedEndpoint"> | Date | string
+  createdAt?: Prisma.BigIntWithAggregatesFilter<"DedicatedEndpoint"> | bigint | number
+  updatedAt?: Prisma.BigIntWithAggregatesFilter<"DedicatedEndpoint"> | bigint | number
 }
 
 export type DedicatedEndpointCreateInput = {
@@ -335,8 +343,8 @@ export type DedicatedEndpointCreateInput = {
   routedCount?: number
   eventSeq?: number
   etag: string
-  createdAt: Date | string
-  updatedAt: Date | string
+  createdAt: bigint | number
+  updatedAt: bigint | number
 }
 
 export type DedicatedEndpointUncheckedCreateInput = {
@@ -348,8 +356,8 @@ export type DedicatedEndpointUncheckedCreateInput = {
   routedCount?: number
   eventSeq?: number
   etag: string
-  createdAt: Date | string
-  updatedAt: Date | string
+  createdAt: bigint | number
+  updatedAt: bigint | number
 }
 
 export type DedicatedEndpointUpdateInput = {
@@ -361,8 +369,8 @@ export type DedicatedEndpointUpdateInput = {
   routedCount?: Prisma.IntFieldUpdateOperationsInput | number
   eventSeq?: Prisma.IntFieldUpdateOperationsInput | number
   etag?: Prisma.StringFieldUpdateOperationsInput | string
-  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
-  updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  updatedAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
 }
 
 export type DedicatedEndpointUncheckedUpdateInput = {
@@ -374,8 +382,8 @@ export type DedicatedEndpointUncheckedUpdateInput = {
   routedCount?: Prisma.IntFieldUpdateOperationsInput | number
   eventSeq?: Prisma.IntFieldUpdateOperationsInput | number
   etag?: Prisma.StringFieldUpdateOperationsInput | string
-  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
-  updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  updatedAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
 }
 
 export type DedicatedEndpointCreateManyInput = {
@@ -387,8 +395,8 @@ export type DedicatedEndpointCreateManyInput = {
   routedCount?: number
   eventSeq?: number
   etag: string
-  createdAt: Date | string
-  updatedAt: Date | string
+  createdAt: bigint | number
+  updatedAt: bigint | number
 }
 
 export type DedicatedEndpointUpdateManyMutationInput = {
@@ -400,8 +408,8 @@ export type DedicatedEndpointUpdateManyMutationInput = {
   routedCount?: Prisma.IntFieldUpdateOperationsInput | number
   eventSeq?: Prisma.IntFieldUpdateOperationsInput | number
   etag?: Prisma.StringFieldUpdateOperationsInput | string
-  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
-  updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  updatedAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
 }
 
 export type DedicatedEndpointUncheckedUpdateManyInput = {
@@ -413,8 +421,8 @@ export type DedicatedEndpointUncheckedUpdateManyInput = {
   routedCount?: Prisma.IntFieldUpdateOperationsInput | number
   eventSeq?: Prisma.IntFieldUpdateOperationsInput | number
   etag?: Prisma.StringFieldUpdateOperationsInput | string
-  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
-  updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  updatedAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
 }
 
 export type DedicatedEndpointProjectIdNameCompoundUniqueInput = {
@@ -438,6 +446,8 @@ export type DedicatedEndpointCountOrderByAggregateInput = {
 export type DedicatedEndpointAvgOrderByAggregateInput = {
   routedCount?: Prisma.SortOrder
   eventSeq?: Prisma.SortOrder
+  createdAt?: Prisma.SortOrder
+  updatedAt?: Prisma.SortOrder
 }
 
 export type DedicatedEndpointMaxOrderByAggregateInput = {
@@ -469,6 +479,8 @@ export type DedicatedEndpointMinOrderByAggregateInput = {
 export type DedicatedEndpointSumOrderByAggregateInput = {
   routedCount?: Prisma.SortOrder
   eventSeq?: Prisma.SortOrder
+  createdAt?: Prisma.SortOrder
+  updatedAt?: Prisma.SortOrder
 }
 
 
@@ -539,8 +551,8 @@ export type $DedicatedEndpointPayload<ExtArgs extends runtime.Types.Extensions.I
     routedCount: number
     eventSeq: number
     etag: string
-    createdAt: Date
-    updatedAt: Date
+    createdAt: bigint
+    updatedAt: bigint
   }, ExtArgs["result"]["dedicatedEndpoint"]>
   composites: {}
 }
@@ -972,8 +984,8 @@ export interface DedicatedEndpointFieldRefs {
   readonly routedCount: Prisma.FieldRef<"DedicatedEndpoint", 'Int'>
   readonly eventSeq: Prisma.FieldRef<"DedicatedEndpoint", 'Int'>
   readonly etag: Prisma.FieldRef<"DedicatedEndpoint", 'String'>
-  readonly createdAt: Prisma.FieldRef<"DedicatedEndpoint", 'DateTime'>
-  readonly updatedAt: Prisma.FieldRef<"DedicatedEndpoint", 'DateTime'>
+  readonly createdAt: Prisma.FieldRef<"DedicatedEndpoint", 'BigInt'>
+  readonly updatedAt: Prisma.FieldRef<"DedicatedEndpoint", 'BigInt'>
 }
     
 

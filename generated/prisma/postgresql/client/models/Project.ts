@@ -20,8 +20,18 @@ export type ProjectModel = runtime.Types.Result.DefaultSelection<Prisma.$Project
 
 export type AggregateProject = {
   _count: ProjectCountAggregateOutputType | null
+  _avg: ProjectAvgAggregateOutputType | null
+  _sum: ProjectSumAggregateOutputType | null
   _min: ProjectMinAggregateOutputType | null
   _max: ProjectMaxAggregateOutputType | null
+}
+
+export type ProjectAvgAggregateOutputType = {
+  createdAt: number | null
+}
+
+export type ProjectSumAggregateOutputType = {
+  createdAt: bigint | null
 }
 
 export type ProjectMinAggregateOutputType = {
@@ -29,7 +39,7 @@ export type ProjectMinAggregateOutputType = {
   organizationId: string | null
   name: string | null
   slug: string | null
-  createdAt: Date | null
+  createdAt: bigint | null
 }
 
 export type ProjectMaxAggregateOutputType = {
@@ -37,7 +47,7 @@ export type ProjectMaxAggregateOutputType = {
   organizationId: string | null
   name: string | null
   slug: string | null
-  createdAt: Date | null
+  createdAt: bigint | null
 }
 
 export type ProjectCountAggregateOutputType = {
@@ -49,6 +59,14 @@ export type ProjectCountAggregateOutputType = {
   _all: number
 }
 
+
+export type ProjectAvgAggregateInputType = {
+  createdAt?: true
+}
+
+export type ProjectSumAggregateInputType = {
+  createdAt?: true
+}
 
 export type ProjectMinAggregateInputType = {
   id?: true
@@ -113,6 +131,18 @@ export type ProjectAggregateArgs<ExtArgs extends runtime.Types.Extensions.Intern
   /**
    * {@link https://www.prisma.io/docs/concepts/components/prisma-client/aggregations Aggregation Docs}
    * 
+   * Select which fields to average
+  **/
+  _avg?: ProjectAvgAggregateInputType
+  /**
+   * {@link https://www.prisma.io/docs/concepts/components/prisma-client/aggregations Aggregation Docs}
+   * 
+   * Select which fields to sum
+  **/
+  _sum?: ProjectSumAggregateInputType
+  /**
+   * {@link https://www.prisma.io/docs/concepts/components/prisma-client/aggregations Aggregation Docs}
+   * 
    * Select which fields to find the minimum value
   **/
   _min?: ProjectMinAggregateInputType
@@ -143,6 +173,8 @@ export type ProjectGroupByArgs<ExtArgs extends runtime.Types.Extensions.Internal
   take?: number
   skip?: number
   _count?: ProjectCountAggregateInputType | true
+  _avg?: ProjectAvgAggregateInputType
+  _sum?: ProjectSumAggregateInputType
   _min?: ProjectMinAggregateInputType
   _max?: ProjectMaxAggregateInputType
 }
@@ -152,8 +184,10 @@ export type ProjectGroupByOutputType = {
   organizationId: string
   name: string
   slug: string
-  createdAt: Date
+  createdAt: bigint
   _count: ProjectCountAggregateOutputType | null
+  _avg: ProjectAvgAggregateOutputType | null
+  _sum: ProjectSumAggregateOutputType | null
   _min: ProjectMinAggregateOutputType | null
   _max: ProjectMaxAggregateOutputType | null
 }
@@ -181,7 +215,7 @@ export type ProjectWhereInput = {
   organizationId?: Prisma.StringFilter<"Project"> | string
   name?: Prisma.StringFilter<"Project"> | string
   slug?: Prisma.StringFilter<"Project"> | string
-  createdAt?: Prisma.DateTimeFilter<"Project"> | Date | string
+  createdAt?: Prisma.BigIntFilter<"Project"> | bigint | number
   organization?: Prisma.XOR<Prisma.OrganizationScalarRelationFilter, Prisma.OrganizationWhereInput>
   apiKeys?: Prisma.ApiKeyListRelationFilter
 }
@@ -204,7 +238,7 @@ export type ProjectWhereUniqueInput = Prisma.AtLeast<{
   NOT?: Prisma.ProjectWhereInput | Prisma.ProjectWhereInput[]
   organizationId?: Prisma.StringFilter<"Project"> | string
   name?: Prisma.StringFilter<"Project"> | string
-  createdAt?: Prisma.DateTimeFilter<"Project"> | Date | string
+  createdAt?: Prisma.BigIntFilter<"Project"> | bigint | number
   organization?: Prisma.XOR<Prisma.OrganizationScalarRelationFilter, Prisma.OrganizationWhereInput>
   apiKeys?: Prisma.ApiKeyListRelationFilter
 }, "id" | "slug">
@@ -216,8 +250,10 @@ export type ProjectOrderByWithAggregationInput = {
   slug?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   _count?: Prisma.ProjectCountOrderByAggregateInput
+  _avg?: Prisma.ProjectAvgOrderByAggregateInput
   _max?: Prisma.ProjectMaxOrderByAggregateInput
   _min?: Prisma.ProjectMinOrderByAggregateInput
+  _sum?: Prisma.ProjectSumOrderByAggregateInput
 }
 
 export type ProjectScalarWhereWithAggregatesInput = {
@@ -228,14 +264,14 @@ export type ProjectScalarWhereWithAggregatesInput = {
   organizationId?: Prisma.StringWithAggregatesFilter<"Project"> | string
   name?: Prisma.StringWithAggregatesFilter<"Project"> | string
   slug?: Prisma.StringWithAggregatesFilter<"Project"> | string
-  createdAt?: Prisma.DateTimeWithAggregatesFilter<"Project"> | Date | string
+  createdAt?: Prisma.BigIntWithAggregatesFilter<"Project"> | bigint | number
 }
 
 export type ProjectCreateInput = {
   id: string
   name: string
   slug: string
-  createdAt: Date | string
+  createdAt: bigint | number
   organization: Prisma.OrganizationCreateNestedOneWithoutProjectsInput
   apiKeys?: Prisma.ApiKeyCreateNestedManyWithoutProjectInput
 }
@@ -245,7 +281,7 @@ export type ProjectUncheckedCreateInput = {
   organizationId: string
   name: string
   slug: string
-  createdAt: Date | string
+  createdAt: bigint | number
   apiKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutProjectInput
 }
 
@@ -253,7 +289,7 @@ export type ProjectUpdateInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   name?: Prisma.StringFieldUpdateOperationsInput | string
   slug?: Prisma.StringFieldUpdateOperationsInput | string
-  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   organization?: Prisma.OrganizationUpdateOneRequiredWithoutProjectsNestedInput
   apiKeys?: Prisma.ApiKeyUpdateManyWithoutProjectNestedInput
 }
@@ -263,7 +299,7 @@ export type ProjectUncheckedUpdateInput = {
   organizationId?: Prisma.StringFieldUpdateOperationsInput | string
   name?: Prisma.StringFieldUpdateOperationsInput | string
   slug?: Prisma.StringFieldUpdateOperationsInput | string
-  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   apiKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutProjectNestedInput
 }
 
@@ -272,14 +308,14 @@ export type ProjectCreateManyInput = {
   organizationId: string
   name: string
   slug: string
-  createdAt: Date | string
+  createdAt: bigint | number
 }
 
 export type ProjectUpdateManyMutationInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   name?: Prisma.StringFieldUpdateOperationsInput | string
   slug?: Prisma.StringFieldUpdateOperationsInput | string
-  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
 }
 
 export type ProjectUncheckedUpdateManyInput = {
@@ -287,7 +323,7 @@ export type ProjectUncheckedUpdateManyInput = {
   organizationId?: Prisma.StringFieldUpdateOperationsInput | string
   name?: Prisma.StringFieldUpdateOperationsInput | string
   slug?: Prisma.StringFieldUpdateOperationsInput | string
-  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
 }
 
 export type ProjectListRelationFilter = {
@@ -308,6 +344,10 @@ export type ProjectCountOrderByAggregateInput = {
   createdAt?: Prisma.SortOrder
 }
 
+export type ProjectAvgOrderByAggregateInput = {
+  createdAt?: Prisma.SortOrder
+}
+
 export type ProjectMaxOrderByAggregateInput = {
   id?: Prisma.SortOrder
   organizationId?: Prisma.SortOrder
@@ -321,6 +361,10 @@ export type ProjectMinOrderByAggregateInput = {
   organizationId?: Prisma.SortOrder
   name?: Prisma.SortOrder
   slug?: Prisma.SortOrder
+  createdAt?: Prisma.SortOrder
+}
+
+export type ProjectSumOrderByAggregateInput = {
   createdAt?: Prisma.SortOrder
 }
 
@@ -389,7 +433,7 @@ export type ProjectCreateWithoutOrganizationInput = {
   id: string
   name: string
   slug: string
-  createdAt: Date | string
+  createdAt: bigint | number
   apiKeys?: Prisma.ApiKeyCreateNestedManyWithoutProjectInput
 }
 
@@ -397,7 +441,7 @@ export type ProjectUncheckedCreateWithoutOrganizationInput = {
   id: string
   name: string
   slug: string
-  createdAt: Date | string
+  createdAt: bigint | number
   apiKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutProjectInput
 }
 
@@ -435,14 +479,14 @@ export type ProjectScalarWhereInput = {
   organizationId?: Prisma.StringFilter<"Project"> | string
   name?: Prisma.StringFilter<"Project"> | string
   slug?: Prisma.StringFilter<"Project"> | string
-  createdAt?: Prisma.DateTimeFilter<"Project"> | Date | string
+  createdAt?: Prisma.BigIntFilter<"Project"> | bigint | number
 }
 
 export type ProjectCreateWithoutApiKeysInput = {
   id: string
   name: string
   slug: string
-  createdAt: Date | string
+  createdAt: bigint | number
   organization: Prisma.OrganizationCreateNestedOneWithoutProjectsInput
 }
 
@@ -451,7 +495,7 @@ export type ProjectUncheckedCreateWithoutApiKeysInput = {
   organizationId: string
   name: string
   slug: string
-  createdAt: Date | string
+  createdAt: bigint | number
 }
 
 export type ProjectCreateOrConnectWithoutApiKeysInput = {
@@ -474,7 +518,7 @@ export type ProjectUpdateWithoutApiKeysInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   name?: Prisma.StringFieldUpdateOperationsInput | string
   slug?: Prisma.StringFieldUpdateOperationsInput | string
-  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   organization?: Prisma.OrganizationUpdateOneRequiredWithoutProjectsNestedInput
 }
 
@@ -483,21 +527,21 @@ export type ProjectUncheckedUpdateWithoutApiKeysInput = {
   organizationId?: Prisma.StringFieldUpdateOperationsInput | string
   name?: Prisma.StringFieldUpdateOperationsInput | string
   slug?: Prisma.StringFieldUpdateOperationsInput | string
-  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
 }
 
 export type ProjectCreateManyOrganizationInput = {
   id: string
   name: string
   slug: string
-  createdAt: Date | string
+  createdAt: bigint | number
 }
 
 export type ProjectUpdateWithoutOrganizationInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   name?: Prisma.StringFieldUpdateOperationsInput | string
   slug?: Prisma.StringFieldUpdateOperationsInput | string
-  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   apiKeys?: Prisma.ApiKeyUpdateManyWithoutProjectNestedInput
 }
 
@@ -505,7 +549,7 @@ export type ProjectUncheckedUpdateWithoutOrganizationInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   name?: Prisma.StringFieldUpdateOperationsInput | string
   slug?: Prisma.StringFieldUpdateOperationsInput | string
-  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   apiKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutProjectNestedInput
 }
 
@@ -513,7 +557,7 @@ export type ProjectUncheckedUpdateManyWithoutOrganizationInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   name?: Prisma.StringFieldUpdateOperationsInput | string
   slug?: Prisma.StringFieldUpdateOperationsInput | string
-  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
 }
 
 
@@ -608,7 +652,7 @@ export type $ProjectPayload<ExtArgs extends runtime.Types.Extensions.InternalArg
     organizationId: string
     name: string
     slug: string
-    createdAt: Date
+    createdAt: bigint
   }, ExtArgs["result"]["project"]>
   composites: {}
 }
@@ -1038,7 +1082,7 @@ export interface ProjectFieldRefs {
   readonly organizationId: Prisma.FieldRef<"Project", 'String'>
   readonly name: Prisma.FieldRef<"Project", 'String'>
   readonly slug: Prisma.FieldRef<"Project", 'String'>
-  readonly createdAt: Prisma.FieldRef<"Project", 'DateTime'>
+  readonly createdAt: Prisma.FieldRef<"Project", 'BigInt'>
 }
     
 

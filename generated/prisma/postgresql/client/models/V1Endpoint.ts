@@ -30,12 +30,16 @@ export type V1EndpointAvgAggregateOutputType = {
   minReplicas: number | null
   maxReplicas: number | null
   inactiveTimeout: number | null
+  createdAt: number | null
+  updatedAt: number | null
 }
 
 export type V1EndpointSumAggregateOutputType = {
   minReplicas: number | null
   maxReplicas: number | null
   inactiveTimeout: number | null
+  createdAt: bigint | null
+  updatedAt: bigint | null
 }
 
 export type V1EndpointMinAggregateOutputType = {
@@ -49,8 +53,8 @@ export type V1EndpointMinAggregateOutputType = {
   maxReplicas: number | null
   state: string | null
   inactiveTimeout: number | null
-  createdAt: Date | null
-  updatedAt: Date | null
+  createdAt: bigint | null
+  updatedAt: bigint | null
 }
 
 export type V1EndpointMaxAggregateOutputType = {
@@ -64,8 +68,8 @@ export type V1EndpointMaxAggregateOutputType = {
   maxReplicas: number | null
   state: string | null
   inactiveTimeout: number | null
-  createdAt: Date | null
-  updatedAt: Date | null
+  createdAt: bigint | null
+  updatedAt: bigint | null
 }
 
 export type V1EndpointCountAggregateOutputType = {
@@ -89,12 +93,16 @@ export type V1EndpointAvgAggregateInputType = {
   minReplicas?: true
   maxReplicas?: true
   inactiveTimeout?: true
+  createdAt?: true
+  updatedAt?: true
 }
 
 export type V1EndpointSumAggregateInputType = {
   minReplicas?: true
   maxReplicas?: true
   inactiveTimeout?: true
+  createdAt?: true
+  updatedAt?: true
 }
 
 export type V1EndpointMinAggregateInputType = {
@@ -240,8 +248,8 @@ export type V1EndpointGroupByOutputType = {
   maxReplicas: number
   state: string
   inactiveTimeout: number | null
-  createdAt: Date
-  updatedAt: Date
+  createdAt: bigint
+  updatedAt: bigint
   _count: V1EndpointCountAggregateOutputType | null
   _avg: V1EndpointAvgAggregateOutputType | null
   _sum: V1EndpointSumAggregateOutputType | null
@@ -278,8 +286,8 @@ export type V1EndpointWhereInput = {
   maxReplicas?: Prisma.IntFilter<"V1Endpoint"> | number
   state?: Prisma.StringFilter<"V1Endpoint"> | string
   inactiveTimeout?: Prisma.IntNullableFilter<"V1Endpoint"> | number | null
-  createdAt?: Prisma.DateTimeFilter<"V1Endpoint"> | Date | string
-  updatedAt?: Prisma.DateTimeFilter<"V1Endpoint"> | Date | string
+  createdAt?: Prisma.BigIntFilter<"V1Endpoint"> | bigint | number
+  updatedAt?: Prisma.BigIntFilter<"V1Endpoint"> | bigint | number
 }
 
 export type V1EndpointOrderByWithRelationInput = {
@@ -312,8 +320,8 @@ export type V1EndpointWhereUniqueInput = Prisma.AtLeast<{
   maxReplicas?: Prisma.IntFilter<"V1Endpoint"> | number
   state?: Prisma.StringFilter<"V1Endpoint"> | string
   inactiveTimeout?: Prisma.IntNullableFilter<"V1Endpoint"> | number | null
-  createdAt?: Prisma.DateTimeFilter<"V1Endpoint"> | Date | string
-  updatedAt?: Prisma.DateTimeFilter<"V1Endpoint"> | Date | string
+  createdAt?: Prisma.BigIntFilter<"V1Endpoint"> | bigint | number
+  updatedAt?: Prisma.BigIntFilter<"V1Endpoint"> | bigint | number
 }, "id" | "projectId_name">
 
 export type V1EndpointOrderByWithAggregationInput = {
@@ -350,8 +358,8 @@ export type V1EndpointScalarWhereWithAggregatesInput = {
   maxReplicas?: Prisma.IntWithAggregatesFilter<"V1Endpoint"> | number
   state?: Prisma.StringWithAggregatesFilter<"V1Endpoint"> | string
   inactiveTimeout?: Prisma.IntNullableWithAggregatesFilter<"V1Endpoint"> | number | null
-  createdAt?: Prisma.DateTimeWithAggregatesFilter<"V1Endpoint"> | Date | string
-  updatedAt?: Prisma.DateTimeWithAggregatesFilter<"V1Endpoint"> | Date | string
+  createdAt?: Prisma.BigIntWithAggregatesFilter<"V1Endpoint"> | bigint | number
+  updatedAt?: Prisma.BigIntWithAggregatesFilter<"V1Endpoint"> | bigint | number
 }
 
 export type V1EndpointCreateInput = {
@@ -365,8 +373,8 @@ export type V1EndpointCreateInput = {
   maxReplicas: number
   state: string
   inactiveTimeout?: number | null
-  createdAt: Date | string
-  updatedAt: Date | string
+  createdAt: bigint | number
+  updatedAt: bigint | number
 }
 
 export type V1EndpointUncheckedCreateInput = {
@@ -380,8 +388,8 @@ export type V1EndpointUncheckedCreateInput = {
   maxReplicas: number
   state: string
   inactiveTimeout?: number | null
-  createdAt: Date | string
-  updatedAt: Date | string
+  createdAt: bigint | number
+  updatedAt: bigint | number
 }
 
 export type V1EndpointUpdateInput = {
@@ -395,8 +403,8 @@ export type V1EndpointUpdateInput = {
   maxReplicas?: Prisma.IntFieldUpdateOperationsInput | number
   state?: Prisma.StringFieldUpdateOperationsInput | string
   inactiveTimeout?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
-  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
-  updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  updatedAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
 }
 
 export type V1EndpointUncheckedUpdateInput = {
@@ -410,8 +418,8 @@ export type V1EndpointUncheckedUpdateInput = {
   maxReplicas?: Prisma.IntFieldUpdateOperationsInput | number
   state?: Prisma.StringFieldUpdateOperationsInput | string
   inactiveTimeout?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
-  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
-  updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  updatedAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
 }
 
 export type V1EndpointCreateManyInput = {
@@ -425,8 +433,8 @@ export type V1EndpointCreateManyInput = {
   maxReplicas: number
   state: string
   inactiveTimeout?: number | null
-  createdAt: Date | string
-  updatedAt: Date | string
+  createdAt: bigint | number
+  updatedAt: bigint | number
 }
 
 export type V1EndpointUpdateManyMutationInput = {
@@ -440,8 +448,8 @@ export type V1EndpointUpdateManyMutationInput = {
   maxReplicas?: Prisma.IntFieldUpdateOperationsInput | number
   state?: Prisma.StringFieldUpdateOperationsInput | string
   inactiveTimeout?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
-  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
-  updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  updatedAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
 }
 
 export type V1EndpointUncheckedUpdateManyInput = {
@@ -455,8 +463,8 @@ export type V1EndpointUncheckedUpdateManyInput = {
   maxReplicas?: Prisma.IntFieldUpdateOperationsInput | number
   state?: Prisma.StringFieldUpdateOperationsInput | string
   inactiveTimeout?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
-  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
-  updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  updatedAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
 }
 
 export type V1EndpointProjectIdNameCompoundUniqueInput = {
@@ -483,6 +491,8 @@ export type V1EndpointAvgOrderByAggregateInput = {
   minReplicas?: Prisma.SortOrder
   maxReplicas?: Prisma.SortOrder
   inactiveTimeout?: Prisma.SortOrder
+  createdAt?: Prisma.SortOrder
+  updatedAt?: Prisma.SortOrder
 }
 
 export type V1EndpointMaxOrderByAggregateInput = {
@@ -519,6 +529,8 @@ export type V1EndpointSumOrderByAggregateInput = {
   minReplicas?: Prisma.SortOrder
   maxReplicas?: Prisma.SortOrder
   inactiveTimeout?: Prisma.SortOrder
+  createdAt?: Prisma.SortOrder
+  updatedAt?: Prisma.SortOrder
 }
 
 
@@ -599,8 +611,8 @@ export type $V1EndpointPayload<ExtArgs extends runtime.Types.Extensions.Internal
     maxReplicas: number
     state: string
     inactiveTimeout: number | null
-    createdAt: Date
-    updatedAt: Date
+    createdAt: bigint
+    updatedAt: bigint
   }, ExtArgs["result"]["v1Endpoint"]>
   composites: {}
 }
@@ -1034,8 +1046,8 @@ export interface V1EndpointFieldRefs {
   readonly maxReplicas: Prisma.FieldRef<"V1Endpoint", 'Int'>
   readonly state: Prisma.FieldRef<"V1Endpoint", 'String'>
   readonly inactiveTimeout: Prisma.FieldRef<"V1Endpoint", 'Int'>
-  readonly createdAt: Prisma.FieldRef<"V1Endpoint", 'DateTime'>
-  readonly updatedAt: Prisma.FieldRef<"V1Endpoint", 'DateTime'>
+  readonly createdAt: Prisma.FieldRef<"V1Endpoint", 'BigInt'>
+  readonly updatedAt: Prisma.FieldRef<"V1Endpoint", 'BigInt'>
 }
     
 

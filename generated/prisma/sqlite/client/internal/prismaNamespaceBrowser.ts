@@ -54,6 +54,7 @@ export const ModelName = {
   Organization: 'Organization',
   Project: 'Project',
   ApiKey: 'ApiKey',
+  SeedRun: 'SeedRun',
   Hardware: 'Hardware',
   Model: 'Model',
   ModelUploadJob: 'ModelUploadJob',
@@ -118,10 +119,20 @@ export const ApiKeyScalarFieldEnum = {
   hash: 'hash',
   prefix: 'prefix',
   createdAt: 'createdAt',
-  revokedAt: 'revokedAt'
+  revokedAt: 'revokedAt',
+  development: 'development',
+  announcedAt: 'announcedAt'
 } as const
 
 export type ApiKeyScalarFieldEnum = (typeof ApiKeyScalarFieldEnum)[keyof typeof ApiKeyScalarFieldEnum]
+
+
+export const SeedRunScalarFieldEnum = {
+  module: 'module',
+  seededAt: 'seededAt'
+} as const
+
+export type SeedRunScalarFieldEnum = (typeof SeedRunScalarFieldEnum)[keyof typeof SeedRunScalarFieldEnum]
 
 
 export const HardwareScalarFieldEnum = {
@@ -160,7 +171,7 @@ export const ModelScalarFieldEnum = {
   source: 'source',
   sourceKind: 'sourceKind',
   status: 'status',
-  created: 'created'
+  createdAt: 'createdAt'
 } as const
 
 export type ModelScalarFieldEnum = (typeof ModelScalarFieldEnum)[keyof typeof ModelScalarFieldEnum]
@@ -300,7 +311,7 @@ export const IdempotencyRecordScalarFieldEnum = {
   operation: 'operation',
   key: 'key',
   requestHash: 'requestHash',
-  resourceId: 'resourceId',
+  response: 'response',
   createdAt: 'createdAt'
 } as const
 

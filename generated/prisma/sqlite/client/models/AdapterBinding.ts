@@ -20,8 +20,18 @@ export type AdapterBindingModel = runtime.Types.Result.DefaultSelection<Prisma.$
 
 export type AggregateAdapterBinding = {
   _count: AdapterBindingCountAggregateOutputType | null
+  _avg: AdapterBindingAvgAggregateOutputType | null
+  _sum: AdapterBindingSumAggregateOutputType | null
   _min: AdapterBindingMinAggregateOutputType | null
   _max: AdapterBindingMaxAggregateOutputType | null
+}
+
+export type AdapterBindingAvgAggregateOutputType = {
+  createdAt: number | null
+}
+
+export type AdapterBindingSumAggregateOutputType = {
+  createdAt: bigint | null
 }
 
 export type AdapterBindingMinAggregateOutputType = {
@@ -29,7 +39,7 @@ export type AdapterBindingMinAggregateOutputType = {
   projectId: string | null
   endpointId: string | null
   adapterModelId: string | null
-  createdAt: Date | null
+  createdAt: bigint | null
 }
 
 export type AdapterBindingMaxAggregateOutputType = {
@@ -37,7 +47,7 @@ export type AdapterBindingMaxAggregateOutputType = {
   projectId: string | null
   endpointId: string | null
   adapterModelId: string | null
-  createdAt: Date | null
+  createdAt: bigint | null
 }
 
 export type AdapterBindingCountAggregateOutputType = {
@@ -49,6 +59,14 @@ export type AdapterBindingCountAggregateOutputType = {
   _all: number
 }
 
+
+export type AdapterBindingAvgAggregateInputType = {
+  createdAt?: true
+}
+
+export type AdapterBindingSumAggregateInputType = {
+  createdAt?: true
+}
 
 export type AdapterBindingMinAggregateInputType = {
   id?: true
@@ -113,6 +131,18 @@ export type AdapterBindingAggregateArgs<ExtArgs extends runtime.Types.Extensions
   /**
    * {@link https://www.prisma.io/docs/concepts/components/prisma-client/aggregations Aggregation Docs}
    * 
+   * Select which fields to average
+  **/
+  _avg?: AdapterBindingAvgAggregateInputType
+  /**
+   * {@link https://www.prisma.io/docs/concepts/components/prisma-client/aggregations Aggregation Docs}
+   * 
+   * Select which fields to sum
+  **/
+  _sum?: AdapterBindingSumAggregateInputType
+  /**
+   * {@link https://www.prisma.io/docs/concepts/components/prisma-client/aggregations Aggregation Docs}
+   * 
    * Select which fields to find the minimum value
   **/
   _min?: AdapterBindingMinAggregateInputType
@@ -143,6 +173,8 @@ export type AdapterBindingGroupByArgs<ExtArgs extends runtime.Types.Extensions.I
   take?: number
   skip?: number
   _count?: AdapterBindingCountAggregateInputType | true
+  _avg?: AdapterBindingAvgAggregateInputType
+  _sum?: AdapterBindingSumAggregateInputType
   _min?: AdapterBindingMinAggregateInputType
   _max?: AdapterBindingMaxAggregateInputType
 }
@@ -152,8 +184,10 @@ export type AdapterBindingGroupByOutputType = {
   projectId: string
   endpointId: string
   adapterModelId: string
-  createdAt: Date
+  createdAt: bigint
   _count: AdapterBindingCountAggregateOutputType | null
+  _avg: AdapterBindingAvgAggregateOutputType | null
+  _sum: AdapterBindingSumAggregateOutputType | null
   _min: AdapterBindingMinAggregateOutputType | null
   _max: AdapterBindingMaxAggregateOutputType | null
 }
@@ -181,7 +215,7 @@ export type AdapterBindingWhereInput = {
   projectId?: Prisma.StringFilter<"AdapterBinding"> | string
   endpointId?: Prisma.StringFilter<"AdapterBinding"> | string
   adapterModelId?: Prisma.StringFilter<"AdapterBinding"> | string
-  createdAt?: Prisma.DateTimeFilter<"AdapterBinding"> | Date | string
+  createdAt?: Prisma.BigIntFilter<"AdapterBinding"> | bigint | number
 }
 
 export type AdapterBindingOrderByWithRelationInput = {
@@ -201,7 +235,7 @@ export type AdapterBindingWhereUniqueInput = Prisma.AtLeast<{
   projectId?: Prisma.StringFilter<"AdapterBinding"> | string
   endpointId?: Prisma.StringFilter<"AdapterBinding"> | string
   adapterModelId?: Prisma.StringFilter<"AdapterBinding"> | string
-  createdAt?: Prisma.DateTimeFilter<"AdapterBinding"> | Date | string
+  createdAt?: Prisma.BigIntFilter<"AdapterBinding"> | bigint | number
 }, "id" | "endpointId_adapterModelId">
 
 export type AdapterBindingOrderByWithAggregationInput = {
@@ -211,8 +245,10 @@ export type AdapterBindingOrderByWithAggregationInput = {
   adapterModelId?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   _count?: Prisma.AdapterBindingCountOrderByAggregateInput
+  _avg?: Prisma.AdapterBindingAvgOrderByAggregateInput
   _max?: Prisma.AdapterBindingMaxOrderByAggregateInput
   _min?: Prisma.AdapterBindingMinOrderByAggregateInput
+  _sum?: Prisma.AdapterBindingSumOrderByAggregateInput
 }
 
 export type AdapterBindingScalarWhereWithAggregatesInput = {
@@ -223,7 +259,7 @@ export type AdapterBindingScalarWhereWithAggregatesInput = {
   projectId?: Prisma.StringWithAggregatesFilter<"AdapterBinding"> | string
   endpointId?: Prisma.StringWithAggregatesFilter<"AdapterBinding"> | string
   adapterModelId?: Prisma.StringWithAggregatesFilter<"AdapterBinding"> | string
-  createdAt?: Prisma.DateTimeWithAggregatesFilter<"AdapterBinding"> | Date | string
+  createdAt?: Prisma.BigIntWithAggregatesFilter<"AdapterBinding"> | bigint | number
 }
 
 export type AdapterBindingCreateInput = {
@@ -231,7 +267,7 @@ export type AdapterBindingCreateInput = {
   projectId: string
   endpointId: string
   adapterModelId: string
-  createdAt: Date | string
+  createdAt: bigint | number
 }
 
 export type AdapterBindingUncheckedCreateInput = {
@@ -239,7 +275,7 @@ export type AdapterBindingUncheckedCreateInput = {
   projectId: string
   endpointId: string
   adapterModelId: string
-  createdAt: Date | string
+  createdAt: bigint | number
 }
 
 export type AdapterBindingUpdateInput = {
@@ -247,7 +283,7 @@ export type AdapterBindingUpdateInput = {
   projectId?: Prisma.StringFieldUpdateOperationsInput | string
   endpointId?: Prisma.StringFieldUpdateOperationsInput | string
   adapterModelId?: Prisma.StringFieldUpdateOperationsInput | string
-  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
 }
 
 export type AdapterBindingUncheckedUpdateInput = {
@@ -255,7 +291,7 @@ export type AdapterBindingUncheckedUpdateInput = {
   projectId?: Prisma.StringFieldUpdateOperationsInput | string
   endpointId?: Prisma.StringFieldUpdateOperationsInput | string
   adapterModelId?: Prisma.StringFieldUpdateOperationsInput | string
-  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
 }
 
 export type AdapterBindingCreateManyInput = {
@@ -263,7 +299,7 @@ export type AdapterBindingCreateManyInput = {
   projectId: string
   endpointId: string
   adapterModelId: string
-  createdAt: Date | string
+  createdAt: bigint | number
 }
 
 export type AdapterBindingUpdateManyMutationInput = {
@@ -271,7 +307,7 @@ export type AdapterBindingUpdateManyMutationInput = {
   projectId?: Prisma.StringFieldUpdateOperationsInput | string
   endpointId?: Prisma.StringFieldUpdateOperationsInput | string
   adapterModelId?: Prisma.StringFieldUpdateOperationsInput | string
-  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
 }
 
 export type AdapterBindingUncheckedUpdateManyInput = {
@@ -279,7 +315,7 @@ export type AdapterBindingUncheckedUpdateManyInput = {
   projectId?: Prisma.StringFieldUpdateOperationsInput | string
   endpointId?: Prisma.StringFieldUpdateOperationsInput | string
   adapterModelId?: Prisma.StringFieldUpdateOperationsInput | string
-  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
 }
 
 export type AdapterBindingEndpointIdAdapterModelIdCompoundUniqueInput = {
@@ -292,6 +328,10 @@ export type AdapterBindingCountOrderByAggregateInput = {
   projectId?: Prisma.SortOrder
   endpointId?: Prisma.SortOrder
   adapterModelId?: Prisma.SortOrder
+  createdAt?: Prisma.SortOrder
+}
+
+export type AdapterBindingAvgOrderByAggregateInput = {
   createdAt?: Prisma.SortOrder
 }
 
@@ -308,6 +348,10 @@ export type AdapterBindingMinOrderByAggregateInput = {
   projectId?: Prisma.SortOrder
   endpointId?: Prisma.SortOrder
   adapterModelId?: Prisma.SortOrder
+  createdAt?: Prisma.SortOrder
+}
+
+export type AdapterBindingSumOrderByAggregateInput = {
   createdAt?: Prisma.SortOrder
 }
 
@@ -355,7 +399,7 @@ export type $AdapterBindingPayload<ExtArgs extends runtime.Types.Extensions.Inte
     projectId: string
     endpointId: string
     adapterModelId: string
-    createdAt: Date
+    createdAt: bigint
   }, ExtArgs["result"]["adapterBinding"]>
   composites: {}
 }
@@ -783,7 +827,7 @@ export interface AdapterBindingFieldRefs {
   readonly projectId: Prisma.FieldRef<"AdapterBinding", 'String'>
   readonly endpointId: Prisma.FieldRef<"AdapterBinding", 'String'>
   readonly adapterModelId: Prisma.FieldRef<"AdapterBinding", 'String'>
-  readonly createdAt: Prisma.FieldRef<"AdapterBinding", 'DateTime'>
+  readonly createdAt: Prisma.FieldRef<"AdapterBinding", 'BigInt'>
 }
     
 

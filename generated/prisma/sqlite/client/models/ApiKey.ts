@@ -20,8 +20,22 @@ export type ApiKeyModel = runtime.Types.Result.DefaultSelection<Prisma.$ApiKeyPa
 
 export type AggregateApiKey = {
   _count: ApiKeyCountAggregateOutputType | null
+  _avg: ApiKeyAvgAggregateOutputType | null
+  _sum: ApiKeySumAggregateOutputType | null
   _min: ApiKeyMinAggregateOutputType | null
   _max: ApiKeyMaxAggregateOutputType | null
+}
+
+export type ApiKeyAvgAggregateOutputType = {
+  createdAt: number | null
+  revokedAt: number | null
+  announcedAt: number | null
+}
+
+export type ApiKeySumAggregateOutputType = {
+  createdAt: bigint | null
+  revokedAt: bigint | null
+  announcedAt: bigint | null
 }
 
 export type ApiKeyMinAggregateOutputType = {
@@ -30,8 +44,10 @@ export type ApiKeyMinAggregateOutputType = {
   name: string | null
   hash: string | null
   prefix: string | null
-  createdAt: Date | null
-  revokedAt: Date | null
+  createdAt: bigint | null
+  revokedAt: bigint | null
+  development: boolean | null
+  announcedAt: bigint | null
 }
 
 export type ApiKeyMaxAggregateOutputType = {
@@ -40,8 +56,10 @@ export type ApiKeyMaxAggregateOutputType = {
   name: string | null
   hash: string | null
   prefix: string | null
-  createdAt: Date | null
-  revokedAt: Date | null
+  createdAt: bigint | null
+  revokedAt: bigint | null
+  development: boolean | null
+  announcedAt: bigint | null
 }
 
 export type ApiKeyCountAggregateOutputType = {
@@ -52,9 +70,23 @@ export type ApiKeyCountAggregateOutputType = {
   prefix: number
   createdAt: number
   revokedAt: number
+  development: number
+  announcedAt: number
   _all: number
 }
 
+
+export type ApiKeyAvgAggregateInputType = {
+  createdAt?: true
+  revokedAt?: true
+  announcedAt?: true
+}
+
+export type ApiKeySumAggregateInputType = {
+  createdAt?: true
+  revokedAt?: true
+  announcedAt?: true
+}
 
 export type ApiKeyMinAggregateInputType = {
   id?: true
@@ -64,6 +96,8 @@ export type ApiKeyMinAggregateInputType = {
   prefix?: true
   createdAt?: true
   revokedAt?: true
+  development?: true
+  announcedAt?: true
 }
 
 export type ApiKeyMaxAggregateInputType = {
@@ -74,6 +108,8 @@ export type ApiKeyMaxAggregateInputType = {
   prefix?: true
   createdAt?: true
   revokedAt?: true
+  development?: true
+  announcedAt?: true
 }
 
 export type ApiKeyCountAggregateInputType = {
@@ -84,6 +120,8 @@ export type ApiKeyCountAggregateInputType = {
   prefix?: true
   createdAt?: true
   revokedAt?: true
+  development?: true
+  announcedAt?: true
   _all?: true
 }
 
@@ -125,6 +163,18 @@ export type ApiKeyAggregateArgs<ExtArgs extends runtime.Types.Extensions.Interna
   /**
    * {@link https://www.prisma.io/docs/concepts/components/prisma-client/aggregations Aggregation Docs}
    * 
+   * Select which fields to average
+  **/
+  _avg?: ApiKeyAvgAggregateInputType
+  /**
+   * {@link https://www.prisma.io/docs/concepts/components/prisma-client/aggregations Aggregation Docs}
+   * 
+   * Select which fields to sum
+  **/
+  _sum?: ApiKeySumAggregateInputType
+  /**
+   * {@link https://www.prisma.io/docs/concepts/components/prisma-client/aggregations Aggregation Docs}
+   * 
    * Select which fields to find the minimum value
   **/
   _min?: ApiKeyMinAggregateInputType
@@ -155,6 +205,8 @@ export type ApiKeyGroupByArgs<ExtArgs extends runtime.Types.Extensions.InternalA
   take?: number
   skip?: number
   _count?: ApiKeyCountAggregateInputType | true
+  _avg?: ApiKeyAvgAggregateInputType
+  _sum?: ApiKeySumAggregateInputType
   _min?: ApiKeyMinAggregateInputType
   _max?: ApiKeyMaxAggregateInputType
 }
@@ -165,9 +217,13 @@ export type ApiKeyGroupByOutputType = {
   name: string
   hash: string
   prefix: string
-  createdAt: Date
-  revokedAt: Date | null
+  createdAt: bigint
+  revokedAt: bigint | null
+  development: boolean
+  announcedAt: bigint | null
   _count: ApiKeyCountAggregateOutputType | null
+  _avg: ApiKeyAvgAggregateOutputType | null
+  _sum: ApiKeySumAggregateOutputType | null
   _min: ApiKeyMinAggregateOutputType | null
   _max: ApiKeyMaxAggregateOutputType | null
 }
@@ -196,8 +252,10 @@ export type ApiKeyWhereInput = {
   name?: Prisma.StringFilter<"ApiKey"> | string
   hash?: Prisma.StringFilter<"ApiKey"> | string
   prefix?: Prisma.StringFilter<"ApiKey"> | string
-  createdAt?: Prisma.DateTimeFilter<"ApiKey"> | Date | string
-  revokedAt?: Prisma.DateTimeNullableFilter<"ApiKey"> | Date | string | null
+  createdAt?: Prisma.BigIntFilter<"ApiKey"> | bigint | number
+  revokedAt?: Prisma.BigIntNullableFilter<"ApiKey"> | bigint | number | null
+  development?: Prisma.BoolFilter<"ApiKey"> | boolean
+  announcedAt?: Prisma.BigIntNullableFilter<"ApiKey"> | bigint | number | null
   project?: Prisma.XOR<Prisma.ProjectScalarRelationFilter, Prisma.ProjectWhereInput>
 }
 
@@ -209,6 +267,8 @@ export type ApiKeyOrderByWithRelationInput = {
   prefix?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   revokedAt?: Prisma.SortOrderInput | Prisma.SortOrder
+  development?: Prisma.SortOrder
+  announcedAt?: Prisma.SortOrderInput | Prisma.SortOrder
   project?: Prisma.ProjectOrderByWithRelationInput
 }
 
@@ -221,8 +281,10 @@ export type ApiKeyWhereUniqueInput = Prisma.AtLeast<{
   projectId?: Prisma.StringFilter<"ApiKey"> | string
   name?: Prisma.StringFilter<"ApiKey"> | string
   prefix?: Prisma.StringFilter<"ApiKey"> | string
-  createdAt?: Prisma.DateTimeFilter<"ApiKey"> | Date | string
-  revokedAt?: Prisma.DateTimeNullableFilter<"ApiKey"> | Date | string | null
+  createdAt?: Prisma.BigIntFilter<"ApiKey"> | bigint | number
+  revokedAt?: Prisma.BigIntNullableFilter<"ApiKey"> | bigint | number | null
+  development?: Prisma.BoolFilter<"ApiKey"> | boolean
+  announcedAt?: Prisma.BigIntNullableFilter<"ApiKey"> | bigint | number | null
   project?: Prisma.XOR<Prisma.ProjectScalarRelationFilter, Prisma.ProjectWhereInput>
 }, "id" | "hash">
 
@@ -234,9 +296,13 @@ export type ApiKeyOrderByWithAggregationInput = {
   prefix?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   revokedAt?: Prisma.SortOrderInput | Prisma.SortOrder
+  development?: Prisma.SortOrder
+  announcedAt?: Prisma.SortOrderInput | Prisma.SortOrder
   _count?: Prisma.ApiKeyCountOrderByAggregateInput
+  _avg?: Prisma.ApiKeyAvgOrderByAggregateInput
   _max?: Prisma.ApiKeyMaxOrderByAggregateInput
   _min?: Prisma.ApiKeyMinOrderByAggregateInput
+  _sum?: Prisma.ApiKeySumOrderByAggregateInput
 }
 
 export type ApiKeyScalarWhereWithAggregatesInput = {
@@ -248,8 +314,10 @@ export type ApiKeyScalarWhereWithAggregatesInput = {
   name?: Prisma.StringWithAggregatesFilter<"ApiKey"> | string
   hash?: Prisma.StringWithAggregatesFilter<"ApiKey"> | string
   prefix?: Prisma.StringWithAggregatesFilter<"ApiKey"> | string
-  createdAt?: Prisma.DateTimeWithAggregatesFilter<"ApiKey"> | Date | string
-  revokedAt?: Prisma.DateTimeNullableWithAggregatesFilter<"ApiKey"> | Date | string | null
+  createdAt?: Prisma.BigIntWithAggregatesFilter<"ApiKey"> | bigint | number
+  revokedAt?: Prisma.BigIntNullableWithAggregatesFilter<"ApiKey"> | bigint | number | null
+  development?: Prisma.BoolWithAggregatesFilter<"ApiKey"> | boolean
+  announcedAt?: Prisma.BigIntNullableWithAggregatesFilter<"ApiKey"> | bigint | number | null
 }
 
 export type ApiKeyCreateInput = {
@@ -257,8 +325,10 @@ export type ApiKeyCreateInput = {
   name: string
   hash: string
   prefix: string
-  createdAt: Date | string
-  revokedAt?: Date | string | null
+  createdAt: bigint | number
+  revokedAt?: bigint | number | null
+  development?: boolean
+  announcedAt?: bigint | number | null
   project: Prisma.ProjectCreateNestedOneWithoutApiKeysInput
 }
 
@@ -268,8 +338,10 @@ export type ApiKeyUncheckedCreateInput = {
   name: string
   hash: string
   prefix: string
-  createdAt: Date | string
-  revokedAt?: Date | string | null
+  createdAt: bigint | number
+  revokedAt?: bigint | number | null
+  development?: boolean
+  announcedAt?: bigint | number | null
 }
 
 export type ApiKeyUpdateInput = {
@@ -277,8 +349,10 @@ export type ApiKeyUpdateInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   hash?: Prisma.StringFieldUpdateOperationsInput | string
   prefix?: Prisma.StringFieldUpdateOperationsInput | string
-  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
-  revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  revokedAt?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  development?: Prisma.BoolFieldUpdateOperationsInput | boolean
+  announcedAt?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
   project?: Prisma.ProjectUpdateOneRequiredWithoutApiKeysNestedInput
 }
 
@@ -288,8 +362,10 @@ export type ApiKeyUncheckedUpdateInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   hash?: Prisma.StringFieldUpdateOperationsInput | string
   prefix?: Prisma.StringFieldUpdateOperationsInput | string
-  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
-  revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  revokedAt?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  development?: Prisma.BoolFieldUpdateOperationsInput | boolean
+  announcedAt?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
 }
 
 export type ApiKeyCreateManyInput = {
@@ -298,8 +374,10 @@ export type ApiKeyCreateManyInput = {
   name: string
   hash: string
   prefix: string
-  createdAt: Date | string
-  revokedAt?: Date | string | null
+  createdAt: bigint | number
+  revokedAt?: bigint | number | null
+  development?: boolean
+  announcedAt?: bigint | number | null
 }
 
 export type ApiKeyUpdateManyMutationInput = {
@@ -307,8 +385,10 @@ export type ApiKeyUpdateManyMutationInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   hash?: Prisma.StringFieldUpdateOperationsInput | string
   prefix?: Prisma.StringFieldUpdateOperationsInput | string
-  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
-  revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  revokedAt?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  development?: Prisma.BoolFieldUpdateOperationsInput | boolean
+  announcedAt?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
 }
 
 export type ApiKeyUncheckedUpdateManyInput = {
@@ -317,8 +397,10 @@ export type ApiKeyUncheckedUpdateManyInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   hash?: Prisma.StringFieldUpdateOperationsInput | string
   prefix?: Prisma.StringFieldUpdateOperationsInput | string
-  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
-  revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  revokedAt?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  development?: Prisma.BoolFieldUpdateOperationsInput | boolean
+  announcedAt?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
 }
 
 export type ApiKeyListRelationFilter = {
@@ -339,6 +421,14 @@ export type ApiKeyCountOrderByAggregateInput = {
   prefix?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   revokedAt?: Prisma.SortOrder
+  development?: Prisma.SortOrder
+  announcedAt?: Prisma.SortOrder
+}
+
+export type ApiKeyAvgOrderByAggregateInput = {
+  createdAt?: Prisma.SortOrder
+  revokedAt?: Prisma.SortOrder
+  announcedAt?: Prisma.SortOrder
 }
 
 export type ApiKeyMaxOrderByAggregateInput = {
@@ -349,6 +439,8 @@ export type ApiKeyMaxOrderByAggregateInput = {
   prefix?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   revokedAt?: Prisma.SortOrder
+  development?: Prisma.SortOrder
+  announcedAt?: Prisma.SortOrder
 }
 
 export type ApiKeyMinOrderByAggregateInput = {
@@ -359,6 +451,14 @@ export type ApiKeyMinOrderByAggregateInput = {
   prefix?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   revokedAt?: Prisma.SortOrder
+  development?: Prisma.SortOrder
+  announcedAt?: Prisma.SortOrder
+}
+
+export type ApiKeySumOrderByAggregateInput = {
+  createdAt?: Prisma.SortOrder
+  revokedAt?: Prisma.SortOrder
+  announcedAt?: Prisma.SortOrder
 }
 
 export type ApiKeyCreateNestedManyWithoutProjectInput = {
@@ -403,8 +503,16 @@ export type ApiKeyUncheckedUpdateManyWithoutProjectNestedInput = {
   deleteMany?: Prisma.ApiKeyScalarWhereInput | Prisma.ApiKeyScalarWhereInput[]
 }
 
-export type NullableDateTimeFieldUpdateOperationsInput = {
-  set?: Date | string | null
+export type NullableBigIntFieldUpdateOperationsInput = {
+  set?: bigint | number | null
+  increment?: bigint | number
+  decrement?: bigint | number
+  multiply?: bigint | number
+  divide?: bigint | number
+}
+
+export type BoolFieldUpdateOperationsInput = {
+  set?: boolean
 }
 
 export type ApiKeyCreateWithoutProjectInput = {
@@ -412,8 +520,10 @@ export type ApiKeyCreateWithoutProjectInput = {
   name: string
   hash: string
   prefix: string
-  createdAt: Date | string
-  revokedAt?: Date | string | null
+  createdAt: bigint | number
+  revokedAt?: bigint | number | null
+  development?: boolean
+  announcedAt?: bigint | number | null
 }
 
 export type ApiKeyUncheckedCreateWithoutProjectInput = {
@@ -421,8 +531,10 @@ export type ApiKeyUncheckedCreateWithoutProjectInput = {
   name: string
   hash: string
   prefix: string
-  createdAt: Date | string
-  revokedAt?: Date | string | null
+  createdAt: bigint | number
+  revokedAt?: bigint | number | null
+  development?: boolean
+  announcedAt?: bigint | number | null
 }
 
 export type ApiKeyCreateOrConnectWithoutProjectInput = {
@@ -459,8 +571,10 @@ export type ApiKeyScalarWhereInput = {
   name?: Prisma.StringFilter<"ApiKey"> | string
   hash?: Prisma.StringFilter<"ApiKey"> | string
   prefix?: Prisma.StringFilter<"ApiKey"> | string
-  createdAt?: Prisma.DateTimeFilter<"ApiKey"> | Date | string
-  revokedAt?: Prisma.DateTimeNullableFilter<"ApiKey"> | Date | string | null
+  createdAt?: Prisma.BigIntFilter<"ApiKey"> | bigint | number
+  revokedAt?: Prisma.BigIntNullableFilter<"ApiKey"> | bigint | number | null
+  development?: Prisma.BoolFilter<"ApiKey"> | boolean
+  announcedAt?: Prisma.BigIntNullableFilter<"ApiKey"> | bigint | number | null
 }
 
 export type ApiKeyCreateManyProjectInput = {
@@ -468,8 +582,10 @@ export type ApiKeyCreateManyProjectInput = {
   name: string
   hash: string
   prefix: string
-  createdAt: Date | string
-  revokedAt?: Date | string | null
+  createdAt: bigint | number
+  revokedAt?: bigint | number | null
+  development?: boolean
+  announcedAt?: bigint | number | null
 }
 
 export type ApiKeyUpdateWithoutProjectInput = {
@@ -477,8 +593,10 @@ export type ApiKeyUpdateWithoutProjectInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   hash?: Prisma.StringFieldUpdateOperationsInput | string
   prefix?: Prisma.StringFieldUpdateOperationsInput | string
-  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
-  revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  revokedAt?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  development?: Prisma.BoolFieldUpdateOperationsInput | boolean
+  announcedAt?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
 }
 
 export type ApiKeyUncheckedUpdateWithoutProjectInput = {
@@ -486,8 +604,10 @@ export type ApiKeyUncheckedUpdateWithoutProjectInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   hash?: Prisma.StringFieldUpdateOperationsInput | string
   prefix?: Prisma.StringFieldUpdateOperationsInput | string
-  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
-  revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  revokedAt?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  development?: Prisma.BoolFieldUpdateOperationsInput | boolean
+  announcedAt?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
 }
 
 export type ApiKeyUncheckedUpdateManyWithoutProjectInput = {
@@ -495,8 +615,10 @@ export type ApiKeyUncheckedUpdateManyWithoutProjectInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   hash?: Prisma.StringFieldUpdateOperationsInput | string
   prefix?: Prisma.StringFieldUpdateOperationsInput | string
-  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
-  revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  revokedAt?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  development?: Prisma.BoolFieldUpdateOperationsInput | boolean
+  announcedAt?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
 }
 
 
@@ -509,6 +631,8 @@ export type ApiKeySelect<ExtArgs extends runtime.Types.Extensions.InternalArgs =
   prefix?: boolean
   createdAt?: boolean
   revokedAt?: boolean
+  development?: boolean
+  announcedAt?: boolean
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["apiKey"]>
 
@@ -520,6 +644,8 @@ export type ApiKeySelectCreateManyAndReturn<ExtArgs extends runtime.Types.Extens
   prefix?: boolean
   createdAt?: boolean
   revokedAt?: boolean
+  development?: boolean
+  announcedAt?: boolean
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["apiKey"]>
 
@@ -531,6 +657,8 @@ export type ApiKeySelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Extens
   prefix?: boolean
   createdAt?: boolean
   revokedAt?: boolean
+  development?: boolean
+  announcedAt?: boolean
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["apiKey"]>
 
@@ -542,9 +670,11 @@ export type ApiKeySelectScalar = {
   prefix?: boolean
   createdAt?: boolean
   revokedAt?: boolean
+  development?: boolean
+  announcedAt?: boolean
 }
 
-export type ApiKeyOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "projectId" | "name" | "hash" | "prefix" | "createdAt" | "revokedAt", ExtArgs["result"]["apiKey"]>
+export type ApiKeyOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "projectId" | "name" | "hash" | "prefix" | "createdAt" | "revokedAt" | "development" | "announcedAt", ExtArgs["result"]["apiKey"]>
 export type ApiKeyInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
 }
@@ -566,8 +696,10 @@ export type $ApiKeyPayload<ExtArgs extends runtime.Types.Extensions.InternalArgs
     name: string
     hash: string
     prefix: string
-    createdAt: Date
-    revokedAt: Date | null
+    createdAt: bigint
+    revokedAt: bigint | null
+    development: boolean
+    announcedAt: bigint | null
   }, ExtArgs["result"]["apiKey"]>
   composites: {}
 }
@@ -997,8 +1129,10 @@ export interface ApiKeyFieldRefs {
   readonly name: Prisma.FieldRef<"ApiKey", 'String'>
   readonly hash: Prisma.FieldRef<"ApiKey", 'String'>
   readonly prefix: Prisma.FieldRef<"ApiKey", 'String'>
-  readonly createdAt: Prisma.FieldRef<"ApiKey", 'DateTime'>
-  readonly revokedAt: Prisma.FieldRef<"ApiKey", 'DateTime'>
+  readonly createdAt: Prisma.FieldRef<"ApiKey", 'BigInt'>
+  readonly revokedAt: Prisma.FieldRef<"ApiKey", 'BigInt'>
+  readonly development: Prisma.FieldRef<"ApiKey", 'Boolean'>
+  readonly announcedAt: Prisma.FieldRef<"ApiKey", 'BigInt'>
 }
     
 

@@ -31,6 +31,8 @@ export type DeploymentAvgAggregateOutputType = {
   maxReplicas: number | null
   readyReplicas: number | null
   epoch: number | null
+  createdAt: number | null
+  updatedAt: number | null
 }
 
 export type DeploymentSumAggregateOutputType = {
@@ -38,6 +40,8 @@ export type DeploymentSumAggregateOutputType = {
   maxReplicas: number | null
   readyReplicas: number | null
   epoch: number | null
+  createdAt: bigint | null
+  updatedAt: bigint | null
 }
 
 export type DeploymentMinAggregateOutputType = {
@@ -56,8 +60,8 @@ export type DeploymentMinAggregateOutputType = {
   trafficMode: string | null
   epoch: number | null
   etag: string | null
-  createdAt: Date | null
-  updatedAt: Date | null
+  createdAt: bigint | null
+  updatedAt: bigint | null
 }
 
 export type DeploymentMaxAggregateOutputType = {
@@ -76,8 +80,8 @@ export type DeploymentMaxAggregateOutputType = {
   trafficMode: string | null
   epoch: number | null
   etag: string | null
-  createdAt: Date | null
-  updatedAt: Date | null
+  createdAt: bigint | null
+  updatedAt: bigint | null
 }
 
 export type DeploymentCountAggregateOutputType = {
@@ -107,6 +111,8 @@ export type DeploymentAvgAggregateInputType = {
   maxReplicas?: true
   readyReplicas?: true
   epoch?: true
+  createdAt?: true
+  updatedAt?: true
 }
 
 export type DeploymentSumAggregateInputType = {
@@ -114,6 +120,8 @@ export type DeploymentSumAggregateInputType = {
   maxReplicas?: true
   readyReplicas?: true
   epoch?: true
+  createdAt?: true
+  updatedAt?: true
 }
 
 export type DeploymentMinAggregateInputType = {
@@ -279,8 +287,8 @@ export type DeploymentGroupByOutputType = {
   trafficMode: string
   epoch: number
   etag: string
-  createdAt: Date
-  updatedAt: Date
+  createdAt: bigint
+  updatedAt: bigint
   _count: DeploymentCountAggregateOutputType | null
   _avg: DeploymentAvgAggregateOutputType | null
   _sum: DeploymentSumAggregateOutputType | null
@@ -322,8 +330,8 @@ export type DeploymentWhereInput = {
   trafficMode?: Prisma.StringFilter<"Deployment"> | string
   epoch?: Prisma.IntFilter<"Deployment"> | number
   etag?: Prisma.StringFilter<"Deployment"> | string
-  createdAt?: Prisma.DateTimeFilter<"Deployment"> | Date | string
-  updatedAt?: Prisma.DateTimeFilter<"Deployment"> | Date | string
+  createdAt?: Prisma.BigIntFilter<"Deployment"> | bigint | number
+  updatedAt?: Prisma.BigIntFilter<"Deployment"> | bigint | number
 }
 
 export type DeploymentOrderByWithRelationInput = {
@@ -366,8 +374,8 @@ export type DeploymentWhereUniqueInput = Prisma.AtLeast<{
   trafficMode?: Prisma.StringFilter<"Deployment"> | string
   epoch?: Prisma.IntFilter<"Deployment"> | number
   etag?: Prisma.StringFilter<"Deployment"> | string
-  createdAt?: Prisma.DateTimeFilter<"Deployment"> | Date | string
-  updatedAt?: Prisma.DateTimeFilter<"Deployment"> | Date | string
+  createdAt?: Prisma.BigIntFilter<"Deployment"> | bigint | number
+  updatedAt?: Prisma.BigIntFilter<"Deployment"> | bigint | number
 }, "id" | "endpointId_name">
 
 export type DeploymentOrderByWithAggregationInput = {
@@ -414,8 +422,8 @@ export type DeploymentScalarWhereWithAggregatesInput = {
   trafficMode?: Prisma.StringWithAggregatesFilter<"Deployment"> | string
   epoch?: Prisma.IntWithAggregatesFilter<"Deployment"> | number
   etag?: Prisma.StringWithAggregatesFilter<"Deployment"> | string
-  createdAt?: Prisma.DateTimeWithAggregatesFilter<"Deployment"> | Date | string
-  updatedAt?: Prisma.DateTimeWithAggregatesFilter<"Deployment"> | Date | string
+  createdAt?: Prisma.BigIntWithAggregatesFilter<"Deployment"> | bigint | number
+  updatedAt?: Prisma.BigIntWithAggregatesFilter<"Deployment"> | bigint | number
 }
 
 export type DeploymentCreateInput = {
@@ -434,8 +442,8 @@ export type DeploymentCreateInput = {
   trafficMode: string
   epoch?: number
   etag: string
-  createdAt: Date | string
-  updatedAt: Date | string
+  createdAt: bigint | number
+  updatedAt: bigint | number
 }
 
 export type DeploymentUncheckedCreateInput = {
@@ -454,8 +462,8 @@ export type DeploymentUncheckedCreateInput = {
   trafficMode: string
   epoch?: number
   etag: string
-  createdAt: Date | string
-  updatedAt: Date | string
+  createdAt: bigint | number
+  updatedAt: bigint | number
 }
 
 export type DeploymentUpdateInput = {
@@ -474,8 +482,8 @@ export type DeploymentUpdateInput = {
   trafficMode?: Prisma.StringFieldUpdateOperationsInput | string
   epoch?: Prisma.IntFieldUpdateOperationsInput | number
   etag?: Prisma.StringFieldUpdateOperationsInput | string
-  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
-  updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  updatedAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
 }
 
 export type DeploymentUncheckedUpdateInput = {
@@ -494,8 +502,8 @@ export type DeploymentUncheckedUpdateInput = {
   trafficMode?: Prisma.StringFieldUpdateOperationsInput | string
   epoch?: Prisma.IntFieldUpdateOperationsInput | number
   etag?: Prisma.StringFieldUpdateOperationsInput | string
-  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
-  updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  updatedAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
 }
 
 export type DeploymentCreateManyInput = {
@@ -514,8 +522,8 @@ export type DeploymentCreateManyInput = {
   trafficMode: string
   epoch?: number
   etag: string
-  createdAt: Date | string
-  updatedAt: Date | string
+  createdAt: bigint | number
+  updatedAt: bigint | number
 }
 
 export type DeploymentUpdateManyMutationInput = {
@@ -534,8 +542,8 @@ export type DeploymentUpdateManyMutationInput = {
   trafficMode?: Prisma.StringFieldUpdateOperationsInput | string
   epoch?: Prisma.IntFieldUpdateOperationsInput | number
   etag?: Prisma.StringFieldUpdateOperationsInput | string
-  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
-  updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  updatedAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
 }
 
 export type DeploymentUncheckedUpdateManyInput = {
@@ -554,8 +562,8 @@ export type DeploymentUncheckedUpdateManyInput = {
   trafficMode?: Prisma.StringFieldUpdateOperationsInput | string
   epoch?: Prisma.IntFieldUpdateOperationsInput | number
   etag?: Prisma.StringFieldUpdateOperationsInput | string
-  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
-  updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  updatedAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
 }
 
 export type DeploymentEndpointIdNameCompoundUniqueInput = {
@@ -588,6 +596,8 @@ export type DeploymentAvgOrderByAggregateInput = {
   maxReplicas?: Prisma.SortOrder
   readyReplicas?: Prisma.SortOrder
   epoch?: Prisma.SortOrder
+  createdAt?: Prisma.SortOrder
+  updatedAt?: Prisma.SortOrder
 }
 
 export type DeploymentMaxOrderByAggregateInput = {
@@ -635,6 +645,8 @@ export type DeploymentSumOrderByAggregateInput = {
   maxReplicas?: Prisma.SortOrder
   readyReplicas?: Prisma.SortOrder
   epoch?: Prisma.SortOrder
+  createdAt?: Prisma.SortOrder
+  updatedAt?: Prisma.SortOrder
 }
 
 
@@ -740,8 +752,8 @@ export type $DeploymentPayload<ExtArgs extends runtime.Types.Extensions.Internal
     trafficMode: string
     epoch: number
     etag: string
-    createdAt: Date
-    updatedAt: Date
+    createdAt: bigint
+    updatedAt: bigint
   }, ExtArgs["result"]["deployment"]>
   composites: {}
 }
@@ -1180,8 +1192,8 @@ export interface DeploymentFieldRefs {
   readonly trafficMode: Prisma.FieldRef<"Deployment", 'String'>
   readonly epoch: Prisma.FieldRef<"Deployment", 'Int'>
   readonly etag: Prisma.FieldRef<"Deployment", 'String'>
-  readonly createdAt: Prisma.FieldRef<"Deployment", 'DateTime'>
-  readonly updatedAt: Prisma.FieldRef<"Deployment", 'DateTime'>
+  readonly createdAt: Prisma.FieldRef<"Deployment", 'BigInt'>
+  readonly updatedAt: Prisma.FieldRef<"Deployment", 'BigInt'>
 }
     
 

@@ -30,12 +30,14 @@ export type EndpointEventAvgAggregateOutputType = {
   seq: number | null
   oldReplicas: number | null
   newReplicas: number | null
+  createdAt: number | null
 }
 
 export type EndpointEventSumAggregateOutputType = {
   seq: number | null
   oldReplicas: number | null
   newReplicas: number | null
+  createdAt: bigint | null
 }
 
 export type EndpointEventMinAggregateOutputType = {
@@ -55,7 +57,7 @@ export type EndpointEventMinAggregateOutputType = {
   reason: string | null
   oldReplicas: number | null
   newReplicas: number | null
-  createdAt: Date | null
+  createdAt: bigint | null
 }
 
 export type EndpointEventMaxAggregateOutputType = {
@@ -75,7 +77,7 @@ export type EndpointEventMaxAggregateOutputType = {
   reason: string | null
   oldReplicas: number | null
   newReplicas: number | null
-  createdAt: Date | null
+  createdAt: bigint | null
 }
 
 export type EndpointEventCountAggregateOutputType = {
@@ -104,12 +106,14 @@ export type EndpointEventAvgAggregateInputType = {
   seq?: true
   oldReplicas?: true
   newReplicas?: true
+  createdAt?: true
 }
 
 export type EndpointEventSumAggregateInputType = {
   seq?: true
   oldReplicas?: true
   newReplicas?: true
+  createdAt?: true
 }
 
 export type EndpointEventMinAggregateInputType = {
@@ -276,7 +280,7 @@ export type EndpointEventGroupByOutputType = {
   reason: string | null
   oldReplicas: number | null
   newReplicas: number | null
-  createdAt: Date
+  createdAt: bigint
   _count: EndpointEventCountAggregateOutputType | null
   _avg: EndpointEventAvgAggregateOutputType | null
   _sum: EndpointEventSumAggregateOutputType | null
@@ -319,7 +323,7 @@ export type EndpointEventWhereInput = {
   reason?: Prisma.StringNullableFilter<"EndpointEvent"> | string | null
   oldReplicas?: Prisma.IntNullableFilter<"EndpointEvent"> | number | null
   newReplicas?: Prisma.IntNullableFilter<"EndpointEvent"> | number | null
-  createdAt?: Prisma.DateTimeFilter<"EndpointEvent"> | Date | string
+  createdAt?: Prisma.BigIntFilter<"EndpointEvent"> | bigint | number
 }
 
 export type EndpointEventOrderByWithRelationInput = {
@@ -363,7 +367,7 @@ export type EndpointEventWhereUniqueInput = Prisma.AtLeast<{
   reason?: Prisma.StringNullableFilter<"EndpointEvent"> | string | null
   oldReplicas?: Prisma.IntNullableFilter<"EndpointEvent"> | number | null
   newReplicas?: Prisma.IntNullableFilter<"EndpointEvent"> | number | null
-  createdAt?: Prisma.DateTimeFilter<"EndpointEvent"> | Date | string
+  createdAt?: Prisma.BigIntFilter<"EndpointEvent"> | bigint | number
 }, "id" | "endpointId_seq">
 
 export type EndpointEventOrderByWithAggregationInput = {
@@ -411,7 +415,7 @@ export type EndpointEventScalarWhereWithAggregatesInput = {
   reason?: Prisma.StringNullableWithAggregatesFilter<"EndpointEvent"> | string | null
   oldReplicas?: Prisma.IntNullableWithAggregatesFilter<"EndpointEvent"> | number | null
   newReplicas?: Prisma.IntNullableWithAggregatesFilter<"EndpointEvent"> | number | null
-  createdAt?: Prisma.DateTimeWithAggregatesFilter<"EndpointEvent"> | Date | string
+  createdAt?: Prisma.BigIntWithAggregatesFilter<"EndpointEvent"> | bigint | number
 }
 
 export type EndpointEventCreateInput = {
@@ -431,7 +435,7 @@ export type EndpointEventCreateInput = {
   reason?: string | null
   oldReplicas?: number | null
   newReplicas?: number | null
-  createdAt: Date | string
+  createdAt: bigint | number
 }
 
 export type EndpointEventUncheckedCreateInput = {
@@ -451,7 +455,7 @@ export type EndpointEventUncheckedCreateInput = {
   reason?: string | null
   oldReplicas?: number | null
   newReplicas?: number | null
-  createdAt: Date | string
+  createdAt: bigint | number
 }
 
 export type EndpointEventUpdateInput = {
@@ -471,7 +475,7 @@ export type EndpointEventUpdateInput = {
   reason?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   oldReplicas?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   newReplicas?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
-  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
 }
 
 export type EndpointEventUncheckedUpdateInput = {
@@ -491,7 +495,7 @@ export type EndpointEventUncheckedUpdateInput = {
   reason?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   oldReplicas?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   newReplicas?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
-  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
 }
 
 export type EndpointEventCreateManyInput = {
@@ -511,7 +515,7 @@ export type EndpointEventCreateManyInput = {
   reason?: string | null
   oldReplicas?: number | null
   newReplicas?: number | null
-  createdAt: Date | string
+  createdAt: bigint | number
 }
 
 export type EndpointEventUpdateManyMutationInput = {
@@ -531,7 +535,7 @@ export type EndpointEventUpdateManyMutationInput = {
   reason?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   oldReplicas?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   newReplicas?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
-  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
 }
 
 export type EndpointEventUncheckedUpdateManyInput = {
@@ -551,7 +555,7 @@ export type EndpointEventUncheckedUpdateManyInput = {
   reason?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   oldReplicas?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   newReplicas?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
-  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
 }
 
 export type EndpointEventEndpointIdSeqCompoundUniqueInput = {
@@ -583,6 +587,7 @@ export type EndpointEventAvgOrderByAggregateInput = {
   seq?: Prisma.SortOrder
   oldReplicas?: Prisma.SortOrder
   newReplicas?: Prisma.SortOrder
+  createdAt?: Prisma.SortOrder
 }
 
 export type EndpointEventMaxOrderByAggregateInput = {
@@ -629,6 +634,7 @@ export type EndpointEventSumOrderByAggregateInput = {
   seq?: Prisma.SortOrder
   oldReplicas?: Prisma.SortOrder
   newReplicas?: Prisma.SortOrder
+  createdAt?: Prisma.SortOrder
 }
 
 
@@ -735,7 +741,7 @@ export type $EndpointEventPayload<ExtArgs extends runtime.Types.Extensions.Inter
     reason: string | null
     oldReplicas: number | null
     newReplicas: number | null
-    createdAt: Date
+    createdAt: bigint
   }, ExtArgs["result"]["endpointEvent"]>
   composites: {}
 }
@@ -1175,7 +1181,7 @@ export interface EndpointEventFieldRefs {
   readonly reason: Prisma.FieldRef<"EndpointEvent", 'String'>
   readonly oldReplicas: Prisma.FieldRef<"EndpointEvent", 'Int'>
   readonly newReplicas: Prisma.FieldRef<"EndpointEvent", 'Int'>
-  readonly createdAt: Prisma.FieldRef<"EndpointEvent", 'DateTime'>
+  readonly createdAt: Prisma.FieldRef<"EndpointEvent", 'BigInt'>
 }
     
 

@@ -31,6 +31,7 @@ export type HardwareAvgAggregateOutputType = {
   gpuCount: number | null
   centsPerMinute: number | null
   capacityGpus: number | null
+  updatedAt: number | null
 }
 
 export type HardwareSumAggregateOutputType = {
@@ -38,6 +39,7 @@ export type HardwareSumAggregateOutputType = {
   gpuCount: number | null
   centsPerMinute: number | null
   capacityGpus: number | null
+  updatedAt: bigint | null
 }
 
 export type HardwareMinAggregateOutputType = {
@@ -48,7 +50,7 @@ export type HardwareMinAggregateOutputType = {
   gpuCount: number | null
   centsPerMinute: number | null
   capacityGpus: number | null
-  updatedAt: Date | null
+  updatedAt: bigint | null
 }
 
 export type HardwareMaxAggregateOutputType = {
@@ -59,7 +61,7 @@ export type HardwareMaxAggregateOutputType = {
   gpuCount: number | null
   centsPerMinute: number | null
   capacityGpus: number | null
-  updatedAt: Date | null
+  updatedAt: bigint | null
 }
 
 export type HardwareCountAggregateOutputType = {
@@ -80,6 +82,7 @@ export type HardwareAvgAggregateInputType = {
   gpuCount?: true
   centsPerMinute?: true
   capacityGpus?: true
+  updatedAt?: true
 }
 
 export type HardwareSumAggregateInputType = {
@@ -87,6 +90,7 @@ export type HardwareSumAggregateInputType = {
   gpuCount?: true
   centsPerMinute?: true
   capacityGpus?: true
+  updatedAt?: true
 }
 
 export type HardwareMinAggregateInputType = {
@@ -217,7 +221,7 @@ export type HardwareGroupByOutputType = {
   gpuCount: number
   centsPerMinute: number
   capacityGpus: number
-  updatedAt: Date
+  updatedAt: bigint
   _count: HardwareCountAggregateOutputType | null
   _avg: HardwareAvgAggregateOutputType | null
   _sum: HardwareSumAggregateOutputType | null
@@ -251,7 +255,7 @@ export type HardwareWhereInput = {
   gpuCount?: Prisma.IntFilter<"Hardware"> | number
   centsPerMinute?: Prisma.FloatFilter<"Hardware"> | number
   capacityGpus?: Prisma.IntFilter<"Hardware"> | number
-  updatedAt?: Prisma.DateTimeFilter<"Hardware"> | Date | string
+  updatedAt?: Prisma.BigIntFilter<"Hardware"> | bigint | number
 }
 
 export type HardwareOrderByWithRelationInput = {
@@ -276,7 +280,7 @@ export type HardwareWhereUniqueInput = Prisma.AtLeast<{
   gpuCount?: Prisma.IntFilter<"Hardware"> | number
   centsPerMinute?: Prisma.FloatFilter<"Hardware"> | number
   capacityGpus?: Prisma.IntFilter<"Hardware"> | number
-  updatedAt?: Prisma.DateTimeFilter<"Hardware"> | Date | string
+  updatedAt?: Prisma.BigIntFilter<"Hardware"> | bigint | number
 }, "id">
 
 export type HardwareOrderByWithAggregationInput = {
@@ -306,7 +310,7 @@ export type HardwareScalarWhereWithAggregatesInput = {
   gpuCount?: Prisma.IntWithAggregatesFilter<"Hardware"> | number
   centsPerMinute?: Prisma.FloatWithAggregatesFilter<"Hardware"> | number
   capacityGpus?: Prisma.IntWithAggregatesFilter<"Hardware"> | number
-  updatedAt?: Prisma.DateTimeWithAggregatesFilter<"Hardware"> | Date | string
+  updatedAt?: Prisma.BigIntWithAggregatesFilter<"Hardware"> | bigint | number
 }
 
 export type HardwareCreateInput = {
@@ -317,7 +321,7 @@ export type HardwareCreateInput = {
   gpuCount: number
   centsPerMinute: number
   capacityGpus: number
-  updatedAt: Date | string
+  updatedAt: bigint | number
 }
 
 export type HardwareUncheckedCreateInput = {
@@ -328,7 +332,7 @@ export type HardwareUncheckedCreateInput = {
   gpuCount: number
   centsPerMinute: number
   capacityGpus: number
-  updatedAt: Date | string
+  updatedAt: bigint | number
 }
 
 export type HardwareUpdateInput = {
@@ -339,7 +343,7 @@ export type HardwareUpdateInput = {
   gpuCount?: Prisma.IntFieldUpdateOperationsInput | number
   centsPerMinute?: Prisma.FloatFieldUpdateOperationsInput | number
   capacityGpus?: Prisma.IntFieldUpdateOperationsInput | number
-  updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  updatedAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
 }
 
 export type HardwareUncheckedUpdateInput = {
@@ -350,7 +354,7 @@ export type HardwareUncheckedUpdateInput = {
   gpuCount?: Prisma.IntFieldUpdateOperationsInput | number
   centsPerMinute?: Prisma.FloatFieldUpdateOperationsInput | number
   capacityGpus?: Prisma.IntFieldUpdateOperationsInput | number
-  updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  updatedAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
 }
 
 export type HardwareCreateManyInput = {
@@ -361,7 +365,7 @@ export type HardwareCreateManyInput = {
   gpuCount: number
   centsPerMinute: number
   capacityGpus: number
-  updatedAt: Date | string
+  updatedAt: bigint | number
 }
 
 export type HardwareUpdateManyMutationInput = {
@@ -372,7 +376,7 @@ export type HardwareUpdateManyMutationInput = {
   gpuCount?: Prisma.IntFieldUpdateOperationsInput | number
   centsPerMinute?: Prisma.FloatFieldUpdateOperationsInput | number
   capacityGpus?: Prisma.IntFieldUpdateOperationsInput | number
-  updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  updatedAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
 }
 
 export type HardwareUncheckedUpdateManyInput = {
@@ -383,7 +387,7 @@ export type HardwareUncheckedUpdateManyInput = {
   gpuCount?: Prisma.IntFieldUpdateOperationsInput | number
   centsPerMinute?: Prisma.FloatFieldUpdateOperationsInput | number
   capacityGpus?: Prisma.IntFieldUpdateOperationsInput | number
-  updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  updatedAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
 }
 
 export type HardwareCountOrderByAggregateInput = {
@@ -402,6 +406,7 @@ export type HardwareAvgOrderByAggregateInput = {
   gpuCount?: Prisma.SortOrder
   centsPerMinute?: Prisma.SortOrder
   capacityGpus?: Prisma.SortOrder
+  updatedAt?: Prisma.SortOrder
 }
 
 export type HardwareMaxOrderByAggregateInput = {
@@ -431,6 +436,7 @@ export type HardwareSumOrderByAggregateInput = {
   gpuCount?: Prisma.SortOrder
   centsPerMinute?: Prisma.SortOrder
   capacityGpus?: Prisma.SortOrder
+  updatedAt?: Prisma.SortOrder
 }
 
 export type IntFieldUpdateOperationsInput = {
@@ -508,7 +514,7 @@ export type $HardwarePayload<ExtArgs extends runtime.Types.Extensions.InternalAr
     gpuCount: number
     centsPerMinute: number
     capacityGpus: number
-    updatedAt: Date
+    updatedAt: bigint
   }, ExtArgs["result"]["hardware"]>
   composites: {}
 }
@@ -939,7 +945,7 @@ export interface HardwareFieldRefs {
   readonly gpuCount: Prisma.FieldRef<"Hardware", 'Int'>
   readonly centsPerMinute: Prisma.FieldRef<"Hardware", 'Float'>
   readonly capacityGpus: Prisma.FieldRef<"Hardware", 'Int'>
-  readonly updatedAt: Prisma.FieldRef<"Hardware", 'DateTime'>
+  readonly updatedAt: Prisma.FieldRef<"Hardware", 'BigInt'>
 }
     
 

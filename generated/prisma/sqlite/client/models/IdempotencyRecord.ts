@@ -39,7 +39,7 @@ export type IdempotencyRecordMinAggregateOutputType = {
   operation: string | null
   key: string | null
   requestHash: string | null
-  resourceId: string | null
+  response: string | null
   createdAt: bigint | null
 }
 
@@ -48,7 +48,7 @@ export type IdempotencyRecordMaxAggregateOutputType = {
   operation: string | null
   key: string | null
   requestHash: string | null
-  resourceId: string | null
+  response: string | null
   createdAt: bigint | null
 }
 
@@ -57,7 +57,7 @@ export type IdempotencyRecordCountAggregateOutputType = {
   operation: number
   key: number
   requestHash: number
-  resourceId: number
+  response: number
   createdAt: number
   _all: number
 }
@@ -76,7 +76,7 @@ export type IdempotencyRecordMinAggregateInputType = {
   operation?: true
   key?: true
   requestHash?: true
-  resourceId?: true
+  response?: true
   createdAt?: true
 }
 
@@ -85,7 +85,7 @@ export type IdempotencyRecordMaxAggregateInputType = {
   operation?: true
   key?: true
   requestHash?: true
-  resourceId?: true
+  response?: true
   createdAt?: true
 }
 
@@ -94,7 +94,7 @@ export type IdempotencyRecordCountAggregateInputType = {
   operation?: true
   key?: true
   requestHash?: true
-  resourceId?: true
+  response?: true
   createdAt?: true
   _all?: true
 }
@@ -190,7 +190,7 @@ export type IdempotencyRecordGroupByOutputType = {
   operation: string
   key: string
   requestHash: string
-  resourceId: string
+  response: string
   createdAt: bigint
   _count: IdempotencyRecordCountAggregateOutputType | null
   _avg: IdempotencyRecordAvgAggregateOutputType | null
@@ -222,7 +222,7 @@ export type IdempotencyRecordWhereInput = {
   operation?: Prisma.StringFilter<"IdempotencyRecord"> | string
   key?: Prisma.StringFilter<"IdempotencyRecord"> | string
   requestHash?: Prisma.StringFilter<"IdempotencyRecord"> | string
-  resourceId?: Prisma.StringFilter<"IdempotencyRecord"> | string
+  response?: Prisma.StringFilter<"IdempotencyRecord"> | string
   createdAt?: Prisma.BigIntFilter<"IdempotencyRecord"> | bigint | number
 }
 
@@ -231,7 +231,7 @@ export type IdempotencyRecordOrderByWithRelationInput = {
   operation?: Prisma.SortOrder
   key?: Prisma.SortOrder
   requestHash?: Prisma.SortOrder
-  resourceId?: Prisma.SortOrder
+  response?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
 }
 
@@ -244,7 +244,7 @@ export type IdempotencyRecordWhereUniqueInput = Prisma.AtLeast<{
   operation?: Prisma.StringFilter<"IdempotencyRecord"> | string
   key?: Prisma.StringFilter<"IdempotencyRecord"> | string
   requestHash?: Prisma.StringFilter<"IdempotencyRecord"> | string
-  resourceId?: Prisma.StringFilter<"IdempotencyRecord"> | string
+  response?: Prisma.StringFilter<"IdempotencyRecord"> | string
   createdAt?: Prisma.BigIntFilter<"IdempotencyRecord"> | bigint | number
 }, "projectId_operation_key">
 
@@ -253,7 +253,7 @@ export type IdempotencyRecordOrderByWithAggregationInput = {
   operation?: Prisma.SortOrder
   key?: Prisma.SortOrder
   requestHash?: Prisma.SortOrder
-  resourceId?: Prisma.SortOrder
+  response?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   _count?: Prisma.IdempotencyRecordCountOrderByAggregateInput
   _avg?: Prisma.IdempotencyRecordAvgOrderByAggregateInput
@@ -270,7 +270,7 @@ export type IdempotencyRecordScalarWhereWithAggregatesInput = {
   operation?: Prisma.StringWithAggregatesFilter<"IdempotencyRecord"> | string
   key?: Prisma.StringWithAggregatesFilter<"IdempotencyRecord"> | string
   requestHash?: Prisma.StringWithAggregatesFilter<"IdempotencyRecord"> | string
-  resourceId?: Prisma.StringWithAggregatesFilter<"IdempotencyRecord"> | string
+  response?: Prisma.StringWithAggregatesFilter<"IdempotencyRecord"> | string
   createdAt?: Prisma.BigIntWithAggregatesFilter<"IdempotencyRecord"> | bigint | number
 }
 
@@ -279,7 +279,7 @@ export type IdempotencyRecordCreateInput = {
   operation: string
   key: string
   requestHash: string
-  resourceId: string
+  response: string
   createdAt: bigint | number
 }
 
@@ -288,7 +288,7 @@ export type IdempotencyRecordUncheckedCreateInput = {
   operation: string
   key: string
   requestHash: string
-  resourceId: string
+  response: string
   createdAt: bigint | number
 }
 
@@ -297,7 +297,7 @@ export type IdempotencyRecordUpdateInput = {
   operation?: Prisma.StringFieldUpdateOperationsInput | string
   key?: Prisma.StringFieldUpdateOperationsInput | string
   requestHash?: Prisma.StringFieldUpdateOperationsInput | string
-  resourceId?: Prisma.StringFieldUpdateOperationsInput | string
+  response?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
 }
 
@@ -306,7 +306,7 @@ export type IdempotencyRecordUncheckedUpdateInput = {
   operation?: Prisma.StringFieldUpdateOperationsInput | string
   key?: Prisma.StringFieldUpdateOperationsInput | string
   requestHash?: Prisma.StringFieldUpdateOperationsInput | string
-  resourceId?: Prisma.StringFieldUpdateOperationsInput | string
+  response?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
 }
 
@@ -315,7 +315,7 @@ export type IdempotencyRecordCreateManyInput = {
   operation: string
   key: string
   requestHash: string
-  resourceId: string
+  response: string
   createdAt: bigint | number
 }
 
@@ -324,7 +324,7 @@ export type IdempotencyRecordUpdateManyMutationInput = {
   operation?: Prisma.StringFieldUpdateOperationsInput | string
   key?: Prisma.StringFieldUpdateOperationsInput | string
   requestHash?: Prisma.StringFieldUpdateOperationsInput | string
-  resourceId?: Prisma.StringFieldUpdateOperationsInput | string
+  response?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
 }
 
@@ -333,7 +333,7 @@ export type IdempotencyRecordUncheckedUpdateManyInput = {
   operation?: Prisma.StringFieldUpdateOperationsInput | string
   key?: Prisma.StringFieldUpdateOperationsInput | string
   requestHash?: Prisma.StringFieldUpdateOperationsInput | string
-  resourceId?: Prisma.StringFieldUpdateOperationsInput | string
+  response?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
 }
 
@@ -348,7 +348,7 @@ export type IdempotencyRecordCountOrderByAggregateInput = {
   operation?: Prisma.SortOrder
   key?: Prisma.SortOrder
   requestHash?: Prisma.SortOrder
-  resourceId?: Prisma.SortOrder
+  response?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
 }
 
@@ -361,7 +361,7 @@ export type IdempotencyRecordMaxOrderByAggregateInput = {
   operation?: Prisma.SortOrder
   key?: Prisma.SortOrder
   requestHash?: Prisma.SortOrder
-  resourceId?: Prisma.SortOrder
+  response?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
 }
 
@@ -370,7 +370,7 @@ export type IdempotencyRecordMinOrderByAggregateInput = {
   operation?: Prisma.SortOrder
   key?: Prisma.SortOrder
   requestHash?: Prisma.SortOrder
-  resourceId?: Prisma.SortOrder
+  response?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
 }
 
@@ -385,7 +385,7 @@ export type IdempotencyRecordSelect<ExtArgs extends runtime.Types.Extensions.Int
   operation?: boolean
   key?: boolean
   requestHash?: boolean
-  resourceId?: boolean
+  response?: boolean
   createdAt?: boolean
 }, ExtArgs["result"]["idempotencyRecord"]>
 
@@ -394,7 +394,7 @@ export type IdempotencyRecordSelectCreateManyAndReturn<ExtArgs extends runtime.T
   operation?: boolean
   key?: boolean
   requestHash?: boolean
-  resourceId?: boolean
+  response?: boolean
   createdAt?: boolean
 }, ExtArgs["result"]["idempotencyRecord"]>
 
@@ -403,7 +403,7 @@ export type IdempotencyRecordSelectUpdateManyAndReturn<ExtArgs extends runtime.T
   operation?: boolean
   key?: boolean
   requestHash?: boolean
-  resourceId?: boolean
+  response?: boolean
   createdAt?: boolean
 }, ExtArgs["result"]["idempotencyRecord"]>
 
@@ -412,11 +412,11 @@ export type IdempotencyRecordSelectScalar = {
   operation?: boolean
   key?: boolean
   requestHash?: boolean
-  resourceId?: boolean
+  response?: boolean
   createdAt?: boolean
 }
 
-export type IdempotencyRecordOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"projectId" | "operation" | "key" | "requestHash" | "resourceId" | "createdAt", ExtArgs["result"]["idempotencyRecord"]>
+export type IdempotencyRecordOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"projectId" | "operation" | "key" | "requestHash" | "response" | "createdAt", ExtArgs["result"]["idempotencyRecord"]>
 
 export type $IdempotencyRecordPayload<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   name: "IdempotencyRecord"
@@ -426,7 +426,7 @@ export type $IdempotencyRecordPayload<ExtArgs extends runtime.Types.Extensions.I
     operation: string
     key: string
     requestHash: string
-    resourceId: string
+    response: string
     createdAt: bigint
   }, ExtArgs["result"]["idempotencyRecord"]>
   composites: {}
@@ -855,7 +855,7 @@ export interface IdempotencyRecordFieldRefs {
   readonly operation: Prisma.FieldRef<"IdempotencyRecord", 'String'>
   readonly key: Prisma.FieldRef<"IdempotencyRecord", 'String'>
   readonly requestHash: Prisma.FieldRef<"IdempotencyRecord", 'String'>
-  readonly resourceId: Prisma.FieldRef<"IdempotencyRecord", 'String'>
+  readonly response: Prisma.FieldRef<"IdempotencyRecord", 'String'>
   readonly createdAt: Prisma.FieldRef<"IdempotencyRecord", 'BigInt'>
 }
     

@@ -29,13 +29,13 @@ export type AggregateModel = {
 export type ModelAvgAggregateOutputType = {
   minGpuMemory: number | null
   contextLength: number | null
-  created: number | null
+  createdAt: number | null
 }
 
 export type ModelSumAggregateOutputType = {
   minGpuMemory: number | null
   contextLength: number | null
-  created: bigint | null
+  createdAt: bigint | null
 }
 
 export type ModelMinAggregateOutputType = {
@@ -60,7 +60,7 @@ export type ModelMinAggregateOutputType = {
   source: string | null
   sourceKind: string | null
   status: string | null
-  created: bigint | null
+  createdAt: bigint | null
 }
 
 export type ModelMaxAggregateOutputType = {
@@ -85,7 +85,7 @@ export type ModelMaxAggregateOutputType = {
   source: string | null
   sourceKind: string | null
   status: string | null
-  created: bigint | null
+  createdAt: bigint | null
 }
 
 export type ModelCountAggregateOutputType = {
@@ -110,7 +110,7 @@ export type ModelCountAggregateOutputType = {
   source: number
   sourceKind: number
   status: number
-  created: number
+  createdAt: number
   _all: number
 }
 
@@ -118,13 +118,13 @@ export type ModelCountAggregateOutputType = {
 export type ModelAvgAggregateInputType = {
   minGpuMemory?: true
   contextLength?: true
-  created?: true
+  createdAt?: true
 }
 
 export type ModelSumAggregateInputType = {
   minGpuMemory?: true
   contextLength?: true
-  created?: true
+  createdAt?: true
 }
 
 export type ModelMinAggregateInputType = {
@@ -149,7 +149,7 @@ export type ModelMinAggregateInputType = {
   source?: true
   sourceKind?: true
   status?: true
-  created?: true
+  createdAt?: true
 }
 
 export type ModelMaxAggregateInputType = {
@@ -174,7 +174,7 @@ export type ModelMaxAggregateInputType = {
   source?: true
   sourceKind?: true
   status?: true
-  created?: true
+  createdAt?: true
 }
 
 export type ModelCountAggregateInputType = {
@@ -199,7 +199,7 @@ export type ModelCountAggregateInputType = {
   source?: true
   sourceKind?: true
   status?: true
-  created?: true
+  createdAt?: true
   _all?: true
 }
 
@@ -311,7 +311,7 @@ export type ModelGroupByOutputType = {
   source: string | null
   sourceKind: string | null
   status: string
-  created: bigint
+  createdAt: bigint
   _count: ModelCountAggregateOutputType | null
   _avg: ModelAvgAggregateOutputType | null
   _sum: ModelSumAggregateOutputType | null
@@ -359,7 +359,7 @@ export type ModelWhereInput = {
   source?: Prisma.StringNullableFilter<"Model"> | string | null
   sourceKind?: Prisma.StringNullableFilter<"Model"> | string | null
   status?: Prisma.StringFilter<"Model"> | string
-  created?: Prisma.BigIntFilter<"Model"> | bigint | number
+  createdAt?: Prisma.BigIntFilter<"Model"> | bigint | number
 }
 
 export type ModelOrderByWithRelationInput = {
@@ -384,7 +384,7 @@ export type ModelOrderByWithRelationInput = {
   source?: Prisma.SortOrderInput | Prisma.SortOrder
   sourceKind?: Prisma.SortOrderInput | Prisma.SortOrder
   status?: Prisma.SortOrder
-  created?: Prisma.SortOrder
+  createdAt?: Prisma.SortOrder
 }
 
 export type ModelWhereUniqueInput = Prisma.AtLeast<{
@@ -413,7 +413,7 @@ export type ModelWhereUniqueInput = Prisma.AtLeast<{
   source?: Prisma.StringNullableFilter<"Model"> | string | null
   sourceKind?: Prisma.StringNullableFilter<"Model"> | string | null
   status?: Prisma.StringFilter<"Model"> | string
-  created?: Prisma.BigIntFilter<"Model"> | bigint | number
+  createdAt?: Prisma.BigIntFilter<"Model"> | bigint | number
 }, "id" | "projectId_name">
 
 export type ModelOrderByWithAggregationInput = {
@@ -438,7 +438,7 @@ export type ModelOrderByWithAggregationInput = {
   source?: Prisma.SortOrderInput | Prisma.SortOrder
   sourceKind?: Prisma.SortOrderInput | Prisma.SortOrder
   status?: Prisma.SortOrder
-  created?: Prisma.SortOrder
+  createdAt?: Prisma.SortOrder
   _count?: Prisma.ModelCountOrderByAggregateInput
   _avg?: Prisma.ModelAvgOrderByAggregateInput
   _max?: Prisma.ModelMaxOrderByAggregateInput
@@ -471,7 +471,7 @@ export type ModelScalarWhereWithAggregatesInput = {
   source?: Prisma.StringNullableWithAggregatesFilter<"Model"> | string | null
   sourceKind?: Prisma.StringNullableWithAggregatesFilter<"Model"> | string | null
   status?: Prisma.StringWithAggregatesFilter<"Model"> | string
-  created?: Prisma.BigIntWithAggregatesFilter<"Model"> | bigint | number
+  createdAt?: Prisma.BigIntWithAggregatesFilter<"Model"> | bigint | number
 }
 
 export type ModelCreateInput = {
@@ -496,7 +496,7 @@ export type ModelCreateInput = {
   source?: string | null
   sourceKind?: string | null
   status?: string
-  created: bigint | number
+  createdAt: bigint | number
 }
 
 export type ModelUncheckedCreateInput = {
@@ -521,7 +521,7 @@ export type ModelUncheckedCreateInput = {
   source?: string | null
   sourceKind?: string | null
   status?: string
-  created: bigint | number
+  createdAt: bigint | number
 }
 
 export type ModelUpdateInput = {
@@ -546,7 +546,7 @@ export type ModelUpdateInput = {
   source?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   sourceKind?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   status?: Prisma.StringFieldUpdateOperationsInput | string
-  created?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
 }
 
 export type ModelUncheckedUpdateInput = {
@@ -571,7 +571,7 @@ export type ModelUncheckedUpdateInput = {
   source?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   sourceKind?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   status?: Prisma.StringFieldUpdateOperationsInput | string
-  created?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
 }
 
 export type ModelCreateManyInput = {
@@ -596,7 +596,7 @@ export type ModelCreateManyInput = {
   source?: string | null
   sourceKind?: string | null
   status?: string
-  created: bigint | number
+  createdAt: bigint | number
 }
 
 export type ModelUpdateManyMutationInput = {
@@ -621,7 +621,7 @@ export type ModelUpdateManyMutationInput = {
   source?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   sourceKind?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   status?: Prisma.StringFieldUpdateOperationsInput | string
-  created?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
 }
 
 export type ModelUncheckedUpdateManyInput = {
@@ -646,7 +646,7 @@ export type ModelUncheckedUpdateManyInput = {
   source?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   sourceKind?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   status?: Prisma.StringFieldUpdateOperationsInput | string
-  created?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
 }
 
 export type ModelProjectIdNameCompoundUniqueInput = {
@@ -676,13 +676,13 @@ export type ModelCountOrderByAggregateInput = {
   source?: Prisma.SortOrder
   sourceKind?: Prisma.SortOrder
   status?: Prisma.SortOrder
-  created?: Prisma.SortOrder
+  createdAt?: Prisma.SortOrder
 }
 
 export type ModelAvgOrderByAggregateInput = {
   minGpuMemory?: Prisma.SortOrder
   contextLength?: Prisma.SortOrder
-  created?: Prisma.SortOrder
+  createdAt?: Prisma.SortOrder
 }
 
 export type ModelMaxOrderByAggregateInput = {
@@ -707,7 +707,7 @@ export type ModelMaxOrderByAggregateInput = {
   source?: Prisma.SortOrder
   sourceKind?: Prisma.SortOrder
   status?: Prisma.SortOrder
-  created?: Prisma.SortOrder
+  createdAt?: Prisma.SortOrder
 }
 
 export type ModelMinOrderByAggregateInput = {
@@ -732,21 +732,17 @@ export type ModelMinOrderByAggregateInput = {
   source?: Prisma.SortOrder
   sourceKind?: Prisma.SortOrder
   status?: Prisma.SortOrder
-  created?: Prisma.SortOrder
+  createdAt?: Prisma.SortOrder
 }
 
 export type ModelSumOrderByAggregateInput = {
   minGpuMemory?: Prisma.SortOrder
   contextLength?: Prisma.SortOrder
-  created?: Prisma.SortOrder
+  createdAt?: Prisma.SortOrder
 }
 
 export type NullableStringFieldUpdateOperationsInput = {
   set?: string | null
-}
-
-export type BoolFieldUpdateOperationsInput = {
-  set?: boolean
 }
 
 export type NullableIntFieldUpdateOperationsInput = {
@@ -755,14 +751,6 @@ export type NullableIntFieldUpdateOperationsInput = {
   decrement?: number
   multiply?: number
   divide?: number
-}
-
-export type BigIntFieldUpdateOperationsInput = {
-  set?: bigint | number
-  increment?: bigint | number
-  decrement?: bigint | number
-  multiply?: bigint | number
-  divide?: bigint | number
 }
 
 
@@ -789,7 +777,7 @@ export type ModelSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs = 
   source?: boolean
   sourceKind?: boolean
   status?: boolean
-  created?: boolean
+  createdAt?: boolean
 }, ExtArgs["result"]["model"]>
 
 export type ModelSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
@@ -814,7 +802,7 @@ export type ModelSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Extensi
   source?: boolean
   sourceKind?: boolean
   status?: boolean
-  created?: boolean
+  createdAt?: boolean
 }, ExtArgs["result"]["model"]>
 
 export type ModelSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
@@ -839,7 +827,7 @@ export type ModelSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Extensi
   source?: boolean
   sourceKind?: boolean
   status?: boolean
-  created?: boolean
+  createdAt?: boolean
 }, ExtArgs["result"]["model"]>
 
 export type ModelSelectScalar = {
@@ -864,10 +852,10 @@ export type ModelSelectScalar = {
   source?: boolean
   sourceKind?: boolean
   status?: boolean
-  created?: boolean
+  createdAt?: boolean
 }
 
-export type ModelOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "projectId" | "name" | "type" | "modelType" | "architecture" | "baseModelId" | "loraModel" | "serverless" | "minGpuMemory" | "contextLength" | "organization" | "pricing" | "description" | "displayName" | "link" | "license" | "capabilities" | "source" | "sourceKind" | "status" | "created", ExtArgs["result"]["model"]>
+export type ModelOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "projectId" | "name" | "type" | "modelType" | "architecture" | "baseModelId" | "loraModel" | "serverless" | "minGpuMemory" | "contextLength" | "organization" | "pricing" | "description" | "displayName" | "link" | "license" | "capabilities" | "source" | "sourceKind" | "status" | "createdAt", ExtArgs["result"]["model"]>
 
 export type $ModelPayload<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   name: "Model"
@@ -894,7 +882,7 @@ export type $ModelPayload<ExtArgs extends runtime.Types.Extensions.InternalArgs 
     source: string | null
     sourceKind: string | null
     status: string
-    created: bigint
+    createdAt: bigint
   }, ExtArgs["result"]["model"]>
   composites: {}
 }
@@ -1339,7 +1327,7 @@ export interface ModelFieldRefs {
   readonly source: Prisma.FieldRef<"Model", 'String'>
   readonly sourceKind: Prisma.FieldRef<"Model", 'String'>
   readonly status: Prisma.FieldRef<"Model", 'String'>
-  readonly created: Prisma.FieldRef<"Model", 'BigInt'>
+  readonly createdAt: Prisma.FieldRef<"Model", 'BigInt'>
 }
     
 

@@ -20,8 +20,18 @@ export type ModelConfigModel = runtime.Types.Result.DefaultSelection<Prisma.$Mod
 
 export type AggregateModelConfig = {
   _count: ModelConfigCountAggregateOutputType | null
+  _avg: ModelConfigAvgAggregateOutputType | null
+  _sum: ModelConfigSumAggregateOutputType | null
   _min: ModelConfigMinAggregateOutputType | null
   _max: ModelConfigMaxAggregateOutputType | null
+}
+
+export type ModelConfigAvgAggregateOutputType = {
+  createdAt: number | null
+}
+
+export type ModelConfigSumAggregateOutputType = {
+  createdAt: bigint | null
 }
 
 export type ModelConfigMinAggregateOutputType = {
@@ -31,7 +41,7 @@ export type ModelConfigMinAggregateOutputType = {
   selectors: string | null
   optimizationProfile: string | null
   certifications: string | null
-  createdAt: Date | null
+  createdAt: bigint | null
 }
 
 export type ModelConfigMaxAggregateOutputType = {
@@ -41,7 +51,7 @@ export type ModelConfigMaxAggregateOutputType = {
   selectors: string | null
   optimizationProfile: string | null
   certifications: string | null
-  createdAt: Date | null
+  createdAt: bigint | null
 }
 
 export type ModelConfigCountAggregateOutputType = {
@@ -55,6 +65,14 @@ export type ModelConfigCountAggregateOutputType = {
   _all: number
 }
 
+
+export type ModelConfigAvgAggregateInputType = {
+  createdAt?: true
+}
+
+export type ModelConfigSumAggregateInputType = {
+  createdAt?: true
+}
 
 export type ModelConfigMinAggregateInputType = {
   id?: true
@@ -125,6 +143,18 @@ export type ModelConfigAggregateArgs<ExtArgs extends runtime.Types.Extensions.In
   /**
    * {@link https://www.prisma.io/docs/concepts/components/prisma-client/aggregations Aggregation Docs}
    * 
+   * Select which fields to average
+  **/
+  _avg?: ModelConfigAvgAggregateInputType
+  /**
+   * {@link https://www.prisma.io/docs/concepts/components/prisma-client/aggregations Aggregation Docs}
+   * 
+   * Select which fields to sum
+  **/
+  _sum?: ModelConfigSumAggregateInputType
+  /**
+   * {@link https://www.prisma.io/docs/concepts/components/prisma-client/aggregations Aggregation Docs}
+   * 
    * Select which fields to find the minimum value
   **/
   _min?: ModelConfigMinAggregateInputType
@@ -155,6 +185,8 @@ export type ModelConfigGroupByArgs<ExtArgs extends runtime.Types.Extensions.Inte
   take?: number
   skip?: number
   _count?: ModelConfigCountAggregateInputType | true
+  _avg?: ModelConfigAvgAggregateInputType
+  _sum?: ModelConfigSumAggregateInputType
   _min?: ModelConfigMinAggregateInputType
   _max?: ModelConfigMaxAggregateInputType
 }
@@ -166,8 +198,10 @@ export type ModelConfigGroupByOutputType = {
   selectors: string
   optimizationProfile: string
   certifications: string
-  createdAt: Date
+  createdAt: bigint
   _count: ModelConfigCountAggregateOutputType | null
+  _avg: ModelConfigAvgAggregateOutputType | null
+  _sum: ModelConfigSumAggregateOutputType | null
   _min: ModelConfigMinAggregateOutputType | null
   _max: ModelConfigMaxAggregateOutputType | null
 }
@@ -197,7 +231,7 @@ export type ModelConfigWhereInput = {
   selectors?: Prisma.StringFilter<"ModelConfig"> | string
   optimizationProfile?: Prisma.StringFilter<"ModelConfig"> | string
   certifications?: Prisma.StringFilter<"ModelConfig"> | string
-  createdAt?: Prisma.DateTimeFilter<"ModelConfig"> | Date | string
+  createdAt?: Prisma.BigIntFilter<"ModelConfig"> | bigint | number
 }
 
 export type ModelConfigOrderByWithRelationInput = {
@@ -220,7 +254,7 @@ export type ModelConfigWhereUniqueInput = Prisma.AtLeast<{
   selectors?: Prisma.StringFilter<"ModelConfig"> | string
   optimizationProfile?: Prisma.StringFilter<"ModelConfig"> | string
   certifications?: Prisma.StringFilter<"ModelConfig"> | string
-  createdAt?: Prisma.DateTimeFilter<"ModelConfig"> | Date | string
+  createdAt?: Prisma.BigIntFilter<"ModelConfig"> | bigint | number
 }, "id">
 
 export type ModelConfigOrderByWithAggregationInput = {
@@ -232,8 +266,10 @@ export type ModelConfigOrderByWithAggregationInput = {
   certifications?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   _count?: Prisma.ModelConfigCountOrderByAggregateInput
+  _avg?: Prisma.ModelConfigAvgOrderByAggregateInput
   _max?: Prisma.ModelConfigMaxOrderByAggregateInput
   _min?: Prisma.ModelConfigMinOrderByAggregateInput
+  _sum?: Prisma.ModelConfigSumOrderByAggregateInput
 }
 
 export type ModelConfigScalarWhereWithAggregatesInput = {
@@ -246,7 +282,7 @@ export type ModelConfigScalarWhereWithAggregatesInput = {
   selectors?: Prisma.StringWithAggregatesFilter<"ModelConfig"> | string
   optimizationProfile?: Prisma.StringWithAggregatesFilter<"ModelConfig"> | string
   certifications?: Prisma.StringWithAggregatesFilter<"ModelConfig"> | string
-  createdAt?: Prisma.DateTimeWithAggregatesFilter<"ModelConfig"> | Date | string
+  createdAt?: Prisma.BigIntWithAggregatesFilter<"ModelConfig"> | bigint | number
 }
 
 export type ModelConfigCreateInput = {
@@ -256,7 +292,7 @@ export type ModelConfigCreateInput = {
   selectors: string
   optimizationProfile: string
   certifications?: string
-  createdAt: Date | string
+  createdAt: bigint | number
 }
 
 export type ModelConfigUncheckedCreateInput = {
@@ -266,7 +302,7 @@ export type ModelConfigUncheckedCreateInput = {
   selectors: string
   optimizationProfile: string
   certifications?: string
-  createdAt: Date | string
+  createdAt: bigint | number
 }
 
 export type ModelConfigUpdateInput = {
@@ -276,7 +312,7 @@ export type ModelConfigUpdateInput = {
   selectors?: Prisma.StringFieldUpdateOperationsInput | string
   optimizationProfile?: Prisma.StringFieldUpdateOperationsInput | string
   certifications?: Prisma.StringFieldUpdateOperationsInput | string
-  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
 }
 
 export type ModelConfigUncheckedUpdateInput = {
@@ -286,7 +322,7 @@ export type ModelConfigUncheckedUpdateInput = {
   selectors?: Prisma.StringFieldUpdateOperationsInput | string
   optimizationProfile?: Prisma.StringFieldUpdateOperationsInput | string
   certifications?: Prisma.StringFieldUpdateOperationsInput | string
-  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
 }
 
 export type ModelConfigCreateManyInput = {
@@ -296,7 +332,7 @@ export type ModelConfigCreateManyInput = {
   selectors: string
   optimizationProfile: string
   certifications?: string
-  createdAt: Date | string
+  createdAt: bigint | number
 }
 
 export type ModelConfigUpdateManyMutationInput = {
@@ -306,7 +342,7 @@ export type ModelConfigUpdateManyMutationInput = {
   selectors?: Prisma.StringFieldUpdateOperationsInput | string
   optimizationProfile?: Prisma.StringFieldUpdateOperationsInput | string
   certifications?: Prisma.StringFieldUpdateOperationsInput | string
-  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
 }
 
 export type ModelConfigUncheckedUpdateManyInput = {
@@ -316,7 +352,7 @@ export type ModelConfigUncheckedUpdateManyInput = {
   selectors?: Prisma.StringFieldUpdateOperationsInput | string
   optimizationProfile?: Prisma.StringFieldUpdateOperationsInput | string
   certifications?: Prisma.StringFieldUpdateOperationsInput | string
-  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
 }
 
 export type ModelConfigCountOrderByAggregateInput = {
@@ -326,6 +362,10 @@ export type ModelConfigCountOrderByAggregateInput = {
   selectors?: Prisma.SortOrder
   optimizationProfile?: Prisma.SortOrder
   certifications?: Prisma.SortOrder
+  createdAt?: Prisma.SortOrder
+}
+
+export type ModelConfigAvgOrderByAggregateInput = {
   createdAt?: Prisma.SortOrder
 }
 
@@ -346,6 +386,10 @@ export type ModelConfigMinOrderByAggregateInput = {
   selectors?: Prisma.SortOrder
   optimizationProfile?: Prisma.SortOrder
   certifications?: Prisma.SortOrder
+  createdAt?: Prisma.SortOrder
+}
+
+export type ModelConfigSumOrderByAggregateInput = {
   createdAt?: Prisma.SortOrder
 }
 
@@ -403,7 +447,7 @@ export type $ModelConfigPayload<ExtArgs extends runtime.Types.Extensions.Interna
     selectors: string
     optimizationProfile: string
     certifications: string
-    createdAt: Date
+    createdAt: bigint
   }, ExtArgs["result"]["modelConfig"]>
   composites: {}
 }
@@ -833,7 +877,7 @@ export interface ModelConfigFieldRefs {
   readonly selectors: Prisma.FieldRef<"ModelConfig", 'String'>
   readonly optimizationProfile: Prisma.FieldRef<"ModelConfig", 'String'>
   readonly certifications: Prisma.FieldRef<"ModelConfig", 'String'>
-  readonly createdAt: Prisma.FieldRef<"ModelConfig", 'DateTime'>
+  readonly createdAt: Prisma.FieldRef<"ModelConfig", 'BigInt'>
 }
     
 

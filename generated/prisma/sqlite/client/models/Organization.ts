@@ -20,20 +20,30 @@ export type OrganizationModel = runtime.Types.Result.DefaultSelection<Prisma.$Or
 
 export type AggregateOrganization = {
   _count: OrganizationCountAggregateOutputType | null
+  _avg: OrganizationAvgAggregateOutputType | null
+  _sum: OrganizationSumAggregateOutputType | null
   _min: OrganizationMinAggregateOutputType | null
   _max: OrganizationMaxAggregateOutputType | null
+}
+
+export type OrganizationAvgAggregateOutputType = {
+  createdAt: number | null
+}
+
+export type OrganizationSumAggregateOutputType = {
+  createdAt: bigint | null
 }
 
 export type OrganizationMinAggregateOutputType = {
   id: string | null
   name: string | null
-  createdAt: Date | null
+  createdAt: bigint | null
 }
 
 export type OrganizationMaxAggregateOutputType = {
   id: string | null
   name: string | null
-  createdAt: Date | null
+  createdAt: bigint | null
 }
 
 export type OrganizationCountAggregateOutputType = {
@@ -43,6 +53,14 @@ export type OrganizationCountAggregateOutputType = {
   _all: number
 }
 
+
+export type OrganizationAvgAggregateInputType = {
+  createdAt?: true
+}
+
+export type OrganizationSumAggregateInputType = {
+  createdAt?: true
+}
 
 export type OrganizationMinAggregateInputType = {
   id?: true
@@ -101,6 +119,18 @@ export type OrganizationAggregateArgs<ExtArgs extends runtime.Types.Extensions.I
   /**
    * {@link https://www.prisma.io/docs/concepts/components/prisma-client/aggregations Aggregation Docs}
    * 
+   * Select which fields to average
+  **/
+  _avg?: OrganizationAvgAggregateInputType
+  /**
+   * {@link https://www.prisma.io/docs/concepts/components/prisma-client/aggregations Aggregation Docs}
+   * 
+   * Select which fields to sum
+  **/
+  _sum?: OrganizationSumAggregateInputType
+  /**
+   * {@link https://www.prisma.io/docs/concepts/components/prisma-client/aggregations Aggregation Docs}
+   * 
    * Select which fields to find the minimum value
   **/
   _min?: OrganizationMinAggregateInputType
@@ -131,6 +161,8 @@ export type OrganizationGroupByArgs<ExtArgs extends runtime.Types.Extensions.Int
   take?: number
   skip?: number
   _count?: OrganizationCountAggregateInputType | true
+  _avg?: OrganizationAvgAggregateInputType
+  _sum?: OrganizationSumAggregateInputType
   _min?: OrganizationMinAggregateInputType
   _max?: OrganizationMaxAggregateInputType
 }
@@ -138,8 +170,10 @@ export type OrganizationGroupByArgs<ExtArgs extends runtime.Types.Extensions.Int
 export type OrganizationGroupByOutputType = {
   id: string
   name: string
-  createdAt: Date
+  createdAt: bigint
   _count: OrganizationCountAggregateOutputType | null
+  _avg: OrganizationAvgAggregateOutputType | null
+  _sum: OrganizationSumAggregateOutputType | null
   _min: OrganizationMinAggregateOutputType | null
   _max: OrganizationMaxAggregateOutputType | null
 }
@@ -165,7 +199,7 @@ export type OrganizationWhereInput = {
   NOT?: Prisma.OrganizationWhereInput | Prisma.OrganizationWhereInput[]
   id?: Prisma.StringFilter<"Organization"> | string
   name?: Prisma.StringFilter<"Organization"> | string
-  createdAt?: Prisma.DateTimeFilter<"Organization"> | Date | string
+  createdAt?: Prisma.BigIntFilter<"Organization"> | bigint | number
   projects?: Prisma.ProjectListRelationFilter
 }
 
@@ -182,7 +216,7 @@ export type OrganizationWhereUniqueInput = Prisma.AtLeast<{
   OR?: Prisma.OrganizationWhereInput[]
   NOT?: Prisma.OrganizationWhereInput | Prisma.OrganizationWhereInput[]
   name?: Prisma.StringFilter<"Organization"> | string
-  createdAt?: Prisma.DateTimeFilter<"Organization"> | Date | string
+  createdAt?: Prisma.BigIntFilter<"Organization"> | bigint | number
   projects?: Prisma.ProjectListRelationFilter
 }, "id">
 
@@ -191,8 +225,10 @@ export type OrganizationOrderByWithAggregationInput = {
   name?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   _count?: Prisma.OrganizationCountOrderByAggregateInput
+  _avg?: Prisma.OrganizationAvgOrderByAggregateInput
   _max?: Prisma.OrganizationMaxOrderByAggregateInput
   _min?: Prisma.OrganizationMinOrderByAggregateInput
+  _sum?: Prisma.OrganizationSumOrderByAggregateInput
 }
 
 export type OrganizationScalarWhereWithAggregatesInput = {
@@ -201,58 +237,62 @@ export type OrganizationScalarWhereWithAggregatesInput = {
   NOT?: Prisma.OrganizationScalarWhereWithAggregatesInput | Prisma.OrganizationScalarWhereWithAggregatesInput[]
   id?: Prisma.StringWithAggregatesFilter<"Organization"> | string
   name?: Prisma.StringWithAggregatesFilter<"Organization"> | string
-  createdAt?: Prisma.DateTimeWithAggregatesFilter<"Organization"> | Date | string
+  createdAt?: Prisma.BigIntWithAggregatesFilter<"Organization"> | bigint | number
 }
 
 export type OrganizationCreateInput = {
   id: string
   name: string
-  createdAt: Date | string
+  createdAt: bigint | number
   projects?: Prisma.ProjectCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationUncheckedCreateInput = {
   id: string
   name: string
-  createdAt: Date | string
+  createdAt: bigint | number
   projects?: Prisma.ProjectUncheckedCreateNestedManyWithoutOrganizationInput
 }
 
 export type OrganizationUpdateInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   name?: Prisma.StringFieldUpdateOperationsInput | string
-  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   projects?: Prisma.ProjectUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationUncheckedUpdateInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   name?: Prisma.StringFieldUpdateOperationsInput | string
-  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   projects?: Prisma.ProjectUncheckedUpdateManyWithoutOrganizationNestedInput
 }
 
 export type OrganizationCreateManyInput = {
   id: string
   name: string
-  createdAt: Date | string
+  createdAt: bigint | number
 }
 
 export type OrganizationUpdateManyMutationInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   name?: Prisma.StringFieldUpdateOperationsInput | string
-  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
 }
 
 export type OrganizationUncheckedUpdateManyInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   name?: Prisma.StringFieldUpdateOperationsInput | string
-  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
 }
 
 export type OrganizationCountOrderByAggregateInput = {
   id?: Prisma.SortOrder
   name?: Prisma.SortOrder
+  createdAt?: Prisma.SortOrder
+}
+
+export type OrganizationAvgOrderByAggregateInput = {
   createdAt?: Prisma.SortOrder
 }
 
@@ -268,6 +308,10 @@ export type OrganizationMinOrderByAggregateInput = {
   createdAt?: Prisma.SortOrder
 }
 
+export type OrganizationSumOrderByAggregateInput = {
+  createdAt?: Prisma.SortOrder
+}
+
 export type OrganizationScalarRelationFilter = {
   is?: Prisma.OrganizationWhereInput
   isNot?: Prisma.OrganizationWhereInput
@@ -277,8 +321,12 @@ export type StringFieldUpdateOperationsInput = {
   set?: string
 }
 
-export type DateTimeFieldUpdateOperationsInput = {
-  set?: Date | string
+export type BigIntFieldUpdateOperationsInput = {
+  set?: bigint | number
+  increment?: bigint | number
+  decrement?: bigint | number
+  multiply?: bigint | number
+  divide?: bigint | number
 }
 
 export type OrganizationCreateNestedOneWithoutProjectsInput = {
@@ -298,13 +346,13 @@ export type OrganizationUpdateOneRequiredWithoutProjectsNestedInput = {
 export type OrganizationCreateWithoutProjectsInput = {
   id: string
   name: string
-  createdAt: Date | string
+  createdAt: bigint | number
 }
 
 export type OrganizationUncheckedCreateWithoutProjectsInput = {
   id: string
   name: string
-  createdAt: Date | string
+  createdAt: bigint | number
 }
 
 export type OrganizationCreateOrConnectWithoutProjectsInput = {
@@ -326,13 +374,13 @@ export type OrganizationUpdateToOneWithWhereWithoutProjectsInput = {
 export type OrganizationUpdateWithoutProjectsInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   name?: Prisma.StringFieldUpdateOperationsInput | string
-  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
 }
 
 export type OrganizationUncheckedUpdateWithoutProjectsInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   name?: Prisma.StringFieldUpdateOperationsInput | string
-  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
 }
 
 
@@ -408,7 +456,7 @@ export type $OrganizationPayload<ExtArgs extends runtime.Types.Extensions.Intern
   scalars: runtime.Types.Extensions.GetPayloadResult<{
     id: string
     name: string
-    createdAt: Date
+    createdAt: bigint
   }, ExtArgs["result"]["organization"]>
   composites: {}
 }
@@ -835,7 +883,7 @@ export interface Prisma__OrganizationClient<T, Null = never, ExtArgs extends run
 export interface OrganizationFieldRefs {
   readonly id: Prisma.FieldRef<"Organization", 'String'>
   readonly name: Prisma.FieldRef<"Organization", 'String'>
-  readonly createdAt: Prisma.FieldRef<"Organization", 'DateTime'>
+  readonly createdAt: Prisma.FieldRef<"Organization", 'BigInt'>
 }
     
 

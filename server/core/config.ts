@@ -1,0 +1,66 @@
+// All configuration comes from the environment, read once here; every duration is configurable so that tests and
+// deployments can run the same code at other speeds.
+import { join } from 'node:path';
+import { root } from './paths.ts';
+
+export interface Config {
+  host: string;
+  port: number;
+  /** `file:<path>` for SQLite (the default, created on first start), or a `postgres://` URL. */
+  databaseUrl: string;
+  logLevel: string;
+  /** Largest accepted JSON body, in bytes. */
+  bodyLimit: number;
+  validateResponses: boolean;
+  /** How long a looked-up API key is trusted before the database is asked again (revocations clear it at once). */
+  keyCacheTtlMs: number;
+  runner: RunnerConfig;
+  /** Durations of simulated work (upload, provisioning, ...), by name: env `DURATION_<NAME>_MS`. See `duration()`. */
+  durations: Record<string, number>;
+  /** Key that encrypts secret values at rest (32 bytes, base64 or hex); a fixed development key when unset. */
+  secretsKey: string;
+}
+
+export interface RunnerConfig {
+  /** Whether this process works on the durable runner's items. */
+  enabled: boolean;
+  pollMs: number;
+  /** A claimed item is another worker's to take over once its lease has run out without a heartbeat. */
+  leaseMs: number;
+  batch: number;
+  /** Failures after which an item is given up. */
+  maxFailures: number;
+}
+
+const num = (value: string | undefined, fallback: number) => (value === undefined || value === '' ? fallback : Number(value));
+const bool = (value: string | undefined, fallback: boolean) => (value === undefined || value === '' ? fallback : !/^(0|false|no|off)$/i.test(value));
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  return {
+    host: env.HOST ?? '127.0.0.1',
+    port: num(env.PORT, 8080),
+    databaseUrl: env.DATABASE_URL || `file:${join(root, '.data/platform.db')}`,
+    logLevel: env.LOG_LEVEL ?? 'info',
+    bodyLimit: num(env.BODY_LIMIT_BYTES, 10 * 1024 * 1024),
+    validateResponses: bool(env.VALIDATE_RESPONSES, true),
+    keyCacheTtlMs: num(env.KEY_CACHE_TTL_MS, 30_000),
+    durations: Object.fromEntries(
+      Object.entries(env)
+        .filter(([k, v]) => /^DURATION_[A-Z0-9_]+_MS$/.test(k) && v !== '')
+        .map(([k, v]) => [k.slice('DURATION_'.length, -'_MS'.length).toLowerCase(), Number(v)]),
+    ),
+    secretsKey: env.SECRETS_KEY ?? '',
+    runner: {
+      enabled: bool(env.RUNNER_ENABLED, true),
+      pollMs: num(env.RUNNER_POLL_MS, 250),
+      leaseMs: num(env.RUNNER_LEASE_MS, 30_000),
+      batch: num(env.RUNNER_BATCH, 8),
+      maxFailures: num(env.RUNNER_MAX_FAILURES, 5),
+    },
+  };
+}
+
+/** How long a named step of simulated work takes: `DURATION_<NAME>_MS` when set, else the module's default. */
+export function duration(config: Pick<Config, 'durations'>, name: string, fallbackMs: number): number {
+  return config.durations[name] ?? fallbackMs;
+}

@@ -1,0 +1,81 @@
+// The one place that builds errors. Everything that refuses a request throws an ApiError made here; the HTTP layer
+// (server/http/error-handler.ts) writes it as the envelope { error: { message, type, param, code } } and maps the
+// validator's and the body parser's own errors onto the same constructors.
+
+export interface ErrorBody {
+  error: { message: string; type: string; param: string | null; code: string | null };
+}
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string | null,
+    message: string,
+    readonly param: string | null = null,
+    readonly type: string = typeFor(status),
+    /** Extra response headers, e.g. `Retry-After` or `x-should-retry`. */
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+  }
+
+  get body(): ErrorBody {
+    return { error: { message: this.message, type: this.type, param: this.param, code: this.code } };
+  }
+}
+
+/** 404 is `not_found_error`, 5xx `server_error`, every other 4xx `invalid_request_error`. */
+function typeFor(status: number): string {
+  if (status === 404) return 'not_found_error';
+  if (status >= 500) return 'server_error';
+  return 'invalid_request_error';
+}
+
+export const apiError = (status: number, code: string | null, message: string, param: string | null = null) =>
+  new ApiError(status, code, message, param);
+
+export const badRequest = (message: string, param: string | null = null, code = 'invalid_value') => apiError(400, code, message, param);
+
+/** Absent and "belongs to another project" are the same answer, by design. */
+export const notFound = (what: string, id: string, param: string | null = 'id') =>
+  apiError(404, 'not_found', `No ${what} with id '${id}' was found.`, param);
+
+export const conflict = (message: string, code = 'conflict', param: string | null = null) => apiError(409, code, message, param);
+
+export const forbidden = (message: string, code: string, param: string | null = null) => apiError(403, code, message, param);
+
+/** A name (or other unique field) already taken in the project. The official clients retry a 409 unless told not to. */
+export const taken = (message: string, code: string, param: string) =>
+  new ApiError(409, code, message, param, 'invalid_request_error', { 'x-should-retry': 'false' });
+
+/**
+ * A move a state machine's table does not allow. One shape for every machine: 409, `invalid_request_error`,
+ * code `invalid_state_transition`, param null (the resource's state, not a request field, is what conflicts).
+ */
+export const invalidTransition = (what: string, from: string, event: string) =>
+  new ApiError(409, 'invalid_state_transition', `A ${what} in state ${from} cannot ${event.replace(/_/g, ' ')}.`, null, 'invalid_request_error', {
+    'x-should-retry': 'false',
+  });
+
+/** A control character where none may be: it would be stored (or refused by PostgreSQL) as given. */
+export const invalidCharacters = (param: string | null) =>
+  badRequest(
+    `${param ? `'${param}'` : 'The request'} contains a control character (such as NUL); only tab, newline and carriage return are allowed, and only inside body strings.`,
+    param,
+    'invalid_characters',
+  );
+
+export const internalError = () => new ApiError(500, 'internal_error', 'The server had an error while processing your request.');
+
+/**
+ * Why the platform could not start, said in one line that names the setting to change (and never a password). The
+ * entry points print it and exit non-zero; the stack is logged only at LOG_LEVEL=debug.
+ */
+export class StartError extends Error {
+  constructor(
+    message: string,
+    readonly cause?: unknown,
+  ) {
+    super(message);
+  }
+}

@@ -1,0 +1,140 @@
+// One linear request pipeline, read top to bottom: request id and log line; HEAD answered as GET; the
+// infrastructure routes; authentication; JSON parsing; validation of the request against the spec; the input
+// guard; the operation's handler, whose result `send` writes (JSON bodies are validated against the spec on the
+// way out); and one error handler that writes the envelope for anything that went wrong on the way.
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import express, { type RequestHandler } from 'express';
+import * as OpenApiValidator from 'express-openapi-validator';
+import { operations, type OperationId } from '../../generated/operations.ts';
+import { apiError } from '../core/errors.ts';
+import { specPath } from '../core/paths.ts';
+import { handlers } from '../modules/index.ts';
+import type { Services } from '../modules/types.ts';
+import { authenticate, type KeyCache } from './auth.ts';
+import { errorHandler } from './error-handler.ts';
+import { guardInput } from './input.ts';
+import { send } from './reply.ts';
+
+export interface AppOptions extends Services {
+  keys: KeyCache;
+  /** Called once per finished API response with its operation (when one matched) and status; the contract-coverage test listens here. */
+  observe?: (operationId: OperationId | undefined, status: number) => void;
+}
+
+const spec = JSON.parse(readFileSync(specPath, 'utf8'));
+
+// express-openapi-validator 5.6 compiles a path-to-regexp for every route of the spec on every request (its
+// `lookupRoute`), which made route lookup the largest cost of a request. The routes never change: compile each once.
+const validatorRequire = createRequire(createRequire(import.meta.url).resolve('express-openapi-validator'));
+const pathToRegexpModule = validatorRequire('path-to-regexp');
+const compile = pathToRegexpModule.pathToRegexp;
+// One cache per combination of the two flags the validator passes, so a lookup allocates nothing.
+const compiled = [new Map<string, unknown>(), new Map<string, unknown>(), new Map<string, unknown>(), new Map<string, unknown>()];
+pathToRegexpModule.pathToRegexp = (path: unknown, options?: { sensitive?: boolean; strict?: boolean }) => {
+  if (typeof path !== 'string') return compile(path, options);
+  const cache = compiled[(options?.sensitive ? 2 : 0) + (options?.strict ? 1 : 0)];
+  let result = cache.get(path);
+  if (!result) cache.set(path, (result = compile(path, options)));
+  return result;
+};
+const redocBundle = createRequire(import.meta.url).resolve('redoc/bundles/redoc.standalone.js');
+const docsPage = `<!doctype html>
+<html><head><meta charset="utf-8"><title>${spec.info.title} ${spec.info.version}</title>
+<meta name="viewport" content="width=device-width, initial-scale=1"></head>
+<body><redoc spec-url="/openapi.json"></redoc><script src="/docs/redoc.standalone.js"></script></body></html>`;
+
+const REQUEST_ID = /^[\w.:-]{1,128}$/;
+
+/** Each operation's success status: its first documented 2xx. */
+const successStatus = Object.fromEntries(
+  Object.entries(operations).map(([id, op]) => [id, (op.statuses as readonly number[]).find((s) => s >= 200 && s < 300) ?? 200]),
+) as Record<OperationId, number>;
+
+const matchers = Object.entries(operations).map(([operationId, op]) => ({
+  operationId: operationId as OperationId,
+  method: op.method.toUpperCase(),
+  pattern: new RegExp(`^${op.path.replace(/\{\w+\}/g, '[^/]+')}/?$`),
+}));
+
+/** The operation a request addresses, if any. */
+export function matchOperation(method: string, path: string): OperationId | undefined {
+  return matchers.find((m) => m.method === method && m.pattern.test(path))?.operationId;
+}
+
+interface Matched {
+  schema?: { operationId?: OperationId };
+  pathParams?: Record<string, string>;
+}
+
+export function createApp(options: AppOptions): express.Express {
+  const { config, log, db, keys, observe } = options;
+  const services: Services = { config: options.config, db: options.db, clock: options.clock, log: options.log, runner: options.runner };
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.set('query parser', 'extended');
+
+  app.use(((req, res, next) => {
+    const incoming = req.get('x-request-id');
+    const requestId = incoming && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    res.setHeader('x-request-id', requestId);
+    const started = process.hrtime.bigint();
+    const method = req.method;
+    res.on('finish', () => {
+      // The validator has already matched most requests; only those it never saw (e.g. refused keys) are matched here.
+      const operationId = ((req as any).openapi as Matched | undefined)?.schema?.operationId ?? matchOperation(req.method, req.path);
+      observe?.(operationId, res.statusCode);
+      log.info({ requestId, method, path: req.path, operationId, status: res.statusCode, ms: Number(process.hrtime.bigint() - started) / 1e6 }, 'request');
+    });
+    // HEAD is GET without the body: Node's response already knows to send none.
+    if (method === 'HEAD') req.method = 'GET';
+    next();
+  }) as RequestHandler);
+
+  // Infrastructure routes, outside the contract and without a key; one layer, so API requests pass it at once.
+  const infra = express.Router();
+  infra.get('/healthz', async (_req, res) => {
+    try {
+      await db.prisma.$queryRawUnsafe('SELECT 1');
+      res.json({ status: 'ok', database: db.provider });
+    } catch {
+      res.status(503).json({ status: 'unavailable', database: db.provider });
+    }
+  });
+  infra.get('/openapi.json', (_req, res) => void res.json(spec));
+  infra.get('/docs', (_req, res) => void res.type('html').send(docsPage));
+  infra.get('/docs/redoc.standalone.js', (_req, res) => res.sendFile(redocBundle));
+  app.use(((req, res, next) => (req.path.startsWith('/v1/') || req.path.startsWith('/v2/') ? next() : infra(req, res, next))) as RequestHandler);
+
+  app.use(['/v1', '/v2'], authenticate(keys));
+  app.use(express.json({ limit: config.bodyLimit }));
+  app.use(
+    OpenApiValidator.middleware({
+      apiSpec: structuredClone(spec),
+      validateRequests: { allowUnknownQueryParameters: false },
+      validateResponses: config.validateResponses,
+      validateSecurity: false,
+      validateApiSpec: false,
+    }),
+  );
+
+  // Dispatch by the operation the validator matched: one lookup per request, not a scan of a route per operation.
+  app.use((async (req, res, next) => {
+    const matched = (req as any).openapi as Matched | undefined;
+    const operationId = matched?.schema?.operationId;
+    if (!operationId) return next();
+    const params = { ...matched!.pathParams, ...req.params };
+    guardInput(params, req.query, req.body);
+    const handler = handlers[operationId] as (ctx: unknown) => Promise<unknown>;
+    const result = await handler({ ...services, operationId, params, query: req.query, body: req.body, headers: req.headers, identity: req.identity! });
+    await send(req, res, result, successStatus[operationId], log);
+  }) as RequestHandler);
+
+  app.use(((req) => {
+    throw apiError(404, 'not_found', `No route ${req.method} ${req.path} exists.`);
+  }) as RequestHandler);
+  app.use(errorHandler(log));
+  return app;
+}

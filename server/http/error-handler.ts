@@ -1,0 +1,43 @@
+// The pipeline's last step: whatever was thrown on the way (an ApiError, the validator's or the body parser's
+// errors, or anything unexpected) is written as the envelope. Unexpected exceptions become a generic 500 whose
+// cause is logged under the request id, and only there.
+import type { ErrorRequestHandler } from 'express';
+import type { Logger } from 'pino';
+import { ApiError, apiError, badRequest, internalError } from '../core/errors.ts';
+
+const LOCATIONS = new Set(['body', 'query', 'params', 'path', 'headers']);
+
+/** Maps express-openapi-validator and body-parser errors (and anything else) onto ApiError. */
+export function toApiError(err: any): ApiError {
+  if (err instanceof ApiError) return err;
+  const status: number = Number(err?.status ?? err?.statusCode) || 500;
+  if (status >= 500) return internalError();
+
+  if (err?.type === 'entity.parse.failed') return badRequest('The request body is not valid JSON.', null, 'invalid_json');
+  if (err?.type === 'entity.too.large' || status === 413) return apiError(413, 'body_too_large', 'The request body is larger than this server accepts.');
+  if (err?.type === 'encoding.unsupported' || err?.type === 'charset.unsupported') return apiError(415, 'unsupported_media_type', String(err.message));
+  if (status === 404) return apiError(404, 'not_found', `No route ${err?.path ?? ''} exists.`.replace('  ', ' '), null);
+  if (status === 405) return apiError(405, 'method_not_allowed', 'This route does not accept that HTTP method.');
+  if (status === 415) return apiError(415, 'unsupported_media_type', 'The request body must be application/json.');
+
+  // Validator errors: the first error's path names where (/body/media/frame_images/0/frame) and its keyword why.
+  const first = Array.isArray(err?.errors) ? err.errors[0] : undefined;
+  const [where, ...rest] = String(first?.path ?? '').split('/').filter(Boolean);
+  const param = where && LOCATIONS.has(where) && rest.length ? rest.join('.') : null;
+  let code = String(first?.errorCode ?? '').replace(/\.openapi\.\w+$/, '') || 'invalid_request';
+  let message: string = String(first?.message ?? err?.message ?? 'Invalid request.');
+  if (/^Unknown query parameter/i.test(message)) code = 'unknown_parameter';
+  if (param && message.startsWith('must')) message = `'${param}' ${message}`;
+  return badRequest(message.endsWith('.') ? message : `${message}.`, param, code);
+}
+
+export function errorHandler(log: Logger): ErrorRequestHandler {
+  return (err, req, res, _next) => {
+    const apiErr = toApiError(err);
+    if (apiErr.status >= 500) {
+      log.error({ err, requestId: res.getHeader('x-request-id'), method: req.method, path: req.path }, 'unhandled error');
+    }
+    if (res.headersSent) return void res.end();
+    res.set(apiErr.headers).status(apiErr.status).json(apiErr.body);
+  };
+}

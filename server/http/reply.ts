@@ -1,0 +1,90 @@
+// What a handler answers. Most return their JSON body as a plain value (sent with the operation's documented
+// success status); a handler that needs another status, extra headers, no body, plain text, a stream of
+// Server-Sent Events or a file returns a Reply instead. Only the pipeline touches the response (`send`), so JSON
+// bodies still pass response validation and every handler stays a function of its request.
+import { once } from 'node:events';
+import type { Request, Response } from 'express';
+import type { Logger } from 'pino';
+import { toApiError } from './error-handler.ts';
+
+type Content =
+  | { kind: 'json'; value: unknown }
+  | { kind: 'empty' }
+  | { kind: 'text'; value: string | Buffer; contentType: string }
+  | { kind: 'sse'; events: AsyncIterable<unknown> }
+  | { kind: 'file'; path: string; contentType?: string };
+
+interface Init {
+  status?: number;
+  headers?: Record<string, string>;
+}
+
+export class Reply<B = unknown> {
+  /** Phantom: the JSON body's type, so a handler's replies are checked against its operation's response. */
+  declare readonly body?: B;
+  constructor(
+    readonly content: Content,
+    readonly status: number | undefined,
+    readonly headers: Record<string, string>,
+  ) {}
+}
+
+export const reply = {
+  json: <B>(value: B, init: Init = {}) => new Reply<B>({ kind: 'json', value }, init.status, init.headers ?? {}),
+  empty: (status = 204, headers: Record<string, string> = {}) => new Reply<never>({ kind: 'empty' }, status, headers),
+  text: (value: string | Buffer, contentType: string, init: Init = {}) => new Reply<never>({ kind: 'text', value, contentType }, init.status, init.headers ?? {}),
+  /** Server-Sent Events: each item as `data: <json>`, then `data: [DONE]`. */
+  sse: (events: AsyncIterable<unknown>, init: Init = {}) => new Reply<never>({ kind: 'sse', events }, init.status, init.headers ?? {}),
+  /** A file from disk, streamed, with Range requests, Last-Modified and HEAD handled. */
+  file: (path: string, contentType?: string, init: Init = {}) => new Reply<never>({ kind: 'file', path, contentType }, init.status, init.headers ?? {}),
+};
+
+/** Sends a handler's result: a plain value is the JSON body (none when undefined) with `successStatus`. */
+export async function send(req: Request, res: Response, result: unknown, successStatus: number, log: Logger): Promise<void> {
+  if (!(result instanceof Reply)) {
+    if (result === undefined || successStatus === 204) return void res.status(successStatus).end();
+    return void res.status(successStatus).json(result);
+  }
+  const status = result.status ?? successStatus;
+  res.set(result.headers);
+  const c = result.content;
+  switch (c.kind) {
+    case 'json':
+      return void res.status(status).json(c.value);
+    case 'empty':
+      return void res.status(status).end();
+    case 'text':
+      return void res.status(status).type(c.contentType).send(c.value);
+    case 'file':
+      if (c.contentType) res.type(c.contentType);
+      return new Promise<void>((resolve, reject) =>
+        res.status(status).sendFile(c.path, { dotfiles: 'allow', cacheControl: false }, (err) => (err && !res.headersSent ? reject(err) : resolve())),
+      );
+    case 'sse':
+      return streamEvents(req, res, status, c.events, log);
+  }
+}
+
+async function streamEvents(req: Request, res: Response, status: number, events: AsyncIterable<unknown>, log: Logger): Promise<void> {
+  res.status(status).set({ 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache', Connection: 'keep-alive' });
+  res.flushHeaders();
+  let gone = false;
+  req.once('close', () => (gone = true));
+  const write = async (chunk: string) => {
+    if (!res.write(chunk)) await once(res, 'drain');
+  };
+  try {
+    for await (const event of events) {
+      if (gone) break; // leaving the loop ends the generator, so the engine stops producing
+      await write(`data: ${JSON.stringify(event)}\n\n`);
+    }
+    if (!gone) await write('data: [DONE]\n\n');
+  } catch (err) {
+    // The status line is gone: the failure travels as a last event in the envelope.
+    const apiErr = toApiError(err);
+    if (apiErr.status >= 500) log.error({ err, requestId: res.getHeader('x-request-id') }, 'stream failed');
+    if (!gone) await write(`data: ${JSON.stringify(apiErr.body)}\n\n`).catch(() => {});
+  } finally {
+    res.end();
+  }
+}

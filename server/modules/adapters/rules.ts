@@ -1,0 +1,30 @@
+// The rules of binding a LoRA adapter to a v1 endpoint: `model_id` is `<endpoint name>:<adapter>`, where the
+// endpoint name is the endpoint's own qualified name and the adapter is a completed upload of the caller's project
+// (by name or `ml_` id) whose base is the endpoint's model (or the dedicated LoRA pool it names).
+import type { Model, V1Endpoint } from '../../../generated/prisma/sqlite/client/client.ts';
+import { badRequest, forbidden } from '../../core/errors.ts';
+import type { Db, Tx } from '../../db/index.ts';
+import { ownedOrNull } from '../../http/scope.ts';
+
+/** The caller's completed adapter named `ref` (its name or `ml_...` id), or null. */
+export async function findAdapter(db: Db | Tx, projectId: string, ref: string): Promise<Model | null> {
+  const m = await ownedOrNull(db.model, projectId, { OR: [{ id: ref }, { name: ref }] });
+  return m && m.modelType === 'adapter' && m.status === 'ready' ? m : null;
+}
+
+/** An adapter fits an endpoint whose model is the adapter's base (or the dedicated LoRA pool it names). */
+export const fitsEndpoint = (adapter: Model, endpoint: V1Endpoint) => adapter.baseModelId === endpoint.modelId || adapter.loraModel === endpoint.modelId;
+
+/** Splits and checks a `model_id`; answers the adapter it names (403 when it is not the caller's ready adapter). */
+export async function adapterOfModelId(db: Db | Tx, projectId: string, endpointName: string, modelId: string): Promise<Model> {
+  const colon = modelId.indexOf(':');
+  if (colon <= 0 || colon === modelId.length - 1) {
+    throw badRequest(`'model_id' must be '<endpoint name>:<adapter>', e.g. '${endpointName}:my-adapter'.`, 'model_id', 'invalid_model_id');
+  }
+  const prefix = modelId.slice(0, colon);
+  if (prefix !== endpointName) throw badRequest(`'model_id' names endpoint '${prefix}', but this endpoint is '${endpointName}'.`, 'model_id', 'endpoint_name_mismatch');
+  const ref = modelId.slice(colon + 1);
+  const adapter = await findAdapter(db, projectId, ref);
+  if (!adapter) throw forbidden(`No uploaded adapter '${ref}' whose upload completed exists in this project.`, 'adapter_not_found', 'model_id');
+  return adapter;
+}

@@ -1,0 +1,117 @@
+// Module `compute`: node remediations of a cluster's instances, moved by one machine (machine.ts). `remediation_id`
+// on create is the client's idempotency key.
+import type { Remediation } from '../../../../generated/prisma/sqlite/client/client.ts';
+import { instant } from '../../../core/clock.ts';
+import { badRequest } from '../../../core/errors.ts';
+import { newId } from '../../../core/ids.ts';
+import type { Db, Tx } from '../../../db/index.ts';
+import { idempotent } from '../../../http/idempotency.ts';
+import { pageToken } from '../../../http/page.ts';
+import { enter } from '../../../runner/progress.ts';
+import type { Context } from '../../types.ts';
+import { move, remediationMachine } from '../machine.ts';
+import { findInstance, findRemediation } from '../rows.ts';
+import { remediationWire } from '../wire.ts';
+
+const UNSUPPORTED_MODE = 'REMEDIATION_MODE_HOST_POWER_CYCLE';
+
+/** The official client allows a mode the platform does not run: refused before anything is stored. */
+export function refuseUnsupportedMode(mode: string | undefined): void {
+  if (mode === UNSUPPORTED_MODE) throw badRequest(`${UNSUPPORTED_MODE} is not supported by this platform; use another mode.`, 'mode', 'unsupported_remediation_mode');
+}
+
+async function remediationView(db: Db | Tx, r: Remediation, instanceName?: string) {
+  const alerts = await db.passiveHealthCheckAlert.findMany({ where: { remediationId: r.id }, orderBy: [{ startedAt: 'asc' }, { id: 'asc' }] });
+  const name = instanceName ?? (await db.computeInstance.findUnique({ where: { id: r.instanceId } }))?.name;
+  return remediationWire(r, name, alerts);
+}
+
+export async function createRemediation(ctx: Context<'createRemediation'>) {
+  const { db, clock, identity, params, query, body } = ctx;
+  refuseUnsupportedMode(body.mode);
+  const scope = { projectId: identity.projectId, operation: 'createRemediation', key: query.remediation_id, param: 'remediation_id' };
+  const parameters = { cluster_id: params.cluster_id, instance_id: params.instance_id, mode: body.mode, reason: body.reason ?? null };
+  return idempotent(db, clock, scope, parameters, async (tx) => {
+    const instance = await findInstance(tx, identity.projectId, params.cluster_id, params.instance_id);
+    const now = instant(clock);
+    const r = await tx.remediation.create({
+      data: {
+        id: newId('rem', clock.now()),
+        projectId: identity.projectId,
+        clusterId: instance.clusterId,
+        instanceId: instance.id,
+        mode: body.mode,
+        trigger: 'REMEDIATION_TRIGGER_MANUAL',
+        state: 'PENDING',
+        reason: body.reason ?? null,
+        requestedBy: identity.apiKeyId,
+        createTime: now,
+        updateTime: now,
+      },
+    });
+    await enter(tx, ctx, remediationMachine, r);
+    return remediationView(tx, r, instance.name);
+  });
+}
+
+export async function listRemediations({ db, identity, params, query }: Context<'listRemediations'>) {
+  const instance = await findInstance(db.prisma, identity.projectId, params.cluster_id, params.instance_id);
+  // Newest first unless asked otherwise; `create_time` alone is ascending.
+  const order = query.order_by === undefined || query.order_by === 'create_time desc' ? 'desc' : 'asc';
+  const pageSize = query.page_size ?? 50;
+  const after = query.page_token ? pageToken.decode(query.page_token, order) : undefined;
+  const list = (v: unknown) => (v === undefined ? undefined : ([] as string[]).concat(v as string[]));
+  const [states, triggers, modes] = [list(query.state), list(query.trigger), list(query.mode)];
+  const rows = await db.prisma.remediation.findMany({
+    where: {
+      instanceId: instance.id,
+      projectId: identity.projectId,
+      ...(states?.length ? { state: { in: states } } : {}),
+      ...(triggers?.length ? { trigger: { in: triggers } } : {}),
+      ...(modes?.length ? { mode: { in: modes } } : {}),
+      ...(after ? { id: order === 'desc' ? { lt: after } : { gt: after } } : {}),
+    },
+    // Ids start with their creation time, so id order is creation order.
+    orderBy: { id: order },
+    take: pageSize + 1,
+  });
+  const page = rows.slice(0, pageSize);
+  const hasNext = rows.length > pageSize;
+  const alerts = await db.prisma.passiveHealthCheckAlert.findMany({ where: { remediationId: { in: page.map((r) => r.id) } }, orderBy: [{ startedAt: 'asc' }, { id: 'asc' }] });
+  return {
+    remediations: page.map((r) => remediationWire(r, instance.name, alerts.filter((a) => a.remediationId === r.id))),
+    next_page_token: hasNext ? pageToken.encode(page[page.length - 1].id, order) : '',
+    has_next: hasNext,
+  };
+}
+
+export async function getRemediation({ db, identity, params }: Context<'getRemediation'>) {
+  const { r, instance } = await findRemediation(db.prisma, identity.projectId, params);
+  return remediationView(db.prisma, r, instance.name);
+}
+
+type ReviewContext = Context<'approveRemediation'> | Context<'rejectRemediation'> | Context<'cancelRemediation'>;
+
+/** approve / reject / cancel: one transaction that re-reads the remediation and applies the machine. */
+async function review(ctx: ReviewContext, event: 'approve' | 'reject' | 'cancel', extra: { comment?: string; mode?: string } = {}) {
+  const { db, clock, identity } = ctx;
+  return db.write(async (tx) => {
+    const { r, instance } = await findRemediation(tx, identity.projectId, ctx.params);
+    const reviewed = event === 'cancel' ? {} : { reviewedBy: identity.apiKeyId, reviewTime: instant(clock), reviewComment: extra.comment ?? null };
+    const next = await move(tx, ctx, r, event, { ...reviewed, ...(extra.mode ? { mode: extra.mode } : {}) });
+    return remediationView(tx, next, instance.name);
+  });
+}
+
+export async function approveRemediation(ctx: Context<'approveRemediation'>) {
+  refuseUnsupportedMode(ctx.body?.mode);
+  return review(ctx, 'approve', { comment: ctx.body?.comment, mode: ctx.body?.mode });
+}
+
+export async function rejectRemediation(ctx: Context<'rejectRemediation'>) {
+  return review(ctx, 'reject', { comment: ctx.body?.comment });
+}
+
+export async function cancelRemediation(ctx: Context<'cancelRemediation'>) {
+  return review(ctx, 'cancel');
+}

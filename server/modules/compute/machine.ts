@@ -1,0 +1,129 @@
+// The remediation's state machine, and the runner's steps that move it. A remediation made through the API starts
+// PENDING; one raised by a passive health-check alert starts PENDING_APPROVAL. The runner starts a PENDING one once
+// no other remediation of its instance is running, and finishes it through the cluster engine (engine.ts).
+import type { Remediation } from '../../../generated/prisma/sqlite/client/client.ts';
+import { instant } from '../../core/clock.ts';
+import { invalidTransition } from '../../core/errors.ts';
+import { defineMachine } from '../../core/machine.ts';
+import type { Tx } from '../../db/index.ts';
+import { enter, type Progression, type Timing } from '../../runner/progress.ts';
+import { localClusterEngine, type ClusterEngine } from './engine.ts';
+import { vmKey } from './rows.ts';
+
+export const remediationMachine = defineMachine({
+  name: 'remediation',
+  kind: 'remediation',
+  states: ['PENDING_APPROVAL', 'PENDING', 'RUNNING', 'SUCCEEDED', 'FAILED', 'CANCELLED', 'AUTO_RESOLVED'],
+  // approve/reject/cancel come from callers; alert_resolved from the control path; start/succeed/fail from the runner.
+  events: ['approve', 'reject', 'cancel', 'alert_resolved', 'start', 'succeed', 'fail'],
+  terminal: ['SUCCEEDED', 'FAILED', 'CANCELLED', 'AUTO_RESOLVED'],
+  transitions: {
+    PENDING_APPROVAL: { approve: 'PENDING', reject: 'CANCELLED', cancel: 'CANCELLED', alert_resolved: 'AUTO_RESOLVED' },
+    PENDING: { start: 'RUNNING', cancel: 'CANCELLED', alert_resolved: 'AUTO_RESOLVED' },
+    RUNNING: { succeed: 'SUCCEEDED', fail: 'FAILED' },
+  },
+  timed: {
+    PENDING: { duration: 'remediation_start', defaultMs: 5_000 },
+    RUNNING: { duration: 'remediation_run', defaultMs: 60_000 },
+  },
+});
+
+export type RemediationEvent = (typeof remediationMachine.events)[number];
+export const OPEN_STATES = remediationMachine.states.filter((s) => !remediationMachine.isTerminal(s));
+
+/** Moves a remediation by `event` (with `data`), stamps its times, and schedules the new state's timed step. */
+export async function move(tx: Tx, timing: Timing, r: Remediation, event: RemediationEvent, data: Partial<Remediation> = {}): Promise<Remediation> {
+  const state = remediationMachine.next(r.state, event);
+  const now = instant(timing.clock);
+  const { count } = await tx.remediation.updateMany({
+    where: { id: r.id, state: r.state },
+    data: { ...data, state, updateTime: now, ...(remediationMachine.isTerminal(state) ? { endTime: now } : {}) },
+  });
+  if (count === 0) throw invalidTransition(remediationMachine.name, r.state, event); // it moved meanwhile
+  await enter(tx, timing, remediationMachine, { id: r.id, projectId: r.projectId, state });
+  return tx.remediation.findUniqueOrThrow({ where: { id: r.id } });
+}
+
+/** Auto-resolves an open remediation once every alert linked to it has resolved (before it runs). */
+export async function autoResolveIfCleared(tx: Tx, timing: Timing, remediationId: string): Promise<void> {
+  const r = await tx.remediation.findUnique({ where: { id: remediationId } });
+  if (!r || !remediationMachine.can(r.state, 'alert_resolved')) return;
+  if ((await tx.passiveHealthCheckAlert.count({ where: { remediationId, resolvedAt: null } })) === 0) await move(tx, timing, r, 'alert_resolved');
+}
+
+/** The runner's timed steps: PENDING -> RUNNING (when the instance is free) -> SUCCEEDED | FAILED. */
+export function remediationProgression(timing: Timing, engine: ClusterEngine = localClusterEngine): Progression<(typeof remediationMachine.states)[number]> {
+  const remediation = (tx: Tx, id: string) => tx.remediation.findUniqueOrThrow({ where: { id } });
+  return {
+    machine: remediationMachine,
+    load: async (tx, id) => {
+      const r = await tx.remediation.findUnique({ where: { id } });
+      return r && { id: r.id, projectId: r.projectId, state: r.state };
+    },
+    steps: {
+      PENDING: async (tx, id) => {
+        const r = await remediation(tx, id);
+        const now = instant(timing.clock);
+        // Remediations of one instance run one at a time: claim the instance with a compare-and-set, so two workers
+        // cannot start two of them at once; the loser waits for its next turn.
+        const claimed = await tx.computeInstance.updateMany({ where: { id: r.instanceId, status: { not: 'REMEDIATING' } }, data: { status: 'REMEDIATING', updatedAt: now } });
+        if (claimed.count === 0) return 'wait';
+        await move(tx, timing, r, 'start', { startTime: now });
+        // HOST_AWARE cordons the host first, so nothing new lands on it while the VM moves.
+        const instance = await tx.computeInstance.findUniqueOrThrow({ where: { id: r.instanceId } });
+        if (r.mode === 'REMEDIATION_MODE_HOST_AWARE' && instance.vmId) {
+          const vm = await tx.computeVm.findUnique({ where: { id: instance.vmId } });
+          if (vm) await tx.computeHost.update({ where: { id: vm.hostId }, data: { cordoned: true } });
+        }
+      },
+      RUNNING: async (tx, id) => finish(tx, timing, engine, await remediation(tx, id)),
+    },
+    // A step that keeps throwing: the remediation fails rather than staying RUNNING forever.
+    giveUp: async (tx, id) => {
+      const r = await remediation(tx, id);
+      if (r.state !== 'RUNNING') return;
+      await move(tx, timing, r, 'fail', { errorMessage: 'The remediation could not be completed.' });
+      await tx.computeInstance.updateMany({ where: { id: r.instanceId, status: 'REMEDIATING' }, data: { status: 'RUNNING', updatedAt: instant(timing.clock) } });
+    },
+  };
+}
+
+
+/** Applies the engine's plan for the remediation's mode to its instance, and moves it to SUCCEEDED or FAILED. */
+async function finish(tx: Tx, timing: Timing, engine: ClusterEngine, r: Remediation): Promise<void> {
+  const instance = await tx.computeInstance.findUniqueOrThrow({ where: { id: r.instanceId } });
+  const vm = instance.vmId ? await tx.computeVm.findUnique({ where: { id: instance.vmId } }) : null;
+  const hosts = await tx.computeHost.findMany({ where: { clusterId: instance.clusterId }, orderBy: { name: 'asc' } });
+  const live = await tx.computeVm.findMany({ where: { clusterId: instance.clusterId, deletedAt: null }, select: { hostId: true } });
+  const plan = engine.plan({
+    mode: r.mode,
+    instanceName: instance.name,
+    unrecoverable: instance.unrecoverable,
+    vmHostId: vm?.hostId ?? null,
+    hosts: hosts.map((h) => ({ id: h.id, name: h.name, cordoned: h.cordoned, vmCapacity: h.vmCapacity, vmCount: live.filter((v) => v.hostId === h.id).length })),
+  });
+  const now = instant(timing.clock);
+  if (plan.kind === 'fail') {
+    await move(tx, timing, r, 'fail', { errorMessage: plan.message });
+    await tx.computeInstance.update({ where: { id: instance.id }, data: { status: vm ? 'RUNNING' : 'EVICTED', updatedAt: now } });
+    return;
+  }
+  if (plan.kind === 'reboot') {
+    await tx.computeVm.update({ where: { id: vm!.id }, data: { bootCount: { increment: 1 }, lastBootAt: now } });
+    await tx.computeInstance.update({ where: { id: instance.id }, data: { status: 'RUNNING', updatedAt: now } });
+  } else {
+    if (vm) await tx.computeVm.update({ where: { id: vm.id }, data: { deletedAt: now } });
+    if (plan.kind === 'evict') {
+      await tx.computeInstance.update({ where: { id: instance.id }, data: { status: 'EVICTED', vmId: null, updatedAt: now } });
+    } else {
+      const generation = instance.vmGeneration + 1;
+      const name = `${instance.name}-vm${generation}`;
+      const vmId = vmKey(instance.clusterId, name);
+      await tx.computeVm.create({
+        data: { id: vmId, name, projectId: instance.projectId, clusterId: instance.clusterId, instanceId: instance.id, hostId: plan.hostId, createdAt: now, lastBootAt: now },
+      });
+      await tx.computeInstance.update({ where: { id: instance.id }, data: { status: 'RUNNING', vmId, vmGeneration: generation, updatedAt: now } });
+    }
+  }
+  await move(tx, timing, r, 'succeed');
+}

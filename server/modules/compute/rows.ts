@@ -1,0 +1,76 @@
+// Clusters, their hosts, instances and VMs: created by the seed (and by the tests' fixtures for other projects),
+// and looked up only through the project-scoped path.
+import { instant, type Clock } from '../../core/clock.ts';
+import { newId } from '../../core/ids.ts';
+import type { Db, Tx } from '../../db/index.ts';
+import { owned } from '../../http/scope.ts';
+
+export interface ClusterSpec {
+  name: string;
+  region: string;
+  cluster_type: string;
+  gpu_type: string;
+  hosts: { name: string; num_gpus: number; vm_capacity: number }[];
+  instances: { name: string; host: string; num_gpus: number; unrecoverable?: boolean }[];
+}
+
+/** A VM's id: unique within its cluster by name. */
+export const vmKey = (clusterId: string, name: string) => `${clusterId}/${name}`;
+
+export async function createCluster(tx: Tx, clock: Clock, projectId: string, spec: ClusterSpec): Promise<{ clusterId: string; instanceIds: Record<string, string> }> {
+  const now = instant(clock);
+  const clusterId = newId('cluster', clock.now());
+  await tx.cluster.create({
+    data: { id: clusterId, projectId, name: spec.name, region: spec.region, clusterType: spec.cluster_type, gpuType: spec.gpu_type, createdAt: now },
+  });
+  const hostIds = new Map<string, string>();
+  for (const h of spec.hosts) {
+    const id = newId('host', clock.now());
+    hostIds.set(h.name, id);
+    await tx.computeHost.create({ data: { id, projectId, clusterId, name: h.name, numGpus: h.num_gpus, vmCapacity: h.vm_capacity } });
+  }
+  const instanceIds: Record<string, string> = {};
+  for (const i of spec.instances) {
+    const hostId = hostIds.get(i.host);
+    if (!hostId) throw new Error(`cluster seed: instance ${i.name} names unknown host ${i.host}`);
+    const id = newId('inst', clock.now());
+    instanceIds[i.name] = id;
+    const vmName = `${i.name}-vm1`;
+    await tx.computeVm.create({
+      data: { id: vmKey(clusterId, vmName), name: vmName, projectId, clusterId, instanceId: id, hostId, createdAt: now, lastBootAt: now },
+    });
+    await tx.computeInstance.create({
+      data: {
+        id,
+        projectId,
+        clusterId,
+        name: i.name,
+        numGpus: i.num_gpus,
+        status: 'RUNNING',
+        vmId: vmKey(clusterId, vmName),
+        unrecoverable: i.unrecoverable ?? false,
+        updatedAt: now,
+      },
+    });
+  }
+  return { clusterId, instanceIds };
+}
+
+export async function findCluster(db: Db | Tx, projectId: string, clusterId: string) {
+  return owned(db.cluster, projectId, { id: clusterId }, { what: 'cluster', id: clusterId, param: 'cluster_id' });
+}
+
+export async function findInstance(db: Db | Tx, projectId: string, clusterId: string, instanceId: string, param = 'instance_id') {
+  await findCluster(db, projectId, clusterId);
+  return owned(db.computeInstance, projectId, { id: instanceId, clusterId }, { what: 'instance', id: instanceId, param });
+}
+
+export async function findRemediation(db: Db | Tx, projectId: string, params: { cluster_id: string; instance_id: string; remediation_id: string }) {
+  const instance = await findInstance(db, projectId, params.cluster_id, params.instance_id);
+  const r = await owned(db.remediation, projectId, { id: params.remediation_id, instanceId: instance.id }, {
+    what: 'remediation',
+    id: params.remediation_id,
+    param: 'remediation_id',
+  });
+  return { r, instance };
+}

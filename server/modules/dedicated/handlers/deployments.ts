@@ -1,0 +1,157 @@
+// Module `dedicated`: v2 deployments (a model and a config bound to an endpoint with an autoscaling policy), moved
+// by the deployment machine (machine.ts) and the runner's provisioning (provisioning.ts).
+import type { Deployment } from '../../../../generated/prisma/sqlite/client/client.ts';
+import { instant } from '../../../core/clock.ts';
+import { apiError, conflict } from '../../../core/errors.ts';
+import type { Tx } from '../../../db/index.ts';
+import { checkEtag, masked, newEtag } from '../../../http/etag.ts';
+import { cut } from '../../../http/page.ts';
+import { uniquely } from '../../../http/unique.ts';
+import { release, reserveIfFree } from '../../hardware/capacity.ts';
+import type { Context } from '../../types.ts';
+import { recordDeploymentChange, recordEndpointChange } from '../events.ts';
+import { moveDeployment, type DeploymentEvent } from '../machine.ts';
+import { DEPLOYMENT_OWNER } from '../placement.ts';
+import { checkAutoscaling, checkProject, deploymentNameTaken, deploymentsOf, findDeployment, findEndpoint, resolveConfig, resolveModel } from '../refs.ts';
+import { deploymentView, insertDeployment, mountsOf, releaseAll } from '../rows.ts';
+import { desiredReplicas, splitOf } from '../traffic.ts';
+import { deploymentWire } from '../wire.ts';
+
+export async function listDeployments(ctx: Context<'listDeployments'>) {
+  const projectId = checkProject(ctx);
+  const e = await findEndpoint(ctx.db.prisma, projectId, ctx.params.endpointId);
+  const limit = ctx.query.limit ?? 50;
+  const all = await deploymentsOf(ctx.db.prisma, e.id);
+  const after = ctx.query.after;
+  const p = cut(after === undefined ? all : all.filter((d) => d.id > after), limit);
+  const mounts = await mountsOf(ctx.db.prisma, p.rows.map((d) => d.id));
+  return { object: 'list' as const, data: p.rows.map((d) => deploymentWire(d, e, all, ctx.identity.projectSlug, mounts.get(d.id)!)), next_cursor: p.next };
+}
+
+/** Thrown out of a write transaction to undo it (validateOnly), carrying the answer computed before the rollback. */
+class RolledBack {
+  constructor(readonly preview: Awaited<ReturnType<typeof deploymentView>>) {}
+}
+
+export async function createDeployment(ctx: Context<'createDeployment'>) {
+  const projectId = checkProject(ctx);
+  const { db, body } = ctx;
+  await findEndpoint(db.prisma, projectId, ctx.params.endpointId);
+  const autoscaling = { minReplicas: body.autoscaling.minReplicas, maxReplicas: body.autoscaling.maxReplicas ?? body.autoscaling.minReplicas };
+  checkAutoscaling(autoscaling, 'autoscaling.minReplicas');
+  const model = await resolveModel(db.prisma, projectId, body.model, 'model');
+  const config = await resolveConfig(db.prisma, projectId, body.config, model, 'config');
+  try {
+    const created = await uniquely(
+      () =>
+        db.write(async (tx) => {
+          const e = await findEndpoint(tx, projectId, ctx.params.endpointId);
+          const d = await insertDeployment(tx, ctx, {
+            projectId,
+            endpointId: e.id,
+            name: body.name,
+            model,
+            config,
+            ...autoscaling,
+            trafficMode: body.trafficMode ?? 'TRAFFIC_MODE_LIVE',
+            volumes: body.volumes,
+          });
+          // validateOnly runs the very same checks and writes, then rolls them back: the answer is the preview.
+          if (ctx.query.validateOnly) throw new RolledBack(await deploymentView(tx, d, ctx.identity.projectSlug));
+          return d;
+        }),
+      () => deploymentNameTaken(body.name),
+    );
+    return deploymentView(db.prisma, created, ctx.identity.projectSlug);
+  } catch (err) {
+    if (err instanceof RolledBack) return err.preview;
+    throw err;
+  }
+}
+
+export async function getDeployment(ctx: Context<'getDeployment'>) {
+  const projectId = checkProject(ctx);
+  return deploymentView(ctx.db.prisma, await findDeployment(ctx.db.prisma, projectId, ctx.params.endpointId, ctx.params.deploymentId), ctx.identity.projectSlug);
+}
+
+/**
+ * What an autoscaling change does: to 0 replicas, `stop`; from a stopped, failed or stopping deployment, `start`
+ * (provisioning anew); a READY deployment is resized in place on its hardware (growing needs free GPUs there).
+ */
+async function rescale(ctx: Context<'updateDeployment'>, tx: Tx, d: Deployment, wanted: { minReplicas: number; maxReplicas: number }) {
+  const replicas = desiredReplicas(wanted);
+  if (replicas === 0) {
+    const stopping = d.state === 'DEPLOYMENT_STATE_READY';
+    return { event: 'stop' as DeploymentEvent, data: stopping ? { message: 'Stopping replicas.' } : { message: 'Stopped.', readyReplicas: 0 } };
+  }
+  if (['DEPLOYMENT_STATE_STOPPED', 'DEPLOYMENT_STATE_FAILED', 'DEPLOYMENT_STATE_STOPPING'].includes(d.state)) {
+    return { event: 'start' as DeploymentEvent, data: { hardwareId: null, readyReplicas: 0, message: 'Provisioning replicas.' } };
+  }
+  if (d.state === 'DEPLOYMENT_STATE_READY') {
+    const delta = replicas - desiredReplicas(d);
+    const grown = { projectId: d.projectId, hardwareId: d.hardwareId!, replicas: delta, ownerKind: DEPLOYMENT_OWNER, ownerId: d.id } as const;
+    if (delta > 0 && !(await reserveIfFree(tx, ctx.clock, grown))) {
+      throw apiError(409, 'insufficient_capacity', `Not enough free ${d.hardwareId} capacity for ${delta} more replica(s).`, 'autoscaling.minReplicas');
+    }
+    if (delta < 0) await release(tx, ctx.clock, DEPLOYMENT_OWNER, d.id, -delta);
+    return { event: null, data: { readyReplicas: replicas, message: `${replicas} replica(s) ready on ${d.hardwareId}.` } };
+  }
+  return { event: null, data: {} };
+}
+
+export async function updateDeployment(ctx: Context<'updateDeployment'>) {
+  const projectId = checkProject(ctx);
+  const { db, clock } = ctx;
+  const body = masked(ctx.body, ctx.query.updateMask, ['name', 'autoscaling']);
+  const updated = await uniquely(
+    () =>
+      db.write(async (tx) => {
+        const d = await findDeployment(tx, projectId, ctx.params.endpointId, ctx.params.deploymentId);
+        checkEtag(ctx.body.etag, d.etag);
+        if (body.name !== undefined && body.name !== d.name && (await tx.deployment.findFirst({ where: { endpointId: d.endpointId, name: body.name } }))) {
+          throw deploymentNameTaken(body.name);
+        }
+        let data: Partial<Deployment> = { name: body.name ?? d.name };
+        let event: DeploymentEvent | null = null;
+        if (body.autoscaling) {
+          // An omitted bound keeps its current value (the official client's contract).
+          const wanted = { minReplicas: body.autoscaling.minReplicas ?? d.minReplicas, maxReplicas: body.autoscaling.maxReplicas ?? d.maxReplicas };
+          checkAutoscaling(wanted, 'autoscaling.minReplicas');
+          const change = await rescale(ctx, tx, d, wanted);
+          event = change.event;
+          data = { ...data, ...wanted, ...change.data };
+        }
+        const next = event
+          ? await moveDeployment(tx, ctx, d, event, data)
+          : await tx.deployment.update({ where: { id: d.id }, data: { ...data, etag: newEtag(), updatedAt: instant(clock) } });
+        await recordDeploymentChange(tx, clock, 'api', d, next);
+        return next;
+      }),
+    () => deploymentNameTaken(body.name!),
+  );
+  return deploymentView(db.prisma, updated, ctx.identity.projectSlug);
+}
+
+export async function deleteDeployment(ctx: Context<'deleteDeployment'>) {
+  const projectId = checkProject(ctx);
+  await ctx.db.write(async (tx) => {
+    const d = await findDeployment(tx, projectId, ctx.params.endpointId, ctx.params.deploymentId);
+    checkEtag(ctx.query.etag, d.etag);
+    const e = await tx.dedicatedEndpoint.findUniqueOrThrow({ where: { id: d.endpointId } });
+    const split = splitOf(e);
+    if (split.some((s) => s.deploymentId === d.id && s.weight > 0)) {
+      throw conflict(`Deployment '${d.id}' still receives traffic; route the endpoint's traffic elsewhere first.`, 'deployment_receives_traffic', 'deploymentId');
+    }
+    if (split.some((s) => s.deploymentId === d.id)) {
+      const next = await tx.dedicatedEndpoint.update({
+        where: { id: e.id },
+        data: { trafficSplit: JSON.stringify(split.filter((s) => s.deploymentId !== d.id)), etag: newEtag(), updatedAt: instant(ctx.clock) },
+      });
+      await recordEndpointChange(tx, ctx.clock, e, next);
+    }
+    await releaseAll(tx, ctx.clock, d.id);
+    await tx.deployment.delete({ where: { id: d.id } });
+    await recordDeploymentChange(tx, ctx.clock, 'api', d, null);
+  });
+  return {};
+}

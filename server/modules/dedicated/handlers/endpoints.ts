@@ -1,0 +1,171 @@
+// Module `dedicated`: v2 endpoints (a stable inference address; its traffic split routes requests across its
+// deployments), their usage and lifecycle events, and the one-call deploy of the v1 -> v2 migration.
+import { instant } from '../../../core/clock.ts';
+import { badRequest } from '../../../core/errors.ts';
+import { checkEtag, masked, newEtag } from '../../../http/etag.ts';
+import { cut, pageArgs } from '../../../http/page.ts';
+import { uniquely } from '../../../http/unique.ts';
+import { usage } from '../../hardware/capacity.ts';
+import type { Context } from '../../types.ts';
+import { recordEndpointChange } from '../events.ts';
+import { DEPLOYMENT_OWNER } from '../placement.ts';
+import { checkAutoscaling, checkNameFree, checkProject, deploymentsOf, endpointNameTaken, findEndpoint, resolveConfig, resolveModel } from '../refs.ts';
+import { createEndpointRow, endpointView, insertDeployment, mountsOf, releaseAll } from '../rows.ts';
+import type { SplitEntry } from '../traffic.ts';
+import { deploymentUsageWire, deploymentWire, endpointEventWire, v2EndpointWire } from '../wire.ts';
+
+/** The migration's one call: an endpoint, a deployment (`primary` unless named) and a split sending it all traffic. */
+export async function deployModel(ctx: Context<'deployModel'>) {
+  const projectId = checkProject(ctx);
+  const { db, clock, identity, body } = ctx;
+  checkAutoscaling(body, 'minReplicas');
+  const model = await resolveModel(db.prisma, projectId, body.model, 'model');
+  const cfg = await resolveConfig(db.prisma, projectId, body.config, model, 'config');
+  const { endpoint, deployment, volumes } = await uniquely(
+    () =>
+      db.write(async (tx) => {
+        const endpoint = await createEndpointRow(tx, clock, projectId, body.endpointName, body.visibility ?? 'VISIBILITY_PRIVATE', 'endpointName');
+        const deployment = await insertDeployment(tx, ctx, {
+          projectId,
+          endpointId: endpoint.id,
+          name: body.deploymentName ?? 'primary',
+          model,
+          config: cfg,
+          minReplicas: body.minReplicas,
+          maxReplicas: body.maxReplicas,
+          trafficMode: 'TRAFFIC_MODE_LIVE',
+          volumes: body.volumes,
+        });
+        const routed = await tx.dedicatedEndpoint.update({ where: { id: endpoint.id }, data: { trafficSplit: JSON.stringify([{ deploymentId: deployment.id, weight: 100 }]) } });
+        return { endpoint: routed, deployment, volumes: (await mountsOf(tx, [deployment.id])).get(deployment.id)! };
+      }),
+    () => endpointNameTaken(body.endpointName, 'endpointName'),
+  );
+  return {
+    endpoint: v2EndpointWire(endpoint, [deployment], identity.projectSlug),
+    deployment: deploymentWire(deployment, endpoint, [deployment], identity.projectSlug, volumes),
+  };
+}
+
+export async function listV2Endpoints(ctx: Context<'listV2Endpoints'>) {
+  const projectId = checkProject(ctx);
+  const limit = ctx.query.limit ?? 50;
+  const page = pageArgs(ctx.query.after, limit);
+  const p = cut(await ctx.db.prisma.dedicatedEndpoint.findMany({ ...page, where: { ...page.where, projectId } }), limit);
+  const data = [];
+  for (const e of p.rows) data.push(await endpointView(ctx.db.prisma, e, ctx.identity.projectSlug));
+  return { object: 'list' as const, data, next_cursor: p.next };
+}
+
+export async function createV2Endpoint(ctx: Context<'createV2Endpoint'>) {
+  const projectId = checkProject(ctx);
+  const { name, visibility } = ctx.body;
+  const e = await uniquely(
+    () => ctx.db.write((tx) => createEndpointRow(tx, ctx.clock, projectId, name, visibility ?? 'VISIBILITY_PRIVATE', 'name')),
+    () => endpointNameTaken(name, 'name'),
+  );
+  return v2EndpointWire(e, [], ctx.identity.projectSlug);
+}
+
+export async function getV2Endpoint(ctx: Context<'getV2Endpoint'>) {
+  const projectId = checkProject(ctx);
+  return endpointView(ctx.db.prisma, await findEndpoint(ctx.db.prisma, projectId, ctx.params.endpointId), ctx.identity.projectSlug);
+}
+
+/** The split a PATCH asks for: deployments of this endpoint, each once, with at least one positive weight (or none at all, to unroute). */
+function checkSplit(split: SplitEntry[], mine: Set<string>): SplitEntry[] {
+  const seen = new Set<string>();
+  split.forEach((s, i) => {
+    if (!mine.has(s.deploymentId)) throw badRequest(`'${s.deploymentId}' is not a deployment of this endpoint.`, `trafficSplit.${i}.deploymentId`, 'unknown_deployment');
+    if (seen.has(s.deploymentId)) throw badRequest(`'${s.deploymentId}' appears twice in the split.`, `trafficSplit.${i}.deploymentId`, 'duplicate_deployment');
+    seen.add(s.deploymentId);
+  });
+  if (split.length > 0 && !split.some((s) => s.weight > 0)) {
+    throw badRequest('A traffic split needs at least one positive weight (or none at all, to unroute).', 'trafficSplit', 'invalid_traffic_split');
+  }
+  return split.map((s) => ({ deploymentId: s.deploymentId, weight: s.weight }));
+}
+
+export async function updateV2Endpoint(ctx: Context<'updateV2Endpoint'>) {
+  const projectId = checkProject(ctx);
+  const { db, clock, identity } = ctx;
+  const body = masked(ctx.body, ctx.query.updateMask, ['name', 'trafficSplit', 'visibility']);
+  let name: string | undefined;
+  if (body.name !== undefined) {
+    const [slug, bare] = body.name.includes('/') ? body.name.split('/') : [identity.projectSlug, body.name];
+    if (slug !== identity.projectSlug) throw badRequest(`'${slug}' is not this project's slug.`, 'name', 'invalid_name');
+    name = bare;
+  }
+  const updated = await uniquely(
+    () =>
+      db.write(async (tx) => {
+        const e = await findEndpoint(tx, projectId, ctx.params.endpointId);
+        checkEtag(ctx.body.etag, e.etag);
+        if (name !== undefined && name !== e.name) await checkNameFree(tx, projectId, name, 'name');
+        const split = body.trafficSplit && checkSplit(body.trafficSplit, new Set((await deploymentsOf(tx, e.id)).map((d) => d.id)));
+        const next = await tx.dedicatedEndpoint.update({
+          where: { id: e.id },
+          data: {
+            name: name ?? e.name,
+            visibility: body.visibility ?? e.visibility,
+            trafficSplit: split ? JSON.stringify(split) : e.trafficSplit,
+            etag: newEtag(),
+            updatedAt: instant(clock),
+          },
+        });
+        await recordEndpointChange(tx, clock, e, next);
+        return next;
+      }),
+    () => endpointNameTaken(name!, 'name'),
+  );
+  return endpointView(db.prisma, updated, identity.projectSlug);
+}
+
+export async function deleteV2Endpoint(ctx: Context<'deleteV2Endpoint'>) {
+  const projectId = checkProject(ctx);
+  await ctx.db.write(async (tx) => {
+    const e = await findEndpoint(tx, projectId, ctx.params.endpointId);
+    checkEtag(ctx.query.etag, e.etag);
+    for (const d of await deploymentsOf(tx, e.id)) await releaseAll(tx, ctx.clock, d.id);
+    await tx.deployment.deleteMany({ where: { endpointId: e.id } });
+    await tx.endpointEvent.deleteMany({ where: { endpointId: e.id } });
+    await tx.dedicatedEndpoint.delete({ where: { id: e.id } });
+  });
+  return {};
+}
+
+export async function getV2EndpointUsage(ctx: Context<'getV2EndpointUsage'>) {
+  const projectId = checkProject(ctx);
+  const { db, clock } = ctx;
+  const e = await findEndpoint(db.prisma, projectId, ctx.params.endpointId);
+  const deployments: ReturnType<typeof deploymentUsageWire>[] = [];
+  for (const d of await deploymentsOf(db.prisma, e.id)) {
+    const running = await db.prisma.hardwareReservation.count({ where: { ownerKind: DEPLOYMENT_OWNER, ownerId: d.id, endedAt: null } });
+    deployments.push(deploymentUsageWire(d, running, await usage(db.prisma, clock, DEPLOYMENT_OWNER, d.id)));
+  }
+  const sum = (f: (u: (typeof deployments)[number]) => number) => deployments.reduce((s, u) => s + f(u), 0);
+  return {
+    endpointId: e.id,
+    runningReplicas: sum((u) => u.runningReplicas),
+    replicaMinutes: sum((u) => u.replicaMinutes),
+    costCents: Math.round(sum((u) => u.costCents) * 100) / 100,
+    deployments,
+  };
+}
+
+export async function listV2EndpointEvents(ctx: Context<'listV2EndpointEvents'>) {
+  const projectId = checkProject(ctx);
+  const { db, query } = ctx;
+  const e = await findEndpoint(db.prisma, projectId, ctx.params.endpointId);
+  // The feed is ordered by each event's position in its endpoint (seq), so its cursor is an event id turned into a seq.
+  let afterSeq = 0;
+  if (query.after !== undefined) {
+    const cursor = await db.prisma.endpointEvent.findFirst({ where: { id: query.after, endpointId: e.id } });
+    if (!cursor) throw badRequest(`'${query.after}' is not a cursor of this endpoint's events.`, 'after', 'invalid_cursor');
+    afterSeq = cursor.seq;
+  }
+  const limit = query.limit ?? 50;
+  const rows = await db.prisma.endpointEvent.findMany({ where: { endpointId: e.id, seq: { gt: afterSeq } }, orderBy: { seq: 'asc' }, take: limit + 1 });
+  const p = cut(rows, limit);
+  return { object: 'list' as const, data: p.rows.map((v) => endpointEventWire(v, ctx.identity.projectSlug)), next_cursor: p.next };
+}

@@ -1,0 +1,64 @@
+// Module `dedicated` (spec/tags/dedicated.yaml): the v2 dedicated endpoint model: endpoints (handlers/endpoints.ts,
+// with the migration's one-call deploy), deployments (handlers/deployments.ts) moved by one machine (machine.ts)
+// and the runner's provisioning onto hardware (provisioning.ts, placement.ts), published configs
+// (handlers/configs.ts), traffic splits and routing (traffic.ts), and the lifecycle events feed (events.ts).
+import { instant } from '../../core/clock.ts';
+import { progressionWork } from '../../runner/progress.ts';
+import type { ModuleDescriptor, SeedContext } from '../types.ts';
+import { getConfig, listConfigs } from './handlers/configs.ts';
+import { createDeployment, deleteDeployment, getDeployment, listDeployments, updateDeployment } from './handlers/deployments.ts';
+import {
+  createV2Endpoint,
+  deleteV2Endpoint,
+  deployModel,
+  getV2Endpoint,
+  getV2EndpointUsage,
+  listV2EndpointEvents,
+  listV2Endpoints,
+  updateV2Endpoint,
+} from './handlers/endpoints.ts';
+import { deploymentMachine } from './machine.ts';
+import { deploymentProgression } from './provisioning.ts';
+import data from './seed.json' with { type: 'json' };
+
+/** The published configs (seed.json); a config whose model the catalogue lacks is left out. */
+async function seed({ tx, clock }: SeedContext): Promise<void> {
+  for (const c of data.configs) {
+    if (!(await tx.model.findUnique({ where: { id: c.model } }))) continue;
+    await tx.modelConfig.create({
+      data: {
+        id: c.id,
+        projectId: null,
+        referenceModelId: c.model,
+        selectors: JSON.stringify(c.selectors),
+        optimizationProfile: c.profile,
+        certifications: JSON.stringify(c.certifications),
+        createdAt: instant(clock),
+      },
+    });
+  }
+}
+
+export const dedicated: ModuleDescriptor<'dedicated'> = {
+  name: 'dedicated',
+  handlers: {
+    listConfigs,
+    getConfig,
+    deployModel,
+    listV2Endpoints,
+    createV2Endpoint,
+    getV2Endpoint,
+    updateV2Endpoint,
+    deleteV2Endpoint,
+    getV2EndpointUsage,
+    listV2EndpointEvents,
+    listDeployments,
+    createDeployment,
+    getDeployment,
+    updateDeployment,
+    deleteDeployment,
+  },
+  seed,
+  work: (services) => ({ [deploymentMachine.kind]: progressionWork(deploymentProgression(services), services) }),
+  fixtures: async () => (await import('./fixtures.ts')).fixtures,
+};

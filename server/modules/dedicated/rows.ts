@@ -1,0 +1,89 @@
+// Writing v2 endpoints and deployments, and reading them back whole (with their siblings and mounted volumes) for
+// the wire.
+import type { DedicatedEndpoint, Deployment, Model, ModelConfig } from '../../../generated/prisma/sqlite/client/client.ts';
+import { instant, type Clock } from '../../core/clock.ts';
+import { newId } from '../../core/ids.ts';
+import type { Db, Tx } from '../../db/index.ts';
+import { newEtag } from '../../http/etag.ts';
+import { enter, type Timing } from '../../runner/progress.ts';
+import { release } from '../hardware/capacity.ts';
+import { attachVolumes, detachVolumes } from '../volumes/rows.ts';
+import { recordDeploymentChange, recordEndpointChange } from './events.ts';
+import { deploymentMachine } from './machine.ts';
+import { DEPLOYMENT_OWNER } from './placement.ts';
+import { checkNameFree, deploymentNameTaken, deploymentsOf } from './refs.ts';
+import { desiredReplicas } from './traffic.ts';
+import { deploymentWire, v2EndpointWire } from './wire.ts';
+
+export async function createEndpointRow(tx: Tx, clock: Clock, projectId: string, name: string, visibility: string, param: string): Promise<DedicatedEndpoint> {
+  await checkNameFree(tx, projectId, name, param);
+  const now = instant(clock);
+  const e = await tx.dedicatedEndpoint.create({ data: { id: newId('ep', clock.now()), projectId, name, visibility, etag: newEtag(), createdAt: now, updatedAt: now } });
+  await recordEndpointChange(tx, clock, null, e);
+  return e;
+}
+
+export interface NewDeployment {
+  projectId: string;
+  endpointId: string;
+  name: string;
+  model: Model;
+  config: ModelConfig;
+  minReplicas: number;
+  maxReplicas: number;
+  trafficMode: string;
+  volumes?: string[];
+}
+
+/** Creates a deployment: PROVISIONING (which the runner takes on), or STOPPED when it asks for no replicas. */
+export async function insertDeployment(tx: Tx, timing: Timing, input: NewDeployment): Promise<Deployment> {
+  if (await tx.deployment.findFirst({ where: { endpointId: input.endpointId, name: input.name } })) throw deploymentNameTaken(input.name);
+  const now = instant(timing.clock);
+  const running = desiredReplicas(input) > 0;
+  const d = await tx.deployment.create({
+    data: {
+      id: newId('dep', timing.clock.now()),
+      projectId: input.projectId,
+      endpointId: input.endpointId,
+      name: input.name,
+      modelId: input.model.id,
+      configId: input.config.id,
+      minReplicas: input.minReplicas,
+      maxReplicas: input.maxReplicas,
+      state: running ? 'DEPLOYMENT_STATE_PROVISIONING' : 'DEPLOYMENT_STATE_STOPPED',
+      message: running ? 'Provisioning replicas.' : 'Stopped (no replicas requested).',
+      trafficMode: input.trafficMode,
+      etag: newEtag(),
+      createdAt: now,
+      updatedAt: now,
+    },
+  });
+  // Each ref is looked up on its own so that an unknown one is named by its index.
+  for (const [i, ref] of (input.volumes ?? []).entries()) await attachVolumes(tx, input.projectId, d.id, [ref], `volumes.${i}`);
+  await enter(tx, timing, deploymentMachine, { id: d.id, projectId: d.projectId, state: d.state, epoch: d.epoch });
+  await recordDeploymentChange(tx, timing.clock, 'api', null, d);
+  return d;
+}
+
+/** Stops a deployment's replicas and releases its volumes, before it is deleted. */
+export async function releaseAll(tx: Tx, clock: Clock, deploymentId: string): Promise<void> {
+  await release(tx, clock, DEPLOYMENT_OWNER, deploymentId);
+  await detachVolumes(tx, deploymentId);
+}
+
+/** The volumes each deployment mounts, by deployment id. */
+export async function mountsOf(db: Db | Tx, deploymentIds: string[]): Promise<Map<string, string[]>> {
+  const mounts = await db.volumeMount.findMany({ where: { deploymentId: { in: deploymentIds } }, orderBy: { volumeId: 'asc' } });
+  const out = new Map<string, string[]>(deploymentIds.map((id) => [id, []]));
+  for (const m of mounts) out.get(m.deploymentId)!.push(m.volumeId);
+  return out;
+}
+
+export async function endpointView(db: Db | Tx, e: DedicatedEndpoint, slug: string) {
+  return v2EndpointWire(e, await deploymentsOf(db, e.id), slug);
+}
+
+export async function deploymentView(db: Db | Tx, d: Deployment, slug: string) {
+  const e = await db.dedicatedEndpoint.findUniqueOrThrow({ where: { id: d.endpointId } });
+  return deploymentWire(d, e, await deploymentsOf(db, e.id), slug, (await mountsOf(db, [d.id])).get(d.id)!);
+}

@@ -1,0 +1,56 @@
+// The rules of traffic and replicas on v2 endpoints. An endpoint's traffic split lists deployments with relative
+// weights; a request goes to a READY deployment with a positive weight, chosen by weight. A running deployment
+// runs its minimum replicas (there are no live traffic metrics to scale on here), at least one; 0/0 is stopped.
+import type { DedicatedEndpoint, Deployment } from '../../../generated/prisma/sqlite/client/client.ts';
+import type { Tx } from '../../db/index.ts';
+
+export interface SplitEntry {
+  deploymentId: string;
+  weight: number;
+}
+
+export const READY = 'DEPLOYMENT_STATE_READY';
+
+export const splitOf = (e: DedicatedEndpoint): SplitEntry[] => JSON.parse(e.trafficSplit);
+
+/** Replicas a running deployment runs: its minimum, and at least one; none when its maximum is 0 (stopped). */
+export const desiredReplicas = (d: { minReplicas: number; maxReplicas: number }) => (d.maxReplicas === 0 ? 0 : Math.max(d.minReplicas, 1));
+
+/** Whether a deployment holds (or is getting) replicas. */
+export const isRunning = (d: Deployment) => !['DEPLOYMENT_STATE_STOPPED', 'DEPLOYMENT_STATE_FAILED'].includes(d.state);
+
+/** Each deployment's share of the endpoint's traffic now: READY deployments with a positive weight, by weight. */
+export function trafficShares(e: DedicatedEndpoint, deployments: Deployment[]): Map<string, number> {
+  const ready = new Set(deployments.filter((d) => d.state === READY).map((d) => d.id));
+  const eligible = splitOf(e).filter((s) => s.weight > 0 && ready.has(s.deploymentId));
+  const total = eligible.reduce((sum, s) => sum + s.weight, 0);
+  return new Map(eligible.map((s) => [s.deploymentId, s.weight / total]));
+}
+
+const GOLDEN = (Math.sqrt(5) - 1) / 2;
+
+/**
+ * Picks the deployment that serves request number `k` of an endpoint: the one whose cumulative share contains
+ * frac(k * golden ratio). Deterministic, and any run of requests follows the weights closely (a low-discrepancy
+ * sequence).
+ */
+export function pickByWeight(entries: SplitEntry[], k: number): string {
+  const total = entries.reduce((s, e) => s + e.weight, 0);
+  const u = ((k * GOLDEN) % 1) * total;
+  let acc = 0;
+  for (const e of entries) {
+    acc += e.weight;
+    if (u < acc) return e.deploymentId;
+  }
+  return entries[entries.length - 1]!.deploymentId;
+}
+
+/** Routes one request to a READY, routed deployment of the endpoint (counting it), or null when none is. */
+export async function routeRequest(tx: Tx, endpoint: DedicatedEndpoint): Promise<Deployment | null> {
+  const deployments = await tx.deployment.findMany({ where: { endpointId: endpoint.id }, orderBy: { id: 'asc' } });
+  const ready = new Map(deployments.filter((d) => d.state === READY).map((d) => [d.id, d]));
+  const eligible = splitOf(endpoint).filter((s) => s.weight > 0 && ready.has(s.deploymentId));
+  if (eligible.length === 0) return null;
+  const { routedCount } = await tx.dedicatedEndpoint.update({ where: { id: endpoint.id }, data: { routedCount: { increment: 1 } } });
+  return ready.get(pickByWeight(eligible, routedCount))!;
+}

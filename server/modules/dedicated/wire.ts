@@ -1,0 +1,108 @@
+// Module `dedicated`: rows -> wire shapes (camelCase, as the public platform's v2 API). Everything decided about a
+// deployment (its traffic share, its desired replicas) comes in from traffic.ts; this file only formats.
+import type { DedicatedEndpoint, Deployment, EndpointEvent, Hardware, ModelConfig } from '../../../generated/prisma/sqlite/client/client.ts';
+import { iso } from '../../core/clock.ts';
+import type { Wire } from '../types.ts';
+import { desiredReplicas, isRunning, splitOf, trafficShares } from './traffic.ts';
+
+const modelResource = (d: Deployment) => (d.modelId.startsWith('ml_') ? `projects/${d.projectId}/models/${d.modelId}` : `models/${d.modelId}`);
+const autoscaling = (d: Deployment): Wire<'Autoscaling'> => ({ minReplicas: d.minReplicas, maxReplicas: d.maxReplicas });
+
+export function modelConfigWire(c: ModelConfig, hardware: Hardware[]): Wire<'ModelConfig'> {
+  return {
+    id: c.id,
+    projectId: c.projectId,
+    referenceModelId: c.referenceModelId,
+    referenceModel: `models/${c.referenceModelId}`,
+    selectors: Object.entries<string>(JSON.parse(c.selectors)).map(([key, value]) => ({ key: key as Wire<'Selector'>['key'], value })),
+    optimizationProfile: c.optimizationProfile as Wire<'ModelConfig'>['optimizationProfile'],
+    certifications: JSON.parse(c.certifications),
+    draftModel: null,
+    hardware: hardware.map((h) => h.id),
+  };
+}
+
+export function v2EndpointWire(e: DedicatedEndpoint, deployments: Deployment[], projectSlug: string): Wire<'V2Endpoint'> {
+  const shares = trafficShares(e, deployments);
+  return {
+    id: e.id,
+    projectId: e.projectId,
+    name: `${projectSlug}/${e.name}`,
+    visibility: e.visibility as Wire<'V2Endpoint'>['visibility'],
+    endpointType: 'ENDPOINT_TYPE_DEDICATED',
+    trafficSplit: splitOf(e),
+    deployments: deployments.map((d) => ({
+      id: d.id,
+      name: d.name,
+      model: modelResource(d),
+      modelId: d.modelId,
+      state: d.state as Wire<'DeploymentState'>,
+      autoscaling: autoscaling(d),
+      hardware: d.hardwareId,
+      readyReplicas: d.readyReplicas,
+      desiredReplicas: isRunning(d) ? desiredReplicas(d) : 0,
+      trafficMode: d.trafficMode as Wire<'Deployment'>['trafficMode'],
+      estimatedEffectiveTrafficShare: shares.get(d.id) ?? 0,
+      createdAt: iso(d.createdAt),
+    })),
+    etag: e.etag,
+    createdAt: iso(e.createdAt),
+    updatedAt: iso(e.updatedAt),
+  };
+}
+
+export function deploymentWire(d: Deployment, e: DedicatedEndpoint, siblings: Deployment[], projectSlug: string, volumes: string[]): Wire<'Deployment'> {
+  return {
+    id: d.id,
+    projectId: d.projectId,
+    endpointId: d.endpointId,
+    name: d.name,
+    inferenceName: `${projectSlug}/${e.name}/${d.name}`,
+    model: modelResource(d),
+    modelId: d.modelId,
+    config: `projects/${d.projectId}/configs/${d.configId}`,
+    configId: d.configId,
+    autoscaling: autoscaling(d),
+    hardware: d.hardwareId,
+    status: {
+      state: d.state as Wire<'DeploymentState'>,
+      message: d.message,
+      readyReplicas: d.readyReplicas,
+      scheduledReplicas: d.state === 'DEPLOYMENT_STATE_PROVISIONING' ? desiredReplicas(d) : d.readyReplicas,
+    },
+    desiredReplicas: isRunning(d) ? desiredReplicas(d) : 0,
+    trafficMode: d.trafficMode as Wire<'Deployment'>['trafficMode'],
+    estimatedEffectiveTrafficShare: trafficShares(e, siblings).get(d.id) ?? 0,
+    volumes,
+    etag: d.etag,
+    createdAt: iso(d.createdAt),
+    updatedAt: iso(d.updatedAt),
+  };
+}
+
+/** Optional fields are absent, not null (the official client types them `field?: T`). */
+export function endpointEventWire(v: EndpointEvent, projectSlug: string): Wire<'EndpointEvent'> {
+  type Event = Wire<'EndpointEvent'>;
+  const endpointScoped = v.sourceKind === 'SOURCE_KIND_ENDPOINT';
+  return {
+    id: v.id,
+    createdAt: iso(v.createdAt),
+    level: v.level as Event['level'],
+    type: v.type as Event['type'],
+    source: v.source as Event['source'],
+    sourceKind: v.sourceKind as Event['sourceKind'],
+    endpointId: v.endpointId,
+    message: v.message,
+    ...(v.deploymentId !== null && { deploymentId: v.deploymentId }),
+    ...(v.name !== null && { name: endpointScoped ? `${projectSlug}/${v.name}` : v.name }),
+    ...(v.paths !== null && { paths: JSON.parse(v.paths) as Event['paths'] }),
+    ...(v.status !== null && { status: v.status as Event['status'] }),
+    ...(v.reason !== null && { reason: v.reason as Event['reason'] }),
+    ...(v.oldReplicas !== null && { oldReplicas: v.oldReplicas }),
+    ...(v.newReplicas !== null && { newReplicas: v.newReplicas }),
+  };
+}
+
+export function deploymentUsageWire(d: Deployment, runningReplicas: number, u: { replicaMinutes: number; cents: number }): Wire<'DeploymentUsage'> {
+  return { deploymentId: d.id, name: d.name, hardware: d.hardwareId, runningReplicas, replicaMinutes: u.replicaMinutes, costCents: u.cents };
+}

@@ -1,0 +1,24 @@
+// Module `hardware`: the configurations dedicated replicas run on, with availability when a model is named.
+import { apiError, badRequest } from '../../core/errors.ts';
+import { findModel } from '../models/catalogue.ts';
+import type { Context } from '../types.ts';
+import { availabilityOf, canRun, gpusInUse } from './capacity.ts';
+import { hardwareWire } from './wire.ts';
+
+export async function listHardware({ db, query, identity }: Context<'listHardware'>) {
+  // Sorted here, not by the database, so SQLite and PostgreSQL (whose collation may ignore case) agree.
+  const hardware = (await db.prisma.hardware.findMany()).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  if (query.model === undefined) return { object: 'list' as const, data: hardware.map((h) => hardwareWire(h)) };
+
+  const model = await findModel(db.prisma, identity.projectId, query.model);
+  if (!model) throw apiError(404, 'model_not_found', `No model '${query.model}' was found.`, 'model');
+  if (model.minGpuMemory === null) {
+    const why = model.modelType === 'adapter' ? 'an adapter runs on an endpoint of its base model' : 'it is served serverless only';
+    throw badRequest(`Model '${query.model}' cannot be deployed on dedicated hardware: ${why}.`, 'model', 'model_not_available');
+  }
+  const inUse = await gpusInUse(db.prisma);
+  return {
+    object: 'list' as const,
+    data: hardware.filter((h) => canRun(h, model)).map((h) => hardwareWire(h, availabilityOf(h, inUse.get(h.id) ?? 0))),
+  };
+}

@@ -1,0 +1,17 @@
+// Module `hardware` (spec/tags/hardware.yaml): the hardware configurations dedicated replicas run on, their
+// capacity (capacity.ts: reservations held by running replicas, which is also per-minute billing) and availability.
+import { instant } from '../../core/clock.ts';
+import type { ModuleDescriptor, SeedContext } from '../types.ts';
+import { listHardware } from './handlers.ts';
+import data from './seed.json' with { type: 'json' };
+
+/** The platform's hardware configurations (seed.json). */
+async function seed({ tx, clock }: SeedContext): Promise<void> {
+  for (const h of data.hardware) await tx.hardware.create({ data: { ...h, updatedAt: instant(clock) } });
+}
+
+export const hardware: ModuleDescriptor<'hardware'> = {
+  name: 'hardware',
+  handlers: { listHardware },
+  seed,
+};

@@ -1,0 +1,23 @@
+// The registry: one line per module (one module per spec tag file). Order matters for seeds only: a module's seed
+// may refer to rows an earlier one seeded (the catalogue before the endpoints that serve it).
+import type { ModuleName } from '../../generated/operations.ts';
+import { adapters } from './adapters/index.ts';
+import { compute } from './compute/index.ts';
+import { dedicated } from './dedicated/index.ts';
+import { endpoints } from './endpoints/index.ts';
+import { hardware } from './hardware/index.ts';
+import { identity } from './identity/index.ts';
+import { inference } from './inference/index.ts';
+import { models } from './models/index.ts';
+import { secrets } from './secrets/index.ts';
+import { volumes } from './volumes/index.ts';
+
+export const modules = [identity, hardware, models, compute, volumes, secrets, endpoints, adapters, dedicated, inference] as const;
+
+// Every module of the spec is listed: a tag file without its line here fails `tsc`.
+type Listed = (typeof modules)[number]['name'];
+const complete: [Exclude<ModuleName, Listed>] extends [never] ? true : never = true;
+void complete;
+
+/** Every operation's handler, by operationId. */
+export const handlers: Record<string, (ctx: never) => Promise<unknown>> = Object.fromEntries(modules.flatMap((m) => Object.entries(m.handlers)));

@@ -1,0 +1,8 @@
+// Module `inference` (spec/tags/inference.yaml): chat completions on dedicated endpoints and serverless models.
+import type { ModuleDescriptor } from '../types.ts';
+import { createChatCompletion } from './handlers.ts';
+
+export const inference: ModuleDescriptor<'inference'> = {
+  name: 'inference',
+  handlers: { createChatCompletion },
+};

@@ -1,0 +1,66 @@
+// Who serves a `model` string: a dedicated endpoint of the caller's project (`<project_slug>/<endpoint_name>`, v2
+// routed by its traffic split, or a running v1 endpoint), one v2 deployment (`.../<deployment_name>`), a v1
+// endpoint's bound adapter (`<endpoint>:<adapter>`), or a serverless chat model.
+import type { Identity } from '../../accounts.ts';
+import { apiError } from '../../core/errors.ts';
+import type { Database } from '../../db/index.ts';
+import { findAdapter } from '../adapters/rules.ts';
+import { routeRequest } from '../dedicated/traffic.ts';
+
+export interface Target {
+  /** A deployment id, a v1 endpoint id, or `serverless`. */
+  servedBy: string;
+  model: string;
+  adapter?: string;
+}
+
+/** 404 when nothing has that name, 503 when it exists but cannot serve now. */
+export async function resolveTarget(db: Database, identity: Identity, model: string): Promise<Target> {
+  const unknown = () => apiError(404, 'model_not_found', `The model '${model}' does not exist or is not available to this project.`, 'model');
+  const notReady = (why: string) => apiError(503, 'endpoint_not_ready', `Endpoint '${model}' cannot serve requests now: ${why}.`, 'model');
+  const { projectId, projectSlug } = identity;
+
+  if (model.startsWith(`${projectSlug}/`)) {
+    let rest = model.slice(projectSlug.length + 1);
+    const colon = rest.indexOf(':');
+    const adapterRef = colon >= 0 ? rest.slice(colon + 1) : undefined;
+    if (colon >= 0) rest = rest.slice(0, colon);
+    const [endpointName, deploymentName, ...extra] = rest.split('/');
+    if (extra.length) throw unknown();
+
+    const v2 = await db.prisma.dedicatedEndpoint.findFirst({ where: { projectId, name: endpointName } });
+    if (v2) {
+      if (adapterRef !== undefined) throw unknown(); // adapters bind to v1 endpoints
+      if (deploymentName !== undefined) {
+        const d = await db.prisma.deployment.findFirst({ where: { endpointId: v2.id, name: deploymentName } });
+        if (!d) throw unknown();
+        if (d.state !== 'DEPLOYMENT_STATE_READY') throw notReady(`deployment '${deploymentName}' is ${d.state}`);
+        return { servedBy: d.id, model: d.modelId };
+      }
+      const d = await db.write(async (tx) => {
+        const endpoint = await tx.dedicatedEndpoint.findUnique({ where: { id: v2.id } });
+        return endpoint ? routeRequest(tx, endpoint) : null;
+      });
+      if (!d) throw notReady('no READY deployment has a positive weight in its traffic split');
+      return { servedBy: d.id, model: d.modelId };
+    }
+
+    const v1 = deploymentName === undefined ? await db.prisma.v1Endpoint.findFirst({ where: { projectId, name: endpointName } }) : null;
+    if (v1) {
+      let adapter: string | undefined;
+      if (adapterRef !== undefined) {
+        const a = await findAdapter(db.prisma, projectId, adapterRef);
+        const bound = a && (await db.prisma.adapterBinding.findFirst({ where: { endpointId: v1.id, adapterModelId: a.id } }));
+        if (!a || !bound) throw unknown();
+        adapter = a.name;
+      }
+      if (v1.state !== 'STARTED') throw notReady(`the v1 endpoint is ${v1.state} (v1 endpoints cannot restart; deploy on v2)`);
+      return { servedBy: v1.id, model: v1.modelId, adapter };
+    }
+    throw unknown();
+  }
+
+  const serverless = await db.prisma.model.findFirst({ where: { id: model, projectId: null, serverless: true, type: 'chat' } });
+  if (serverless) return { servedBy: 'serverless', model: serverless.id };
+  throw unknown();
+}

@@ -1,0 +1,16 @@
+// Module `models` (spec/tags/models.yaml): the model catalogue (catalogue.ts), uploads of models and adapters
+// (rules in upload.ts, sources in sources.ts) and their jobs, which the runner moves through the upload job's
+// machine (machine.ts).
+import { progressionWork } from '../../runner/progress.ts';
+import type { ModuleDescriptor } from '../types.ts';
+import { seedCatalogue } from './catalogue.ts';
+import { getJob, listJobs, listModels, uploadModel } from './handlers.ts';
+import { uploadJobMachine, uploadProgression } from './machine.ts';
+
+export const models: ModuleDescriptor<'models'> = {
+  name: 'models',
+  handlers: { listModels, uploadModel, listJobs, getJob },
+  seed: seedCatalogue,
+  work: (services) => ({ [uploadJobMachine.kind]: progressionWork(uploadProgression(services), services) }),
+  fixtures: async () => (await import('./fixtures.ts')).fixtures,
+};

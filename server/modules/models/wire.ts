@@ -1,0 +1,52 @@
+// Module `models`: rows -> wire shapes (catalogue and uploaded models, upload answers, upload jobs).
+import type { Model, ModelUploadJob } from '../../../generated/prisma/sqlite/client/client.ts';
+import { iso, unixSeconds } from '../../core/clock.ts';
+import type { Wire } from '../types.ts';
+
+/** Uploads carry the type and context length of what they fine-tune; `organization` names an upload's owner. */
+export function modelInfoWire(m: Model, extra: { organization?: string } = {}): Wire<'ModelInfo'> {
+  const pricing = JSON.parse(m.pricing) as Partial<NonNullable<Wire<'ModelInfo'>['pricing']>>;
+  const organization = m.organization ?? extra.organization;
+  return {
+    id: m.id,
+    object: 'model',
+    created: unixSeconds(m.createdAt),
+    type: m.type as Wire<'ModelInfo'>['type'],
+    display_name: m.displayName ?? m.name,
+    ...(organization ? { organization } : {}),
+    ...(m.link ? { link: m.link } : {}),
+    ...(m.license ? { license: m.license } : {}),
+    ...(m.contextLength ? { context_length: m.contextLength } : {}),
+    ...(m.projectId === null
+      ? {
+          pricing: {
+            base: pricing.base ?? 0,
+            finetune: pricing.finetune ?? 0,
+            hourly: pricing.hourly ?? 0,
+            input: pricing.input ?? 0,
+            output: pricing.output ?? 0,
+            ...(pricing.cached_input !== undefined ? { cached_input: pricing.cached_input } : {}),
+          },
+        }
+      : {}),
+  };
+}
+
+export function modelUploadWire(job: ModelUploadJob, model: Model): Wire<'ModelUploadResponse'> {
+  return {
+    data: { job_id: job.id, model_name: model.name, model_id: model.id, model_source: model.sourceKind as Wire<'ModelUploadResponse'>['data']['model_source'] },
+    message: 'Processing model weights. Job created.',
+  };
+}
+
+export function jobWire(job: ModelUploadJob): Wire<'JobInfo'> {
+  return {
+    type: job.type as Wire<'JobInfo'>['type'],
+    job_id: job.id,
+    status: job.status as Wire<'JobInfo'>['status'],
+    status_updates: JSON.parse(job.statusUpdates),
+    args: JSON.parse(job.args),
+    created_at: iso(job.createdAt),
+    updated_at: iso(job.updatedAt),
+  };
+}

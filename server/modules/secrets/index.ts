@@ -1,0 +1,9 @@
+// Module `secrets` (spec/tags/secrets.yaml): deployment secrets by id or name, values encrypted at rest (crypto.ts).
+import type { ModuleDescriptor } from '../types.ts';
+import { createSecret, deleteSecret, getSecret, listSecrets, updateSecret } from './handlers.ts';
+
+export const secrets: ModuleDescriptor<'secrets'> = {
+  name: 'secrets',
+  handlers: { listSecrets, createSecret, getSecret, updateSecret, deleteSecret },
+  fixtures: async () => (await import('./fixtures.ts')).fixtures,
+};

@@ -1,0 +1,64 @@
+// Volume rows: lookups by id or name, creation with a first version, and the mounts that v2 deployments hold
+// (attached and released inside the deployment's own transaction).
+import type { Volume } from '../../../generated/prisma/sqlite/client/client.ts';
+import { taken } from '../../core/errors.ts';
+import { newId } from '../../core/ids.ts';
+import type { Db, Tx } from '../../db/index.ts';
+import { owned, ownedOrNull } from '../../http/scope.ts';
+
+/** A volume by id, else by name, in the project; absent and other-project are the same 404. */
+export async function findVolume(db: Db | Tx, projectId: string, ref: string, param = 'id'): Promise<Volume> {
+  return (await ownedOrNull(db.volume, projectId, { id: ref })) ?? owned(db.volume, projectId, { name: ref }, { what: 'volume', id: ref, param });
+}
+
+export const volumeNameTaken = (name: string) => taken(`A volume named '${name}' already exists in this project.`, 'volume_name_taken', 'name');
+
+export async function refuseTakenName(tx: Tx, projectId: string, name: string, except?: string): Promise<void> {
+  if (await tx.volume.findFirst({ where: { projectId, name, ...(except ? { id: { not: except } } : {}) } })) throw volumeNameTaken(name);
+}
+
+export interface VolumeSpec {
+  name: string;
+  type: string;
+  content: { type?: string; source_prefix: string; files?: unknown[] };
+}
+
+export async function createVolumeRow(tx: Tx, now: bigint, projectId: string, input: VolumeSpec): Promise<Volume> {
+  const volume = await tx.volume.create({
+    data: { id: newId('vol', Number(now)), projectId, name: input.name, type: input.type, currentVersion: 1, createdAt: now, updatedAt: now },
+  });
+  await tx.volumeVersion.create({
+    data: {
+      volumeId: volume.id,
+      version: 1,
+      contentType: input.content.type ?? 'files',
+      sourcePrefix: input.content.source_prefix,
+      files: JSON.stringify(input.content.files ?? []),
+      createdAt: now,
+    },
+  });
+  return volume;
+}
+
+/**
+ * Mounts volumes (ids or names of the project's volumes) on a deployment, each at its current version. An unknown
+ * ref is a 404 naming `param`. Mounting a volume the deployment already mounts keeps its version.
+ */
+export async function attachVolumes(tx: Tx, projectId: string, deploymentId: string, refs: string[], param = 'volumes'): Promise<string[]> {
+  const ids: string[] = [];
+  for (const ref of refs) {
+    const v = await findVolume(tx, projectId, ref, param);
+    await tx.volumeMount.upsert({
+      where: { volumeId_deploymentId: { volumeId: v.id, deploymentId } },
+      create: { volumeId: v.id, deploymentId, projectId, version: v.currentVersion },
+      update: {},
+    });
+    ids.push(v.id);
+  }
+  return ids;
+}
+
+/** Releases every volume a deployment mounts (when it is deleted). */
+export async function detachVolumes(tx: Tx, deploymentId: string): Promise<void> {
+  await tx.volumeMount.deleteMany({ where: { deploymentId } });
+}
