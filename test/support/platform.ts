@@ -4,7 +4,7 @@
 import { appendFileSync } from 'node:fs';
 import { Writable } from 'node:stream';
 import supertest from 'supertest';
-import { createPlatformClient, type PlatformClient } from '../../client/index.ts';
+import { createPlatformClient, type PlatformClient } from '@inference-platform/client';
 import { createApiKey, createOrganization, createProject, identityForHash, hashKey, type Identity } from '../../server/accounts.ts';
 import { ManualClock } from '../../server/clock.ts';
 import { loadConfig, type Config } from '../../server/config.ts';
