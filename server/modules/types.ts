@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { components, operations as Operations, Readable, Writable } from '../../generated/api.d.ts';
 import type { ModuleName, OperationId, operations } from '../../generated/operations.ts';
-import type { PlatformClient } from '../../client/index.ts';
+import type { PlatformClient } from '@inference-platform/client';
 import type { Identity } from '../accounts.ts';
 import type { Clock } from '../core/clock.ts';
 import type { Config } from '../core/config.ts';

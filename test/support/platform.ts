@@ -7,7 +7,7 @@
 import { appendFileSync } from 'node:fs';
 import { Writable } from 'node:stream';
 import supertest from 'supertest';
-import { createPlatformClient, type PlatformClient } from '../../client/index.ts';
+import { createPlatformClient, type PlatformClient } from '@inference-platform/client';
 import { createApiKey, createOrganization, createProject, hashKey, identityForHash, type Identity } from '../../server/accounts.ts';
 import { ManualClock } from '../../server/core/clock.ts';
 import { loadConfig, type Config } from '../../server/core/config.ts';

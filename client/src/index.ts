@@ -1,9 +1,11 @@
-// The typed client: openapi-fetch over the generated `paths`. Import it as `inference-platform/client`.
+// The typed client: openapi-fetch over the generated `paths`. Import it as `@inference-platform/client`.
+// `npm run generate` copies generated/api.d.ts to ./api.d.ts and builds dist/ from here.
 //
 //   const api = createPlatformClient({ baseUrl: 'http://127.0.0.1:8080', apiKey });
 //   const { data, error } = await api.GET('/v1/whoami');   // error is typed as the envelope: error.error.code
-import createClient, { type Client, type ClientOptions } from 'openapi-fetch';
-import type { components, paths } from '../generated/api.d.ts';
+import createClient from 'openapi-fetch';
+import type { Client, ClientOptions } from 'openapi-fetch';
+import type { components, paths } from './api.js';
 
 export type { components, paths };
 export type ErrorEnvelope = components['schemas']['ErrorData'];
