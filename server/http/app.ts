@@ -1,7 +1,7 @@
 // One linear request pipeline, read top to bottom: request id and log line; HEAD answered as GET; the
-// infrastructure routes; authentication; JSON parsing; validation of the request against the spec; the input
-// guard; the operation's handler, whose result `send` writes (JSON bodies are validated against the spec on the
-// way out); and one error handler that writes the envelope for anything that went wrong on the way.
+// infrastructure routes; authentication; JSON parsing; the control-character guard; validation of the request
+// against the spec; the operation's handler, whose result `send` writes (JSON bodies are validated against the spec
+// on the way out); and one error handler that writes the envelope for anything that went wrong on the way.
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -14,7 +14,7 @@ import { handlers } from '../modules/index.ts';
 import type { Services } from '../modules/types.ts';
 import { authenticate, type KeyCache } from './auth.ts';
 import { errorHandler } from './error-handler.ts';
-import { guardInput } from './input.ts';
+import { refuseControlCharacters, refuseNonFinite } from './input.ts';
 import { send } from './reply.ts';
 
 export interface AppOptions extends Services {
@@ -61,6 +61,12 @@ const matchers = Object.entries(operations).map(([operationId, op]) => ({
 /** The operation a request addresses, if any. */
 export function matchOperation(method: string, path: string): OperationId | undefined {
   return matchers.find((m) => m.method === method && m.pattern.test(path))?.operationId;
+}
+
+/** The name of the path parameter at segment `i` of a request's path, when the request addresses an operation. */
+function pathParamAt(method: string, path: string, i: number): string | null {
+  const op = matchOperation(method, path);
+  return op ? (/^\{(\w+)\}$/.exec(operations[op].path.split('/')[i] ?? '')?.[1] ?? null) : null;
 }
 
 interface Matched {
@@ -110,6 +116,7 @@ export function createApp(options: AppOptions): express.Express {
 
   app.use(['/v1', '/v2'], authenticate(keys));
   app.use(express.json({ limit: config.bodyLimit }));
+  app.use(refuseControlCharacters(pathParamAt));
   app.use(
     OpenApiValidator.middleware({
       apiSpec: structuredClone(spec),
@@ -126,7 +133,7 @@ export function createApp(options: AppOptions): express.Express {
     const operationId = matched?.schema?.operationId;
     if (!operationId) return next();
     const params = { ...matched!.pathParams, ...req.params };
-    guardInput(params, req.query, req.body);
+    refuseNonFinite(params, req.query as Record<string, unknown>);
     const handler = handlers[operationId] as (ctx: unknown) => Promise<unknown>;
     const result = await handler({ ...services, operationId, params, query: req.query, body: req.body, headers: req.headers, identity: req.identity! });
     await send(req, res, result, successStatus[operationId], log);
