@@ -11,6 +11,9 @@ import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, test } from 'vitest';
+import { bootstrap, developmentKey, DEVELOPMENT_KEY_GRACE_MS } from '../server/bootstrap.ts';
+import { ManualClock } from '../server/core/clock.ts';
+import { openDatabase } from '../server/db/index.ts';
 import { startServerProcess } from './support/server-process.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -177,6 +180,35 @@ describe('9. the CLI run before the first start', () => {
     } finally {
       await server.stop();
     }
+  });
+});
+
+describe('the development key is never lost', () => {
+  test('a start that minted a key but died before printing it leaves the next start to print a usable one (and revokes the unprinted one)', async () => {
+    const dir = freshDir();
+    const DATABASE_URL = `file:${join(dir, 'platform.db')}`;
+    // What a start that died between minting and printing leaves behind: the defaults, and an unprinted key older
+    // than the grace another start would get to print it.
+    const db = await openDatabase(DATABASE_URL);
+    const past = new ManualClock(Date.now() - DEVELOPMENT_KEY_GRACE_MS - 1_000);
+    const project = await bootstrap(db, past);
+    const lost = await developmentKey(db, past, project.id);
+    await db.close();
+    expect(lost?.secret).toMatch(/^tpk_/);
+
+    const server = await startServerProcess({ DATABASE_URL });
+    try {
+      expect(server.key ?? '(no key printed)').toMatch(/^tpk_/);
+      expect(server.key).not.toBe(lost!.secret);
+      expect((await fetch(`${server.url}/v1/whoami`, { headers: { Authorization: `Bearer ${server.key}` } })).status).toBe(200);
+      expect((await fetch(`${server.url}/v1/whoami`, { headers: { Authorization: `Bearer ${lost!.secret}` } })).status).toBe(401);
+    } finally {
+      await server.stop();
+    }
+    // Printed once: the next start prints none.
+    const again = await startServerProcess({ DATABASE_URL });
+    await again.stop();
+    expect(again.key).toBeUndefined();
   });
 });
 

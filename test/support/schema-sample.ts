@@ -76,6 +76,9 @@ export interface Breakage {
   apply(valid: any, random: { name: string; pick: number }): any;
 }
 
+/** Control characters no string may carry (tab, newline and carriage return are allowed in body strings). */
+export const CONTROL = ['\u0000', '\u0001', '\u0008', '\u001b', '\u001f', '\u007f'];
+
 const WRONG: Record<string, unknown[]> = {
   string: [12345, true, ['x'], { a: 1 }],
   integer: ['12', 1.5, true, [1], { a: 1 }],
@@ -141,6 +144,8 @@ export function breakages(schema: any, path: Path = [], requiredHere = false): B
     if (s.maximum !== undefined) put('above_maximum', (r) => s.maximum + 1 + (r.pick % 5));
     if (s.exclusiveMaximum !== undefined) put('above_maximum', () => s.exclusiveMaximum);
   }
+  // A control character in any string is refused before the rest of the request is looked at.
+  if (types.includes('string')) put('control_character', (r) => `x${CONTROL[r.pick % CONTROL.length]}x`);
   if (types.includes('string') && !s.enum) {
     if (s.maxLength !== undefined) put('too_long', (r) => 'x'.repeat(s.maxLength + 1 + (r.pick % 50)));
     if (s.minLength) put('too_short', () => '');

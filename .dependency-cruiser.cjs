@@ -1,0 +1,49 @@
+// The architecture's rules, checked by test/architecture.test.ts (and `npx depcruise server client`): no import
+// cycle anywhere in server/ or client/ (type-only imports included), and the layers import only downwards:
+// core <- db <- runner <- http <- modules, with entry points (main, cli, platform, bootstrap) on top.
+/** @type {import('dependency-cruiser').IConfiguration} */
+module.exports = {
+  forbidden: [
+    { name: 'no-circular', severity: 'error', comment: 'Import cycles make load order and reasoning fragile.', from: {}, to: { circular: true } },
+    {
+      name: 'core-is-the-bottom',
+      severity: 'error',
+      comment: 'core/ (config, clock, ids, log, paths, errors, the machine form) depends on nothing of the server.',
+      from: { path: '^server/core/' },
+      to: { path: '^server/(?!core/)' },
+    },
+    {
+      name: 'db-below-the-rest',
+      severity: 'error',
+      from: { path: '^server/db/' },
+      to: { path: '^server/(?!core/|db/)' },
+    },
+    {
+      name: 'runner-below-http-and-modules',
+      severity: 'error',
+      from: { path: '^server/runner/' },
+      to: { path: '^server/(?!core/|db/|runner/)' },
+    },
+    {
+      name: 'modules-do-not-reach-up',
+      severity: 'error',
+      comment: 'Modules are assembled by the platform; they never import the app, the platform or the entry points.',
+      from: { path: '^server/modules/' },
+      to: { path: '^server/(http/app|http/auth|http/error-handler|platform|main|cli|bootstrap)\\.ts$' },
+    },
+    {
+      name: 'client-is-self-contained',
+      severity: 'error',
+      comment: 'The client package imports nothing outside client/.',
+      from: { path: '^client/' },
+      to: { path: '^(?!client/)', dependencyTypesNot: ['npm', 'npm-dev', 'npm-peer', 'npm-optional', 'core'] },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    exclude: { path: '^(generated|client/dist)/' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    combinedDependencies: false,
+  },
+};
