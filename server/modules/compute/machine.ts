@@ -1,9 +1,10 @@
 // The remediation's state machine, and the runner's steps that move it. A remediation made through the API starts
 // PENDING; one raised by a passive health-check alert starts PENDING_APPROVAL. The runner starts a PENDING one once
 // no other remediation of its instance is running, and finishes it through the cluster engine (engine.ts).
-import type { Remediation } from '../../../generated/prisma/sqlite/client/client.ts';
+import type { ComputeInstance, Remediation } from '../../../generated/prisma/sqlite/client/client.ts';
 import { instant } from '../../core/clock.ts';
 import { invalidTransition } from '../../core/errors.ts';
+import { newId } from '../../core/ids.ts';
 import { defineMachine } from '../../core/machine.ts';
 import type { Tx } from '../../db/index.ts';
 import { enter, type Progression, type Timing } from '../../runner/progress.ts';
@@ -30,6 +31,40 @@ export const remediationMachine = defineMachine({
 
 export type RemediationEvent = (typeof remediationMachine.events)[number];
 export const OPEN_STATES = remediationMachine.states.filter((s) => !remediationMachine.isTerminal(s));
+
+export interface NewRemediation {
+  instance: ComputeInstance;
+  mode: string;
+  trigger: 'REMEDIATION_TRIGGER_MANUAL' | 'REMEDIATION_TRIGGER_AUTOMATED';
+  /** MANUAL ones start PENDING; AUTOMATED ones (raised by an alert) await approval. */
+  state: 'PENDING' | 'PENDING_APPROVAL';
+  reason: string | null;
+  requestedBy: string;
+  passiveHealthCheckEventId?: string;
+}
+
+/** Creates a remediation in its first state, and schedules that state's timed step. */
+export async function insertRemediation(tx: Tx, timing: Timing, r: NewRemediation): Promise<Remediation> {
+  const now = instant(timing.clock);
+  const row = await tx.remediation.create({
+    data: {
+      id: newId('rem', timing.clock.now()),
+      projectId: r.instance.projectId,
+      clusterId: r.instance.clusterId,
+      instanceId: r.instance.id,
+      mode: r.mode,
+      trigger: r.trigger,
+      state: r.state,
+      reason: r.reason,
+      requestedBy: r.requestedBy,
+      passiveHealthCheckEventId: r.passiveHealthCheckEventId ?? null,
+      createTime: now,
+      updateTime: now,
+    },
+  });
+  await enter(tx, timing, remediationMachine, row);
+  return row;
+}
 
 /** Moves a remediation by `event` (with `data`), stamps its times, and schedules the new state's timed step. */
 export async function move(tx: Tx, timing: Timing, r: Remediation, event: RemediationEvent, data: Partial<Remediation> = {}): Promise<Remediation> {

@@ -3,11 +3,9 @@
 // is only recorded. When every alert linked to a remediation has resolved before it runs, it auto-resolves.
 import { randomUUID } from 'node:crypto';
 import { instant } from '../../../core/clock.ts';
-import { newId } from '../../../core/ids.ts';
 import { owned } from '../../../http/scope.ts';
-import { enter } from '../../../runner/progress.ts';
 import type { Context } from '../../types.ts';
-import { autoResolveIfCleared, OPEN_STATES, remediationMachine } from '../machine.ts';
+import { autoResolveIfCleared, insertRemediation, OPEN_STATES } from '../machine.ts';
 import { findCluster, findInstance } from '../rows.ts';
 import { alertWire } from '../wire.ts';
 import { refuseUnsupportedMode } from './remediations.ts';
@@ -29,23 +27,15 @@ export async function injectPassiveHealthCheckAlert(ctx: Context<'injectPassiveH
       });
       if (open) remediationId = open.id;
       else {
-        const r = await tx.remediation.create({
-          data: {
-            id: newId('rem', clock.now()),
-            projectId: identity.projectId,
-            clusterId: instance.clusterId,
-            instanceId: instance.id,
-            mode: body.remediation_mode ?? 'REMEDIATION_MODE_VM_ONLY',
-            trigger: 'REMEDIATION_TRIGGER_AUTOMATED',
-            state: 'PENDING_APPROVAL',
-            reason: `Passive health check alert ${body.alert_name} fired on ${vm?.name ?? instance.name}.`,
-            passiveHealthCheckEventId: alertId,
-            requestedBy: 'system:passive-health-check',
-            createTime: now,
-            updateTime: now,
-          },
+        const r = await insertRemediation(tx, ctx, {
+          instance,
+          mode: body.remediation_mode ?? 'REMEDIATION_MODE_VM_ONLY',
+          trigger: 'REMEDIATION_TRIGGER_AUTOMATED',
+          state: 'PENDING_APPROVAL',
+          reason: `Passive health check alert ${body.alert_name} fired on ${vm?.name ?? instance.name}.`,
+          passiveHealthCheckEventId: alertId,
+          requestedBy: 'system:passive-health-check',
         });
-        await enter(tx, ctx, remediationMachine, r);
         remediationId = r.id;
       }
     }

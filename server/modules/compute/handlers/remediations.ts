@@ -3,13 +3,11 @@
 import type { Remediation } from '../../../../generated/prisma/sqlite/client/client.ts';
 import { instant } from '../../../core/clock.ts';
 import { badRequest } from '../../../core/errors.ts';
-import { newId } from '../../../core/ids.ts';
 import type { Db, Tx } from '../../../db/index.ts';
 import { idempotent } from '../../../http/idempotency.ts';
 import { pageToken } from '../../../http/page.ts';
-import { enter } from '../../../runner/progress.ts';
 import type { Context } from '../../types.ts';
-import { move, remediationMachine } from '../machine.ts';
+import { insertRemediation, move } from '../machine.ts';
 import { findInstance, findRemediation } from '../rows.ts';
 import { remediationWire } from '../wire.ts';
 
@@ -33,23 +31,14 @@ export async function createRemediation(ctx: Context<'createRemediation'>) {
   const parameters = { cluster_id: params.cluster_id, instance_id: params.instance_id, mode: body.mode, reason: body.reason ?? null };
   return idempotent(db, clock, scope, parameters, async (tx) => {
     const instance = await findInstance(tx, identity.projectId, params.cluster_id, params.instance_id);
-    const now = instant(clock);
-    const r = await tx.remediation.create({
-      data: {
-        id: newId('rem', clock.now()),
-        projectId: identity.projectId,
-        clusterId: instance.clusterId,
-        instanceId: instance.id,
-        mode: body.mode,
-        trigger: 'REMEDIATION_TRIGGER_MANUAL',
-        state: 'PENDING',
-        reason: body.reason ?? null,
-        requestedBy: identity.apiKeyId,
-        createTime: now,
-        updateTime: now,
-      },
+    const r = await insertRemediation(tx, ctx, {
+      instance,
+      mode: body.mode,
+      trigger: 'REMEDIATION_TRIGGER_MANUAL',
+      state: 'PENDING',
+      reason: body.reason ?? null,
+      requestedBy: identity.apiKeyId,
     });
-    await enter(tx, ctx, remediationMachine, r);
     return remediationView(tx, r, instance.name);
   });
 }
