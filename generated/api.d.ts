@@ -430,7 +430,7 @@ export interface paths {
         head?: never;
         /**
          * Update or stop a v1 dedicated endpoint
-         * @description Changes `display_name`, `inactive_timeout`, `autoscaling` and `state` (see the tag's transition table).
+         * @description Changes `display_name`, `inactive_timeout`, `autoscaling` and `state` (see the tag's state machine).
          *     `state: STARTED` on an endpoint that is not running answers 403 `endpoints_v1_create_access_disabled`.
          *     New `autoscaling` on a running endpoint resizes it to `min_replicas` replicas at once: growing needs free
          *     capacity on its hardware, else 409 `insufficient_capacity` (param `autoscaling.min_replicas`). `min_replicas`
@@ -855,7 +855,7 @@ export interface paths {
         head?: never;
         /**
          * Rename, scale, stop or restart a deployment
-         * @description `autoscaling` drives the state table of the tag (0/0 stops; positive replicas start a STOPPED or FAILED
+         * @description `autoscaling` drives the tag's state machine `deployment` (0/0 stops; positive replicas start a STOPPED or FAILED
          *     deployment; on a READY one they resize it). `minReplicas` above `maxReplicas` is 400
          *     `invalid_autoscaling`.
          */
@@ -1164,7 +1164,7 @@ export interface components {
             weight: number;
         };
         /**
-         * @description SCALING and DEGRADED are the public platform's; this server never enters them (see the tag's table).
+         * @description SCALING and DEGRADED are the public platform's; this server never enters them (see the tag's state machine).
          * @enum {string}
          */
         DeploymentState: "DEPLOYMENT_STATE_PROVISIONING" | "DEPLOYMENT_STATE_READY" | "DEPLOYMENT_STATE_SCALING" | "DEPLOYMENT_STATE_DEGRADED" | "DEPLOYMENT_STATE_FAILED" | "DEPLOYMENT_STATE_STOPPED" | "DEPLOYMENT_STATE_STOPPING";
