@@ -120,10 +120,11 @@ export interface paths {
          *     there (see the tag). Only `mode` and `reason` are writable.
          *
          *     **Idempotency.** `remediation_id` is the client's idempotency key, scoped to the project (Stripe's
-         *     promise): the same key with the same request (cluster, instance, mode and reason) returns the remediation the
-         *     first request created, in its current state, and creates nothing; the same key with any difference is
-         *     refused with 409 `idempotency_key_reused`; a request refused (validation, unknown instance, unsupported mode)
-         *     stores nothing, so the key stays free. Keys are remembered as long as the remediation exists. The
+         *     promise): the same key with the same request (cluster, instance, mode and reason) answers the first
+         *     request's response again, exactly (even after the remediation has moved on; `getRemediation` shows where it
+         *     is now), and creates nothing; the same key with any difference is refused with 409
+         *     `idempotency_key_reused` (param `remediation_id`); a request refused (validation, unknown instance,
+         *     unsupported mode) stores nothing, so the key stays free. Keys are remembered as long as the remediation exists. The
          *     remediation's own `id` is server-generated (`rem_...`). Without a key every request creates a remediation.
          */
         post: operations["createRemediation"];
@@ -2054,7 +2055,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The remediation (new, or the one the idempotency key first created). */
+            /** @description The new remediation, or the first response again for a reused idempotency key. */
             200: {
                 headers: {
                     [name: string]: unknown;
