@@ -116,14 +116,15 @@ export interface paths {
         put?: never;
         /**
          * Create a remediation
-         * @description Requests a node remediation of an instance (seed section 4). It is MANUAL and starts PENDING; the runner
-         *     takes it from there (see the tag). Only `mode` and `reason` are writable.
+         * @description Requests a node remediation of an instance. It is MANUAL and starts PENDING; the runner takes it from
+         *     there (see the tag). Only `mode` and `reason` are writable.
          *
-         *     **Idempotency (rule 5).** `remediation_id` is the client's idempotency key, scoped to the project (Stripe's
-         *     promise): the same key with the same request (cluster, instance, mode and reason) returns the remediation the
-         *     first request created, in its current state, and creates nothing; the same key with any difference is
-         *     refused with 409 `idempotency_key_reused`; a request refused (validation, unknown instance, unsupported mode)
-         *     stores nothing, so the key stays free. Keys are remembered as long as the remediation exists. The
+         *     **Idempotency.** `remediation_id` is the client's idempotency key, scoped to the project (Stripe's
+         *     promise): the same key with the same request (cluster, instance, mode and reason) answers the first
+         *     request's response again, exactly (even after the remediation has moved on; `getRemediation` shows where it
+         *     is now), and creates nothing; the same key with any difference is refused with 409
+         *     `idempotency_key_reused` (param `remediation_id`); a request refused (validation, unknown instance,
+         *     unsupported mode) stores nothing, so the key stays free. Keys are remembered as long as the remediation exists. The
          *     remediation's own `id` is server-generated (`rem_...`). Without a key every request creates a remediation.
          */
         post: operations["createRemediation"];
@@ -308,8 +309,8 @@ export interface paths {
         post?: never;
         /**
          * Delete a secret
-         * @description Deletes the secret, by id or name (seed section 4). 200 with `{}` (a JSON object, as the seed says); 404
-         *     with the envelope when the secret does not exist (seed 7.5); 500 on an internal error.
+         * @description Deletes the secret, by id or name. 200 with `{}` (a JSON object); 404 with the envelope when the secret
+         *     does not exist; 500 on an internal error.
          */
         delete: operations["deleteSecret"];
         options?: never;
@@ -331,7 +332,7 @@ export interface paths {
         };
         /**
          * List storage volumes
-         * @description The project's volumes, oldest first (seed section 4; `client.beta.jig.volumes.list()`).
+         * @description The project's volumes, oldest first (`client.beta.jig.volumes.list()`).
          */
         get: operations["listVolumes"];
         put?: never;
@@ -395,7 +396,7 @@ export interface paths {
         put?: never;
         /**
          * Create a v1 dedicated endpoint (retired)
-         * @description Retired (seed 7.4): a well-formed request always answers **403** with code
+         * @description Retired: creating a v1 endpoint is refused, so a well-formed request always answers **403** with code
          *     `endpoints_v1_create_access_disabled` and a message pointing to `POST /v2/projects/{projectId}/deploy`.
          *     Nothing is created. The body is still validated first (400 for a malformed one), as the SDK's shape.
          */
@@ -430,7 +431,7 @@ export interface paths {
         head?: never;
         /**
          * Update or stop a v1 dedicated endpoint
-         * @description Changes `display_name`, `inactive_timeout`, `autoscaling` and `state` (see the tag's transition table).
+         * @description Changes `display_name`, `inactive_timeout`, `autoscaling` and `state` (see the tag's state machine).
          *     `state: STARTED` on an endpoint that is not running answers 403 `endpoints_v1_create_access_disabled`.
          *     New `autoscaling` on a running endpoint resizes it to `min_replicas` replicas at once: growing needs free
          *     capacity on its hardware, else 409 `insufficient_capacity` (param `autoscaling.min_replicas`). `min_replicas`
@@ -473,8 +474,8 @@ export interface paths {
         };
         /**
          * Billing of a v1 dedicated endpoint
-         * @description Not in the public platform's v1 API (seed 9 says billing is per minute per running replica by hardware,
-         *     without a shape). Replica-minutes held so far and their cost: every minute each replica ran, times the
+         * @description Not in the public platform's v1 API (billing is per minute per running replica by hardware; the platform
+         *     gives it no shape). Replica-minutes held so far and their cost: every minute each replica ran, times the
          *     price per minute of its hardware when it started. A running endpoint's figures grow with time.
          */
         get: operations["getEndpointUsage"];
@@ -495,9 +496,9 @@ export interface paths {
         };
         /**
          * List hardware configurations
-         * @description Lists the platform's hardware configurations (seed 2.6), ordered by id.
+         * @description Lists the platform's hardware configurations, ordered by id.
          *
-         *     Without `model`, every configuration is listed and none carries `availability`. With `model` (rule 3),
+         *     Without `model`, every configuration is listed and none carries `availability`. With `model`,
          *     only the configurations that can run that model are listed, each with `availability`. A configuration can
          *     run a model when its total GPU memory (`specs.gpu_memory` x `specs.gpu_count`) is at least the memory the
          *     model needs on a dedicated deployment; an uploaded model needs what the base architecture it fine-tunes
@@ -590,8 +591,8 @@ export interface paths {
         /**
          * Upload a model or an adapter
          * @description Uploads a custom model (`model_type: model`) or a LoRA adapter (`model_type: adapter`) from a model hub
-         *     repository or an object-storage path (seed 2.7), answering at once with the job that carries the upload
-         *     out (`GET /v1/jobs/{jobId}`).
+         *     repository or an object-storage path, answering at once with the job that carries the upload out
+         *     (`GET /v1/jobs/{jobId}`).
          *
          *     **Source.** `model_source` is one of:
          *     - a hub repository `org/name` (letters, digits, `.`, `_`, `-`; each part 1 to 96 characters, not
@@ -605,7 +606,7 @@ export interface paths {
          *     kind it answers 400 `field_not_applicable` (param `hf_token`). The token is used for nothing offline and
          *     is never stored, logged or returned.
          *
-         *     **Full models (section 9).** An upload must be a fine-tuned variant of a base architecture this server
+         *     **Full models.** An upload must be a fine-tuned variant of a base architecture this server
          *     already serves. Since the weights' configuration cannot be fetched offline, the architecture is read
          *     from the source's name: the last segment of the repository or path, lowercased with `_` and spaces read
          *     as `-`, must contain the architecture's name (`llama-3.1-8b`, `llama-3.3-70b`, `qwen2.5-7b`,
@@ -613,7 +614,7 @@ export interface paths {
          *     the longest match wins). Otherwise: 400 `unsupported_base_architecture` (param `model_source`). The
          *     uploaded model then has the base architecture's type, context length and hardware needs.
          *
-         *     **Adapters (rule 4).** `base_model` and `lora_model` apply only to adapters: a `model` upload that sets
+         *     **Adapters.** `base_model` and `lora_model` apply only to adapters: a `model` upload that sets
          *     either answers 400 `field_not_applicable` naming it. An adapter names at least one of them
          *     (`base_model_required`, param `base_model`): `base_model` is the serverless model whose LoRA pool
          *     runs it (a serverless catalogue model that serves adapters); `lora_model` is the model of a dedicated
@@ -646,7 +647,7 @@ export interface paths {
         /**
          * Identify the caller
          * @description Reports the API key that authenticated the request, the project it is scoped to and the project's
-         *     organization (seed 2.15). The public platform may add `user_id`; keys here belong to projects, not
+         *     organization. The public platform may add `user_id`; keys here belong to projects, not
          *     users, so it is not returned.
          */
         get: operations["whoami"];
@@ -720,7 +721,7 @@ export interface paths {
         put?: never;
         /**
          * Deploy a model on a new endpoint in one call
-         * @description The migration's one call (seed 9, step 2; its path is this server's decision): creates the endpoint
+         * @description The migration's deploy step in one call (its path is this server's decision): creates the endpoint
          *     `endpointName`, a deployment of `model` with `config` and `minReplicas`/`maxReplicas`, and a traffic split
          *     sending 100% to that deployment, in one transaction, and answers **202** at once with both resources
          *     while the deployment is PROVISIONING; the runner continues (READY or FAILED, see the tag). The endpoint
@@ -855,7 +856,7 @@ export interface paths {
         head?: never;
         /**
          * Rename, scale, stop or restart a deployment
-         * @description `autoscaling` drives the state table of the tag (0/0 stops; positive replicas start a STOPPED or FAILED
+         * @description `autoscaling` drives the tag's state machine `deployment` (0/0 stops; positive replicas start a STOPPED or FAILED
          *     deployment; on a READY one they resize it). `minReplicas` above `maxReplicas` is 400
          *     `invalid_autoscaling`.
          */
@@ -875,7 +876,7 @@ export interface paths {
         };
         /**
          * An endpoint's lifecycle events
-         * @description The endpoint's lifecycle events feed (seed section 6 names it without a shape; the shape is the public
+         * @description The endpoint's lifecycle events feed (the requirements name it without a shape; the shape is the public
          *     platform's `DE.EndpointEvent`, as the official client `beta.endpoints.listEvents` types it: dotted
          *     lower-case `type`s, optional fields absent rather than null). Each event is recorded in the same
          *     transaction as the change it reports, so the feed never shows a change that did not happen. Oldest first;
@@ -920,7 +921,7 @@ export interface paths {
         };
         /**
          * Billing of a v2 endpoint
-         * @description Not in the public platform (this server's decision for "readable per endpoint", seed 9): replica-minutes
+         * @description Not in the public platform (this server's way to make billing readable per endpoint): replica-minutes
          *     and cost so far of each deployment on the endpoint, and their sum. Each running replica bills every
          *     minute at its hardware's price per minute when it started (fractional minutes count). A deleted
          *     deployment's billing leaves this view with it.
@@ -988,7 +989,7 @@ export interface components {
         RemediationState: "PENDING_APPROVAL" | "PENDING" | "RUNNING" | "SUCCEEDED" | "FAILED" | "CANCELLED" | "AUTO_RESOLVED";
         /** @enum {string} */
         RemediationTrigger: "REMEDIATION_TRIGGER_MANUAL" | "REMEDIATION_TRIGGER_AUTOMATED";
-        /** @description A node remediation request for a cluster instance (seed 2.10). Absent optional fields are omitted. */
+        /** @description A node remediation request for a cluster instance. Absent optional fields are omitted. */
         Remediation: {
             id: $Read<string>;
             cluster_id: $Read<string>;
@@ -1164,7 +1165,7 @@ export interface components {
             weight: number;
         };
         /**
-         * @description SCALING and DEGRADED are the public platform's; this server never enters them (see the tag's table).
+         * @description SCALING and DEGRADED are the public platform's; this server never enters them (see the tag's state machine).
          * @enum {string}
          */
         DeploymentState: "DEPLOYMENT_STATE_PROVISIONING" | "DEPLOYMENT_STATE_READY" | "DEPLOYMENT_STATE_SCALING" | "DEPLOYMENT_STATE_DEGRADED" | "DEPLOYMENT_STATE_FAILED" | "DEPLOYMENT_STATE_STOPPED" | "DEPLOYMENT_STATE_STOPPING";
@@ -1468,7 +1469,7 @@ export interface components {
             object: "list";
             data: components["schemas"]["Hardware"][];
         };
-        /** @description A hardware configuration (seed 2.6). */
+        /** @description A hardware configuration. */
         Hardware: {
             /** @constant */
             object: "hardware";
@@ -1705,7 +1706,7 @@ export interface components {
          */
         VolumeName: string;
         /**
-         * @description The only type the platform shows (seed 2.13).
+         * @description The only type the platform shows.
          * @enum {string}
          */
         VolumeType: "readOnly";
@@ -2054,7 +2055,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The remediation (new, or the one the idempotency key first created). */
+            /** @description The new remediation, or the first response again for a reused idempotency key. */
             200: {
                 headers: {
                     [name: string]: unknown;

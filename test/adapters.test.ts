@@ -1,4 +1,4 @@
-// LoRA adapters on dedicated endpoints (seed 2.9): bind, list, unbind with the public platform's statuses, through
+// LoRA adapters on dedicated endpoints: bind, list, unbind with the public platform's statuses, through
 // the official together-ai client, and chat on `<endpoint>:<adapter>`.
 import Together from 'together-ai';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';

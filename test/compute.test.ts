@@ -184,7 +184,8 @@ describe('each mode changes the instance (seeded cluster, in order)', () => {
 });
 
 describe('the transition table', () => {
-  // Written out independently of the code's table: what seed section 3 and the platform's documentation say.
+  // Written out independently of the code's table: the remediation states the requirements list, and what
+  // the platform's documentation says of how each is reached.
   const ALLOWED: Record<string, Record<string, string>> = {
     PENDING_APPROVAL: { approve: 'PENDING', reject: 'CANCELLED', cancel: 'CANCELLED', alert_resolved: 'AUTO_RESOLVED' },
     PENDING: { start: 'RUNNING', cancel: 'CANCELLED', alert_resolved: 'AUTO_RESOLVED' },
@@ -351,7 +352,7 @@ describe('passive health-check alerts (the control-plane hook)', () => {
   });
 });
 
-describe('remediation_id is an idempotency key (rule 5)', () => {
+describe('remediation_id is an idempotency key', () => {
   test('the same key and the same body replay the first response exactly and create nothing', async () => {
     const { c, i } = await freshInstance();
     const body = { mode: 'REMEDIATION_MODE_VM_ONLY', reason: 'flaky GPU' };

@@ -191,7 +191,7 @@ describe('endpoints', () => {
   });
 });
 
-describe('the one-call deploy (migration step 2)', () => {
+describe('the one-call deploy (the migration\'s deploy step)', () => {
   test('creates endpoint, deployment and a 100% split, answers 202 while provisioning, and the runner makes it READY', async () => {
     const res = await t.http.post(`${base()}/deploy`).set(auth()).send({ endpointName: 'migrated', model: MODEL, config: H100, minReplicas: 1, maxReplicas: 2 });
     expect(res.status, JSON.stringify(res.body)).toBe(202);

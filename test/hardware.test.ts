@@ -1,5 +1,6 @@
-// GET /v1/hardware (seed 2.6, rule 3): the seeded configurations, the model filter by GPU memory, availability from
-// capacity minus running replicas, and the model lookup's errors; also through the official client.
+// GET /v1/hardware (availability only when `model` is given): the seeded configurations, the model filter by GPU
+// memory, availability from capacity minus running replicas, and the model lookup's errors; also through the
+// official client.
 import Together from 'together-ai';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { availabilityOf, canRun, fits, release, reserve } from '../server/modules/hardware/capacity.ts';

@@ -1,6 +1,6 @@
-// Dedicated inference (seed section 4, 9): POST /v1/chat/completions routed to a READY deployment by the traffic
-// split's weights (deterministically), to a running v1 endpoint, or to a serverless chat model, answered by the
-// local chat engine in the shape the official openai and together-ai clients parse.
+// Dedicated inference (`model` = `<project_slug>/<endpoint_name>`): POST /v1/chat/completions routed to a READY
+// deployment by the traffic split's weights (deterministically), to a running v1 endpoint, or to a serverless chat
+// model, answered by the local chat engine in the shape the official openai and together-ai clients parse.
 import OpenAI from 'openai';
 import Together from 'together-ai';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
@@ -175,7 +175,7 @@ describe('the request', () => {
   });
 });
 
-describe('the migration of seed section 9, end to end', () => {
+describe('the migration from v1 to v2, end to end', () => {
   test('deploy on v2, switch the model string, stop v1: v1 stops billing and serving, v2 serves and bills', async () => {
     const v1 = (await together.endpoints.list()).data.find((e) => e.name === 'default/llama-3-1-8b-instruct-v1')!;
     expect(v1.state).toBe('STARTED');

@@ -1,4 +1,4 @@
-// The model catalogue and uploads (seed 2.7, rule 4, section 9): source validation, the adapter-only fields, the
+// The model catalogue and uploads of models and adapters: source validation, the adapter-only fields, the
 // base-architecture rule, names, the upload job's state machine on the durable runner (including a restart and two
 // servers sharing the database), the model list, and the official client.
 import Together from 'together-ai';
@@ -193,7 +193,7 @@ describe('POST /v1/models: a full model from the hub', () => {
     });
   });
 
-  test('a full model must fine-tune a served base architecture (section 9)', async () => {
+  test('a full model must fine-tune a served base architecture', async () => {
     const before = [await jobCount(), await modelCount()];
     const res = await upload({ model_name: fresh(), model_source: 'acme/gpt-j-6b-support' });
     expectError(res, 400, { code: 'unsupported_base_architecture', param: 'model_source' });
@@ -208,7 +208,7 @@ describe('POST /v1/models: a full model from the hub', () => {
     expect(architectureOf(parseSource('gs://b-1/x/Meta_Llama_3.1_8B') as any, arch)).toBe('llama-3.1-8b');
   });
 
-  test('base_model and lora_model apply to adapters only (rule 4): a model upload naming either is refused', async () => {
+  test('base_model and lora_model apply to adapters only: a model upload naming either is refused', async () => {
     const before = [await jobCount(), await modelCount()];
     for (const field of ['base_model', 'lora_model']) {
       const res = await upload({ model_name: fresh(), model_source: 'acme/Qwen2.5-7B-ft', [field]: 'Qwen/Qwen2.5-7B-Instruct' });

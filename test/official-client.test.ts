@@ -1,6 +1,6 @@
-// The official clients, unchanged, pointed at this server with only `baseURL` changed (issue 4, "Done when"):
-// every operation of the issue that together-ai 0.52.0 has a method for is performed through that method here or
-// in the area's own test file, and the OpenAI-shaped calls through openai 6.49.
+// The official clients, unchanged, pointed at this server with only `baseURL` changed: every operation this server
+// implements that together-ai 0.52.0 has a method for is performed through that method here or in the area's own
+// test file, and the OpenAI-shaped calls through openai 6.49.
 //
 // v1 calls: `new Together({ apiKey, baseURL: <server>/v1 })`. The v2 management API (`client.beta.endpoints.*`,
 // `client.beta.models.configs.*`) carries `defaultBaseURL .../v2`, which the SDK ignores once `baseURL` is set, so
@@ -59,12 +59,12 @@
 // Page reads `body.data`, so openai yields an empty list (shown below); together-ai's `models.list` types the bare
 // array and works.
 //
-// Compatibility fixes this file proved (spec/tags/dedicated.yaml, server/modules/dedicated.ts): configs.list's
+// Compatibility fixes this file proved (spec/tags/dedicated.yaml, server/modules/dedicated/): configs.list's
 // `referenceModel` query (the SDK's non-deprecated filter) was refused as an unknown parameter; deployment
 // `autoscaling` with a bound omitted (the SDK types both optional: `maxReplicas` defaults to `minReplicas`, and an
 // update keeps an omitted one) was refused as `required`.
 //
-// SDK methods of these areas whose operations this server does NOT implement (beyond issue 4):
+// SDK methods of these areas whose operations this server does NOT implement (outside its scope):
 // - endpoints.listAvzones (GET /v1/clusters/availability-zones).
 // - beta.endpoints.analytics, .listOrgScoped; beta.endpoints.hardware.* (GET /v2/public/inference-instance-types);
 //   beta.endpoints.adapters.* (v2 adapters on deployments); beta.endpoints.rollouts.*, .abExperiments.*,
@@ -74,7 +74,7 @@
 // - beta.clusters.create/update/delete/listRegions, beta.clusters.storage.* (cluster lifecycle and storage).
 // - beta.models.remoteUploads.create/retrieve/list/events (v2 remote uploads).
 // - beta.jig.deploy/retrieve/update/list/destroy/retrieveLogs (/v1/deployments[/{id}[/logs]]): Jig containers, not
-//   dedicated endpoints; beta.jig.queue.* belongs to the queue, not to issue 4.
+//   dedicated endpoints; beta.jig.queue.* belongs to the queue, which this server does not implement.
 // - openai: models.retrieve (GET /v1/models/{id}) and every other openai resource.
 // - Query/body fields the SDK types offer that this server refuses with 400 (`unknown_parameter`/
 //   `additionalProperties`): list `filter`/`orderBy`, listEvents' filters (`types`, `minLevel`, `since`, `until`,

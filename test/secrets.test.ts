@@ -1,5 +1,6 @@
-// Tag Secrets: create/list/get/update/delete by id or name, unique names, 404 envelope on delete (seed 7.5), and the
-// proof that a value never leaves the server: no response, no log line, no error message, no plaintext at rest.
+// Tag Secrets: create/list/get/update/delete by id or name, unique names, the 404 envelope on deleting an absent
+// secret, and the proof that a value never leaves the server: no response, no log line, no error message, no
+// plaintext at rest.
 import Together from 'together-ai';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { decryptSecretValue, secretsKey } from '../server/modules/secrets/crypto.ts';
@@ -59,7 +60,7 @@ describe('secrets', () => {
     expectError(await t.http.patch(`${SECRETS}/nope`).set(auth()).send({ description: 'x' }), 404, { code: 'not_found', param: 'id' });
   });
 
-  test('delete by id or name answers {}; an absent secret answers 404 with the envelope (seed 7.5)', async () => {
+  test('delete by id or name answers {}; an absent secret answers 404 with the envelope', async () => {
     const a = (await t.http.post(SECRETS).set(auth()).send({ name: 'GONE_A', value: 'x' })).body;
     await t.http.post(SECRETS).set(auth()).send({ name: 'GONE_B', value: 'x' });
     const byId = await t.http.delete(`${SECRETS}/${a.id}`).set(auth());

@@ -4,8 +4,9 @@
 //
 // `create` writes the next migration for both providers as the diff between two data models: the model as of the
 // last migration (prisma/migrations/models.applied.prisma, updated by `create`) and prisma/models/*.prisma. That needs
-// no database at all, unlike Prisma's replay of the history on a shadow database, which the adapters only manage
-// with several workarounds here (see ../shared/notes/stack.md, Q3).
+// no database at all, unlike Prisma's replay of the history on a shadow database, which the driver adapters only
+// manage with several workarounds (SQLite: a multi-statement migration fails to replay; PostgreSQL: the "shadow"
+// database is the one the URL names, `"char"` columns cannot be introspected, and the shadow database is left behind).
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
