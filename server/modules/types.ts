@@ -10,6 +10,7 @@ import type { PlatformClient } from '@inference-platform/client';
 import type { Identity } from '../accounts.ts';
 import type { Clock } from '../core/clock.ts';
 import type { Config } from '../core/config.ts';
+import type { Machine } from '../core/machine.ts';
 import type { Database, Tx } from '../db/index.ts';
 import type { Reply } from '../http/reply.ts';
 import type { Runner, WorkHandler } from '../runner/runner.ts';
@@ -87,6 +88,8 @@ export interface ModuleDescriptor<M extends ModuleName> {
   name: M;
   handlers: { [K in OperationsOf<M>]: Handler<K> };
   seed?: (ctx: SeedContext) => Promise<void>;
+  /** The state machines this module declares (its spec tag file carries each one's table). */
+  machines?: Machine<string, string>[];
   /** Runner work kinds this module brings, by kind. */
   work?: (services: Services) => Record<string, WorkHandler>;
   /** Loaded by the tests only. */

@@ -30,6 +30,7 @@ export const compute: ModuleDescriptor<'compute'> = {
     cancelRemediation,
   },
   seed,
+  machines: [remediationMachine],
   work: (services) => ({ [remediationMachine.kind]: progressionWork(remediationProgression(services), services) }),
   fixtures: async () => (await import('./fixtures.ts')).fixtures,
 };

@@ -59,6 +59,7 @@ export const dedicated: ModuleDescriptor<'dedicated'> = {
     deleteDeployment,
   },
   seed,
+  machines: [deploymentMachine],
   work: (services) => ({ [deploymentMachine.kind]: progressionWork(deploymentProgression(services), services) }),
   fixtures: async () => (await import('./fixtures.ts')).fixtures,
 };

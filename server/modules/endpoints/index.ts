@@ -2,6 +2,7 @@
 // state machine (machine.ts), their rows (rows.ts) and per-minute usage.
 import type { ModuleDescriptor, SeedContext } from '../types.ts';
 import { createEndpoint, deleteEndpoint, getEndpoint, getEndpointUsage, listEndpoints, updateEndpoint } from './handlers.ts';
+import { v1EndpointMachine } from './machine.ts';
 import { createV1Endpoint, type V1EndpointSpec } from './rows.ts';
 import data from './seed.json' with { type: 'json' };
 
@@ -17,5 +18,6 @@ export const endpoints: ModuleDescriptor<'endpoints'> = {
   name: 'endpoints',
   handlers: { listEndpoints, createEndpoint, getEndpoint, updateEndpoint, deleteEndpoint, getEndpointUsage },
   seed,
+  machines: [v1EndpointMachine],
   fixtures: async () => (await import('./fixtures.ts')).fixtures,
 };

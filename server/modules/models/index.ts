@@ -11,6 +11,7 @@ export const models: ModuleDescriptor<'models'> = {
   name: 'models',
   handlers: { listModels, uploadModel, listJobs, getJob },
   seed: seedCatalogue,
+  machines: [uploadJobMachine],
   work: (services) => ({ [uploadJobMachine.kind]: progressionWork(uploadProgression(services), services) }),
   fixtures: async () => (await import('./fixtures.ts')).fixtures,
 };
