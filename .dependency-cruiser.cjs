@@ -1,6 +1,6 @@
 // The architecture's rules, checked by test/architecture.test.ts (and `npx depcruise server client`): no import
 // cycle anywhere in server/ or client/ (type-only imports included), and the layers import only downwards:
-// core <- db <- runner <- http <- modules, with entry points (main, cli, platform, bootstrap) on top.
+// core <- db <- runner <- http <- modules, engines below modules, entry points (main, cli, platform, bootstrap) on top.
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
   forbidden: [
@@ -23,6 +23,13 @@ module.exports = {
       severity: 'error',
       from: { path: '^server/runner/' },
       to: { path: '^server/(?!core/|db/|runner/)' },
+    },
+    {
+      name: 'engines-below-modules',
+      severity: 'error',
+      comment: 'Engines (the work that needs GPUs) know nothing of the HTTP layer or the modules that call them.',
+      from: { path: '^server/engines/' },
+      to: { path: '^server/(?!core/|engines/)' },
     },
     {
       name: 'modules-do-not-reach-up',

@@ -11,6 +11,7 @@ import type { Config } from './core/config.ts';
 import { apiError, StartError } from './core/errors.ts';
 import { createLogger } from './core/log.ts';
 import { openDatabase, type Database } from './db/index.ts';
+import { loadEngineRoutes } from './engines/routes.ts';
 import { createApp, type AppOptions } from './http/app.ts';
 import { KeyCache } from './http/auth.ts';
 import { modules } from './modules/index.ts';
@@ -71,7 +72,8 @@ export async function startPlatform(config: Config, options: { clock?: Clock; lo
     const keys = new KeyCache(db, clock, config.keyCacheTtlMs, log);
     await keys.listen();
     const runner = new Runner(db, clock, config.runner, log);
-    const services: AppOptions = { config, db, clock, log, runner, keys, observe: options.observe };
+    const engines = loadEngineRoutes({ ENGINES: config.engines, ENGINES_FILE: config.enginesFile });
+    const services: AppOptions = { config, db, clock, log, runner, engines, keys, observe: options.observe };
     for (const m of modules) for (const [kind, work] of Object.entries(m.work?.(services) ?? {})) runner.register(kind, work);
     const app = createApp(services);
     runner.start();

@@ -19,6 +19,13 @@ export interface Config {
   durations: Record<string, number>;
   /** Key that encrypts secret values at rest (32 bytes, base64 or hex); a fixed development key when unset. */
   secretsKey: string;
+  /** Engine routes (server/engines/routes.ts): JSON, or a file of it; unset: every model on the local engines. */
+  engines?: string;
+  enginesFile?: string;
+  /** Redis, for state several processes must share fast (the serverless rate limits). */
+  redisUrl?: string;
+  /** Where the platform keeps what it produces and what is uploaded (files, videos), beside the SQLite file by default. */
+  dataDir: string;
 }
 
 export interface RunnerConfig {
@@ -50,6 +57,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         .map(([k, v]) => [k.slice('DURATION_'.length, -'_MS'.length).toLowerCase(), Number(v)]),
     ),
     secretsKey: env.SECRETS_KEY ?? '',
+    engines: env.ENGINES || undefined,
+    enginesFile: env.ENGINES_FILE || undefined,
+    redisUrl: env.REDIS_URL || undefined,
+    dataDir: env.DATA_DIR || join(root, '.data'),
     runner: {
       enabled: bool(env.RUNNER_ENABLED, true),
       pollMs: num(env.RUNNER_POLL_MS, 250),

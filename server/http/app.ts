@@ -76,7 +76,7 @@ interface Matched {
 
 export function createApp(options: AppOptions): express.Express {
   const { config, log, db, keys, observe } = options;
-  const services: Services = { config: options.config, db: options.db, clock: options.clock, log: options.log, runner: options.runner };
+  const services: Services = { config: options.config, db: options.db, clock: options.clock, log: options.log, runner: options.runner, engines: options.engines };
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);

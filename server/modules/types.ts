@@ -12,6 +12,7 @@ import type { Clock } from '../core/clock.ts';
 import type { Config } from '../core/config.ts';
 import type { Machine } from '../core/machine.ts';
 import type { Database, Tx } from '../db/index.ts';
+import type { EngineRoutes } from '../engines/routes.ts';
 import type { Reply } from '../http/reply.ts';
 import type { Runner, WorkHandler } from '../runner/runner.ts';
 
@@ -22,6 +23,8 @@ export interface Services {
   clock: Clock;
   log: Logger;
   runner: Runner;
+  /** Which engine serves a model, per capability (local by default). */
+  engines: EngineRoutes;
 }
 
 type Op<K extends OperationId> = Operations[K];
