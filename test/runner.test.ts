@@ -8,6 +8,8 @@ import { ManualClock } from '../server/core/clock.ts';
 import type { RunnerConfig } from '../server/core/config.ts';
 import { openDatabase, type Database, type Tx } from '../server/db/index.ts';
 import { createLogger } from '../server/core/log.ts';
+import { defineMachine } from '../server/core/machine.ts';
+import { enter, progressionWork, type Progression } from '../server/runner/progress.ts';
 import { enqueue, Fenced, Runner, type ClaimedItem } from '../server/runner/runner.ts';
 import { scratchDatabase, type ScratchDatabase } from './support/database.ts';
 
@@ -418,5 +420,93 @@ describe('polling', () => {
     clock.advance(1000);
     await sleep(50);
     expect(await db.prisma.workItem.count({ where: { id: { in: slow }, state: 'queued' } })).toBe(left);
+  });
+});
+
+describe('progressions: a declared machine\'s timed steps', () => {
+  // A subject kept in memory: the runner's side (scheduling, claiming, fencing) is what is under test here.
+  const machine = defineMachine({
+    name: 'render',
+    kind: 'test_render',
+    states: ['queued', 'rendering', 'done', 'gone'],
+    events: ['start', 'finish'],
+    terminal: ['done', 'gone'],
+    transitions: { queued: { start: 'rendering' }, rendering: { finish: 'done' } },
+    timed: { queued: { duration: 'test_queue', defaultMs: 1_000 }, rendering: { duration: 'test_render', defaultMs: 5_000 } },
+  });
+  const subjects = new Map<string, string>();
+  const timing = (clock: ManualClock) => ({ clock, config: { durations: {} }, db });
+  function progression(clock: ManualClock, work: (id: string) => Promise<string>): Progression<'queued' | 'rendering' | 'done' | 'gone'> {
+    const move = async (tx: Tx, id: string, event: 'start' | 'finish') => {
+      const to = machine.next(subjects.get(id)!, event);
+      subjects.set(id, to);
+      await mark(tx, clock, `${id}:${to}`);
+      await enter(tx, timing(clock), machine, { id, projectId: null, state: to });
+    };
+    return {
+      machine,
+      load: async (_tx, id) => (subjects.has(id) ? { id, projectId: null, state: subjects.get(id)! } : null),
+      steps: {
+        queued: (tx, id) => move(tx, id, 'start'),
+        rendering: { work, apply: async (tx, id, file: string) => (await mark(tx, clock, `${id}:${file}`), move(tx, id, 'finish')) },
+      },
+    };
+  }
+
+  test('each timed state is left after its duration; a long step works outside the transaction, then commits', async () => {
+    const clock = new ManualClock();
+    const worked: string[] = [];
+    const runner = newRunner(clock).register(machine.kind, progressionWork(progression(clock, async (id) => (worked.push(id), `${id}.mp4`)), timing(clock)));
+    subjects.set('v1', 'queued');
+    await db.write((tx) => enter(tx, timing(clock), machine, { id: 'v1', projectId: null, state: 'queued' }));
+    clock.advance(999);
+    expect(await runner.drain()).toBe(0);
+    clock.advance(1);
+    await runner.drain();
+    expect(subjects.get('v1')).toBe('rendering');
+    clock.advance(5_000);
+    await runner.drain();
+    expect(worked).toEqual(['v1']);
+    expect(subjects.get('v1')).toBe('done');
+    expect(await marks('v1:v1.mp4')).toBe(1);
+  });
+
+  test('a subject that moved on before its item came due is left alone, and no long work is done for it', async () => {
+    const clock = new ManualClock();
+    const worked: string[] = [];
+    const runner = newRunner(clock).register(machine.kind, progressionWork(progression(clock, async (id) => (worked.push(id), 'x')), timing(clock)));
+    subjects.set('v2', 'rendering');
+    await db.write((tx) => enter(tx, timing(clock), machine, { id: 'v2', projectId: null, state: 'rendering' }));
+    subjects.set('v2', 'gone');
+    clock.advance(5_000);
+    await runner.drain();
+    expect(worked).toEqual([]);
+    expect(subjects.get('v2')).toBe('gone');
+  });
+
+  test('long work whose lease was taken over meanwhile commits nothing (fenced)', async () => {
+    const clock = new ManualClock();
+    const started = deferred();
+    const release = deferred();
+    const slow = progression(clock, async () => {
+      started.resolve();
+      await release.promise;
+      return 'late.mp4';
+    });
+    const first = newRunner(clock, { leaseMs: 1_000 }).register(machine.kind, progressionWork(slow, timing(clock)));
+    subjects.set('v3', 'rendering');
+    await db.write((tx) => enter(tx, timing(clock), machine, { id: 'v3', projectId: null, state: 'rendering' }));
+    clock.advance(5_000);
+    const [item] = await first.claim(1);
+    const running = first.process(item);
+    await started.promise;
+    // The lease runs out (no heartbeat in this test) and another worker claims the same item.
+    clock.advance(2_000);
+    const [again] = await newRunner(clock, { leaseMs: 1_000 }).register(machine.kind, progressionWork(slow, timing(clock))).claim(1);
+    expect(again.id).toBe(item.id);
+    release.resolve();
+    await running;
+    expect(subjects.get('v3')).toBe('rendering');
+    expect(await marks('v3:late.mp4')).toBe(0);
   });
 });

@@ -6,7 +6,7 @@
 import type { Clock } from '../core/clock.ts';
 import type { Config } from '../core/config.ts';
 import type { Machine } from '../core/machine.ts';
-import type { Tx } from '../db/index.ts';
+import type { Database, Db, Tx } from '../db/index.ts';
 import { enqueue, type WorkHandler } from './runner.ts';
 
 /** What the runner needs to know of a subject: who it is and where it stands. */
@@ -18,12 +18,25 @@ export interface Subject {
   epoch?: number;
 }
 
+/** A step made inside the runner's fenced commit: it moves the subject (its module's `move`), or answers `wait` to try again after the same delay. */
+export type Step = (tx: Tx, id: string) => Promise<void | 'wait'>;
+
+/**
+ * A step with long work (rendering, training): `work` runs outside any transaction while the runner's heartbeat
+ * keeps the item's lease, and must be safe to repeat (after a crash another worker takes the item over and runs it
+ * again); `apply` then commits its outcome, fenced, like a plain step.
+ */
+export interface LongStep<T> {
+  work(id: string): Promise<T>;
+  apply(tx: Tx, id: string, result: T): Promise<void | 'wait'>;
+}
+
 export interface Progression<S extends string> {
   machine: Machine<S, string>;
-  /** The subject as the step's transaction sees it; null when it no longer exists. */
-  load(tx: Tx, id: string): Promise<Subject | null>;
-  /** The timed step out of each timed state: it moves the subject (its module's `move`), or answers `wait` to try again after the same delay. */
-  steps: { [F in S]?: (tx: Tx, id: string) => Promise<void | 'wait'> };
+  /** The subject as the given reader (a transaction, or the database for a look before long work) sees it; null when it no longer exists. */
+  load(tx: Tx | Db, id: string): Promise<Subject | null>;
+  /** The timed step out of each timed state. */
+  steps: { [F in S]?: Step | LongStep<any> };
   /** When the runner gives up on a step that keeps failing: typically the machine's failure event. */
   giveUp?(tx: Tx, id: string, error: string): Promise<void>;
 }
@@ -50,17 +63,23 @@ export async function enter(tx: Tx, timing: Timing, machine: Machine<string, str
 const current = (s: Subject | null, payload: { state?: string; epoch?: number }) => !!s && s.state === payload.state && (s.epoch ?? 0) === (payload.epoch ?? 0);
 
 /** The runner's handler for a machine's timed steps. */
-export function progressionWork<S extends string>(p: Progression<S>, timing: Timing): WorkHandler {
+export function progressionWork<S extends string>(p: Progression<S>, services: Timing & { db: Database }): WorkHandler {
   return {
-    run: async (item) => ({
-      apply: async (tx) => {
-        const before = await p.load(tx, item.subjectId);
-        if (!current(before, item.payload)) return;
-        const step = p.steps[before!.state as S];
-        if (!step) return;
-        if ((await step(tx, before!.id)) === 'wait') await enter(tx, timing, p.machine, before!);
-      },
-    }),
+    run: async (item) => {
+      const step = p.steps[item.payload.state as S];
+      // Long work only for a subject still where the item found it; the commit below checks again.
+      const long = step && typeof step !== 'function' && current(await p.load(services.db.prisma, item.subjectId), item.payload);
+      const result = long ? await (step as LongStep<unknown>).work(item.subjectId) : undefined;
+      return {
+        apply: async (tx) => {
+          const before = await p.load(tx, item.subjectId);
+          if (!current(before, item.payload) || !step) return;
+          if (typeof step !== 'function' && !long) return;
+          const outcome = typeof step === 'function' ? await step(tx, before!.id) : await step.apply(tx, before!.id, result);
+          if (outcome === 'wait') await enter(tx, services, p.machine, before!);
+        },
+      };
+    },
     giveUp: async (item, error, tx) => {
       if (p.giveUp && current(await p.load(tx, item.subjectId), item.payload)) await p.giveUp(tx, item.subjectId, error);
     },
