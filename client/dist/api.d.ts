@@ -1678,11 +1678,15 @@ export interface components {
             updated_at: string;
         };
         /**
-         * @description Letters, digits, `_`, `.` and `-`; unique in the project.
+         * @description 1 to 100 characters, unique in the project. Any characters but control characters (refused everywhere,
+         *     400 `invalid_characters`): the platform sets no pattern on names.
          * @example HF_TOKEN
          */
         SecretName: string;
-        /** @description Write-only; stored encrypted, never returned. */
+        /**
+         * @description Write-only; stored encrypted, never returned. No length limit of its own (the platform sets none): the
+         *     whole body is bounded by `BODY_LIMIT_BYTES` (413 `body_too_large`).
+         */
         SecretValue: string;
         /** @description The public platform's SecretResponseItem; never carries the value. */
         Secret: {
@@ -2889,7 +2893,11 @@ export interface operations {
     listHardware: {
         parameters: {
             query?: {
-                /** @description Only configurations that can run this model, each with its availability. */
+                /**
+                 * @description Only configurations that can run this model, each with its availability. Any string (the platform sets
+                 *     no limit on it); an empty value (`?model=`) is the same as no `model`: every configuration, without
+                 *     availability.
+                 */
                 model?: string;
             };
             header?: never;
