@@ -357,7 +357,8 @@ export interface paths {
         /**
          * Get a storage volume
          * @description The volume; with `version`, `content` is that version's content (and `current_version` stays the current
-         *     one). A version the volume never had answers 404 with `param: version`.
+         *     one). A version the volume never had (any integer the platform accepts, including 0 and negative ones)
+         *     answers 404 with `param: version`.
          */
         get: operations["getVolume"];
         put?: never;
@@ -373,7 +374,10 @@ export interface paths {
          * Update a storage volume
          * @description Changes the name, type or content. A content different from the current version's makes a new version
          *     (`current_version` + 1, added to `version_history`); the same content, or a name change alone, does not.
+         *     `content` is replaced whole: a `source_prefix` it leaves out is the empty prefix, as on create.
          *     Deployments keep the version they mounted. A name taken by another volume answers 409 `volume_name_taken`.
+         *     The platform sets no limit on `name` here: any name is accepted, and an empty one (`""`) leaves the name
+         *     unchanged, as an absent one.
          */
         patch: operations["updateVolume"];
         trace?: never;
@@ -1705,7 +1709,8 @@ export interface components {
             last_updated_by: string;
         };
         /**
-         * @description Letters, digits, `.`, `_` and `-`, starting with a letter or digit; unique in the project.
+         * @description 1 to 100 characters, unique in the project. Any characters but control characters (refused everywhere, 400
+         *     `invalid_characters`): the platform sets no pattern on names.
          * @example model-weights
          */
         VolumeName: string;
@@ -1721,10 +1726,14 @@ export interface components {
              */
             type: "files";
             /**
-             * @description The object-storage prefix the volume's files come from.
+             * @description Where the volume's files come from: a path prefix in the project's files (`models/`: every file whose
+             *     path starts with it), as on the public platform, or an object-storage URL (`s3://`, `gs://`, `az://`,
+             *     `r2://`). Any string is accepted (the platform sets no limit); one that is not such a URL is a path
+             *     prefix. Absent, it is the empty prefix `""` (every file), and is returned as `""`.
+             * @example models/
              * @example s3://my-bucket/weights/
              */
-            source_prefix: string;
+            source_prefix?: string;
         };
         VolumeVersionContent: {
             /** @enum {string} */
@@ -2576,7 +2585,8 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    name?: components["schemas"]["VolumeName"];
+                    /** @description The new name, unique in the project; `""` leaves the name unchanged. */
+                    name?: string;
                     type?: components["schemas"]["VolumeType"];
                     content?: components["schemas"]["VolumeContentInput"];
                 };
