@@ -651,8 +651,7 @@ export interface paths {
         /**
          * Identify the caller
          * @description Reports the API key that authenticated the request, the project it is scoped to and the project's
-         *     organization. The public platform may add `user_id`; keys here belong to projects, not
-         *     users, so it is not returned.
+         *     organization, and `user_id`, the principal that authenticated (see its description).
          */
         get: operations["whoami"];
         put?: never;
@@ -1517,6 +1516,15 @@ export interface components {
             project_slug: string;
             organization_id: string;
             organization_name: string;
+            /**
+             * @description The authenticated principal. The public platform names the user the key acts for, when it has one; keys
+             *     here belong to projects and act for no user (there are no user accounts), so the principal that
+             *     authenticated is the key itself and `user_id` is the key's id, the same value as `api_key_id`. It is
+             *     also what `requested_by` and `reviewed_by` of remediations, and `created_by` and `last_updated_by` of
+             *     secrets, record.
+             * @example key_01jcq5m2v8x7k3n4p5q6r7s8t9
+             */
+            user_id: string;
         };
         ChatContentPart: {
             /**
