@@ -108,9 +108,10 @@ export interface paths {
          * @description The instance's remediations, newest first by default. Filters take one or more values, comma-separated as
          *     the official SDK sends them (`state=PENDING,RUNNING`) or repeated (`state[]=PENDING&state[]=RUNNING`, the
          *     public platform's form); a remediation matches when it matches any value of each given filter. Paging:
-         *     `page_size` (default 50) and the opaque `next_page_token` of the previous page, with the same `order_by`
-         *     (a token from another ordering is refused with 400 `invalid_page_token`); the last page has
-         *     `has_next: false` and `next_page_token: ""`.
+         *     `page_size` and the opaque `next_page_token` of the previous page, with the same `order_by` (a token from
+         *     another ordering, or one this server did not make, is refused with 400 `invalid_page_token`); the last page
+         *     has `has_next: false` and `next_page_token: ""`. The token names the last remediation shown by its sort key,
+         *     and the next page starts after that key.
          */
         get: operations["listRemediations"];
         put?: never;
@@ -990,6 +991,13 @@ export interface components {
         RemediationMode: "REMEDIATION_MODE_VM_ONLY" | "REMEDIATION_MODE_HOST_AWARE" | "REMEDIATION_MODE_EVICT_WITHOUT_REPLACEMENT" | "REMEDIATION_MODE_REBOOT_VM" | "REMEDIATION_MODE_HOST_POWER_CYCLE";
         /** @enum {string} */
         RemediationState: "PENDING_APPROVAL" | "PENDING" | "RUNNING" | "SUCCEEDED" | "FAILED" | "CANCELLED" | "AUTO_RESOLVED";
+        /**
+         * @description A state to filter by: the seven states of the machine, and the public platform's QUARANTINING and
+         *     QUARANTINED (cordoning or isolating the host before a remediation). This server never enters those two, so
+         *     they match nothing.
+         * @enum {string}
+         */
+        RemediationStateFilter: "PENDING_APPROVAL" | "PENDING" | "RUNNING" | "SUCCEEDED" | "FAILED" | "CANCELLED" | "AUTO_RESOLVED" | "QUARANTINING" | "QUARANTINED";
         /** @enum {string} */
         RemediationTrigger: "REMEDIATION_TRIGGER_MANUAL" | "REMEDIATION_TRIGGER_AUTOMATED";
         /** @description A node remediation request for a cluster instance. Absent optional fields are omitted. */
@@ -2017,11 +2025,25 @@ export interface operations {
     listRemediations: {
         parameters: {
             query?: {
+                /**
+                 * @description Remediations per page, as the platform's list APIs read it: absent, `0` or negative is the default page
+                 *     size, 50; above 100 is 100 (the largest page). Any integer is accepted.
+                 */
                 page_size?: number;
+                /** @description `next_page_token` of the previous page; empty or absent: the first page. */
                 page_token?: string;
-                /** @description `create_time` alone means ascending. */
-                order_by?: "create_time desc" | "create_time asc" | "create_time";
-                state?: components["schemas"]["RemediationState"][];
+                /**
+                 * @description An ordering expression: comma-separated terms `field [asc|desc]` (direction in any case, `asc` when
+                 *     left out, so `create_time` alone is ascending), e.g. `update_time desc` or `state, create_time desc`.
+                 *     The fields are the remediation's `id`, `create_time`, `update_time`, `start_time`, `end_time`,
+                 *     `review_time`, `state`, `mode`, `trigger`, `reason`, `requested_by`, `reviewed_by` and
+                 *     `error_message`; an absent value sorts before any present one (last when descending); strings sort by
+                 *     code point. Ties are broken by `id` (creation order) in the first term's direction. Any string is
+                 *     accepted, as on the platform: a term naming another field, or not of that form, is ignored, and an
+                 *     expression with no term left (or absent, or empty) is the default, `create_time desc`.
+                 */
+                order_by?: string;
+                state?: components["schemas"]["RemediationStateFilter"][];
                 trigger?: components["schemas"]["RemediationTrigger"][];
                 mode?: components["schemas"]["RemediationMode"][];
             };
@@ -2056,7 +2078,10 @@ export interface operations {
     createRemediation: {
         parameters: {
             query?: {
-                /** @description Client-specified idempotency key. */
+                /**
+                 * @description Client-specified idempotency key: any string (the platform sets no length or pattern; the URL's length is
+                 *     bounded by the HTTP server). An empty value (`?remediation_id=`) is no key, as an absent one.
+                 */
                 remediation_id?: string;
             };
             header?: never;
@@ -2070,7 +2095,7 @@ export interface operations {
             content: {
                 "application/json": {
                     mode: components["schemas"]["RemediationMode"];
-                    /** @description User-provided reason. */
+                    /** @description User-provided reason, of any length (bounded only by `BODY_LIMIT_BYTES`). */
                     reason?: string;
                 };
             };
@@ -2138,6 +2163,7 @@ export interface operations {
         requestBody?: {
             content: {
                 "application/json": {
+                    /** @description The review comment, of any length (bounded only by `BODY_LIMIT_BYTES`). */
                     comment?: string;
                     mode?: components["schemas"]["RemediationMode"];
                 };
@@ -2207,6 +2233,7 @@ export interface operations {
         requestBody?: {
             content: {
                 "application/json": {
+                    /** @description The review comment, of any length (bounded only by `BODY_LIMIT_BYTES`). */
                     comment?: string;
                 };
             };
