@@ -92,6 +92,105 @@ describe('the seeded cluster', () => {
   });
 });
 
+describe("the platform's cluster fields, each with what this platform has", () => {
+  const PHASES = (at: string) => [
+    { phase: 'NODE_PHASE_BOOTING', transition_time: at },
+    { phase: 'NODE_PHASE_RUNNING', transition_time: at },
+  ];
+
+  test('the seeded cluster: its declared configuration and shapes, and empty or zero for what is not modelled', async () => {
+    const cluster = (await t.http.get(`/v1/compute/clusters/${clusterId}`).set(auth())).body;
+    expect(cluster).toMatchObject({
+      gpu_type: 'H100_SXM',
+      cuda_version: '12.4',
+      nvidia_driver_version: '550',
+      billing_type: 'RESERVED',
+      num_reserved_gpus: 32,
+      num_capacity_pool_gpus: 0,
+      desired_preemptible_gpus: 0,
+      allocated_preemptible_gpus: 0,
+      num_cpu_workers: 0,
+      kube_config: '',
+      volumes: [],
+      control_plane_nodes: [],
+      add_ons: [],
+      phase_transitions: [{ phase: 'CLUSTER_PHASE_READY', transition_time: cluster.created_at }],
+    });
+    expect(cluster.gpu_worker_nodes).toHaveLength(4);
+    for (const node of cluster.gpu_worker_nodes) {
+      expect(node).toMatchObject({ num_gpus: 8, num_cpu_cores: 104, memory_gib: 1600, networks: [], phase_transitions: PHASES(node.created_at) });
+    }
+    expect((await t.http.get('/v1/compute/clusters').set(auth())).body.clusters[0]).toEqual(cluster);
+  });
+
+  test('projectId lists the clusters of the key\'s own project, and none of any other project', async () => {
+    const own = await t.http.get('/v1/compute/clusters').query({ projectId: t.caller.identity.projectId }).set(auth());
+    expect(own.status, JSON.stringify(own.body)).toBe(200);
+    expect(own.body.clusters.map((x: any) => x.cluster_id)).toContain(clusterId);
+    expect((await t.http.get('/v1/compute/clusters?projectId=').set(auth())).body.clusters.map((x: any) => x.cluster_id)).toContain(clusterId);
+    expect((await t.http.get('/v1/compute/clusters').query({ projectId: t.other.identity.projectId }).set(auth())).body).toEqual({ clusters: [] });
+    expect((await t.http.get('/v1/compute/clusters').query({ projectId: t.caller.identity.projectId }).set(auth(t.other.key))).body).toEqual({ clusters: [] });
+    expect((await t.http.get('/v1/compute/clusters').query({ projectId: 'proj_nope' }).set(auth())).body).toEqual({ clusters: [] });
+  });
+
+  test('phases follow what happens: a reboot boots again, a HOST_AWARE cordon degrades the cluster, a new VM boots; reserved GPUs stay', async () => {
+    const spec: ClusterSpec = {
+      name: 'phases',
+      region: 'us-central-8',
+      cluster_type: 'SLURM',
+      gpu_type: 'H200_SXM',
+      billing_type: 'ON_DEMAND',
+      hosts: [
+        { name: 'h1', num_gpus: 8, vm_capacity: 1 },
+        { name: 'h2', num_gpus: 8, vm_capacity: 1 },
+      ],
+      instances: [{ name: 'n1', host: 'h1', num_gpus: 8, num_cpu_cores: 96, memory_gib: 1843.5 }],
+    };
+    const { clusterId: c, instanceIds } = await t.services.db.write((tx) => createCluster(tx, t.clock, t.caller.identity.projectId, spec));
+    const i = instanceIds.n1;
+    const cluster = async () => (await t.http.get(`/v1/compute/clusters/${c}`).set(auth())).body;
+    const before = await cluster();
+    expect(before).toMatchObject({ gpu_type: 'H200_SXM', billing_type: 'ON_DEMAND', num_reserved_gpus: 0, cuda_version: '', nvidia_driver_version: '' });
+    expect(before.gpu_worker_nodes[0]).toMatchObject({ num_cpu_cores: 96, memory_gib: 1843.5 });
+
+    const run = async (mode: string) => {
+      const id = (await create(c, i, { mode })).body.id;
+      await t.advance(START);
+      await t.advance(RUN);
+      return (await get(c, i, id)).body;
+    };
+    const reboot = await run('REMEDIATION_MODE_REBOOT_VM');
+    expect(reboot.state).toBe('SUCCEEDED');
+    const rebooted = (await cluster()).gpu_worker_nodes[0];
+    expect(rebooted.phase_transitions).toEqual([...PHASES(before.gpu_worker_nodes[0].created_at), ...PHASES(reboot.end_time)]);
+
+    const moved = await run('REMEDIATION_MODE_HOST_AWARE');
+    expect(moved.state).toBe('SUCCEEDED');
+    const after = await cluster();
+    expect(after.status).toBe('Degraded');
+    expect(after.phase_transitions).toEqual([
+      { phase: 'CLUSTER_PHASE_READY', transition_time: before.created_at },
+      { phase: 'CLUSTER_PHASE_DEGRADED', transition_time: moved.start_time },
+    ]);
+    expect(after.gpu_worker_nodes[0]).toMatchObject({ node_id: 'n1-vm2', host_name: 'h2', num_cpu_cores: 96, memory_gib: 1843.5, phase_transitions: PHASES(moved.end_time) });
+    // The deleted VM keeps its history.
+    expect(after.deleted_gpu_worker_nodes[0]).toMatchObject({ node_id: 'n1-vm1', status: 'Deleted', phase_transitions: rebooted.phase_transitions });
+
+    const evicted = await run('REMEDIATION_MODE_EVICT_WITHOUT_REPLACEMENT');
+    expect(evicted.state).toBe('SUCCEEDED');
+    expect(await cluster()).toMatchObject({ num_gpus: 0, num_reserved_gpus: 0 });
+  });
+
+  test('a RESERVED cluster keeps its reserved GPUs when a VM is evicted (num_gpus counts running VMs)', async () => {
+    const { c, i } = await freshInstance();
+    expect((await t.http.get(`/v1/compute/clusters/${c}`).set(auth())).body).toMatchObject({ billing_type: 'RESERVED', num_reserved_gpus: 8, num_gpus: 8 });
+    await create(c, i, { mode: 'REMEDIATION_MODE_EVICT_WITHOUT_REPLACEMENT' });
+    await t.advance(START);
+    await t.advance(RUN);
+    expect((await t.http.get(`/v1/compute/clusters/${c}`).set(auth())).body).toMatchObject({ num_reserved_gpus: 8, num_gpus: 0, gpu_worker_nodes: [] });
+  });
+});
+
 describe('each mode changes the instance (seeded cluster, in order)', () => {
   const runToEnd = async (name: string, mode: string) => {
     const res = await create(clusterId, nodes[name], { mode, reason: `test ${mode}` });

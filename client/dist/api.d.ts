@@ -40,7 +40,10 @@ export interface paths {
         };
         /**
          * List clusters
-         * @description The caller's project's compute clusters, oldest first (`client.beta.clusters.list()`).
+         * @description The caller's project's compute clusters, oldest first (`client.beta.clusters.list()`). With `projectId`
+         *     (the SDK's `list({ projectId })`), only that project's clusters: a key here belongs to exactly one project,
+         *     so `projectId` naming the key's project lists its clusters and any other id lists none (as the platform
+         *     answers a project the caller is not a member of), never another project's.
          */
         get: operations["listClusters"];
         put?: never;
@@ -61,9 +64,10 @@ export interface paths {
         /**
          * Get a cluster
          * @description A cluster with its hosts, its current VMs (`gpu_worker_nodes`, one per instance that has a VM) and the VMs
-         *     remediations deleted (`deleted_gpu_worker_nodes`). `client.beta.clusters.retrieve(id)`. The public
-         *     platform's Cluster carries many more fields (Kubernetes config, drivers, add-ons); the local platform has no
-         *     such state and returns only what it models.
+         *     remediations deleted (`deleted_gpu_worker_nodes`). `client.beta.clusters.retrieve(id)`. Every field the
+         *     public platform's Cluster requires is returned, with what this platform has (see `Cluster`): what it does
+         *     not model (a Kubernetes control plane, shared volumes, add-ons, CPU workers, preemptible and capacity-pool
+         *     GPUs, node networks) is empty or zero, and says so.
          */
         get: operations["getCluster"];
         put?: never;
@@ -1058,6 +1062,11 @@ export interface components {
             /** @description The remediation the alert is linked to, if any. */
             node_remediation_intent_id?: string;
         };
+        /**
+         * @description The public platform's GPU cluster, with what the local platform models. Clusters are seeded (the seed
+         *     declares the cluster's configuration: region, type, GPU type, NVIDIA software, billing type, and each
+         *     instance's GPUs, CPU cores and memory); nothing here measures hardware.
+         */
         Cluster: {
             cluster_id: string;
             cluster_name: string;
@@ -1065,8 +1074,11 @@ export interface components {
             region: string;
             /** @enum {string} */
             cluster_type: "KUBERNETES" | "SLURM";
-            /** @description e.g. `H100_SXM`. */
-            gpu_type: string;
+            /**
+             * @description The platform's GPU types; the seed's cluster is `H100_SXM`.
+             * @enum {string}
+             */
+            gpu_type: "H100_SXM" | "H200_SXM" | "RTX_6000_PCI" | "L40_PCIE" | "B200_SXM" | "H100_SXM_INF" | "B300_SXM";
             /**
              * @description `Degraded` while any host is cordoned.
              * @enum {string}
@@ -1076,6 +1088,43 @@ export interface components {
             num_gpus: number;
             /** Format: date-time */
             created_at: string;
+            /** @description The CUDA version the cluster is declared with (the seed's configuration; `""` when none is declared). */
+            cuda_version: string;
+            /** @description The NVIDIA driver version the cluster is declared with (the seed's configuration; `""` when none is declared). */
+            nvidia_driver_version: string;
+            /** @description Always empty: the local platform has no cluster shared storage (cluster storage volumes are not implemented). */
+            volumes: components["schemas"]["ClusterVolume"][];
+            /** @description Always empty: the local platform runs no Kubernetes or Slurm control plane; only the GPU worker VMs are modelled. */
+            control_plane_nodes: components["schemas"]["ClusterControlPlaneNode"][];
+            /** @description Always `""`: there is no Kubernetes API to connect to. */
+            kube_config: string;
+            /** @description Always 0: the local platform models no CPU-only workers. */
+            num_cpu_workers: number;
+            /**
+             * @description The cluster's phase history, oldest first: `CLUSTER_PHASE_READY` at `created_at` (a seeded cluster is
+             *     ready when created), then `CLUSTER_PHASE_DEGRADED` when a host was first cordoned, if one was (hosts are
+             *     never uncordoned, so the cluster stays `Degraded`).
+             */
+            phase_transitions: components["schemas"]["ClusterPhaseTransition"][];
+            /** @description Always 0: the local platform has no preemptible capacity to ask for. */
+            desired_preemptible_gpus: number;
+            /** @description Always 0: no preemptible GPUs are ever allocated. */
+            allocated_preemptible_gpus: number;
+            /** @description Always 0: the local platform has no capacity pools. */
+            num_capacity_pool_gpus: number;
+            /**
+             * @description Prepaid reserved GPUs: for a `RESERVED` cluster, the GPUs of all its instances when it was created (as the
+             *     platform defaults it to the cluster's size); 0 otherwise. It does not shrink when a remediation evicts a
+             *     VM (`num_gpus` does). Nothing is charged for them here.
+             */
+            num_reserved_gpus: number;
+            /**
+             * @description The billing type the cluster is declared with (the seed's is `RESERVED`); the local platform bills nothing.
+             * @enum {string}
+             */
+            billing_type: "RESERVED" | "ON_DEMAND" | "SCHEDULED_CAPACITY";
+            /** @description Always empty: the platform lists only enabled add-ons, and the local platform has none. */
+            add_ons: components["schemas"]["ClusterAddOn"][];
             /** @description Not in the public platform's Cluster; the bare-metal hosts VMs are placed on. */
             hosts: components["schemas"]["ClusterHost"][];
             /** @description The VMs running now, one per instance that has one. */
@@ -1099,6 +1148,18 @@ export interface components {
             instance_id: string;
             host_name: string;
             num_gpus: number;
+            /** @description The CPU cores of the instance's VMs, as the seed declares the instance's shape (0 when it declares none); not measured. */
+            num_cpu_cores: number;
+            /** @description The memory of the instance's VMs in GiB, as the seed declares the instance's shape (0 when it declares none); not measured. */
+            memory_gib: number;
+            /** @description Always empty: the local platform models no networks. */
+            networks: string[];
+            /**
+             * @description The VM's phase history, oldest first: `NODE_PHASE_BOOTING` then `NODE_PHASE_RUNNING`, both at the instant
+             *     it was provisioned, and again at each reboot (REBOOT_VM); the local engine boots instantly. A VM deleted by
+             *     a remediation keeps its history; `deleted_at` and status `Deleted` tell its end.
+             */
+            phase_transitions: components["schemas"]["NodePhaseTransition"][];
             /** @enum {string} */
             status: "Running" | "Remediating" | "Deleted";
             /** @description 1 when provisioned; REBOOT_VM adds one. */
@@ -1109,6 +1170,48 @@ export interface components {
             last_boot_at?: string;
             /** Format: date-time */
             deleted_at?: string;
+        };
+        ClusterPhaseTransition: {
+            /**
+             * @description The platform's cluster phases this platform enters.
+             * @enum {string}
+             */
+            phase: "CLUSTER_PHASE_READY" | "CLUSTER_PHASE_DEGRADED";
+            /** Format: date-time */
+            transition_time: string;
+        };
+        NodePhaseTransition: {
+            /**
+             * @description The platform's node phases this platform's VMs go through.
+             * @enum {string}
+             */
+            phase: "NODE_PHASE_BOOTING" | "NODE_PHASE_RUNNING";
+            /** Format: date-time */
+            transition_time: string;
+        };
+        /** @description The platform's cluster shared volume (never returned here). */
+        ClusterVolume: {
+            volume_id: string;
+            volume_name: string;
+            size_tib: number;
+            status: string;
+        };
+        /** @description The platform's control-plane node (never returned here). */
+        ClusterControlPlaneNode: {
+            node_id: string;
+            status: string;
+            host_name: string;
+            num_cpu_cores: number;
+            memory_gib: number;
+            network: string;
+            phase_transitions: components["schemas"]["NodePhaseTransition"][];
+        };
+        /** @description The platform's enabled add-on (never returned here). */
+        ClusterAddOn: {
+            name: string;
+            add_on_type: string;
+            config: Record<string, never>;
+            state: Record<string, never>;
         };
         ClusterInstance: {
             instance_id: string;
@@ -1945,7 +2048,10 @@ export interface operations {
     };
     listClusters: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Only this project's clusters (its id, as `project_id` and whoami's `project_id` give it); empty or absent, the caller's project's. */
+                projectId?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
