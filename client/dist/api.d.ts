@@ -1802,7 +1802,9 @@ export interface components {
         };
         /**
          * @description 1 to 100 characters, unique in the project. Any characters but control characters (refused everywhere,
-         *     400 `invalid_characters`): the platform sets no pattern on names.
+         *     400 `invalid_characters`): the platform's contract sets no pattern on names, and the official client
+         *     documents names of letters, digits, `_`, `-`, `.` and `/` (e.g. `team/HF_TOKEN`; in a path, `/` is sent
+         *     encoded, `%2F`).
          * @example HF_TOKEN
          */
         SecretName: string;
