@@ -40,7 +40,10 @@ export interface paths {
         };
         /**
          * List clusters
-         * @description The caller's project's compute clusters, oldest first (`client.beta.clusters.list()`).
+         * @description The caller's project's compute clusters, oldest first (`client.beta.clusters.list()`). With `projectId`
+         *     (the SDK's `list({ projectId })`), only that project's clusters: a key here belongs to exactly one project,
+         *     so `projectId` naming the key's project lists its clusters and any other id lists none (as the platform
+         *     answers a project the caller is not a member of), never another project's.
          */
         get: operations["listClusters"];
         put?: never;
@@ -61,9 +64,10 @@ export interface paths {
         /**
          * Get a cluster
          * @description A cluster with its hosts, its current VMs (`gpu_worker_nodes`, one per instance that has a VM) and the VMs
-         *     remediations deleted (`deleted_gpu_worker_nodes`). `client.beta.clusters.retrieve(id)`. The public
-         *     platform's Cluster carries many more fields (Kubernetes config, drivers, add-ons); the local platform has no
-         *     such state and returns only what it models.
+         *     remediations deleted (`deleted_gpu_worker_nodes`). `client.beta.clusters.retrieve(id)`. Every field the
+         *     public platform's Cluster requires is returned, with what this platform has (see `Cluster`): what it does
+         *     not model (a Kubernetes control plane, shared volumes, add-ons, CPU workers, preemptible and capacity-pool
+         *     GPUs, node networks) is empty or zero, and says so.
          */
         get: operations["getCluster"];
         put?: never;
@@ -108,9 +112,10 @@ export interface paths {
          * @description The instance's remediations, newest first by default. Filters take one or more values, comma-separated as
          *     the official SDK sends them (`state=PENDING,RUNNING`) or repeated (`state[]=PENDING&state[]=RUNNING`, the
          *     public platform's form); a remediation matches when it matches any value of each given filter. Paging:
-         *     `page_size` (default 50) and the opaque `next_page_token` of the previous page, with the same `order_by`
-         *     (a token from another ordering is refused with 400 `invalid_page_token`); the last page has
-         *     `has_next: false` and `next_page_token: ""`.
+         *     `page_size` and the opaque `next_page_token` of the previous page, with the same `order_by` (a token from
+         *     another ordering, or one this server did not make, is refused with 400 `invalid_page_token`); the last page
+         *     has `has_next: false` and `next_page_token: ""`. The token names the last remediation shown by its sort key,
+         *     and the next page starts after that key.
          */
         get: operations["listRemediations"];
         put?: never;
@@ -357,7 +362,8 @@ export interface paths {
         /**
          * Get a storage volume
          * @description The volume; with `version`, `content` is that version's content (and `current_version` stays the current
-         *     one). A version the volume never had answers 404 with `param: version`.
+         *     one). A version the volume never had (any integer the platform accepts, including 0 and negative ones)
+         *     answers 404 with `param: version`.
          */
         get: operations["getVolume"];
         put?: never;
@@ -373,7 +379,10 @@ export interface paths {
          * Update a storage volume
          * @description Changes the name, type or content. A content different from the current version's makes a new version
          *     (`current_version` + 1, added to `version_history`); the same content, or a name change alone, does not.
+         *     `content` is replaced whole: a `source_prefix` it leaves out is the empty prefix, as on create.
          *     Deployments keep the version they mounted. A name taken by another volume answers 409 `volume_name_taken`.
+         *     The platform sets no limit on `name` here: any name is accepted, and an empty one (`""`) leaves the name
+         *     unchanged, as an absent one.
          */
         patch: operations["updateVolume"];
         trace?: never;
@@ -647,8 +656,7 @@ export interface paths {
         /**
          * Identify the caller
          * @description Reports the API key that authenticated the request, the project it is scoped to and the project's
-         *     organization. The public platform may add `user_id`; keys here belong to projects, not
-         *     users, so it is not returned.
+         *     organization, and `user_id`, the principal that authenticated (see its description).
          */
         get: operations["whoami"];
         put?: never;
@@ -987,6 +995,13 @@ export interface components {
         RemediationMode: "REMEDIATION_MODE_VM_ONLY" | "REMEDIATION_MODE_HOST_AWARE" | "REMEDIATION_MODE_EVICT_WITHOUT_REPLACEMENT" | "REMEDIATION_MODE_REBOOT_VM" | "REMEDIATION_MODE_HOST_POWER_CYCLE";
         /** @enum {string} */
         RemediationState: "PENDING_APPROVAL" | "PENDING" | "RUNNING" | "SUCCEEDED" | "FAILED" | "CANCELLED" | "AUTO_RESOLVED";
+        /**
+         * @description A state to filter by: the seven states of the machine, and the public platform's QUARANTINING and
+         *     QUARANTINED (cordoning or isolating the host before a remediation). This server never enters those two, so
+         *     they match nothing.
+         * @enum {string}
+         */
+        RemediationStateFilter: "PENDING_APPROVAL" | "PENDING" | "RUNNING" | "SUCCEEDED" | "FAILED" | "CANCELLED" | "AUTO_RESOLVED" | "QUARANTINING" | "QUARANTINED";
         /** @enum {string} */
         RemediationTrigger: "REMEDIATION_TRIGGER_MANUAL" | "REMEDIATION_TRIGGER_AUTOMATED";
         /** @description A node remediation request for a cluster instance. Absent optional fields are omitted. */
@@ -1047,6 +1062,11 @@ export interface components {
             /** @description The remediation the alert is linked to, if any. */
             node_remediation_intent_id?: string;
         };
+        /**
+         * @description The public platform's GPU cluster, with what the local platform models. Clusters are seeded (the seed
+         *     declares the cluster's configuration: region, type, GPU type, NVIDIA software, billing type, and each
+         *     instance's GPUs, CPU cores and memory); nothing here measures hardware.
+         */
         Cluster: {
             cluster_id: string;
             cluster_name: string;
@@ -1054,8 +1074,11 @@ export interface components {
             region: string;
             /** @enum {string} */
             cluster_type: "KUBERNETES" | "SLURM";
-            /** @description e.g. `H100_SXM`. */
-            gpu_type: string;
+            /**
+             * @description The platform's GPU types; the seed's cluster is `H100_SXM`.
+             * @enum {string}
+             */
+            gpu_type: "H100_SXM" | "H200_SXM" | "RTX_6000_PCI" | "L40_PCIE" | "B200_SXM" | "H100_SXM_INF" | "B300_SXM";
             /**
              * @description `Degraded` while any host is cordoned.
              * @enum {string}
@@ -1065,6 +1088,43 @@ export interface components {
             num_gpus: number;
             /** Format: date-time */
             created_at: string;
+            /** @description The CUDA version the cluster is declared with (the seed's configuration; `""` when none is declared). */
+            cuda_version: string;
+            /** @description The NVIDIA driver version the cluster is declared with (the seed's configuration; `""` when none is declared). */
+            nvidia_driver_version: string;
+            /** @description Always empty: the local platform has no cluster shared storage (cluster storage volumes are not implemented). */
+            volumes: components["schemas"]["ClusterVolume"][];
+            /** @description Always empty: the local platform runs no Kubernetes or Slurm control plane; only the GPU worker VMs are modelled. */
+            control_plane_nodes: components["schemas"]["ClusterControlPlaneNode"][];
+            /** @description Always `""`: there is no Kubernetes API to connect to. */
+            kube_config: string;
+            /** @description Always 0: the local platform models no CPU-only workers. */
+            num_cpu_workers: number;
+            /**
+             * @description The cluster's phase history, oldest first: `CLUSTER_PHASE_READY` at `created_at` (a seeded cluster is
+             *     ready when created), then `CLUSTER_PHASE_DEGRADED` when a host was first cordoned, if one was (hosts are
+             *     never uncordoned, so the cluster stays `Degraded`).
+             */
+            phase_transitions: components["schemas"]["ClusterPhaseTransition"][];
+            /** @description Always 0: the local platform has no preemptible capacity to ask for. */
+            desired_preemptible_gpus: number;
+            /** @description Always 0: no preemptible GPUs are ever allocated. */
+            allocated_preemptible_gpus: number;
+            /** @description Always 0: the local platform has no capacity pools. */
+            num_capacity_pool_gpus: number;
+            /**
+             * @description Prepaid reserved GPUs: for a `RESERVED` cluster, the GPUs of all its instances when it was created (as the
+             *     platform defaults it to the cluster's size); 0 otherwise. It does not shrink when a remediation evicts a
+             *     VM (`num_gpus` does). Nothing is charged for them here.
+             */
+            num_reserved_gpus: number;
+            /**
+             * @description The billing type the cluster is declared with (the seed's is `RESERVED`); the local platform bills nothing.
+             * @enum {string}
+             */
+            billing_type: "RESERVED" | "ON_DEMAND" | "SCHEDULED_CAPACITY";
+            /** @description Always empty: the platform lists only enabled add-ons, and the local platform has none. */
+            add_ons: components["schemas"]["ClusterAddOn"][];
             /** @description Not in the public platform's Cluster; the bare-metal hosts VMs are placed on. */
             hosts: components["schemas"]["ClusterHost"][];
             /** @description The VMs running now, one per instance that has one. */
@@ -1088,6 +1148,18 @@ export interface components {
             instance_id: string;
             host_name: string;
             num_gpus: number;
+            /** @description The CPU cores of the instance's VMs, as the seed declares the instance's shape (0 when it declares none); not measured. */
+            num_cpu_cores: number;
+            /** @description The memory of the instance's VMs in GiB, as the seed declares the instance's shape (0 when it declares none); not measured. */
+            memory_gib: number;
+            /** @description Always empty: the local platform models no networks. */
+            networks: string[];
+            /**
+             * @description The VM's phase history, oldest first: `NODE_PHASE_BOOTING` then `NODE_PHASE_RUNNING`, both at the instant
+             *     it was provisioned, and again at each reboot (REBOOT_VM); the local engine boots instantly. A VM deleted by
+             *     a remediation keeps its history; `deleted_at` and status `Deleted` tell its end.
+             */
+            phase_transitions: components["schemas"]["NodePhaseTransition"][];
             /** @enum {string} */
             status: "Running" | "Remediating" | "Deleted";
             /** @description 1 when provisioned; REBOOT_VM adds one. */
@@ -1098,6 +1170,48 @@ export interface components {
             last_boot_at?: string;
             /** Format: date-time */
             deleted_at?: string;
+        };
+        ClusterPhaseTransition: {
+            /**
+             * @description The platform's cluster phases this platform enters.
+             * @enum {string}
+             */
+            phase: "CLUSTER_PHASE_READY" | "CLUSTER_PHASE_DEGRADED";
+            /** Format: date-time */
+            transition_time: string;
+        };
+        NodePhaseTransition: {
+            /**
+             * @description The platform's node phases this platform's VMs go through.
+             * @enum {string}
+             */
+            phase: "NODE_PHASE_BOOTING" | "NODE_PHASE_RUNNING";
+            /** Format: date-time */
+            transition_time: string;
+        };
+        /** @description The platform's cluster shared volume (never returned here). */
+        ClusterVolume: {
+            volume_id: string;
+            volume_name: string;
+            size_tib: number;
+            status: string;
+        };
+        /** @description The platform's control-plane node (never returned here). */
+        ClusterControlPlaneNode: {
+            node_id: string;
+            status: string;
+            host_name: string;
+            num_cpu_cores: number;
+            memory_gib: number;
+            network: string;
+            phase_transitions: components["schemas"]["NodePhaseTransition"][];
+        };
+        /** @description The platform's enabled add-on (never returned here). */
+        ClusterAddOn: {
+            name: string;
+            add_on_type: string;
+            config: Record<string, never>;
+            state: Record<string, never>;
         };
         ClusterInstance: {
             instance_id: string;
@@ -1513,6 +1627,15 @@ export interface components {
             project_slug: string;
             organization_id: string;
             organization_name: string;
+            /**
+             * @description The authenticated principal. The public platform names the user the key acts for, when it has one; keys
+             *     here belong to projects and act for no user (there are no user accounts), so the principal that
+             *     authenticated is the key itself and `user_id` is the key's id, the same value as `api_key_id`. It is
+             *     also what `requested_by` and `reviewed_by` of remediations, and `created_by` and `last_updated_by` of
+             *     secrets, record.
+             * @example key_01jcq5m2v8x7k3n4p5q6r7s8t9
+             */
+            user_id: string;
         };
         ChatContentPart: {
             /**
@@ -1678,11 +1801,17 @@ export interface components {
             updated_at: string;
         };
         /**
-         * @description Letters, digits, `_`, `.` and `-`; unique in the project.
+         * @description 1 to 100 characters, unique in the project. Any characters but control characters (refused everywhere,
+         *     400 `invalid_characters`): the platform's contract sets no pattern on names, and the official client
+         *     documents names of letters, digits, `_`, `-`, `.` and `/` (e.g. `team/HF_TOKEN`; in a path, `/` is sent
+         *     encoded, `%2F`).
          * @example HF_TOKEN
          */
         SecretName: string;
-        /** @description Write-only; stored encrypted, never returned. */
+        /**
+         * @description Write-only; stored encrypted, never returned. No length limit of its own (the platform sets none): the
+         *     whole body is bounded by `BODY_LIMIT_BYTES` (413 `body_too_large`).
+         */
         SecretValue: string;
         /** @description The public platform's SecretResponseItem; never carries the value. */
         Secret: {
@@ -1701,7 +1830,8 @@ export interface components {
             last_updated_by: string;
         };
         /**
-         * @description Letters, digits, `.`, `_` and `-`, starting with a letter or digit; unique in the project.
+         * @description 1 to 100 characters, unique in the project. Any characters but control characters (refused everywhere, 400
+         *     `invalid_characters`): the platform sets no pattern on names.
          * @example model-weights
          */
         VolumeName: string;
@@ -1717,10 +1847,14 @@ export interface components {
              */
             type: "files";
             /**
-             * @description The object-storage prefix the volume's files come from.
+             * @description Where the volume's files come from: a path prefix in the project's files (`models/`: every file whose
+             *     path starts with it), as on the public platform, or an object-storage URL (`s3://`, `gs://`, `az://`,
+             *     `r2://`). Any string is accepted (the platform sets no limit); one that is not such a URL is a path
+             *     prefix. Absent, it is the empty prefix `""` (every file), and is returned as `""`.
+             * @example models/
              * @example s3://my-bucket/weights/
              */
-            source_prefix: string;
+            source_prefix?: string;
         };
         VolumeVersionContent: {
             /** @enum {string} */
@@ -1916,7 +2050,10 @@ export interface operations {
     };
     listClusters: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Only this project's clusters (its id, as `project_id` and whoami's `project_id` give it); empty or absent, the caller's project's. */
+                projectId?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -1996,11 +2133,25 @@ export interface operations {
     listRemediations: {
         parameters: {
             query?: {
+                /**
+                 * @description Remediations per page, as the platform's list APIs read it: absent, `0` or negative is the default page
+                 *     size, 50; above 100 is 100 (the largest page). Any integer is accepted.
+                 */
                 page_size?: number;
+                /** @description `next_page_token` of the previous page; empty or absent: the first page. */
                 page_token?: string;
-                /** @description `create_time` alone means ascending. */
-                order_by?: "create_time desc" | "create_time asc" | "create_time";
-                state?: components["schemas"]["RemediationState"][];
+                /**
+                 * @description An ordering expression: comma-separated terms `field [asc|desc]` (direction in any case, `asc` when
+                 *     left out, so `create_time` alone is ascending), e.g. `update_time desc` or `state, create_time desc`.
+                 *     The fields are the remediation's `id`, `create_time`, `update_time`, `start_time`, `end_time`,
+                 *     `review_time`, `state`, `mode`, `trigger`, `reason`, `requested_by`, `reviewed_by` and
+                 *     `error_message`; an absent value sorts before any present one (last when descending); strings sort by
+                 *     code point. Ties are broken by `id` (creation order) in the first term's direction. Any string is
+                 *     accepted, as on the platform: a term naming another field, or not of that form, is ignored, and an
+                 *     expression with no term left (or absent, or empty) is the default, `create_time desc`.
+                 */
+                order_by?: string;
+                state?: components["schemas"]["RemediationStateFilter"][];
                 trigger?: components["schemas"]["RemediationTrigger"][];
                 mode?: components["schemas"]["RemediationMode"][];
             };
@@ -2035,7 +2186,10 @@ export interface operations {
     createRemediation: {
         parameters: {
             query?: {
-                /** @description Client-specified idempotency key. */
+                /**
+                 * @description Client-specified idempotency key: any string (the platform sets no length or pattern; the URL's length is
+                 *     bounded by the HTTP server). An empty value (`?remediation_id=`) is no key, as an absent one.
+                 */
                 remediation_id?: string;
             };
             header?: never;
@@ -2049,7 +2203,7 @@ export interface operations {
             content: {
                 "application/json": {
                     mode: components["schemas"]["RemediationMode"];
-                    /** @description User-provided reason. */
+                    /** @description User-provided reason, of any length (bounded only by `BODY_LIMIT_BYTES`). */
                     reason?: string;
                 };
             };
@@ -2117,6 +2271,7 @@ export interface operations {
         requestBody?: {
             content: {
                 "application/json": {
+                    /** @description The review comment, of any length (bounded only by `BODY_LIMIT_BYTES`). */
                     comment?: string;
                     mode?: components["schemas"]["RemediationMode"];
                 };
@@ -2186,6 +2341,7 @@ export interface operations {
         requestBody?: {
             content: {
                 "application/json": {
+                    /** @description The review comment, of any length (bounded only by `BODY_LIMIT_BYTES`). */
                     comment?: string;
                 };
             };
@@ -2572,7 +2728,8 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    name?: components["schemas"]["VolumeName"];
+                    /** @description The new name, unique in the project; `""` leaves the name unchanged. */
+                    name?: string;
                     type?: components["schemas"]["VolumeType"];
                     content?: components["schemas"]["VolumeContentInput"];
                 };
@@ -2889,7 +3046,11 @@ export interface operations {
     listHardware: {
         parameters: {
             query?: {
-                /** @description Only configurations that can run this model, each with its availability. */
+                /**
+                 * @description Only configurations that can run this model, each with its availability. Any string (the platform sets
+                 *     no limit on it); an empty value (`?model=`) is the same as no `model`: every configuration, without
+                 *     availability.
+                 */
                 model?: string;
             };
             header?: never;

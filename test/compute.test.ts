@@ -92,6 +92,105 @@ describe('the seeded cluster', () => {
   });
 });
 
+describe("the platform's cluster fields, each with what this platform has", () => {
+  const PHASES = (at: string) => [
+    { phase: 'NODE_PHASE_BOOTING', transition_time: at },
+    { phase: 'NODE_PHASE_RUNNING', transition_time: at },
+  ];
+
+  test('the seeded cluster: its declared configuration and shapes, and empty or zero for what is not modelled', async () => {
+    const cluster = (await t.http.get(`/v1/compute/clusters/${clusterId}`).set(auth())).body;
+    expect(cluster).toMatchObject({
+      gpu_type: 'H100_SXM',
+      cuda_version: '12.4',
+      nvidia_driver_version: '550',
+      billing_type: 'RESERVED',
+      num_reserved_gpus: 32,
+      num_capacity_pool_gpus: 0,
+      desired_preemptible_gpus: 0,
+      allocated_preemptible_gpus: 0,
+      num_cpu_workers: 0,
+      kube_config: '',
+      volumes: [],
+      control_plane_nodes: [],
+      add_ons: [],
+      phase_transitions: [{ phase: 'CLUSTER_PHASE_READY', transition_time: cluster.created_at }],
+    });
+    expect(cluster.gpu_worker_nodes).toHaveLength(4);
+    for (const node of cluster.gpu_worker_nodes) {
+      expect(node).toMatchObject({ num_gpus: 8, num_cpu_cores: 104, memory_gib: 1600, networks: [], phase_transitions: PHASES(node.created_at) });
+    }
+    expect((await t.http.get('/v1/compute/clusters').set(auth())).body.clusters[0]).toEqual(cluster);
+  });
+
+  test('projectId lists the clusters of the key\'s own project, and none of any other project', async () => {
+    const own = await t.http.get('/v1/compute/clusters').query({ projectId: t.caller.identity.projectId }).set(auth());
+    expect(own.status, JSON.stringify(own.body)).toBe(200);
+    expect(own.body.clusters.map((x: any) => x.cluster_id)).toContain(clusterId);
+    expect((await t.http.get('/v1/compute/clusters?projectId=').set(auth())).body.clusters.map((x: any) => x.cluster_id)).toContain(clusterId);
+    expect((await t.http.get('/v1/compute/clusters').query({ projectId: t.other.identity.projectId }).set(auth())).body).toEqual({ clusters: [] });
+    expect((await t.http.get('/v1/compute/clusters').query({ projectId: t.caller.identity.projectId }).set(auth(t.other.key))).body).toEqual({ clusters: [] });
+    expect((await t.http.get('/v1/compute/clusters').query({ projectId: 'proj_nope' }).set(auth())).body).toEqual({ clusters: [] });
+  });
+
+  test('phases follow what happens: a reboot boots again, a HOST_AWARE cordon degrades the cluster, a new VM boots; reserved GPUs stay', async () => {
+    const spec: ClusterSpec = {
+      name: 'phases',
+      region: 'us-central-8',
+      cluster_type: 'SLURM',
+      gpu_type: 'H200_SXM',
+      billing_type: 'ON_DEMAND',
+      hosts: [
+        { name: 'h1', num_gpus: 8, vm_capacity: 1 },
+        { name: 'h2', num_gpus: 8, vm_capacity: 1 },
+      ],
+      instances: [{ name: 'n1', host: 'h1', num_gpus: 8, num_cpu_cores: 96, memory_gib: 1843.5 }],
+    };
+    const { clusterId: c, instanceIds } = await t.services.db.write((tx) => createCluster(tx, t.clock, t.caller.identity.projectId, spec));
+    const i = instanceIds.n1;
+    const cluster = async () => (await t.http.get(`/v1/compute/clusters/${c}`).set(auth())).body;
+    const before = await cluster();
+    expect(before).toMatchObject({ gpu_type: 'H200_SXM', billing_type: 'ON_DEMAND', num_reserved_gpus: 0, cuda_version: '', nvidia_driver_version: '' });
+    expect(before.gpu_worker_nodes[0]).toMatchObject({ num_cpu_cores: 96, memory_gib: 1843.5 });
+
+    const run = async (mode: string) => {
+      const id = (await create(c, i, { mode })).body.id;
+      await t.advance(START);
+      await t.advance(RUN);
+      return (await get(c, i, id)).body;
+    };
+    const reboot = await run('REMEDIATION_MODE_REBOOT_VM');
+    expect(reboot.state).toBe('SUCCEEDED');
+    const rebooted = (await cluster()).gpu_worker_nodes[0];
+    expect(rebooted.phase_transitions).toEqual([...PHASES(before.gpu_worker_nodes[0].created_at), ...PHASES(reboot.end_time)]);
+
+    const moved = await run('REMEDIATION_MODE_HOST_AWARE');
+    expect(moved.state).toBe('SUCCEEDED');
+    const after = await cluster();
+    expect(after.status).toBe('Degraded');
+    expect(after.phase_transitions).toEqual([
+      { phase: 'CLUSTER_PHASE_READY', transition_time: before.created_at },
+      { phase: 'CLUSTER_PHASE_DEGRADED', transition_time: moved.start_time },
+    ]);
+    expect(after.gpu_worker_nodes[0]).toMatchObject({ node_id: 'n1-vm2', host_name: 'h2', num_cpu_cores: 96, memory_gib: 1843.5, phase_transitions: PHASES(moved.end_time) });
+    // The deleted VM keeps its history.
+    expect(after.deleted_gpu_worker_nodes[0]).toMatchObject({ node_id: 'n1-vm1', status: 'Deleted', phase_transitions: rebooted.phase_transitions });
+
+    const evicted = await run('REMEDIATION_MODE_EVICT_WITHOUT_REPLACEMENT');
+    expect(evicted.state).toBe('SUCCEEDED');
+    expect(await cluster()).toMatchObject({ num_gpus: 0, num_reserved_gpus: 0 });
+  });
+
+  test('a RESERVED cluster keeps its reserved GPUs when a VM is evicted (num_gpus counts running VMs)', async () => {
+    const { c, i } = await freshInstance();
+    expect((await t.http.get(`/v1/compute/clusters/${c}`).set(auth())).body).toMatchObject({ billing_type: 'RESERVED', num_reserved_gpus: 8, num_gpus: 8 });
+    await create(c, i, { mode: 'REMEDIATION_MODE_EVICT_WITHOUT_REPLACEMENT' });
+    await t.advance(START);
+    await t.advance(RUN);
+    expect((await t.http.get(`/v1/compute/clusters/${c}`).set(auth())).body).toMatchObject({ num_reserved_gpus: 8, num_gpus: 0, gpu_worker_nodes: [] });
+  });
+});
+
 describe('each mode changes the instance (seeded cluster, in order)', () => {
   const runToEnd = async (name: string, mode: string) => {
     const res = await create(clusterId, nodes[name], { mode, reason: `test ${mode}` });
@@ -390,11 +489,40 @@ describe('remediation_id is an idempotency key', () => {
     expectError(await create(c, i, { mode: 'REBOOT' }, { remediation_id: 'key-3' }), 400, { param: 'mode' });
     expectError(await create(c, i, { mode: 'REMEDIATION_MODE_HOST_POWER_CYCLE' }, { remediation_id: 'key-3' }), 400, { param: 'mode' });
     expectError(await create(c, 'nope', { mode: 'REMEDIATION_MODE_VM_ONLY' }, { remediation_id: 'key-3' }), 404, { param: 'instance_id' });
-    expectError(await create(c, i, { mode: 'REMEDIATION_MODE_VM_ONLY' }, { remediation_id: 'bad key!' }), 400, { param: 'remediation_id' });
+    expectError(await create(c, i, { mode: 'REMEDIATION_MODE_VM_ONLY', reason: 5 }, { remediation_id: 'key-3' }), 400, { param: 'reason' });
     expect((await t.http.get(remPath(c, i)).set(auth())).body.remediations).toHaveLength(0);
     const ok = await create(c, i, { mode: 'REMEDIATION_MODE_REBOOT_VM' }, { remediation_id: 'key-3' });
     expect(ok.status).toBe(200);
     expect(ok.body.mode).toBe('REMEDIATION_MODE_REBOOT_VM');
+  });
+
+  test('a key is any string (the platform sets no length or pattern); an empty one is no key', async () => {
+    const { c, i } = await freshInstance();
+    for (const key of ['retry node 7 / 2026-11-21 (é)', 'k'.repeat(1000)]) {
+      const first = await create(c, i, { mode: 'REMEDIATION_MODE_REBOOT_VM' }, { remediation_id: key });
+      expect(first.status, JSON.stringify(first.body)).toBe(200);
+      expect((await create(c, i, { mode: 'REMEDIATION_MODE_REBOOT_VM' }, { remediation_id: key })).body).toEqual(first.body);
+      expectError(await create(c, i, { mode: 'REMEDIATION_MODE_VM_ONLY' }, { remediation_id: key }), 409, { code: 'idempotency_key_reused', param: 'remediation_id' });
+    }
+    const a = await create(c, i, { mode: 'REMEDIATION_MODE_REBOOT_VM' }, { remediation_id: '' });
+    const b = await create(c, i, { mode: 'REMEDIATION_MODE_REBOOT_VM' }, { remediation_id: '' });
+    expect([a.status, b.status]).toEqual([200, 200]);
+    expect(a.body.id).not.toBe(b.body.id);
+    expect(await t.services.db.prisma.idempotencyRecord.count({ where: { key: '' } })).toBe(0);
+  });
+
+  test('reason and review comments of any length (the platform sets none)', async () => {
+    const { c, i } = await freshInstance();
+    const reason = 'r'.repeat(5000);
+    expect((await create(c, i, { mode: 'REMEDIATION_MODE_REBOOT_VM', reason })).body.reason).toBe(reason);
+    const a1 = (await injectAlert(c, { instance_id: i, alert_name: 'A' })).body.node_remediation_intent_id;
+    expect((await act(c, i, a1, 'approve', { comment: 'a'.repeat(5000) })).body.review_comment).toHaveLength(5000);
+    const { c: c2, i: i2 } = await freshInstance();
+    const a2 = (await injectAlert(c2, { instance_id: i2, alert_name: 'B' })).body.node_remediation_intent_id;
+    expect((await act(c2, i2, a2, 'reject', { comment: 'b'.repeat(5000) })).body.review_comment).toHaveLength(5000);
+    // Path ids of any length are looked up.
+    expectError(await get(c, i, 'x'.repeat(300)), 404, { param: 'remediation_id' });
+    expectError(await t.http.get(`/v1/compute/clusters/${'y'.repeat(300)}`).set(auth()), 404, { param: 'cluster_id' });
   });
 
   test('two concurrent requests with the same key create one remediation', async () => {
@@ -470,6 +598,85 @@ describe('listing remediations', () => {
     const byTrigger = await list('trigger=REMEDIATION_TRIGGER_MANUAL&mode=REMEDIATION_MODE_VM_ONLY');
     expect(byTrigger.body.remediations.map((r: any) => r.id)).toEqual([ids[2], ids[0]]);
     expectError(await list('state=DONE'), 400, { param: 'state.0' });
+  });
+});
+
+describe("listing remediations: the platform's order_by, page_size and states", () => {
+  let c: string;
+  let i: string;
+  const r: Record<'A' | 'B' | 'C', string> = { A: '', B: '', C: '' };
+  beforeAll(async () => {
+    ({ c, i } = await freshInstance());
+    for (const name of ['A', 'B', 'C'] as const) {
+      r[name] = (await create(c, i, { mode: 'REMEDIATION_MODE_REBOOT_VM', reason: name })).body.id;
+      t.clock.advance(10);
+    }
+    await act(c, i, r.A, 'cancel'); // A: created first, changed last
+  });
+  const list = (query: Record<string, string | number>) => t.http.get(remPath(c, i)).query(query).set(auth());
+  const names = (res: any) => res.body.remediations.map((x: any) => x.reason);
+
+  test('order_by takes any ordering expression: fields, directions in any case, several terms', async () => {
+    expect(names(await list({}))).toEqual(['C', 'B', 'A']);
+    expect(names(await list({ order_by: 'update_time desc' }))).toEqual(['A', 'C', 'B']);
+    expect(names(await list({ order_by: 'update_time' }))).toEqual(['B', 'C', 'A']);
+    expect(names(await list({ order_by: 'create_time DESC' }))).toEqual(['C', 'B', 'A']);
+    expect(names(await list({ order_by: 'state desc, create_time asc' }))).toEqual(['B', 'C', 'A']);
+    // end_time: only A has one; absent values sort first ascending.
+    expect(names(await list({ order_by: 'end_time asc,create_time desc' }))).toEqual(['C', 'B', 'A']);
+  });
+
+  test('an order_by naming no field remediations are ordered by is accepted, and is the default order', async () => {
+    for (const order_by of ['priority desc', 'createTime', '', ';drop', 'create_time sideways']) {
+      const res = await list({ order_by });
+      expect(res.status, `${order_by}: ${JSON.stringify(res.body)}`).toBe(200);
+      expect(names(res), order_by).toEqual(['C', 'B', 'A']);
+    }
+    // Unknown terms are skipped, known ones kept.
+    expect(names(await list({ order_by: 'priority desc, update_time desc' }))).toEqual(['A', 'C', 'B']);
+  });
+
+  test('pages follow any ordering; a token is bound to its ordering; an empty token is the first page', async () => {
+    const seen: string[] = [];
+    let token = '';
+    do {
+      const res = await list({ order_by: 'update_time desc', page_size: 1, page_token: token });
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      seen.push(...names(res));
+      token = res.body.next_page_token;
+      expect(res.body.has_next).toBe(token !== '');
+    } while (token);
+    expect(seen).toEqual(['A', 'C', 'B']);
+    const first = await list({ order_by: 'update_time desc', page_size: 1 });
+    expectError(await list({ order_by: 'update_time asc', page_token: first.body.next_page_token }), 400, { code: 'invalid_page_token', param: 'page_token' });
+    const forged = Buffer.from(JSON.stringify({ k: 'not json', o: 'update_time desc,id desc' })).toString('base64url');
+    expectError(await list({ order_by: 'update_time desc', page_token: forged }), 400, { code: 'invalid_page_token', param: 'page_token' });
+  });
+
+  test('QUARANTINING and QUARANTINED (the platform\'s states) are accepted filters that match nothing here', async () => {
+    const none = await list({ state: 'QUARANTINING' });
+    expect(none.status, JSON.stringify(none.body)).toBe(200);
+    expect(none.body).toEqual({ remediations: [], next_page_token: '', has_next: false });
+    expect(names(await list({ state: 'QUARANTINED,CANCELLED' }))).toEqual(['A']);
+    const repeated = await t.http.get(`${remPath(c, i)}?state[]=QUARANTINED&state[]=QUARANTINING&state[]=PENDING`).set(auth());
+    expect(names(repeated)).toEqual(['C', 'B']);
+  });
+
+  test('page_size: 0 or negative is the default page (50), above 100 is 100', async () => {
+    const { c: c2, i: i2 } = await freshInstance();
+    for (let n = 0; n < 105; n++) await create(c2, i2, { mode: 'REMEDIATION_MODE_REBOOT_VM' });
+    const size = async (page_size?: number) => {
+      const res = await t.http.get(remPath(c2, i2)).query(page_size === undefined ? {} : { page_size }).set(auth());
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      expect(res.body.has_next).toBe(true);
+      return res.body.remediations.length;
+    };
+    expect(await size()).toBe(50);
+    expect(await size(0)).toBe(50);
+    expect(await size(-7)).toBe(50);
+    expect(await size(100)).toBe(100);
+    expect(await size(1000)).toBe(100);
+    expect(await size(7)).toBe(7);
   });
 });
 

@@ -10,7 +10,7 @@ beforeAll(async () => {
 afterAll(() => t?.close());
 
 describe('GET /v1/whoami', () => {
-  test('reports the six fields of the calling key', async () => {
+  test('reports the six fields of the calling key, and user_id: the key itself, the principal that authenticated', async () => {
     const { data, response } = await t.api.GET('/v1/whoami');
     expect(response.status).toBe(200);
     expect(data).toEqual({
@@ -20,6 +20,7 @@ describe('GET /v1/whoami', () => {
       project_slug: 'default',
       organization_id: t.caller.identity.organizationId,
       organization_name: 'Default Organization',
+      user_id: t.caller.identity.apiKeyId,
     });
     expect(response.headers.get('x-request-id')).toBeTruthy();
   });
@@ -29,6 +30,7 @@ describe('GET /v1/whoami', () => {
     expect(data!.project_id).toBe(t.other.identity.projectId);
     expect(data!.project_id).not.toBe(t.caller.identity.projectId);
     expect(data!.project_slug).toBe('other-project');
+    expect(data!.user_id).toBe(t.other.identity.apiKeyId);
   });
 
   test('an unknown query parameter is refused with its name', async () => {

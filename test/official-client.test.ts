@@ -10,7 +10,7 @@
 // | SDK method (together-ai 0.52.0)                  | HTTP sent                                                  | operationId            | tested in |
 // |--------------------------------------------------|------------------------------------------------------------|------------------------|-----------|
 // | whoami()                                         | GET /v1/whoami                                             | whoami                 | here |
-// | endpoints.listHardware({model?})                 | GET /v1/hardware[?model=]                                  | listHardware           | hardware.test.ts |
+// | endpoints.listHardware({model?})                 | GET /v1/hardware[?model=]                                  | listHardware           | hardware.test.ts, here |
 // | models.upload(body)                              | POST /v1/models                                            | uploadModel            | models.test.ts, here |
 // | models.uploads.status(jobId)                     | GET /v1/jobs/{jobId}                                       | getJob                 | models.test.ts, here |
 // | models.list({dedicated?})                        | GET /v1/models[?dedicated=]                                | listModels             | models.test.ts, here |
@@ -25,18 +25,18 @@
 // | endpoints.adapters.add(id, {model_id})           | POST /v1/endpoints/{id}/adapters                           | addAdapter             | adapters.test.ts |
 // | endpoints.adapters.remove(id, {model_id})        | DELETE /v1/endpoints/{id}/adapters (JSON body)             | removeAdapter          | adapters.test.ts |
 // | chat.completions.create({model, messages})       | POST /v1/chat/completions                                  | createChatCompletion   | inference.test.ts, adapters.test.ts, here |
-// | beta.clusters.list()                             | GET /v1/compute/clusters                                   | listClusters           | compute.test.ts |
-// | beta.clusters.retrieve(id)                       | GET /v1/compute/clusters/{id}                              | getCluster             | compute.test.ts |
-// | beta.clusters.remediations.create(inst, {...})   | POST /v1/compute/clusters/{c}/instances/{i}/remediations   | createRemediation      | compute.test.ts |
-// | beta.clusters.remediations.list(inst, {...})     | GET  .../instances/{i}/remediations                        | listRemediations       | compute.test.ts |
-// | beta.clusters.remediations.retrieve(id, {...})   | GET  .../remediations/{id}                                 | getRemediation         | compute.test.ts |
-// | beta.clusters.remediations.approve(id, {...})    | POST .../remediations/{id}/approve                         | approveRemediation     | compute.test.ts |
-// | beta.clusters.remediations.reject(id, {...})     | POST .../remediations/{id}/reject                          | rejectRemediation      | compute.test.ts |
-// | beta.clusters.remediations.cancel(id, {...})     | POST .../remediations/{id}/cancel                          | cancelRemediation      | compute.test.ts |
+// | beta.clusters.list({projectId?})                 | GET /v1/compute/clusters[?projectId=]                      | listClusters           | compute.test.ts, here |
+// | beta.clusters.retrieve(id)                       | GET /v1/compute/clusters/{id}                              | getCluster             | compute.test.ts, here |
+// | beta.clusters.remediations.create(inst, {...})   | POST /v1/compute/clusters/{c}/instances/{i}/remediations   | createRemediation      | compute.test.ts, here |
+// | beta.clusters.remediations.list(inst, {...})     | GET  .../instances/{i}/remediations                        | listRemediations       | compute.test.ts, here |
+// | beta.clusters.remediations.retrieve(id, {...})   | GET  .../remediations/{id}                                 | getRemediation         | compute.test.ts, here |
+// | beta.clusters.remediations.approve(id, {...})    | POST .../remediations/{id}/approve                         | approveRemediation     | compute.test.ts, here |
+// | beta.clusters.remediations.reject(id, {...})     | POST .../remediations/{id}/reject                          | rejectRemediation      | compute.test.ts, here |
+// | beta.clusters.remediations.cancel(id, {...})     | POST .../remediations/{id}/cancel                          | cancelRemediation      | compute.test.ts, here |
 // | (none: cluster instances are in getCluster)      | GET /v1/compute/clusters/{c}/instances                     | listClusterInstances   | no SDK method |
 // | (none: the control path injects alerts)          | POST .../passive_health_check_alerts[/{id}/resolve]        | inject/resolvePassive… | no SDK method |
-// | beta.jig.volumes.create/list/retrieve/update/delete | /v1/deployments/storage/volumes[/{id}][?version=]       | create/list/get/update/deleteVolume | volumes.test.ts |
-// | beta.jig.secrets.create/list/retrieve/update/delete | /v1/deployments/secrets[/{id}]                          | create/list/get/update/deleteSecret | secrets.test.ts |
+// | beta.jig.volumes.create/list/retrieve/update/delete | /v1/deployments/storage/volumes[/{id}][?version=]       | create/list/get/update/deleteVolume | volumes.test.ts, here |
+// | beta.jig.secrets.create/list/retrieve/update/delete | /v1/deployments/secrets[/{id}]                          | create/list/get/update/deleteSecret | secrets.test.ts, here |
 // | beta.endpoints.create({name, visibility?})       | POST /v2/projects/{p}/endpoints                            | createV2Endpoint       | here |
 // | beta.endpoints.list({limit?, after?})            | GET  /v2/projects/{p}/endpoints                            | listV2Endpoints        | dedicated.test.ts, here (paged) |
 // | beta.endpoints.retrieve(id)                      | GET  /v2/projects/{p}/endpoints/{id}                       | getV2Endpoint          | dedicated.test.ts, here |
@@ -63,6 +63,12 @@
 // `referenceModel` query (the SDK's non-deprecated filter) was refused as an unknown parameter; deployment
 // `autoscaling` with a bound omitted (the SDK types both optional: `maxReplicas` defaults to `minReplicas`, and an
 // update keeps an omitted one) was refused as `required`.
+//
+// The "Compute, identity, volumes, secrets and hardware" block below calls each of those modules' methods with the
+// parameters the SDK types show: whoami's user_id, listHardware with and without a model, clusters.list's
+// projectId and every required Cluster field, remediations.list's order_by/page_size/page_token/state/trigger/mode
+// (page_size 0, the platform's QUARANTINING/QUARANTINED states), approve's mode override, a volume whose
+// source_prefix is a path in the files, a secret named with a slash.
 //
 // SDK methods of these areas whose operations this server does NOT implement (outside its scope):
 // - endpoints.listAvzones (GET /v1/clusters/availability-zones).
@@ -331,5 +337,118 @@ describe('Inference through openai 6.49', () => {
     expect(page.data).toEqual([]);
     const raw = await openai.models.list().asResponse();
     expect(Array.isArray(await raw.json())).toBe(true);
+  });
+});
+
+describe('Compute, identity, volumes, secrets and hardware (together-ai)', () => {
+  test('whoami() reads user_id: the key itself, the principal that authenticated', async () => {
+    const me = await v1.whoami();
+    expect(me.user_id).toBe(t.caller.identity.apiKeyId);
+    expect(me.user_id).toBe(me.api_key_id);
+  });
+
+  test('endpoints.listHardware() lists every configuration; with a model, the ones that run it, each with availability', async () => {
+    const all = await v1.endpoints.listHardware();
+    expect(all.data.length).toBeGreaterThan(1);
+    expect(all.data.every((h) => h.availability === undefined)).toBe(true);
+    const forModel = await v1.endpoints.listHardware({ model: MODEL });
+    expect(forModel.data.length).toBeGreaterThan(0);
+    for (const h of forModel.data) expect(['available', 'insufficient', 'unavailable']).toContain(h.availability?.status);
+  });
+
+  test('beta.clusters.list({projectId}) and retrieve: every field the SDK types as required', async () => {
+    const { clusters } = await v1.beta.clusters.list();
+    expect(clusters).toHaveLength(1);
+    expect((await v1.beta.clusters.list({ projectId })).clusters.map((c) => c.cluster_id)).toEqual([clusters[0]!.cluster_id]);
+    expect((await v1.beta.clusters.list({ projectId: t.other.identity.projectId })).clusters).toEqual([]);
+    const cluster = await v1.beta.clusters.retrieve(clusters[0]!.cluster_id);
+    expect(cluster).toMatchObject({
+      gpu_type: 'H100_SXM',
+      billing_type: 'RESERVED',
+      cuda_version: '12.4',
+      nvidia_driver_version: '550',
+      num_reserved_gpus: 32,
+      num_capacity_pool_gpus: 0,
+      desired_preemptible_gpus: 0,
+      allocated_preemptible_gpus: 0,
+      num_cpu_workers: 0,
+      kube_config: '',
+      volumes: [],
+      control_plane_nodes: [],
+      add_ons: [],
+    });
+    expect(cluster.phase_transitions.map((p) => p.phase)).toEqual(['CLUSTER_PHASE_READY']);
+    for (const node of cluster.gpu_worker_nodes) {
+      expect(node).toMatchObject({ num_cpu_cores: 104, memory_gib: 1600, networks: [] });
+      expect(node.phase_transitions.map((p) => p.phase)).toEqual(['NODE_PHASE_BOOTING', 'NODE_PHASE_RUNNING']);
+    }
+  });
+
+  test('beta.clusters.remediations: create (remediation_id, reason), approve (comment, mode), reject, cancel, retrieve, list (order_by, page_size, page_token, state/trigger/mode)', async () => {
+    const cluster = (await v1.beta.clusters.list()).clusters[0]!;
+    const cluster_id = cluster.cluster_id;
+    const node = cluster.gpu_worker_nodes.find((n) => n.node_id === 'gpu-node-3-vm1')!;
+    const instance_id = node.instance_id!;
+    const alert = async (alert_name: string) =>
+      (await t.caller.http.post(`/v1/compute/clusters/${cluster_id}/passive_health_check_alerts`).send({ instance_id, alert_name })).body.node_remediation_intent_id as string;
+
+    const manual = await v1.beta.clusters.remediations.create(instance_id, { cluster_id, mode: 'REMEDIATION_MODE_VM_ONLY', reason: 'GPU fell off the bus', remediation_id: 'sdk-compute-1' });
+    expect(manual).toMatchObject({ state: 'PENDING', trigger: 'REMEDIATION_TRIGGER_MANUAL', reason: 'GPU fell off the bus', requested_by: t.caller.identity.apiKeyId });
+    expect((await v1.beta.clusters.remediations.create(instance_id, { cluster_id, mode: 'REMEDIATION_MODE_VM_ONLY', reason: 'GPU fell off the bus', remediation_id: 'sdk-compute-1' })).id).toBe(manual.id);
+    t.clock.advance(10);
+
+    const automated = await alert('DmesgXidError');
+    const approved = await v1.beta.clusters.remediations.approve(automated, { cluster_id, instance_id, comment: 'reboot is enough', mode: 'REMEDIATION_MODE_REBOOT_VM' });
+    expect(approved).toMatchObject({ state: 'PENDING', mode: 'REMEDIATION_MODE_REBOOT_VM', review_comment: 'reboot is enough', reviewed_by: t.caller.identity.apiKeyId });
+    t.clock.advance(10);
+    expect((await v1.beta.clusters.remediations.cancel(automated, { cluster_id, instance_id })).state).toBe('CANCELLED');
+    t.clock.advance(10);
+    const second = await alert('NvlinkDown');
+    const rejected = await v1.beta.clusters.remediations.reject(second, { cluster_id, instance_id, comment: 'known flake' });
+    expect(rejected).toMatchObject({ state: 'CANCELLED', review_comment: 'known flake' });
+    expect(await v1.beta.clusters.remediations.retrieve(manual.id, { cluster_id, instance_id })).toMatchObject({ id: manual.id, state: 'PENDING' });
+
+    // Newest first by default; any ordering expression; page_size 0 is the default page.
+    const all = await v1.beta.clusters.remediations.list(instance_id, { cluster_id, page_size: 0 });
+    expect(all.remediations.map((r) => r.id)).toEqual([second, automated, manual.id]);
+    const byUpdate = await v1.beta.clusters.remediations.list(instance_id, { cluster_id, order_by: 'update_time asc' });
+    expect(byUpdate.remediations.map((r) => r.id)).toEqual([manual.id, automated, second]);
+    const paged: string[] = [];
+    let page_token: string | undefined;
+    do {
+      const page = await v1.beta.clusters.remediations.list(instance_id, { cluster_id, order_by: 'create_time', page_size: 2, ...(page_token ? { page_token } : {}) });
+      paged.push(...page.remediations.map((r) => r.id));
+      page_token = page.has_next ? page.next_page_token : undefined;
+    } while (page_token);
+    expect(paged).toEqual([manual.id, automated, second]);
+
+    const cancelled = await v1.beta.clusters.remediations.list(instance_id, { cluster_id, state: ['CANCELLED', 'QUARANTINED'], trigger: ['REMEDIATION_TRIGGER_AUTOMATED'], mode: ['REMEDIATION_MODE_REBOOT_VM', 'REMEDIATION_MODE_VM_ONLY'] });
+    expect(cancelled.remediations.map((r) => r.id).sort()).toEqual([automated, second].sort());
+    const quarantining = await v1.beta.clusters.remediations.list(instance_id, { cluster_id, state: ['QUARANTINING'] });
+    expect(quarantining).toEqual({ remediations: [], next_page_token: '', has_next: false });
+  });
+
+  test('beta.jig.volumes: create with a path prefix in the files, list, retrieve (version), update, delete', async () => {
+    const created = await v1.beta.jig.volumes.create({ name: 'sdk-models', type: 'readOnly', content: { type: 'files', source_prefix: 'models/' } });
+    expect(created).toMatchObject({ object: 'volume', current_version: 1, content: { type: 'files', source_prefix: 'models/', files: [] } });
+    expect((await v1.beta.jig.volumes.list()).data!.map((v) => v.name)).toContain('sdk-models');
+    const updated = await v1.beta.jig.volumes.update(created.id!, { name: 'sdk-models-2', type: 'readOnly', content: { type: 'files', source_prefix: 'models/v2/' } });
+    expect(updated).toMatchObject({ name: 'sdk-models-2', current_version: 2 });
+    expect((await v1.beta.jig.volumes.retrieve(created.id!, { version: 1 })).content!.source_prefix).toBe('models/');
+    expect((await v1.beta.jig.volumes.retrieve('sdk-models-2')).content!.source_prefix).toBe('models/v2/');
+    expect(await v1.beta.jig.volumes.delete(created.id!)).toEqual({});
+    expect(await refusal(v1.beta.jig.volumes.retrieve(created.id!))).toBeInstanceOf(Together.NotFoundError);
+  });
+
+  test('beta.jig.secrets: create (a name with a slash, as the SDK documents), list, retrieve and update by name, delete', async () => {
+    const created = await v1.beta.jig.secrets.create({ name: 'team/HF_TOKEN', value: 'hf_sdk_secret', description: 'Hub token', project_id: projectId });
+    expect(created).toMatchObject({ object: 'secret', name: 'team/HF_TOKEN', description: 'Hub token', created_by: t.caller.identity.apiKeyId });
+    expect(JSON.stringify(created)).not.toContain('hf_sdk_secret');
+    expect((await v1.beta.jig.secrets.list()).data!.map((s) => s.name)).toContain('team/HF_TOKEN');
+    expect((await v1.beta.jig.secrets.retrieve('team/HF_TOKEN')).id).toBe(created.id);
+    const updated = await v1.beta.jig.secrets.update('team/HF_TOKEN', { value: 'hf_rotated', description: 'rotated' });
+    expect(updated).toMatchObject({ id: created.id, description: 'rotated' });
+    expect(await v1.beta.jig.secrets.delete('team/HF_TOKEN')).toEqual({});
+    expect(await refusal(v1.beta.jig.secrets.retrieve(created.id!))).toBeInstanceOf(Together.NotFoundError);
   });
 });

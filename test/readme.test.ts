@@ -43,7 +43,7 @@ test('npm start prints an address and a key that works; SIGTERM stops it; a rest
 
   const ok = await fetch(`${url}/v1/whoami`, { headers: { Authorization: `Bearer ${key}` } });
   expect(ok.status).toBe(200);
-  expect(Object.keys(await ok.json()).sort()).toEqual(['api_key_id', 'organization_id', 'organization_name', 'project_id', 'project_name', 'project_slug']);
+  expect(Object.keys(await ok.json()).sort()).toEqual(['api_key_id', 'organization_id', 'organization_name', 'project_id', 'project_name', 'project_slug', 'user_id']);
   const bad = await fetch(`${url}/v1/whoami`, { headers: { Authorization: 'Bearer tpk_wrong' } });
   expect(bad.status).toBe(401);
   expect(await bad.json()).toEqual({ error: { message: expect.any(String), type: 'invalid_request_error', param: null, code: 'invalid_api_key' } });

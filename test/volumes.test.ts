@@ -50,9 +50,44 @@ describe('volumes', () => {
 
   test('bad input is refused naming the field', async () => {
     expectError(await createVolume({ name: 'v', type: 'readWrite', content: content('s3://x/') }), 400, { param: 'type' });
-    expectError(await createVolume({ name: 'v', type: 'readOnly', content: content('/local/path') }), 400, { param: 'content.source_prefix' });
-    expectError(await createVolume({ name: 'bad name', type: 'readOnly', content: content('s3://x/') }), 400, { param: 'name' });
+    expectError(await createVolume({ name: 'v', type: 'readOnly', content: { type: 'dir', source_prefix: 'models/' } }), 400, { param: 'content.type' });
+    expectError(await createVolume({ name: 'v', type: 'readOnly' }), 400, { param: 'content' });
+    expectError(await createVolume({ name: '', type: 'readOnly', content: content('models/') }), 400, { param: 'name' });
+    expectError(await createVolume({ name: 'n'.repeat(101), type: 'readOnly', content: content('models/') }), 400, { param: 'name' });
     expectError(await t.http.get(`${VOLUMES}/nope`).set(auth()), 404, { code: 'not_found', param: 'id' });
+  });
+
+  test("source_prefix: a path prefix in the project's files (the platform's meaning), an object-storage URL, or absent (the empty prefix)", async () => {
+    const byPath = await createVolume({ name: 'from-files', type: 'readOnly', content: content('models/llama/') });
+    expect(byPath.status, JSON.stringify(byPath.body)).toBe(200);
+    expect(byPath.body.content).toEqual({ type: 'files', source_prefix: 'models/llama/', files: [] });
+    expect((await createVolume({ name: 'from-bucket', type: 'readOnly', content: content('gs://bucket/w/') })).body.content.source_prefix).toBe('gs://bucket/w/');
+    const bare = await createVolume({ name: 'everything', type: 'readOnly', content: {} });
+    expect(bare.status, JSON.stringify(bare.body)).toBe(200);
+    expect(bare.body.content).toEqual({ type: 'files', source_prefix: '', files: [] });
+    expect(bare.body.version_history['1'].content).toEqual({ type: 'files', source_prefix: '' });
+    // A content is replaced whole: the same (defaulted) content makes no version; a path prefix instead does.
+    expect((await t.http.patch(`${VOLUMES}/everything`).set(auth()).send({ content: { type: 'files' } })).body.current_version).toBe(1);
+    const moved = await t.http.patch(`${VOLUMES}/everything`).set(auth()).send({ content: { source_prefix: 'datasets/' } });
+    expect(moved.body).toMatchObject({ current_version: 2, content: { type: 'files', source_prefix: 'datasets/' } });
+    // Leaving source_prefix out of a new content is the empty prefix again: a change, so a version.
+    expect((await t.http.patch(`${VOLUMES}/everything`).set(auth()).send({ content: {} })).body).toMatchObject({ current_version: 3, content: { source_prefix: '' } });
+  });
+
+  test("names: any characters, 1 to 100 on create (the platform's only limits); a rename of any length, and an empty one changes nothing", async () => {
+    const name = 'Weights (v2) / fp8 é';
+    const v = await createVolume({ name, type: 'readOnly', content: content('models/') });
+    expect(v.status, JSON.stringify(v.body)).toBe(200);
+    expect((await t.http.get(`${VOLUMES}/${encodeURIComponent(name)}`).set(auth())).body.id).toBe(v.body.id);
+    const same = await t.http.patch(`${VOLUMES}/${v.body.id}`).set(auth()).send({ name: '' });
+    expect(same.status).toBe(200);
+    expect(same.body).toMatchObject({ name, current_version: 1 });
+    const long = 'l'.repeat(150);
+    expect((await t.http.patch(`${VOLUMES}/${v.body.id}`).set(auth()).send({ name: long })).body.name).toBe(long);
+    expect((await t.http.get(`${VOLUMES}/${long}`).set(auth())).body.id).toBe(v.body.id);
+    // Path ids of any length are looked up; a version the volume never had (0, negative, huge) is a 404 naming it.
+    expectError(await t.http.get(`${VOLUMES}/${'z'.repeat(300)}`).set(auth()), 404, { code: 'not_found', param: 'id' });
+    for (const version of [0, -1, 2_000_000]) expectError(await t.http.get(`${VOLUMES}/${v.body.id}?version=${version}`).set(auth()), 404, { param: 'version' });
   });
 
   test('a content change makes a new version; the same content or a rename does not; get ?version= reads history', async () => {
@@ -103,6 +138,16 @@ describe('volumes', () => {
 });
 
 describe('the official together-ai client (beta.jig.volumes)', () => {
+  test('create with a path prefix in the files (the SDK\'s documented source), and without one', async () => {
+    const client = new Together({ apiKey: t.caller.key, baseURL: `${t.url}/v1`, maxRetries: 0 });
+    const created = await client.beta.jig.volumes.create({ name: 'sdk-files', type: 'readOnly', content: { type: 'files', source_prefix: 'models/' } });
+    expect(created.content).toEqual({ type: 'files', source_prefix: 'models/', files: [] });
+    const bare = await client.beta.jig.volumes.create({ name: 'sdk-bare', type: 'readOnly', content: {} });
+    expect(bare.content!.source_prefix).toBe('');
+    const renamed = await client.beta.jig.volumes.update(created.id!, { name: 'sdk-files-2', type: 'readOnly' });
+    expect(renamed).toMatchObject({ name: 'sdk-files-2', current_version: 1 });
+  });
+
   test('list, create, retrieve with version, update, delete', async () => {
     const client = new Together({ apiKey: t.caller.key, baseURL: `${t.url}/v1`, maxRetries: 0 });
     const created = await client.beta.jig.volumes.create({ name: 'sdk-volume', type: 'readOnly', content: { type: 'files', source_prefix: 's3://sdk/1/' } });

@@ -9,6 +9,7 @@ const body = {
   project_slug: 'default',
   organization_id: 'org_01jcq5m2v8x7k3n4p5q6r7s8t9',
   organization_name: 'Default Organization',
+  user_id: 'key_01jcq5m2v8x7k3n4p5q6r7s8t9',
 };
 app.get('/v1/whoami', (_req, res) => void res.json(body));
 const server = app.listen(Number(process.env.PORT), '127.0.0.1', () => console.log(`listening on http://127.0.0.1:${process.env.PORT}`));

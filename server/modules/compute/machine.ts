@@ -9,6 +9,7 @@ import { defineMachine } from '../../core/machine.ts';
 import type { Tx } from '../../db/index.ts';
 import { enter, type Progression, type Timing } from '../../runner/progress.ts';
 import { localClusterEngine, type ClusterEngine } from './engine.ts';
+import { afterBoot } from './phases.ts';
 import { vmKey } from './rows.ts';
 
 export const remediationMachine = defineMachine({
@@ -108,7 +109,7 @@ export function remediationProgression(timing: Timing, engine: ClusterEngine = l
         const instance = await tx.computeInstance.findUniqueOrThrow({ where: { id: r.instanceId } });
         if (r.mode === 'REMEDIATION_MODE_HOST_AWARE' && instance.vmId) {
           const vm = await tx.computeVm.findUnique({ where: { id: instance.vmId } });
-          if (vm) await tx.computeHost.update({ where: { id: vm.hostId }, data: { cordoned: true } });
+          if (vm) await tx.computeHost.updateMany({ where: { id: vm.hostId, cordoned: false }, data: { cordoned: true, cordonedAt: now } });
         }
       },
       RUNNING: async (tx, id) => finish(tx, timing, engine, await remediation(tx, id)),
@@ -144,7 +145,7 @@ async function finish(tx: Tx, timing: Timing, engine: ClusterEngine, r: Remediat
     return;
   }
   if (plan.kind === 'reboot') {
-    await tx.computeVm.update({ where: { id: vm!.id }, data: { bootCount: { increment: 1 }, lastBootAt: now } });
+    await tx.computeVm.update({ where: { id: vm!.id }, data: { bootCount: { increment: 1 }, lastBootAt: now, phaseTransitions: afterBoot(vm!.phaseTransitions, now) } });
     await tx.computeInstance.update({ where: { id: instance.id }, data: { status: 'RUNNING', updatedAt: now } });
   } else {
     if (vm) await tx.computeVm.update({ where: { id: vm.id }, data: { deletedAt: now } });
@@ -155,7 +156,17 @@ async function finish(tx: Tx, timing: Timing, engine: ClusterEngine, r: Remediat
       const name = `${instance.name}-vm${generation}`;
       const vmId = vmKey(instance.clusterId, name);
       await tx.computeVm.create({
-        data: { id: vmId, name, projectId: instance.projectId, clusterId: instance.clusterId, instanceId: instance.id, hostId: plan.hostId, createdAt: now, lastBootAt: now },
+        data: {
+          id: vmId,
+          name,
+          projectId: instance.projectId,
+          clusterId: instance.clusterId,
+          instanceId: instance.id,
+          hostId: plan.hostId,
+          createdAt: now,
+          lastBootAt: now,
+          phaseTransitions: afterBoot('[]', now),
+        },
       });
       await tx.computeInstance.update({ where: { id: instance.id }, data: { status: 'RUNNING', vmId, vmGeneration: generation, updatedAt: now } });
     }

@@ -4,14 +4,21 @@ import { instant, type Clock } from '../../core/clock.ts';
 import { newId } from '../../core/ids.ts';
 import type { Db, Tx } from '../../db/index.ts';
 import { owned } from '../../http/scope.ts';
+import { afterBoot } from './phases.ts';
 
 export interface ClusterSpec {
   name: string;
   region: string;
   cluster_type: string;
   gpu_type: string;
+  /** The declared NVIDIA software; "" when not declared. */
+  cuda_version?: string;
+  nvidia_driver_version?: string;
+  /** RESERVED (the default) | ON_DEMAND | SCHEDULED_CAPACITY. */
+  billing_type?: string;
   hosts: { name: string; num_gpus: number; vm_capacity: number }[];
-  instances: { name: string; host: string; num_gpus: number; unrecoverable?: boolean }[];
+  /** `num_cpu_cores` and `memory_gib`: the shape of the instance's VMs, 0 when not declared. */
+  instances: { name: string; host: string; num_gpus: number; num_cpu_cores?: number; memory_gib?: number; unrecoverable?: boolean }[];
 }
 
 /** A VM's id: unique within its cluster by name. */
@@ -20,8 +27,22 @@ export const vmKey = (clusterId: string, name: string) => `${clusterId}/${name}`
 export async function createCluster(tx: Tx, clock: Clock, projectId: string, spec: ClusterSpec): Promise<{ clusterId: string; instanceIds: Record<string, string> }> {
   const now = instant(clock);
   const clusterId = newId('cluster', clock.now());
+  const billingType = spec.billing_type ?? 'RESERVED';
   await tx.cluster.create({
-    data: { id: clusterId, projectId, name: spec.name, region: spec.region, clusterType: spec.cluster_type, gpuType: spec.gpu_type, createdAt: now },
+    data: {
+      id: clusterId,
+      projectId,
+      name: spec.name,
+      region: spec.region,
+      clusterType: spec.cluster_type,
+      gpuType: spec.gpu_type,
+      cudaVersion: spec.cuda_version ?? '',
+      nvidiaDriverVersion: spec.nvidia_driver_version ?? '',
+      billingType,
+      // A RESERVED cluster's prepaid GPUs are all of it, as the platform defaults them (its num_gpus at creation).
+      numReservedGpus: billingType === 'RESERVED' ? spec.instances.reduce((n, i) => n + i.num_gpus, 0) : 0,
+      createdAt: now,
+    },
   });
   const hostIds = new Map<string, string>();
   for (const h of spec.hosts) {
@@ -37,7 +58,7 @@ export async function createCluster(tx: Tx, clock: Clock, projectId: string, spe
     instanceIds[i.name] = id;
     const vmName = `${i.name}-vm1`;
     await tx.computeVm.create({
-      data: { id: vmKey(clusterId, vmName), name: vmName, projectId, clusterId, instanceId: id, hostId, createdAt: now, lastBootAt: now },
+      data: { id: vmKey(clusterId, vmName), name: vmName, projectId, clusterId, instanceId: id, hostId, createdAt: now, lastBootAt: now, phaseTransitions: afterBoot('[]', now) },
     });
     await tx.computeInstance.create({
       data: {
@@ -46,6 +67,8 @@ export async function createCluster(tx: Tx, clock: Clock, projectId: string, spe
         clusterId,
         name: i.name,
         numGpus: i.num_gpus,
+        numCpuCores: i.num_cpu_cores ?? 0,
+        memoryGib: i.memory_gib ?? 0,
         status: 'RUNNING',
         vmId: vmKey(clusterId, vmName),
         unrecoverable: i.unrecoverable ?? false,

@@ -10,14 +10,21 @@ import type {
 } from '../../../generated/prisma/sqlite/client/client.ts';
 import { iso } from '../../core/clock.ts';
 import type { Wire as Out } from '../types.ts';
+import { nodePhases, type PhaseTransition } from './phases.ts';
 
 const opt = <K extends string, V>(key: K, value: V | null | undefined) => (value === null || value === undefined ? {} : ({ [key]: value } as { [P in K]: V }));
+
+const transitions = <P extends string>(phases: PhaseTransition<P>[]) => phases.map((p) => ({ phase: p.phase, transition_time: iso(p.at) }));
 
 const workerNode = (vm: ComputeVm, host: ComputeHost | undefined, instance: ComputeInstance | undefined): Out<'ClusterWorkerNode'> => ({
   node_id: vm.name,
   instance_id: vm.instanceId,
   host_name: host?.name ?? '',
   num_gpus: instance?.numGpus ?? 0,
+  num_cpu_cores: instance?.numCpuCores ?? 0,
+  memory_gib: instance?.memoryGib ?? 0,
+  networks: [],
+  phase_transitions: transitions(nodePhases(vm.phaseTransitions)),
   status: vm.deletedAt !== null ? 'Deleted' : instance?.status === 'REMEDIATING' ? 'Remediating' : 'Running',
   boot_count: vm.bootCount,
   created_at: iso(vm.createdAt),
@@ -25,7 +32,14 @@ const workerNode = (vm: ComputeVm, host: ComputeHost | undefined, instance: Comp
   ...opt('deleted_at', vm.deletedAt !== null ? iso(vm.deletedAt) : null),
 });
 
-export function clusterWire(c: Cluster, hosts: ComputeHost[], instances: ComputeInstance[], vms: ComputeVm[]): Out<'Cluster'> {
+/** `phases`: the cluster's phase history (phases.ts). What the platform has and this one does not model is empty or 0. */
+export function clusterWire(
+  c: Cluster,
+  hosts: ComputeHost[],
+  instances: ComputeInstance[],
+  vms: ComputeVm[],
+  phases: PhaseTransition<'CLUSTER_PHASE_READY' | 'CLUSTER_PHASE_DEGRADED'>[],
+): Out<'Cluster'> {
     const hostById = new Map(hosts.map((h) => [h.id, h]));
     const instanceById = new Map(instances.map((i) => [i.id, i]));
     const live = vms.filter((v) => v.deletedAt === null);
@@ -35,7 +49,7 @@ export function clusterWire(c: Cluster, hosts: ComputeHost[], instances: Compute
       project_id: c.projectId,
       region: c.region,
       cluster_type: c.clusterType as Out<'Cluster'>['cluster_type'],
-      gpu_type: c.gpuType,
+      gpu_type: c.gpuType as Out<'Cluster'>['gpu_type'],
       status: hosts.some((h) => h.cordoned) ? 'Degraded' : 'Ready',
       num_gpus: instances.filter((i) => i.vmId !== null).reduce((n, i) => n + i.numGpus, 0),
       created_at: iso(c.createdAt),
@@ -51,6 +65,19 @@ export function clusterWire(c: Cluster, hosts: ComputeHost[], instances: Compute
       deleted_gpu_worker_nodes: vms
         .filter((v) => v.deletedAt !== null)
         .map((v) => workerNode(v, hostById.get(v.hostId), instanceById.get(v.instanceId))),
+      cuda_version: c.cudaVersion,
+      nvidia_driver_version: c.nvidiaDriverVersion,
+      volumes: [],
+      control_plane_nodes: [],
+      kube_config: '',
+      num_cpu_workers: 0,
+      phase_transitions: transitions(phases),
+      desired_preemptible_gpus: 0,
+      allocated_preemptible_gpus: 0,
+      num_capacity_pool_gpus: 0,
+      num_reserved_gpus: c.numReservedGpus,
+      billing_type: c.billingType as Out<'Cluster'>['billing_type'],
+      add_ons: [],
   };
 }
 

@@ -2,6 +2,7 @@
 import type { Identity } from '../../accounts.ts';
 import type { Context, ModuleDescriptor, ResponseBody } from '../types.ts';
 
+/** `user_id` is the key's id: keys act for no user here, so the authenticated principal is the key itself. */
 export function identityWire(i: Identity): ResponseBody<'whoami'> {
   return {
     api_key_id: i.apiKeyId,
@@ -10,6 +11,7 @@ export function identityWire(i: Identity): ResponseBody<'whoami'> {
     project_slug: i.projectSlug,
     organization_id: i.organizationId,
     organization_name: i.organizationName,
+    user_id: i.apiKeyId,
   };
 }
 

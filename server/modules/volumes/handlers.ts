@@ -5,7 +5,7 @@ import { conflict, notFound } from '../../core/errors.ts';
 import type { Db, Tx } from '../../db/index.ts';
 import { uniquely } from '../../http/unique.ts';
 import type { Context } from '../types.ts';
-import { createVolumeRow, findVolume, refuseTakenName, volumeNameTaken } from './rows.ts';
+import { contentOf, createVolumeRow, findVolume, refuseTakenName, volumeNameTaken, type VolumeContentSpec } from './rows.ts';
 import { volumeWire } from './wire.ts';
 
 async function volumeView(db: Db | Tx, v: Volume, version?: number) {
@@ -19,8 +19,11 @@ async function volumeView(db: Db | Tx, v: Volume, version?: number) {
   return volumeWire(v, versions, mounts, shown);
 }
 
-const sameContent = (current: VolumeVersion, next: { type?: string; source_prefix: string }) =>
-  current.contentType === (next.type ?? 'files') && current.sourcePrefix === next.source_prefix;
+/** A content is replaced whole: the same type and source prefix (with their defaults) is the same content. */
+function sameContent(current: VolumeVersion, next: VolumeContentSpec): boolean {
+  const { contentType, sourcePrefix } = contentOf(next);
+  return current.contentType === contentType && current.sourcePrefix === sourcePrefix;
+}
 
 export async function listVolumes({ db, identity }: Context<'listVolumes'>) {
   const volumes = await db.prisma.volume.findMany({ where: { projectId: identity.projectId }, orderBy: [{ createdAt: 'asc' }, { id: 'asc' }] });
@@ -44,11 +47,13 @@ export async function getVolume({ db, identity, params, query }: Context<'getVol
 }
 
 export async function updateVolume({ db, clock, identity, params, body }: Context<'updateVolume'>) {
+  // An empty name leaves the name as it is, as an absent one (the platform sets no minimum length on a rename).
+  const name = body.name === '' ? undefined : body.name;
   const volume = await uniquely(
     () =>
       db.write(async (tx) => {
         const v = await findVolume(tx, identity.projectId, params.id);
-        if (body.name !== undefined && body.name !== v.name) await refuseTakenName(tx, identity.projectId, body.name, v.id);
+        if (name !== undefined && name !== v.name) await refuseTakenName(tx, identity.projectId, name, v.id);
         const now = instant(clock);
         let currentVersion = v.currentVersion;
         if (body.content) {
@@ -56,14 +61,12 @@ export async function updateVolume({ db, clock, identity, params, body }: Contex
           // Only a content change makes a version; deployments keep the version they mounted.
           if (!sameContent(current, body.content)) {
             currentVersion += 1;
-            await tx.volumeVersion.create({
-              data: { volumeId: v.id, version: currentVersion, contentType: body.content.type ?? 'files', sourcePrefix: body.content.source_prefix, createdAt: now },
-            });
+            await tx.volumeVersion.create({ data: { volumeId: v.id, version: currentVersion, ...contentOf(body.content), createdAt: now } });
           }
         }
-        return tx.volume.update({ where: { id: v.id }, data: { name: body.name ?? v.name, type: body.type ?? v.type, currentVersion, updatedAt: now } });
+        return tx.volume.update({ where: { id: v.id }, data: { name: name ?? v.name, type: body.type ?? v.type, currentVersion, updatedAt: now } });
       }),
-    () => volumeNameTaken(body.name!),
+    () => volumeNameTaken(name!),
   );
   return volumeView(db.prisma, volume);
 }

@@ -17,11 +17,20 @@ export async function refuseTakenName(tx: Tx, projectId: string, name: string, e
   if (await tx.volume.findFirst({ where: { projectId, name, ...(except ? { id: { not: except } } : {}) } })) throw volumeNameTaken(name);
 }
 
+export interface VolumeContentSpec {
+  type?: string;
+  /** A path prefix in the project's files or an object-storage URL; absent: the empty prefix (every file). */
+  source_prefix?: string;
+}
+
 export interface VolumeSpec {
   name: string;
   type: string;
-  content: { type?: string; source_prefix: string; files?: unknown[] };
+  content: VolumeContentSpec & { files?: unknown[] };
 }
+
+/** The stored form of a content: the type defaults to `files`, the source prefix to the empty prefix. */
+export const contentOf = (content: VolumeContentSpec) => ({ contentType: content.type ?? 'files', sourcePrefix: content.source_prefix ?? '' });
 
 export async function createVolumeRow(tx: Tx, now: bigint, projectId: string, input: VolumeSpec): Promise<Volume> {
   const volume = await tx.volume.create({
@@ -31,8 +40,7 @@ export async function createVolumeRow(tx: Tx, now: bigint, projectId: string, in
     data: {
       volumeId: volume.id,
       version: 1,
-      contentType: input.content.type ?? 'files',
-      sourcePrefix: input.content.source_prefix,
+      ...contentOf(input.content),
       files: JSON.stringify(input.content.files ?? []),
       createdAt: now,
     },

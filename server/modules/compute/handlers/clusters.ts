@@ -2,6 +2,7 @@
 import type { Cluster, ComputeHost, ComputeVm } from '../../../../generated/prisma/sqlite/client/client.ts';
 import type { Db, Tx } from '../../../db/index.ts';
 import type { Context } from '../../types.ts';
+import { clusterPhases } from '../phases.ts';
 import { findCluster } from '../rows.ts';
 import { clusterInstanceWire, clusterWire } from '../wire.ts';
 
@@ -11,10 +12,12 @@ async function clusterView(db: Db | Tx, cluster: Cluster) {
     db.computeInstance.findMany({ where: { clusterId: cluster.id }, orderBy: { name: 'asc' } }),
     db.computeVm.findMany({ where: { clusterId: cluster.id }, orderBy: [{ createdAt: 'asc' }, { name: 'asc' }] }),
   ]);
-  return clusterWire(cluster, hosts, instances, vms);
+  return clusterWire(cluster, hosts, instances, vms, clusterPhases(cluster, hosts));
 }
 
-export async function listClusters({ db, identity }: Context<'listClusters'>) {
+export async function listClusters({ db, identity, query }: Context<'listClusters'>) {
+  // A key belongs to one project: `projectId` naming another one lists nothing (empty or absent: no filter).
+  if (query.projectId && query.projectId !== identity.projectId) return { clusters: [] };
   const clusters = await db.prisma.cluster.findMany({ where: { projectId: identity.projectId }, orderBy: [{ createdAt: 'asc' }, { id: 'asc' }] });
   return { clusters: await Promise.all(clusters.map((c) => clusterView(db.prisma, c))) };
 }

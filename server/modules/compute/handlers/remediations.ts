@@ -5,8 +5,8 @@ import { instant } from '../../../core/clock.ts';
 import { badRequest } from '../../../core/errors.ts';
 import type { Db, Tx } from '../../../db/index.ts';
 import { idempotent } from '../../../http/idempotency.ts';
-import { pageToken } from '../../../http/page.ts';
 import type { Context } from '../../types.ts';
+import { orderOf, pageOf, pageSizeOf } from '../listing.ts';
 import { insertRemediation, move } from '../machine.ts';
 import { findInstance, findRemediation } from '../rows.ts';
 import { remediationWire } from '../wire.ts';
@@ -27,7 +27,8 @@ async function remediationView(db: Db | Tx, r: Remediation, instanceName?: strin
 export async function createRemediation(ctx: Context<'createRemediation'>) {
   const { db, clock, identity, params, query, body } = ctx;
   refuseUnsupportedMode(body.mode);
-  const scope = { projectId: identity.projectId, operation: 'createRemediation', key: query.remediation_id, param: 'remediation_id' };
+  // An empty remediation_id is no key, as an absent one.
+  const scope = { projectId: identity.projectId, operation: 'createRemediation', key: query.remediation_id || undefined, param: 'remediation_id' };
   const parameters = { cluster_id: params.cluster_id, instance_id: params.instance_id, mode: body.mode, reason: body.reason ?? null };
   return idempotent(db, clock, scope, parameters, async (tx) => {
     const instance = await findInstance(tx, identity.projectId, params.cluster_id, params.instance_id);
@@ -45,11 +46,8 @@ export async function createRemediation(ctx: Context<'createRemediation'>) {
 
 export async function listRemediations({ db, identity, params, query }: Context<'listRemediations'>) {
   const instance = await findInstance(db.prisma, identity.projectId, params.cluster_id, params.instance_id);
-  // Newest first unless asked otherwise; `create_time` alone is ascending.
-  const order = query.order_by === undefined || query.order_by === 'create_time desc' ? 'desc' : 'asc';
-  const pageSize = query.page_size ?? 50;
-  const after = query.page_token ? pageToken.decode(query.page_token, order) : undefined;
   const list = (v: unknown) => (v === undefined ? undefined : ([] as string[]).concat(v as string[]));
+  // A state this server never enters (QUARANTINING, QUARANTINED) is a filter like any other: it matches nothing.
   const [states, triggers, modes] = [list(query.state), list(query.trigger), list(query.mode)];
   const rows = await db.prisma.remediation.findMany({
     where: {
@@ -58,19 +56,14 @@ export async function listRemediations({ db, identity, params, query }: Context<
       ...(states?.length ? { state: { in: states } } : {}),
       ...(triggers?.length ? { trigger: { in: triggers } } : {}),
       ...(modes?.length ? { mode: { in: modes } } : {}),
-      ...(after ? { id: order === 'desc' ? { lt: after } : { gt: after } } : {}),
     },
-    // Ids start with their creation time, so id order is creation order.
-    orderBy: { id: order },
-    take: pageSize + 1,
   });
-  const page = rows.slice(0, pageSize);
-  const hasNext = rows.length > pageSize;
-  const alerts = await db.prisma.passiveHealthCheckAlert.findMany({ where: { remediationId: { in: page.map((r) => r.id) } }, orderBy: [{ startedAt: 'asc' }, { id: 'asc' }] });
+  const page = pageOf(rows, orderOf(query.order_by), pageSizeOf(query.page_size), query.page_token);
+  const alerts = await db.prisma.passiveHealthCheckAlert.findMany({ where: { remediationId: { in: page.rows.map((r) => r.id) } }, orderBy: [{ startedAt: 'asc' }, { id: 'asc' }] });
   return {
-    remediations: page.map((r) => remediationWire(r, instance.name, alerts.filter((a) => a.remediationId === r.id))),
-    next_page_token: hasNext ? pageToken.encode(page[page.length - 1].id, order) : '',
-    has_next: hasNext,
+    remediations: page.rows.map((r) => remediationWire(r, instance.name, alerts.filter((a) => a.remediationId === r.id))),
+    next_page_token: page.nextToken,
+    has_next: page.hasNext,
   };
 }
 

@@ -2527,6 +2527,10 @@ export const ClusterScalarFieldEnum = {
   region: 'region',
   clusterType: 'clusterType',
   gpuType: 'gpuType',
+  cudaVersion: 'cudaVersion',
+  nvidiaDriverVersion: 'nvidiaDriverVersion',
+  billingType: 'billingType',
+  numReservedGpus: 'numReservedGpus',
   createdAt: 'createdAt'
 } as const
 
@@ -2540,7 +2544,8 @@ export const ComputeHostScalarFieldEnum = {
   name: 'name',
   numGpus: 'numGpus',
   vmCapacity: 'vmCapacity',
-  cordoned: 'cordoned'
+  cordoned: 'cordoned',
+  cordonedAt: 'cordonedAt'
 } as const
 
 export type ComputeHostScalarFieldEnum = (typeof ComputeHostScalarFieldEnum)[keyof typeof ComputeHostScalarFieldEnum]
@@ -2552,6 +2557,8 @@ export const ComputeInstanceScalarFieldEnum = {
   clusterId: 'clusterId',
   name: 'name',
   numGpus: 'numGpus',
+  numCpuCores: 'numCpuCores',
+  memoryGib: 'memoryGib',
   status: 'status',
   vmId: 'vmId',
   vmGeneration: 'vmGeneration',
@@ -2572,7 +2579,8 @@ export const ComputeVmScalarFieldEnum = {
   bootCount: 'bootCount',
   createdAt: 'createdAt',
   lastBootAt: 'lastBootAt',
-  deletedAt: 'deletedAt'
+  deletedAt: 'deletedAt',
+  phaseTransitions: 'phaseTransitions'
 } as const
 
 export type ComputeVmScalarFieldEnum = (typeof ComputeVmScalarFieldEnum)[keyof typeof ComputeVmScalarFieldEnum]

@@ -217,6 +217,10 @@ export const ClusterScalarFieldEnum = {
   region: 'region',
   clusterType: 'clusterType',
   gpuType: 'gpuType',
+  cudaVersion: 'cudaVersion',
+  nvidiaDriverVersion: 'nvidiaDriverVersion',
+  billingType: 'billingType',
+  numReservedGpus: 'numReservedGpus',
   createdAt: 'createdAt'
 } as const
 
@@ -230,7 +234,8 @@ export const ComputeHostScalarFieldEnum = {
   name: 'name',
   numGpus: 'numGpus',
   vmCapacity: 'vmCapacity',
-  cordoned: 'cordoned'
+  cordoned: 'cordoned',
+  cordonedAt: 'cordonedAt'
 } as const
 
 export type ComputeHostScalarFieldEnum = (typeof ComputeHostScalarFieldEnum)[keyof typeof ComputeHostScalarFieldEnum]
@@ -242,6 +247,8 @@ export const ComputeInstanceScalarFieldEnum = {
   clusterId: 'clusterId',
   name: 'name',
   numGpus: 'numGpus',
+  numCpuCores: 'numCpuCores',
+  memoryGib: 'memoryGib',
   status: 'status',
   vmId: 'vmId',
   vmGeneration: 'vmGeneration',
@@ -262,7 +269,8 @@ export const ComputeVmScalarFieldEnum = {
   bootCount: 'bootCount',
   createdAt: 'createdAt',
   lastBootAt: 'lastBootAt',
-  deletedAt: 'deletedAt'
+  deletedAt: 'deletedAt',
+  phaseTransitions: 'phaseTransitions'
 } as const
 
 export type ComputeVmScalarFieldEnum = (typeof ComputeVmScalarFieldEnum)[keyof typeof ComputeVmScalarFieldEnum]

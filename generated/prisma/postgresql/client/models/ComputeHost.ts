@@ -29,11 +29,13 @@ export type AggregateComputeHost = {
 export type ComputeHostAvgAggregateOutputType = {
   numGpus: number | null
   vmCapacity: number | null
+  cordonedAt: number | null
 }
 
 export type ComputeHostSumAggregateOutputType = {
   numGpus: number | null
   vmCapacity: number | null
+  cordonedAt: bigint | null
 }
 
 export type ComputeHostMinAggregateOutputType = {
@@ -44,6 +46,7 @@ export type ComputeHostMinAggregateOutputType = {
   numGpus: number | null
   vmCapacity: number | null
   cordoned: boolean | null
+  cordonedAt: bigint | null
 }
 
 export type ComputeHostMaxAggregateOutputType = {
@@ -54,6 +57,7 @@ export type ComputeHostMaxAggregateOutputType = {
   numGpus: number | null
   vmCapacity: number | null
   cordoned: boolean | null
+  cordonedAt: bigint | null
 }
 
 export type ComputeHostCountAggregateOutputType = {
@@ -64,6 +68,7 @@ export type ComputeHostCountAggregateOutputType = {
   numGpus: number
   vmCapacity: number
   cordoned: number
+  cordonedAt: number
   _all: number
 }
 
@@ -71,11 +76,13 @@ export type ComputeHostCountAggregateOutputType = {
 export type ComputeHostAvgAggregateInputType = {
   numGpus?: true
   vmCapacity?: true
+  cordonedAt?: true
 }
 
 export type ComputeHostSumAggregateInputType = {
   numGpus?: true
   vmCapacity?: true
+  cordonedAt?: true
 }
 
 export type ComputeHostMinAggregateInputType = {
@@ -86,6 +93,7 @@ export type ComputeHostMinAggregateInputType = {
   numGpus?: true
   vmCapacity?: true
   cordoned?: true
+  cordonedAt?: true
 }
 
 export type ComputeHostMaxAggregateInputType = {
@@ -96,6 +104,7 @@ export type ComputeHostMaxAggregateInputType = {
   numGpus?: true
   vmCapacity?: true
   cordoned?: true
+  cordonedAt?: true
 }
 
 export type ComputeHostCountAggregateInputType = {
@@ -106,6 +115,7 @@ export type ComputeHostCountAggregateInputType = {
   numGpus?: true
   vmCapacity?: true
   cordoned?: true
+  cordonedAt?: true
   _all?: true
 }
 
@@ -203,6 +213,7 @@ export type ComputeHostGroupByOutputType = {
   numGpus: number
   vmCapacity: number
   cordoned: boolean
+  cordonedAt: bigint | null
   _count: ComputeHostCountAggregateOutputType | null
   _avg: ComputeHostAvgAggregateOutputType | null
   _sum: ComputeHostSumAggregateOutputType | null
@@ -236,6 +247,7 @@ export type ComputeHostWhereInput = {
   numGpus?: Prisma.IntFilter<"ComputeHost"> | number
   vmCapacity?: Prisma.IntFilter<"ComputeHost"> | number
   cordoned?: Prisma.BoolFilter<"ComputeHost"> | boolean
+  cordonedAt?: Prisma.BigIntNullableFilter<"ComputeHost"> | bigint | number | null
 }
 
 export type ComputeHostOrderByWithRelationInput = {
@@ -246,6 +258,7 @@ export type ComputeHostOrderByWithRelationInput = {
   numGpus?: Prisma.SortOrder
   vmCapacity?: Prisma.SortOrder
   cordoned?: Prisma.SortOrder
+  cordonedAt?: Prisma.SortOrderInput | Prisma.SortOrder
 }
 
 export type ComputeHostWhereUniqueInput = Prisma.AtLeast<{
@@ -260,6 +273,7 @@ export type ComputeHostWhereUniqueInput = Prisma.AtLeast<{
   numGpus?: Prisma.IntFilter<"ComputeHost"> | number
   vmCapacity?: Prisma.IntFilter<"ComputeHost"> | number
   cordoned?: Prisma.BoolFilter<"ComputeHost"> | boolean
+  cordonedAt?: Prisma.BigIntNullableFilter<"ComputeHost"> | bigint | number | null
 }, "id" | "clusterId_name">
 
 export type ComputeHostOrderByWithAggregationInput = {
@@ -270,6 +284,7 @@ export type ComputeHostOrderByWithAggregationInput = {
   numGpus?: Prisma.SortOrder
   vmCapacity?: Prisma.SortOrder
   cordoned?: Prisma.SortOrder
+  cordonedAt?: Prisma.SortOrderInput | Prisma.SortOrder
   _count?: Prisma.ComputeHostCountOrderByAggregateInput
   _avg?: Prisma.ComputeHostAvgOrderByAggregateInput
   _max?: Prisma.ComputeHostMaxOrderByAggregateInput
@@ -288,6 +303,7 @@ export type ComputeHostScalarWhereWithAggregatesInput = {
   numGpus?: Prisma.IntWithAggregatesFilter<"ComputeHost"> | number
   vmCapacity?: Prisma.IntWithAggregatesFilter<"ComputeHost"> | number
   cordoned?: Prisma.BoolWithAggregatesFilter<"ComputeHost"> | boolean
+  cordonedAt?: Prisma.BigIntNullableWithAggregatesFilter<"ComputeHost"> | bigint | number | null
 }
 
 export type ComputeHostCreateInput = {
@@ -298,6 +314,7 @@ export type ComputeHostCreateInput = {
   numGpus: number
   vmCapacity: number
   cordoned?: boolean
+  cordonedAt?: bigint | number | null
 }
 
 export type ComputeHostUncheckedCreateInput = {
@@ -308,6 +325,7 @@ export type ComputeHostUncheckedCreateInput = {
   numGpus: number
   vmCapacity: number
   cordoned?: boolean
+  cordonedAt?: bigint | number | null
 }
 
 export type ComputeHostUpdateInput = {
@@ -318,6 +336,7 @@ export type ComputeHostUpdateInput = {
   numGpus?: Prisma.IntFieldUpdateOperationsInput | number
   vmCapacity?: Prisma.IntFieldUpdateOperationsInput | number
   cordoned?: Prisma.BoolFieldUpdateOperationsInput | boolean
+  cordonedAt?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
 }
 
 export type ComputeHostUncheckedUpdateInput = {
@@ -328,6 +347,7 @@ export type ComputeHostUncheckedUpdateInput = {
   numGpus?: Prisma.IntFieldUpdateOperationsInput | number
   vmCapacity?: Prisma.IntFieldUpdateOperationsInput | number
   cordoned?: Prisma.BoolFieldUpdateOperationsInput | boolean
+  cordonedAt?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
 }
 
 export type ComputeHostCreateManyInput = {
@@ -338,6 +358,7 @@ export type ComputeHostCreateManyInput = {
   numGpus: number
   vmCapacity: number
   cordoned?: boolean
+  cordonedAt?: bigint | number | null
 }
 
 export type ComputeHostUpdateManyMutationInput = {
@@ -348,6 +369,7 @@ export type ComputeHostUpdateManyMutationInput = {
   numGpus?: Prisma.IntFieldUpdateOperationsInput | number
   vmCapacity?: Prisma.IntFieldUpdateOperationsInput | number
   cordoned?: Prisma.BoolFieldUpdateOperationsInput | boolean
+  cordonedAt?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
 }
 
 export type ComputeHostUncheckedUpdateManyInput = {
@@ -358,6 +380,7 @@ export type ComputeHostUncheckedUpdateManyInput = {
   numGpus?: Prisma.IntFieldUpdateOperationsInput | number
   vmCapacity?: Prisma.IntFieldUpdateOperationsInput | number
   cordoned?: Prisma.BoolFieldUpdateOperationsInput | boolean
+  cordonedAt?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
 }
 
 export type ComputeHostClusterIdNameCompoundUniqueInput = {
@@ -373,11 +396,13 @@ export type ComputeHostCountOrderByAggregateInput = {
   numGpus?: Prisma.SortOrder
   vmCapacity?: Prisma.SortOrder
   cordoned?: Prisma.SortOrder
+  cordonedAt?: Prisma.SortOrder
 }
 
 export type ComputeHostAvgOrderByAggregateInput = {
   numGpus?: Prisma.SortOrder
   vmCapacity?: Prisma.SortOrder
+  cordonedAt?: Prisma.SortOrder
 }
 
 export type ComputeHostMaxOrderByAggregateInput = {
@@ -388,6 +413,7 @@ export type ComputeHostMaxOrderByAggregateInput = {
   numGpus?: Prisma.SortOrder
   vmCapacity?: Prisma.SortOrder
   cordoned?: Prisma.SortOrder
+  cordonedAt?: Prisma.SortOrder
 }
 
 export type ComputeHostMinOrderByAggregateInput = {
@@ -398,11 +424,13 @@ export type ComputeHostMinOrderByAggregateInput = {
   numGpus?: Prisma.SortOrder
   vmCapacity?: Prisma.SortOrder
   cordoned?: Prisma.SortOrder
+  cordonedAt?: Prisma.SortOrder
 }
 
 export type ComputeHostSumOrderByAggregateInput = {
   numGpus?: Prisma.SortOrder
   vmCapacity?: Prisma.SortOrder
+  cordonedAt?: Prisma.SortOrder
 }
 
 
@@ -415,6 +443,7 @@ export type ComputeHostSelect<ExtArgs extends runtime.Types.Extensions.InternalA
   numGpus?: boolean
   vmCapacity?: boolean
   cordoned?: boolean
+  cordonedAt?: boolean
 }, ExtArgs["result"]["computeHost"]>
 
 export type ComputeHostSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
@@ -425,6 +454,7 @@ export type ComputeHostSelectCreateManyAndReturn<ExtArgs extends runtime.Types.E
   numGpus?: boolean
   vmCapacity?: boolean
   cordoned?: boolean
+  cordonedAt?: boolean
 }, ExtArgs["result"]["computeHost"]>
 
 export type ComputeHostSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
@@ -435,6 +465,7 @@ export type ComputeHostSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.E
   numGpus?: boolean
   vmCapacity?: boolean
   cordoned?: boolean
+  cordonedAt?: boolean
 }, ExtArgs["result"]["computeHost"]>
 
 export type ComputeHostSelectScalar = {
@@ -445,9 +476,10 @@ export type ComputeHostSelectScalar = {
   numGpus?: boolean
   vmCapacity?: boolean
   cordoned?: boolean
+  cordonedAt?: boolean
 }
 
-export type ComputeHostOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "projectId" | "clusterId" | "name" | "numGpus" | "vmCapacity" | "cordoned", ExtArgs["result"]["computeHost"]>
+export type ComputeHostOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "projectId" | "clusterId" | "name" | "numGpus" | "vmCapacity" | "cordoned" | "cordonedAt", ExtArgs["result"]["computeHost"]>
 
 export type $ComputeHostPayload<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   name: "ComputeHost"
@@ -460,6 +492,7 @@ export type $ComputeHostPayload<ExtArgs extends runtime.Types.Extensions.Interna
     numGpus: number
     vmCapacity: number
     cordoned: boolean
+    cordonedAt: bigint | null
   }, ExtArgs["result"]["computeHost"]>
   composites: {}
 }
@@ -890,6 +923,7 @@ export interface ComputeHostFieldRefs {
   readonly numGpus: Prisma.FieldRef<"ComputeHost", 'Int'>
   readonly vmCapacity: Prisma.FieldRef<"ComputeHost", 'Int'>
   readonly cordoned: Prisma.FieldRef<"ComputeHost", 'Boolean'>
+  readonly cordonedAt: Prisma.FieldRef<"ComputeHost", 'BigInt'>
 }
     
 

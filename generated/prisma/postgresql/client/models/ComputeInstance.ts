@@ -28,12 +28,16 @@ export type AggregateComputeInstance = {
 
 export type ComputeInstanceAvgAggregateOutputType = {
   numGpus: number | null
+  numCpuCores: number | null
+  memoryGib: number | null
   vmGeneration: number | null
   updatedAt: number | null
 }
 
 export type ComputeInstanceSumAggregateOutputType = {
   numGpus: number | null
+  numCpuCores: number | null
+  memoryGib: number | null
   vmGeneration: number | null
   updatedAt: bigint | null
 }
@@ -44,6 +48,8 @@ export type ComputeInstanceMinAggregateOutputType = {
   clusterId: string | null
   name: string | null
   numGpus: number | null
+  numCpuCores: number | null
+  memoryGib: number | null
   status: string | null
   vmId: string | null
   vmGeneration: number | null
@@ -57,6 +63,8 @@ export type ComputeInstanceMaxAggregateOutputType = {
   clusterId: string | null
   name: string | null
   numGpus: number | null
+  numCpuCores: number | null
+  memoryGib: number | null
   status: string | null
   vmId: string | null
   vmGeneration: number | null
@@ -70,6 +78,8 @@ export type ComputeInstanceCountAggregateOutputType = {
   clusterId: number
   name: number
   numGpus: number
+  numCpuCores: number
+  memoryGib: number
   status: number
   vmId: number
   vmGeneration: number
@@ -81,12 +91,16 @@ export type ComputeInstanceCountAggregateOutputType = {
 
 export type ComputeInstanceAvgAggregateInputType = {
   numGpus?: true
+  numCpuCores?: true
+  memoryGib?: true
   vmGeneration?: true
   updatedAt?: true
 }
 
 export type ComputeInstanceSumAggregateInputType = {
   numGpus?: true
+  numCpuCores?: true
+  memoryGib?: true
   vmGeneration?: true
   updatedAt?: true
 }
@@ -97,6 +111,8 @@ export type ComputeInstanceMinAggregateInputType = {
   clusterId?: true
   name?: true
   numGpus?: true
+  numCpuCores?: true
+  memoryGib?: true
   status?: true
   vmId?: true
   vmGeneration?: true
@@ -110,6 +126,8 @@ export type ComputeInstanceMaxAggregateInputType = {
   clusterId?: true
   name?: true
   numGpus?: true
+  numCpuCores?: true
+  memoryGib?: true
   status?: true
   vmId?: true
   vmGeneration?: true
@@ -123,6 +141,8 @@ export type ComputeInstanceCountAggregateInputType = {
   clusterId?: true
   name?: true
   numGpus?: true
+  numCpuCores?: true
+  memoryGib?: true
   status?: true
   vmId?: true
   vmGeneration?: true
@@ -223,6 +243,8 @@ export type ComputeInstanceGroupByOutputType = {
   clusterId: string
   name: string
   numGpus: number
+  numCpuCores: number
+  memoryGib: number
   status: string
   vmId: string | null
   vmGeneration: number
@@ -259,6 +281,8 @@ export type ComputeInstanceWhereInput = {
   clusterId?: Prisma.StringFilter<"ComputeInstance"> | string
   name?: Prisma.StringFilter<"ComputeInstance"> | string
   numGpus?: Prisma.IntFilter<"ComputeInstance"> | number
+  numCpuCores?: Prisma.IntFilter<"ComputeInstance"> | number
+  memoryGib?: Prisma.FloatFilter<"ComputeInstance"> | number
   status?: Prisma.StringFilter<"ComputeInstance"> | string
   vmId?: Prisma.StringNullableFilter<"ComputeInstance"> | string | null
   vmGeneration?: Prisma.IntFilter<"ComputeInstance"> | number
@@ -272,6 +296,8 @@ export type ComputeInstanceOrderByWithRelationInput = {
   clusterId?: Prisma.SortOrder
   name?: Prisma.SortOrder
   numGpus?: Prisma.SortOrder
+  numCpuCores?: Prisma.SortOrder
+  memoryGib?: Prisma.SortOrder
   status?: Prisma.SortOrder
   vmId?: Prisma.SortOrderInput | Prisma.SortOrder
   vmGeneration?: Prisma.SortOrder
@@ -289,6 +315,8 @@ export type ComputeInstanceWhereUniqueInput = Prisma.AtLeast<{
   clusterId?: Prisma.StringFilter<"ComputeInstance"> | string
   name?: Prisma.StringFilter<"ComputeInstance"> | string
   numGpus?: Prisma.IntFilter<"ComputeInstance"> | number
+  numCpuCores?: Prisma.IntFilter<"ComputeInstance"> | number
+  memoryGib?: Prisma.FloatFilter<"ComputeInstance"> | number
   status?: Prisma.StringFilter<"ComputeInstance"> | string
   vmId?: Prisma.StringNullableFilter<"ComputeInstance"> | string | null
   vmGeneration?: Prisma.IntFilter<"ComputeInstance"> | number
@@ -302,6 +330,8 @@ export type ComputeInstanceOrderByWithAggregationInput = {
   clusterId?: Prisma.SortOrder
   name?: Prisma.SortOrder
   numGpus?: Prisma.SortOrder
+  numCpuCores?: Prisma.SortOrder
+  memoryGib?: Prisma.SortOrder
   status?: Prisma.SortOrder
   vmId?: Prisma.SortOrderInput | Prisma.SortOrder
   vmGeneration?: Prisma.SortOrder
@@ -323,6 +353,8 @@ export type ComputeInstanceScalarWhereWithAggregatesInput = {
   clusterId?: Prisma.StringWithAggregatesFilter<"ComputeInstance"> | string
   name?: Prisma.StringWithAggregatesFilter<"ComputeInstance"> | string
   numGpus?: Prisma.IntWithAggregatesFilter<"ComputeInstance"> | number
+  numCpuCores?: Prisma.IntWithAggregatesFilter<"ComputeInstance"> | number
+  memoryGib?: Prisma.FloatWithAggregatesFilter<"ComputeInstance"> | number
   status?: Prisma.StringWithAggregatesFilter<"ComputeInstance"> | string
   vmId?: Prisma.StringNullableWithAggregatesFilter<"ComputeInstance"> | string | null
   vmGeneration?: Prisma.IntWithAggregatesFilter<"ComputeInstance"> | number
@@ -336,6 +368,8 @@ export type ComputeInstanceCreateInput = {
   clusterId: string
   name: string
   numGpus: number
+  numCpuCores?: number
+  memoryGib?: number
   status: string
   vmId?: string | null
   vmGeneration?: number
@@ -349,6 +383,8 @@ export type ComputeInstanceUncheckedCreateInput = {
   clusterId: string
   name: string
   numGpus: number
+  numCpuCores?: number
+  memoryGib?: number
   status: string
   vmId?: string | null
   vmGeneration?: number
@@ -362,6 +398,8 @@ export type ComputeInstanceUpdateInput = {
   clusterId?: Prisma.StringFieldUpdateOperationsInput | string
   name?: Prisma.StringFieldUpdateOperationsInput | string
   numGpus?: Prisma.IntFieldUpdateOperationsInput | number
+  numCpuCores?: Prisma.IntFieldUpdateOperationsInput | number
+  memoryGib?: Prisma.FloatFieldUpdateOperationsInput | number
   status?: Prisma.StringFieldUpdateOperationsInput | string
   vmId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   vmGeneration?: Prisma.IntFieldUpdateOperationsInput | number
@@ -375,6 +413,8 @@ export type ComputeInstanceUncheckedUpdateInput = {
   clusterId?: Prisma.StringFieldUpdateOperationsInput | string
   name?: Prisma.StringFieldUpdateOperationsInput | string
   numGpus?: Prisma.IntFieldUpdateOperationsInput | number
+  numCpuCores?: Prisma.IntFieldUpdateOperationsInput | number
+  memoryGib?: Prisma.FloatFieldUpdateOperationsInput | number
   status?: Prisma.StringFieldUpdateOperationsInput | string
   vmId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   vmGeneration?: Prisma.IntFieldUpdateOperationsInput | number
@@ -388,6 +428,8 @@ export type ComputeInstanceCreateManyInput = {
   clusterId: string
   name: string
   numGpus: number
+  numCpuCores?: number
+  memoryGib?: number
   status: string
   vmId?: string | null
   vmGeneration?: number
@@ -401,6 +443,8 @@ export type ComputeInstanceUpdateManyMutationInput = {
   clusterId?: Prisma.StringFieldUpdateOperationsInput | string
   name?: Prisma.StringFieldUpdateOperationsInput | string
   numGpus?: Prisma.IntFieldUpdateOperationsInput | number
+  numCpuCores?: Prisma.IntFieldUpdateOperationsInput | number
+  memoryGib?: Prisma.FloatFieldUpdateOperationsInput | number
   status?: Prisma.StringFieldUpdateOperationsInput | string
   vmId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   vmGeneration?: Prisma.IntFieldUpdateOperationsInput | number
@@ -414,6 +458,8 @@ export type ComputeInstanceUncheckedUpdateManyInput = {
   clusterId?: Prisma.StringFieldUpdateOperationsInput | string
   name?: Prisma.StringFieldUpdateOperationsInput | string
   numGpus?: Prisma.IntFieldUpdateOperationsInput | number
+  numCpuCores?: Prisma.IntFieldUpdateOperationsInput | number
+  memoryGib?: Prisma.FloatFieldUpdateOperationsInput | number
   status?: Prisma.StringFieldUpdateOperationsInput | string
   vmId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   vmGeneration?: Prisma.IntFieldUpdateOperationsInput | number
@@ -432,6 +478,8 @@ export type ComputeInstanceCountOrderByAggregateInput = {
   clusterId?: Prisma.SortOrder
   name?: Prisma.SortOrder
   numGpus?: Prisma.SortOrder
+  numCpuCores?: Prisma.SortOrder
+  memoryGib?: Prisma.SortOrder
   status?: Prisma.SortOrder
   vmId?: Prisma.SortOrder
   vmGeneration?: Prisma.SortOrder
@@ -441,6 +489,8 @@ export type ComputeInstanceCountOrderByAggregateInput = {
 
 export type ComputeInstanceAvgOrderByAggregateInput = {
   numGpus?: Prisma.SortOrder
+  numCpuCores?: Prisma.SortOrder
+  memoryGib?: Prisma.SortOrder
   vmGeneration?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
 }
@@ -451,6 +501,8 @@ export type ComputeInstanceMaxOrderByAggregateInput = {
   clusterId?: Prisma.SortOrder
   name?: Prisma.SortOrder
   numGpus?: Prisma.SortOrder
+  numCpuCores?: Prisma.SortOrder
+  memoryGib?: Prisma.SortOrder
   status?: Prisma.SortOrder
   vmId?: Prisma.SortOrder
   vmGeneration?: Prisma.SortOrder
@@ -464,6 +516,8 @@ export type ComputeInstanceMinOrderByAggregateInput = {
   clusterId?: Prisma.SortOrder
   name?: Prisma.SortOrder
   numGpus?: Prisma.SortOrder
+  numCpuCores?: Prisma.SortOrder
+  memoryGib?: Prisma.SortOrder
   status?: Prisma.SortOrder
   vmId?: Prisma.SortOrder
   vmGeneration?: Prisma.SortOrder
@@ -473,6 +527,8 @@ export type ComputeInstanceMinOrderByAggregateInput = {
 
 export type ComputeInstanceSumOrderByAggregateInput = {
   numGpus?: Prisma.SortOrder
+  numCpuCores?: Prisma.SortOrder
+  memoryGib?: Prisma.SortOrder
   vmGeneration?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
 }
@@ -485,6 +541,8 @@ export type ComputeInstanceSelect<ExtArgs extends runtime.Types.Extensions.Inter
   clusterId?: boolean
   name?: boolean
   numGpus?: boolean
+  numCpuCores?: boolean
+  memoryGib?: boolean
   status?: boolean
   vmId?: boolean
   vmGeneration?: boolean
@@ -498,6 +556,8 @@ export type ComputeInstanceSelectCreateManyAndReturn<ExtArgs extends runtime.Typ
   clusterId?: boolean
   name?: boolean
   numGpus?: boolean
+  numCpuCores?: boolean
+  memoryGib?: boolean
   status?: boolean
   vmId?: boolean
   vmGeneration?: boolean
@@ -511,6 +571,8 @@ export type ComputeInstanceSelectUpdateManyAndReturn<ExtArgs extends runtime.Typ
   clusterId?: boolean
   name?: boolean
   numGpus?: boolean
+  numCpuCores?: boolean
+  memoryGib?: boolean
   status?: boolean
   vmId?: boolean
   vmGeneration?: boolean
@@ -524,6 +586,8 @@ export type ComputeInstanceSelectScalar = {
   clusterId?: boolean
   name?: boolean
   numGpus?: boolean
+  numCpuCores?: boolean
+  memoryGib?: boolean
   status?: boolean
   vmId?: boolean
   vmGeneration?: boolean
@@ -531,7 +595,7 @@ export type ComputeInstanceSelectScalar = {
   updatedAt?: boolean
 }
 
-export type ComputeInstanceOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "projectId" | "clusterId" | "name" | "numGpus" | "status" | "vmId" | "vmGeneration" | "unrecoverable" | "updatedAt", ExtArgs["result"]["computeInstance"]>
+export type ComputeInstanceOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "projectId" | "clusterId" | "name" | "numGpus" | "numCpuCores" | "memoryGib" | "status" | "vmId" | "vmGeneration" | "unrecoverable" | "updatedAt", ExtArgs["result"]["computeInstance"]>
 
 export type $ComputeInstancePayload<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   name: "ComputeInstance"
@@ -542,6 +606,8 @@ export type $ComputeInstancePayload<ExtArgs extends runtime.Types.Extensions.Int
     clusterId: string
     name: string
     numGpus: number
+    numCpuCores: number
+    memoryGib: number
     status: string
     vmId: string | null
     vmGeneration: number
@@ -975,6 +1041,8 @@ export interface ComputeInstanceFieldRefs {
   readonly clusterId: Prisma.FieldRef<"ComputeInstance", 'String'>
   readonly name: Prisma.FieldRef<"ComputeInstance", 'String'>
   readonly numGpus: Prisma.FieldRef<"ComputeInstance", 'Int'>
+  readonly numCpuCores: Prisma.FieldRef<"ComputeInstance", 'Int'>
+  readonly memoryGib: Prisma.FieldRef<"ComputeInstance", 'Float'>
   readonly status: Prisma.FieldRef<"ComputeInstance", 'String'>
   readonly vmId: Prisma.FieldRef<"ComputeInstance", 'String'>
   readonly vmGeneration: Prisma.FieldRef<"ComputeInstance", 'Int'>

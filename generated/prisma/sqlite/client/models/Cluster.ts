@@ -27,10 +27,12 @@ export type AggregateCluster = {
 }
 
 export type ClusterAvgAggregateOutputType = {
+  numReservedGpus: number | null
   createdAt: number | null
 }
 
 export type ClusterSumAggregateOutputType = {
+  numReservedGpus: number | null
   createdAt: bigint | null
 }
 
@@ -41,6 +43,10 @@ export type ClusterMinAggregateOutputType = {
   region: string | null
   clusterType: string | null
   gpuType: string | null
+  cudaVersion: string | null
+  nvidiaDriverVersion: string | null
+  billingType: string | null
+  numReservedGpus: number | null
   createdAt: bigint | null
 }
 
@@ -51,6 +57,10 @@ export type ClusterMaxAggregateOutputType = {
   region: string | null
   clusterType: string | null
   gpuType: string | null
+  cudaVersion: string | null
+  nvidiaDriverVersion: string | null
+  billingType: string | null
+  numReservedGpus: number | null
   createdAt: bigint | null
 }
 
@@ -61,16 +71,22 @@ export type ClusterCountAggregateOutputType = {
   region: number
   clusterType: number
   gpuType: number
+  cudaVersion: number
+  nvidiaDriverVersion: number
+  billingType: number
+  numReservedGpus: number
   createdAt: number
   _all: number
 }
 
 
 export type ClusterAvgAggregateInputType = {
+  numReservedGpus?: true
   createdAt?: true
 }
 
 export type ClusterSumAggregateInputType = {
+  numReservedGpus?: true
   createdAt?: true
 }
 
@@ -81,6 +97,10 @@ export type ClusterMinAggregateInputType = {
   region?: true
   clusterType?: true
   gpuType?: true
+  cudaVersion?: true
+  nvidiaDriverVersion?: true
+  billingType?: true
+  numReservedGpus?: true
   createdAt?: true
 }
 
@@ -91,6 +111,10 @@ export type ClusterMaxAggregateInputType = {
   region?: true
   clusterType?: true
   gpuType?: true
+  cudaVersion?: true
+  nvidiaDriverVersion?: true
+  billingType?: true
+  numReservedGpus?: true
   createdAt?: true
 }
 
@@ -101,6 +125,10 @@ export type ClusterCountAggregateInputType = {
   region?: true
   clusterType?: true
   gpuType?: true
+  cudaVersion?: true
+  nvidiaDriverVersion?: true
+  billingType?: true
+  numReservedGpus?: true
   createdAt?: true
   _all?: true
 }
@@ -198,6 +226,10 @@ export type ClusterGroupByOutputType = {
   region: string
   clusterType: string
   gpuType: string
+  cudaVersion: string
+  nvidiaDriverVersion: string
+  billingType: string
+  numReservedGpus: number
   createdAt: bigint
   _count: ClusterCountAggregateOutputType | null
   _avg: ClusterAvgAggregateOutputType | null
@@ -231,6 +263,10 @@ export type ClusterWhereInput = {
   region?: Prisma.StringFilter<"Cluster"> | string
   clusterType?: Prisma.StringFilter<"Cluster"> | string
   gpuType?: Prisma.StringFilter<"Cluster"> | string
+  cudaVersion?: Prisma.StringFilter<"Cluster"> | string
+  nvidiaDriverVersion?: Prisma.StringFilter<"Cluster"> | string
+  billingType?: Prisma.StringFilter<"Cluster"> | string
+  numReservedGpus?: Prisma.IntFilter<"Cluster"> | number
   createdAt?: Prisma.BigIntFilter<"Cluster"> | bigint | number
 }
 
@@ -241,6 +277,10 @@ export type ClusterOrderByWithRelationInput = {
   region?: Prisma.SortOrder
   clusterType?: Prisma.SortOrder
   gpuType?: Prisma.SortOrder
+  cudaVersion?: Prisma.SortOrder
+  nvidiaDriverVersion?: Prisma.SortOrder
+  billingType?: Prisma.SortOrder
+  numReservedGpus?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
 }
 
@@ -254,6 +294,10 @@ export type ClusterWhereUniqueInput = Prisma.AtLeast<{
   region?: Prisma.StringFilter<"Cluster"> | string
   clusterType?: Prisma.StringFilter<"Cluster"> | string
   gpuType?: Prisma.StringFilter<"Cluster"> | string
+  cudaVersion?: Prisma.StringFilter<"Cluster"> | string
+  nvidiaDriverVersion?: Prisma.StringFilter<"Cluster"> | string
+  billingType?: Prisma.StringFilter<"Cluster"> | string
+  numReservedGpus?: Prisma.IntFilter<"Cluster"> | number
   createdAt?: Prisma.BigIntFilter<"Cluster"> | bigint | number
 }, "id">
 
@@ -264,6 +308,10 @@ export type ClusterOrderByWithAggregationInput = {
   region?: Prisma.SortOrder
   clusterType?: Prisma.SortOrder
   gpuType?: Prisma.SortOrder
+  cudaVersion?: Prisma.SortOrder
+  nvidiaDriverVersion?: Prisma.SortOrder
+  billingType?: Prisma.SortOrder
+  numReservedGpus?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   _count?: Prisma.ClusterCountOrderByAggregateInput
   _avg?: Prisma.ClusterAvgOrderByAggregateInput
@@ -282,6 +330,10 @@ export type ClusterScalarWhereWithAggregatesInput = {
   region?: Prisma.StringWithAggregatesFilter<"Cluster"> | string
   clusterType?: Prisma.StringWithAggregatesFilter<"Cluster"> | string
   gpuType?: Prisma.StringWithAggregatesFilter<"Cluster"> | string
+  cudaVersion?: Prisma.StringWithAggregatesFilter<"Cluster"> | string
+  nvidiaDriverVersion?: Prisma.StringWithAggregatesFilter<"Cluster"> | string
+  billingType?: Prisma.StringWithAggregatesFilter<"Cluster"> | string
+  numReservedGpus?: Prisma.IntWithAggregatesFilter<"Cluster"> | number
   createdAt?: Prisma.BigIntWithAggregatesFilter<"Cluster"> | bigint | number
 }
 
@@ -292,6 +344,10 @@ export type ClusterCreateInput = {
   region: string
   clusterType: string
   gpuType: string
+  cudaVersion?: string
+  nvidiaDriverVersion?: string
+  billingType?: string
+  numReservedGpus?: number
   createdAt: bigint | number
 }
 
@@ -302,6 +358,10 @@ export type ClusterUncheckedCreateInput = {
   region: string
   clusterType: string
   gpuType: string
+  cudaVersion?: string
+  nvidiaDriverVersion?: string
+  billingType?: string
+  numReservedGpus?: number
   createdAt: bigint | number
 }
 
@@ -312,6 +372,10 @@ export type ClusterUpdateInput = {
   region?: Prisma.StringFieldUpdateOperationsInput | string
   clusterType?: Prisma.StringFieldUpdateOperationsInput | string
   gpuType?: Prisma.StringFieldUpdateOperationsInput | string
+  cudaVersion?: Prisma.StringFieldUpdateOperationsInput | string
+  nvidiaDriverVersion?: Prisma.StringFieldUpdateOperationsInput | string
+  billingType?: Prisma.StringFieldUpdateOperationsInput | string
+  numReservedGpus?: Prisma.IntFieldUpdateOperationsInput | number
   createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
 }
 
@@ -322,6 +386,10 @@ export type ClusterUncheckedUpdateInput = {
   region?: Prisma.StringFieldUpdateOperationsInput | string
   clusterType?: Prisma.StringFieldUpdateOperationsInput | string
   gpuType?: Prisma.StringFieldUpdateOperationsInput | string
+  cudaVersion?: Prisma.StringFieldUpdateOperationsInput | string
+  nvidiaDriverVersion?: Prisma.StringFieldUpdateOperationsInput | string
+  billingType?: Prisma.StringFieldUpdateOperationsInput | string
+  numReservedGpus?: Prisma.IntFieldUpdateOperationsInput | number
   createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
 }
 
@@ -332,6 +400,10 @@ export type ClusterCreateManyInput = {
   region: string
   clusterType: string
   gpuType: string
+  cudaVersion?: string
+  nvidiaDriverVersion?: string
+  billingType?: string
+  numReservedGpus?: number
   createdAt: bigint | number
 }
 
@@ -342,6 +414,10 @@ export type ClusterUpdateManyMutationInput = {
   region?: Prisma.StringFieldUpdateOperationsInput | string
   clusterType?: Prisma.StringFieldUpdateOperationsInput | string
   gpuType?: Prisma.StringFieldUpdateOperationsInput | string
+  cudaVersion?: Prisma.StringFieldUpdateOperationsInput | string
+  nvidiaDriverVersion?: Prisma.StringFieldUpdateOperationsInput | string
+  billingType?: Prisma.StringFieldUpdateOperationsInput | string
+  numReservedGpus?: Prisma.IntFieldUpdateOperationsInput | number
   createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
 }
 
@@ -352,6 +428,10 @@ export type ClusterUncheckedUpdateManyInput = {
   region?: Prisma.StringFieldUpdateOperationsInput | string
   clusterType?: Prisma.StringFieldUpdateOperationsInput | string
   gpuType?: Prisma.StringFieldUpdateOperationsInput | string
+  cudaVersion?: Prisma.StringFieldUpdateOperationsInput | string
+  nvidiaDriverVersion?: Prisma.StringFieldUpdateOperationsInput | string
+  billingType?: Prisma.StringFieldUpdateOperationsInput | string
+  numReservedGpus?: Prisma.IntFieldUpdateOperationsInput | number
   createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
 }
 
@@ -362,10 +442,15 @@ export type ClusterCountOrderByAggregateInput = {
   region?: Prisma.SortOrder
   clusterType?: Prisma.SortOrder
   gpuType?: Prisma.SortOrder
+  cudaVersion?: Prisma.SortOrder
+  nvidiaDriverVersion?: Prisma.SortOrder
+  billingType?: Prisma.SortOrder
+  numReservedGpus?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
 }
 
 export type ClusterAvgOrderByAggregateInput = {
+  numReservedGpus?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
 }
 
@@ -376,6 +461,10 @@ export type ClusterMaxOrderByAggregateInput = {
   region?: Prisma.SortOrder
   clusterType?: Prisma.SortOrder
   gpuType?: Prisma.SortOrder
+  cudaVersion?: Prisma.SortOrder
+  nvidiaDriverVersion?: Prisma.SortOrder
+  billingType?: Prisma.SortOrder
+  numReservedGpus?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
 }
 
@@ -386,10 +475,15 @@ export type ClusterMinOrderByAggregateInput = {
   region?: Prisma.SortOrder
   clusterType?: Prisma.SortOrder
   gpuType?: Prisma.SortOrder
+  cudaVersion?: Prisma.SortOrder
+  nvidiaDriverVersion?: Prisma.SortOrder
+  billingType?: Prisma.SortOrder
+  numReservedGpus?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
 }
 
 export type ClusterSumOrderByAggregateInput = {
+  numReservedGpus?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
 }
 
@@ -402,6 +496,10 @@ export type ClusterSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs 
   region?: boolean
   clusterType?: boolean
   gpuType?: boolean
+  cudaVersion?: boolean
+  nvidiaDriverVersion?: boolean
+  billingType?: boolean
+  numReservedGpus?: boolean
   createdAt?: boolean
 }, ExtArgs["result"]["cluster"]>
 
@@ -412,6 +510,10 @@ export type ClusterSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Exten
   region?: boolean
   clusterType?: boolean
   gpuType?: boolean
+  cudaVersion?: boolean
+  nvidiaDriverVersion?: boolean
+  billingType?: boolean
+  numReservedGpus?: boolean
   createdAt?: boolean
 }, ExtArgs["result"]["cluster"]>
 
@@ -422,6 +524,10 @@ export type ClusterSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Exten
   region?: boolean
   clusterType?: boolean
   gpuType?: boolean
+  cudaVersion?: boolean
+  nvidiaDriverVersion?: boolean
+  billingType?: boolean
+  numReservedGpus?: boolean
   createdAt?: boolean
 }, ExtArgs["result"]["cluster"]>
 
@@ -432,10 +538,14 @@ export type ClusterSelectScalar = {
   region?: boolean
   clusterType?: boolean
   gpuType?: boolean
+  cudaVersion?: boolean
+  nvidiaDriverVersion?: boolean
+  billingType?: boolean
+  numReservedGpus?: boolean
   createdAt?: boolean
 }
 
-export type ClusterOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "projectId" | "name" | "region" | "clusterType" | "gpuType" | "createdAt", ExtArgs["result"]["cluster"]>
+export type ClusterOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "projectId" | "name" | "region" | "clusterType" | "gpuType" | "cudaVersion" | "nvidiaDriverVersion" | "billingType" | "numReservedGpus" | "createdAt", ExtArgs["result"]["cluster"]>
 
 export type $ClusterPayload<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   name: "Cluster"
@@ -447,6 +557,10 @@ export type $ClusterPayload<ExtArgs extends runtime.Types.Extensions.InternalArg
     region: string
     clusterType: string
     gpuType: string
+    cudaVersion: string
+    nvidiaDriverVersion: string
+    billingType: string
+    numReservedGpus: number
     createdAt: bigint
   }, ExtArgs["result"]["cluster"]>
   composites: {}
@@ -877,6 +991,10 @@ export interface ClusterFieldRefs {
   readonly region: Prisma.FieldRef<"Cluster", 'String'>
   readonly clusterType: Prisma.FieldRef<"Cluster", 'String'>
   readonly gpuType: Prisma.FieldRef<"Cluster", 'String'>
+  readonly cudaVersion: Prisma.FieldRef<"Cluster", 'String'>
+  readonly nvidiaDriverVersion: Prisma.FieldRef<"Cluster", 'String'>
+  readonly billingType: Prisma.FieldRef<"Cluster", 'String'>
+  readonly numReservedGpus: Prisma.FieldRef<"Cluster", 'Int'>
   readonly createdAt: Prisma.FieldRef<"Cluster", 'BigInt'>
 }
     

@@ -51,6 +51,7 @@ export type ComputeVmMinAggregateOutputType = {
   createdAt: bigint | null
   lastBootAt: bigint | null
   deletedAt: bigint | null
+  phaseTransitions: string | null
 }
 
 export type ComputeVmMaxAggregateOutputType = {
@@ -64,6 +65,7 @@ export type ComputeVmMaxAggregateOutputType = {
   createdAt: bigint | null
   lastBootAt: bigint | null
   deletedAt: bigint | null
+  phaseTransitions: string | null
 }
 
 export type ComputeVmCountAggregateOutputType = {
@@ -77,6 +79,7 @@ export type ComputeVmCountAggregateOutputType = {
   createdAt: number
   lastBootAt: number
   deletedAt: number
+  phaseTransitions: number
   _all: number
 }
 
@@ -106,6 +109,7 @@ export type ComputeVmMinAggregateInputType = {
   createdAt?: true
   lastBootAt?: true
   deletedAt?: true
+  phaseTransitions?: true
 }
 
 export type ComputeVmMaxAggregateInputType = {
@@ -119,6 +123,7 @@ export type ComputeVmMaxAggregateInputType = {
   createdAt?: true
   lastBootAt?: true
   deletedAt?: true
+  phaseTransitions?: true
 }
 
 export type ComputeVmCountAggregateInputType = {
@@ -132,6 +137,7 @@ export type ComputeVmCountAggregateInputType = {
   createdAt?: true
   lastBootAt?: true
   deletedAt?: true
+  phaseTransitions?: true
   _all?: true
 }
 
@@ -232,6 +238,7 @@ export type ComputeVmGroupByOutputType = {
   createdAt: bigint
   lastBootAt: bigint
   deletedAt: bigint | null
+  phaseTransitions: string
   _count: ComputeVmCountAggregateOutputType | null
   _avg: ComputeVmAvgAggregateOutputType | null
   _sum: ComputeVmSumAggregateOutputType | null
@@ -268,6 +275,7 @@ export type ComputeVmWhereInput = {
   createdAt?: Prisma.BigIntFilter<"ComputeVm"> | bigint | number
   lastBootAt?: Prisma.BigIntFilter<"ComputeVm"> | bigint | number
   deletedAt?: Prisma.BigIntNullableFilter<"ComputeVm"> | bigint | number | null
+  phaseTransitions?: Prisma.StringFilter<"ComputeVm"> | string
 }
 
 export type ComputeVmOrderByWithRelationInput = {
@@ -281,6 +289,7 @@ export type ComputeVmOrderByWithRelationInput = {
   createdAt?: Prisma.SortOrder
   lastBootAt?: Prisma.SortOrder
   deletedAt?: Prisma.SortOrderInput | Prisma.SortOrder
+  phaseTransitions?: Prisma.SortOrder
 }
 
 export type ComputeVmWhereUniqueInput = Prisma.AtLeast<{
@@ -297,6 +306,7 @@ export type ComputeVmWhereUniqueInput = Prisma.AtLeast<{
   createdAt?: Prisma.BigIntFilter<"ComputeVm"> | bigint | number
   lastBootAt?: Prisma.BigIntFilter<"ComputeVm"> | bigint | number
   deletedAt?: Prisma.BigIntNullableFilter<"ComputeVm"> | bigint | number | null
+  phaseTransitions?: Prisma.StringFilter<"ComputeVm"> | string
 }, "id">
 
 export type ComputeVmOrderByWithAggregationInput = {
@@ -310,6 +320,7 @@ export type ComputeVmOrderByWithAggregationInput = {
   createdAt?: Prisma.SortOrder
   lastBootAt?: Prisma.SortOrder
   deletedAt?: Prisma.SortOrderInput | Prisma.SortOrder
+  phaseTransitions?: Prisma.SortOrder
   _count?: Prisma.ComputeVmCountOrderByAggregateInput
   _avg?: Prisma.ComputeVmAvgOrderByAggregateInput
   _max?: Prisma.ComputeVmMaxOrderByAggregateInput
@@ -331,6 +342,7 @@ export type ComputeVmScalarWhereWithAggregatesInput = {
   createdAt?: Prisma.BigIntWithAggregatesFilter<"ComputeVm"> | bigint | number
   lastBootAt?: Prisma.BigIntWithAggregatesFilter<"ComputeVm"> | bigint | number
   deletedAt?: Prisma.BigIntNullableWithAggregatesFilter<"ComputeVm"> | bigint | number | null
+  phaseTransitions?: Prisma.StringWithAggregatesFilter<"ComputeVm"> | string
 }
 
 export type ComputeVmCreateInput = {
@@ -344,6 +356,7 @@ export type ComputeVmCreateInput = {
   createdAt: bigint | number
   lastBootAt: bigint | number
   deletedAt?: bigint | number | null
+  phaseTransitions?: string
 }
 
 export type ComputeVmUncheckedCreateInput = {
@@ -357,6 +370,7 @@ export type ComputeVmUncheckedCreateInput = {
   createdAt: bigint | number
   lastBootAt: bigint | number
   deletedAt?: bigint | number | null
+  phaseTransitions?: string
 }
 
 export type ComputeVmUpdateInput = {
@@ -370,6 +384,7 @@ export type ComputeVmUpdateInput = {
   createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   lastBootAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   deletedAt?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  phaseTransitions?: Prisma.StringFieldUpdateOperationsInput | string
 }
 
 export type ComputeVmUncheckedUpdateInput = {
@@ -383,6 +398,7 @@ export type ComputeVmUncheckedUpdateInput = {
   createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   lastBootAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   deletedAt?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  phaseTransitions?: Prisma.StringFieldUpdateOperationsInput | string
 }
 
 export type ComputeVmCreateManyInput = {
@@ -396,6 +412,7 @@ export type ComputeVmCreateManyInput = {
   createdAt: bigint | number
   lastBootAt: bigint | number
   deletedAt?: bigint | number | null
+  phaseTransitions?: string
 }
 
 export type ComputeVmUpdateManyMutationInput = {
@@ -409,6 +426,7 @@ export type ComputeVmUpdateManyMutationInput = {
   createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   lastBootAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   deletedAt?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  phaseTransitions?: Prisma.StringFieldUpdateOperationsInput | string
 }
 
 export type ComputeVmUncheckedUpdateManyInput = {
@@ -422,6 +440,7 @@ export type ComputeVmUncheckedUpdateManyInput = {
   createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   lastBootAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   deletedAt?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  phaseTransitions?: Prisma.StringFieldUpdateOperationsInput | string
 }
 
 export type ComputeVmCountOrderByAggregateInput = {
@@ -435,6 +454,7 @@ export type ComputeVmCountOrderByAggregateInput = {
   createdAt?: Prisma.SortOrder
   lastBootAt?: Prisma.SortOrder
   deletedAt?: Prisma.SortOrder
+  phaseTransitions?: Prisma.SortOrder
 }
 
 export type ComputeVmAvgOrderByAggregateInput = {
@@ -455,6 +475,7 @@ export type ComputeVmMaxOrderByAggregateInput = {
   createdAt?: Prisma.SortOrder
   lastBootAt?: Prisma.SortOrder
   deletedAt?: Prisma.SortOrder
+  phaseTransitions?: Prisma.SortOrder
 }
 
 export type ComputeVmMinOrderByAggregateInput = {
@@ -468,6 +489,7 @@ export type ComputeVmMinOrderByAggregateInput = {
   createdAt?: Prisma.SortOrder
   lastBootAt?: Prisma.SortOrder
   deletedAt?: Prisma.SortOrder
+  phaseTransitions?: Prisma.SortOrder
 }
 
 export type ComputeVmSumOrderByAggregateInput = {
@@ -490,6 +512,7 @@ export type ComputeVmSelect<ExtArgs extends runtime.Types.Extensions.InternalArg
   createdAt?: boolean
   lastBootAt?: boolean
   deletedAt?: boolean
+  phaseTransitions?: boolean
 }, ExtArgs["result"]["computeVm"]>
 
 export type ComputeVmSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
@@ -503,6 +526,7 @@ export type ComputeVmSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Ext
   createdAt?: boolean
   lastBootAt?: boolean
   deletedAt?: boolean
+  phaseTransitions?: boolean
 }, ExtArgs["result"]["computeVm"]>
 
 export type ComputeVmSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
@@ -516,6 +540,7 @@ export type ComputeVmSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Ext
   createdAt?: boolean
   lastBootAt?: boolean
   deletedAt?: boolean
+  phaseTransitions?: boolean
 }, ExtArgs["result"]["computeVm"]>
 
 export type ComputeVmSelectScalar = {
@@ -529,9 +554,10 @@ export type ComputeVmSelectScalar = {
   createdAt?: boolean
   lastBootAt?: boolean
   deletedAt?: boolean
+  phaseTransitions?: boolean
 }
 
-export type ComputeVmOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "name" | "projectId" | "clusterId" | "instanceId" | "hostId" | "bootCount" | "createdAt" | "lastBootAt" | "deletedAt", ExtArgs["result"]["computeVm"]>
+export type ComputeVmOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "name" | "projectId" | "clusterId" | "instanceId" | "hostId" | "bootCount" | "createdAt" | "lastBootAt" | "deletedAt" | "phaseTransitions", ExtArgs["result"]["computeVm"]>
 
 export type $ComputeVmPayload<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   name: "ComputeVm"
@@ -547,6 +573,7 @@ export type $ComputeVmPayload<ExtArgs extends runtime.Types.Extensions.InternalA
     createdAt: bigint
     lastBootAt: bigint
     deletedAt: bigint | null
+    phaseTransitions: string
   }, ExtArgs["result"]["computeVm"]>
   composites: {}
 }
@@ -980,6 +1007,7 @@ export interface ComputeVmFieldRefs {
   readonly createdAt: Prisma.FieldRef<"ComputeVm", 'BigInt'>
   readonly lastBootAt: Prisma.FieldRef<"ComputeVm", 'BigInt'>
   readonly deletedAt: Prisma.FieldRef<"ComputeVm", 'BigInt'>
+  readonly phaseTransitions: Prisma.FieldRef<"ComputeVm", 'String'>
 }
     
 

@@ -107,6 +107,10 @@ CREATE TABLE "Cluster" (
     "region" TEXT NOT NULL,
     "clusterType" TEXT NOT NULL,
     "gpuType" TEXT NOT NULL,
+    "cudaVersion" TEXT NOT NULL DEFAULT '',
+    "nvidiaDriverVersion" TEXT NOT NULL DEFAULT '',
+    "billingType" TEXT NOT NULL DEFAULT 'RESERVED',
+    "numReservedGpus" INTEGER NOT NULL DEFAULT 0,
     "createdAt" BIGINT NOT NULL
 );
 
@@ -118,7 +122,8 @@ CREATE TABLE "ComputeHost" (
     "name" TEXT NOT NULL,
     "numGpus" INTEGER NOT NULL,
     "vmCapacity" INTEGER NOT NULL,
-    "cordoned" BOOLEAN NOT NULL DEFAULT false
+    "cordoned" BOOLEAN NOT NULL DEFAULT false,
+    "cordonedAt" BIGINT
 );
 
 -- CreateTable
@@ -128,6 +133,8 @@ CREATE TABLE "ComputeInstance" (
     "clusterId" TEXT NOT NULL,
     "name" TEXT NOT NULL,
     "numGpus" INTEGER NOT NULL,
+    "numCpuCores" INTEGER NOT NULL DEFAULT 0,
+    "memoryGib" REAL NOT NULL DEFAULT 0,
     "status" TEXT NOT NULL,
     "vmId" TEXT,
     "vmGeneration" INTEGER NOT NULL DEFAULT 1,
@@ -146,7 +153,8 @@ CREATE TABLE "ComputeVm" (
     "bootCount" INTEGER NOT NULL DEFAULT 1,
     "createdAt" BIGINT NOT NULL,
     "lastBootAt" BIGINT NOT NULL,
-    "deletedAt" BIGINT
+    "deletedAt" BIGINT,
+    "phaseTransitions" TEXT NOT NULL DEFAULT '[]'
 );
 
 -- CreateTable

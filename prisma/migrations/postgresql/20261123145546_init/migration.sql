@@ -124,6 +124,10 @@ CREATE TABLE "Cluster" (
     "region" TEXT NOT NULL,
     "clusterType" TEXT NOT NULL,
     "gpuType" TEXT NOT NULL,
+    "cudaVersion" TEXT NOT NULL DEFAULT '',
+    "nvidiaDriverVersion" TEXT NOT NULL DEFAULT '',
+    "billingType" TEXT NOT NULL DEFAULT 'RESERVED',
+    "numReservedGpus" INTEGER NOT NULL DEFAULT 0,
     "createdAt" BIGINT NOT NULL,
 
     CONSTRAINT "Cluster_pkey" PRIMARY KEY ("id")
@@ -138,6 +142,7 @@ CREATE TABLE "ComputeHost" (
     "numGpus" INTEGER NOT NULL,
     "vmCapacity" INTEGER NOT NULL,
     "cordoned" BOOLEAN NOT NULL DEFAULT false,
+    "cordonedAt" BIGINT,
 
     CONSTRAINT "ComputeHost_pkey" PRIMARY KEY ("id")
 );
@@ -149,6 +154,8 @@ CREATE TABLE "ComputeInstance" (
     "clusterId" TEXT NOT NULL,
     "name" TEXT NOT NULL,
     "numGpus" INTEGER NOT NULL,
+    "numCpuCores" INTEGER NOT NULL DEFAULT 0,
+    "memoryGib" DOUBLE PRECISION NOT NULL DEFAULT 0,
     "status" TEXT NOT NULL,
     "vmId" TEXT,
     "vmGeneration" INTEGER NOT NULL DEFAULT 1,
@@ -170,6 +177,7 @@ CREATE TABLE "ComputeVm" (
     "createdAt" BIGINT NOT NULL,
     "lastBootAt" BIGINT NOT NULL,
     "deletedAt" BIGINT,
+    "phaseTransitions" TEXT NOT NULL DEFAULT '[]',
 
     CONSTRAINT "ComputeVm_pkey" PRIMARY KEY ("id")
 );
