@@ -1,7 +1,8 @@
 // Module `dedicated` (spec/tags/dedicated.yaml): the v2 dedicated endpoint model: endpoints (handlers/endpoints.ts,
 // with the migration's one-call deploy), deployments (handlers/deployments.ts) moved by one machine (machine.ts)
 // and the runner's provisioning onto hardware (provisioning.ts, placement.ts), published configs
-// (handlers/configs.ts), traffic splits and routing (traffic.ts), and the lifecycle events feed (events.ts).
+// (handlers/configs.ts), traffic splits and routing (traffic.ts), the lists' filters, orders and pages
+// (listing.ts), and the lifecycle events feed (events.ts).
 import { instant } from '../../core/clock.ts';
 import { progressionWork } from '../../runner/progress.ts';
 import type { ModuleDescriptor, SeedContext } from '../types.ts';

@@ -224,7 +224,7 @@ export function listPage<T extends { id: string }>(rows: T[], query: ListQuery, 
   const kept = filterRows(rows, query.filter, fields);
   if (!order) {
     const { after } = query;
-    const sorted = kept.sort((a, b) => ordered(a.id, b.id));
+    const sorted = [...kept].sort((a, b) => ordered(a.id, b.id));
     const page = cut(after === undefined ? sorted : sorted.filter((r) => r.id > after), limit);
     return { rows: page.rows, next: page.next ?? '' };
   }
