@@ -683,7 +683,7 @@ export interface paths {
          *     resource name, `projects/{projectId}/models/{modelId}` or `models/{modelId}`, the filter the official
          *     client documents; a plain id is accepted too) filters to the configs published for that model; a resource
          *     name in another project matches nothing. Given both, they must name the same model, else 400
-         *     `reference_model_mismatch` (param `referenceModel`).
+         *     `reference_model_mismatch` (param `referenceModel`). Paging: see `limit` and `after`.
          */
         get: operations["listConfigs"];
         put?: never;
@@ -755,7 +755,9 @@ export interface paths {
         };
         /**
          * List v2 endpoints
-         * @description The project's v2 endpoints, ordered by id (creation order).
+         * @description The project's v2 endpoints, in id order (creation order) unless `orderBy` says otherwise. `filter` fields
+         *     (syntax in the tag's **Lists**): `name` (bare, or `<project_slug>/<endpoint_name>`; another project's slug
+         *     matches nothing), `created_at`, `updated_at`.
          */
         get: operations["listV2Endpoints"];
         put?: never;
@@ -815,7 +817,14 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** List an endpoint's deployments */
+        /**
+         * List an endpoint's deployments
+         * @description The endpoint's deployments, in id order (creation order) unless `orderBy` says otherwise. `filter` fields
+         *     (syntax in the tag's **Lists**): `name` (bare, or `<project_slug>/<endpoint_name>/<deployment_name>`;
+         *     another endpoint's prefix matches nothing), `state` (a `DEPLOYMENT_STATE_*` name; `=`, `!=`, `:`), `model`
+         *     (a model id or resource name as `model` accepts it, a `/revisions/{id}` suffix ignored; `=`, `!=`, `:`
+         *     compare model ids), `created_at`, `updated_at`.
+         */
         get: operations["listDeployments"];
         put?: never;
         /**
@@ -864,9 +873,11 @@ export interface paths {
         head?: never;
         /**
          * Rename, scale, stop or restart a deployment
-         * @description `autoscaling` drives the tag's state machine `deployment` (0/0 stops; positive replicas start a STOPPED or FAILED
-         *     deployment; on a READY one they resize it). `minReplicas` above `maxReplicas` is 400
-         *     `invalid_autoscaling`.
+         * @description `autoscaling.minReplicas`/`maxReplicas` drive the tag's state machine `deployment` (0/0 stops; positive
+         *     replicas start a STOPPED or FAILED deployment; on a READY one they resize it); an omitted bound keeps its
+         *     value, and the merged bounds follow the tag's **Autoscaling** (400 `invalid_autoscaling`). The windows and
+         *     `scalingMetrics` are recorded (an omitted one keeps its value) and change no state. An `autoscaling` that
+         *     changes nothing records nothing.
          */
         patch: operations["updateDeployment"];
         trace?: never;
@@ -888,10 +899,28 @@ export interface paths {
          *     platform's `DE.EndpointEvent`, as the official client `beta.endpoints.listEvents` types it: dotted
          *     lower-case `type`s, optional fields absent rather than null). Each event is recorded in the same
          *     transaction as the change it reports, so the feed never shows a change that did not happen. Oldest first;
-         *     `after` is the previous page's `next_cursor` (the last event's `id`); events are numbered in commit order
-         *     per endpoint, so paging never skips one. Of the public platform's filters only `limit` and `after` exist
-         *     (this server's decision); any other query parameter is 400. `source` is who emitted the event: `api` (a
-         *     caller's request) or `runner` (the deployment state machine's timed steps). The events:
+         *     `after` is the previous page's `next_cursor` (the last event's `id`, `""` on the last page); events are
+         *     numbered in commit order per endpoint, so paging never skips one. `source` is who emitted the event: `api`
+         *     (a caller's request) or `runner` (the deployment state machine's timed steps).
+         *
+         *     The public platform's filters, combined with AND (an absent one keeps everything):
+         *
+         *     - `types`: the event types to keep (comma-separated, or the parameter repeated); a type no event has
+         *       matches nothing.
+         *     - `minLevel`: keeps events at this level or above (`LEVEL_DEBUG` < `LEVEL_INFO` < `LEVEL_WARN` <
+         *       `LEVEL_ERROR`).
+         *     - `since` (inclusive) and `until` (exclusive): RFC 3339 times bounding `createdAt`.
+         *     - `sourceKinds`: keeps events of these kinds.
+         *     - `deploymentIds`: keeps the events of these deployments; it also drops the endpoint's own events unless
+         *       `sourceKinds` names `SOURCE_KIND_ENDPOINT`. Each id must be a deployment of the endpoint, or one its
+         *       events name (a deleted deployment's events stay in the feed): else 400 `unknown_deployment` (param
+         *       `deploymentIds`).
+         *     - `subjectId`: keeps events about that subject (a rollout, shadow target or condition on the public
+         *       platform). No event here has a subject (no rollouts, experiments or conditions exist here), so a
+         *       `subjectId` keeps nothing.
+         *
+         *     `after` is a position in the whole feed: with filters, the page starts after that event and keeps the
+         *     matching ones. The events:
          *
          *     | type | sourceKind | when | fields besides the required ones and `message` |
          *     |---|---|---|---|
@@ -1231,12 +1260,17 @@ export interface components {
         };
         Empty: Record<string, never>;
         /**
-         * @description Lower-case letters, digits and dashes, 1 to 63 characters; unique per project.
+         * @description A name: any non-empty string without `/` or `:` (400 `invalid_name`); unique per project (endpoints) or per endpoint (deployments).
          * @example llama-8b-prod
          */
         EndpointName: string;
         /**
-         * @description A catalogue model id, an uploaded `ml_...` id, or `projects/{projectId}/models/{modelId}`.
+         * @description The endpoint name, bare or as `<project_slug>/<endpoint_name>` (the slug must be the project's): the tag's **Names**.
+         * @example llama-8b-prod
+         */
+        QualifiedEndpointName: string;
+        /**
+         * @description A catalogue model id, an uploaded `ml_...` id, or `projects/{projectId}/models/{modelId}` (or `models/{modelId}`), optionally followed by `/revisions/{revisionId}`.
          * @example meta-llama/Meta-Llama-3.1-8B-Instruct-Turbo
          */
         ModelRef: string;
@@ -1245,26 +1279,47 @@ export interface components {
          * @example cr_llama_3_1_8b_h100
          */
         ConfigRef: string;
+        /**
+         * Format: int32
+         * @description Not negative (400 `invalid_autoscaling`); a 32-bit integer.
+         */
         Replicas: number;
         Selector: {
             /** @enum {string} */
             key: "gpu_type" | "gpu_count" | "gpu_link" | "gpu_memory";
             value: string;
         };
+        /**
+         * @description A certification record of the public platform's shape, as published with the config: the reference model
+         *     (`model`, `models/{modelId}`, at its one revision) was certified with this config for dedicated endpoints
+         *     (`CERTIFICATION_TARGET_DE_SERVERLESS`); `notes` names the weights' precision it was certified with.
+         */
+        Certification: {
+            /** @enum {string} */
+            target: "CERTIFICATION_TARGET_DE_SERVERLESS" | "CERTIFICATION_TARGET_MRE";
+            /** @enum {string} */
+            certificationType: "CERTIFICATION_TYPE_CERTIFIED" | "CERTIFICATION_TYPE_UNCERTIFIED";
+            /** Format: date-time */
+            certifiedAt: string;
+            certifiedBy: string;
+            model: string;
+            modelRevisionId: string;
+            notes?: string;
+        };
         ModelConfig: {
             /** @example cr_llama_3_1_8b_h100 */
             id: string;
-            /** @description null for a published config. */
-            projectId: string | null;
+            /** @description The owning project; `""` for a published config, which belongs to no project (the platform publishes it). */
+            projectId: string;
             referenceModelId: string;
             /** @description The reference model as a resource name: `models/{modelId}`. */
             referenceModel: string;
             selectors: components["schemas"]["Selector"][];
             /** @enum {string} */
             optimizationProfile: "throughput" | "latency" | "balanced";
-            certifications: string[];
-            /** @description The speculative draft model; always null here (no speculative decoding on this server). */
-            draftModel: string | null;
+            certifications: components["schemas"]["Certification"][];
+            /** @description The speculative draft model; always `""` here (no speculative decoding on this server). */
+            draftModel: string;
             /** @description Hardware configurations that match every selector and can hold the reference model (not in the public shape; it spares a lookup). */
             hardware: string[];
         };
@@ -1272,10 +1327,12 @@ export interface components {
             /** @constant */
             object: "list";
             data: components["schemas"]["ModelConfig"][];
-            next_cursor: string | null;
+            /** @description `""` on the last page. */
+            next_cursor: string;
         };
         TrafficSplitEntry: {
             deploymentId: string;
+            /** @description Relative; not negative (400 `invalid_traffic_split`). */
             weight: number;
         };
         /**
@@ -1283,21 +1340,46 @@ export interface components {
          * @enum {string}
          */
         DeploymentState: "DEPLOYMENT_STATE_PROVISIONING" | "DEPLOYMENT_STATE_READY" | "DEPLOYMENT_STATE_SCALING" | "DEPLOYMENT_STATE_DEGRADED" | "DEPLOYMENT_STATE_FAILED" | "DEPLOYMENT_STATE_STOPPED" | "DEPLOYMENT_STATE_STOPPING";
+        /**
+         * @description A duration in seconds, as the public platform writes it (protobuf JSON), e.g. `"300s"`; recorded as given.
+         * @example 300s
+         */
+        Duration: string;
+        /** @description A metric the public platform's autoscaler would follow; recorded as given. */
+        ScalingMetric: {
+            /** @example inflight_requests */
+            name: string;
+            /** @enum {string} */
+            type: "METRIC_TARGET_TYPE_VALUE" | "METRIC_TARGET_TYPE_UTILIZATION" | "METRIC_TARGET_TYPE_AVERAGE_VALUE";
+            target: number;
+            /** @example p95 */
+            percentile?: string;
+        };
+        /** @description The replica bounds, and the autoscaler's policy when one was given (the tag's **Autoscaling**). */
         Autoscaling: {
             minReplicas: components["schemas"]["Replicas"];
             maxReplicas: components["schemas"]["Replicas"];
+            scaleDownWindow?: components["schemas"]["Duration"];
+            scaleUpWindow?: components["schemas"]["Duration"];
+            scaleToZeroWindow?: components["schemas"]["Duration"];
+            scalingMetrics?: components["schemas"]["ScalingMetric"][];
         };
         /**
-         * @description As the official client types it: `maxReplicas` defaults to `minReplicas`. `minReplicas` is required here
-         *     (the public platform documents no default for it). The autoscaler's windows and `scalingMetrics` are not
-         *     supported (400: without live traffic metrics a deployment runs `max(minReplicas, 1)` replicas).
+         * @description `minReplicas` is 1 when omitted (0 when `maxReplicas` is 0) and `maxReplicas` defaults to `minReplicas`, so
+         *     `{}` runs one replica. The windows and `scalingMetrics` are recorded and returned; nothing here scales on
+         *     live traffic (the tag's **Autoscaling**).
          */
         AutoscalingCreate: {
-            minReplicas: components["schemas"]["Replicas"];
+            minReplicas?: components["schemas"]["Replicas"];
             maxReplicas?: components["schemas"]["Replicas"];
+            scaleDownWindow?: components["schemas"]["Duration"];
+            scaleUpWindow?: components["schemas"]["Duration"];
+            scaleToZeroWindow?: components["schemas"]["Duration"];
+            scalingMetrics?: components["schemas"]["ScalingMetric"][];
         };
         /**
-         * @description As the official client types it: an omitted field keeps its current value (at least one is given).
+         * @description As the official client types it: an omitted field keeps its current value. Only a given `minReplicas` or
+         *     `maxReplicas` moves the state machine or resizes; `scalingMetrics` replaces the list (`[]` empties it).
          * @example {
          *       "minReplicas": 1,
          *       "maxReplicas": 1
@@ -1306,6 +1388,38 @@ export interface components {
         AutoscalingUpdate: {
             minReplicas?: components["schemas"]["Replicas"];
             maxReplicas?: components["schemas"]["Replicas"];
+            scaleDownWindow?: components["schemas"]["Duration"];
+            scaleUpWindow?: components["schemas"]["Duration"];
+            scaleToZeroWindow?: components["schemas"]["Duration"];
+            scalingMetrics?: components["schemas"]["ScalingMetric"][];
+        };
+        InlinePlacement: {
+            /** @description Regions it is allowed to run in; this server's one region is `local`. */
+            regions?: string[];
+            /**
+             * @description ENFORCEMENT_REQUIRED when absent.
+             * @enum {string}
+             */
+            constraint?: "ENFORCEMENT_REQUIRED" | "ENFORCEMENT_PREFERRED";
+            compliancePolicy?: {
+                /** @description `true` cannot be met here (no HIPAA-attested hardware): 400 `placement_unsatisfiable`. */
+                hipaa?: boolean;
+            };
+        };
+        /** @description Where a deployment may run, inline or as a saved profile (the tag's **Placement**). */
+        Placement: {
+            inline: components["schemas"]["InlinePlacement"];
+        } | {
+            /** @description A saved placement profile; none exist here (400 `placement_profile_not_found`). */
+            profile: string;
+        };
+        RuntimeInfo: {
+            /** @example local */
+            engineType: string;
+            /** @example local-chat-engine-1 */
+            engineVersion: string;
+            functionCallingSupported: boolean;
+            structuredOutputSupported: boolean;
         };
         DeploymentSummary: {
             id: string;
@@ -1314,7 +1428,8 @@ export interface components {
             modelId: string;
             state: components["schemas"]["DeploymentState"];
             autoscaling: components["schemas"]["Autoscaling"];
-            hardware: string | null;
+            /** @description `""` until placed. */
+            hardware: string;
             readyReplicas: number;
             desiredReplicas: number;
             /** @enum {string} */
@@ -1345,10 +1460,11 @@ export interface components {
             /** @constant */
             object: "list";
             data: components["schemas"]["V2Endpoint"][];
-            next_cursor: string | null;
+            /** @description `""` on the last page. */
+            next_cursor: string;
         };
         V2EndpointCreate: {
-            name: components["schemas"]["EndpointName"];
+            name: components["schemas"]["QualifiedEndpointName"];
             /**
              * @description VISIBILITY_PRIVATE when absent.
              * @enum {string}
@@ -1357,11 +1473,7 @@ export interface components {
         };
         V2EndpointUpdate: {
             etag?: string;
-            /**
-             * @description The endpoint name, alone or as `<project_slug>/<endpoint_name>` (the slug must be the project's).
-             * @example llama-8b-prod
-             */
-            name?: string;
+            name?: components["schemas"]["QualifiedEndpointName"];
             /** @enum {string} */
             visibility?: "VISIBILITY_PRIVATE" | "VISIBILITY_INTERNAL";
             trafficSplit?: components["schemas"]["TrafficSplitEntry"][];
@@ -1383,12 +1495,18 @@ export interface components {
             /** @description `projects/{projectId}/models/{modelId}` for uploads, `models/{modelId}` for catalogue models. */
             model: string;
             modelId: string;
+            /** @description The model revision pinned at creation (the tag's **Model revisions**). */
+            modelRevisionId: string;
             /** @description `projects/{projectId}/configs/{configId}`. */
             config: string;
             configId: string;
             autoscaling: components["schemas"]["Autoscaling"];
-            /** @description The hardware configuration its replicas run on; null until placed. */
-            hardware: string | null;
+            /** @description Whether it serves the caller's LoRA adapters of its model (the tag's **LoRA**). */
+            enableLora: boolean;
+            placement?: components["schemas"]["Placement"];
+            /** @description The hardware configuration its replicas run on; `""` until placed. */
+            hardware: string;
+            runtimeInfo: components["schemas"]["RuntimeInfo"];
             status: components["schemas"]["DeploymentStatus"];
             desiredReplicas: number;
             /** @enum {string} */
@@ -1407,7 +1525,8 @@ export interface components {
             /** @constant */
             object: "list";
             data: components["schemas"]["Deployment"][];
-            next_cursor: string | null;
+            /** @description `""` on the last page. */
+            next_cursor: string;
         };
         EndpointEvent: {
             /** @example evt_01jcq5m2v8x7k3n4p5q6r7s8t9 */
@@ -1443,13 +1562,37 @@ export interface components {
             /** @constant */
             object: "list";
             data: components["schemas"]["EndpointEvent"][];
-            next_cursor: string | null;
+            /** @description `""` on the last page. */
+            next_cursor: string;
         };
+        /**
+         * @description `model` (or `modelId`) and `config` (or `configId`) are optional in the shape, as on the public platform,
+         *     but a deployment needs both: 400 `required` naming `model` or `config` when neither form is given (the tag's
+         *     **Models**).
+         */
         DeploymentCreate: {
             name: components["schemas"]["EndpointName"];
-            model: components["schemas"]["ModelRef"];
-            config: components["schemas"]["ConfigRef"];
+            model?: components["schemas"]["ModelRef"];
+            /**
+             * @deprecated
+             * @description The public platform's deprecated alias of `model`: a model id (or the same references `model` takes).
+             */
+            modelId?: string;
+            /**
+             * @deprecated
+             * @description The model's revision; it must be its one revision (the tag's **Model revisions**).
+             */
+            modelRevisionId?: string;
+            config?: components["schemas"]["ConfigRef"];
+            /**
+             * @deprecated
+             * @description The public platform's deprecated alias of `config`.
+             */
+            configId?: string;
             autoscaling: components["schemas"]["AutoscalingCreate"];
+            /** @description Serve the caller's LoRA adapters of the model (the tag's **LoRA**); false when absent. */
+            enableLora?: boolean;
+            placement?: components["schemas"]["Placement"];
             /**
              * @description TRAFFIC_MODE_LIVE when absent; stored and reported (shadow traffic is not simulated).
              * @enum {string}
@@ -1464,7 +1607,7 @@ export interface components {
             autoscaling?: components["schemas"]["AutoscalingUpdate"];
         };
         DeployRequest: {
-            endpointName: components["schemas"]["EndpointName"];
+            endpointName: components["schemas"]["QualifiedEndpointName"];
             model: components["schemas"]["ModelRef"];
             config: components["schemas"]["ConfigRef"];
             minReplicas: components["schemas"]["Replicas"];
@@ -1978,11 +2121,13 @@ export interface components {
         /** @description The caller's project id; any other answers 404. */
         ProjectId: string;
         V2EndpointId: string;
-        /** @description Page size; 50 when absent. */
+        /** @description Page size: 50 when absent or 0, at most 100 (more gives 100); negative is 400 `invalid_limit`. */
         Limit: number;
-        /** @description The `next_cursor` of the previous page. */
+        /** @description The `next_cursor` of the previous page (the tag's **Lists**). */
         After: string;
-        /** @description Comma-separated names of the body fields to apply (all given fields when absent). */
+        /** @description AIP-132 order: `field [asc|desc]`, comma-separated, over `created_at`, `updated_at` and `name` (the tag's **Lists**). */
+        OrderBy: string;
+        /** @description Comma-separated names of the body fields to apply (all given fields when absent); spaces around a name are ignored. */
         UpdateMask: string;
         /** @description When given, the delete applies only if it equals the resource's current etag (else 409 `etag_mismatch`). */
         Etag: string;
@@ -3207,9 +3352,9 @@ export interface operations {
             query?: {
                 referenceModelId?: string;
                 referenceModel?: string;
-                /** @description Page size; 50 when absent. */
+                /** @description Page size: 50 when absent or 0, at most 100 (more gives 100); negative is 400 `invalid_limit`. */
                 limit?: components["parameters"]["Limit"];
-                /** @description The `next_cursor` of the previous page. */
+                /** @description The `next_cursor` of the previous page (the tag's **Lists**). */
                 after?: components["parameters"]["After"];
             };
             header?: never;
@@ -3309,10 +3454,14 @@ export interface operations {
     listV2Endpoints: {
         parameters: {
             query?: {
-                /** @description Page size; 50 when absent. */
+                /** @description Page size: 50 when absent or 0, at most 100 (more gives 100); negative is 400 `invalid_limit`. */
                 limit?: components["parameters"]["Limit"];
-                /** @description The `next_cursor` of the previous page. */
+                /** @description The `next_cursor` of the previous page (the tag's **Lists**). */
                 after?: components["parameters"]["After"];
+                /** @description AIP-160 expression over `name`, `created_at`, `updated_at` (the tag's **Lists**). */
+                filter?: string;
+                /** @description AIP-132 order: `field [asc|desc]`, comma-separated, over `created_at`, `updated_at` and `name` (the tag's **Lists**). */
+                orderBy?: components["parameters"]["OrderBy"];
             };
             header?: never;
             path: {
@@ -3451,7 +3600,7 @@ export interface operations {
     updateV2Endpoint: {
         parameters: {
             query?: {
-                /** @description Comma-separated names of the body fields to apply (all given fields when absent). */
+                /** @description Comma-separated names of the body fields to apply (all given fields when absent); spaces around a name are ignored. */
                 updateMask?: components["parameters"]["UpdateMask"];
             };
             header?: never;
@@ -3497,10 +3646,14 @@ export interface operations {
     listDeployments: {
         parameters: {
             query?: {
-                /** @description Page size; 50 when absent. */
+                /** @description Page size: 50 when absent or 0, at most 100 (more gives 100); negative is 400 `invalid_limit`. */
                 limit?: components["parameters"]["Limit"];
-                /** @description The `next_cursor` of the previous page. */
+                /** @description The `next_cursor` of the previous page (the tag's **Lists**). */
                 after?: components["parameters"]["After"];
+                /** @description AIP-160 expression over `name`, `state`, `model`, `created_at`, `updated_at` (the tag's **Lists**). */
+                filter?: string;
+                /** @description AIP-132 order: `field [asc|desc]`, comma-separated, over `created_at`, `updated_at` and `name` (the tag's **Lists**). */
+                orderBy?: components["parameters"]["OrderBy"];
             };
             header?: never;
             path: {
@@ -3646,7 +3799,7 @@ export interface operations {
     updateDeployment: {
         parameters: {
             query?: {
-                /** @description Comma-separated names of the body fields to apply (all given fields when absent). */
+                /** @description Comma-separated names of the body fields to apply (all given fields when absent); spaces around a name are ignored. */
                 updateMask?: components["parameters"]["UpdateMask"];
             };
             header?: never;
@@ -3693,10 +3846,17 @@ export interface operations {
     listV2EndpointEvents: {
         parameters: {
             query?: {
-                /** @description Page size; 50 when absent. */
+                /** @description Page size: 50 when absent or 0, at most 100 (more gives 100); negative is 400 `invalid_limit`. */
                 limit?: components["parameters"]["Limit"];
-                /** @description The `next_cursor` of the previous page. */
+                /** @description The `next_cursor` of the previous page (the tag's **Lists**). */
                 after?: components["parameters"]["After"];
+                types?: string[];
+                minLevel?: "LEVEL_DEBUG" | "LEVEL_INFO" | "LEVEL_WARN" | "LEVEL_ERROR";
+                since?: string;
+                until?: string;
+                deploymentIds?: string[];
+                sourceKinds?: ("SOURCE_KIND_ENDPOINT" | "SOURCE_KIND_DEPLOYMENT")[];
+                subjectId?: string;
             };
             header?: never;
             path: {

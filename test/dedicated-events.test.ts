@@ -209,7 +209,7 @@ describe('GET /v2/projects/{projectId}/endpoints/{id}/events', () => {
     expectError(await eventsPage(e.id, '?after=evt_unknown'), 400, { code: 'invalid_cursor', param: 'after' });
     const other = await createEndpoint();
     expectError(await eventsPage(other.id, `?after=${all[0].id}`), 400, { code: 'invalid_cursor', param: 'after' });
-    expectError(await eventsPage(e.id, '?types=endpoint.created'), 400, {});
+    expectError(await eventsPage(e.id, '?kinds=endpoint.created'), 400, { code: 'unknown_parameter' });
   });
 
   test('deleting the endpoint deletes its feed; another project sees 404', async () => {

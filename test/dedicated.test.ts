@@ -4,6 +4,7 @@
 import Together from 'together-ai';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { deploymentMachine, type DeploymentState } from '../server/modules/dedicated/machine.ts';
+import { revisionOf } from '../server/modules/dedicated/refs.ts';
 import { enqueue } from '../server/runner/runner.ts';
 import { createLogger } from '../server/core/log.ts';
 import { startPlatform } from '../server/platform.ts';
@@ -62,12 +63,12 @@ describe('configs', () => {
     const all = await t.http.get(`${base()}/configs`).set(auth());
     expect(all.status).toBe(200);
     expect(all.body.object).toBe('list');
-    expect(all.body.next_cursor).toBeNull();
+    expect(all.body.next_cursor).toBe('');
     expect(all.body.data.every((c: any) => c.id.startsWith('cr_'))).toBe(true);
     const h100 = all.body.data.find((c: any) => c.id === H100);
     expect(h100).toEqual({
       id: H100,
-      projectId: null,
+      projectId: '',
       referenceModelId: MODEL,
       referenceModel: `models/${MODEL}`,
       selectors: [
@@ -75,8 +76,18 @@ describe('configs', () => {
         { key: 'gpu_count', value: '1' },
       ],
       optimizationProfile: 'throughput',
-      certifications: ['fp8'],
-      draftModel: null,
+      certifications: [
+        {
+          target: 'CERTIFICATION_TARGET_DE_SERVERLESS',
+          certificationType: 'CERTIFICATION_TYPE_CERTIFIED',
+          certifiedAt: '2026-06-01T00:00:00.000Z',
+          certifiedBy: 'platform-certification',
+          model: `models/${MODEL}`,
+          modelRevisionId: revisionOf(MODEL),
+          notes: 'Certified with fp8 weights.',
+        },
+      ],
+      draftModel: '',
       hardware: ['1x_nvidia_h100_80gb_sxm'],
     });
     // The B200 config matches no hardware this platform has.
@@ -88,7 +99,7 @@ describe('configs', () => {
     expect(page1.body.data).toHaveLength(3);
     const page2 = await t.http.get(`${base()}/configs`).query({ referenceModelId: MODEL, limit: 3, after: page1.body.next_cursor }).set(auth());
     expect(page2.body.data).toHaveLength(1);
-    expect(page2.body.next_cursor).toBeNull();
+    expect(page2.body.next_cursor).toBe('');
 
     expect((await t.http.get(`${base()}/configs/${H100}`).set(auth())).body.id).toBe(H100);
     expectError(await t.http.get(`${base()}/configs/cr_nope`).set(auth()), 404, { code: 'not_found' });
@@ -137,7 +148,7 @@ describe('endpoints', () => {
     expect(p1.data!.data.map((e) => e.name)).toEqual([`${c.identity.projectSlug}/a`, `${c.identity.projectSlug}/b`]);
     const p2 = await c.api.GET('/v2/projects/{projectId}/endpoints', { params: { path: { projectId: pid }, query: { limit: 2, after: p1.data!.next_cursor! } } });
     expect(p2.data!.data).toHaveLength(1);
-    expect(p2.data!.next_cursor).toBeNull();
+    expect(p2.data!.next_cursor).toBe('');
   });
 
   test('PATCH checks the etag (409 etag_mismatch, nothing changes), honours updateMask, and renames', async () => {
@@ -206,7 +217,7 @@ describe('the one-call deploy (the migration\'s deploy step)', () => {
       configId: H100,
       config: `projects/${projectId}/configs/${H100}`,
       autoscaling: { minReplicas: 1, maxReplicas: 2 },
-      hardware: null,
+      hardware: '',
       status: { state: 'DEPLOYMENT_STATE_PROVISIONING', readyReplicas: 0, scheduledReplicas: 1 },
       desiredReplicas: 1,
       estimatedEffectiveTrafficShare: 0,
@@ -408,6 +419,175 @@ describe('deployments', () => {
     expect(d.status.state).toBe('DEPLOYMENT_STATE_STOPPED');
     await t.advance(PROVISION_MS);
     expect((await getDeployment(e.id, d.id)).status.state).toBe('DEPLOYMENT_STATE_STOPPED');
+  });
+});
+
+describe("the public platform's deployment fields", () => {
+  const post = (endpointId: string, body: Record<string, unknown>) => t.http.post(`${base()}/endpoints/${endpointId}/deployments`).set(auth()).send(body);
+
+  test('modelId and configId (deprecated aliases) deploy like model and config; neither form is 400 required naming the field', async () => {
+    const e = await createEndpoint();
+    const byId = await post(e.id, { name: uniq('d'), modelId: MODEL, configId: H100, autoscaling: { minReplicas: 1 } });
+    expect(byId.status, JSON.stringify(byId.body)).toBe(200);
+    expect(byId.body).toMatchObject({ modelId: MODEL, model: `models/${MODEL}`, configId: H100, config: `projects/${projectId}/configs/${H100}` });
+    // Both forms naming the same thing are fine, in any of their spellings.
+    const both = await post(e.id, { name: uniq('d'), model: `models/${MODEL}`, modelId: MODEL, config: `projects/${projectId}/configs/${H100}`, configId: H100, autoscaling: {} });
+    expect(both.status, JSON.stringify(both.body)).toBe(200);
+
+    expectError(await post(e.id, { name: uniq('d'), config: H100, autoscaling: {} }), 400, { code: 'required', param: 'model' });
+    expectError(await post(e.id, { name: uniq('d'), modelId: MODEL, autoscaling: {} }), 400, { code: 'required', param: 'config' });
+    expectError(await post(e.id, { name: uniq('d'), model: MODEL, modelId: 'Qwen/Qwen2.5-7B-Instruct', config: H100, autoscaling: {} }), 400, { code: 'model_mismatch', param: 'modelId' });
+    expectError(await post(e.id, { name: uniq('d'), model: MODEL, config: H100, configId: L40S, autoscaling: {} }), 400, { code: 'config_mismatch', param: 'configId' });
+    expectError(await post(e.id, { name: uniq('d'), modelId: 'acme/nothing', configId: H100, autoscaling: {} }), 400, { code: 'model_not_found', param: 'modelId' });
+    expectError(await post(e.id, { name: uniq('d'), model: MODEL, configId: 'cr_nope', autoscaling: {} }), 400, { code: 'config_not_found', param: 'configId' });
+    expect(await t.services.db.prisma.deployment.count({ where: { endpointId: e.id } })).toBe(2);
+  });
+
+  test('every deployment carries modelRevisionId (its model\'s one revision), runtimeInfo, enableLora and a hardware string', async () => {
+    const e = await createEndpoint();
+    const rev = revisionOf(MODEL);
+    expect(rev).toMatch(/^rev_[0-9a-f]{16}$/);
+    const d = await createDeployment(e.id);
+    expect(d).toMatchObject({
+      modelRevisionId: rev,
+      enableLora: false,
+      hardware: '',
+      runtimeInfo: { engineType: 'local', engineVersion: 'local-chat-engine-1', functionCallingSupported: false, structuredOutputSupported: false },
+    });
+    expect(d).not.toHaveProperty('placement');
+    await t.advance(PROVISION_MS);
+    expect((await getDeployment(e.id, d.id)).hardware).toBe('1x_nvidia_h100_80gb_sxm');
+    const listed = await t.http.get(`${base()}/endpoints/${e.id}`).set(auth());
+    expect(listed.body.deployments[0].hardware).toBe('1x_nvidia_h100_80gb_sxm');
+
+    // The revision may be named, as modelRevisionId or as a /revisions/ suffix of model; another one is refused.
+    const pinned = await post(e.id, { name: uniq('d'), model: `projects/${projectId}/models/${MODEL}/revisions/${rev}`, config: H100, modelRevisionId: rev, autoscaling: { minReplicas: 0 , maxReplicas: 0 } });
+    expect(pinned.status, JSON.stringify(pinned.body)).toBe(200);
+    expect(pinned.body).toMatchObject({ modelId: MODEL, modelRevisionId: rev });
+    expectError(await post(e.id, { name: uniq('d'), model: MODEL, modelRevisionId: 'rev_other', config: H100, autoscaling: {} }), 400, { code: 'model_revision_not_found', param: 'modelRevisionId' });
+    expectError(await post(e.id, { name: uniq('d'), model: `models/${MODEL}/revisions/rev_other`, config: H100, autoscaling: {} }), 400, { code: 'model_revision_not_found', param: 'model' });
+
+    // An upload has its own revision.
+    const up = await insertUpload(t, projectId, { name: uniq('ft') });
+    expect((await createDeployment(e.id, { model: up.id })).modelRevisionId).toBe(revisionOf(up.id));
+  });
+
+  test('autoscaling: bounds default to one replica, are not negative and fit 32 bits; windows and metrics are recorded, returned and kept', async () => {
+    const e = await createEndpoint();
+    const empty = await post(e.id, { name: uniq('d'), model: MODEL, config: H100, autoscaling: {} });
+    expect(empty.body).toMatchObject({ autoscaling: { minReplicas: 1, maxReplicas: 1 }, desiredReplicas: 1, status: { state: 'DEPLOYMENT_STATE_PROVISIONING' } });
+    expect((await post(e.id, { name: uniq('d'), model: MODEL, config: H100, autoscaling: { maxReplicas: 3 } })).body.autoscaling).toEqual({ minReplicas: 1, maxReplicas: 3 });
+    const stopped = await post(e.id, { name: uniq('d'), model: MODEL, config: H100, autoscaling: { maxReplicas: 0 } });
+    expect(stopped.body).toMatchObject({ autoscaling: { minReplicas: 0, maxReplicas: 0 }, status: { state: 'DEPLOYMENT_STATE_STOPPED' } });
+
+    expectError(await post(e.id, { name: uniq('d'), model: MODEL, config: H100, autoscaling: { minReplicas: -1 } }), 400, { code: 'invalid_autoscaling', param: 'autoscaling.minReplicas' });
+    expectError(await post(e.id, { name: uniq('d'), model: MODEL, config: H100, autoscaling: { maxReplicas: -2 } }), 400, { code: 'invalid_autoscaling', param: 'autoscaling.maxReplicas' });
+    expectError(await post(e.id, { name: uniq('d'), model: MODEL, config: H100, autoscaling: { minReplicas: 2 ** 31 } }), 400, { param: 'autoscaling.minReplicas' });
+    // More replicas than any hardware holds are accepted; provisioning then fails for capacity, as the tag says.
+    const huge = await post(e.id, { name: uniq('d'), model: MODEL, config: H100, autoscaling: { minReplicas: 1000 } });
+    expect(huge.status, JSON.stringify(huge.body)).toBe(200);
+
+    const policy = {
+      scaleDownWindow: '300s',
+      scaleUpWindow: '30s',
+      scaleToZeroWindow: '3600s',
+      scalingMetrics: [{ name: 'inflight_requests', type: 'METRIC_TARGET_TYPE_AVERAGE_VALUE', target: 8 }, { name: 'ttft', type: 'METRIC_TARGET_TYPE_VALUE', target: 0.5, percentile: 'p95' }],
+    };
+    const d = await createDeployment(e.id, { autoscaling: { minReplicas: 1, maxReplicas: 2, ...policy } });
+    expect(d.autoscaling).toEqual({ minReplicas: 1, maxReplicas: 2, ...policy });
+    expectError(await post(e.id, { name: uniq('d'), model: MODEL, config: H100, autoscaling: { scaleDownWindow: '5m' } }), 400, { param: 'autoscaling.scaleDownWindow' });
+
+    // An update changes what it names and keeps the rest; windows alone change no state, not even on a STOPPED deployment.
+    const windowed = await patchDeployment(e.id, d.id, { autoscaling: { scaleUpWindow: '60s', scalingMetrics: [] } });
+    expect(windowed.status, JSON.stringify(windowed.body)).toBe(200);
+    expect(windowed.body.autoscaling).toEqual({ ...policy, minReplicas: 1, maxReplicas: 2, scaleUpWindow: '60s', scalingMetrics: [] });
+    expect(windowed.body.status.state).toBe('DEPLOYMENT_STATE_PROVISIONING');
+    const onStopped = await patchDeployment(e.id, stopped.body.id, { autoscaling: { scaleDownWindow: '120s' } });
+    expect(onStopped.status, JSON.stringify(onStopped.body)).toBe(200);
+    expect(onStopped.body).toMatchObject({ autoscaling: { minReplicas: 0, maxReplicas: 0, scaleDownWindow: '120s' }, status: { state: 'DEPLOYMENT_STATE_STOPPED' } });
+    expectError(await patchDeployment(e.id, d.id, { autoscaling: { minReplicas: -1 } }), 400, { code: 'invalid_autoscaling', param: 'autoscaling.minReplicas' });
+    expect((await getDeployment(e.id, d.id)).autoscaling.scaleUpWindow).toBe('60s');
+  });
+
+  test('placement: recorded as given; required regions must include this server\'s region local, and neither HIPAA nor a saved profile can be met', async () => {
+    const e = await createEndpoint();
+    const inline = { inline: { regions: ['local'], constraint: 'ENFORCEMENT_REQUIRED' } };
+    const here = await createDeployment(e.id, { placement: inline });
+    expect(here.placement).toEqual(inline);
+    expect((await getDeployment(e.id, here.id)).placement).toEqual(inline);
+    const preferred = { inline: { regions: ['us-east-1', 'eu-west-1'], constraint: 'ENFORCEMENT_PREFERRED' } };
+    expect((await createDeployment(e.id, { placement: preferred })).placement).toEqual(preferred);
+    expect((await createDeployment(e.id, { placement: { inline: {} } })).placement).toEqual({ inline: {} });
+
+    const bad = (placement: unknown) => post(e.id, { name: uniq('d'), model: MODEL, config: H100, autoscaling: {}, placement });
+    expectError(await bad({ inline: { regions: ['us-east-1'], constraint: 'ENFORCEMENT_REQUIRED' } }), 400, { code: 'placement_unsatisfiable', param: 'placement.inline.regions' });
+    expectError(await bad({ inline: { regions: ['us-east-1'] } }), 400, { code: 'placement_unsatisfiable', param: 'placement.inline.regions' });
+    expectError(await bad({ inline: { compliancePolicy: { hipaa: true } } }), 400, { code: 'placement_unsatisfiable', param: 'placement.inline.compliancePolicy.hipaa' });
+    expectError(await bad({ profile: 'pp_123' }), 400, { code: 'placement_profile_not_found', param: 'placement.profile' });
+    expectError(await bad({}), 400, {});
+  });
+
+  test('enableLora: the caller\'s adapters of the model are served on the endpoint and on the deployment, with no binding; elsewhere 400 lora_not_enabled', async () => {
+    const e = await createEndpoint();
+    const lora = await createDeployment(e.id, { name: 'lora', enableLora: true });
+    expect(lora.enableLora).toBe(true);
+    const plain = await createDeployment(e.id, { name: 'plain' });
+    const adapter = await insertUpload(t, projectId, { modelType: 'adapter', name: uniq('my-lora'), base: MODEL });
+    await t.advance(PROVISION_MS);
+    const chat = (model: string) => t.http.post('/v1/chat/completions').set(auth()).send({ model, messages: [{ role: 'user', content: 'hi' }] });
+
+    // Only the plain deployment is routed: nothing that serves the adapter is.
+    await t.http.patch(`${base()}/endpoints/${e.id}`).set(auth()).send({ trafficSplit: [{ deploymentId: plain.id, weight: 1 }] });
+    expectError(await chat(`${e.name}:${adapter.name}`), 503, { code: 'endpoint_not_ready' });
+    await t.http.patch(`${base()}/endpoints/${e.id}`).set(auth()).send({ trafficSplit: [{ deploymentId: plain.id, weight: 1 }, { deploymentId: lora.id, weight: 1 }] });
+    for (let i = 0; i < 4; i++) {
+      const res = await chat(`${e.name}:${adapter.name}`);
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      expect(res.headers['x-served-by']).toBe(lora.id);
+      expect(res.body.choices[0].message.content).toContain(`with the LoRA adapter ${adapter.name}`);
+    }
+    const byId = await chat(`${e.name}/lora:${adapter.id}`);
+    expect(byId.status, JSON.stringify(byId.body)).toBe(200);
+    expect(byId.headers['x-served-by']).toBe(lora.id);
+    expectError(await chat(`${e.name}/plain:${adapter.name}`), 400, { code: 'lora_not_enabled', param: 'model' });
+
+    // An adapter of another base model, or an endpoint without LoRA, has nothing to serve it; an unknown adapter is unknown.
+    const qwen = await insertUpload(t, projectId, { modelType: 'adapter', name: uniq('qwen-lora'), architecture: 'qwen2.5-7b', base: 'Qwen/Qwen2.5-7B-Instruct' });
+    expectError(await chat(`${e.name}:${qwen.name}`), 400, { code: 'lora_not_enabled', param: 'model' });
+    const other = await createEndpoint();
+    await createDeployment(other.id);
+    expectError(await chat(`${other.name}:${adapter.name}`), 400, { code: 'lora_not_enabled', param: 'model' });
+    expectError(await chat(`${e.name}:no-such-adapter`), 404, { code: 'model_not_found', param: 'model' });
+  });
+
+  test('names: any non-empty string without / or : (no length or alphabet rule); endpoints also as <project_slug>/<name>', async () => {
+    const long = `Prod_Endpoint.${'x'.repeat(80)}`;
+    const e = await t.http.post(`${base()}/endpoints`).set(auth()).send({ name: `default/${long}` });
+    expect(e.status, JSON.stringify(e.body)).toBe(200);
+    expect(e.body.name).toBe(`default/${long}`);
+    expectError(await t.http.post(`${base()}/endpoints`).set(auth()).send({ name: 'other-slug/x' }), 400, { code: 'invalid_name', param: 'name' });
+    expectError(await t.http.post(`${base()}/endpoints`).set(auth()).send({ name: 'a:b' }), 400, { code: 'invalid_name', param: 'name' });
+    expectError(await t.http.post(`${base()}/endpoints`).set(auth()).send({ name: '' }), 400, { code: 'invalid_name', param: 'name' });
+    expectError(await t.http.patch(`${base()}/endpoints/${e.body.id}`).set(auth()).send({ name: 'default/a/b' }), 400, { code: 'invalid_name', param: 'name' });
+
+    const d = await createDeployment(e.body.id, { name: 'Blue Deployment' });
+    expect(d).toMatchObject({ name: 'Blue Deployment', inferenceName: `default/${long}/Blue Deployment` });
+    expectError(await post(e.body.id, { name: 'a/b', model: MODEL, config: H100, autoscaling: {} }), 400, { code: 'invalid_name', param: 'name' });
+    expectError(await patchDeployment(e.body.id, d.id, { name: 'x:y' }), 400, { code: 'invalid_name', param: 'name' });
+    expectError(await t.http.post(`${base()}/deploy`).set(auth()).send({ endpointName: uniq('x'), deploymentName: 'p/q', model: MODEL, config: H100, minReplicas: 1, maxReplicas: 1 }), 400, {
+      code: 'invalid_name',
+      param: 'deploymentName',
+    });
+  });
+
+  test('traffic weights: any finite non-negative numbers, large ones included; a negative weight is 400', async () => {
+    const e = await createEndpoint();
+    const d = await createDeployment(e.id);
+    const patch = (trafficSplit: unknown) => t.http.patch(`${base()}/endpoints/${e.id}`).set(auth()).send({ trafficSplit });
+    expect((await patch([{ deploymentId: d.id, weight: 5e9 }])).body.trafficSplit).toEqual([{ deploymentId: d.id, weight: 5e9 }]);
+    expectError(await patch([{ deploymentId: d.id, weight: -1 }]), 400, { code: 'invalid_traffic_split', param: 'trafficSplit.0.weight' });
+    const d2 = await createDeployment(e.id);
+    expectError(await patch([{ deploymentId: d.id, weight: 1.5e308 }, { deploymentId: d2.id, weight: 1.5e308 }]), 400, { code: 'invalid_traffic_split', param: 'trafficSplit' });
   });
 });
 

@@ -38,19 +38,19 @@
 // | beta.jig.volumes.create/list/retrieve/update/delete | /v1/deployments/storage/volumes[/{id}][?version=]       | create/list/get/update/deleteVolume | volumes.test.ts, here |
 // | beta.jig.secrets.create/list/retrieve/update/delete | /v1/deployments/secrets[/{id}]                          | create/list/get/update/deleteSecret | secrets.test.ts, here |
 // | beta.endpoints.create({name, visibility?})       | POST /v2/projects/{p}/endpoints                            | createV2Endpoint       | here |
-// | beta.endpoints.list({limit?, after?})            | GET  /v2/projects/{p}/endpoints                            | listV2Endpoints        | dedicated.test.ts, here (paged) |
+// | beta.endpoints.list({limit?, after?, filter?, orderBy?}) | GET  /v2/projects/{p}/endpoints                    | listV2Endpoints        | dedicated.test.ts, dedicated-lists.test.ts, here |
 // | beta.endpoints.retrieve(id)                      | GET  /v2/projects/{p}/endpoints/{id}                       | getV2Endpoint          | dedicated.test.ts, here |
 // | beta.endpoints.update(id, {etag?, trafficSplit?, name?, visibility?, updateMask?}) | PATCH /v2/projects/{p}/endpoints/{id}[?updateMask=] | updateV2Endpoint | dedicated.test.ts, here |
 // | beta.endpoints.delete(id, {etag?})               | DELETE /v2/projects/{p}/endpoints/{id}[?etag=]             | deleteV2Endpoint       | here |
 // | beta.endpoints.deployments.create(ep, {..., validateOnly?}) | POST /v2/projects/{p}/endpoints/{ep}/deployments[?validateOnly=] | createDeployment | here |
-// | beta.endpoints.deployments.list(ep)              | GET  /v2/projects/{p}/endpoints/{ep}/deployments           | listDeployments        | here |
+// | beta.endpoints.deployments.list(ep, {filter?, orderBy?}) | GET  /v2/projects/{p}/endpoints/{ep}/deployments   | listDeployments        | dedicated-lists.test.ts, here |
 // | beta.endpoints.deployments.retrieve(id, {endpointId}) | GET .../deployments/{id}                              | getDeployment          | dedicated.test.ts, here |
 // | beta.endpoints.deployments.update(id, {endpointId, autoscaling?, name?, etag?, updateMask?}) | PATCH .../deployments/{id} | updateDeployment | here |
 // | beta.endpoints.deployments.delete(id, {endpointId, etag?}) | DELETE .../deployments/{id}[?etag=]              | deleteDeployment       | here |
 // | beta.models.configs.list({referenceModel?, referenceModelId?}) | GET /v2/projects/{p}/configs                | listConfigs            | here |
 // | beta.models.configs.retrieve(id)                 | GET  /v2/projects/{p}/configs/{id}                         | getConfig              | here |
 // | (none)                                           | POST /v2/projects/{p}/deploy                               | deployModel            | no SDK method (this server's one-call deploy) |
-// | beta.endpoints.listEvents(id, {limit?, after?})  | GET  /v2/projects/{p}/endpoints/{id}/events                | listV2EndpointEvents   | here |
+// | beta.endpoints.listEvents(id, {limit?, after?, types?, minLevel?, since?, until?, deploymentIds?, sourceKinds?, subjectId?}) | GET /v2/projects/{p}/endpoints/{id}/events | listV2EndpointEvents | dedicated-lists.test.ts, here |
 // | (none)                                           | GET  /v2/projects/{p}/endpoints/{id}/usage                 | getV2EndpointUsage     | no SDK method |
 //
 // openai 6.49 (baseURL <server>/v1): chat.completions.create -> createChatCompletion (inference.test.ts, here: a v1
@@ -82,11 +82,10 @@
 // - beta.jig.deploy/retrieve/update/list/destroy/retrieveLogs (/v1/deployments[/{id}[/logs]]): Jig containers, not
 //   dedicated endpoints; beta.jig.queue.* belongs to the queue, which this server does not implement.
 // - openai: models.retrieve (GET /v1/models/{id}) and every other openai resource.
-// - Query/body fields the SDK types offer that this server refuses with 400 (`unknown_parameter`/
-//   `additionalProperties`): list `filter`/`orderBy`, listEvents' filters (`types`, `minLevel`, `since`, `until`,
-//   `deploymentIds`, `sourceKinds`, `subjectId`), deployment `enableLora`, `placement`, the
-//   deprecated `modelId`/`configId`/`modelRevisionId` aliases, a `/revisions/{id}` suffix on `model`, autoscaling
-//   windows and `scalingMetrics`.
+// - Every query and body field the SDK types offer for the v2 endpoint, deployment and config calls above is
+//   accepted (describe 'dedicated' below): list `filter`/`orderBy`, listEvents' filters, deployment `enableLora`,
+//   `placement`, the deprecated `modelId`/`configId`/`modelRevisionId` aliases, a `/revisions/{id}` suffix on
+//   `model`, autoscaling windows and `scalingMetrics`.
 import OpenAI from 'openai';
 import Together from 'together-ai';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
@@ -309,6 +308,94 @@ describe('Dedicated endpoints (v2) through client.beta on <server>/v2', () => {
       if (saved === undefined) delete process.env.TOGETHER_PROJECT_ID;
       else process.env.TOGETHER_PROJECT_ID = saved;
     }
+  });
+});
+
+describe('dedicated', () => {
+  test('deployments.create with modelId/configId/modelRevisionId, autoscaling windows and metrics, placement and enableLora; lists with filter and orderBy; listEvents with its filters', async () => {
+    const e = await v2.beta.endpoints.create({ name: 'sdk-dedicated' });
+    // The revision a config was certified with is the model's one revision: the deprecated id aliases take it.
+    const config = await v2.beta.models.configs.retrieve(H100);
+    const revision = config.certifications[0]!.modelRevisionId;
+    const autoscaling = {
+      minReplicas: 1,
+      maxReplicas: 2,
+      scaleDownWindow: '300s',
+      scaleUpWindow: '60s',
+      scaleToZeroWindow: '3600s',
+      scalingMetrics: [{ name: 'inflight_requests' as const, type: 'METRIC_TARGET_TYPE_AVERAGE_VALUE' as const, target: 4 }],
+    };
+    const placement = { inline: { regions: ['local'], constraint: 'ENFORCEMENT_REQUIRED' as const } };
+    const blue = await v2.beta.endpoints.deployments.create(e.id, { name: 'blue', modelId: MODEL, modelRevisionId: revision, configId: H100, autoscaling, placement, enableLora: true });
+    expect(blue).toMatchObject({
+      modelId: MODEL,
+      modelRevisionId: revision,
+      configId: H100,
+      autoscaling,
+      placement,
+      enableLora: true,
+      hardware: '',
+      runtimeInfo: { engineType: 'local', functionCallingSupported: false },
+      status: { state: 'DEPLOYMENT_STATE_PROVISIONING' },
+    });
+    const preview = await v2.beta.endpoints.deployments.create(e.id, {
+      name: 'preview',
+      model: `projects/${projectId}/models/${MODEL}/revisions/${revision}`,
+      config: `projects/${projectId}/configs/${H100}`,
+      autoscaling: {},
+      placement: { inline: { regions: ['us-east-1'], constraint: 'ENFORCEMENT_PREFERRED' } },
+      validateOnly: true,
+    });
+    expect(preview).toMatchObject({ autoscaling: { minReplicas: 1, maxReplicas: 1 }, modelRevisionId: revision });
+    const unmet = await refusal(v2.beta.endpoints.deployments.create(e.id, { name: 'x', modelId: MODEL, configId: H100, autoscaling: {}, placement: { profile: 'pp_eu_only' } }));
+    expect(unmet).toBeInstanceOf(Together.BadRequestError);
+    expect(unmet.error.error).toMatchObject({ code: 'placement_profile_not_found', param: 'placement.profile' });
+    t.clock.advance(1);
+    const green = await v2.beta.endpoints.deployments.create(e.id, { name: 'green', model: MODEL, config: H100, autoscaling: { minReplicas: 0, maxReplicas: 0 } });
+
+    const listed: string[] = [];
+    for await (const d of v2.beta.endpoints.deployments.list(e.id, { filter: 'state=DEPLOYMENT_STATE_STOPPED OR name:blu', orderBy: 'created_at desc', limit: 1 })) listed.push(d.name);
+    expect(listed).toEqual(['green', 'blue']);
+    const endpoints: string[] = [];
+    for await (const x of v2.beta.endpoints.list({ filter: 'name="sdk-dedicated*" AND created_at >= "2000-01-01T00:00:00Z"', orderBy: 'name desc' })) endpoints.push(x.name);
+    expect(endpoints).toEqual(['default/sdk-dedicated']);
+
+    // The windows alone change no state; LoRA adapters of the model are served on the endpoint once it is READY and routed.
+    const updated = await v2.beta.endpoints.deployments.update(blue.id, { endpointId: e.id, autoscaling: { scaleDownWindow: '600s' }, updateMask: 'autoscaling' });
+    expect(updated.autoscaling).toEqual({ ...autoscaling, scaleDownWindow: '600s' });
+    await t.advance(PROVISION_MS);
+    await v2.beta.endpoints.update(e.id, { trafficSplit: [{ deploymentId: blue.id, weight: 1 }] });
+    const adapter = await insertUpload(t, projectId, { modelType: 'adapter', name: 'sdk-dedicated-lora', base: MODEL });
+    const viaAdapter = await v1.chat.completions.create({ model: `default/sdk-dedicated:${adapter.name}`, messages: [{ role: 'user', content: 'hello' }] });
+    expect(viaAdapter.choices[0]!.message!.content).toContain(`with the LoRA adapter ${adapter.name}`);
+
+    const since = new Date(Date.parse(blue.createdAt) - 1).toISOString();
+    const until = new Date(t.clock.now() + 1).toISOString();
+    const events: [string, string | undefined][] = [];
+    for await (const ev of v2.beta.endpoints.listEvents(e.id, {
+      types: ['deployment.created', 'deployment.state_changed'],
+      minLevel: 'LEVEL_INFO',
+      since,
+      until,
+      deploymentIds: [blue.id],
+      sourceKinds: ['SOURCE_KIND_DEPLOYMENT'],
+      limit: 1,
+    })) {
+      events.push([ev.type, ev.status]);
+    }
+    expect(events).toEqual([
+      ['deployment.created', 'DEPLOYMENT_STATE_PROVISIONING'],
+      ['deployment.state_changed', 'DEPLOYMENT_STATE_READY'],
+    ]);
+    const bySubject = await v2.beta.endpoints.listEvents(e.id, { subjectId: 'ro_unknown' });
+    expect(bySubject.data).toEqual([]);
+
+    const configs: string[] = [];
+    for await (const c of v2.beta.models.configs.list({ referenceModel: `models/${MODEL}`, limit: 0 })) configs.push(c.id);
+    expect(configs).toContain(H100);
+    await v2.beta.endpoints.update(e.id, { trafficSplit: [] });
+    for (const d of [blue, green]) await v2.beta.endpoints.deployments.delete(d.id, { endpointId: e.id });
+    expect(await v2.beta.endpoints.delete(e.id)).toEqual({});
   });
 });
 

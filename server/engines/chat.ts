@@ -31,7 +31,16 @@ export interface ChatResult {
   fingerprint: string;
 }
 
+/** What the engine is and what it can do: reported as a v2 deployment's `runtimeInfo`. */
+export interface EngineRuntime {
+  engineType: string;
+  engineVersion: string;
+  functionCallingSupported: boolean;
+  structuredOutputSupported: boolean;
+}
+
 export interface ChatEngine {
+  runtime: EngineRuntime;
   complete(request: ChatRequest): Promise<ChatResult>;
 }
 
@@ -55,7 +64,11 @@ function truncate(text: string, max: number): { text: string; cut: boolean } {
   return { text, cut: false };
 }
 
+// It takes no tools and no response format, so it supports neither function calling nor structured output.
+const LOCAL_RUNTIME: EngineRuntime = { engineType: 'local', engineVersion: 'local-chat-engine-1', functionCallingSupported: false, structuredOutputSupported: false };
+
 export const localChatEngine: ChatEngine = {
+  runtime: LOCAL_RUNTIME,
   async complete(req) {
     const lastUser = [...req.messages].reverse().find((m) => m.role === 'user')?.content ?? '';
     const served = req.adapter ? `${req.model} with the LoRA adapter ${req.adapter}` : req.model;
@@ -79,7 +92,7 @@ export const localChatEngine: ChatEngine = {
       // Each message costs its role and its content.
       promptTokens: req.messages.reduce((sum, m) => sum + 1 + countTokens(m.content), 0),
       completionTokens: choices.reduce((sum, c) => sum + countTokens(c.text), 0),
-      fingerprint: 'local-chat-engine-1',
+      fingerprint: LOCAL_RUNTIME.engineVersion,
     };
   },
 };

@@ -5,6 +5,18 @@ import { badRequest } from '../core/errors.ts';
 
 export type Direction = 'asc' | 'desc';
 
+export const DEFAULT_PAGE = 50;
+export const LARGEST_PAGE = 100;
+
+/**
+ * The page size a `limit` asks for (AIP-158): the default when absent or 0 (the server chooses), at most the
+ * largest page (a larger one is coerced down, not refused); a negative one is 400 `invalid_limit`.
+ */
+export function pageSize(limit: number | undefined, param = 'limit'): number {
+  if (limit !== undefined && limit < 0) throw badRequest(`'${param}' must not be negative (0 or absent: ${DEFAULT_PAGE}).`, param, 'invalid_limit');
+  return !limit ? DEFAULT_PAGE : Math.min(limit, LARGEST_PAGE);
+}
+
 /** Prisma arguments for the page after `after` (an id) in `direction`. */
 export function pageArgs(after: string | undefined, limit: number, direction: Direction = 'asc') {
   return {

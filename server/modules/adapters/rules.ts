@@ -12,8 +12,8 @@ export async function findAdapter(db: Db | Tx, projectId: string, ref: string): 
   return m && m.modelType === 'adapter' && m.status === 'ready' ? m : null;
 }
 
-/** An adapter fits an endpoint whose model is the adapter's base (or the dedicated LoRA pool it names). */
-export const fitsEndpoint = (adapter: Model, endpoint: V1Endpoint) => adapter.baseModelId === endpoint.modelId || adapter.loraModel === endpoint.modelId;
+/** An adapter fits an endpoint (or a v2 deployment) whose model is the adapter's base (or the dedicated LoRA pool it names). */
+export const fitsEndpoint = (adapter: Model, endpoint: Pick<V1Endpoint, 'modelId'>) => adapter.baseModelId === endpoint.modelId || adapter.loraModel === endpoint.modelId;
 
 /** Splits and checks a `model_id`; answers the adapter it names (403 when it is not the caller's ready adapter). */
 export async function adapterOfModelId(db: Db | Tx, projectId: string, endpointName: string, modelId: string): Promise<Model> {

@@ -52,6 +52,9 @@ async function recordEvent(tx: Tx, clock: Clock, source: EventSource, projectId:
   });
 }
 
+/** The columns of a deployment's `autoscaling`: a change to any of them is an `autoscaling` change. */
+const AUTOSCALING_COLUMNS = ['minReplicas', 'maxReplicas', 'scaleDownWindow', 'scaleUpWindow', 'scaleToZeroWindow', 'scalingMetrics'] as const;
+
 /** Records what a write did to a deployment: created (no `before`), deleted (no `after`), a transition, a resize, an edit. */
 export async function recordDeploymentChange(tx: Tx, clock: Clock, source: EventSource, before: Deployment | null, after: Deployment | null): Promise<void> {
   const d = (after ?? before)!;
@@ -69,7 +72,7 @@ export async function recordDeploymentChange(tx: Tx, clock: Clock, source: Event
   if (after.state === 'DEPLOYMENT_STATE_READY' && before.readyReplicas !== after.readyReplicas) {
     return record({ type: 'deployment.scaled', status: after.state, oldReplicas: before.readyReplicas, newReplicas: after.readyReplicas, message: after.message });
   }
-  const autoscaled = before.minReplicas !== after.minReplicas || before.maxReplicas !== after.maxReplicas;
+  const autoscaled = AUTOSCALING_COLUMNS.some((f) => before[f] !== after[f]);
   const paths = [...(before.name !== after.name ? ['name'] : []), ...(autoscaled ? ['autoscaling'] : [])];
   if (paths.length) return record({ type: 'deployment.updated', status: after.state, paths, message: `Deployment '${after.name}' changed: ${paths.join(', ')}.` });
 }

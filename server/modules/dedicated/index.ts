@@ -1,7 +1,8 @@
 // Module `dedicated` (spec/tags/dedicated.yaml): the v2 dedicated endpoint model: endpoints (handlers/endpoints.ts,
 // with the migration's one-call deploy), deployments (handlers/deployments.ts) moved by one machine (machine.ts)
 // and the runner's provisioning onto hardware (provisioning.ts, placement.ts), published configs
-// (handlers/configs.ts), traffic splits and routing (traffic.ts), and the lifecycle events feed (events.ts).
+// (handlers/configs.ts), traffic splits and routing (traffic.ts), the lists' filters, orders and pages
+// (listing.ts), and the lifecycle events feed (events.ts).
 import { instant } from '../../core/clock.ts';
 import { progressionWork } from '../../runner/progress.ts';
 import type { ModuleDescriptor, SeedContext } from '../types.ts';
@@ -19,12 +20,22 @@ import {
 } from './handlers/endpoints.ts';
 import { deploymentMachine } from './machine.ts';
 import { deploymentProgression } from './provisioning.ts';
+import { revisionOf } from './refs.ts';
 import data from './seed.json' with { type: 'json' };
 
-/** The published configs (seed.json); a config whose model the catalogue lacks is left out. */
+/** The published configs (seed.json), with their certification records; a config whose model the catalogue lacks is left out. */
 async function seed({ tx, clock }: SeedContext): Promise<void> {
   for (const c of data.configs) {
     if (!(await tx.model.findUnique({ where: { id: c.model } }))) continue;
+    const certifications = c.certifications.map((precision) => ({
+      target: 'CERTIFICATION_TARGET_DE_SERVERLESS',
+      certificationType: 'CERTIFICATION_TYPE_CERTIFIED',
+      certifiedAt: Date.parse(data.certifiedAt),
+      certifiedBy: data.certifiedBy,
+      model: `models/${c.model}`,
+      modelRevisionId: revisionOf(c.model),
+      notes: `Certified with ${precision} weights.`,
+    }));
     await tx.modelConfig.create({
       data: {
         id: c.id,
@@ -32,7 +43,7 @@ async function seed({ tx, clock }: SeedContext): Promise<void> {
         referenceModelId: c.model,
         selectors: JSON.stringify(c.selectors),
         optimizationProfile: c.profile,
-        certifications: JSON.stringify(c.certifications),
+        certifications: JSON.stringify(certifications),
         createdAt: instant(clock),
       },
     });

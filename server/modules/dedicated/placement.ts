@@ -1,12 +1,42 @@
 // Where a deployment's replicas run: a hardware configuration that matches every selector of its config, holds
-// the model, and has free capacity; the cheapest that fits.
+// the model, and has free capacity; the cheapest that fits. All of it is one pool in one region, and a deployment's
+// `placement` must allow that region.
 import type { Deployment, Hardware, ModelConfig } from '../../../generated/prisma/sqlite/client/client.ts';
 import type { Clock } from '../../core/clock.ts';
+import { badRequest } from '../../core/errors.ts';
 import type { Db, Tx } from '../../db/index.ts';
 import { canRun, reserveIfFree } from '../hardware/capacity.ts';
+import type { RequestBody } from '../types.ts';
 import { desiredReplicas } from './traffic.ts';
 
 export const DEPLOYMENT_OWNER = 'deployment';
+
+/** The one region of this server's dedicated hardware (none of which is HIPAA-attested). */
+export const DEDICATED_REGION = 'local';
+
+export type Placement = NonNullable<RequestBody<'createDeployment'>['placement']>;
+
+/**
+ * A placement this server can meet: no saved profile (there are none here), no HIPAA requirement, and required
+ * regions (the default constraint) that include this server's region; preferred regions are only a preference.
+ */
+export function checkPlacement(placement: Placement | undefined): void {
+  if (placement === undefined) return;
+  if ('profile' in placement) {
+    throw badRequest(`No placement profile '${placement.profile}' exists: this server has no saved placement profiles.`, 'placement.profile', 'placement_profile_not_found');
+  }
+  const { regions = [], constraint = 'ENFORCEMENT_REQUIRED', compliancePolicy } = placement.inline;
+  if (compliancePolicy?.hipaa) {
+    throw badRequest('No HIPAA-attested hardware exists on this server.', 'placement.inline.compliancePolicy.hipaa', 'placement_unsatisfiable');
+  }
+  if (constraint === 'ENFORCEMENT_REQUIRED' && regions.length > 0 && !regions.includes(DEDICATED_REGION)) {
+    throw badRequest(
+      `This server's dedicated hardware is all in region '${DEDICATED_REGION}', which the required regions (${regions.join(', ')}) leave out; add it, or make them ENFORCEMENT_PREFERRED.`,
+      'placement.inline.regions',
+      'placement_unsatisfiable',
+    );
+  }
+}
 
 const SELECTOR_FIELDS: Record<string, (h: Hardware) => string> = {
   gpu_type: (h) => h.gpuType,

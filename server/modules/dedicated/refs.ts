@@ -1,6 +1,9 @@
 // How v2 requests name things: the project in the path (it must be the caller's), endpoints and deployments by
-// id, models and configs by id or by resource name (`projects/{projectId}/models/{id}`, `models/{id}`,
-// `projects/{projectId}/configs/{id}`), and the rules a named model or config must meet to be deployed.
+// id, names (bare, or qualified by the project's slug), models and configs by id or by resource name
+// (`projects/{projectId}/models/{id}[/revisions/{revisionId}]`, `models/{id}`, `projects/{projectId}/configs/{id}`)
+// or by the public platform's deprecated id aliases, and the rules a named model, config, autoscaling policy or
+// placement must meet to be deployed.
+import { createHash } from 'node:crypto';
 import type { DedicatedEndpoint, Deployment, Model, ModelConfig } from '../../../generated/prisma/sqlite/client/client.ts';
 import { badRequest, notFound, taken } from '../../core/errors.ts';
 import type { Db, Tx } from '../../db/index.ts';
@@ -31,16 +34,48 @@ export async function checkNameFree(tx: Tx, projectId: string, name: string, par
   if (v1 || v2) throw endpointNameTaken(name, param);
 }
 
-/** The model id a reference names, or '' when it names another project's (which matches nothing the caller may see). */
-function modelIdOf(projectId: string, ref: string): string {
-  const m = /^projects\/([^/]+)\/models\/(.+)$/.exec(ref) ?? /^()models\/(.+)$/.exec(ref);
-  if (!m) return ref;
-  return m[1] && m[1] !== projectId ? '' : m[2]!;
+/** A name is any non-empty string without `/` or `:`: those delimit `<project_slug>/<endpoint>[/<deployment>][:<adapter>]`. */
+export function checkName(name: string, param: string): string {
+  if (name === '' || /[/:]/.test(name)) {
+    throw badRequest(`'${name}' is not a name: a name is a non-empty string without '/' or ':' (they delimit inference addresses).`, param, 'invalid_name');
+  }
+  return name;
+}
+
+/** The bare endpoint name of `value`, given bare or as `<project_slug>/<name>` with the project's own slug. */
+export function endpointNameOf(projectSlug: string, value: string, param: string): string {
+  const slash = value.indexOf('/');
+  if (slash < 0) return checkName(value, param);
+  const slug = value.slice(0, slash);
+  if (slug !== projectSlug) throw badRequest(`'${slug}' is not this project's slug ('${projectSlug}').`, param, 'invalid_name');
+  return checkName(value.slice(slash + 1), param);
+}
+
+/** Every model here has exactly one revision (a model never changes once it exists); this is its id. */
+export const revisionOf = (modelId: string) => `rev_${createHash('sha256').update(modelId).digest('hex').slice(0, 16)}`;
+
+/**
+ * The model id (and revision, if named) a reference names: a plain id, `models/{id}` or
+ * `projects/{projectId}/models/{id}`, each optionally followed by `/revisions/{revisionId}`. The id is '' when the
+ * reference names another project's model (which matches nothing the caller may see).
+ */
+export function parseModelRef(projectId: string, ref: string): { id: string; revision?: string } {
+  const rev = /^(.+)\/revisions\/([^/]+)$/.exec(ref);
+  const base = rev ? rev[1]! : ref;
+  const m = /^projects\/([^/]+)\/models\/(.+)$/.exec(base) ?? /^()models\/(.+)$/.exec(base);
+  const id = !m ? base : m[1] && m[1] !== projectId ? '' : m[2]!;
+  return rev ? { id, revision: rev[2]! } : { id };
+}
+
+/** The config id a reference names (`cr_...` or `projects/{projectId}/configs/{id}`); '' for another project's. */
+function configIdOf(projectId: string, ref: string): string {
+  const m = /^projects\/([^/]+)\/configs\/(.+)$/.exec(ref);
+  return !m ? ref : m[1] !== projectId ? '' : m[2]!;
 }
 
 /** The deployable model a body's `model` names: a catalogue model deployable on dedicated hardware, or a ready upload that fine-tunes one. */
 export async function resolveModel(db: Db | Tx, projectId: string, ref: string, param: string): Promise<Model> {
-  const id = modelIdOf(projectId, ref);
+  const { id } = parseModelRef(projectId, ref);
   const model = id === '' ? null : await visibleOrNull(db.model, projectId, { id });
   if (!model) throw badRequest(`No model '${ref}' exists in the catalogue or this project.`, param, 'model_not_found');
   if (model.projectId === null) {
@@ -58,9 +93,8 @@ export async function resolveModel(db: Db | Tx, projectId: string, ref: string, 
 
 /** The published config a body's `config` names; it must be for the model's architecture. */
 export async function resolveConfig(db: Db | Tx, projectId: string, ref: string, model: Model, param: string): Promise<ModelConfig> {
-  const m = /^projects\/([^/]+)\/configs\/(.+)$/.exec(ref);
-  const id = m ? m[2]! : ref;
-  const config = m && m[1] !== projectId ? null : await visibleOrNull(db.modelConfig, projectId, { id });
+  const id = configIdOf(projectId, ref);
+  const config = id === '' ? null : await visibleOrNull(db.modelConfig, projectId, { id });
   if (!config) throw badRequest(`No published config '${ref}' exists.`, param, 'config_not_found');
   const reference = await db.model.findUnique({ where: { id: config.referenceModelId } });
   if (config.referenceModelId !== model.id && (!reference?.architecture || reference.architecture !== model.architecture)) {
@@ -75,13 +109,67 @@ export async function resolveConfig(db: Db | Tx, projectId: string, ref: string,
  */
 export function referenceFilter(projectId: string, byId: string | undefined, byName: string | undefined): string | undefined {
   if (byName === undefined) return byId;
-  const id = modelIdOf(projectId, byName);
+  const { id } = parseModelRef(projectId, byName);
   if (byId !== undefined && byId !== id) {
     throw badRequest(`'referenceModel' (${byName}) and 'referenceModelId' (${byId}) name different models.`, 'referenceModel', 'reference_model_mismatch');
   }
   return id;
 }
 
-export function checkAutoscaling(a: { minReplicas: number; maxReplicas: number }, param: string): void {
-  if (a.minReplicas > a.maxReplicas) throw badRequest("'minReplicas' must not exceed 'maxReplicas'.", param, 'invalid_autoscaling');
+/**
+ * A field and its deprecated alias (`model`/`modelId`, `config`/`configId`): a deployment needs one of them, and
+ * given both they must name the same thing. Answers the reference to use and the field it came from.
+ */
+function eitherOf(what: string, main: [string, string | undefined], alias: [string, string | undefined], same: (a: string, b: string) => boolean) {
+  const [mainField, mainRef] = main;
+  const [aliasField, aliasRef] = alias;
+  if (mainRef === undefined && aliasRef === undefined) {
+    throw badRequest(`A deployment needs a ${what}: give '${mainField}' (or the deprecated '${aliasField}').`, mainField, 'required');
+  }
+  if (mainRef !== undefined && aliasRef !== undefined && !same(mainRef, aliasRef)) {
+    throw badRequest(`'${mainField}' (${mainRef}) and '${aliasField}' (${aliasRef}) name different ${what}s.`, aliasField, `${what}_mismatch`);
+  }
+  return mainRef !== undefined ? { ref: mainRef, param: mainField } : { ref: aliasRef!, param: aliasField };
+}
+
+export interface ModelAndConfigRefs {
+  model?: string;
+  modelId?: string;
+  modelRevisionId?: string;
+  config?: string;
+  configId?: string;
+}
+
+/** The model (at its one revision) and the config a create names, by resource name or by the deprecated aliases. */
+export async function resolveModelAndConfig(db: Db | Tx, projectId: string, refs: ModelAndConfigRefs) {
+  const m = eitherOf('model', ['model', refs.model], ['modelId', refs.modelId], (a, b) => parseModelRef(projectId, a).id === parseModelRef(projectId, b).id);
+  const model = await resolveModel(db, projectId, m.ref, m.param);
+  const modelRevisionId = revisionOf(model.id);
+  const named: [string, string | undefined][] = [
+    ['model', refs.model === undefined ? undefined : parseModelRef(projectId, refs.model).revision],
+    ['modelId', refs.modelId === undefined ? undefined : parseModelRef(projectId, refs.modelId).revision],
+    ['modelRevisionId', refs.modelRevisionId],
+  ];
+  for (const [param, revision] of named) {
+    if (revision !== undefined && revision !== modelRevisionId) {
+      throw badRequest(`Model '${model.id}' has no revision '${revision}'; its one revision is '${modelRevisionId}'.`, param, 'model_revision_not_found');
+    }
+  }
+  const c = eitherOf('config', ['config', refs.config], ['configId', refs.configId], (a, b) => configIdOf(projectId, a) === configIdOf(projectId, b));
+  const config = await resolveConfig(db, projectId, c.ref, model, c.param);
+  return { model, modelRevisionId, config };
+}
+
+/** A create's replica bounds: `minReplicas` 1 when omitted (0 when `maxReplicas` is 0), `maxReplicas` `minReplicas` when omitted. */
+export function createBounds(a: { minReplicas?: number; maxReplicas?: number }) {
+  const minReplicas = a.minReplicas ?? (a.maxReplicas === 0 ? 0 : 1);
+  return { minReplicas, maxReplicas: a.maxReplicas ?? minReplicas };
+}
+
+/** Replica bounds are not negative and in order; `prefix` is where the bounds sit in the body (`autoscaling.` or ''). */
+export function checkAutoscaling(a: { minReplicas: number; maxReplicas: number }, prefix: string): void {
+  for (const bound of ['minReplicas', 'maxReplicas'] as const) {
+    if (a[bound] < 0) throw badRequest(`'${bound}' must not be negative.`, `${prefix}${bound}`, 'invalid_autoscaling');
+  }
+  if (a.minReplicas > a.maxReplicas) throw badRequest("'minReplicas' must not exceed 'maxReplicas'.", `${prefix}minReplicas`, 'invalid_autoscaling');
 }

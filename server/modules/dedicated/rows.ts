@@ -23,14 +23,36 @@ export async function createEndpointRow(tx: Tx, clock: Clock, projectId: string,
   return e;
 }
 
+/** The autoscaler's policy as a create or update gives it (windows and metrics; the bounds are columns of their own). */
+export interface AutoscalingPolicy {
+  scaleDownWindow?: string;
+  scaleUpWindow?: string;
+  scaleToZeroWindow?: string;
+  scalingMetrics?: unknown[];
+}
+
+/** The policy's columns: each given window or metric list replaces the current one, an omitted one keeps it. */
+export function policyColumns(a: AutoscalingPolicy, current?: Deployment) {
+  return {
+    scaleDownWindow: a.scaleDownWindow ?? current?.scaleDownWindow ?? null,
+    scaleUpWindow: a.scaleUpWindow ?? current?.scaleUpWindow ?? null,
+    scaleToZeroWindow: a.scaleToZeroWindow ?? current?.scaleToZeroWindow ?? null,
+    scalingMetrics: a.scalingMetrics !== undefined ? JSON.stringify(a.scalingMetrics) : (current?.scalingMetrics ?? null),
+  };
+}
+
 export interface NewDeployment {
   projectId: string;
   endpointId: string;
   name: string;
   model: Model;
+  modelRevisionId: string;
   config: ModelConfig;
   minReplicas: number;
   maxReplicas: number;
+  policy?: AutoscalingPolicy;
+  enableLora?: boolean;
+  placement?: object;
   trafficMode: string;
   volumes?: string[];
 }
@@ -47,9 +69,13 @@ export async function insertDeployment(tx: Tx, timing: Timing, input: NewDeploym
       endpointId: input.endpointId,
       name: input.name,
       modelId: input.model.id,
+      modelRevisionId: input.modelRevisionId,
       configId: input.config.id,
       minReplicas: input.minReplicas,
       maxReplicas: input.maxReplicas,
+      ...policyColumns(input.policy ?? {}),
+      enableLora: input.enableLora ?? false,
+      placement: input.placement === undefined ? null : JSON.stringify(input.placement),
       state: running ? 'DEPLOYMENT_STATE_PROVISIONING' : 'DEPLOYMENT_STATE_STOPPED',
       message: running ? 'Provisioning replicas.' : 'Stopped (no replicas requested).',
       trafficMode: input.trafficMode,

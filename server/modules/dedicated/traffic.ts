@@ -1,8 +1,11 @@
 // The rules of traffic and replicas on v2 endpoints. An endpoint's traffic split lists deployments with relative
-// weights; a request goes to a READY deployment with a positive weight, chosen by weight. A running deployment
-// runs its minimum replicas (there are no live traffic metrics to scale on here), at least one; 0/0 is stopped.
-import type { DedicatedEndpoint, Deployment } from '../../../generated/prisma/sqlite/client/client.ts';
+// weights; a request goes to a READY deployment with a positive weight, chosen by weight (a request for a LoRA
+// adapter, only among those that serve it). A running deployment runs its minimum replicas (there are no live
+// traffic metrics to scale on here), at least one; 0/0 is stopped. Every deployment runs on the local chat engine.
+import type { DedicatedEndpoint, Deployment, Model } from '../../../generated/prisma/sqlite/client/client.ts';
 import type { Tx } from '../../db/index.ts';
+import { localChatEngine } from '../../engines/chat.ts';
+import { fitsEndpoint } from '../adapters/rules.ts';
 
 export interface SplitEntry {
   deploymentId: string;
@@ -15,6 +18,12 @@ export const splitOf = (e: DedicatedEndpoint): SplitEntry[] => JSON.parse(e.traf
 
 /** Replicas a running deployment runs: its minimum, and at least one; none when its maximum is 0 (stopped). */
 export const desiredReplicas = (d: { minReplicas: number; maxReplicas: number }) => (d.maxReplicas === 0 ? 0 : Math.max(d.minReplicas, 1));
+
+/** The engine a deployment runs on: the local chat engine, for every deployment here. */
+export const runtimeOf = (_d: Deployment) => localChatEngine.runtime;
+
+/** A deployment serves an adapter when it has LoRA enabled and its model is the adapter's base (or LoRA pool). */
+export const servesAdapter = (d: Deployment, adapter: Model) => d.enableLora && fitsEndpoint(adapter, d);
 
 /** Whether a deployment holds (or is getting) replicas. */
 export const isRunning = (d: Deployment) => !['DEPLOYMENT_STATE_STOPPED', 'DEPLOYMENT_STATE_FAILED'].includes(d.state);
@@ -45,10 +54,13 @@ export function pickByWeight(entries: SplitEntry[], k: number): string {
   return entries[entries.length - 1]!.deploymentId;
 }
 
-/** Routes one request to a READY, routed deployment of the endpoint (counting it), or null when none is. */
-export async function routeRequest(tx: Tx, endpoint: DedicatedEndpoint): Promise<Deployment | null> {
+/**
+ * Routes one request to a READY, routed deployment of the endpoint that `accepts` (counting it), or null when
+ * none is.
+ */
+export async function routeRequest(tx: Tx, endpoint: DedicatedEndpoint, accepts: (d: Deployment) => boolean = () => true): Promise<Deployment | null> {
   const deployments = await tx.deployment.findMany({ where: { endpointId: endpoint.id }, orderBy: { id: 'asc' } });
-  const ready = new Map(deployments.filter((d) => d.state === READY).map((d) => [d.id, d]));
+  const ready = new Map(deployments.filter((d) => d.state === READY && accepts(d)).map((d) => [d.id, d]));
   const eligible = splitOf(endpoint).filter((s) => s.weight > 0 && ready.has(s.deploymentId));
   if (eligible.length === 0) return null;
   const { routedCount } = await tx.dedicatedEndpoint.update({ where: { id: endpoint.id }, data: { routedCount: { increment: 1 } } });

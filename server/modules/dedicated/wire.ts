@@ -1,23 +1,40 @@
 // Module `dedicated`: rows -> wire shapes (camelCase, as the public platform's v2 API). Everything decided about a
-// deployment (its traffic share, its desired replicas) comes in from traffic.ts; this file only formats.
+// deployment (its traffic share, its desired replicas, its runtime) comes in from traffic.ts; this file only
+// formats. Optional fields are absent rather than null, and strings the platform always sends are "" when empty.
 import type { DedicatedEndpoint, Deployment, EndpointEvent, Hardware, ModelConfig } from '../../../generated/prisma/sqlite/client/client.ts';
 import { iso } from '../../core/clock.ts';
 import type { Wire } from '../types.ts';
-import { desiredReplicas, isRunning, splitOf, trafficShares } from './traffic.ts';
+import { desiredReplicas, isRunning, runtimeOf, splitOf, trafficShares } from './traffic.ts';
 
 const modelResource = (d: Deployment) => (d.modelId.startsWith('ml_') ? `projects/${d.projectId}/models/${d.modelId}` : `models/${d.modelId}`);
-const autoscaling = (d: Deployment): Wire<'Autoscaling'> => ({ minReplicas: d.minReplicas, maxReplicas: d.maxReplicas });
+
+function autoscaling(d: Deployment): Wire<'Autoscaling'> {
+  return {
+    minReplicas: d.minReplicas,
+    maxReplicas: d.maxReplicas,
+    ...(d.scaleDownWindow !== null && { scaleDownWindow: d.scaleDownWindow }),
+    ...(d.scaleUpWindow !== null && { scaleUpWindow: d.scaleUpWindow }),
+    ...(d.scaleToZeroWindow !== null && { scaleToZeroWindow: d.scaleToZeroWindow }),
+    ...(d.scalingMetrics !== null && { scalingMetrics: JSON.parse(d.scalingMetrics) as Wire<'ScalingMetric'>[] }),
+  };
+}
+
+/** A page of a v2 list: `next_cursor` is "" on the last page. */
+export const listWire = <T>(data: T[], next: string | null) => ({ object: 'list' as const, data, next_cursor: next ?? '' });
+
+/** A certification as stored: the public platform's record, with its instant in milliseconds. */
+type StoredCertification = Omit<Wire<'Certification'>, 'certifiedAt'> & { certifiedAt: number };
 
 export function modelConfigWire(c: ModelConfig, hardware: Hardware[]): Wire<'ModelConfig'> {
   return {
     id: c.id,
-    projectId: c.projectId,
+    projectId: c.projectId ?? '',
     referenceModelId: c.referenceModelId,
     referenceModel: `models/${c.referenceModelId}`,
     selectors: Object.entries<string>(JSON.parse(c.selectors)).map(([key, value]) => ({ key: key as Wire<'Selector'>['key'], value })),
     optimizationProfile: c.optimizationProfile as Wire<'ModelConfig'>['optimizationProfile'],
-    certifications: JSON.parse(c.certifications),
-    draftModel: null,
+    certifications: (JSON.parse(c.certifications) as StoredCertification[]).map((x) => ({ ...x, certifiedAt: iso(x.certifiedAt) })),
+    draftModel: '',
     hardware: hardware.map((h) => h.id),
   };
 }
@@ -38,7 +55,7 @@ export function v2EndpointWire(e: DedicatedEndpoint, deployments: Deployment[], 
       modelId: d.modelId,
       state: d.state as Wire<'DeploymentState'>,
       autoscaling: autoscaling(d),
-      hardware: d.hardwareId,
+      hardware: d.hardwareId ?? '',
       readyReplicas: d.readyReplicas,
       desiredReplicas: isRunning(d) ? desiredReplicas(d) : 0,
       trafficMode: d.trafficMode as Wire<'Deployment'>['trafficMode'],
@@ -60,10 +77,14 @@ export function deploymentWire(d: Deployment, e: DedicatedEndpoint, siblings: De
     inferenceName: `${projectSlug}/${e.name}/${d.name}`,
     model: modelResource(d),
     modelId: d.modelId,
+    modelRevisionId: d.modelRevisionId,
     config: `projects/${d.projectId}/configs/${d.configId}`,
     configId: d.configId,
     autoscaling: autoscaling(d),
-    hardware: d.hardwareId,
+    enableLora: d.enableLora,
+    ...(d.placement !== null && { placement: JSON.parse(d.placement) as Wire<'Placement'> }),
+    hardware: d.hardwareId ?? '',
+    runtimeInfo: runtimeOf(d),
     status: {
       state: d.state as Wire<'DeploymentState'>,
       message: d.message,

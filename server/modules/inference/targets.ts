@@ -1,11 +1,12 @@
 // Who serves a `model` string: a dedicated endpoint of the caller's project (`<project_slug>/<endpoint_name>`, v2
-// routed by its traffic split, or a running v1 endpoint), one v2 deployment (`.../<deployment_name>`), a v1
-// endpoint's bound adapter (`<endpoint>:<adapter>`), or a serverless chat model.
+// routed by its traffic split, or a running v1 endpoint), one v2 deployment (`.../<deployment_name>`), an adapter
+// (`...:<adapter>`: bound to a v1 endpoint, or served by v2 deployments with LoRA enabled), or a serverless chat
+// model.
 import type { Identity } from '../../accounts.ts';
-import { apiError } from '../../core/errors.ts';
+import { apiError, badRequest } from '../../core/errors.ts';
 import type { Database } from '../../db/index.ts';
 import { findAdapter } from '../adapters/rules.ts';
-import { routeRequest } from '../dedicated/traffic.ts';
+import { routeRequest, servesAdapter } from '../dedicated/traffic.ts';
 
 export interface Target {
   /** A deployment id, a v1 endpoint id, or `serverless`. */
@@ -30,19 +31,26 @@ export async function resolveTarget(db: Database, identity: Identity, model: str
 
     const v2 = await db.prisma.dedicatedEndpoint.findFirst({ where: { projectId, name: endpointName } });
     if (v2) {
-      if (adapterRef !== undefined) throw unknown(); // adapters bind to v1 endpoints
+      // An adapter is served by the deployments that have LoRA enabled for its base model; no binding is needed.
+      const adapter = adapterRef === undefined ? null : await findAdapter(db.prisma, projectId, adapterRef);
+      if (adapterRef !== undefined && !adapter) throw unknown();
+      const loraNotEnabled = (where: string) =>
+        badRequest(`${where} serves no LoRA adapter of ${adapter!.baseModelId ?? adapter!.loraModel}: deploy it with enableLora: true.`, 'model', 'lora_not_enabled');
       if (deploymentName !== undefined) {
         const d = await db.prisma.deployment.findFirst({ where: { endpointId: v2.id, name: deploymentName } });
         if (!d) throw unknown();
+        if (adapter && !servesAdapter(d, adapter)) throw loraNotEnabled(`Deployment '${deploymentName}'`);
         if (d.state !== 'DEPLOYMENT_STATE_READY') throw notReady(`deployment '${deploymentName}' is ${d.state}`);
-        return { servedBy: d.id, model: d.modelId };
+        return { servedBy: d.id, model: d.modelId, adapter: adapter?.name };
       }
+      const accepts = adapter ? (d: Parameters<typeof servesAdapter>[0]) => servesAdapter(d, adapter) : undefined;
+      if (accepts && !(await db.prisma.deployment.findMany({ where: { endpointId: v2.id } })).some(accepts)) throw loraNotEnabled('No deployment of this endpoint');
       const d = await db.write(async (tx) => {
         const endpoint = await tx.dedicatedEndpoint.findUnique({ where: { id: v2.id } });
-        return endpoint ? routeRequest(tx, endpoint) : null;
+        return endpoint ? routeRequest(tx, endpoint, accepts) : null;
       });
-      if (!d) throw notReady('no READY deployment has a positive weight in its traffic split');
-      return { servedBy: d.id, model: d.modelId };
+      if (!d) throw notReady(`no READY deployment${adapter ? ' serving that adapter' : ''} has a positive weight in its traffic split`);
+      return { servedBy: d.id, model: d.modelId, adapter: adapter?.name };
     }
 
     const v1 = deploymentName === undefined ? await db.prisma.v1Endpoint.findFirst({ where: { projectId, name: endpointName } }) : null;

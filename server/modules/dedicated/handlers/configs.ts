@@ -2,12 +2,12 @@
 import type { ModelConfig } from '../../../../generated/prisma/sqlite/client/client.ts';
 import { notFound } from '../../../core/errors.ts';
 import type { Db } from '../../../db/index.ts';
-import { cut, pageArgs } from '../../../http/page.ts';
+import { cut, pageArgs, pageSize } from '../../../http/page.ts';
 import { visibleOrNull } from '../../../http/scope.ts';
 import type { Context } from '../../types.ts';
 import { matchingHardware } from '../placement.ts';
 import { checkProject, referenceFilter } from '../refs.ts';
-import { modelConfigWire } from '../wire.ts';
+import { listWire, modelConfigWire } from '../wire.ts';
 
 async function configView(db: Db, c: ModelConfig) {
   const model = await db.model.findUnique({ where: { id: c.referenceModelId } });
@@ -17,7 +17,7 @@ async function configView(db: Db, c: ModelConfig) {
 export async function listConfigs(ctx: Context<'listConfigs'>) {
   const projectId = checkProject(ctx);
   const { db, query } = ctx;
-  const limit = query.limit ?? 50;
+  const limit = pageSize(query.limit);
   const reference = referenceFilter(projectId, query.referenceModelId, query.referenceModel);
   const page = pageArgs(query.after, limit);
   const rows = await db.prisma.modelConfig.findMany({
@@ -27,7 +27,7 @@ export async function listConfigs(ctx: Context<'listConfigs'>) {
   const p = cut(rows, limit);
   const data = [];
   for (const c of p.rows) data.push(await configView(db.prisma, c));
-  return { object: 'list' as const, data, next_cursor: p.next };
+  return listWire(data, p.next);
 }
 
 export async function getConfig(ctx: Context<'getConfig'>) {

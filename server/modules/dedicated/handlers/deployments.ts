@@ -5,27 +5,53 @@ import { instant } from '../../../core/clock.ts';
 import { apiError, conflict } from '../../../core/errors.ts';
 import type { Tx } from '../../../db/index.ts';
 import { checkEtag, masked, newEtag } from '../../../http/etag.ts';
-import { cut } from '../../../http/page.ts';
 import { uniquely } from '../../../http/unique.ts';
 import { release, reserveIfFree } from '../../hardware/capacity.ts';
 import type { Context } from '../../types.ts';
 import { recordDeploymentChange, recordEndpointChange } from '../events.ts';
-import { moveDeployment, type DeploymentEvent } from '../machine.ts';
-import { DEPLOYMENT_OWNER } from '../placement.ts';
-import { checkAutoscaling, checkProject, deploymentNameTaken, deploymentsOf, findDeployment, findEndpoint, resolveConfig, resolveModel } from '../refs.ts';
-import { deploymentView, insertDeployment, mountsOf, releaseAll } from '../rows.ts';
+import { listPage, unqualified, type Fields } from '../listing.ts';
+import { deploymentMachine, moveDeployment, type DeploymentEvent } from '../machine.ts';
+import { checkPlacement, DEPLOYMENT_OWNER } from '../placement.ts';
+import {
+  checkAutoscaling,
+  checkName,
+  checkProject,
+  createBounds,
+  deploymentNameTaken,
+  deploymentsOf,
+  findDeployment,
+  findEndpoint,
+  parseModelRef,
+  resolveModelAndConfig,
+} from '../refs.ts';
+import { deploymentView, insertDeployment, mountsOf, policyColumns, releaseAll } from '../rows.ts';
 import { desiredReplicas, splitOf } from '../traffic.ts';
-import { deploymentWire } from '../wire.ts';
+import { deploymentWire, listWire } from '../wire.ts';
+
+/**
+ * What a deployment list's `filter` and `orderBy` read: `name` (bare, or as `<project_slug>/<endpoint>/<name>`),
+ * `state`, `model` (compared as model ids, whatever reference names them) and the instants.
+ */
+function deploymentFields(projectId: string, qualifier: string): Fields<Deployment> {
+  return {
+    name: { kind: 'string', get: (d) => d.name, value: (v) => unqualified(v, qualifier) },
+    state: { kind: 'enum', get: (d) => d.state, values: deploymentMachine.states },
+    model: { kind: 'string', get: (d) => d.modelId, value: (v) => parseModelRef(projectId, v).id || null },
+    created_at: { kind: 'time', get: (d) => Number(d.createdAt) },
+    updated_at: { kind: 'time', get: (d) => Number(d.updatedAt) },
+  };
+}
 
 export async function listDeployments(ctx: Context<'listDeployments'>) {
   const projectId = checkProject(ctx);
   const e = await findEndpoint(ctx.db.prisma, projectId, ctx.params.endpointId);
-  const limit = ctx.query.limit ?? 50;
   const all = await deploymentsOf(ctx.db.prisma, e.id);
-  const after = ctx.query.after;
-  const p = cut(after === undefined ? all : all.filter((d) => d.id > after), limit);
+  const p = listPage(all, ctx.query, deploymentFields(projectId, `${ctx.identity.projectSlug}/${e.name}/`));
   const mounts = await mountsOf(ctx.db.prisma, p.rows.map((d) => d.id));
-  return { object: 'list' as const, data: p.rows.map((d) => deploymentWire(d, e, all, ctx.identity.projectSlug, mounts.get(d.id)!)), next_cursor: p.next };
+  return listWire(
+    p.rows.map((d) => deploymentWire(d, e, all, ctx.identity.projectSlug, mounts.get(d.id)!)),
+    p.next,
+  );
 }
 
 /** Thrown out of a write transaction to undo it (validateOnly), carrying the answer computed before the rollback. */
@@ -37,10 +63,11 @@ export async function createDeployment(ctx: Context<'createDeployment'>) {
   const projectId = checkProject(ctx);
   const { db, body } = ctx;
   await findEndpoint(db.prisma, projectId, ctx.params.endpointId);
-  const autoscaling = { minReplicas: body.autoscaling.minReplicas, maxReplicas: body.autoscaling.maxReplicas ?? body.autoscaling.minReplicas };
-  checkAutoscaling(autoscaling, 'autoscaling.minReplicas');
-  const model = await resolveModel(db.prisma, projectId, body.model, 'model');
-  const config = await resolveConfig(db.prisma, projectId, body.config, model, 'config');
+  const name = checkName(body.name, 'name');
+  const autoscaling = createBounds(body.autoscaling);
+  checkAutoscaling(autoscaling, 'autoscaling.');
+  checkPlacement(body.placement);
+  const { model, modelRevisionId, config } = await resolveModelAndConfig(db.prisma, projectId, body);
   try {
     const created = await uniquely(
       () =>
@@ -49,10 +76,14 @@ export async function createDeployment(ctx: Context<'createDeployment'>) {
           const d = await insertDeployment(tx, ctx, {
             projectId,
             endpointId: e.id,
-            name: body.name,
+            name,
             model,
+            modelRevisionId,
             config,
             ...autoscaling,
+            policy: body.autoscaling,
+            enableLora: body.enableLora,
+            placement: body.placement,
             trafficMode: body.trafficMode ?? 'TRAFFIC_MODE_LIVE',
             volumes: body.volumes,
           });
@@ -60,7 +91,7 @@ export async function createDeployment(ctx: Context<'createDeployment'>) {
           if (ctx.query.validateOnly) throw new RolledBack(await deploymentView(tx, d, ctx.identity.projectSlug));
           return d;
         }),
-      () => deploymentNameTaken(body.name),
+      () => deploymentNameTaken(name),
     );
     return deploymentView(db.prisma, created, ctx.identity.projectSlug);
   } catch (err) {
@@ -103,6 +134,7 @@ export async function updateDeployment(ctx: Context<'updateDeployment'>) {
   const projectId = checkProject(ctx);
   const { db, clock } = ctx;
   const body = masked(ctx.body, ctx.query.updateMask, ['name', 'autoscaling']);
+  if (body.name !== undefined) checkName(body.name, 'name');
   const updated = await uniquely(
     () =>
       db.write(async (tx) => {
@@ -113,10 +145,12 @@ export async function updateDeployment(ctx: Context<'updateDeployment'>) {
         }
         let data: Partial<Deployment> = { name: body.name ?? d.name };
         let event: DeploymentEvent | null = null;
-        if (body.autoscaling) {
-          // An omitted bound keeps its current value (the official client's contract).
-          const wanted = { minReplicas: body.autoscaling.minReplicas ?? d.minReplicas, maxReplicas: body.autoscaling.maxReplicas ?? d.maxReplicas };
-          checkAutoscaling(wanted, 'autoscaling.minReplicas');
+        const a = body.autoscaling;
+        // An omitted field keeps its current value (the official client's contract); only the bounds move replicas.
+        if (a) data = { ...data, ...policyColumns(a, d) };
+        if (a && (a.minReplicas !== undefined || a.maxReplicas !== undefined)) {
+          const wanted = { minReplicas: a.minReplicas ?? d.minReplicas, maxReplicas: a.maxReplicas ?? d.maxReplicas };
+          checkAutoscaling(wanted, 'autoscaling.');
           const change = await rescale(ctx, tx, d, wanted);
           event = change.event;
           data = { ...data, ...wanted, ...change.data };

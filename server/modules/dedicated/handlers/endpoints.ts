@@ -1,36 +1,40 @@
 // Module `dedicated`: v2 endpoints (a stable inference address; its traffic split routes requests across its
 // deployments), their usage and lifecycle events, and the one-call deploy of the v1 -> v2 migration.
+import type { DedicatedEndpoint, Prisma } from '../../../../generated/prisma/sqlite/client/client.ts';
 import { instant } from '../../../core/clock.ts';
 import { badRequest } from '../../../core/errors.ts';
 import { checkEtag, masked, newEtag } from '../../../http/etag.ts';
-import { cut, pageArgs } from '../../../http/page.ts';
+import { cut, pageSize } from '../../../http/page.ts';
 import { uniquely } from '../../../http/unique.ts';
 import { usage } from '../../hardware/capacity.ts';
 import type { Context } from '../../types.ts';
 import { recordEndpointChange } from '../events.ts';
+import { listPage, unqualified, type Fields } from '../listing.ts';
 import { DEPLOYMENT_OWNER } from '../placement.ts';
-import { checkAutoscaling, checkNameFree, checkProject, deploymentsOf, endpointNameTaken, findEndpoint, resolveConfig, resolveModel } from '../refs.ts';
+import { checkAutoscaling, checkName, checkNameFree, checkProject, deploymentsOf, endpointNameOf, endpointNameTaken, findEndpoint, resolveModelAndConfig } from '../refs.ts';
 import { createEndpointRow, endpointView, insertDeployment, mountsOf, releaseAll } from '../rows.ts';
 import type { SplitEntry } from '../traffic.ts';
-import { deploymentUsageWire, deploymentWire, endpointEventWire, v2EndpointWire } from '../wire.ts';
+import { deploymentUsageWire, deploymentWire, endpointEventWire, listWire, v2EndpointWire } from '../wire.ts';
 
 /** The migration's one call: an endpoint, a deployment (`primary` unless named) and a split sending it all traffic. */
 export async function deployModel(ctx: Context<'deployModel'>) {
   const projectId = checkProject(ctx);
   const { db, clock, identity, body } = ctx;
-  checkAutoscaling(body, 'minReplicas');
-  const model = await resolveModel(db.prisma, projectId, body.model, 'model');
-  const cfg = await resolveConfig(db.prisma, projectId, body.config, model, 'config');
+  const endpointName = endpointNameOf(identity.projectSlug, body.endpointName, 'endpointName');
+  const deploymentName = checkName(body.deploymentName ?? 'primary', 'deploymentName');
+  checkAutoscaling(body, '');
+  const { model, modelRevisionId, config } = await resolveModelAndConfig(db.prisma, projectId, { model: body.model, config: body.config });
   const { endpoint, deployment, volumes } = await uniquely(
     () =>
       db.write(async (tx) => {
-        const endpoint = await createEndpointRow(tx, clock, projectId, body.endpointName, body.visibility ?? 'VISIBILITY_PRIVATE', 'endpointName');
+        const endpoint = await createEndpointRow(tx, clock, projectId, endpointName, body.visibility ?? 'VISIBILITY_PRIVATE', 'endpointName');
         const deployment = await insertDeployment(tx, ctx, {
           projectId,
           endpointId: endpoint.id,
-          name: body.deploymentName ?? 'primary',
+          name: deploymentName,
           model,
-          config: cfg,
+          modelRevisionId,
+          config,
           minReplicas: body.minReplicas,
           maxReplicas: body.maxReplicas,
           trafficMode: 'TRAFFIC_MODE_LIVE',
@@ -39,7 +43,7 @@ export async function deployModel(ctx: Context<'deployModel'>) {
         const routed = await tx.dedicatedEndpoint.update({ where: { id: endpoint.id }, data: { trafficSplit: JSON.stringify([{ deploymentId: deployment.id, weight: 100 }]) } });
         return { endpoint: routed, deployment, volumes: (await mountsOf(tx, [deployment.id])).get(deployment.id)! };
       }),
-    () => endpointNameTaken(body.endpointName, 'endpointName'),
+    () => endpointNameTaken(endpointName, 'endpointName'),
   );
   return {
     endpoint: v2EndpointWire(endpoint, [deployment], identity.projectSlug),
@@ -47,19 +51,26 @@ export async function deployModel(ctx: Context<'deployModel'>) {
   };
 }
 
+/** What an endpoint list's `filter` and `orderBy` read: `name` (bare, or qualified by the project's slug) and the instants. */
+const endpointFields = (projectSlug: string): Fields<DedicatedEndpoint> => ({
+  name: { kind: 'string', get: (e) => e.name, value: (v) => unqualified(v, `${projectSlug}/`) },
+  created_at: { kind: 'time', get: (e) => Number(e.createdAt) },
+  updated_at: { kind: 'time', get: (e) => Number(e.updatedAt) },
+});
+
 export async function listV2Endpoints(ctx: Context<'listV2Endpoints'>) {
   const projectId = checkProject(ctx);
-  const limit = ctx.query.limit ?? 50;
-  const page = pageArgs(ctx.query.after, limit);
-  const p = cut(await ctx.db.prisma.dedicatedEndpoint.findMany({ ...page, where: { ...page.where, projectId } }), limit);
+  const all = await ctx.db.prisma.dedicatedEndpoint.findMany({ where: { projectId } });
+  const p = listPage(all, ctx.query, endpointFields(ctx.identity.projectSlug));
   const data = [];
   for (const e of p.rows) data.push(await endpointView(ctx.db.prisma, e, ctx.identity.projectSlug));
-  return { object: 'list' as const, data, next_cursor: p.next };
+  return listWire(data, p.next);
 }
 
 export async function createV2Endpoint(ctx: Context<'createV2Endpoint'>) {
   const projectId = checkProject(ctx);
-  const { name, visibility } = ctx.body;
+  const name = endpointNameOf(ctx.identity.projectSlug, ctx.body.name, 'name');
+  const { visibility } = ctx.body;
   const e = await uniquely(
     () => ctx.db.write((tx) => createEndpointRow(tx, ctx.clock, projectId, name, visibility ?? 'VISIBILITY_PRIVATE', 'name')),
     () => endpointNameTaken(name, 'name'),
@@ -72,16 +83,23 @@ export async function getV2Endpoint(ctx: Context<'getV2Endpoint'>) {
   return endpointView(ctx.db.prisma, await findEndpoint(ctx.db.prisma, projectId, ctx.params.endpointId), ctx.identity.projectSlug);
 }
 
-/** The split a PATCH asks for: deployments of this endpoint, each once, with at least one positive weight (or none at all, to unroute). */
+/**
+ * The split a PATCH asks for: deployments of this endpoint, each once, with weights that are not negative, at least
+ * one positive, and a finite sum (or no entry at all, to unroute).
+ */
 function checkSplit(split: SplitEntry[], mine: Set<string>): SplitEntry[] {
   const seen = new Set<string>();
   split.forEach((s, i) => {
     if (!mine.has(s.deploymentId)) throw badRequest(`'${s.deploymentId}' is not a deployment of this endpoint.`, `trafficSplit.${i}.deploymentId`, 'unknown_deployment');
     if (seen.has(s.deploymentId)) throw badRequest(`'${s.deploymentId}' appears twice in the split.`, `trafficSplit.${i}.deploymentId`, 'duplicate_deployment');
+    if (s.weight < 0) throw badRequest('A weight must not be negative (0 leaves the deployment unrouted).', `trafficSplit.${i}.weight`, 'invalid_traffic_split');
     seen.add(s.deploymentId);
   });
   if (split.length > 0 && !split.some((s) => s.weight > 0)) {
     throw badRequest('A traffic split needs at least one positive weight (or none at all, to unroute).', 'trafficSplit', 'invalid_traffic_split');
+  }
+  if (!Number.isFinite(split.reduce((sum, s) => sum + s.weight, 0))) {
+    throw badRequest('The weights of a traffic split must add up to a finite number.', 'trafficSplit', 'invalid_traffic_split');
   }
   return split.map((s) => ({ deploymentId: s.deploymentId, weight: s.weight }));
 }
@@ -90,12 +108,7 @@ export async function updateV2Endpoint(ctx: Context<'updateV2Endpoint'>) {
   const projectId = checkProject(ctx);
   const { db, clock, identity } = ctx;
   const body = masked(ctx.body, ctx.query.updateMask, ['name', 'trafficSplit', 'visibility']);
-  let name: string | undefined;
-  if (body.name !== undefined) {
-    const [slug, bare] = body.name.includes('/') ? body.name.split('/') : [identity.projectSlug, body.name];
-    if (slug !== identity.projectSlug) throw badRequest(`'${slug}' is not this project's slug.`, 'name', 'invalid_name');
-    name = bare;
-  }
+  const name = body.name === undefined ? undefined : endpointNameOf(identity.projectSlug, body.name, 'name');
   const updated = await uniquely(
     () =>
       db.write(async (tx) => {
@@ -153,6 +166,42 @@ export async function getV2EndpointUsage(ctx: Context<'getV2EndpointUsage'>) {
   };
 }
 
+const LEVELS = ['LEVEL_DEBUG', 'LEVEL_INFO', 'LEVEL_WARN', 'LEVEL_ERROR'] as const;
+const asList = (v: string | string[] | undefined) => (v === undefined ? undefined : ([] as string[]).concat(v));
+
+/** The events the feed's filters keep, as a query on one endpoint's events (the operation's description says which). */
+async function eventFilter(ctx: Context<'listV2EndpointEvents'>, endpointId: string): Promise<Prisma.EndpointEventWhereInput> {
+  const { db, query } = ctx;
+  const where: Prisma.EndpointEventWhereInput = { endpointId };
+  const types = asList(query.types);
+  const deploymentIds = asList(query.deploymentIds);
+  if (deploymentIds) {
+    const known = new Set([
+      ...(await deploymentsOf(db.prisma, endpointId)).map((d) => d.id),
+      ...(await db.prisma.endpointEvent.findMany({ where: { endpointId, deploymentId: { in: deploymentIds } }, select: { deploymentId: true } })).map((v) => v.deploymentId),
+    ]);
+    const unknown = deploymentIds.find((id) => !known.has(id));
+    if (unknown !== undefined) throw badRequest(`'${unknown}' is not a deployment of this endpoint.`, 'deploymentIds', 'unknown_deployment');
+  }
+  // Naming deployments drops the endpoint's own events, unless the kinds say to keep them.
+  const kinds = asList(query.sourceKinds) ?? (deploymentIds ? ['SOURCE_KIND_DEPLOYMENT'] : ['SOURCE_KIND_ENDPOINT', 'SOURCE_KIND_DEPLOYMENT']);
+  where.OR = [
+    ...(kinds.includes('SOURCE_KIND_ENDPOINT') ? [{ sourceKind: 'SOURCE_KIND_ENDPOINT' }] : []),
+    ...(kinds.includes('SOURCE_KIND_DEPLOYMENT') ? [{ sourceKind: 'SOURCE_KIND_DEPLOYMENT', ...(deploymentIds && { deploymentId: { in: deploymentIds } }) }] : []),
+  ];
+  if (types) where.type = { in: types };
+  if (query.minLevel) where.level = { in: LEVELS.slice(LEVELS.indexOf(query.minLevel)) };
+  if (query.since !== undefined || query.until !== undefined) {
+    where.createdAt = {
+      ...(query.since !== undefined && { gte: BigInt(Date.parse(query.since)) }),
+      ...(query.until !== undefined && { lt: BigInt(Date.parse(query.until)) }),
+    };
+  }
+  // No event here has a subject (there are no rollouts, experiments or conditions), so a subject keeps none.
+  if (query.subjectId !== undefined) where.id = { in: [] };
+  return where;
+}
+
 export async function listV2EndpointEvents(ctx: Context<'listV2EndpointEvents'>) {
   const projectId = checkProject(ctx);
   const { db, query } = ctx;
@@ -164,8 +213,12 @@ export async function listV2EndpointEvents(ctx: Context<'listV2EndpointEvents'>)
     if (!cursor) throw badRequest(`'${query.after}' is not a cursor of this endpoint's events.`, 'after', 'invalid_cursor');
     afterSeq = cursor.seq;
   }
-  const limit = query.limit ?? 50;
-  const rows = await db.prisma.endpointEvent.findMany({ where: { endpointId: e.id, seq: { gt: afterSeq } }, orderBy: { seq: 'asc' }, take: limit + 1 });
+  const limit = pageSize(query.limit);
+  const where = await eventFilter(ctx, e.id);
+  const rows = await db.prisma.endpointEvent.findMany({ where: { ...where, seq: { gt: afterSeq } }, orderBy: { seq: 'asc' }, take: limit + 1 });
   const p = cut(rows, limit);
-  return { object: 'list' as const, data: p.rows.map((v) => endpointEventWire(v, ctx.identity.projectSlug)), next_cursor: p.next };
+  return listWire(
+    p.rows.map((v) => endpointEventWire(v, ctx.identity.projectSlug)),
+    p.next,
+  );
 }

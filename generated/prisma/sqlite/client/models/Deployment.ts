@@ -50,9 +50,16 @@ export type DeploymentMinAggregateOutputType = {
   endpointId: string | null
   name: string | null
   modelId: string | null
+  modelRevisionId: string | null
   configId: string | null
   minReplicas: number | null
   maxReplicas: number | null
+  scaleDownWindow: string | null
+  scaleUpWindow: string | null
+  scaleToZeroWindow: string | null
+  scalingMetrics: string | null
+  enableLora: boolean | null
+  placement: string | null
   state: string | null
   message: string | null
   hardwareId: string | null
@@ -70,9 +77,16 @@ export type DeploymentMaxAggregateOutputType = {
   endpointId: string | null
   name: string | null
   modelId: string | null
+  modelRevisionId: string | null
   configId: string | null
   minReplicas: number | null
   maxReplicas: number | null
+  scaleDownWindow: string | null
+  scaleUpWindow: string | null
+  scaleToZeroWindow: string | null
+  scalingMetrics: string | null
+  enableLora: boolean | null
+  placement: string | null
   state: string | null
   message: string | null
   hardwareId: string | null
@@ -90,9 +104,16 @@ export type DeploymentCountAggregateOutputType = {
   endpointId: number
   name: number
   modelId: number
+  modelRevisionId: number
   configId: number
   minReplicas: number
   maxReplicas: number
+  scaleDownWindow: number
+  scaleUpWindow: number
+  scaleToZeroWindow: number
+  scalingMetrics: number
+  enableLora: number
+  placement: number
   state: number
   message: number
   hardwareId: number
@@ -130,9 +151,16 @@ export type DeploymentMinAggregateInputType = {
   endpointId?: true
   name?: true
   modelId?: true
+  modelRevisionId?: true
   configId?: true
   minReplicas?: true
   maxReplicas?: true
+  scaleDownWindow?: true
+  scaleUpWindow?: true
+  scaleToZeroWindow?: true
+  scalingMetrics?: true
+  enableLora?: true
+  placement?: true
   state?: true
   message?: true
   hardwareId?: true
@@ -150,9 +178,16 @@ export type DeploymentMaxAggregateInputType = {
   endpointId?: true
   name?: true
   modelId?: true
+  modelRevisionId?: true
   configId?: true
   minReplicas?: true
   maxReplicas?: true
+  scaleDownWindow?: true
+  scaleUpWindow?: true
+  scaleToZeroWindow?: true
+  scalingMetrics?: true
+  enableLora?: true
+  placement?: true
   state?: true
   message?: true
   hardwareId?: true
@@ -170,9 +205,16 @@ export type DeploymentCountAggregateInputType = {
   endpointId?: true
   name?: true
   modelId?: true
+  modelRevisionId?: true
   configId?: true
   minReplicas?: true
   maxReplicas?: true
+  scaleDownWindow?: true
+  scaleUpWindow?: true
+  scaleToZeroWindow?: true
+  scalingMetrics?: true
+  enableLora?: true
+  placement?: true
   state?: true
   message?: true
   hardwareId?: true
@@ -277,9 +319,16 @@ export type DeploymentGroupByOutputType = {
   endpointId: string
   name: string
   modelId: string
+  modelRevisionId: string
   configId: string
   minReplicas: number
   maxReplicas: number
+  scaleDownWindow: string | null
+  scaleUpWindow: string | null
+  scaleToZeroWindow: string | null
+  scalingMetrics: string | null
+  enableLora: boolean
+  placement: string | null
   state: string
   message: string
   hardwareId: string | null
@@ -320,9 +369,16 @@ export type DeploymentWhereInput = {
   endpointId?: Prisma.StringFilter<"Deployment"> | string
   name?: Prisma.StringFilter<"Deployment"> | string
   modelId?: Prisma.StringFilter<"Deployment"> | string
+  modelRevisionId?: Prisma.StringFilter<"Deployment"> | string
   configId?: Prisma.StringFilter<"Deployment"> | string
   minReplicas?: Prisma.IntFilter<"Deployment"> | number
   maxReplicas?: Prisma.IntFilter<"Deployment"> | number
+  scaleDownWindow?: Prisma.StringNullableFilter<"Deployment"> | string | null
+  scaleUpWindow?: Prisma.StringNullableFilter<"Deployment"> | string | null
+  scaleToZeroWindow?: Prisma.StringNullableFilter<"Deployment"> | string | null
+  scalingMetrics?: Prisma.StringNullableFilter<"Deployment"> | string | null
+  enableLora?: Prisma.BoolFilter<"Deployment"> | boolean
+  placement?: Prisma.StringNullableFilter<"Deployment"> | string | null
   state?: Prisma.StringFilter<"Deployment"> | string
   message?: Prisma.StringFilter<"Deployment"> | string
   hardwareId?: Prisma.StringNullableFilter<"Deployment"> | string | null
@@ -340,9 +396,16 @@ export type DeploymentOrderByWithRelationInput = {
   endpointId?: Prisma.SortOrder
   name?: Prisma.SortOrder
   modelId?: Prisma.SortOrder
+  modelRevisionId?: Prisma.SortOrder
   configId?: Prisma.SortOrder
   minReplicas?: Prisma.SortOrder
   maxReplicas?: Prisma.SortOrder
+  scaleDownWindow?: Prisma.SortOrderInput | Prisma.SortOrder
+  scaleUpWindow?: Prisma.SortOrderInput | Prisma.SortOrder
+  scaleToZeroWindow?: Prisma.SortOrderInput | Prisma.SortOrder
+  scalingMetrics?: Prisma.SortOrderInput | Prisma.SortOrder
+  enableLora?: Prisma.SortOrder
+  placement?: Prisma.SortOrderInput | Prisma.SortOrder
   state?: Prisma.SortOrder
   message?: Prisma.SortOrder
   hardwareId?: Prisma.SortOrderInput | Prisma.SortOrder
@@ -364,9 +427,16 @@ export type DeploymentWhereUniqueInput = Prisma.AtLeast<{
   endpointId?: Prisma.StringFilter<"Deployment"> | string
   name?: Prisma.StringFilter<"Deployment"> | string
   modelId?: Prisma.StringFilter<"Deployment"> | string
+  modelRevisionId?: Prisma.StringFilter<"Deployment"> | string
   configId?: Prisma.StringFilter<"Deployment"> | string
   minReplicas?: Prisma.IntFilter<"Deployment"> | number
   maxReplicas?: Prisma.IntFilter<"Deployment"> | number
+  scaleDownWindow?: Prisma.StringNullableFilter<"Deployment"> | string | null
+  scaleUpWindow?: Prisma.StringNullableFilter<"Deployment"> | string | null
+  scaleToZeroWindow?: Prisma.StringNullableFilter<"Deployment"> | string | null
+  scalingMetrics?: Prisma.StringNullableFilter<"Deployment"> | string | null
+  enableLora?: Prisma.BoolFilter<"Deployment"> | boolean
+  placement?: Prisma.StringNullableFilter<"Deployment"> | string | null
   state?: Prisma.StringFilter<"Deployment"> | string
   message?: Prisma.StringFilter<"Deployment"> | string
   hardwareId?: Prisma.StringNullableFilter<"Deployment"> | string | null
@@ -384,9 +454,16 @@ export type DeploymentOrderByWithAggregationInput = {
   endpointId?: Prisma.SortOrder
   name?: Prisma.SortOrder
   modelId?: Prisma.SortOrder
+  modelRevisionId?: Prisma.SortOrder
   configId?: Prisma.SortOrder
   minReplicas?: Prisma.SortOrder
   maxReplicas?: Prisma.SortOrder
+  scaleDownWindow?: Prisma.SortOrderInput | Prisma.SortOrder
+  scaleUpWindow?: Prisma.SortOrderInput | Prisma.SortOrder
+  scaleToZeroWindow?: Prisma.SortOrderInput | Prisma.SortOrder
+  scalingMetrics?: Prisma.SortOrderInput | Prisma.SortOrder
+  enableLora?: Prisma.SortOrder
+  placement?: Prisma.SortOrderInput | Prisma.SortOrder
   state?: Prisma.SortOrder
   message?: Prisma.SortOrder
   hardwareId?: Prisma.SortOrderInput | Prisma.SortOrder
@@ -412,9 +489,16 @@ export type DeploymentScalarWhereWithAggregatesInput = {
   endpointId?: Prisma.StringWithAggregatesFilter<"Deployment"> | string
   name?: Prisma.StringWithAggregatesFilter<"Deployment"> | string
   modelId?: Prisma.StringWithAggregatesFilter<"Deployment"> | string
+  modelRevisionId?: Prisma.StringWithAggregatesFilter<"Deployment"> | string
   configId?: Prisma.StringWithAggregatesFilter<"Deployment"> | string
   minReplicas?: Prisma.IntWithAggregatesFilter<"Deployment"> | number
   maxReplicas?: Prisma.IntWithAggregatesFilter<"Deployment"> | number
+  scaleDownWindow?: Prisma.StringNullableWithAggregatesFilter<"Deployment"> | string | null
+  scaleUpWindow?: Prisma.StringNullableWithAggregatesFilter<"Deployment"> | string | null
+  scaleToZeroWindow?: Prisma.StringNullableWithAggregatesFilter<"Deployment"> | string | null
+  scalingMetrics?: Prisma.StringNullableWithAggregatesFilter<"Deployment"> | string | null
+  enableLora?: Prisma.BoolWithAggregatesFilter<"Deployment"> | boolean
+  placement?: Prisma.StringNullableWithAggregatesFilter<"Deployment"> | string | null
   state?: Prisma.StringWithAggregatesFilter<"Deployment"> | string
   message?: Prisma.StringWithAggregatesFilter<"Deployment"> | string
   hardwareId?: Prisma.StringNullableWithAggregatesFilter<"Deployment"> | string | null
@@ -432,9 +516,16 @@ export type DeploymentCreateInput = {
   endpointId: string
   name: string
   modelId: string
+  modelRevisionId: string
   configId: string
   minReplicas: number
   maxReplicas: number
+  scaleDownWindow?: string | null
+  scaleUpWindow?: string | null
+  scaleToZeroWindow?: string | null
+  scalingMetrics?: string | null
+  enableLora?: boolean
+  placement?: string | null
   state: string
   message: string
   hardwareId?: string | null
@@ -452,9 +543,16 @@ export type DeploymentUncheckedCreateInput = {
   endpointId: string
   name: string
   modelId: string
+  modelRevisionId: string
   configId: string
   minReplicas: number
   maxReplicas: number
+  scaleDownWindow?: string | null
+  scaleUpWindow?: string | null
+  scaleToZeroWindow?: string | null
+  scalingMetrics?: string | null
+  enableLora?: boolean
+  placement?: string | null
   state: string
   message: string
   hardwareId?: string | null
@@ -472,9 +570,16 @@ export type DeploymentUpdateInput = {
   endpointId?: Prisma.StringFieldUpdateOperationsInput | string
   name?: Prisma.StringFieldUpdateOperationsInput | string
   modelId?: Prisma.StringFieldUpdateOperationsInput | string
+  modelRevisionId?: Prisma.StringFieldUpdateOperationsInput | string
   configId?: Prisma.StringFieldUpdateOperationsInput | string
   minReplicas?: Prisma.IntFieldUpdateOperationsInput | number
   maxReplicas?: Prisma.IntFieldUpdateOperationsInput | number
+  scaleDownWindow?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  scaleUpWindow?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  scaleToZeroWindow?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  scalingMetrics?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  enableLora?: Prisma.BoolFieldUpdateOperationsInput | boolean
+  placement?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   state?: Prisma.StringFieldUpdateOperationsInput | string
   message?: Prisma.StringFieldUpdateOperationsInput | string
   hardwareId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
@@ -492,9 +597,16 @@ export type DeploymentUncheckedUpdateInput = {
   endpointId?: Prisma.StringFieldUpdateOperationsInput | string
   name?: Prisma.StringFieldUpdateOperationsInput | string
   modelId?: Prisma.StringFieldUpdateOperationsInput | string
+  modelRevisionId?: Prisma.StringFieldUpdateOperationsInput | string
   configId?: Prisma.StringFieldUpdateOperationsInput | string
   minReplicas?: Prisma.IntFieldUpdateOperationsInput | number
   maxReplicas?: Prisma.IntFieldUpdateOperationsInput | number
+  scaleDownWindow?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  scaleUpWindow?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  scaleToZeroWindow?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  scalingMetrics?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  enableLora?: Prisma.BoolFieldUpdateOperationsInput | boolean
+  placement?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   state?: Prisma.StringFieldUpdateOperationsInput | string
   message?: Prisma.StringFieldUpdateOperationsInput | string
   hardwareId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
@@ -512,9 +624,16 @@ export type DeploymentCreateManyInput = {
   endpointId: string
   name: string
   modelId: string
+  modelRevisionId: string
   configId: string
   minReplicas: number
   maxReplicas: number
+  scaleDownWindow?: string | null
+  scaleUpWindow?: string | null
+  scaleToZeroWindow?: string | null
+  scalingMetrics?: string | null
+  enableLora?: boolean
+  placement?: string | null
   state: string
   message: string
   hardwareId?: string | null
@@ -532,9 +651,16 @@ export type DeploymentUpdateManyMutationInput = {
   endpointId?: Prisma.StringFieldUpdateOperationsInput | string
   name?: Prisma.StringFieldUpdateOperationsInput | string
   modelId?: Prisma.StringFieldUpdateOperationsInput | string
+  modelRevisionId?: Prisma.StringFieldUpdateOperationsInput | string
   configId?: Prisma.StringFieldUpdateOperationsInput | string
   minReplicas?: Prisma.IntFieldUpdateOperationsInput | number
   maxReplicas?: Prisma.IntFieldUpdateOperationsInput | number
+  scaleDownWindow?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  scaleUpWindow?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  scaleToZeroWindow?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  scalingMetrics?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  enableLora?: Prisma.BoolFieldUpdateOperationsInput | boolean
+  placement?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   state?: Prisma.StringFieldUpdateOperationsInput | string
   message?: Prisma.StringFieldUpdateOperationsInput | string
   hardwareId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
@@ -552,9 +678,16 @@ export type DeploymentUncheckedUpdateManyInput = {
   endpointId?: Prisma.StringFieldUpdateOperationsInput | string
   name?: Prisma.StringFieldUpdateOperationsInput | string
   modelId?: Prisma.StringFieldUpdateOperationsInput | string
+  modelRevisionId?: Prisma.StringFieldUpdateOperationsInput | string
   configId?: Prisma.StringFieldUpdateOperationsInput | string
   minReplicas?: Prisma.IntFieldUpdateOperationsInput | number
   maxReplicas?: Prisma.IntFieldUpdateOperationsInput | number
+  scaleDownWindow?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  scaleUpWindow?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  scaleToZeroWindow?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  scalingMetrics?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  enableLora?: Prisma.BoolFieldUpdateOperationsInput | boolean
+  placement?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   state?: Prisma.StringFieldUpdateOperationsInput | string
   message?: Prisma.StringFieldUpdateOperationsInput | string
   hardwareId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
@@ -577,9 +710,16 @@ export type DeploymentCountOrderByAggregateInput = {
   endpointId?: Prisma.SortOrder
   name?: Prisma.SortOrder
   modelId?: Prisma.SortOrder
+  modelRevisionId?: Prisma.SortOrder
   configId?: Prisma.SortOrder
   minReplicas?: Prisma.SortOrder
   maxReplicas?: Prisma.SortOrder
+  scaleDownWindow?: Prisma.SortOrder
+  scaleUpWindow?: Prisma.SortOrder
+  scaleToZeroWindow?: Prisma.SortOrder
+  scalingMetrics?: Prisma.SortOrder
+  enableLora?: Prisma.SortOrder
+  placement?: Prisma.SortOrder
   state?: Prisma.SortOrder
   message?: Prisma.SortOrder
   hardwareId?: Prisma.SortOrder
@@ -606,9 +746,16 @@ export type DeploymentMaxOrderByAggregateInput = {
   endpointId?: Prisma.SortOrder
   name?: Prisma.SortOrder
   modelId?: Prisma.SortOrder
+  modelRevisionId?: Prisma.SortOrder
   configId?: Prisma.SortOrder
   minReplicas?: Prisma.SortOrder
   maxReplicas?: Prisma.SortOrder
+  scaleDownWindow?: Prisma.SortOrder
+  scaleUpWindow?: Prisma.SortOrder
+  scaleToZeroWindow?: Prisma.SortOrder
+  scalingMetrics?: Prisma.SortOrder
+  enableLora?: Prisma.SortOrder
+  placement?: Prisma.SortOrder
   state?: Prisma.SortOrder
   message?: Prisma.SortOrder
   hardwareId?: Prisma.SortOrder
@@ -626,9 +773,16 @@ export type DeploymentMinOrderByAggregateInput = {
   endpointId?: Prisma.SortOrder
   name?: Prisma.SortOrder
   modelId?: Prisma.SortOrder
+  modelRevisionId?: Prisma.SortOrder
   configId?: Prisma.SortOrder
   minReplicas?: Prisma.SortOrder
   maxReplicas?: Prisma.SortOrder
+  scaleDownWindow?: Prisma.SortOrder
+  scaleUpWindow?: Prisma.SortOrder
+  scaleToZeroWindow?: Prisma.SortOrder
+  scalingMetrics?: Prisma.SortOrder
+  enableLora?: Prisma.SortOrder
+  placement?: Prisma.SortOrder
   state?: Prisma.SortOrder
   message?: Prisma.SortOrder
   hardwareId?: Prisma.SortOrder
@@ -657,9 +811,16 @@ export type DeploymentSelect<ExtArgs extends runtime.Types.Extensions.InternalAr
   endpointId?: boolean
   name?: boolean
   modelId?: boolean
+  modelRevisionId?: boolean
   configId?: boolean
   minReplicas?: boolean
   maxReplicas?: boolean
+  scaleDownWindow?: boolean
+  scaleUpWindow?: boolean
+  scaleToZeroWindow?: boolean
+  scalingMetrics?: boolean
+  enableLora?: boolean
+  placement?: boolean
   state?: boolean
   message?: boolean
   hardwareId?: boolean
@@ -677,9 +838,16 @@ export type DeploymentSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Ex
   endpointId?: boolean
   name?: boolean
   modelId?: boolean
+  modelRevisionId?: boolean
   configId?: boolean
   minReplicas?: boolean
   maxReplicas?: boolean
+  scaleDownWindow?: boolean
+  scaleUpWindow?: boolean
+  scaleToZeroWindow?: boolean
+  scalingMetrics?: boolean
+  enableLora?: boolean
+  placement?: boolean
   state?: boolean
   message?: boolean
   hardwareId?: boolean
@@ -697,9 +865,16 @@ export type DeploymentSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Ex
   endpointId?: boolean
   name?: boolean
   modelId?: boolean
+  modelRevisionId?: boolean
   configId?: boolean
   minReplicas?: boolean
   maxReplicas?: boolean
+  scaleDownWindow?: boolean
+  scaleUpWindow?: boolean
+  scaleToZeroWindow?: boolean
+  scalingMetrics?: boolean
+  enableLora?: boolean
+  placement?: boolean
   state?: boolean
   message?: boolean
   hardwareId?: boolean
@@ -717,9 +892,16 @@ export type DeploymentSelectScalar = {
   endpointId?: boolean
   name?: boolean
   modelId?: boolean
+  modelRevisionId?: boolean
   configId?: boolean
   minReplicas?: boolean
   maxReplicas?: boolean
+  scaleDownWindow?: boolean
+  scaleUpWindow?: boolean
+  scaleToZeroWindow?: boolean
+  scalingMetrics?: boolean
+  enableLora?: boolean
+  placement?: boolean
   state?: boolean
   message?: boolean
   hardwareId?: boolean
@@ -731,7 +913,7 @@ export type DeploymentSelectScalar = {
   updatedAt?: boolean
 }
 
-export type DeploymentOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "projectId" | "endpointId" | "name" | "modelId" | "configId" | "minReplicas" | "maxReplicas" | "state" | "message" | "hardwareId" | "readyReplicas" | "trafficMode" | "epoch" | "etag" | "createdAt" | "updatedAt", ExtArgs["result"]["deployment"]>
+export type DeploymentOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "projectId" | "endpointId" | "name" | "modelId" | "modelRevisionId" | "configId" | "minReplicas" | "maxReplicas" | "scaleDownWindow" | "scaleUpWindow" | "scaleToZeroWindow" | "scalingMetrics" | "enableLora" | "placement" | "state" | "message" | "hardwareId" | "readyReplicas" | "trafficMode" | "epoch" | "etag" | "createdAt" | "updatedAt", ExtArgs["result"]["deployment"]>
 
 export type $DeploymentPayload<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   name: "Deployment"
@@ -742,9 +924,16 @@ export type $DeploymentPayload<ExtArgs extends runtime.Types.Extensions.Internal
     endpointId: string
     name: string
     modelId: string
+    modelRevisionId: string
     configId: string
     minReplicas: number
     maxReplicas: number
+    scaleDownWindow: string | null
+    scaleUpWindow: string | null
+    scaleToZeroWindow: string | null
+    scalingMetrics: string | null
+    enableLora: boolean
+    placement: string | null
     state: string
     message: string
     hardwareId: string | null
@@ -1182,9 +1371,16 @@ export interface DeploymentFieldRefs {
   readonly endpointId: Prisma.FieldRef<"Deployment", 'String'>
   readonly name: Prisma.FieldRef<"Deployment", 'String'>
   readonly modelId: Prisma.FieldRef<"Deployment", 'String'>
+  readonly modelRevisionId: Prisma.FieldRef<"Deployment", 'String'>
   readonly configId: Prisma.FieldRef<"Deployment", 'String'>
   readonly minReplicas: Prisma.FieldRef<"Deployment", 'Int'>
   readonly maxReplicas: Prisma.FieldRef<"Deployment", 'Int'>
+  readonly scaleDownWindow: Prisma.FieldRef<"Deployment", 'String'>
+  readonly scaleUpWindow: Prisma.FieldRef<"Deployment", 'String'>
+  readonly scaleToZeroWindow: Prisma.FieldRef<"Deployment", 'String'>
+  readonly scalingMetrics: Prisma.FieldRef<"Deployment", 'String'>
+  readonly enableLora: Prisma.FieldRef<"Deployment", 'Boolean'>
+  readonly placement: Prisma.FieldRef<"Deployment", 'String'>
   readonly state: Prisma.FieldRef<"Deployment", 'String'>
   readonly message: Prisma.FieldRef<"Deployment", 'String'>
   readonly hardwareId: Prisma.FieldRef<"Deployment", 'String'>
