@@ -1,0 +1,64 @@
+// Calls to an upstream OpenAI-compatible server (a route of engines/routes.ts): the route's base URL and key, a
+// time limit, and the upstream's failures turned into this platform's errors. A 4xx from the upstream is the
+// caller's request refused there: it is passed on with the upstream's message. Anything else (unreachable, 5xx, a
+// timeout) is the upstream's failure: 502, or 504 for a timeout, saying so.
+import { ApiError } from '../core/errors.ts';
+import type { UpstreamRoute } from './routes.ts';
+
+export const UPSTREAM_TIMEOUT_MS = 120_000;
+
+/** POSTs `body` (JSON, or FormData for uploads) to `<route.url><path>`; answers the response once its status is OK. */
+export async function upstreamFetch(route: UpstreamRoute, path: string, body: unknown, signal?: AbortSignal): Promise<Response> {
+  const timeout = AbortSignal.timeout(UPSTREAM_TIMEOUT_MS);
+  const form = body instanceof FormData;
+  let res: Response;
+  try {
+    res = await fetch(`${route.url}${path}`, {
+      method: 'POST',
+      headers: { ...(route.apiKey ? { Authorization: `Bearer ${route.apiKey}` } : {}), ...(form ? {} : { 'Content-Type': 'application/json' }), Accept: 'application/json, text/event-stream' },
+      body: form ? body : JSON.stringify(body),
+      signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
+    });
+  } catch (err) {
+    if (timeout.aborted) throw new ApiError(504, 'upstream_timeout', `The upstream engine at ${route.url} did not answer within ${UPSTREAM_TIMEOUT_MS / 1000} s.`, null, 'server_error');
+    throw new ApiError(502, 'upstream_unreachable', `The upstream engine at ${route.url} could not be reached (${(err as Error).message}).`, null, 'server_error');
+  }
+  if (res.ok) return res;
+  const text = await res.text().catch(() => '');
+  let message = text.slice(0, 500);
+  let param: string | null = null;
+  try {
+    const parsed = JSON.parse(text);
+    message = parsed?.error?.message ?? parsed?.message ?? message;
+    param = parsed?.error?.param ?? null;
+  } catch {
+    // not JSON: the text itself
+  }
+  if (res.status >= 400 && res.status < 500 && res.status !== 401 && res.status !== 403 && res.status !== 429) {
+    throw new ApiError(res.status, 'upstream_refused', `The upstream engine refused the request: ${message || res.statusText}`, param);
+  }
+  throw new ApiError(502, 'upstream_failed', `The upstream engine at ${route.url} answered ${res.status}: ${message || res.statusText}`, null, 'server_error');
+}
+
+/** The events of an upstream `text/event-stream` response: each `data:` payload parsed, up to `[DONE]`. */
+export async function* upstreamEvents(res: Response): AsyncGenerator<unknown> {
+  if (!res.body) return;
+  const decoder = new TextDecoder();
+  let buffer = '';
+  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+    buffer += decoder.decode(chunk, { stream: true });
+    let end: number;
+    while ((end = buffer.search(/\r?\n\r?\n/)) >= 0) {
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end).replace(/^\r?\n\r?\n/, '');
+      const data = block
+        .split(/\r?\n/)
+        .filter((l) => l.startsWith('data:'))
+        .map((l) => l.slice(5).trimStart())
+        .join('\n');
+      if (!data) continue;
+      if (data === '[DONE]') return;
+      yield JSON.parse(data);
+    }
+  }
+}
