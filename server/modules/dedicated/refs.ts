@@ -5,6 +5,7 @@ import type { DedicatedEndpoint, Deployment, Model, ModelConfig } from '../../..
 import { badRequest, notFound, taken } from '../../core/errors.ts';
 import type { Db, Tx } from '../../db/index.ts';
 import { owned, visibleOrNull } from '../../http/scope.ts';
+import { canonicalModelId } from '../models/catalogue.ts';
 
 /** `{projectId}` must be the caller's: any other answers exactly like an absent resource. */
 export function checkProject(ctx: { params: { projectId: string }; identity: { projectId: string } }): string {
@@ -31,11 +32,14 @@ export async function checkNameFree(tx: Tx, projectId: string, name: string, par
   if (v1 || v2) throw endpointNameTaken(name, param);
 }
 
-/** The model id a reference names, or '' when it names another project's (which matches nothing the caller may see). */
+/**
+ * The model id a reference names (an alias read as its canonical id), or '' when it names another project's (which
+ * matches nothing the caller may see).
+ */
 function modelIdOf(projectId: string, ref: string): string {
   const m = /^projects\/([^/]+)\/models\/(.+)$/.exec(ref) ?? /^()models\/(.+)$/.exec(ref);
-  if (!m) return ref;
-  return m[1] && m[1] !== projectId ? '' : m[2]!;
+  if (!m) return canonicalModelId(ref);
+  return m[1] && m[1] !== projectId ? '' : canonicalModelId(m[2]!);
 }
 
 /** The deployable model a body's `model` names: a catalogue model deployable on dedicated hardware, or a ready upload that fine-tunes one. */
@@ -74,9 +78,9 @@ export async function resolveConfig(db: Db | Tx, projectId: string, ref: string,
  * (`projects/{projectId}/models/{modelId}`, `models/{modelId}` or a plain id).
  */
 export function referenceFilter(projectId: string, byId: string | undefined, byName: string | undefined): string | undefined {
-  if (byName === undefined) return byId;
+  if (byName === undefined) return byId === undefined ? undefined : canonicalModelId(byId);
   const id = modelIdOf(projectId, byName);
-  if (byId !== undefined && byId !== id) {
+  if (byId !== undefined && canonicalModelId(byId) !== id) {
     throw badRequest(`'referenceModel' (${byName}) and 'referenceModelId' (${byId}) name different models.`, 'referenceModel', 'reference_model_mismatch');
   }
   return id;

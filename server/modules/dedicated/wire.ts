@@ -2,10 +2,11 @@
 // deployment (its traffic share, its desired replicas) comes in from traffic.ts; this file only formats.
 import type { DedicatedEndpoint, Deployment, EndpointEvent, Hardware, ModelConfig } from '../../../generated/prisma/sqlite/client/client.ts';
 import { iso } from '../../core/clock.ts';
+import { isUploadedModelId } from '../models/catalogue.ts';
 import type { Wire } from '../types.ts';
 import { desiredReplicas, isRunning, splitOf, trafficShares } from './traffic.ts';
 
-const modelResource = (d: Deployment) => (d.modelId.startsWith('ml_') ? `projects/${d.projectId}/models/${d.modelId}` : `models/${d.modelId}`);
+const modelResource = (d: Deployment) => (isUploadedModelId(d.modelId) ? `projects/${d.projectId}/models/${d.modelId}` : `models/${d.modelId}`);
 const autoscaling = (d: Deployment): Wire<'Autoscaling'> => ({ minReplicas: d.minReplicas, maxReplicas: d.maxReplicas });
 
 export function modelConfigWire(c: ModelConfig, hardware: Hardware[]): Wire<'ModelConfig'> {

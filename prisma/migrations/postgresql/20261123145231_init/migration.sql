@@ -63,6 +63,7 @@ CREATE TABLE "Model" (
     "id" TEXT NOT NULL,
     "projectId" TEXT,
     "name" TEXT NOT NULL,
+    "nameKey" TEXT,
     "type" TEXT NOT NULL,
     "modelType" TEXT NOT NULL DEFAULT 'model',
     "architecture" TEXT,
@@ -71,6 +72,7 @@ CREATE TABLE "Model" (
     "serverless" BOOLEAN NOT NULL DEFAULT false,
     "minGpuMemory" INTEGER,
     "contextLength" INTEGER,
+    "dimensions" INTEGER,
     "organization" TEXT,
     "pricing" TEXT NOT NULL DEFAULT '{}',
     "description" TEXT,
@@ -421,7 +423,7 @@ CREATE INDEX "Model_projectId_idx" ON "Model"("projectId");
 CREATE INDEX "Model_baseModelId_idx" ON "Model"("baseModelId");
 
 -- CreateIndex
-CREATE UNIQUE INDEX "Model_projectId_name_key" ON "Model"("projectId", "name");
+CREATE UNIQUE INDEX "Model_projectId_nameKey_key" ON "Model"("projectId", "nameKey");
 
 -- CreateIndex
 CREATE INDEX "ModelUploadJob_projectId_createdAt_idx" ON "ModelUploadJob"("projectId", "createdAt");
