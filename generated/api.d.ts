@@ -434,8 +434,14 @@ export interface paths {
          * @description Changes `display_name`, `inactive_timeout`, `autoscaling` and `state` (see the tag's state machine).
          *     `state: STARTED` on an endpoint that is not running answers 403 `endpoints_v1_create_access_disabled`.
          *     New `autoscaling` on a running endpoint resizes it to `min_replicas` replicas at once: growing needs free
-         *     capacity on its hardware, else 409 `insufficient_capacity` (param `autoscaling.min_replicas`). `min_replicas`
-         *     above `max_replicas` is 400 `invalid_autoscaling`. The whole update applies or nothing does.
+         *     capacity on its hardware, else 409 `insufficient_capacity` (param `autoscaling.min_replicas`).
+         *
+         *     The contract bounds no field, as the public platform's; the values an endpoint cannot have are refused
+         *     with 400, before the endpoint is looked up: a negative `min_replicas`, a `max_replicas` below 1 (stop the
+         *     endpoint with `state: STOPPED` instead), `min_replicas` above `max_replicas` (code `invalid_autoscaling`,
+         *     param the field), and a negative `inactive_timeout` (`invalid_inactive_timeout`; 0 or null means no
+         *     timeout). Counts and minutes are stored as 32-bit integers: one above 2147483647 is refused the same way.
+         *     `display_name` is any string. The whole update applies or nothing does.
          */
         patch: operations["updateEndpoint"];
         trace?: never;
@@ -1422,7 +1428,10 @@ export interface components {
             object: "endpoint";
             /** @example endpoint-6f1d2c3b-4a5e-4f60-8b7a-9c0d1e2f3a4b */
             id: string;
-            /** @description `<project_slug>/<endpoint_name>`: the `model` value for inference on it. */
+            /**
+             * @description `<project_slug>/<model name>-<hash>` (see the tag): the `model` value for inference on it.
+             * @example default/Meta-Llama-3.1-8B-Instruct-1f2e3d
+             */
             name: string;
             display_name: string;
             /** @description The catalogue model it serves. */

@@ -2,7 +2,7 @@
 // the official together-ai client, and chat on `<endpoint>:<adapter>`.
 import Together from 'together-ai';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { insertUpload, insertV1Endpoint } from './support/endpoints.ts';
+import { insertUpload, insertV1Endpoint, seededV1Endpoints } from './support/endpoints.ts';
 import { expectError } from './support/expect.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
 
@@ -16,7 +16,10 @@ beforeAll(async () => {
 });
 afterAll(() => t?.close());
 
-const seededRunning = async () => (await client.endpoints.list()).data.find((e) => e.name === 'default/llama-3-1-8b-instruct-v1')!;
+const seededRunning = async () => {
+  const { running } = await seededV1Endpoints(t);
+  return (await client.endpoints.list()).data.find((e) => e.id === running.id)!;
+};
 
 describe('adapters through the together-ai client', () => {
   test('add, list, chat on <endpoint>:<adapter>, remove', async () => {
