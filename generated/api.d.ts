@@ -987,7 +987,7 @@ export interface components {
         AdapterRef: {
             /**
              * @description `<endpoint name>:<adapter name or id>`.
-             * @example default/llama-8b-prod:my-adapter
+             * @example default/Meta-Llama-3.1-8B-Instruct-1f2e3d:support-adapter
              */
             model_id: string;
         };
