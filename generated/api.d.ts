@@ -628,20 +628,22 @@ export interface paths {
          *     kind it answers 400 `field_not_applicable` (param `hf_token`). The token is used for nothing offline and
          *     is never stored, logged or returned.
          *
-         *     **Full models.** Any hub repository or object-storage source is accepted (e.g. `acme-org/acme-model`).
-         *     Since the weights' configuration cannot be fetched offline, the model's architecture is read from the
-         *     source's name: when the last segment of the repository or path, lowercased with `_` and spaces read as
-         *     `-`, contains the name of a base architecture this server serves (`llama-3.1-8b`, `llama-3.3-70b`,
-         *     `llama-2-7b`, `llama-2-70b`, `qwen2.5-7b`, `qwen2.5-72b`, `qwen3.5-9b`, `mistral-7b`, `mixtral-8x7b`,
-         *     `deepseek-v3`, `gpt-oss-120b`; e.g. `unsloth/Qwen2.5-72B-Instruct` is `qwen2.5-72b`; the longest match
-         *     wins), the uploaded model is a fine-tuned variant of it: it has that architecture's type, context length
-         *     and hardware needs, so `GET /v1/hardware?model=` lists the configurations that run it and a v2 deployment
-         *     can run it with a config published for that architecture. A source that names none is a model of unknown architecture: its upload completes like any
-         *     other and it is listed (`type` `language`, no `context_length`), but nothing here can run it:
-         *     `GET /v1/hardware?model=` answers 400 `model_not_available`, a v2 deployment of it answers 400
-         *     `unsupported_architecture` (v2 deploys only fine-tuned variants of served base architectures), it is no
-         *     serverless model, and it is not a base for adapters. The rule that an upload must fine-tune a served base
-         *     architecture belongs to v2 model creation (not implemented here), not to this v1 upload.
+         *     **Full models.** Any hub repository or object-storage source of the forms above is accepted, whatever
+         *     model it holds (e.g. `acc-org/acc-model`). Since the weights' configuration cannot be fetched offline, the
+         *     model's architecture is read from the source's name: when the last segment of the repository or path,
+         *     lowercased with `_` and spaces read as `-`, contains the name of a base architecture this server serves
+         *     (`llama-3.1-8b`, `llama-3.3-70b`, `llama-2-7b`, `llama-2-70b`, `qwen2.5-7b`, `qwen2.5-72b`, `qwen3.5-9b`,
+         *     `mistral-7b`, `mixtral-8x7b`, `deepseek-v3`, `gpt-oss-120b`; e.g. `unsloth/Qwen2.5-72B-Instruct` is
+         *     `qwen2.5-72b`; the longest match wins), the uploaded model is a fine-tuned variant of it: it has that
+         *     architecture's type, context length and hardware needs, so `GET /v1/hardware?model=` lists the
+         *     configurations that run it and a v2 deployment can run it with a config published for that architecture.
+         *
+         *     A source that names none is a model of unknown architecture. Its upload completes like any other and it
+         *     is listed (`type` `language`, no `context_length`), but nothing here runs it: `GET /v1/hardware?model=`
+         *     answers 400 `model_not_available`, a v2 deployment of it answers 400 `unsupported_architecture` (v2
+         *     deploys only fine-tuned variants of served base architectures), it is not served serverless, and it is no
+         *     base for adapters. The rule that an upload must fine-tune a served base architecture is v2 model
+         *     creation's (not implemented here), not this v1 upload's.
          *
          *     **Adapters.** `base_model` and `lora_model` apply only to adapters; for a full model they are unused:
          *     accepted, ignored and not stored. An adapter names at least one of them
@@ -649,16 +651,15 @@ export interface paths {
          *     runs it (a serverless catalogue model that serves adapters); `lora_model` is the model of a dedicated
          *     pool (a catalogue model deployable on dedicated hardware, typically a base architecture). A name that is
          *     not such a served model (an alias names its canonical model) answers 400 `base_model_not_served` naming
-         *     the field; when both are given they
-         *     must be the same architecture (400 `base_model_mismatch`, param `lora_model`). The adapter applies to
-         *     endpoints whose model has that architecture.
+         *     the field; when both are given they must be the same architecture (400 `base_model_mismatch`, param
+         *     `lora_model`). The adapter applies to endpoints whose model has that architecture.
          *
          *     **Names.** `model_name` is any string that is not empty or only spaces (400 `invalid_model_name`): it may
          *     contain `/`, `:` and spaces, and has no length limit of its own (the body's size limit applies). It is
-         *     unique among the project's models that are uploading or uploaded (409
-         *     `model_name_taken`, param `model_name`, with the header `x-should-retry: false` so that the official
-         *     clients, which retry a 409 by default, do not ask again); a failed upload frees its name. An adapter is bound to an
-         *     endpoint as `<endpoint name>:<model_name>` (split at the first `:`, which an endpoint name never holds).
+         *     unique among the project's models that are uploading or uploaded (409 `model_name_taken`, param
+         *     `model_name`, with the header `x-should-retry: false` so that the official clients, which retry a 409 by
+         *     default, do not ask again); a failed upload frees its name. An adapter is bound to an endpoint as
+         *     `<endpoint name>:<model_name>` (split at the first `:`, which an endpoint name never holds).
          *
          *     The response's `model_source` names the kind of source (`huggingface`, `s3`, `gcs`, `url`).
          */
