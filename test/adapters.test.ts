@@ -2,7 +2,7 @@
 // the official together-ai client, and chat on `<endpoint>:<adapter>`.
 import Together from 'together-ai';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { insertUpload, insertV1Endpoint } from './support/endpoints.ts';
+import { insertUpload, insertV1Endpoint, seededV1Endpoints } from './support/endpoints.ts';
 import { expectError } from './support/expect.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
 
@@ -16,7 +16,10 @@ beforeAll(async () => {
 });
 afterAll(() => t?.close());
 
-const seededRunning = async () => (await client.endpoints.list()).data.find((e) => e.name === 'default/llama-3-1-8b-instruct-v1')!;
+const seededRunning = async () => {
+  const { running } = await seededV1Endpoints(t);
+  return (await client.endpoints.list()).data.find((e) => e.id === running.id)!;
+};
 
 describe('adapters through the together-ai client', () => {
   test('add, list, chat on <endpoint>:<adapter>, remove', async () => {
@@ -57,6 +60,36 @@ describe('adapters through the together-ai client', () => {
     }
     const res = await t.http.delete(`/v1/endpoints/${ep.id}/adapters`).set(auth()).send({ model_id: `${ep.name}:no-such-adapter` });
     expectError(res, 403, { code: 'adapter_not_found', param: 'model_id' });
+  });
+});
+
+describe('names as the platform forms them', () => {
+  test('an adapter named `<user>/<name>` on an endpoint named `<user>/<model>-<hash>`: bind, list, chat, remove', async () => {
+    const ep = await seededRunning();
+    expect(ep.name).toMatch(/^default\/Meta-Llama-3\.1-8B-Instruct-[0-9a-f]{6}$/);
+    const adapter = await insertUpload(t, t.caller.identity.projectId, { name: 'default/support-adapter-abc123', modelType: 'adapter', base: ep.model });
+    const modelId = `${ep.name}:${adapter.name}`;
+    expect(await client.endpoints.adapters.add(ep.id, { model_id: modelId })).toEqual({ model_id: modelId });
+    expect((await client.endpoints.adapters.list(ep.id)).data).toContainEqual({ model_id: modelId, adapter_name: adapter.name, endpoint_name: ep.name });
+    const chat = await client.chat.completions.create({ model: modelId, messages: [{ role: 'user', content: 'hi' }] });
+    expect(chat.model).toBe(modelId);
+    expect(await client.endpoints.adapters.remove(ep.id, { model_id: modelId })).toEqual({ model_id: modelId, deleted: true });
+  });
+
+  test('an adapter for another served model of the same architecture fits: `base_model` ...-Reference on a Meta-Llama-3.1-8B-Instruct endpoint', async () => {
+    const ep = await seededRunning();
+    const reference = await insertUpload(t, t.caller.identity.projectId, { modelType: 'adapter', base: 'meta-llama/Meta-Llama-3.1-8B-Instruct-Reference', architecture: 'llama-3.1-8b' });
+    const modelId = `${ep.name}:${reference.name}`;
+    expect(await client.endpoints.adapters.add(ep.id, { model_id: modelId })).toEqual({ model_id: modelId });
+    expect(await client.endpoints.adapters.remove(ep.id, { model_id: modelId })).toEqual({ model_id: modelId, deleted: true });
+  });
+
+  test('model_id has no length limit: a long one is read (and refused for what it names), not cut off by the contract', async () => {
+    const ep = await seededRunning();
+    const long = `${ep.name}:${'a'.repeat(2_000)}`;
+    expectError(await t.http.post(`/v1/endpoints/${ep.id}/adapters`).set(auth()).send({ model_id: long }), 403, { code: 'adapter_not_found', param: 'model_id' });
+    expectError(await t.http.post(`/v1/endpoints/${ep.id}/adapters`).set(auth()).send({ model_id: '' }), 400, { code: 'invalid_model_id', param: 'model_id' });
+    expectError(await t.http.get(`/v1/endpoints/endpoint-${'0'.repeat(200)}/adapters`).set(auth()), 404, { param: 'endpointId' });
   });
 });
 

@@ -9,7 +9,7 @@ import { enqueue } from '../server/runner/runner.ts';
 import { createLogger } from '../server/core/log.ts';
 import { startPlatform } from '../server/platform.ts';
 import { usingPostgres } from './support/database.ts';
-import { H100, L40S, MODEL, PROVISION_MS, STOP_MS, insertUpload } from './support/endpoints.ts';
+import { H100, L40S, MODEL, PROVISION_MS, STOP_MS, insertUpload, insertV1Endpoint, seededV1Endpoints } from './support/endpoints.ts';
 import { expectError } from './support/expect.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
 
@@ -129,7 +129,9 @@ describe('endpoints', () => {
     const list = await t.http.get(`${base()}/endpoints`).set(auth());
     expect(list.body.data.map((x: any) => x.id)).toContain(e.id);
     expectError(await t.http.post(`${base()}/endpoints`).set(auth()).send({ name: 'my-endpoint' }), 409, { code: 'endpoint_name_taken', param: 'name' });
-    // The seeded v1 endpoint's name is taken too: both are addressed as <project_slug>/<name>.
+    // A v1 endpoint's name is taken too: both are addressed as <project_slug>/<name>. (v1 endpoints are named
+    // `<model>-<hash>` now, which a v2 name's pattern never matches; one named before that keeps its name.)
+    await insertV1Endpoint(t, projectId, { name: 'llama-3-1-8b-instruct-v1', state: 'STOPPED' });
     expectError(await t.http.post(`${base()}/endpoints`).set(auth()).send({ name: 'llama-3-1-8b-instruct-v1' }), 409, { code: 'endpoint_name_taken' });
     // Another project may use the same name.
     const other = t.other.identity.projectId;
@@ -169,7 +171,8 @@ describe('endpoints', () => {
 
     const renamed = await t.http.patch(`${base()}/endpoints/${e.id}`).set(auth()).send({ name: 'default/renamed-endpoint' });
     expect(renamed.body.name).toBe('default/renamed-endpoint');
-    expectError(await t.http.patch(`${base()}/endpoints/${e.id}`).set(auth()).send({ name: 'llama-3-1-8b-instruct-v1' }), 409, { code: 'endpoint_name_taken' });
+    await insertV1Endpoint(t, projectId, { name: 'qwen-2-5-7b-instruct-v1', state: 'STOPPED' }); // a v1 name from before `<model>-<hash>`
+    expectError(await t.http.patch(`${base()}/endpoints/${e.id}`).set(auth()).send({ name: 'qwen-2-5-7b-instruct-v1' }), 409, { code: 'endpoint_name_taken' });
     expectError(await t.http.patch(`${base()}/endpoints/${e.id}`).set(auth()).send({ name: 'someone-else/x' }), 400, { code: 'invalid_name', param: 'name' });
   });
 
@@ -344,7 +347,8 @@ describe('provisioning outcomes, capacity and billing', () => {
   });
 
   test('v1 and v2 endpoints running at once both bill per minute by hardware, readable per endpoint', async () => {
-    const v1 = (await t.api.GET('/v1/endpoints')).data!.data.find((x) => x.name === 'default/llama-3-1-8b-instruct-v1')!;
+    const seeded = (await seededV1Endpoints(t)).running;
+    const v1 = (await t.api.GET('/v1/endpoints')).data!.data.find((x) => x.id === seeded.id)!;
     const v1Before = (await t.api.GET('/v1/endpoints/{endpointId}/usage', { params: { path: { endpointId: v1.id } } })).data!;
 
     const e = await createEndpoint();

@@ -3,7 +3,7 @@
 import Together from 'together-ai';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { requestedEvent, v1EndpointMachine } from '../server/modules/endpoints/machine.ts';
-import { insertV1Endpoint } from './support/endpoints.ts';
+import { insertV1Endpoint, seededV1Endpoints } from './support/endpoints.ts';
 import { expectError } from './support/expect.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
 
@@ -18,9 +18,10 @@ beforeAll(async () => {
 afterAll(() => t?.close());
 
 const seeded = async () => {
+  const rows = await seededV1Endpoints(t);
   const list = await client.endpoints.list();
-  const running = list.data.find((e) => e.name === 'default/llama-3-1-8b-instruct-v1')!;
-  const stopped = list.data.find((e) => e.name === 'default/qwen-2-5-7b-instruct-v1')!;
+  const running = list.data.find((e) => e.id === rows.running.id)!;
+  const stopped = list.data.find((e) => e.id === rows.stopped.id)!;
   return { running, stopped };
 };
 
@@ -30,6 +31,9 @@ describe('the seed', () => {
   test('the default project has one running and one stopped v1 endpoint; the running one holds its replica', async () => {
     const { running, stopped } = await seeded();
     expect(running).toMatchObject({ object: 'endpoint', type: 'dedicated', owner: 'default', state: 'STARTED', model: 'meta-llama/Meta-Llama-3.1-8B-Instruct' });
+    // Named as the platform names v1 endpoints: <user>/<model>-<hash>, the project's slug standing for the user.
+    expect(running.name).toMatch(/^default\/Meta-Llama-3\.1-8B-Instruct-[0-9a-f]{6}$/);
+    expect(stopped.name).toMatch(/^default\/Qwen2\.5-7B-Instruct-[0-9a-f]{6}$/);
     expect(stopped).toMatchObject({ state: 'STOPPED', model: 'Qwen/Qwen2.5-7B-Instruct' });
     expect(await openReservations(running.id)).toBe(1);
     expect(await openReservations(stopped.id)).toBe(0);
@@ -56,6 +60,14 @@ describe('POST /v1/endpoints is retired', () => {
     expect(err.error.error.code).toBe('endpoints_v1_create_access_disabled');
     expect(err.error.error.message).toMatch(/v2/);
     expect(await t.services.db.prisma.v1Endpoint.count()).toBe(before);
+  });
+
+  test('a create with values the contract no longer bounds is still refused with 403, never 400', async () => {
+    const res = await t.http
+      .post('/v1/endpoints')
+      .set(auth())
+      .send({ model: 'deepseek-ai/DeepSeek-R1', hardware: '8x_nvidia_h200_141gb_sxm', autoscaling: { min_replicas: 0, max_replicas: 500 }, display_name: 'y'.repeat(300), inactive_timeout: 0, availability_zone: 'us-central-4b' });
+    expectError(res, 403, { code: 'endpoints_v1_create_access_disabled' });
   });
 
   test('a malformed create is still a 400 naming the field', async () => {
@@ -135,6 +147,31 @@ describe('a running v1 endpoint', () => {
     expect(await openReservations(h.id)).toBe(3);
     await client.endpoints.update(h.id, { autoscaling: { min_replicas: 1, max_replicas: 3 } });
     expect(await openReservations(h.id)).toBe(1);
+  });
+
+  test('a new v1 endpoint is named <model>-<hash>; each its own', async () => {
+    const [a, b] = [await insertV1Endpoint(t, t.caller.identity.projectId), await insertV1Endpoint(t, t.caller.identity.projectId)];
+    expect(a.name).toMatch(/^Meta-Llama-3\.1-8B-Instruct-[0-9a-f]{6}$/);
+    expect(b.name).not.toBe(a.name);
+    expect((await client.endpoints.retrieve(a.id)).name).toBe(`default/${a.name}`);
+  });
+
+  test('the update is bounded by what an endpoint can be, not by the contract: display names of any length, large counts, 400 for impossible values', async () => {
+    const e = await insertV1Endpoint(t, t.caller.identity.projectId, { state: 'STOPPED' });
+    // Values the platform's contract allows, which a narrower contract here used to refuse.
+    const wide = await client.endpoints.update(e.id, { display_name: 'x'.repeat(500), autoscaling: { min_replicas: 0, max_replicas: 100 }, inactive_timeout: 200_000 });
+    expect(wide).toMatchObject({ display_name: 'x'.repeat(500), autoscaling: { min_replicas: 0, max_replicas: 100 }, inactive_timeout: 200_000 });
+    expect((await client.endpoints.update(e.id, { display_name: '' })).display_name).toBe('');
+    const patch = (body: object) => t.http.patch(`/v1/endpoints/${e.id}`).set(auth()).send(body);
+    expectError(await patch({ autoscaling: { min_replicas: -1, max_replicas: 1 } }), 400, { code: 'invalid_autoscaling', param: 'autoscaling.min_replicas' });
+    expectError(await patch({ autoscaling: { min_replicas: 1, max_replicas: 2 ** 31 } }), 400, { code: 'invalid_autoscaling', param: 'autoscaling.max_replicas' });
+    expectError(await patch({ inactive_timeout: -5 }), 400, { code: 'invalid_inactive_timeout', param: 'inactive_timeout' });
+    expectError(await patch({ inactive_timeout: 2 ** 31 }), 400, { code: 'invalid_inactive_timeout', param: 'inactive_timeout' });
+    expect((await patch({ inactive_timeout: null })).body.inactive_timeout).toBeNull();
+    // Nothing a refused update asked for was kept.
+    expect(await client.endpoints.retrieve(e.id)).toMatchObject({ autoscaling: { min_replicas: 0, max_replicas: 100 }, display_name: '' });
+    // Ids of any length are looked up (and not found), not refused.
+    expectError(await t.http.get(`/v1/endpoints/endpoint-${'f'.repeat(300)}`).set(auth()), 404, { code: 'not_found', param: 'endpointId' });
   });
 
   test('autoscaling must keep min <= max and at least one replica', async () => {

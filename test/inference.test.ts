@@ -6,7 +6,7 @@ import Together from 'together-ai';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { countTokens } from '../server/engines/chat.ts';
 import { pickByWeight } from '../server/modules/dedicated/traffic.ts';
-import { PROVISION_MS, MODEL, H100 as CONFIG } from './support/endpoints.ts';
+import { PROVISION_MS, MODEL, H100 as CONFIG, seededV1Endpoints } from './support/endpoints.ts';
 import { expectError } from './support/expect.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
 
@@ -177,7 +177,8 @@ describe('the request', () => {
 
 describe('the migration from v1 to v2, end to end', () => {
   test('deploy on v2, switch the model string, stop v1: v1 stops billing and serving, v2 serves and bills', async () => {
-    const v1 = (await together.endpoints.list()).data.find((e) => e.name === 'default/llama-3-1-8b-instruct-v1')!;
+    const seeded = (await seededV1Endpoints(t)).running;
+    const v1 = (await together.endpoints.list()).data.find((e) => e.id === seeded.id)!;
     expect(v1.state).toBe('STARTED');
     // (1) choose a model and a config; (2) deploy with an endpoint name, the config and replica counts.
     const configs = (await t.http.get(`/v2/projects/${projectId}/configs`).query({ referenceModelId: v1.model }).set(auth())).body.data;

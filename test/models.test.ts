@@ -1,13 +1,17 @@
 // The model catalogue and uploads of models and adapters: source validation, the adapter-only fields, the
 // base-architecture rule, names, the upload job's state machine on the durable runner (including a restart and two
 // servers sharing the database), the model list, and the official client.
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import Together from 'together-ai';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { startPlatform } from '../server/platform.ts';
 import { moveJob, uploadJobMachine } from '../server/modules/models/machine.ts';
 import { architectureOf, parseSource } from '../server/modules/models/sources.ts';
+import { planUpload } from '../server/modules/models/upload.ts';
 import { createLogger } from '../server/core/log.ts';
 import { newId } from '../server/core/ids.ts';
+import { H100, MODEL, insertUpload, insertV1Endpoint } from './support/endpoints.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
 import { expectError } from './support/expect.ts';
 
@@ -27,25 +31,29 @@ const getJob = (jobId: string, key = t.caller.key) => t.http.get(`/v1/jobs/${job
 const listModels = async (key = t.caller.key, query: Record<string, string> = {}) => {
   const res = await t.http.get('/v1/models').query(query).set('Authorization', `Bearer ${key}`);
   expect(res.status).toBe(200);
-  return res.body as Array<{ id: string; type: string; display_name?: string }>;
+  return res.body as Array<{ id: string; type: string; kind: string; display_name?: string; context_length?: number; dimensions?: number; pricing?: Record<string, number> }>;
 };
 const jobCount = async () => t.services.db.prisma.modelUploadJob.count();
 const modelCount = async () => t.services.db.prisma.model.count();
 
 let names = 0;
 const fresh = (prefix = 'm') => `${prefix}-${++names}`;
+/** An id of the platform's form `<prefix>-<uuid>`. */
+const UUID_ID = (prefix: string) => new RegExp(`^${prefix}-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`);
 
 describe('GET /v1/models', () => {
-  test('lists the seeded catalogue: chat, the four embedding models, rerank, audio, video and base architectures', async () => {
+  test('lists the seeded catalogue: chat, the embedding models, rerank, audio, video and base architectures', async () => {
     const models = await listModels();
     const byId = Object.fromEntries(models.map((m) => [m.id, m]));
-    expect(byId['meta-llama/Meta-Llama-3.1-8B-Instruct-Turbo']).toMatchObject({ object: 'model', type: 'chat', organization: 'Meta' });
+    expect(byId['meta-llama/Meta-Llama-3.1-8B-Instruct-Turbo']).toMatchObject({ object: 'model', type: 'chat', kind: 'chat', organization: 'Meta' });
     for (const id of ['BAAI/bge-base-en-v1.5', 'BAAI/bge-large-en-v1.5', 'intfloat/multilingual-e5-large-instruct', 'Alibaba-NLP/gte-modernbert-base']) {
       expect(byId[id]?.type, id).toBe('embedding');
     }
-    expect(byId['Salesforce/Llama-Rank-V1']!.type).toBe('rerank');
-    expect(byId['openai/whisper-large-v3']!.type).toBe('audio');
-    expect(models.filter((m) => m.type === 'video').length).toBeGreaterThanOrEqual(2);
+    expect(byId['Salesforce/Llama-Rank-v1']!.type).toBe('rerank');
+    // Kinds the platform's seven types do not name: `type` is the nearest of them, `kind` says what it is.
+    expect(byId['openai/whisper-large-v3']).toMatchObject({ type: 'language', kind: 'audio' });
+    expect(models.filter((m) => m.kind === 'video').length).toBeGreaterThanOrEqual(2);
+    for (const m of models.filter((x) => x.kind === 'video')) expect(m.type, m.id).toBe('image');
     expect(byId['meta-llama/Meta-Llama-3.1-8B-Instruct']).toMatchObject({
       type: 'chat',
       context_length: 131072,
@@ -67,13 +75,118 @@ describe('GET /v1/models', () => {
   });
 });
 
+/** Every model id an enum of the platform's contract names in a model field (`model`, `safety_model`, ...). */
+function contractModelIds(node: unknown, underModelField = false, out = new Set<string>()): Set<string> {
+  if (Array.isArray(node)) {
+    for (const x of node) contractModelIds(x, underModelField, out);
+    return out;
+  }
+  if (!node || typeof node !== 'object') return out;
+  const n = node as Record<string, unknown>;
+  // A parameter object: its schema is a model field when its name is.
+  let under = underModelField;
+  if (typeof n.in === 'string' && typeof n.name === 'string') under = /model/i.test(n.name);
+  if (under && Array.isArray(n.enum)) for (const v of n.enum) if (typeof v === 'string' && /^[^\s/]+\/[^\s/]+$/.test(v)) out.add(v);
+  for (const [k, v] of Object.entries(n)) {
+    if (k === 'properties' && v && typeof v === 'object' && !Array.isArray(v)) {
+      for (const [name, prop] of Object.entries(v)) contractModelIds(prop, /model/i.test(name), out);
+    } else contractModelIds(v, under, out);
+  }
+  return out;
+}
+
+describe('the catalogue: the models the platform names', () => {
+  test("every model id an enum of the platform's contract names (image, speech, rerank, completions, safety, audio, embeddings) answers in GET /v1/models", async () => {
+    const contract = JSON.parse(readFileSync(new URL('../spec/reference/platform-contract.json', import.meta.url), 'utf8'));
+    const ids = [...contractModelIds(contract)];
+    // The contract's enums name 17 models today (three image, four speech, one rerank, four completions with the
+    // safety model, one transcription, four embeddings).
+    expect(ids.length).toBeGreaterThanOrEqual(17);
+    expect(ids).toEqual(expect.arrayContaining(['Salesforce/Llama-Rank-v1', 'Meta-Llama/Llama-Guard-7b', 'hexgrad/Kokoro-82M', 'black-forest-labs/FLUX.1-schnell']));
+    const listed = new Set((await listModels()).map((m) => m.id));
+    expect(ids.filter((id) => !listed.has(id))).toEqual([]);
+  });
+
+  test('the models of the contract and of the SDK documentation are served with their type, context length, dimensions and pricing', async () => {
+    const byId = Object.fromEntries((await listModels()).map((m) => [m.id, m]));
+    const price = (input: number, output: number) => ({ base: 0, finetune: 0, hourly: 0, input, output });
+    const expected: Record<string, object> = {
+      'togethercomputer/m2-bert-80M-8k-retrieval': { type: 'embedding', context_length: 8192, dimensions: 768, pricing: price(0.008, 0) },
+      'WhereIsAI/UAE-Large-V1': { type: 'embedding', context_length: 512, dimensions: 1024, pricing: price(0.016, 0) },
+      'BAAI/bge-large-en-v1.5': { type: 'embedding', dimensions: 1024 },
+      'BAAI/bge-base-en-v1.5': { type: 'embedding', dimensions: 768 },
+      'Salesforce/Llama-Rank-v1': { type: 'rerank', context_length: 8192, pricing: price(0.1, 0) },
+      'mistralai/Mixtral-8x7B-Instruct-v0.1': { type: 'chat', context_length: 32768, pricing: price(0.6, 0.6) },
+      'mistralai/Mixtral-8x7B-v0.1': { type: 'language', context_length: 32768, pricing: price(0.6, 0.6) },
+      'mistralai/Mistral-7B-v0.1': { type: 'language', context_length: 8192, pricing: price(0.2, 0.2) },
+      'meta-llama/Llama-2-70b-hf': { type: 'language', context_length: 4096, pricing: price(0.9, 0.9) },
+      'meta-llama/Llama-2-7b-hf': { type: 'language', context_length: 4096, pricing: price(0.2, 0.2) },
+      'Meta-Llama/Llama-Guard-7b': { type: 'moderation', kind: 'moderation', context_length: 4096, pricing: price(0.2, 0.2) },
+      'deepseek-ai/DeepSeek-R1': { type: 'chat', context_length: 163840, pricing: price(3, 7) },
+      'Qwen/Qwen3.5-9B': { type: 'chat' },
+      'openai/gpt-oss-120b': { type: 'chat', context_length: 131072, pricing: price(0.15, 0.6) },
+      'meta-llama/Meta-Llama-3.1-8B-Instruct-Reference': { type: 'chat', context_length: 131072 },
+      'black-forest-labs/FLUX.1-schnell': { type: 'image', kind: 'image' },
+      'cartesia/sonic': { type: 'language', kind: 'audio' },
+    };
+    for (const [id, facts] of Object.entries(expected)) expect(byId[id], id).toMatchObject({ object: 'model', ...facts });
+    // Unknown facts are left out rather than invented; prices not per token (per megapixel, per character) too.
+    expect(byId['Qwen/Qwen3.5-9B']).not.toHaveProperty('context_length');
+    for (const id of ['Qwen/Qwen3.5-9B', 'black-forest-labs/FLUX.1.1-pro', 'hexgrad/Kokoro-82M']) expect(byId[id], id).not.toHaveProperty('pricing');
+    for (const m of Object.values(byId)) if (m.kind !== 'embedding') expect(m, m.id).not.toHaveProperty('dimensions');
+  });
+
+  test('they are accepted wherever their type is: hardware, serverless chat, adapter bases', async () => {
+    const hardware = async (model: string) => {
+      const res = await t.http.get('/v1/hardware').query({ model }).set('Authorization', `Bearer ${t.caller.key}`);
+      expect(res.status, `${model}: ${JSON.stringify(res.body)}`).toBe(200);
+      return res.body.data.map((h: { id: string }) => h.id);
+    };
+    expect(await hardware('deepseek-ai/DeepSeek-R1')).toEqual(['8x_nvidia_h200_141gb_sxm']);
+    expect(await hardware('openai/gpt-oss-120b')).toContain('1x_nvidia_h100_80gb_sxm');
+    expect(await hardware('meta-llama/Llama-2-70b-hf')).not.toContain('1x_nvidia_h100_80gb_sxm');
+    expect((await listModels(t.caller.key, { dedicated: 'true' })).map((m) => m.id)).toEqual(expect.arrayContaining(['deepseek-ai/DeepSeek-R1', 'mistralai/Mixtral-8x7B-Instruct-v0.1']));
+    for (const model of ['openai/gpt-oss-120b', 'Qwen/Qwen3.5-9B', 'deepseek-ai/DeepSeek-R1', 'mistralai/Mixtral-8x7B-Instruct-v0.1', 'meta-llama/Meta-Llama-3.1-8B-Instruct-Reference']) {
+      const res = await t.http.post('/v1/chat/completions').set('Authorization', `Bearer ${t.caller.key}`).send({ model, messages: [{ role: 'user', content: 'hi' }] });
+      expect(res.status, `${model}: ${JSON.stringify(res.body)}`).toBe(200);
+    }
+    const adapter = await upload({ model_name: fresh('ref-lora'), model_source: 'acme/support-lora', model_type: 'adapter', base_model: 'meta-llama/Meta-Llama-3.1-8B-Instruct-Reference' });
+    expect(adapter.status, JSON.stringify(adapter.body)).toBe(200);
+    const row = await t.services.db.prisma.model.findUniqueOrThrow({ where: { id: adapter.body.data.model_id } });
+    expect(row).toMatchObject({ baseModelId: 'meta-llama/Meta-Llama-3.1-8B-Instruct-Reference', architecture: 'llama-3.1-8b' });
+  });
+
+  test('Salesforce/Llama-Rank-V1, the earlier spelling, is an alias: it answers as Salesforce/Llama-Rank-v1 and is not listed twice', async () => {
+    const ids = (await listModels()).map((m) => m.id);
+    expect(ids.filter((id) => id.toLowerCase() === 'salesforce/llama-rank-v1')).toEqual(['Salesforce/Llama-Rank-v1']);
+    const answers = [];
+    for (const model of ['Salesforce/Llama-Rank-v1', 'Salesforce/Llama-Rank-V1']) {
+      const res = await t.http.get('/v1/hardware').query({ model }).set('Authorization', `Bearer ${t.caller.key}`);
+      answers.push([res.status, res.body.error?.code]);
+    }
+    // A rerank model runs serverless only: both spellings say so (the alias is not an unknown model).
+    expect(answers).toEqual([
+      [400, 'model_not_available'],
+      [400, 'model_not_available'],
+    ]);
+    const projectId = t.caller.identity.projectId;
+    for (const model of ['Salesforce/Llama-Rank-V1', `models/Salesforce/Llama-Rank-V1`]) {
+      const res = await t.http
+        .post(`/v2/projects/${projectId}/deploy`)
+        .set('Authorization', `Bearer ${t.caller.key}`)
+        .send({ endpointName: fresh('rank'), model, config: 'cr_llama_3_1_8b_h100', minReplicas: 1, maxReplicas: 1 });
+      expectError(res, 400, { code: 'model_not_deployable', param: 'model' });
+    }
+  });
+});
+
 describe('POST /v1/models: a full model from the hub', () => {
   test('answers the job, which goes Queued -> Running -> Complete on the runner; then the model is listed', async () => {
     const name = fresh('llama-support');
     const res = await upload({ model_name: name, model_source: 'acme/Meta-Llama-3.1-8B-Instruct-support', description: 'Support bot', hf_token: 'hf_secret_token' });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({
-      data: { job_id: expect.stringMatching(/^job_/), model_name: name, model_id: expect.stringMatching(/^ml_/), model_source: 'huggingface' },
+      data: { job_id: expect.stringMatching(UUID_ID('job')), model_name: name, model_id: expect.stringMatching(UUID_ID('model')), model_source: 'huggingface' },
       message: expect.any(String),
     });
     const { job_id: jobId, model_id: modelId } = res.body.data;
@@ -112,6 +225,7 @@ describe('POST /v1/models: a full model from the hub', () => {
       object: 'model',
       created: expect.any(Number),
       type: 'chat',
+      kind: 'chat',
       display_name: name,
       organization: 'Default Organization',
       context_length: 131072,
@@ -193,12 +307,50 @@ describe('POST /v1/models: a full model from the hub', () => {
     });
   });
 
-  test('a full model must fine-tune a served base architecture', async () => {
-    const before = [await jobCount(), await modelCount()];
-    const res = await upload({ model_name: fresh(), model_source: 'acme/gpt-j-6b-support' });
-    expectError(res, 400, { code: 'unsupported_base_architecture', param: 'model_source' });
-    expect(res.body.error.message).toContain('llama-3.1-8b');
-    expect([await jobCount(), await modelCount()]).toEqual(before);
+  test('a v1 upload of any hub repository is accepted: one that names no served architecture completes, is listed, and nothing here runs it', async () => {
+    const name = fresh('acc');
+    const res = await upload({ model_name: name, model_source: 'acc-org/acc-model' });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    const { job_id: jobId, model_id: modelId } = res.body.data;
+    await t.advance(QUEUED_MS);
+    await t.advance(RUNNING_MS);
+    expect((await getJob(jobId)).body.status).toBe('Complete');
+    // Listed as a model of language (nothing more is known offline), without a context length or a price.
+    const listed = (await listModels()).find((m) => m.id === modelId);
+    expect(listed).toEqual({ id: modelId, object: 'model', created: expect.any(Number), type: 'language', kind: 'language', display_name: name, organization: 'Default Organization' });
+    const row = await t.services.db.prisma.model.findUniqueOrThrow({ where: { id: modelId } });
+    expect(row).toMatchObject({ architecture: null, baseModelId: null, minGpuMemory: null, status: 'ready' });
+    // Not deployable: not in the dedicated list, no hardware runs it, and v2 deploys only served base architectures.
+    expect((await listModels(t.caller.key, { dedicated: 'true' })).map((m) => m.id)).not.toContain(modelId);
+    const hw = await t.http.get('/v1/hardware').query({ model: modelId }).set('Authorization', `Bearer ${t.caller.key}`);
+    expectError(hw, 400, { code: 'model_not_available', param: 'model' });
+    expect(hw.body.error.message).toMatch(/base architecture/);
+    const projectId = t.caller.identity.projectId;
+    const deploy = await t.http
+      .post(`/v2/projects/${projectId}/deploy`)
+      .set('Authorization', `Bearer ${t.caller.key}`)
+      .send({ endpointName: fresh('acc-ep'), model: modelId, config: 'cr_llama_3_1_8b_h100', minReplicas: 1, maxReplicas: 1 });
+    expectError(deploy, 400, { code: 'unsupported_architecture', param: 'model' });
+    // Object storage and other addresses are accepted too, whatever they are named.
+    for (const model_source of ['s3://acc-bucket/exports/acc-model', 'gs://acc-bucket/acc-model', 'https://files.example.org/acc-model.tar.gz']) {
+      expect((await upload({ model_name: fresh('acc'), model_source })).status, model_source).toBe(200);
+    }
+  });
+
+  test('the base-architecture rule is kept for v2 model creation (requireServedArchitecture), not applied to v1 uploads', async () => {
+    const body = { model_name: 'x', model_source: 'acme/gpt-j-6b-support' };
+    await expect(planUpload(t.services.db.prisma, body, { requireServedArchitecture: true })).rejects.toMatchObject({
+      status: 400,
+      code: 'unsupported_base_architecture',
+      param: 'model_source',
+      message: expect.stringContaining('llama-3.1-8b'),
+    });
+    expect(await planUpload(t.services.db.prisma, body, { requireServedArchitecture: false })).toMatchObject({ architecture: null, type: 'language', minGpuMemory: null });
+    const served = await planUpload(t.services.db.prisma, { ...body, model_source: 'acme/Qwen2.5-7B-Instruct-ft' }, { requireServedArchitecture: true });
+    expect(served).toMatchObject({ architecture: 'qwen2.5-7b', baseModelId: 'Qwen/Qwen2.5-7B-Instruct', minGpuMemory: 24 });
+    // Of two served models of one architecture, the one it is named after is the base (V3, not R1).
+    const deepseek = await planUpload(t.services.db.prisma, { ...body, model_source: 'acme/DeepSeek-V3-ft' }, { requireServedArchitecture: true });
+    expect(deepseek).toMatchObject({ architecture: 'deepseek-v3', baseModelId: 'deepseek-ai/DeepSeek-V3', contextLength: 131072 });
   });
 
   test('architectureOf reads the last segment and prefers the longest match', () => {
@@ -208,15 +360,16 @@ describe('POST /v1/models: a full model from the hub', () => {
     expect(architectureOf(parseSource('gs://b-1/x/Meta_Llama_3.1_8B') as any, arch)).toBe('llama-3.1-8b');
   });
 
-  test('base_model and lora_model apply to adapters only: a model upload naming either is refused', async () => {
-    const before = [await jobCount(), await modelCount()];
-    for (const field of ['base_model', 'lora_model']) {
-      const res = await upload({ model_name: fresh(), model_source: 'acme/Qwen2.5-7B-ft', [field]: 'Qwen/Qwen2.5-7B-Instruct' });
-      expectError(res, 400, { code: 'field_not_applicable', param: field });
-      const explicit = await upload({ model_name: fresh(), model_source: 'acme/Qwen2.5-7B-ft', model_type: 'model', [field]: 'Qwen/Qwen2.5-7B-Instruct' });
-      expectError(explicit, 400, { code: 'field_not_applicable', param: field });
+  test('base_model and lora_model are unused for a full model: accepted and ignored', async () => {
+    for (const extra of [{ base_model: 'Qwen/Qwen2.5-7B-Instruct' }, { lora_model: 'meta-llama/Meta-Llama-3.1-8B-Instruct' }, { base_model: 'acme/not-a-model', lora_model: 'acme/nothing' }]) {
+      for (const model_type of [undefined, 'model']) {
+        const res = await upload({ model_name: fresh(), model_source: 'acme/Qwen2.5-7B-ft', ...(model_type ? { model_type } : {}), ...extra });
+        expect(res.status, JSON.stringify(res.body)).toBe(200);
+        const row = await t.services.db.prisma.model.findUniqueOrThrow({ where: { id: res.body.data.model_id } });
+        // What the source names decides the model; the adapter-only fields are not stored.
+        expect(row).toMatchObject({ modelType: 'model', architecture: 'qwen2.5-7b', baseModelId: 'Qwen/Qwen2.5-7B-Instruct', loraModel: null });
+      }
     }
-    expect([await jobCount(), await modelCount()]).toEqual(before);
   });
 
   test('model names are unique in the project (409), not across projects', async () => {
@@ -228,9 +381,18 @@ describe('POST /v1/models: a full model from the hub', () => {
     expect((await upload({ model_name: name, model_source: 'acme/Qwen2.5-7B-b' }, t.other.key)).status).toBe(200);
   });
 
-  test('model_name follows the contract', async () => {
-    expectError(await upload({ model_name: 'has space', model_source: 'acme/Qwen2.5-7B-a' }), 400, { param: 'model_name' });
-    expectError(await upload({ model_name: 'a:b', model_source: 'acme/Qwen2.5-7B-a' }), 400, { param: 'model_name' });
+  test('model_name is any string but an empty or blank one: `/`, `:`, spaces and any length', async () => {
+    // Longer than PostgreSQL's index entries hold, and not compressible: the unique index holds the name's hash.
+    const long = Array.from({ length: 100 }, (_, i) => createHash('sha256').update(String(i)).digest('hex')).join('/');
+    for (const model_name of ['acme/my-model', 'username/my-adapter-abc123', 'has space', 'a:b', long]) {
+      const res = await upload({ model_name, model_source: 'acme/Qwen2.5-7B-a' });
+      expect(res.status, model_name.slice(0, 40)).toBe(200);
+      expect(res.body.data.model_name).toBe(model_name);
+    }
+    expectError(await upload({ model_name: long, model_source: 'acme/Qwen2.5-7B-b' }), 409, { code: 'model_name_taken', param: 'model_name' });
+    const before = [await jobCount(), await modelCount()];
+    for (const model_name of ['', '   ']) expectError(await upload({ model_name, model_source: 'acme/Qwen2.5-7B-a' }), 400, { code: 'invalid_model_name', param: 'model_name' });
+    expect([await jobCount(), await modelCount()]).toEqual(before);
   });
 });
 
@@ -292,6 +454,52 @@ describe('POST /v1/models: adapters', () => {
     await t.advance(RUNNING_MS);
     expectError(await adapter({ lora_model: other.body.data.model_id }), 400, { code: 'base_model_not_served', param: 'lora_model' });
     expect([await jobCount(), await modelCount()]).toEqual(before.map((n) => n + 1));
+  });
+});
+
+describe('identifiers', () => {
+  test("uploads and jobs made before the platform's id formats (`ml_...`, `job_...`) keep working wherever an id is read", async () => {
+    const projectId = t.caller.identity.projectId;
+    const auth = { Authorization: `Bearer ${t.caller.key}` };
+    const now = t.clock.now();
+    const [model, adapter, job] = [newId('ml', now), newId('ml', now), newId('job', now)];
+    await t.services.db.write(async (tx) => {
+      const row = { projectId, type: 'chat', architecture: 'llama-3.1-8b', baseModelId: MODEL, source: 'acme/x', sourceKind: 'huggingface', status: 'ready', createdAt: BigInt(now) };
+      await tx.model.create({ data: { ...row, id: model, name: fresh('old-model'), modelType: 'model', minGpuMemory: 24 } });
+      await tx.model.create({ data: { ...row, id: adapter, name: fresh('old-adapter'), modelType: 'adapter' } });
+      const update = JSON.stringify([{ status: 'Complete', message: 'done', timestamp: new Date(now).toISOString() }]);
+      await tx.modelUploadJob.create({
+        data: { id: job, projectId, modelId: model, type: 'model_upload', status: 'Complete', statusUpdates: update, args: JSON.stringify({ modelName: 'x', modelSource: 'acme/x' }), createdAt: BigInt(now), updatedAt: BigInt(now) },
+      });
+    });
+    expect((await getJob(job)).body).toMatchObject({ job_id: job, status: 'Complete' });
+    expect((await listModels()).map((m) => m.id)).toContain(model);
+    const hw = await t.http.get('/v1/hardware').query({ model }).set(auth);
+    expect(hw.status).toBe(200);
+
+    // v2: deployed by id or resource name, and named back as the project's model; a new `model-<uuid>` upload too.
+    const fresher = await insertUpload(t, projectId);
+    expect(fresher.id).toMatch(UUID_ID('model'));
+    const e = await t.http.post(`/v2/projects/${projectId}/endpoints`).set(auth).send({ name: fresh('ids') });
+    for (const [ref, id] of [
+      [model, model],
+      [`projects/${projectId}/models/${model}`, model],
+      [fresher.id, fresher.id],
+    ]) {
+      const d = await t.http
+        .post(`/v2/projects/${projectId}/endpoints/${e.body.id}/deployments`)
+        .set(auth)
+        .send({ name: fresh('d'), model: ref, config: H100, autoscaling: { minReplicas: 0, maxReplicas: 1 } });
+      expect(d.status, JSON.stringify(d.body)).toBe(200);
+      expect(d.body).toMatchObject({ modelId: id, model: `projects/${projectId}/models/${id}` });
+    }
+
+    // v1 adapters: bound by the old id, named by the adapter's name.
+    const ep = await insertV1Endpoint(t, projectId);
+    const name = `default/${ep.name}`;
+    const bound = await t.http.post(`/v1/endpoints/${ep.id}/adapters`).set(auth).send({ model_id: `${name}:${adapter}` });
+    expect(bound.status, JSON.stringify(bound.body)).toBe(200);
+    expect(bound.body.model_id).toMatch(new RegExp(`^${name}:old-adapter-`));
   });
 });
 

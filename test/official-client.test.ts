@@ -16,14 +16,14 @@
 // | models.list({dedicated?})                        | GET /v1/models[?dedicated=]                                | listModels             | models.test.ts, here |
 // | (none)                                           | GET /v1/jobs                                               | listJobs               | no SDK method |
 // | endpoints.create(body)                           | POST /v1/endpoints                                         | createEndpoint (403)   | endpoints.test.ts, here |
-// | endpoints.list({type?, usage_type?, mine?})      | GET /v1/endpoints                                          | listEndpoints          | endpoints.test.ts |
-// | endpoints.retrieve(id)                           | GET /v1/endpoints/{id}                                     | getEndpoint            | endpoints.test.ts |
-// | endpoints.update(id, body)                       | PATCH /v1/endpoints/{id}                                   | updateEndpoint         | endpoints.test.ts, inference.test.ts |
-// | endpoints.delete(id)                             | DELETE /v1/endpoints/{id} (204)                            | deleteEndpoint         | endpoints.test.ts |
+// | endpoints.list({type?, usage_type?, mine?})      | GET /v1/endpoints                                          | listEndpoints          | endpoints.test.ts, here |
+// | endpoints.retrieve(id)                           | GET /v1/endpoints/{id}                                     | getEndpoint            | endpoints.test.ts, here |
+// | endpoints.update(id, body)                       | PATCH /v1/endpoints/{id}                                   | updateEndpoint         | endpoints.test.ts, inference.test.ts, here |
+// | endpoints.delete(id)                             | DELETE /v1/endpoints/{id} (204)                            | deleteEndpoint         | endpoints.test.ts, here |
 // | (none)                                           | GET /v1/endpoints/{id}/usage                               | getEndpointUsage       | no SDK method |
-// | endpoints.adapters.list(id)                      | GET /v1/endpoints/{id}/adapters                            | listAdapters           | adapters.test.ts |
-// | endpoints.adapters.add(id, {model_id})           | POST /v1/endpoints/{id}/adapters                           | addAdapter             | adapters.test.ts |
-// | endpoints.adapters.remove(id, {model_id})        | DELETE /v1/endpoints/{id}/adapters (JSON body)             | removeAdapter          | adapters.test.ts |
+// | endpoints.adapters.list(id)                      | GET /v1/endpoints/{id}/adapters                            | listAdapters           | adapters.test.ts, here |
+// | endpoints.adapters.add(id, {model_id})           | POST /v1/endpoints/{id}/adapters                           | addAdapter             | adapters.test.ts, here |
+// | endpoints.adapters.remove(id, {model_id})        | DELETE /v1/endpoints/{id}/adapters (JSON body)             | removeAdapter          | adapters.test.ts, here |
 // | chat.completions.create({model, messages})       | POST /v1/chat/completions                                  | createChatCompletion   | inference.test.ts, adapters.test.ts, here |
 // | beta.clusters.list({projectId?})                 | GET /v1/compute/clusters[?projectId=]                      | listClusters           | compute.test.ts, here |
 // | beta.clusters.retrieve(id)                       | GET /v1/compute/clusters/{id}                              | getCluster             | compute.test.ts, here |
@@ -537,5 +537,73 @@ describe('Compute, identity, volumes, secrets and hardware (together-ai)', () =>
     expect(updated).toMatchObject({ id: created.id, description: 'rotated' });
     expect(await v1.beta.jig.secrets.delete('team/HF_TOKEN')).toEqual({});
     expect(await refusal(v1.beta.jig.secrets.retrieve(created.id!))).toBeInstanceOf(Together.NotFoundError);
+  });
+});
+
+describe('Modules models, endpoints (v1) and adapters: every SDK call with realistic values', () => {
+  const SDK_TYPES = ['chat', 'language', 'code', 'image', 'embedding', 'moderation', 'rerank'];
+  const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
+
+  test('models.upload (an ordinary hub repository, the README example, an adapter with base_model), uploads.status, list, endpoints.listHardware({model})', async () => {
+    const plain = await v1.models.upload({ model_name: 'acc-model', model_source: 'acc-org/acc-model', description: 'An ordinary hub repository', hf_token: 'hf_example' });
+    expect(plain.data).toMatchObject({ model_name: 'acc-model', model_source: 'huggingface' });
+    expect(plain.data.job_id).toMatch(new RegExp(`^job-${UUID}$`));
+    expect(plain.data.model_id).toMatch(new RegExp(`^model-${UUID}$`));
+    const readme = await v1.models.upload({ model_name: 'Qwen2.5-72B-Instruct', model_source: 'unsloth/Qwen2.5-72B-Instruct' });
+    const adapter = await v1.models.upload({
+      model_name: 'default/my-adapter',
+      model_source: 'acc-org/my-lora',
+      model_type: 'adapter',
+      base_model: 'meta-llama/Meta-Llama-3.1-8B-Instruct-Reference',
+      description: 'A LoRA adapter for the serverless pool',
+    });
+    const jobs = [plain, readme, adapter].map((u) => u.data.job_id);
+    for (let i = 0; i < 10 && (await Promise.all(jobs.map((j) => v1.models.uploads.status(j)))).some((s) => s.status !== 'Complete'); i++) await t.advance(60_000);
+    for (const j of jobs) expect(await v1.models.uploads.status(j)).toMatchObject({ job_id: j, status: 'Complete' });
+    expect((await v1.models.uploads.status(adapter.data.job_id)).args).toEqual({ description: 'A LoRA adapter for the serverless pool', modelName: 'default/my-adapter', modelSource: 'acc-org/my-lora' });
+
+    const models = await v1.models.list();
+    for (const m of models) expect(SDK_TYPES, m.id).toContain(m.type);
+    const ids = models.map((m) => m.id);
+    expect(ids).toEqual(expect.arrayContaining([plain.data.model_id, readme.data.model_id, adapter.data.model_id, 'deepseek-ai/DeepSeek-R1', 'Salesforce/Llama-Rank-v1']));
+    const dedicated = (await v1.models.list({ dedicated: true })).map((m) => m.id);
+    expect(dedicated).toContain(readme.data.model_id);
+    expect(dedicated).not.toContain(plain.data.model_id); // unknown architecture: nothing here runs it
+    expect(dedicated).not.toContain(adapter.data.model_id);
+
+    for (const model of ['deepseek-ai/DeepSeek-R1', 'openai/gpt-oss-120b', 'mistralai/Mixtral-8x7B-Instruct-v0.1', 'meta-llama/Llama-2-70b-hf', readme.data.model_id]) {
+      const hw = await v1.endpoints.listHardware({ model });
+      expect(hw.data.length, model).toBeGreaterThan(0);
+      for (const h of hw.data) expect(h.availability?.status, `${model} on ${h.id}`).toBe('available');
+    }
+    const notRunnable = await refusal(v1.endpoints.listHardware({ model: plain.data.model_id }));
+    expect(notRunnable).toBeInstanceOf(Together.BadRequestError);
+    expect(notRunnable.error.error).toMatchObject({ code: 'model_not_available', param: 'model' });
+  });
+
+  test('endpoints.create (the SDK example) is refused; endpoints.list/retrieve/update/delete and endpoints.adapters.add/list/remove on a running one', async () => {
+    const created = await refusal(v1.endpoints.create({ autoscaling: { max_replicas: 5, min_replicas: 2 }, hardware: '1x_nvidia_a100_80gb_sxm', model: 'deepseek-ai/DeepSeek-R1' }));
+    expect(created).toBeInstanceOf(Together.PermissionDeniedError);
+    expect(created.error.error.code).toBe('endpoints_v1_create_access_disabled');
+
+    const row = await insertV1Endpoint(t, projectId); // v1 endpoints cannot be created any more: one already running
+    const listed = (await v1.endpoints.list({ type: 'dedicated', usage_type: 'on-demand', mine: true })).data.find((e) => e.id === row.id)!;
+    expect(listed.name).toMatch(/^default\/Meta-Llama-3\.1-8B-Instruct-[0-9a-f]{6}$/);
+    const ep = await v1.endpoints.retrieve(row.id);
+    expect(ep).toMatchObject({ id: row.id, name: listed.name, model: MODEL, state: 'STARTED', type: 'dedicated', owner: 'default' });
+    const updated = await v1.endpoints.update(ep.id, { display_name: 'Support bot (Llama 3.1 8B)', autoscaling: { min_replicas: 1, max_replicas: 4 }, inactive_timeout: 0 });
+    expect(updated).toMatchObject({ display_name: 'Support bot (Llama 3.1 8B)', autoscaling: { min_replicas: 1, max_replicas: 4 } });
+
+    const lora = await v1.models.upload({ model_name: 'username/support-adapter-abc123', model_source: 'acc-org/support-lora', model_type: 'adapter', base_model: 'meta-llama/Meta-Llama-3.1-8B-Instruct-Reference' });
+    for (let i = 0; i < 10 && (await v1.models.uploads.status(lora.data.job_id)).status !== 'Complete'; i++) await t.advance(60_000);
+    const modelId = `${ep.name}:username/support-adapter-abc123`; // the SDK's form: '<endpoint name>:<adapter model name>'
+    expect(await v1.endpoints.adapters.add(ep.id, { model_id: modelId })).toEqual({ model_id: modelId });
+    expect(await v1.endpoints.adapters.list(ep.id)).toEqual({ object: 'list', data: [{ model_id: modelId, adapter_name: 'username/support-adapter-abc123', endpoint_name: ep.name }] });
+    expect(await v1.endpoints.adapters.remove(ep.id, { model_id: modelId })).toEqual({ model_id: modelId, deleted: true });
+    expect((await v1.endpoints.adapters.list(ep.id)).data).toEqual([]);
+
+    expect((await v1.endpoints.update(ep.id, { state: 'STOPPED' })).state).toBe('STOPPED');
+    await v1.endpoints.delete(ep.id);
+    expect(await refusal(v1.endpoints.retrieve(ep.id))).toBeInstanceOf(Together.NotFoundError);
   });
 });

@@ -443,8 +443,14 @@ export interface paths {
          * @description Changes `display_name`, `inactive_timeout`, `autoscaling` and `state` (see the tag's state machine).
          *     `state: STARTED` on an endpoint that is not running answers 403 `endpoints_v1_create_access_disabled`.
          *     New `autoscaling` on a running endpoint resizes it to `min_replicas` replicas at once: growing needs free
-         *     capacity on its hardware, else 409 `insufficient_capacity` (param `autoscaling.min_replicas`). `min_replicas`
-         *     above `max_replicas` is 400 `invalid_autoscaling`. The whole update applies or nothing does.
+         *     capacity on its hardware, else 409 `insufficient_capacity` (param `autoscaling.min_replicas`).
+         *
+         *     The contract bounds no field, as the public platform's; the values an endpoint cannot have are refused
+         *     with 400, before the endpoint is looked up: a negative `min_replicas`, a `max_replicas` below 1 (stop the
+         *     endpoint with `state: STOPPED` instead), `min_replicas` above `max_replicas` (code `invalid_autoscaling`,
+         *     param the field), and a negative `inactive_timeout` (`invalid_inactive_timeout`; 0 or null means no
+         *     timeout). Counts and minutes are stored as 32-bit integers: one above 2147483647 is refused the same way.
+         *     `display_name` is any string. The whole update applies or nothing does.
          */
         patch: operations["updateEndpoint"];
         trace?: never;
@@ -519,12 +525,14 @@ export interface paths {
          *     free but fewer than one replica needs, `unavailable` when none are free. It changes as soon as replicas
          *     start or stop.
          *
-         *     `model` is a catalogue model id (e.g. `meta-llama/Meta-Llama-3.1-8B-Instruct`) or the `ml_` id of a
-         *     completed upload of the caller's project. The public platform declares only 403 and 500 here; this
+         *     `model` is a catalogue model id (e.g. `meta-llama/Meta-Llama-3.1-8B-Instruct`, or an alias of one) or the
+         *     id (`model-<uuid>`, `ml_...` for older uploads) of a completed upload of the caller's project. The public
+         *     platform declares only 403 and 500 here; this
          *     server answers what the model lookup finds: 404 `model_not_found` (param `model`) for a model that does
          *     not exist, belongs to another project or has not finished uploading, and 400 `model_not_available`
          *     (param `model`) for a model that exists but does not run on dedicated hardware (serverless-only models
-         *     such as embeddings, rerank, audio and video models; adapters, which run on their base model's endpoint).
+         *     such as embeddings, rerank, audio and video models; adapters, which run on their base model's endpoint;
+         *     uploads whose source names no base architecture this platform serves).
          */
         get: operations["listHardware"];
         put?: never;
@@ -586,14 +594,28 @@ export interface paths {
         };
         /**
          * List models
-         * @description Lists the platform's catalogue (serverless models and base architectures) followed by the caller's
-         *     project's completed uploads, as a bare array like the public platform. Uploads still running, failed
-         *     uploads and other projects' uploads are not listed. An uploaded model's `id` is its `ml_` id and its
-         *     `display_name` the `model_name` it was uploaded with; its `type` and `context_length` are those of the
-         *     base architecture it fine-tunes (for an adapter: of its base model).
+         * @description Lists the platform's catalogue (serverless models and base architectures, by id) followed by the caller's
+         *     project's completed uploads (oldest first), as a bare array like the public platform. Uploads still
+         *     running, failed uploads and other projects' uploads are not listed. An uploaded model's `id` is its
+         *     `model-<uuid>` id and its `display_name` the `model_name` it was uploaded with; its `type` and
+         *     `context_length` are those of the base architecture it fine-tunes (for an adapter: of its base model). A
+         *     full model whose source names no architecture this server serves is listed as `type` `language` with no
+         *     `context_length` (nothing more can be known of it offline), and is not in the `dedicated=true` list.
          *
-         *     `type` also takes `audio` and `video` (the transcription and video models), values the public
-         *     platform's enum does not list.
+         *     **`type` and `kind`.** `type` is always one of the public platform's seven values, which its clients
+         *     accept. A model's own kind is `kind`: the same value where the seven name it, and otherwise `audio`
+         *     (transcription and speech synthesis, e.g. `openai/whisper-large-v3`, `cartesia/sonic`), answered as `type`
+         *     `language`, or `video` (video generation), answered as `type` `image`. Pick models for an operation by
+         *     `kind`.
+         *
+         *     `pricing` is given where the model is priced per token or per hour of dedicated use; models priced
+         *     otherwise (image models per megapixel, speech models per character) and models whose price this server
+         *     does not know have none. Embedding models give the length of their vectors in `dimensions`.
+         *
+         *     **Aliases.** A catalogue model can also be named by an alias, an earlier spelling of its id
+         *     (`Salesforce/Llama-Rank-V1` for `Salesforce/Llama-Rank-v1`): wherever a model id is read (the hardware
+         *     list's `model`, an upload's `base_model` and `lora_model`, a v2 deployment's `model`), the alias answers
+         *     exactly as the canonical id. Aliases are not listed.
          */
         get: operations["listModels"];
         put?: never;
@@ -615,27 +637,38 @@ export interface paths {
          *     kind it answers 400 `field_not_applicable` (param `hf_token`). The token is used for nothing offline and
          *     is never stored, logged or returned.
          *
-         *     **Full models.** An upload must be a fine-tuned variant of a base architecture this server
-         *     already serves. Since the weights' configuration cannot be fetched offline, the architecture is read
-         *     from the source's name: the last segment of the repository or path, lowercased with `_` and spaces read
-         *     as `-`, must contain the architecture's name (`llama-3.1-8b`, `llama-3.3-70b`, `qwen2.5-7b`,
-         *     `qwen2.5-72b`, `mistral-7b`, `deepseek-v3`, e.g. `unsloth/Qwen2.5-72B-Instruct` is `qwen2.5-72b`;
-         *     the longest match wins). Otherwise: 400 `unsupported_base_architecture` (param `model_source`). The
-         *     uploaded model then has the base architecture's type, context length and hardware needs.
+         *     **Full models.** Any hub repository or object-storage source of the forms above is accepted, whatever
+         *     model it holds (e.g. `acc-org/acc-model`). Since the weights' configuration cannot be fetched offline, the
+         *     model's architecture is read from the source's name: when the last segment of the repository or path,
+         *     lowercased with `_` and spaces read as `-`, contains the name of a base architecture this server serves
+         *     (`llama-3.1-8b`, `llama-3.3-70b`, `llama-2-7b`, `llama-2-70b`, `qwen2.5-7b`, `qwen2.5-72b`, `qwen3.5-9b`,
+         *     `mistral-7b`, `mixtral-8x7b`, `deepseek-v3`, `gpt-oss-120b`; e.g. `unsloth/Qwen2.5-72B-Instruct` is
+         *     `qwen2.5-72b`; the longest match wins), the uploaded model is a fine-tuned variant of it: it has that
+         *     architecture's type, context length and hardware needs, so `GET /v1/hardware?model=` lists the
+         *     configurations that run it and a v2 deployment can run it with a config published for that architecture.
          *
-         *     **Adapters.** `base_model` and `lora_model` apply only to adapters: a `model` upload that sets
-         *     either answers 400 `field_not_applicable` naming it. An adapter names at least one of them
+         *     A source that names none is a model of unknown architecture. Its upload completes like any other and it
+         *     is listed (`type` `language`, no `context_length`), but nothing here runs it: `GET /v1/hardware?model=`
+         *     answers 400 `model_not_available`, a v2 deployment of it answers 400 `unsupported_architecture` (v2
+         *     deploys only fine-tuned variants of served base architectures), it is not served serverless, and it is no
+         *     base for adapters. The rule that an upload must fine-tune a served base architecture is v2 model
+         *     creation's (not implemented here), not this v1 upload's.
+         *
+         *     **Adapters.** `base_model` and `lora_model` apply only to adapters; for a full model they are unused:
+         *     accepted, ignored and not stored. An adapter names at least one of them
          *     (`base_model_required`, param `base_model`): `base_model` is the serverless model whose LoRA pool
          *     runs it (a serverless catalogue model that serves adapters); `lora_model` is the model of a dedicated
          *     pool (a catalogue model deployable on dedicated hardware, typically a base architecture). A name that is
-         *     not such a served model answers 400 `base_model_not_served` naming the field; when both are given they
-         *     must be the same architecture (400 `base_model_mismatch`, param `lora_model`). The adapter applies to
-         *     endpoints whose model has that architecture.
+         *     not such a served model (an alias names its canonical model) answers 400 `base_model_not_served` naming
+         *     the field; when both are given they must be the same architecture (400 `base_model_mismatch`, param
+         *     `lora_model`). The adapter applies to endpoints whose model has that architecture.
          *
-         *     **Names.** `model_name` is unique among the project's models that are uploading or uploaded (409
-         *     `model_name_taken`, param `model_name`, with the header `x-should-retry: false` so that the official
-         *     clients, which retry a 409 by default, do not ask again); a failed upload frees its name. An adapter is bound to an
-         *     endpoint as `<endpoint_name>:<model_name>`.
+         *     **Names.** `model_name` is any string that is not empty or only spaces (400 `invalid_model_name`): it may
+         *     contain `/`, `:` and spaces, and has no length limit of its own (the body's size limit applies). It is
+         *     unique among the project's models that are uploading or uploaded (409 `model_name_taken`, param
+         *     `model_name`, with the header `x-should-retry: false` so that the official clients, which retry a 409 by
+         *     default, do not ask again); a failed upload frees its name. An adapter is bound to an endpoint as
+         *     `<endpoint name>:<model_name>` (split at the first `:`, which an endpoint name never holds).
          *
          *     The response's `model_source` names the kind of source (`huggingface`, `s3`, `gcs`, `url`).
          */
@@ -992,7 +1025,7 @@ export interface components {
         AdapterRef: {
             /**
              * @description `<endpoint name>:<adapter name or id>`.
-             * @example default/llama-8b-prod:my-adapter
+             * @example default/Meta-Llama-3.1-8B-Instruct-1f2e3d:support-adapter
              */
             model_id: string;
         };
@@ -1270,7 +1303,7 @@ export interface components {
          */
         QualifiedEndpointName: string;
         /**
-         * @description A catalogue model id, an uploaded `ml_...` id, or `projects/{projectId}/models/{modelId}` (or `models/{modelId}`), optionally followed by `/revisions/{revisionId}`.
+         * @description A catalogue model id (or an alias of one), an uploaded model's id (`model-<uuid>`; `ml_...` for older uploads), or `projects/{projectId}/models/{modelId}` (or `models/{modelId}`), optionally followed by `/revisions/{revisionId}`.
          * @example meta-llama/Meta-Llama-3.1-8B-Instruct-Turbo
          */
         ModelRef: string;
@@ -1653,7 +1686,10 @@ export interface components {
             object: "endpoint";
             /** @example endpoint-6f1d2c3b-4a5e-4f60-8b7a-9c0d1e2f3a4b */
             id: string;
-            /** @description `<project_slug>/<endpoint_name>`: the `model` value for inference on it. */
+            /**
+             * @description `<project_slug>/<model name>-<hash>` (see the tag): the `model` value for inference on it.
+             * @example default/Meta-Llama-3.1-8B-Instruct-1f2e3d
+             */
             name: string;
             display_name: string;
             /** @description The catalogue model it serves. */
@@ -1847,7 +1883,7 @@ export interface components {
         };
         ModelInfo: {
             /**
-             * @description A catalogue model's public name, or an upload's `ml_` id.
+             * @description A catalogue model's public name, or an upload's id (`model-<uuid>`; `ml_...` for older uploads).
              * @example meta-llama/Meta-Llama-3.1-8B-Instruct-Turbo
              */
             id: string;
@@ -1855,15 +1891,25 @@ export interface components {
             object: "model";
             /** @description Unix seconds. */
             created: number;
-            /** @enum {string} */
-            type: "chat" | "language" | "code" | "image" | "embedding" | "moderation" | "rerank" | "audio" | "video";
+            /**
+             * @description The nearest of the public platform's types (see `kind`).
+             * @enum {string}
+             */
+            type: "chat" | "language" | "code" | "image" | "embedding" | "moderation" | "rerank";
+            /**
+             * @description Not in the public platform's shape: what the model is. Equals `type` except for `audio` (transcription, speech synthesis; `type` `language`) and `video` (video generation; `type` `image`).
+             * @enum {string}
+             */
+            kind?: "chat" | "language" | "code" | "image" | "embedding" | "moderation" | "rerank" | "audio" | "video";
             display_name?: string;
             /** @description The vendor of a catalogue model; for an upload, the name of the project's organization. */
             organization?: string;
             link?: string;
             license?: string;
             context_length?: number;
-            /** @description Dollars per million tokens (`input`, `output`, `cached_input`), per hour of dedicated use (`hourly`); absent for uploads. */
+            /** @description Not in the public platform's shape: embedding models only, the length of each embedding vector. */
+            dimensions?: number;
+            /** @description Dollars per million tokens (`input`, `output`, `cached_input`), per hour of dedicated use (`hourly`); absent for uploads and for models not priced in these units. */
             pricing?: {
                 base: number;
                 finetune: number;
@@ -1875,7 +1921,7 @@ export interface components {
         };
         ModelUploadRequest: {
             /**
-             * @description Name of the uploaded model, unique in the project; letters, digits, `.`, `_`, `-`.
+             * @description Name of the uploaded model, unique in the project; any string that is not empty or only spaces (`/` allowed).
              * @example Qwen2.5-72B-Instruct-support
              */
             model_name: string;
@@ -1892,19 +1938,22 @@ export interface components {
             /** @description Hub credential for a hub source; never stored or returned. */
             hf_token?: $Write<string>;
             description?: string;
-            /** @description Adapters only; the serverless model whose LoRA pool runs the adapter. */
+            /** @description Adapters only (unused, and ignored, for a full model); the serverless model whose LoRA pool runs the adapter. */
             base_model?: string;
-            /** @description Adapters only; the model of the dedicated pool the adapter runs against. */
+            /** @description Adapters only (unused, and ignored, for a full model); the model of the dedicated pool the adapter runs against. */
             lora_model?: string;
         };
         ModelUploadResponse: {
             data: {
-                /** @example job_01jcq5m2v8x7k3n4p5q6r7s8t9abcdefgh */
+                /**
+                 * @description The upload job's id (`job-<uuid>`).
+                 * @example job-a15dad11-8d8e-4007-97c5-a211304de284
+                 */
                 job_id: string;
                 model_name: string;
                 /**
-                 * @description The uploaded model's id (`ml_...`).
-                 * @example ml_01jcq5m2v8x7k3n4p5q6r7s8t9abcdefgh
+                 * @description The uploaded model's id (`model-<uuid>`).
+                 * @example model-3e0a7c9d-5b2f-4c61-9d8e-7f1a2b3c4d5e
                  */
                 model_id: string;
                 /**
@@ -3247,6 +3296,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The job's id (`job-<uuid>`; `job_...` for older uploads). */
                 jobId: string;
             };
             cookie?: never;

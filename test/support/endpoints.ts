@@ -15,6 +15,17 @@ export const L40S = 'cr_llama_3_1_8b_l40s';
 
 let n = 0;
 
+/**
+ * The default project's two seeded v1 endpoints (server/modules/endpoints/seed.json), as rows: the running Llama one
+ * and the stopped Qwen one. Their names are made at seeding (`<model name>-<6 hex characters>`), so they are found
+ * by their display names.
+ */
+export async function seededV1Endpoints(t: TestPlatform) {
+  const rows = await t.services.db.prisma.v1Endpoint.findMany({ where: { projectId: t.caller.identity.projectId } });
+  const by = (displayName: string) => rows.find((r) => r.displayName === displayName)!;
+  return { running: by('Llama 3.1 8B Instruct (v1)'), stopped: by('Qwen 2.5 7B Instruct (v1)') };
+}
+
 export async function insertV1Endpoint(
   t: TestPlatform,
   projectId: string,
@@ -22,7 +33,7 @@ export async function insertV1Endpoint(
 ) {
   return t.services.db.write((tx) =>
     createV1Endpoint(tx, t.clock, projectId, {
-      name: over.name ?? `v1-test-${++n}`,
+      name: over.name, // absent: named `<model>-<hash>` as the platform names v1 endpoints
       displayName: 'Test endpoint',
       model: over.model ?? MODEL,
       hardware: over.hardware ?? '1x_nvidia_h100_80gb_sxm',

@@ -21,8 +21,13 @@ export async function addAdapter({ db, clock, params, body, identity }: Context<
     const e = await findV1Endpoint(tx, identity.projectId, params.endpointId);
     const name = qualifiedName(identity.projectSlug, e.name);
     const adapter = await adapterOfModelId(tx, identity.projectId, name, body.model_id);
-    if (!fitsEndpoint(adapter, e)) {
-      throw badRequest(`Adapter '${adapter.name}' applies to ${adapter.baseModelId}, but this endpoint serves ${e.modelId}.`, 'model_id', 'adapter_base_mismatch');
+    const served = await tx.model.findUnique({ where: { id: e.modelId } });
+    if (!fitsEndpoint(adapter, { modelId: e.modelId, architecture: served?.architecture ?? null })) {
+      throw badRequest(
+        `Adapter '${adapter.name}' applies to ${adapter.baseModelId} (${adapter.architecture}), but this endpoint serves ${e.modelId} (${served?.architecture ?? 'another architecture'}).`,
+        'model_id',
+        'adapter_base_mismatch',
+      );
     }
     // Binding a bound adapter again changes nothing.
     if (!(await tx.adapterBinding.findFirst({ where: { endpointId: e.id, adapterModelId: adapter.id } }))) {

@@ -8,6 +8,7 @@ import type { DedicatedEndpoint, Deployment, Model, ModelConfig } from '../../..
 import { badRequest, notFound, taken } from '../../core/errors.ts';
 import type { Db, Tx } from '../../db/index.ts';
 import { owned, visibleOrNull } from '../../http/scope.ts';
+import { canonicalModelId } from '../models/catalogue.ts';
 
 /** `{projectId}` must be the caller's: any other answers exactly like an absent resource. */
 export function checkProject(ctx: { params: { projectId: string }; identity: { projectId: string } }): string {
@@ -63,7 +64,7 @@ export function parseModelRef(projectId: string, ref: string): { id: string; rev
   const rev = /^(.+)\/revisions\/([^/]+)$/.exec(ref);
   const base = rev ? rev[1]! : ref;
   const m = /^projects\/([^/]+)\/models\/(.+)$/.exec(base) ?? /^()models\/(.+)$/.exec(base);
-  const id = !m ? base : m[1] && m[1] !== projectId ? '' : m[2]!;
+  const id = !m ? canonicalModelId(base) : m[1] && m[1] !== projectId ? '' : canonicalModelId(m[2]!);
   return rev ? { id, revision: rev[2]! } : { id };
 }
 
@@ -108,9 +109,9 @@ export async function resolveConfig(db: Db | Tx, projectId: string, ref: string,
  * (`projects/{projectId}/models/{modelId}`, `models/{modelId}` or a plain id).
  */
 export function referenceFilter(projectId: string, byId: string | undefined, byName: string | undefined): string | undefined {
-  if (byName === undefined) return byId;
+  if (byName === undefined) return byId === undefined ? undefined : canonicalModelId(byId);
   const { id } = parseModelRef(projectId, byName);
-  if (byId !== undefined && byId !== id) {
+  if (byId !== undefined && canonicalModelId(byId) !== id) {
     throw badRequest(`'referenceModel' (${byName}) and 'referenceModelId' (${byId}) name different models.`, 'referenceModel', 'reference_model_mismatch');
   }
   return id;

@@ -3,10 +3,11 @@
 // formats. Optional fields are absent rather than null, and strings the platform always sends are "" when empty.
 import type { DedicatedEndpoint, Deployment, EndpointEvent, Hardware, ModelConfig } from '../../../generated/prisma/sqlite/client/client.ts';
 import { iso } from '../../core/clock.ts';
+import { isUploadedModelId } from '../models/catalogue.ts';
 import type { Wire } from '../types.ts';
 import { desiredReplicas, isRunning, runtimeOf, splitOf, trafficShares } from './traffic.ts';
 
-const modelResource = (d: Deployment) => (d.modelId.startsWith('ml_') ? `projects/${d.projectId}/models/${d.modelId}` : `models/${d.modelId}`);
+const modelResource = (d: Deployment) => (isUploadedModelId(d.modelId) ? `projects/${d.projectId}/models/${d.modelId}` : `models/${d.modelId}`);
 
 function autoscaling(d: Deployment): Wire<'Autoscaling'> {
   return {

@@ -3,12 +3,9 @@
 import type { FixtureKit, Fixtures } from '../types.ts';
 import { createV1Endpoint } from './rows.ts';
 
-let n = 0;
-
 export const ownersV1Endpoint = ({ services, owner }: FixtureKit) =>
   services.db.write((tx) =>
     createV1Endpoint(tx, services.clock, owner.projectId, {
-      name: `v1-fixture-${++n}`,
       displayName: 'Fixture endpoint',
       model: 'meta-llama/Meta-Llama-3.1-8B-Instruct',
       hardware: '1x_nvidia_h100_80gb_sxm',

@@ -8,6 +8,24 @@ import { requestedEvent, v1Disabled, v1EndpointMachine } from './machine.ts';
 import { findV1Endpoint, V1_OWNER, v1Replicas } from './rows.ts';
 import { v1EndpointListItemWire, v1EndpointUsageWire, v1EndpointWire } from './wire.ts';
 
+/** The largest count or number of minutes stored (a 32-bit integer): a larger one cannot be kept, so it is refused. */
+const LARGEST = 2_147_483_647;
+
+/** An update's `autoscaling` and `inactive_timeout` must be values an endpoint can have (the contract sets no bounds). */
+function checkUpdate(body: Context<'updateEndpoint'>['body']): void {
+  const a = body.autoscaling;
+  if (a) {
+    if (a.min_replicas < 0) throw badRequest("'min_replicas' must not be negative.", 'autoscaling.min_replicas', 'invalid_autoscaling');
+    for (const field of ['min_replicas', 'max_replicas'] as const) {
+      if (a[field] > LARGEST) throw badRequest(`'${field}' must be at most ${LARGEST}.`, `autoscaling.${field}`, 'invalid_autoscaling');
+    }
+  }
+  const timeout = body.inactive_timeout;
+  if (timeout !== undefined && timeout !== null && (timeout < 0 || timeout > LARGEST)) {
+    throw badRequest(`'inactive_timeout' is a number of minutes from 0 (no timeout) to ${LARGEST}, or null.`, 'inactive_timeout', 'invalid_inactive_timeout');
+  }
+}
+
 export async function listEndpoints({ db, query, identity }: Context<'listEndpoints'>) {
   const none = query.type === 'serverless' || query.usage_type === 'reserved';
   const rows = none ? [] : await db.prisma.v1Endpoint.findMany({ where: { projectId: identity.projectId }, orderBy: [{ createdAt: 'asc' }, { id: 'asc' }] });
@@ -23,6 +41,7 @@ export async function getEndpoint({ db, params, identity }: Context<'getEndpoint
 }
 
 export async function updateEndpoint({ db, clock, params, body, identity }: Context<'updateEndpoint'>) {
+  checkUpdate(body);
   const updated = await db.write(async (tx) => {
     const e = await findV1Endpoint(tx, identity.projectId, params.endpointId);
     const event = body.state === undefined ? null : requestedEvent(e.state, body.state);

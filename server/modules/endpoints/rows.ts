@@ -1,6 +1,6 @@
 // v1 endpoint rows. Nothing creates them through the API (v1 is retired): the catalogue seed does, for the default
-// project, and the tests do, through this same function.
-import { randomUUID } from 'node:crypto';
+// project, and the tests do, through this same function. New rows are named `<model>-<hash>` like the platform's.
+import { randomBytes, randomUUID } from 'node:crypto';
 import type { V1Endpoint } from '../../../generated/prisma/sqlite/client/client.ts';
 import { instant, type Clock } from '../../core/clock.ts';
 import type { Db, Tx } from '../../db/index.ts';
@@ -14,7 +14,8 @@ export const V1_OWNER = 'v1_endpoint';
 export const v1Replicas = (e: { minReplicas: number }) => Math.max(e.minReplicas, 1);
 
 export interface V1EndpointSpec {
-  name: string;
+  /** Absent: named as the platform names v1 endpoints (`newV1EndpointName`). */
+  name?: string;
   displayName: string;
   model: string;
   hardware: string;
@@ -24,6 +25,21 @@ export interface V1EndpointSpec {
   inactiveTimeout: number | null;
 }
 
+/**
+ * A new v1 endpoint's name, as the public platform names them (`<user>/<model>-<hash>` on the wire, the project's
+ * slug being the user): the model's name (the last segment of its id) and 6 random hex characters.
+ */
+export const newV1EndpointName = (model: string) => `${model.split('/').at(-1)}-${randomBytes(3).toString('hex')}`;
+
+/** A name no endpoint of the project (v1 or v2: both answer at `<project_slug>/<name>`) has yet. */
+async function freeName(tx: Tx, projectId: string, model: string): Promise<string> {
+  for (;;) {
+    const name = newV1EndpointName(model);
+    const [v1, v2] = await Promise.all([tx.v1Endpoint.findFirst({ where: { projectId, name } }), tx.dedicatedEndpoint.findFirst({ where: { projectId, name } })]);
+    if (!v1 && !v2) return name;
+  }
+}
+
 /** Creates a v1 endpoint; a STARTED one holds its replicas' hardware reservations from now on. */
 export async function createV1Endpoint(tx: Tx, clock: Clock, projectId: string, e: V1EndpointSpec): Promise<V1Endpoint> {
   const now = instant(clock);
@@ -31,7 +47,7 @@ export async function createV1Endpoint(tx: Tx, clock: Clock, projectId: string, 
     data: {
       id: `endpoint-${randomUUID()}`,
       projectId,
-      name: e.name,
+      name: e.name ?? (await freeName(tx, projectId, e.model)),
       displayName: e.displayName,
       modelId: e.model,
       hardwareId: e.hardware,

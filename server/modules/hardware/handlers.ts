@@ -14,7 +14,12 @@ export async function listHardware({ db, query, identity }: Context<'listHardwar
   const model = await findModel(db.prisma, identity.projectId, query.model);
   if (!model) throw apiError(404, 'model_not_found', `No model '${query.model}' was found.`, 'model');
   if (model.minGpuMemory === null) {
-    const why = model.modelType === 'adapter' ? 'an adapter runs on an endpoint of its base model' : 'it is served serverless only';
+    const why =
+      model.modelType === 'adapter'
+        ? 'an adapter runs on an endpoint of its base model'
+        : model.projectId !== null
+          ? 'its source names no base architecture this platform serves on dedicated hardware'
+          : 'it is served serverless only';
     throw badRequest(`Model '${query.model}' cannot be deployed on dedicated hardware: ${why}.`, 'model', 'model_not_available');
   }
   const inUse = await gpusInUse(db.prisma);

@@ -36,15 +36,19 @@ export async function resolveTarget(db: Database, identity: Identity, model: str
       if (adapterRef !== undefined && !adapter) throw unknown();
       const loraNotEnabled = (where: string) =>
         badRequest(`${where} serves no LoRA adapter of ${adapter!.baseModelId ?? adapter!.loraModel}: deploy it with enableLora: true.`, 'model', 'lora_not_enabled');
+      const deployments = await db.prisma.deployment.findMany({ where: { endpointId: v2.id } });
+      const architectures = new Map(
+        (await db.prisma.model.findMany({ where: { id: { in: deployments.map((d) => d.modelId) } }, select: { id: true, architecture: true } })).map((m) => [m.id, m.architecture]),
+      );
+      const accepts = adapter ? (d: (typeof deployments)[number]) => servesAdapter(d, adapter, architectures.get(d.modelId) ?? null) : undefined;
       if (deploymentName !== undefined) {
-        const d = await db.prisma.deployment.findFirst({ where: { endpointId: v2.id, name: deploymentName } });
+        const d = deployments.find((x) => x.name === deploymentName);
         if (!d) throw unknown();
-        if (adapter && !servesAdapter(d, adapter)) throw loraNotEnabled(`Deployment '${deploymentName}'`);
+        if (accepts && !accepts(d)) throw loraNotEnabled(`Deployment '${deploymentName}'`);
         if (d.state !== 'DEPLOYMENT_STATE_READY') throw notReady(`deployment '${deploymentName}' is ${d.state}`);
         return { servedBy: d.id, model: d.modelId, adapter: adapter?.name };
       }
-      const accepts = adapter ? (d: Parameters<typeof servesAdapter>[0]) => servesAdapter(d, adapter) : undefined;
-      if (accepts && !(await db.prisma.deployment.findMany({ where: { endpointId: v2.id } })).some(accepts)) throw loraNotEnabled('No deployment of this endpoint');
+      if (accepts && !deployments.some(accepts)) throw loraNotEnabled('No deployment of this endpoint');
       const d = await db.write(async (tx) => {
         const endpoint = await tx.dedicatedEndpoint.findUnique({ where: { id: v2.id } });
         return endpoint ? routeRequest(tx, endpoint, accepts) : null;

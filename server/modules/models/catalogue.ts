@@ -1,8 +1,9 @@
 // The model catalogue: the platform's models (no project; seed.json) and each project's uploads. Other modules look
-// models up here.
+// models up here: by id through `canonicalModelId` (an alias answers as its canonical model), and tell an upload's id
+// from a catalogue id with `isUploadedModelId`.
+import { createHash, randomUUID } from 'node:crypto';
 import type { Model } from '../../../generated/prisma/sqlite/client/client.ts';
 import { instant, type Clock } from '../../core/clock.ts';
-import { newId } from '../../core/ids.ts';
 import type { Db, Tx } from '../../db/index.ts';
 import type { SeedContext } from '../types.ts';
 import data from './seed.json' with { type: 'json' };
@@ -21,12 +22,13 @@ export async function seedCatalogue({ tx, clock }: SeedContext): Promise<void> {
         serverless: m.serverless,
         minGpuMemory: m.minGpuMemory ?? null,
         contextLength: m.contextLength ?? null,
+        dimensions: m.dimensions ?? null,
         organization: m.organization ?? null,
         displayName: m.displayName ?? null,
         license: m.license ?? null,
         link: m.link ?? null,
         capabilities: JSON.stringify(m.capabilities ?? []),
-        pricing: JSON.stringify(m.pricing),
+        pricing: JSON.stringify(m.pricing ?? {}),
         description: m.description ?? null,
         status: 'ready',
         createdAt: instant(clock),
@@ -44,19 +46,62 @@ interface CatalogueEntry {
   serverless: boolean;
   minGpuMemory?: number;
   contextLength?: number;
+  dimensions?: number;
   license?: string;
   link?: string;
   capabilities?: string[];
-  pricing: Record<string, number>;
+  /** Absent when the model is not priced per token or per hour (or its price is not known). */
+  pricing?: Record<string, number>;
   description?: string;
 }
 
-/** A model the project can use: a catalogue model, or one of its own uploads that has completed. */
+/** Other ids of catalogue models (seed.json `aliases`): each answers as its canonical model wherever an id is read. */
+const ALIASES = new Map<string, string>(Object.entries(data.aliases));
+
+/** The id a model is stored under: the canonical id for an alias, any other id unchanged. */
+export const canonicalModelId = (id: string): string => ALIASES.get(id) ?? id;
+
+/**
+ * Whether `id` is a project's uploaded model rather than a catalogue model: `model-<uuid>` (uploads through
+ * POST /v1/models), or `ml_...` (uploads made before that format, and the prefix v2 models take). Catalogue ids are
+ * `<org>/<name>`.
+ */
+export const isUploadedModelId = (id: string): boolean => id.startsWith('model-') || id.startsWith('ml_');
+
+/** A model the project can use: a catalogue model (by its id or an alias), or one of its own completed uploads. */
 export function findModel(db: Db | Tx, projectId: string, id: string): Promise<Model | null> {
-  return db.model.findFirst({ where: { id, OR: [{ projectId: null }, { projectId, status: 'ready' }] } });
+  return db.model.findFirst({ where: { id: canonicalModelId(id), OR: [{ projectId: null }, { projectId, status: 'ready' }] } });
 }
 
 export const capabilities = (m: Model): string[] => JSON.parse(m.capabilities);
+
+/** The public platform's model types: what its clients accept as a model's `type`. */
+export type PublicType = 'chat' | 'language' | 'code' | 'image' | 'embedding' | 'moderation' | 'rerank';
+
+/**
+ * A model's `type` on the wire: its kind when the platform's seven types name it; otherwise the nearest of them.
+ * Audio models (speech in or out: transcription, speech synthesis) are `language`; video generation is `image`
+ * (visual generation). The kind itself is answered as `kind`.
+ */
+export function publicType(kind: string): PublicType {
+  switch (kind) {
+    case 'chat':
+    case 'language':
+    case 'code':
+    case 'image':
+    case 'embedding':
+    case 'moderation':
+    case 'rerank':
+      return kind;
+    case 'video':
+      return 'image';
+    default:
+      return 'language';
+  }
+}
+
+/** The key the unique index holds for an upload's name (any length): its sha256, in hex. */
+export const nameKey = (name: string): string => createHash('sha256').update(name).digest('hex');
 
 export interface UploadedModel {
   name: string;
@@ -74,13 +119,14 @@ export interface UploadedModel {
   status: 'pending' | 'ready';
 }
 
-/** A project's uploaded model or adapter (`ml_...`): the upload creates it pending; its job makes it ready. */
+/** A project's uploaded model or adapter (`model-<uuid>`): the upload creates it pending; its job makes it ready. */
 export function createUploadedModel(tx: Tx, clock: Clock, projectId: string, m: UploadedModel): Promise<Model> {
   return tx.model.create({
     data: {
-      id: newId('ml', clock.now()),
+      id: `model-${randomUUID()}`,
       projectId,
       ...m,
+      nameKey: nameKey(m.name),
       loraModel: m.loraModel ?? null,
       contextLength: m.contextLength ?? null,
       description: m.description ?? null,

@@ -1,18 +1,19 @@
 // Module `models`: the model list, uploads of models and adapters, and their jobs.
+import { randomUUID } from 'node:crypto';
 import type { Model } from '../../../generated/prisma/sqlite/client/client.ts';
 import { instant, iso } from '../../core/clock.ts';
-import { taken } from '../../core/errors.ts';
-import { newId } from '../../core/ids.ts';
+import { badRequest, taken } from '../../core/errors.ts';
 import { owned } from '../../http/scope.ts';
 import { uniquely } from '../../http/unique.ts';
 import { enter } from '../../runner/progress.ts';
 import type { Context } from '../types.ts';
-import { createUploadedModel } from './catalogue.ts';
+import { createUploadedModel, nameKey } from './catalogue.ts';
 import { uploadJobMachine } from './machine.ts';
 import { planUpload } from './upload.ts';
 import { jobWire, modelInfoWire, modelUploadWire } from './wire.ts';
 
 const byId = (a: Model, b: Model) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+const oldestFirst = (a: Model, b: Model) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : byId(a, b));
 
 export async function listModels({ db, query, identity }: Context<'listModels'>) {
   const deployable = query.dedicated === true ? { minGpuMemory: { not: null } } : {};
@@ -21,19 +22,21 @@ export async function listModels({ db, query, identity }: Context<'listModels'>)
     db.prisma.model.findMany({ where: { projectId: identity.projectId, status: 'ready', ...deployable } }),
   ]);
   // Sorted here, not by the database, so SQLite and PostgreSQL (whose collation may ignore case) agree.
-  return [...catalogue.sort(byId).map((m) => modelInfoWire(m)), ...uploads.sort(byId).map((m) => modelInfoWire(m, { organization: identity.organizationName }))];
+  return [...catalogue.sort(byId).map((m) => modelInfoWire(m)), ...uploads.sort(oldestFirst).map((m) => modelInfoWire(m, { organization: identity.organizationName }))];
 }
 
 const nameTaken = (name: string) => taken(`This project already has a model named '${name}'.`, 'model_name_taken', 'model_name');
 
 export async function uploadModel(ctx: Context<'uploadModel'>) {
   const { db, clock, body, identity } = ctx;
-  const plan = await planUpload(db.prisma, body);
+  if (body.model_name.trim() === '') throw badRequest("'model_name' must name the model: it is empty or only spaces.", 'model_name', 'invalid_model_name');
+  // POST /v1/models takes any hub repository or object-storage source; only v2 model creation requires a served base.
+  const plan = await planUpload(db.prisma, body, { requireServedArchitecture: false });
   const adapter = body.model_type === 'adapter';
   return uniquely(
     () =>
       db.write(async (tx) => {
-        if (await tx.model.findFirst({ where: { projectId: identity.projectId, name: body.model_name } })) throw nameTaken(body.model_name);
+        if (await tx.model.findFirst({ where: { projectId: identity.projectId, nameKey: nameKey(body.model_name) } })) throw nameTaken(body.model_name);
         const model = await createUploadedModel(tx, clock, identity.projectId, {
           name: body.model_name,
           type: plan.type,
@@ -51,7 +54,7 @@ export async function uploadModel(ctx: Context<'uploadModel'>) {
         const now = instant(clock);
         const job = await tx.modelUploadJob.create({
           data: {
-            id: newId('job', clock.now()),
+            id: `job-${randomUUID()}`,
             projectId: identity.projectId,
             modelId: model.id,
             type: adapter ? 'adapter_upload' : 'model_upload',

@@ -2,8 +2,12 @@
 import type { Model, ModelUploadJob } from '../../../generated/prisma/sqlite/client/client.ts';
 import { iso, unixSeconds } from '../../core/clock.ts';
 import type { Wire } from '../types.ts';
+import { publicType } from './catalogue.ts';
 
-/** Uploads carry the type and context length of what they fine-tune; `organization` names an upload's owner. */
+/**
+ * Uploads carry the type and context length of what they fine-tune; `organization` names an upload's owner. `type`
+ * is the nearest of the platform's types, `kind` the model's own; `pricing` only where the catalogue has a price.
+ */
 export function modelInfoWire(m: Model, extra: { organization?: string } = {}): Wire<'ModelInfo'> {
   const pricing = JSON.parse(m.pricing) as Partial<NonNullable<Wire<'ModelInfo'>['pricing']>>;
   const organization = m.organization ?? extra.organization;
@@ -11,13 +15,15 @@ export function modelInfoWire(m: Model, extra: { organization?: string } = {}): 
     id: m.id,
     object: 'model',
     created: unixSeconds(m.createdAt),
-    type: m.type as Wire<'ModelInfo'>['type'],
+    type: publicType(m.type),
+    kind: m.type as Wire<'ModelInfo'>['kind'],
     display_name: m.displayName ?? m.name,
     ...(organization ? { organization } : {}),
     ...(m.link ? { link: m.link } : {}),
     ...(m.license ? { license: m.license } : {}),
     ...(m.contextLength ? { context_length: m.contextLength } : {}),
-    ...(m.projectId === null
+    ...(m.dimensions ? { dimensions: m.dimensions } : {}),
+    ...(m.projectId === null && Object.keys(pricing).length > 0
       ? {
           pricing: {
             base: pricing.base ?? 0,

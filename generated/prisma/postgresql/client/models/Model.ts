@@ -29,12 +29,14 @@ export type AggregateModel = {
 export type ModelAvgAggregateOutputType = {
   minGpuMemory: number | null
   contextLength: number | null
+  dimensions: number | null
   createdAt: number | null
 }
 
 export type ModelSumAggregateOutputType = {
   minGpuMemory: number | null
   contextLength: number | null
+  dimensions: number | null
   createdAt: bigint | null
 }
 
@@ -42,6 +44,7 @@ export type ModelMinAggregateOutputType = {
   id: string | null
   projectId: string | null
   name: string | null
+  nameKey: string | null
   type: string | null
   modelType: string | null
   architecture: string | null
@@ -50,6 +53,7 @@ export type ModelMinAggregateOutputType = {
   serverless: boolean | null
   minGpuMemory: number | null
   contextLength: number | null
+  dimensions: number | null
   organization: string | null
   pricing: string | null
   description: string | null
@@ -67,6 +71,7 @@ export type ModelMaxAggregateOutputType = {
   id: string | null
   projectId: string | null
   name: string | null
+  nameKey: string | null
   type: string | null
   modelType: string | null
   architecture: string | null
@@ -75,6 +80,7 @@ export type ModelMaxAggregateOutputType = {
   serverless: boolean | null
   minGpuMemory: number | null
   contextLength: number | null
+  dimensions: number | null
   organization: string | null
   pricing: string | null
   description: string | null
@@ -92,6 +98,7 @@ export type ModelCountAggregateOutputType = {
   id: number
   projectId: number
   name: number
+  nameKey: number
   type: number
   modelType: number
   architecture: number
@@ -100,6 +107,7 @@ export type ModelCountAggregateOutputType = {
   serverless: number
   minGpuMemory: number
   contextLength: number
+  dimensions: number
   organization: number
   pricing: number
   description: number
@@ -118,12 +126,14 @@ export type ModelCountAggregateOutputType = {
 export type ModelAvgAggregateInputType = {
   minGpuMemory?: true
   contextLength?: true
+  dimensions?: true
   createdAt?: true
 }
 
 export type ModelSumAggregateInputType = {
   minGpuMemory?: true
   contextLength?: true
+  dimensions?: true
   createdAt?: true
 }
 
@@ -131,6 +141,7 @@ export type ModelMinAggregateInputType = {
   id?: true
   projectId?: true
   name?: true
+  nameKey?: true
   type?: true
   modelType?: true
   architecture?: true
@@ -139,6 +150,7 @@ export type ModelMinAggregateInputType = {
   serverless?: true
   minGpuMemory?: true
   contextLength?: true
+  dimensions?: true
   organization?: true
   pricing?: true
   description?: true
@@ -156,6 +168,7 @@ export type ModelMaxAggregateInputType = {
   id?: true
   projectId?: true
   name?: true
+  nameKey?: true
   type?: true
   modelType?: true
   architecture?: true
@@ -164,6 +177,7 @@ export type ModelMaxAggregateInputType = {
   serverless?: true
   minGpuMemory?: true
   contextLength?: true
+  dimensions?: true
   organization?: true
   pricing?: true
   description?: true
@@ -181,6 +195,7 @@ export type ModelCountAggregateInputType = {
   id?: true
   projectId?: true
   name?: true
+  nameKey?: true
   type?: true
   modelType?: true
   architecture?: true
@@ -189,6 +204,7 @@ export type ModelCountAggregateInputType = {
   serverless?: true
   minGpuMemory?: true
   contextLength?: true
+  dimensions?: true
   organization?: true
   pricing?: true
   description?: true
@@ -293,6 +309,7 @@ export type ModelGroupByOutputType = {
   id: string
   projectId: string | null
   name: string
+  nameKey: string | null
   type: string
   modelType: string
   architecture: string | null
@@ -301,6 +318,7 @@ export type ModelGroupByOutputType = {
   serverless: boolean
   minGpuMemory: number | null
   contextLength: number | null
+  dimensions: number | null
   organization: string | null
   pricing: string
   description: string | null
@@ -341,6 +359,7 @@ export type ModelWhereInput = {
   id?: Prisma.StringFilter<"Model"> | string
   projectId?: Prisma.StringNullableFilter<"Model"> | string | null
   name?: Prisma.StringFilter<"Model"> | string
+  nameKey?: Prisma.StringNullableFilter<"Model"> | string | null
   type?: Prisma.StringFilter<"Model"> | string
   modelType?: Prisma.StringFilter<"Model"> | string
   architecture?: Prisma.StringNullableFilter<"Model"> | string | null
@@ -349,6 +368,7 @@ export type ModelWhereInput = {
   serverless?: Prisma.BoolFilter<"Model"> | boolean
   minGpuMemory?: Prisma.IntNullableFilter<"Model"> | number | null
   contextLength?: Prisma.IntNullableFilter<"Model"> | number | null
+  dimensions?: Prisma.IntNullableFilter<"Model"> | number | null
   organization?: Prisma.StringNullableFilter<"Model"> | string | null
   pricing?: Prisma.StringFilter<"Model"> | string
   description?: Prisma.StringNullableFilter<"Model"> | string | null
@@ -366,6 +386,7 @@ export type ModelOrderByWithRelationInput = {
   id?: Prisma.SortOrder
   projectId?: Prisma.SortOrderInput | Prisma.SortOrder
   name?: Prisma.SortOrder
+  nameKey?: Prisma.SortOrderInput | Prisma.SortOrder
   type?: Prisma.SortOrder
   modelType?: Prisma.SortOrder
   architecture?: Prisma.SortOrderInput | Prisma.SortOrder
@@ -374,6 +395,7 @@ export type ModelOrderByWithRelationInput = {
   serverless?: Prisma.SortOrder
   minGpuMemory?: Prisma.SortOrderInput | Prisma.SortOrder
   contextLength?: Prisma.SortOrderInput | Prisma.SortOrder
+  dimensions?: Prisma.SortOrderInput | Prisma.SortOrder
   organization?: Prisma.SortOrderInput | Prisma.SortOrder
   pricing?: Prisma.SortOrder
   description?: Prisma.SortOrderInput | Prisma.SortOrder
@@ -389,12 +411,13 @@ export type ModelOrderByWithRelationInput = {
 
 export type ModelWhereUniqueInput = Prisma.AtLeast<{
   id?: string
-  projectId_name?: Prisma.ModelProjectIdNameCompoundUniqueInput
+  projectId_nameKey?: Prisma.ModelProjectIdNameKeyCompoundUniqueInput
   AND?: Prisma.ModelWhereInput | Prisma.ModelWhereInput[]
   OR?: Prisma.ModelWhereInput[]
   NOT?: Prisma.ModelWhereInput | Prisma.ModelWhereInput[]
   projectId?: Prisma.StringNullableFilter<"Model"> | string | null
   name?: Prisma.StringFilter<"Model"> | string
+  nameKey?: Prisma.StringNullableFilter<"Model"> | string | null
   type?: Prisma.StringFilter<"Model"> | string
   modelType?: Prisma.StringFilter<"Model"> | string
   architecture?: Prisma.StringNullableFilter<"Model"> | string | null
@@ -403,6 +426,7 @@ export type ModelWhereUniqueInput = Prisma.AtLeast<{
   serverless?: Prisma.BoolFilter<"Model"> | boolean
   minGpuMemory?: Prisma.IntNullableFilter<"Model"> | number | null
   contextLength?: Prisma.IntNullableFilter<"Model"> | number | null
+  dimensions?: Prisma.IntNullableFilter<"Model"> | number | null
   organization?: Prisma.StringNullableFilter<"Model"> | string | null
   pricing?: Prisma.StringFilter<"Model"> | string
   description?: Prisma.StringNullableFilter<"Model"> | string | null
@@ -414,12 +438,13 @@ export type ModelWhereUniqueInput = Prisma.AtLeast<{
   sourceKind?: Prisma.StringNullableFilter<"Model"> | string | null
   status?: Prisma.StringFilter<"Model"> | string
   createdAt?: Prisma.BigIntFilter<"Model"> | bigint | number
-}, "id" | "projectId_name">
+}, "id" | "projectId_nameKey">
 
 export type ModelOrderByWithAggregationInput = {
   id?: Prisma.SortOrder
   projectId?: Prisma.SortOrderInput | Prisma.SortOrder
   name?: Prisma.SortOrder
+  nameKey?: Prisma.SortOrderInput | Prisma.SortOrder
   type?: Prisma.SortOrder
   modelType?: Prisma.SortOrder
   architecture?: Prisma.SortOrderInput | Prisma.SortOrder
@@ -428,6 +453,7 @@ export type ModelOrderByWithAggregationInput = {
   serverless?: Prisma.SortOrder
   minGpuMemory?: Prisma.SortOrderInput | Prisma.SortOrder
   contextLength?: Prisma.SortOrderInput | Prisma.SortOrder
+  dimensions?: Prisma.SortOrderInput | Prisma.SortOrder
   organization?: Prisma.SortOrderInput | Prisma.SortOrder
   pricing?: Prisma.SortOrder
   description?: Prisma.SortOrderInput | Prisma.SortOrder
@@ -453,6 +479,7 @@ export type ModelScalarWhereWithAggregatesInput = {
   id?: Prisma.StringWithAggregatesFilter<"Model"> | string
   projectId?: Prisma.StringNullableWithAggregatesFilter<"Model"> | string | null
   name?: Prisma.StringWithAggregatesFilter<"Model"> | string
+  nameKey?: Prisma.StringNullableWithAggregatesFilter<"Model"> | string | null
   type?: Prisma.StringWithAggregatesFilter<"Model"> | string
   modelType?: Prisma.StringWithAggregatesFilter<"Model"> | string
   architecture?: Prisma.StringNullableWithAggregatesFilter<"Model"> | string | null
@@ -461,6 +488,7 @@ export type ModelScalarWhereWithAggregatesInput = {
   serverless?: Prisma.BoolWithAggregatesFilter<"Model"> | boolean
   minGpuMemory?: Prisma.IntNullableWithAggregatesFilter<"Model"> | number | null
   contextLength?: Prisma.IntNullableWithAggregatesFilter<"Model"> | number | null
+  dimensions?: Prisma.IntNullableWithAggregatesFilter<"Model"> | number | null
   organization?: Prisma.StringNullableWithAggregatesFilter<"Model"> | string | null
   pricing?: Prisma.StringWithAggregatesFilter<"Model"> | string
   description?: Prisma.StringNullableWithAggregatesFilter<"Model"> | string | null
@@ -478,6 +506,7 @@ export type ModelCreateInput = {
   id: string
   projectId?: string | null
   name: string
+  nameKey?: string | null
   type: string
   modelType?: string
   architecture?: string | null
@@ -486,6 +515,7 @@ export type ModelCreateInput = {
   serverless?: boolean
   minGpuMemory?: number | null
   contextLength?: number | null
+  dimensions?: number | null
   organization?: string | null
   pricing?: string
   description?: string | null
@@ -503,6 +533,7 @@ export type ModelUncheckedCreateInput = {
   id: string
   projectId?: string | null
   name: string
+  nameKey?: string | null
   type: string
   modelType?: string
   architecture?: string | null
@@ -511,6 +542,7 @@ export type ModelUncheckedCreateInput = {
   serverless?: boolean
   minGpuMemory?: number | null
   contextLength?: number | null
+  dimensions?: number | null
   organization?: string | null
   pricing?: string
   description?: string | null
@@ -528,6 +560,7 @@ export type ModelUpdateInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   projectId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   name?: Prisma.StringFieldUpdateOperationsInput | string
+  nameKey?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   type?: Prisma.StringFieldUpdateOperationsInput | string
   modelType?: Prisma.StringFieldUpdateOperationsInput | string
   architecture?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
@@ -536,6 +569,7 @@ export type ModelUpdateInput = {
   serverless?: Prisma.BoolFieldUpdateOperationsInput | boolean
   minGpuMemory?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   contextLength?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
+  dimensions?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   organization?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   pricing?: Prisma.StringFieldUpdateOperationsInput | string
   description?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
@@ -553,6 +587,7 @@ export type ModelUncheckedUpdateInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   projectId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   name?: Prisma.StringFieldUpdateOperationsInput | string
+  nameKey?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   type?: Prisma.StringFieldUpdateOperationsInput | string
   modelType?: Prisma.StringFieldUpdateOperationsInput | string
   architecture?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
@@ -561,6 +596,7 @@ export type ModelUncheckedUpdateInput = {
   serverless?: Prisma.BoolFieldUpdateOperationsInput | boolean
   minGpuMemory?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   contextLength?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
+  dimensions?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   organization?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   pricing?: Prisma.StringFieldUpdateOperationsInput | string
   description?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
@@ -578,6 +614,7 @@ export type ModelCreateManyInput = {
   id: string
   projectId?: string | null
   name: string
+  nameKey?: string | null
   type: string
   modelType?: string
   architecture?: string | null
@@ -586,6 +623,7 @@ export type ModelCreateManyInput = {
   serverless?: boolean
   minGpuMemory?: number | null
   contextLength?: number | null
+  dimensions?: number | null
   organization?: string | null
   pricing?: string
   description?: string | null
@@ -603,6 +641,7 @@ export type ModelUpdateManyMutationInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   projectId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   name?: Prisma.StringFieldUpdateOperationsInput | string
+  nameKey?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   type?: Prisma.StringFieldUpdateOperationsInput | string
   modelType?: Prisma.StringFieldUpdateOperationsInput | string
   architecture?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
@@ -611,6 +650,7 @@ export type ModelUpdateManyMutationInput = {
   serverless?: Prisma.BoolFieldUpdateOperationsInput | boolean
   minGpuMemory?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   contextLength?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
+  dimensions?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   organization?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   pricing?: Prisma.StringFieldUpdateOperationsInput | string
   description?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
@@ -628,6 +668,7 @@ export type ModelUncheckedUpdateManyInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   projectId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   name?: Prisma.StringFieldUpdateOperationsInput | string
+  nameKey?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   type?: Prisma.StringFieldUpdateOperationsInput | string
   modelType?: Prisma.StringFieldUpdateOperationsInput | string
   architecture?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
@@ -636,6 +677,7 @@ export type ModelUncheckedUpdateManyInput = {
   serverless?: Prisma.BoolFieldUpdateOperationsInput | boolean
   minGpuMemory?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   contextLength?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
+  dimensions?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   organization?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   pricing?: Prisma.StringFieldUpdateOperationsInput | string
   description?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
@@ -649,15 +691,16 @@ export type ModelUncheckedUpdateManyInput = {
   createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
 }
 
-export type ModelProjectIdNameCompoundUniqueInput = {
+export type ModelProjectIdNameKeyCompoundUniqueInput = {
   projectId: string
-  name: string
+  nameKey: string
 }
 
 export type ModelCountOrderByAggregateInput = {
   id?: Prisma.SortOrder
   projectId?: Prisma.SortOrder
   name?: Prisma.SortOrder
+  nameKey?: Prisma.SortOrder
   type?: Prisma.SortOrder
   modelType?: Prisma.SortOrder
   architecture?: Prisma.SortOrder
@@ -666,6 +709,7 @@ export type ModelCountOrderByAggregateInput = {
   serverless?: Prisma.SortOrder
   minGpuMemory?: Prisma.SortOrder
   contextLength?: Prisma.SortOrder
+  dimensions?: Prisma.SortOrder
   organization?: Prisma.SortOrder
   pricing?: Prisma.SortOrder
   description?: Prisma.SortOrder
@@ -682,6 +726,7 @@ export type ModelCountOrderByAggregateInput = {
 export type ModelAvgOrderByAggregateInput = {
   minGpuMemory?: Prisma.SortOrder
   contextLength?: Prisma.SortOrder
+  dimensions?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
 }
 
@@ -689,6 +734,7 @@ export type ModelMaxOrderByAggregateInput = {
   id?: Prisma.SortOrder
   projectId?: Prisma.SortOrder
   name?: Prisma.SortOrder
+  nameKey?: Prisma.SortOrder
   type?: Prisma.SortOrder
   modelType?: Prisma.SortOrder
   architecture?: Prisma.SortOrder
@@ -697,6 +743,7 @@ export type ModelMaxOrderByAggregateInput = {
   serverless?: Prisma.SortOrder
   minGpuMemory?: Prisma.SortOrder
   contextLength?: Prisma.SortOrder
+  dimensions?: Prisma.SortOrder
   organization?: Prisma.SortOrder
   pricing?: Prisma.SortOrder
   description?: Prisma.SortOrder
@@ -714,6 +761,7 @@ export type ModelMinOrderByAggregateInput = {
   id?: Prisma.SortOrder
   projectId?: Prisma.SortOrder
   name?: Prisma.SortOrder
+  nameKey?: Prisma.SortOrder
   type?: Prisma.SortOrder
   modelType?: Prisma.SortOrder
   architecture?: Prisma.SortOrder
@@ -722,6 +770,7 @@ export type ModelMinOrderByAggregateInput = {
   serverless?: Prisma.SortOrder
   minGpuMemory?: Prisma.SortOrder
   contextLength?: Prisma.SortOrder
+  dimensions?: Prisma.SortOrder
   organization?: Prisma.SortOrder
   pricing?: Prisma.SortOrder
   description?: Prisma.SortOrder
@@ -738,6 +787,7 @@ export type ModelMinOrderByAggregateInput = {
 export type ModelSumOrderByAggregateInput = {
   minGpuMemory?: Prisma.SortOrder
   contextLength?: Prisma.SortOrder
+  dimensions?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
 }
 
@@ -759,6 +809,7 @@ export type ModelSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs = 
   id?: boolean
   projectId?: boolean
   name?: boolean
+  nameKey?: boolean
   type?: boolean
   modelType?: boolean
   architecture?: boolean
@@ -767,6 +818,7 @@ export type ModelSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs = 
   serverless?: boolean
   minGpuMemory?: boolean
   contextLength?: boolean
+  dimensions?: boolean
   organization?: boolean
   pricing?: boolean
   description?: boolean
@@ -784,6 +836,7 @@ export type ModelSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Extensi
   id?: boolean
   projectId?: boolean
   name?: boolean
+  nameKey?: boolean
   type?: boolean
   modelType?: boolean
   architecture?: boolean
@@ -792,6 +845,7 @@ export type ModelSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Extensi
   serverless?: boolean
   minGpuMemory?: boolean
   contextLength?: boolean
+  dimensions?: boolean
   organization?: boolean
   pricing?: boolean
   description?: boolean
@@ -809,6 +863,7 @@ export type ModelSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Extensi
   id?: boolean
   projectId?: boolean
   name?: boolean
+  nameKey?: boolean
   type?: boolean
   modelType?: boolean
   architecture?: boolean
@@ -817,6 +872,7 @@ export type ModelSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Extensi
   serverless?: boolean
   minGpuMemory?: boolean
   contextLength?: boolean
+  dimensions?: boolean
   organization?: boolean
   pricing?: boolean
   description?: boolean
@@ -834,6 +890,7 @@ export type ModelSelectScalar = {
   id?: boolean
   projectId?: boolean
   name?: boolean
+  nameKey?: boolean
   type?: boolean
   modelType?: boolean
   architecture?: boolean
@@ -842,6 +899,7 @@ export type ModelSelectScalar = {
   serverless?: boolean
   minGpuMemory?: boolean
   contextLength?: boolean
+  dimensions?: boolean
   organization?: boolean
   pricing?: boolean
   description?: boolean
@@ -855,7 +913,7 @@ export type ModelSelectScalar = {
   createdAt?: boolean
 }
 
-export type ModelOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "projectId" | "name" | "type" | "modelType" | "architecture" | "baseModelId" | "loraModel" | "serverless" | "minGpuMemory" | "contextLength" | "organization" | "pricing" | "description" | "displayName" | "link" | "license" | "capabilities" | "source" | "sourceKind" | "status" | "createdAt", ExtArgs["result"]["model"]>
+export type ModelOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "projectId" | "name" | "nameKey" | "type" | "modelType" | "architecture" | "baseModelId" | "loraModel" | "serverless" | "minGpuMemory" | "contextLength" | "dimensions" | "organization" | "pricing" | "description" | "displayName" | "link" | "license" | "capabilities" | "source" | "sourceKind" | "status" | "createdAt", ExtArgs["result"]["model"]>
 
 export type $ModelPayload<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   name: "Model"
@@ -864,6 +922,7 @@ export type $ModelPayload<ExtArgs extends runtime.Types.Extensions.InternalArgs 
     id: string
     projectId: string | null
     name: string
+    nameKey: string | null
     type: string
     modelType: string
     architecture: string | null
@@ -872,6 +931,7 @@ export type $ModelPayload<ExtArgs extends runtime.Types.Extensions.InternalArgs 
     serverless: boolean
     minGpuMemory: number | null
     contextLength: number | null
+    dimensions: number | null
     organization: string | null
     pricing: string
     description: string | null
@@ -1309,6 +1369,7 @@ export interface ModelFieldRefs {
   readonly id: Prisma.FieldRef<"Model", 'String'>
   readonly projectId: Prisma.FieldRef<"Model", 'String'>
   readonly name: Prisma.FieldRef<"Model", 'String'>
+  readonly nameKey: Prisma.FieldRef<"Model", 'String'>
   readonly type: Prisma.FieldRef<"Model", 'String'>
   readonly modelType: Prisma.FieldRef<"Model", 'String'>
   readonly architecture: Prisma.FieldRef<"Model", 'String'>
@@ -1317,6 +1378,7 @@ export interface ModelFieldRefs {
   readonly serverless: Prisma.FieldRef<"Model", 'Boolean'>
   readonly minGpuMemory: Prisma.FieldRef<"Model", 'Int'>
   readonly contextLength: Prisma.FieldRef<"Model", 'Int'>
+  readonly dimensions: Prisma.FieldRef<"Model", 'Int'>
   readonly organization: Prisma.FieldRef<"Model", 'String'>
   readonly pricing: Prisma.FieldRef<"Model", 'String'>
   readonly description: Prisma.FieldRef<"Model", 'String'>
