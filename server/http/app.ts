@@ -1,12 +1,11 @@
 // One linear request pipeline, read top to bottom: request id and log line; HEAD answered as GET; the
 // infrastructure routes; authentication; JSON parsing; the control-character guard; validation of the request
-// against the spec; the operation's handler, whose result `send` writes (JSON bodies are validated against the spec
-// on the way out); and one error handler that writes the envelope for anything that went wrong on the way.
+// against the spec; the operation's handler, whose result `send` writes (JSON bodies checked against the spec first,
+// responses.ts); and one error handler that writes the envelope for anything that went wrong on the way.
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import express, { type RequestHandler } from 'express';
-import * as OpenApiValidator from 'express-openapi-validator';
 import { operations, type OperationId } from '../../generated/operations.ts';
 import { apiError } from '../core/errors.ts';
 import { specPath } from '../core/paths.ts';
@@ -16,6 +15,8 @@ import { authenticate, type KeyCache } from './auth.ts';
 import { errorHandler } from './error-handler.ts';
 import { refuseControlCharacters, refuseNonFinite } from './input.ts';
 import { send } from './reply.ts';
+import { responseValidator } from './responses.ts';
+import { validator } from './validator.ts';
 
 export interface AppOptions extends Services {
   keys: KeyCache;
@@ -25,20 +26,6 @@ export interface AppOptions extends Services {
 
 const spec = JSON.parse(readFileSync(specPath, 'utf8'));
 
-// express-openapi-validator 5.6 compiles a path-to-regexp for every route of the spec on every request (its
-// `lookupRoute`), which made route lookup the largest cost of a request. The routes never change: compile each once.
-const validatorRequire = createRequire(createRequire(import.meta.url).resolve('express-openapi-validator'));
-const pathToRegexpModule = validatorRequire('path-to-regexp');
-const compile = pathToRegexpModule.pathToRegexp;
-// One cache per combination of the two flags the validator passes, so a lookup allocates nothing.
-const compiled = [new Map<string, unknown>(), new Map<string, unknown>(), new Map<string, unknown>(), new Map<string, unknown>()];
-pathToRegexpModule.pathToRegexp = (path: unknown, options?: { sensitive?: boolean; strict?: boolean }) => {
-  if (typeof path !== 'string') return compile(path, options);
-  const cache = compiled[(options?.sensitive ? 2 : 0) + (options?.strict ? 1 : 0)];
-  let result = cache.get(path);
-  if (!result) cache.set(path, (result = compile(path, options)));
-  return result;
-};
 const redocBundle = createRequire(import.meta.url).resolve('redoc/bundles/redoc.standalone.js');
 const docsPage = `<!doctype html>
 <html><head><meta charset="utf-8"><title>${spec.info.title} ${spec.info.version}</title>
@@ -112,20 +99,15 @@ export function createApp(options: AppOptions): express.Express {
   infra.get('/openapi.json', (_req, res) => void res.json(spec));
   infra.get('/docs', (_req, res) => void res.type('html').send(docsPage));
   infra.get('/docs/redoc.standalone.js', (_req, res) => res.sendFile(redocBundle));
-  app.use(((req, res, next) => (req.path.startsWith('/v1/') || req.path.startsWith('/v2/') ? next() : infra(req, res, next))) as RequestHandler);
-
-  app.use(['/v1', '/v2'], authenticate(keys));
-  app.use(express.json({ limit: config.bodyLimit }));
+  // API requests are authenticated; everything else is an infrastructure route (or a 404). One layer for both.
+  const auth = authenticate(keys);
+  app.use(((req, res, next) => (req.path.startsWith('/v1/') || req.path.startsWith('/v2/') ? auth(req, res, next) : infra(req, res, next))) as RequestHandler);
+  const json = express.json({ limit: config.bodyLimit });
+  // A request without a body (most GETs) has nothing to parse.
+  app.use(((req, res, next) => (req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined ? next() : json(req, res, next))) as RequestHandler);
   app.use(refuseControlCharacters(pathParamAt));
-  app.use(
-    OpenApiValidator.middleware({
-      apiSpec: structuredClone(spec),
-      validateRequests: { allowUnknownQueryParameters: false },
-      validateResponses: config.validateResponses,
-      validateSecurity: false,
-      validateApiSpec: false,
-    }),
-  );
+  app.use(validator(spec));
+  const checkResponse = config.validateResponses ? responseValidator(spec) : undefined;
 
   // Dispatch by the operation the validator matched: one lookup per request, not a scan of a route per operation.
   app.use((async (req, res, next) => {
@@ -136,7 +118,7 @@ export function createApp(options: AppOptions): express.Express {
     refuseNonFinite(params, req.query as Record<string, unknown>);
     const handler = handlers[operationId] as (ctx: unknown) => Promise<unknown>;
     const result = await handler({ ...services, operationId, params, query: req.query, body: req.body, headers: req.headers, identity: req.identity! });
-    await send(req, res, result, successStatus[operationId], log);
+    await send(req, res, result, successStatus[operationId], log, checkResponse && ((status, body) => checkResponse(operationId, status, body)));
   }) as RequestHandler);
 
   app.use(((req) => {

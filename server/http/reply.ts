@@ -39,10 +39,14 @@ export const reply = {
   file: (path: string, contentType?: string, init: Init = {}) => new Reply<never>({ kind: 'file', path, contentType }, init.status, init.headers ?? {}),
 };
 
+/** Checks a JSON body against the contract before it is sent (http/responses.ts); absent: no check. */
+export type CheckResponse = (status: number, body: unknown) => void;
+
 /** Sends a handler's result: a plain value is the JSON body (none when undefined) with `successStatus`. */
-export async function send(req: Request, res: Response, result: unknown, successStatus: number, log: Logger): Promise<void> {
+export async function send(req: Request, res: Response, result: unknown, successStatus: number, log: Logger, check?: CheckResponse): Promise<void> {
   if (!(result instanceof Reply)) {
     if (result === undefined || successStatus === 204) return void res.status(successStatus).end();
+    check?.(successStatus, result);
     return void res.status(successStatus).json(result);
   }
   const status = result.status ?? successStatus;
@@ -50,6 +54,7 @@ export async function send(req: Request, res: Response, result: unknown, success
   const c = result.content;
   switch (c.kind) {
     case 'json':
+      check?.(status, c.value);
       return void res.status(status).json(c.value);
     case 'empty':
       return void res.status(status).end();

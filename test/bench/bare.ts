@@ -1,16 +1,11 @@
-// The baseline: a bare Express 5 route answering whoami's shape from memory (no auth, no validation, no database).
+// The baseline: a bare Express 5 app answering each scenario's route with the whole stack's own answer, from memory
+// (no auth, no validation, no database). JSON request bodies are parsed, as a real handler would.
+import { readFileSync } from 'node:fs';
 import express from 'express';
 
+const answers: { method: string; path: string; body: unknown }[] = JSON.parse(readFileSync(process.env.BARE_ANSWERS!, 'utf8'));
 const app = express();
-const body = {
-  api_key_id: 'key_01jcq5m2v8x7k3n4p5q6r7s8t9',
-  project_id: 'proj_01jcq5m2v8x7k3n4p5q6r7s8t9',
-  project_name: 'Default Project',
-  project_slug: 'default',
-  organization_id: 'org_01jcq5m2v8x7k3n4p5q6r7s8t9',
-  organization_name: 'Default Organization',
-  user_id: 'key_01jcq5m2v8x7k3n4p5q6r7s8t9',
-};
-app.get('/v1/whoami', (_req, res) => void res.json(body));
+app.use(express.json({ limit: '10mb' }));
+for (const a of answers) app[a.method.toLowerCase() as 'get' | 'post'](a.path, (_req, res) => void res.json(a.body));
 const server = app.listen(Number(process.env.PORT), '127.0.0.1', () => console.log(`listening on http://127.0.0.1:${process.env.PORT}`));
 process.once('SIGTERM', () => server.close(() => process.exit(0)));

@@ -3,13 +3,13 @@ import { apiError, badRequest } from '../../core/errors.ts';
 import { findModel } from '../models/catalogue.ts';
 import type { Context } from '../types.ts';
 import { availabilityOf, canRun, gpusInUse } from './capacity.ts';
+import { hardwareCatalogue } from './catalogue.ts';
 import { hardwareWire } from './wire.ts';
 
 export async function listHardware({ db, query, identity }: Context<'listHardware'>) {
-  // Sorted here, not by the database, so SQLite and PostgreSQL (whose collation may ignore case) agree.
-  const hardware = (await db.prisma.hardware.findMany()).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  const { rows: hardware, listed } = await hardwareCatalogue(db);
   // An empty `model` is no filter, as an absent one.
-  if (query.model === undefined || query.model === '') return { object: 'list' as const, data: hardware.map((h) => hardwareWire(h)) };
+  if (query.model === undefined || query.model === '') return { object: 'list' as const, data: listed };
 
   const model = await findModel(db.prisma, identity.projectId, query.model);
   if (!model) throw apiError(404, 'model_not_found', `No model '${query.model}' was found.`, 'model');

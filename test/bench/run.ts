@@ -1,0 +1,129 @@
+// `npm run bench [-- <scenario name filter>]`: each scenario of test/bench/scenarios.ts through the whole stack (the
+// server as `npm start` runs it: auth with the key cache, request and response validation, the handler, the request
+// log line), against a bare Express route answering the same body, each server in its own process, on loopback,
+// driven by autocannon in rounds that alternate the two servers, so that whatever else this 2-core machine does
+// weighs on both alike. Reports req/s, p50/p99 and the servers' CPU per request (from /proc: steadier than req/s on
+// a shared machine), and the median round's ratio against the scenario's target.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import autocannon from 'autocannon';
+import { root } from '../../server/core/paths.ts';
+import { scenarios } from './scenarios.ts';
+
+const DURATION = Number(process.env.BENCH_SECONDS ?? 6);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
+const filter = process.argv[2];
+
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+
+/** Starts a process and resolves with its stdout once `ready` matches it (later output is drained, unread). */
+function start(args: string[], env: Record<string, string>, ready: RegExp): Promise<{ child: ChildProcess; banner: string }> {
+  const child = spawn(process.execPath, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  return new Promise((resolve, reject) => {
+    let banner = '';
+    const onData = (chunk: Buffer) => {
+      banner += chunk;
+      if (!ready.test(banner)) return;
+      child.stdout!.off('data', onData);
+      child.stdout!.resume();
+      resolve({ child, banner });
+    };
+    child.stdout!.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`${args.join(' ')} exited with ${code}: ${banner}`)));
+  });
+}
+
+/** CPU time (user + system) of a process so far, in microseconds. */
+const cpuMicros = (pid: number) => {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10_000;
+};
+
+interface Sample {
+  rps: number;
+  p50: number;
+  p99: number;
+  cpuPerRequest: number;
+}
+
+async function measure(url: string, method: string, headers: Record<string, string>, body: string | undefined, pid: number): Promise<Sample> {
+  const before = cpuMicros(pid);
+  const r = await autocannon({ url, method: method as 'GET', headers, body, connections: CONNECTIONS, duration: DURATION });
+  if (r.non2xx || r.errors) throw new Error(`${url}: ${r.non2xx} non-2xx responses, ${r.errors} errors`);
+  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, cpuPerRequest: (cpuMicros(pid) - before) / r.requests.total };
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const dir = mkdtempSync(join(tmpdir(), 'platform-bench-'));
+const children: ChildProcess[] = [];
+let failed = 0;
+try {
+  // The whole stack, started as `npm start` starts it.
+  const start_ = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).scripts.start as string;
+  const nodeArgs = start_.replace(/^exec node /, '').split(' ');
+  const fullPort = await freePort();
+  const full = await start(nodeArgs, { PORT: String(fullPort), DATABASE_URL: process.env.BENCH_DATABASE_URL ?? `file:${join(dir, 'bench.db')}`, RUNNER_ENABLED: 'false' }, /(API key.*|existing database.*)\n/);
+  children.push(full.child);
+  const key = full.banner.match(/tpk_[\w-]+/)?.[0];
+  if (!key) throw new Error('the platform printed no development key (use an empty BENCH_DATABASE_URL)');
+  const auth = { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' };
+  const fullUrl = `http://127.0.0.1:${fullPort}`;
+
+  const chosen = scenarios.filter((s) => !filter || s.name.includes(filter));
+  // The bare server answers exactly what the whole stack answers.
+  const answers = [];
+  for (const s of chosen) {
+    const res = await fetch(`${fullUrl}${s.path}`, { method: s.method, headers: auth, body: s.body === undefined ? undefined : JSON.stringify(s.body) });
+    if (!res.ok) throw new Error(`${s.name}: ${s.method} ${s.path} answered ${res.status} ${await res.text()}`);
+    answers.push({ method: s.method, path: s.path.split('?')[0], body: await res.json() });
+  }
+  writeFileSync(join(dir, 'answers.json'), JSON.stringify(answers));
+  const barePort = await freePort();
+  const bare = await start(['--import', 'tsx', 'test/bench/bare.ts'], { PORT: String(barePort), BARE_ANSWERS: join(dir, 'answers.json') }, /listening on .*\n/);
+  children.push(bare.child);
+  const bareUrl = `http://127.0.0.1:${barePort}`;
+
+  for (const s of chosen) {
+    const body = s.body === undefined ? undefined : JSON.stringify(s.body);
+    // Warm-up (JIT, the validator's compilation, caches), then alternating rounds.
+    await autocannon({ url: `${bareUrl}${s.path}`, method: s.method, headers: auth, body, connections: CONNECTIONS, duration: 2 });
+    await autocannon({ url: `${fullUrl}${s.path}`, method: s.method, headers: auth, body, connections: CONNECTIONS, duration: 2 });
+    const ratios: number[] = [];
+    const cpuRatios: number[] = [];
+    const p50s: number[] = [];
+    for (let round = 1; round <= ROUNDS; round++) {
+      const b = await measure(`${bareUrl}${s.path}`, s.method, auth, body, bare.child.pid!);
+      const w = await measure(`${fullUrl}${s.path}`, s.method, auth, body, full.child.pid!);
+      console.log(
+        `${s.name} round ${round}: bare ${b.rps.toFixed(0)} req/s (p50 ${b.p50} ms, ${b.cpuPerRequest.toFixed(0)} µs CPU/req)  ` +
+          `whole stack ${w.rps.toFixed(0)} req/s (p50 ${w.p50} ms, p99 ${w.p99} ms, ${w.cpuPerRequest.toFixed(0)} µs CPU/req)`,
+      );
+      ratios.push(w.rps / b.rps);
+      cpuRatios.push(b.cpuPerRequest / w.cpuPerRequest);
+      p50s.push(w.p50);
+    }
+    const ratio = median(ratios);
+    const p50 = median(p50s);
+    const ok = (s.target.ratio === undefined || ratio >= s.target.ratio) && (s.target.p50Ms === undefined || p50 < s.target.p50Ms);
+    if (!ok) failed++;
+    console.log(
+      `RESULT ${s.name}: ratio ${ratio.toFixed(2)} (rounds ${ratios.map((r) => r.toFixed(2)).join(', ')}; CPU ratio ${median(cpuRatios).toFixed(2)}), p50 ${p50} ms` +
+        `  target ${s.target.ratio !== undefined ? `ratio >= ${s.target.ratio}` : `p50 < ${s.target.p50Ms} ms`}: ${ok ? 'met' : 'MISSED'}`,
+    );
+  }
+  console.log(`${CONNECTIONS} connections, ${DURATION} s per measurement, ${ROUNDS} rounds`);
+  process.exitCode = failed ? 1 : 0;
+} finally {
+  for (const c of children) c.kill('SIGTERM');
+  rmSync(dir, { recursive: true, force: true });
+}
