@@ -679,6 +679,101 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/videos": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create a video generation job (under /v1)
+         * @description Accepts a video generation job and answers at once with it, `in_progress` (`outputs` comes with completion).
+         *
+         *     **The request.** `model` names a video model of the catalogue (404 `model_not_found`, param `model`, for an
+         *     unknown one; 400 `model_not_available` for a model of another type). The job's parameters, with the
+         *     defaults applied when they are omitted:
+         *
+         *     | field | rule | default |
+         *     |---|---|---|
+         *     | `prompt` | 1 to 32,000 characters; required for a text-to-video job (no frame image, reference or source video) | |
+         *     | `width`, `height` | both or neither; even, 64 to 3,840 pixels (an even size is what the H.264 and VP9 encoders take) | from `resolution` and `ratio` |
+         *     | `resolution` | `480p`, `720p` or `1080p` (the shorter side) | `720p` |
+         *     | `ratio` | `W:H` with whole numbers at most 4:1 apart, e.g. `16:9`, `9:16`, `1:1` | `16:9` |
+         *     | `seconds` | a number of seconds as a string, more than 0 and at most the model's maximum (10) | `"5"` |
+         *     | `fps` | 1 to 60 frames per second | 24 |
+         *     | `steps` | 10 to 50 denoising steps; more steps take longer (and cost more) | 30 |
+         *     | `seed` | an integer; the same seed gives the same video | drawn at random, stored, and fixed for the job |
+         *     | `guidance_scale` | a number from 0 to 100; recommended 6 to 10, above 12 may over-guide | 7 |
+         *     | `output_format` | `MP4` or `WEBM` | `MP4` |
+         *     | `output_quality` | compression quality as a constant rate factor: 0 (best, largest) to 51 for MP4, 0 to 63 for WEBM | 20 |
+         *     | `generate_audio` | whether the video has an audio track | false |
+         *
+         *     A value outside its range answers 400 naming the field (`param`), and nothing is created. The sizes are
+         *     returned as `size` (`"1280x720"`) and `seconds` as given (`"5"`).
+         *
+         *     **Media inputs** depend on the model's type (the catalogue's `capabilities` of the model): `frame_images`
+         *     (keyframes at `frame` positions: a frame number or `first`/`last`) are taken by image-to-video models,
+         *     `reference_images` and `reference_videos` by reference-to-video models, `source_video` and `frame_videos`
+         *     by video-edit models, and `audio_inputs` by models that take any media. A field the model's type does not
+         *     take answers 400 naming it (`media.source_video`), and says which types take it.
+         *
+         *     **Deprecated fields.** The top-level `frame_images` and `reference_images` are still accepted, read as
+         *     `media.frame_images` and `media.reference_images` (given both ways, 400 naming the top-level field); the job
+         *     then carries a `warnings` entry saying so, and the response a `Warning` header.
+         */
+        post: operations["createVideoV1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/videos/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Retrieve a video generation job (under /v1)
+         * @description The job as it stands: `in_progress`, `completed` (with `outputs` and `completed_at`) or `failed` (with
+         *     `error` and `completed_at`). Another project's job answers 404 as an absent one.
+         */
+        get: operations["retrieveVideoV1"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/videos/{id}/content": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download a generated video (under /v1)
+         * @description The completed job's video file (`outputs.video_url` points here), streamed, with `Range` support: a `Range:
+         *     bytes=...` request answers 206 with that part, an unsatisfiable one 416 (`range_not_satisfiable`). A job that
+         *     has not completed has no video yet: 409 `video_not_ready` (param `id`), also for a failed job.
+         */
+        get: operations["getVideoContentV1"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/whoami": {
         parameters: {
             query?: never;
@@ -997,6 +1092,101 @@ export interface paths {
          *     deployment's billing leaves this view with it.
          */
         get: operations["getV2EndpointUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/videos": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create a video generation job
+         * @description Accepts a video generation job and answers at once with it, `in_progress` (`outputs` comes with completion).
+         *
+         *     **The request.** `model` names a video model of the catalogue (404 `model_not_found`, param `model`, for an
+         *     unknown one; 400 `model_not_available` for a model of another type). The job's parameters, with the
+         *     defaults applied when they are omitted:
+         *
+         *     | field | rule | default |
+         *     |---|---|---|
+         *     | `prompt` | 1 to 32,000 characters; required for a text-to-video job (no frame image, reference or source video) | |
+         *     | `width`, `height` | both or neither; even, 64 to 3,840 pixels (an even size is what the H.264 and VP9 encoders take) | from `resolution` and `ratio` |
+         *     | `resolution` | `480p`, `720p` or `1080p` (the shorter side) | `720p` |
+         *     | `ratio` | `W:H` with whole numbers at most 4:1 apart, e.g. `16:9`, `9:16`, `1:1` | `16:9` |
+         *     | `seconds` | a number of seconds as a string, more than 0 and at most the model's maximum (10) | `"5"` |
+         *     | `fps` | 1 to 60 frames per second | 24 |
+         *     | `steps` | 10 to 50 denoising steps; more steps take longer (and cost more) | 30 |
+         *     | `seed` | an integer; the same seed gives the same video | drawn at random, stored, and fixed for the job |
+         *     | `guidance_scale` | a number from 0 to 100; recommended 6 to 10, above 12 may over-guide | 7 |
+         *     | `output_format` | `MP4` or `WEBM` | `MP4` |
+         *     | `output_quality` | compression quality as a constant rate factor: 0 (best, largest) to 51 for MP4, 0 to 63 for WEBM | 20 |
+         *     | `generate_audio` | whether the video has an audio track | false |
+         *
+         *     A value outside its range answers 400 naming the field (`param`), and nothing is created. The sizes are
+         *     returned as `size` (`"1280x720"`) and `seconds` as given (`"5"`).
+         *
+         *     **Media inputs** depend on the model's type (the catalogue's `capabilities` of the model): `frame_images`
+         *     (keyframes at `frame` positions: a frame number or `first`/`last`) are taken by image-to-video models,
+         *     `reference_images` and `reference_videos` by reference-to-video models, `source_video` and `frame_videos`
+         *     by video-edit models, and `audio_inputs` by models that take any media. A field the model's type does not
+         *     take answers 400 naming it (`media.source_video`), and says which types take it.
+         *
+         *     **Deprecated fields.** The top-level `frame_images` and `reference_images` are still accepted, read as
+         *     `media.frame_images` and `media.reference_images` (given both ways, 400 naming the top-level field); the job
+         *     then carries a `warnings` entry saying so, and the response a `Warning` header.
+         */
+        post: operations["createVideo"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/videos/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Retrieve a video generation job
+         * @description The job as it stands: `in_progress`, `completed` (with `outputs` and `completed_at`) or `failed` (with
+         *     `error` and `completed_at`). Another project's job answers 404 as an absent one.
+         */
+        get: operations["retrieveVideo"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/videos/{id}/content": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download a generated video
+         * @description The completed job's video file (`outputs.video_url` points here), streamed, with `Range` support: a `Range:
+         *     bytes=...` request answers 206 with that part, an unsatisfiable one 416 (`range_not_satisfiable`). A job that
+         *     has not completed has no video yet: 409 `video_not_ready` (param `id`), also for a failed job.
+         */
+        get: operations["getVideoContent"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2021,6 +2211,114 @@ export interface components {
             /** @description The API key id that last changed it. */
             last_updated_by: string;
         };
+        CreateVideoBody: {
+            /**
+             * @description A video model of the catalogue.
+             * @example Wan-AI/Wan2.2-T2V-A14B
+             */
+            model: string;
+            /** @description What the video shows. */
+            prompt?: string;
+            /** @description Pixels; with `width`. */
+            height?: number;
+            /** @description Pixels; with `height`. */
+            width?: number;
+            /** @description `480p`, `720p` or `1080p`. */
+            resolution?: string;
+            /** @description The aspect ratio, `W:H`. */
+            ratio?: string;
+            /** @description The duration in seconds, e.g. `"5"`. */
+            seconds?: string;
+            /** @description Frames per second. */
+            fps?: number;
+            /** @description Denoising steps. */
+            steps?: number;
+            /** @description The same seed gives the same video; drawn at random when absent. */
+            seed?: number;
+            /** @description Adherence to the prompt; recommended 6 to 10. */
+            guidance_scale?: number;
+            output_format?: components["schemas"]["VideoOutputFormat"];
+            /** @description Compression quality (constant rate factor; lower is better). */
+            output_quality?: number;
+            /** @description What to avoid. */
+            negative_prompt?: string;
+            /** @description Whether the video has an audio track. */
+            generate_audio?: boolean;
+            media?: components["schemas"]["VideoMedia"];
+            /**
+             * @deprecated
+             * @description Deprecated; use `media.frame_images`.
+             */
+            frame_images?: components["schemas"]["VideoFrameImageInput"][];
+            /**
+             * @deprecated
+             * @description Deprecated; use `media.reference_images`.
+             */
+            reference_images?: string[];
+        };
+        /**
+         * @description The container (and codecs) of the video; MP4 when omitted.
+         * @enum {string}
+         */
+        VideoOutputFormat: "MP4" | "WEBM";
+        /** @description Media inputs; which fields a model takes depends on its type. */
+        VideoMedia: {
+            frame_images?: components["schemas"]["VideoFrameImageInput"][];
+            frame_videos?: components["schemas"]["VideoRef"][];
+            reference_images?: string[];
+            reference_videos?: components["schemas"]["VideoRef"][];
+            source_video?: string | components["schemas"]["VideoRef"];
+            audio_inputs?: (string | components["schemas"]["AudioRef"])[];
+        };
+        VideoFrameImageInput: {
+            /** @description The image, as a URL or a data URL. */
+            input_image: string;
+            /** @description Where the image constrains the video, a frame number, or `first` or `last`. */
+            frame?: number | ("first" | "last");
+        };
+        VideoRef: {
+            /** @description The video, as a URL. */
+            video: string;
+        };
+        AudioRef: {
+            /** @description The audio, as a URL. */
+            audio: string;
+        };
+        /** @enum {string} */
+        VideoStatus: "in_progress" | "completed" | "failed";
+        VideoJob: {
+            /** @example video_01jcq5m2v8x7k3n4p5q6r7s8t9 */
+            id: string;
+            /** @constant */
+            object: "video";
+            model: string;
+            status: components["schemas"]["VideoStatus"];
+            /** @description Unix seconds. */
+            created_at: number;
+            /** @description Unix seconds; when the job finished (completed or failed). */
+            completed_at?: number;
+            /** @description The video's width and height, `"1280x720"`. */
+            size: string;
+            /** @description The video's duration in seconds, as asked. */
+            seconds: string;
+            /** @description The seed the video was (or is being) rendered with. */
+            seed?: number;
+            output_format?: components["schemas"]["VideoOutputFormat"];
+            /** @description Non-fatal notices about the request, e.g. a deprecated field it used. */
+            warnings?: string[];
+            /** @description Why the job failed; present only when it did. */
+            error?: {
+                message: string;
+                code: string;
+            };
+            /** @description Present once the job has completed. */
+            outputs?: {
+                /** @description US cents, rounded up (see the tag's description). */
+                cost: number;
+                /** @description Where this server serves the video (`.../videos/{id}/content`). */
+                video_url: string;
+            };
+        };
         /**
          * @description 1 to 100 characters, unique in the project. Any characters but control characters (refused everywhere, 400
          *     `invalid_characters`): the platform sets no pattern on names.
@@ -2161,6 +2459,15 @@ export interface components {
                 "application/json": components["schemas"]["ErrorData"];
             };
         };
+        /** @description The `Range` asked for lies outside the file (`range_not_satisfiable`). */
+        RangeNotSatisfiable: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorData"];
+            };
+        };
     };
     parameters: {
         ClusterId: string;
@@ -2184,6 +2491,8 @@ export interface components {
         V1EndpointId: string;
         /** @description The secret's id or name. */
         SecretRef: string;
+        /** @description The job's id (`video_...`). */
+        VideoId: string;
         /** @description The volume's id or name. */
         VolumeRef: string;
     };
@@ -3374,6 +3683,105 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
+    createVideoV1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["CreateVideoBody"];
+            };
+        };
+        responses: {
+            /** @description The accepted job, `in_progress`. */
+            200: {
+                headers: {
+                    /** @description `299 - "..."` when the request used a deprecated field. */
+                    Warning?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VideoJob"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    retrieveVideoV1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The job's id (`video_...`). */
+                id: components["parameters"]["VideoId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The job. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VideoJob"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getVideoContentV1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The job's id (`video_...`). */
+                id: components["parameters"]["VideoId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The whole file. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "video/mp4": Blob;
+                    "video/webm": Blob;
+                };
+            };
+            /** @description The requested range of the file (`Content-Range` says which). */
+            206: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "video/mp4": Blob;
+                    "video/webm": Blob;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            416: components["responses"]["RangeNotSatisfiable"];
+            500: components["responses"]["InternalError"];
+        };
+    };
     whoami: {
         parameters: {
             query?: never;
@@ -3958,6 +4366,105 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createVideo: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["CreateVideoBody"];
+            };
+        };
+        responses: {
+            /** @description The accepted job, `in_progress`. */
+            200: {
+                headers: {
+                    /** @description `299 - "..."` when the request used a deprecated field. */
+                    Warning?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VideoJob"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    retrieveVideo: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The job's id (`video_...`). */
+                id: components["parameters"]["VideoId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The job. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VideoJob"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getVideoContent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The job's id (`video_...`). */
+                id: components["parameters"]["VideoId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The whole file. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "video/mp4": Blob;
+                    "video/webm": Blob;
+                };
+            };
+            /** @description The requested range of the file (`Content-Range` says which). */
+            206: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "video/mp4": Blob;
+                    "video/webm": Blob;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            416: components["responses"]["RangeNotSatisfiable"];
             500: components["responses"]["InternalError"];
         };
     };

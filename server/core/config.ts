@@ -26,6 +26,8 @@ export interface Config {
   redisUrl?: string;
   /** Where the platform keeps what it produces and what is uploaded (files, videos), beside the SQLite file by default. */
   dataDir: string;
+  /** The ffmpeg binary the media engines run; unset: the one installed with the server (npm @ffmpeg-installer/ffmpeg). */
+  ffmpegPath?: string;
 }
 
 export interface RunnerConfig {
@@ -61,6 +63,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     enginesFile: env.ENGINES_FILE || undefined,
     redisUrl: env.REDIS_URL || undefined,
     dataDir: env.DATA_DIR || join(root, '.data'),
+    ffmpegPath: env.FFMPEG_PATH || undefined,
     runner: {
       enabled: bool(env.RUNNER_ENABLED, true),
       pollMs: num(env.RUNNER_POLL_MS, 250),

@@ -103,8 +103,15 @@ export function createApp(options: AppOptions): express.Express {
   const auth = authenticate(keys);
   app.use(((req, res, next) => (req.path.startsWith('/v1/') || req.path.startsWith('/v2/') ? auth(req, res, next) : infra(req, res, next))) as RequestHandler);
   const json = express.json({ limit: config.bodyLimit });
-  // A request without a body (most GETs) has nothing to parse.
-  app.use(((req, res, next) => (req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined ? next() : json(req, res, next))) as RequestHandler);
+  // A request without a body (most GETs) has nothing to parse. A POST, PUT or PATCH without one (or with `Content-Length: 0`) is read as `{}`, so an
+  // optional body's schema still applies (its required fields answer 400 naming them) and handlers always get an object.
+  const bodiless = new Set(['POST', 'PUT', 'PATCH']);
+  app.use(((req, res, next) => {
+    const length = req.headers['content-length'];
+    if ((length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined) return json(req, res, next);
+    if (bodiless.has(req.method)) req.body = {};
+    next();
+  }) as RequestHandler);
   app.use(refuseControlCharacters(pathParamAt));
   app.use(validator(spec));
   const checkResponse = config.validateResponses ? responseValidator(spec) : undefined;

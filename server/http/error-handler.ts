@@ -19,6 +19,7 @@ export function toApiError(err: any): ApiError {
   if (status === 404) return apiError(404, 'not_found', `No route ${err?.path ?? ''} exists.`.replace('  ', ' '), null);
   if (status === 405) return apiError(405, 'method_not_allowed', 'This route does not accept that HTTP method.');
   if (status === 415) return apiError(415, 'unsupported_media_type', 'The request body must be application/json.');
+  if (status === 416) return apiError(416, 'range_not_satisfiable', 'The requested range lies outside the file.');
 
   // Validator errors: the first error's path names where (/body/media/frame_images/0/frame) and its keyword why.
   const first = Array.isArray(err?.errors) ? err.errors[0] : undefined;
@@ -38,6 +39,7 @@ export function errorHandler(log: Logger): ErrorRequestHandler {
       log.error({ err, requestId: res.getHeader('x-request-id'), method: req.method, path: req.path }, 'unhandled error');
     }
     if (res.headersSent) return void res.end();
-    res.set(apiErr.headers).status(apiErr.status).json(apiErr.body);
+    // The envelope is JSON whatever the handler had set before it failed (e.g. a file's type).
+    res.set(apiErr.headers).type('application/json').status(apiErr.status).json(apiErr.body);
   };
 }

@@ -4,7 +4,9 @@
 // or as many more as a test makes with `newCaller`. Each caller acts as its project through `api` (the typed client)
 // or `http` (supertest with its key set). `restart()` stops the platform and starts it again on the same database
 // and clock, as a process restart would; callers keep working.
-import { appendFileSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import supertest from 'supertest';
 import { createPlatformClient, type PlatformClient } from '@inference-platform/client';
@@ -51,6 +53,7 @@ export class TestPlatform {
       ...base,
       port: 0,
       databaseUrl: scratch.url,
+      dataDir: mkdtempSync(join(tmpdir(), 'platform-data-')),
       logLevel: 'info',
       ...options.config,
       runner: { ...base.runner, enabled: false, ...options.runner },
@@ -150,6 +153,7 @@ export class TestPlatform {
   async close(): Promise<void> {
     await this.platform.close();
     await this.scratch.drop();
+    rmSync(this.config.dataDir, { recursive: true, force: true });
   }
 }
 

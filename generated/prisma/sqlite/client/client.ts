@@ -171,3 +171,8 @@ export type VolumeMount = Prisma.VolumeMountModel
  * 
  */
 export type Secret = Prisma.SecretModel
+/**
+ * Model Video
+ * 
+ */
+export type Video = Prisma.VideoModel

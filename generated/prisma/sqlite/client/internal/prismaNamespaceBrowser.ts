@@ -76,7 +76,8 @@ export const ModelName = {
   Volume: 'Volume',
   VolumeVersion: 'VolumeVersion',
   VolumeMount: 'VolumeMount',
-  Secret: 'Secret'
+  Secret: 'Secret',
+  Video: 'Video'
 } as const
 
 export type ModelName = (typeof ModelName)[keyof typeof ModelName]
@@ -508,6 +509,29 @@ export const SecretScalarFieldEnum = {
 } as const
 
 export type SecretScalarFieldEnum = (typeof SecretScalarFieldEnum)[keyof typeof SecretScalarFieldEnum]
+
+
+export const VideoScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  model: 'model',
+  status: 'status',
+  params: 'params',
+  width: 'width',
+  height: 'height',
+  seconds: 'seconds',
+  apiVersion: 'apiVersion',
+  warnings: 'warnings',
+  file: 'file',
+  bytes: 'bytes',
+  costCents: 'costCents',
+  errorCode: 'errorCode',
+  errorMessage: 'errorMessage',
+  createdAt: 'createdAt',
+  completedAt: 'completedAt'
+} as const
+
+export type VideoScalarFieldEnum = (typeof VideoScalarFieldEnum)[keyof typeof VideoScalarFieldEnum]
 
 
 export const SortOrder = {

@@ -1,0 +1,15 @@
+// Module `videos` (spec/tags/videos.yaml): video generation jobs: the request's rules (rules.ts), the job's machine
+// and the runner's render step (machine.ts, through the video engine: server/engines/video.ts), and the file
+// served from disk.
+import { progressionWork } from '../../runner/progress.ts';
+import type { ModuleDescriptor } from '../types.ts';
+import { createVideo, createVideoV1, getVideoContent, getVideoContentV1, retrieveVideo, retrieveVideoV1 } from './handlers.ts';
+import { videoMachine, videoProgression } from './machine.ts';
+
+export const videos: ModuleDescriptor<'videos'> = {
+  name: 'videos',
+  handlers: { createVideo, createVideoV1, retrieveVideo, retrieveVideoV1, getVideoContent, getVideoContentV1 },
+  machines: [videoMachine],
+  work: (services) => ({ [videoMachine.kind]: progressionWork(videoProgression(services), services) }),
+  fixtures: async () => (await import('./fixtures.ts')).fixtures,
+};
