@@ -6,7 +6,9 @@ import { afterAll, afterEach, describe, expect, test } from 'vitest';
 import { operations, type OperationId } from '../generated/operations.ts';
 import { loadConfig, type RateLimitConfig } from '../server/core/config.ts';
 import { createLogger } from '../server/core/log.ts';
-import { estimateTokens, rateLimitedOperations, RateLimits } from '../server/http/rate-limits.ts';
+import type { Identity } from '../server/accounts.ts';
+import { estimateTokens, Gate, rateLimitedOperations, RateLimits } from '../server/http/rate-limits.ts';
+import { reply } from '../server/http/reply.ts';
 import { expectError } from './support/expect.ts';
 import { deref, operationSpec, spec } from './support/operations.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
@@ -75,6 +77,31 @@ describe.each(Object.keys(STORES) as (keyof typeof STORES)[])('the %s store', (s
       await settled();
       expect(await limits.limitsFor('org:c', false)).toEqual({ requests: 40, tokens: 200 });
       expect(await limits.limitsFor('org:c', true)).toEqual({ requests: config.dedicatedRequests, tokens: config.dedicatedTokens });
+    } finally {
+      await limits.close();
+    }
+  });
+
+  test('a stream of events is settled when it ends, from the last usage it carried', async () => {
+    const limits = RateLimits.create(limitsConfig({ baseTokens: 1000, windowSeconds: 60 }), STORES[store], createLogger('silent'));
+    const identity = { organizationId: `org_${randomUUID()}`, projectSlug: 'default' } as Identity;
+    const headers: Record<string, string> = {};
+    const res = { set: (h: Record<string, string>) => Object.assign(headers, h) } as never;
+    try {
+      const gate = new Gate(limits, identity, res);
+      await gate.admit('m', { model: 'm', prompt: 'hello', max_tokens: 100 }); // estimated 101
+      expect(headers['x-tokenlimit-remaining']).toBe('899');
+      const stream = reply.sse(
+        (async function* () {
+          yield { choices: [] };
+          yield { choices: [], usage: { prompt_tokens: 1, completion_tokens: 6, total_tokens: 7 } };
+        })(),
+      );
+      gate.settle(stream);
+      for await (const _ of (stream.content as { events: AsyncIterable<unknown> }).events);
+      await new Promise((r) => setTimeout(r, 200));
+      await new Gate(limits, identity, res).admit('m', { model: 'm' });
+      expect(headers['x-tokenlimit-remaining']).toBe(String(1000 - 7));
     } finally {
       await limits.close();
     }
@@ -171,6 +198,18 @@ describe.each(Object.keys(STORES) as (keyof typeof STORES)[])('the %s store', (s
       });
     }
   });
+});
+
+test('Redis unreachable: each process counts alone meanwhile, and requests are still limited', async () => {
+  const limits = RateLimits.create(limitsConfig({ baseRequests: 2, windowSeconds: 60, queueSize: 0 }), 'redis://127.0.0.1:1', createLogger('silent'));
+  const identity = { organizationId: `org_${randomUUID()}`, projectSlug: 'default' } as Identity;
+  const res = { set: () => res } as never;
+  try {
+    const admit = () => new Gate(limits, identity, res).admit('m', { model: 'm' }).then(() => 200, (e) => e.status);
+    expect([await admit(), await admit(), await admit()]).toEqual([200, 200, 429]);
+  } finally {
+    await limits.close();
+  }
 });
 
 test('RATE_LIMITS=off: no limits and no headers', async () => {

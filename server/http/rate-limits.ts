@@ -109,7 +109,10 @@ export class RateLimits {
   }
 
   async close(): Promise<void> {
-    await this.redis?.quit().catch(() => this.redis?.disconnect());
+    if (!this.redis) return;
+    // QUIT waits for a connection that may never come; a connection that is not up is just dropped.
+    if (this.redis.status === 'ready') await this.redis.quit().catch(() => this.redis!.disconnect());
+    else this.redis.disconnect();
   }
 
   /** A model string of the caller's project names a dedicated endpoint, which has its known fixed limit. */
@@ -287,10 +290,27 @@ export class Gate {
     return undefined;
   }
 
-  /** After the handler answered: the token count corrected from `usage`, and the success recorded as recent usage. */
+  /**
+   * After the handler answered: the token count corrected from `usage`, and the success recorded as recent usage.
+   * A stream of events is settled when it ends, from the last event that carried `usage` (its headers are gone by then).
+   */
   settle(result: unknown): void {
     const a = this.admitted;
     if (!a) throw internalError(); // a limited operation whose handler never called `admit`
+    if (result instanceof Reply && result.content.kind === 'sse') {
+      const events = result.content.events;
+      const limits = this.limits;
+      result.content.events = (async function* () {
+        let used: number | undefined;
+        for await (const event of events) {
+          used = usedTokens(event) ?? used;
+          yield event;
+        }
+        if (used !== undefined) limits.adjust('tokens', a.key, a.tokens, a.estimate - used);
+        limits.recordSuccess(a.key, used ?? a.estimate);
+      })();
+      return;
+    }
     const used = usedTokens(result) ?? a.estimate;
     if (used !== a.estimate) {
       this.limits.adjust('tokens', a.key, a.tokens, a.estimate - used);
