@@ -7,7 +7,10 @@ export interface Scenario {
   path: string;
   body?: unknown;
   target: { ratio?: number; p50Ms?: number };
-  /** Environment of the whole-stack server for this scenario (a server of its own is started for each distinct one). */
+  /**
+   * Environment of the whole-stack server for this scenario (a server of its own is started for each distinct one).
+   * The rate limits are off unless it turns them on (RATE_LIMITS=on).
+   */
   env?: Record<string, string>;
   /** Another scenario (same request, other server settings) this one's cost is reported against: "ADDED" lines. */
   baseline?: string;
@@ -17,6 +20,7 @@ export interface Scenario {
 // too high to refuse anything (so every request goes the whole way through the limiter's counting).
 const chat = { model: 'meta-llama/Llama-3.3-70B-Instruct-Turbo', messages: [{ role: 'user', content: 'Say something short about rate limits.' }], max_tokens: 64 };
 const unlimited = {
+  RATE_LIMITS: 'on',
   RATE_LIMIT_BASE_REQUESTS: '1000000000',
   RATE_LIMIT_MAX_REQUESTS: '1000000000',
   RATE_LIMIT_BASE_TOKENS: '1000000000000',
