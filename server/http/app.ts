@@ -1,8 +1,9 @@
 // One linear request pipeline, read top to bottom: request id and log line; HEAD answered as GET; the
 // infrastructure routes; authentication; JSON parsing; the control-character guard; validation of the request
 // against the spec; the rate limits of the operations the spec marks `x-rate-limited` (rate-limits.ts: admitted
-// before the handler, settled from its answer's `usage` after); the operation's handler, whose result `send` writes (JSON bodies checked against the spec first,
-// responses.ts); and one error handler that writes the envelope for anything that went wrong on the way.
+// before the handler, settled from its answer's `usage` after); the operation's handler, whose result `send` writes
+// (JSON bodies checked against the spec first, responses.ts); and one error handler that writes the envelope for
+// anything that went wrong on the way.
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
