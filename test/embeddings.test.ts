@@ -3,6 +3,7 @@
 // lexical vectors whose cosine similarity is higher for related texts, usage from the real tokenizer, and the limits
 // and model checks answered as 400/404 naming the field.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { countTokens as libraryCount } from 'gpt-tokenizer/encoding/cl100k_base';
 import { countTokens } from '../server/engines/tokens.ts';
 import { lexicalVector } from '../server/engines/embeddings.ts';
 import { expectError } from './support/expect.ts';
@@ -128,6 +129,14 @@ describe('the embedding', () => {
     expect(b).not.toEqual(c);
     expect(lexicalVector('to be', 8, 1)).toEqual(lexicalVector('to be', 8, 1));
   });
+});
+
+test("token counts (summed per piece, remembered) are the library's count of the whole text; special tokens are text", async () => {
+  const samples = ['Hello world', 'a   b', '  both ends  ', 'line\n\nbreaks\r\n and\ttabs', "it's they're I'll WE'VE", '12345678 3.14 1,000,000', 'ünïcödé café 日本語 😀👍🏽', 'x'.repeat(300), 'word '.repeat(100), 'https://example.com/a?b=c&d=e'];
+  for (const s of samples) for (let i = 0; i < 2; i++) expect(countTokens(s), s).toBe(libraryCount(s));
+  const res = await embed({ model: MODEL, input: ['hello <|endoftext|> there'] });
+  expect(res.status).toBe(200);
+  expect(res.body.usage.prompt_tokens).toBe(libraryCount('hello <|endoftext|> there', { disallowedSpecial: new Set() }));
 });
 
 describe('bad input', () => {
