@@ -14,6 +14,7 @@ let nonsense: Server;
 let t: TestPlatform;
 /** What the fake upstream answers to any request. */
 let nonsenseBody: unknown = {};
+let nonsenseStatus = 200;
 
 const call = async (path: string, body: object) => {
   const res = await fetch(`${upstream.url}${path}`, { method: 'POST', headers: { Authorization: `Bearer ${upstream.key}`, 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
@@ -24,7 +25,7 @@ const call = async (path: string, body: object) => {
 beforeAll(async () => {
   upstreamDb = await scratchDatabase();
   upstream = await startServerProcess({ DATABASE_URL: upstreamDb.url, RUNNER_ENABLED: 'false' });
-  nonsense = createServer((_req, res) => res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify(nonsenseBody)));
+  nonsense = createServer((_req, res) => res.writeHead(nonsenseStatus, { 'Content-Type': 'application/json' }).end(JSON.stringify(nonsenseBody)));
   await new Promise<void>((resolve) => nonsense.listen(0, '127.0.0.1', resolve));
   const fake = `http://127.0.0.1:${(nonsense.address() as { port: number }).port}/v1`;
   const up = { engine: 'upstream', url: `${upstream.url}/v1`, apiKey: upstream.key };
@@ -37,7 +38,7 @@ beforeAll(async () => {
           { models: ['intfloat/*'], capabilities: ['embeddings'], ...up, model: 'togethercomputer/m2-bert-80M-8k-retrieval' },
           // Names the upstream refuses.
           { models: ['WhereIsAI/*'], capabilities: ['embeddings'], ...up, model: 'nope/missing' },
-          { models: ['mixedbread-ai/*'], capabilities: ['rerank'], ...up, model: 'BAAI/bge-base-en-v1.5' },
+          { models: ['mixedbread-ai/*'], capabilities: ['rerank'], engine: 'upstream', url: fake },
           { models: ['Alibaba-NLP/*'], capabilities: ['embeddings'], engine: 'upstream', url: 'http://127.0.0.1:9/v1' },
           { models: ['togethercomputer/*'], capabilities: ['embeddings'], engine: 'upstream', url: fake },
         ],
@@ -107,9 +108,21 @@ describe('rerank upstream', () => {
     expect(byText.body.results.map((r: any) => [r.index, r.relevance_score])).toEqual(theirs.results.map((r: any) => [r.index, r.relevance_score]));
   });
 
-  test('a refusal upstream is passed on', async () => {
-    const res = await t.caller.http.post('/v1/rerank').send({ model: 'mixedbread-ai/Mxbai-Rerank-Large-V2', query: 'x', documents: ['a'] });
-    expectError(res, 400, { code: 'upstream_refused', param: 'model' });
-    expect(res.body.error.message).toContain('not a rerank model');
+  test('a refusal upstream is passed on; nonsense is 502', async () => {
+    const send = () => t.caller.http.post('/v1/rerank').send({ model: 'mixedbread-ai/Mxbai-Rerank-Large-V2', query: 'x', documents: ['a', 'b'] });
+    nonsenseStatus = 400;
+    nonsenseBody = { error: { message: "'x' is not a rerank model.", type: 'invalid_request_error', param: 'model', code: 'model_not_available' } };
+    const refused = await send();
+    expectError(refused, 400, { code: 'upstream_refused', param: 'model' });
+    expect(refused.body.error.message).toContain('not a rerank model');
+    nonsenseStatus = 200;
+    for (const body of [{}, { results: [{ index: 2, relevance_score: 0.5 }] }, { results: [{ index: 0, relevance_score: 'high' }] }, { results: [{ index: 0, relevance_score: 1 }, { index: 0, relevance_score: 1 }] }]) {
+      nonsenseBody = body;
+      expectError(await send(), 502, { code: 'upstream_failed', type: 'server_error' });
+    }
+    // A ranking in any order is sorted here; a score outside [0, 1) is the upstream's to give.
+    nonsenseBody = { results: [{ index: 0, relevance_score: -2.5 }, { index: 1, relevance_score: 7 }], usage: { total_tokens: 12 } };
+    const ok = await send();
+    expect(ok.body).toMatchObject({ engine: 'upstream', results: [{ index: 1, relevance_score: 7 }, { index: 0, relevance_score: -2.5 }], usage: { prompt_tokens: 12, total_tokens: 12 } });
   });
 });
