@@ -32,9 +32,20 @@ export function words(text: string): string[] {
 
 export const isStopWord = (word: string): boolean => STOP.has(word);
 
+// Each word's term ('' for a stop word), remembered like the stems: one lookup per word on the hot path.
+const TERMS = new Map<string, string>();
+
 /** The terms of `text`: the stems of its words that are not stop words, in order (repeats kept). */
 export function terms(text: string): string[] {
   const out: string[] = [];
-  for (const w of words(text)) if (!STOP.has(w)) out.push(stem(w));
+  for (const w of words(text)) {
+    let t = TERMS.get(w);
+    if (t === undefined) {
+      t = STOP.has(w) ? '' : stem(w);
+      if (TERMS.size >= STEM_CACHE_SIZE) TERMS.clear();
+      TERMS.set(w, t);
+    }
+    if (t) out.push(t);
+  }
   return out;
 }
