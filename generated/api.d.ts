@@ -502,6 +502,97 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/files": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List files
+         * @description The project's files, newest first.
+         */
+        get: operations["listFiles"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/files/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Retrieve a file's metadata
+         * @description The file, with its `processing_status` and, once validated, its `validation_report`.
+         */
+        get: operations["retrieveFile"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a file
+         * @description Deletes the file and its bytes: `{id, deleted: true}`.
+         */
+        delete: operations["deleteFile"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/files/{id}/content": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download a file's content
+         * @description The file's bytes as uploaded, streamed from disk (`text/plain` for `jsonl` and `csv`, as the platform
+         *     answers, `application/octet-stream` for `parquet`), with `Range` support (206; 416 for a range outside the
+         *     file).
+         */
+        get: operations["getFileContent"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/files/upload": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Upload a file
+         * @description Uploads one file as `multipart/form-data`: `purpose` (`fine-tune`, `eval` or `batch-api`), `file_name` (the
+         *     name it is listed under, 1 to 255 characters), `file_type` (`jsonl`, `parquet` or `csv`; `jsonl` when
+         *     omitted) and `file` (the bytes; send the text fields before it). Answers the stored file; a `fine-tune`
+         *     file is `PENDING` until the runner has validated it (poll `GET /v1/files/{id}`). A `purpose` and
+         *     `file_type` that do not go together answer 400 naming `file_type`; an empty file answers 400 naming
+         *     `file`. Nothing is kept when the upload is refused.
+         */
+        post: operations["uploadFile"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/hardware": {
         parameters: {
             query?: never;
@@ -1947,6 +2038,88 @@ export interface components {
             /** @description Cost so far, in cents, rounded to 1/100 cent. */
             cost_cents: number;
         };
+        /**
+         * @description What the file is for.
+         * @enum {string}
+         */
+        FilePurpose: "fine-tune" | "eval" | "batch-api";
+        /**
+         * @description The file's format.
+         * @default jsonl
+         * @enum {string}
+         */
+        FileType: "csv" | "jsonl" | "parquet";
+        FileUploadBody: {
+            purpose: components["schemas"]["FilePurpose"];
+            /** @description The name the file is listed under. */
+            file_name: string;
+            file_type?: components["schemas"]["FileType"];
+            /**
+             * Format: binary
+             * @description The file's bytes (the last part of the form).
+             */
+            file: Blob;
+        };
+        FileResponse: {
+            /** @description `file-...`. */
+            id: string;
+            /** @constant */
+            object: "file";
+            /** @description Unix seconds. */
+            created_at: number;
+            filename: string;
+            /** @description The file's size. */
+            bytes: number;
+            purpose: components["schemas"]["FilePurpose"];
+            FileType: components["schemas"]["FileType"];
+            /**
+             * @deprecated
+             * @description Whether processing has finished (whatever its outcome); read `processing_status`.
+             */
+            Processed: boolean;
+            processing_status?: components["schemas"]["FileProcessingStatus"];
+            validation_report?: components["schemas"]["FileValidationReport"];
+        };
+        /**
+         * @description `PENDING` until validated; then `COMPLETED`, `INVALID_FORMAT` or `FAILED`. (`QUEUED` and `RUNNING` are the
+         *     platform's; this server's validation goes from `PENDING` to its outcome in one step.)
+         * @enum {string}
+         */
+        FileProcessingStatus: "PENDING" | "QUEUED" | "RUNNING" | "COMPLETED" | "FAILED" | "INVALID_FORMAT";
+        FileValidationReport: {
+            valid: boolean;
+            /** @description `CONVERSATION`, `INSTRUCTION`, `GENERAL`, `PREFERENCE` or `TOKENIZED`. */
+            dataset_format?: string;
+            dataset_has_sample_weights?: boolean;
+            dataset_has_message_weights?: boolean;
+            dataset_is_multimodal?: boolean;
+            dataset_has_tools?: boolean;
+            dataset_has_parallel_tool_calls?: boolean;
+            dataset_has_reasoning?: boolean;
+            /** @description The number of samples (non-blank lines, or parquet rows). */
+            nlines?: number;
+            file_id?: string;
+            /** @enum {string} */
+            error_type?: "INVALID_FORMAT";
+            /** @description What is wrong, in one sentence: the first bad line's reason, and how many lines are bad. */
+            error?: string;
+            /** @description Each bad line (1-based) and its reason, up to 100. */
+            line_errors?: {
+                line: number;
+                reason: string;
+            }[];
+            /** @description The valid samples' tokens, counted with the server's tokenizer. */
+            token_count?: number;
+        };
+        FileList: {
+            /** @constant */
+            object: "list";
+            data: components["schemas"]["FileResponse"][];
+        };
+        FileDeleteResponse: {
+            id: string;
+            deleted: boolean;
+        };
         HardwareList: {
             /** @constant */
             object: "list";
@@ -2489,6 +2662,8 @@ export interface components {
         Etag: string;
         /** @description The endpoint's id (`endpoint-<uuid>`). */
         V1EndpointId: string;
+        /** @description The file's id (`file-...`). */
+        FileId: string;
         /** @description The secret's id or name. */
         SecretRef: string;
         /** @description The job's id (`video_...`). */
@@ -3543,6 +3718,167 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listFiles: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The files. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FileList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    retrieveFile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The file's id (`file-...`). */
+                id: components["parameters"]["FileId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FileResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    deleteFile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The file's id (`file-...`). */
+                id: components["parameters"]["FileId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FileDeleteResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getFileContent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The file's id (`file-...`). */
+                id: components["parameters"]["FileId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The whole file. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": Blob;
+                    "application/octet-stream": Blob;
+                };
+            };
+            /** @description The requested range of the file. */
+            206: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": Blob;
+                    "application/octet-stream": Blob;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            /** @description The `Range` asked for lies outside the file (`range_not_satisfiable`). */
+            416: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorData"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+        };
+    };
+    uploadFile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": components["schemas"]["FileUploadBody"];
+            };
+        };
+        responses: {
+            /** @description The stored file. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FileResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description The file exceeds `FILES_MAX_BYTES` (`file_too_large`). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorData"];
+                };
+            };
+            415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
         };
     };

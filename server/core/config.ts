@@ -26,6 +26,8 @@ export interface Config {
   redisUrl?: string;
   /** Where the platform keeps what it produces and what is uploaded (files, videos), beside the SQLite file by default. */
   dataDir: string;
+  /** The largest file an upload may carry (`FILES_MAX_BYTES`). */
+  filesMaxBytes: number;
   /** The ffmpeg binary the media engines run; unset: the one installed with the server (npm @ffmpeg-installer/ffmpeg). */
   ffmpegPath?: string;
 }
@@ -63,6 +65,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     enginesFile: env.ENGINES_FILE || undefined,
     redisUrl: env.REDIS_URL || undefined,
     dataDir: env.DATA_DIR || join(root, '.data'),
+    filesMaxBytes: num(env.FILES_MAX_BYTES, 5 * 1024 ** 3),
     ffmpegPath: env.FFMPEG_PATH || undefined,
     runner: {
       enabled: bool(env.RUNNER_ENABLED, true),

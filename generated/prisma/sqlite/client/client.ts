@@ -147,6 +147,11 @@ export type EndpointEvent = Prisma.EndpointEventModel
  */
 export type AdapterBinding = Prisma.AdapterBindingModel
 /**
+ * Model File
+ * 
+ */
+export type File = Prisma.FileModel
+/**
  * Model WorkItem
  * 
  */

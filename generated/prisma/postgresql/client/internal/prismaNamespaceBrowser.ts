@@ -72,6 +72,7 @@ export const ModelName = {
   Deployment: 'Deployment',
   EndpointEvent: 'EndpointEvent',
   AdapterBinding: 'AdapterBinding',
+  File: 'File',
   WorkItem: 'WorkItem',
   Volume: 'Volume',
   VolumeVersion: 'VolumeVersion',
@@ -441,6 +442,22 @@ export const AdapterBindingScalarFieldEnum = {
 } as const
 
 export type AdapterBindingScalarFieldEnum = (typeof AdapterBindingScalarFieldEnum)[keyof typeof AdapterBindingScalarFieldEnum]
+
+
+export const FileScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  filename: 'filename',
+  purpose: 'purpose',
+  fileType: 'fileType',
+  bytes: 'bytes',
+  path: 'path',
+  status: 'status',
+  report: 'report',
+  createdAt: 'createdAt'
+} as const
+
+export type FileScalarFieldEnum = (typeof FileScalarFieldEnum)[keyof typeof FileScalarFieldEnum]
 
 
 export const WorkItemScalarFieldEnum = {

@@ -308,6 +308,20 @@ CREATE TABLE "AdapterBinding" (
 );
 
 -- CreateTable
+CREATE TABLE "File" (
+    "id" TEXT NOT NULL PRIMARY KEY,
+    "projectId" TEXT NOT NULL,
+    "filename" TEXT NOT NULL,
+    "purpose" TEXT NOT NULL,
+    "fileType" TEXT NOT NULL,
+    "bytes" BIGINT NOT NULL,
+    "path" TEXT NOT NULL,
+    "status" TEXT NOT NULL,
+    "report" TEXT,
+    "createdAt" BIGINT NOT NULL
+);
+
+-- CreateTable
 CREATE TABLE "WorkItem" (
     "id" TEXT NOT NULL PRIMARY KEY,
     "kind" TEXT NOT NULL,
@@ -470,6 +484,9 @@ CREATE UNIQUE INDEX "EndpointEvent_endpointId_seq_key" ON "EndpointEvent"("endpo
 
 -- CreateIndex
 CREATE UNIQUE INDEX "AdapterBinding_endpointId_adapterModelId_key" ON "AdapterBinding"("endpointId", "adapterModelId");
+
+-- CreateIndex
+CREATE INDEX "File_projectId_createdAt_idx" ON "File"("projectId", "createdAt");
 
 -- CreateIndex
 CREATE INDEX "WorkItem_state_runAt_idx" ON "WorkItem"("state", "runAt");

@@ -349,6 +349,22 @@ CREATE TABLE "AdapterBinding" (
 );
 
 -- CreateTable
+CREATE TABLE "File" (
+    "id" TEXT NOT NULL,
+    "projectId" TEXT NOT NULL,
+    "filename" TEXT NOT NULL,
+    "purpose" TEXT NOT NULL,
+    "fileType" TEXT NOT NULL,
+    "bytes" BIGINT NOT NULL,
+    "path" TEXT NOT NULL,
+    "status" TEXT NOT NULL,
+    "report" TEXT,
+    "createdAt" BIGINT NOT NULL,
+
+    CONSTRAINT "File_pkey" PRIMARY KEY ("id")
+);
+
+-- CreateTable
 CREATE TABLE "WorkItem" (
     "id" TEXT NOT NULL,
     "kind" TEXT NOT NULL,
@@ -519,6 +535,9 @@ CREATE UNIQUE INDEX "EndpointEvent_endpointId_seq_key" ON "EndpointEvent"("endpo
 
 -- CreateIndex
 CREATE UNIQUE INDEX "AdapterBinding_endpointId_adapterModelId_key" ON "AdapterBinding"("endpointId", "adapterModelId");
+
+-- CreateIndex
+CREATE INDEX "File_projectId_createdAt_idx" ON "File"("projectId", "createdAt");
 
 -- CreateIndex
 CREATE INDEX "WorkItem_state_runAt_idx" ON "WorkItem"("state", "runAt");
