@@ -538,7 +538,8 @@ export interface paths {
         post?: never;
         /**
          * Delete a file
-         * @description Deletes the file and its bytes: `{id, deleted: true}`.
+         * @description Deletes the file and its bytes: `{id, deleted: true}`. A file that a fine-tuning job still `pending`,
+         *     `queued` or `running` is to read (as its training or validation file) answers 409 `file_in_use`.
          */
         delete: operations["deleteFile"];
         options?: never;
@@ -4378,6 +4379,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             500: components["responses"]["InternalError"];
         };
     };

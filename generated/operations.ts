@@ -16,7 +16,7 @@ export const operations = {
   createVolume: {"method":"post","path":"/v1/deployments/storage/volumes","tag":"Volumes","module":"volumes","statuses":[200,400,401,409,413,415,500]},
   deleteDeployment: {"method":"delete","path":"/v2/projects/{projectId}/endpoints/{endpointId}/deployments/{deploymentId}","tag":"Dedicated endpoints (v2)","module":"dedicated","statuses":[200,400,401,404,409,500]},
   deleteEndpoint: {"method":"delete","path":"/v1/endpoints/{endpointId}","tag":"Endpoints","module":"endpoints","statuses":[204,400,401,404,500]},
-  deleteFile: {"method":"delete","path":"/v1/files/{id}","tag":"Files","module":"files","statuses":[200,400,401,404,500]},
+  deleteFile: {"method":"delete","path":"/v1/files/{id}","tag":"Files","module":"files","statuses":[200,400,401,404,409,500]},
   deleteFineTune: {"method":"delete","path":"/v1/fine-tunes/{id}","tag":"Fine-tuning","module":"fine-tuning","statuses":[200,400,401,404,500]},
   deleteSecret: {"method":"delete","path":"/v1/deployments/secrets/{id}","tag":"Secrets","module":"secrets","statuses":[200,400,401,404,500]},
   deleteV2Endpoint: {"method":"delete","path":"/v2/projects/{projectId}/endpoints/{endpointId}","tag":"Dedicated endpoints (v2)","module":"dedicated","statuses":[200,400,401,404,409,500]},

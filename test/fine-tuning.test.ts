@@ -178,6 +178,27 @@ describe('a job runs through its states on the runner, from the real dataset', (
   });
 });
 
+describe('durability and the files a job reads', () => {
+  test('a job survives a restart of the server mid-run, and finishes the same', async () => {
+    const job = (await create({ batch_size: 8, random_seed: 3 })).body;
+    await t.advance(0);
+    expect((await get(job.id)).body.status).toBe('running');
+    await t.restart();
+    await t.advance(1000);
+    const done = (await get(job.id)).body;
+    expect(done.status).toBe('completed');
+    expect(done.events.filter((e: { type: string }) => e.type === 'training_complete')).toHaveLength(1);
+  });
+
+  test("a file a job has yet to read cannot be deleted (409 file_in_use); once the job has finished, it can", async () => {
+    const file = await uploadDataset(TRAIN);
+    const job = (await create({ training_file: file })).body;
+    expectError(await t.caller.http.delete(`/v1/files/${file}`), 409, { code: 'file_in_use', param: 'id' });
+    await t.caller.http.post(`/v1/fine-tunes/${job.id}/cancel`);
+    expect((await t.caller.http.delete(`/v1/files/${file}`)).body).toEqual({ id: file, deleted: true });
+  });
+});
+
 describe('cancel and delete', () => {
   test('running -> cancel_requested -> cancelled; pending -> cancelled at once; a finished job cannot be cancelled (400)', async () => {
     const job = (await create({})).body;
