@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { operations } from '../generated/operations.ts';
 import { expectError } from './support/expect.ts';
-import { deref, fillPath, jsonBodySchema, operationIds, operationSpec, pathParamNames } from './support/operations.ts';
+import { deref, fillPath, jsonBodySchema, operationIds, operationSpec, pathParamNames, withMultipart } from './support/operations.ts';
 import { sample } from './support/schema-sample.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
 
@@ -34,6 +34,7 @@ describe.each(operationIds)('%s', (id) => {
     const body = jsonBodySchema(id);
     let req = request(id).query({ zz_unknown: 1 });
     if (body) req = req.send(sample(body));
+    else req = withMultipart(id, req, sample);
     expectError(await req, 400, { code: 'unknown_parameter', param: 'zz_unknown' });
   });
 

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, expect, test } from 'vitest';
 import { operations, type OperationId } from '../generated/operations.ts';
 import { databaseDigest } from './support/digest.ts';
 import { expectError } from './support/expect.ts';
-import { deref, fillPath, jsonBodySchema, operationIds, operationSpec, pathParamNames } from './support/operations.ts';
+import { deref, fillPath, jsonBodySchema, operationIds, operationSpec, pathParamNames, withMultipart } from './support/operations.ts';
 import { breakages, CONTROL, sample } from './support/schema-sample.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
 
@@ -127,6 +127,7 @@ async function send(c: Case, req: Request) {
   let r = t.http[op.method](req.path).set('Authorization', `Bearer ${t.caller.key}`).query(req.query as any);
   if (req.raw !== undefined) r = r.set('Content-Type', 'application/json').send(req.raw);
   else if (req.body !== undefined) r = r.send(req.body as object);
+  else r = withMultipart(c.operationId, r, sample);
   return r;
 }
 

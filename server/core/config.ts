@@ -26,6 +26,10 @@ export interface Config {
   redisUrl?: string;
   /** Where the platform keeps what it produces and what is uploaded (files, videos), beside the SQLite file by default. */
   dataDir: string;
+  /** The largest file an upload may carry (`FILES_MAX_BYTES`). */
+  filesMaxBytes: number;
+  /** Each project's fine-tuning credit, in US dollars (`FINE_TUNE_CREDIT_LIMIT`): what estimates report as `user_limit`. */
+  fineTuneCreditLimit: number;
   /** The ffmpeg binary the media engines run; unset: the one installed with the server (npm @ffmpeg-installer/ffmpeg). */
   ffmpegPath?: string;
   /** The dynamic rate limits of serverless inference (server/http/rate-limits.ts; the algorithm is in the spec). */
@@ -106,6 +110,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     enginesFile: env.ENGINES_FILE || undefined,
     redisUrl: env.REDIS_URL || undefined,
     dataDir: env.DATA_DIR || join(root, '.data'),
+    filesMaxBytes: num(env.FILES_MAX_BYTES, 5 * 1024 ** 3),
+    fineTuneCreditLimit: num(env.FINE_TUNE_CREDIT_LIMIT, 100),
     ffmpegPath: env.FFMPEG_PATH || undefined,
     rateLimits: {
       enabled: bool(env.RATE_LIMITS, true),

@@ -7,6 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { join } from 'node:path';
 import express, { type RequestHandler } from 'express';
 import { operations, type OperationId } from '../../generated/operations.ts';
 import { apiError } from '../core/errors.ts';
@@ -17,6 +18,7 @@ import { authenticate, type KeyCache } from './auth.ts';
 import { errorHandler } from './error-handler.ts';
 import { Gate, rateLimitedOperations, type RateLimits } from './rate-limits.ts';
 import { refuseControlCharacters, refuseNonFinite } from './input.ts';
+import { multipart } from './multipart.ts';
 import { send } from './reply.ts';
 import { responseValidator } from './responses.ts';
 import { validator } from './validator.ts';
@@ -35,6 +37,11 @@ const docsPage = `<!doctype html>
 <html><head><meta charset="utf-8"><title>${spec.info.title} ${spec.info.version}</title>
 <meta name="viewport" content="width=device-width, initial-scale=1"></head>
 <body><redoc spec-url="/openapi.json"></redoc><script src="/docs/redoc.standalone.js"></script></body></html>`;
+
+/** The operations whose request body is multipart (their files are streamed to disk before validation: multipart.ts). */
+const multipartOperations = new Set<string | undefined>(
+  Object.values<Record<string, any>>(spec.paths).flatMap((item) => Object.values<any>(item).filter((op) => op?.requestBody?.content?.['multipart/form-data']).map((op) => op.operationId)),
+);
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
 
@@ -116,6 +123,7 @@ export function createApp(options: AppOptions): express.Express {
     if (bodiless.has(req.method)) req.body = {};
     next();
   }) as RequestHandler);
+  app.use(multipart({ incomingDir: join(config.dataDir, 'incoming'), maxFileBytes: config.filesMaxBytes, takesMultipart: (method, path) => multipartOperations.has(matchOperation(method, path)!) }));
   app.use(refuseControlCharacters(pathParamAt));
   app.use(validator(spec));
   const checkResponse = config.validateResponses ? responseValidator(spec) : undefined;

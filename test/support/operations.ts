@@ -33,3 +33,17 @@ export function jsonBodySchema(id: OperationId): any | undefined {
   const body = deref(operationSpec(id).requestBody);
   return body?.content?.['application/json']?.schema;
 }
+
+/**
+ * For an operation whose body is multipart only: a valid form (each text field's sample, in schema order, then a
+ * small file for each binary field) added to a supertest request. Other operations' requests are returned as they are.
+ */
+export function withMultipart<R extends { field(name: string, value: string): R; attach(name: string, file: Buffer, filename: string): R }>(id: OperationId, req: R, sample: (schema: any) => unknown): R {
+  const body = deref(operationSpec(id).requestBody);
+  const schema = deref(body?.content?.['multipart/form-data']?.schema);
+  if (!schema || body?.content?.['application/json']) return req;
+  const props = Object.entries<any>(schema.properties ?? {}).map(([name, s]) => [name, deref(s)] as const);
+  for (const [name, s] of props) if (s.format !== 'binary') req = req.field(name, String(sample(s)));
+  for (const [name, s] of props) if (s.format === 'binary') req = req.attach(name, Buffer.from('{"text": "x"}\n'), 'sample.jsonl');
+  return req;
+}

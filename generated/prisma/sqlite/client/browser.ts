@@ -123,6 +123,26 @@ export type EndpointEvent = Prisma.EndpointEventModel
  */
 export type AdapterBinding = Prisma.AdapterBindingModel
 /**
+ * Model File
+ * 
+ */
+export type File = Prisma.FileModel
+/**
+ * Model FineTune
+ * 
+ */
+export type FineTune = Prisma.FineTuneModel
+/**
+ * Model FineTuneEvent
+ * 
+ */
+export type FineTuneEvent = Prisma.FineTuneEventModel
+/**
+ * Model FineTuneCheckpoint
+ * 
+ */
+export type FineTuneCheckpoint = Prisma.FineTuneCheckpointModel
+/**
  * Model WorkItem
  * 
  */

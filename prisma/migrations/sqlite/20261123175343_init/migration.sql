@@ -308,6 +308,70 @@ CREATE TABLE "AdapterBinding" (
 );
 
 -- CreateTable
+CREATE TABLE "File" (
+    "id" TEXT NOT NULL PRIMARY KEY,
+    "projectId" TEXT NOT NULL,
+    "filename" TEXT NOT NULL,
+    "purpose" TEXT NOT NULL,
+    "fileType" TEXT NOT NULL,
+    "bytes" BIGINT NOT NULL,
+    "path" TEXT NOT NULL,
+    "status" TEXT NOT NULL,
+    "report" TEXT,
+    "createdAt" BIGINT NOT NULL
+);
+
+-- CreateTable
+CREATE TABLE "FineTune" (
+    "id" TEXT NOT NULL PRIMARY KEY,
+    "projectId" TEXT NOT NULL,
+    "userId" TEXT NOT NULL,
+    "status" TEXT NOT NULL,
+    "model" TEXT NOT NULL,
+    "trainingFile" TEXT NOT NULL,
+    "validationFile" TEXT,
+    "params" TEXT NOT NULL,
+    "outputName" TEXT NOT NULL,
+    "tokenCount" INTEGER,
+    "evalTokenCount" INTEGER,
+    "totalPriceCents" INTEGER,
+    "metrics" TEXT,
+    "totalSteps" INTEGER,
+    "epochsCompleted" INTEGER,
+    "trainingLines" INTEGER,
+    "trainingBytes" BIGINT,
+    "earlyStopped" BOOLEAN,
+    "bestStep" INTEGER,
+    "bestMetric" REAL,
+    "outputModelId" TEXT,
+    "error" TEXT,
+    "createdAt" BIGINT NOT NULL,
+    "updatedAt" BIGINT NOT NULL,
+    "startedAt" BIGINT
+);
+
+-- CreateTable
+CREATE TABLE "FineTuneEvent" (
+    "id" TEXT NOT NULL PRIMARY KEY,
+    "jobId" TEXT NOT NULL,
+    "type" TEXT NOT NULL,
+    "level" TEXT,
+    "message" TEXT NOT NULL,
+    "data" TEXT NOT NULL DEFAULT '{}',
+    "createdAt" BIGINT NOT NULL
+);
+
+-- CreateTable
+CREATE TABLE "FineTuneCheckpoint" (
+    "id" TEXT NOT NULL PRIMARY KEY,
+    "jobId" TEXT NOT NULL,
+    "step" INTEGER NOT NULL,
+    "type" TEXT NOT NULL,
+    "kind" TEXT NOT NULL,
+    "createdAt" BIGINT NOT NULL
+);
+
+-- CreateTable
 CREATE TABLE "WorkItem" (
     "id" TEXT NOT NULL PRIMARY KEY,
     "kind" TEXT NOT NULL,
@@ -470,6 +534,18 @@ CREATE UNIQUE INDEX "EndpointEvent_endpointId_seq_key" ON "EndpointEvent"("endpo
 
 -- CreateIndex
 CREATE UNIQUE INDEX "AdapterBinding_endpointId_adapterModelId_key" ON "AdapterBinding"("endpointId", "adapterModelId");
+
+-- CreateIndex
+CREATE INDEX "File_projectId_createdAt_idx" ON "File"("projectId", "createdAt");
+
+-- CreateIndex
+CREATE INDEX "FineTune_projectId_createdAt_idx" ON "FineTune"("projectId", "createdAt");
+
+-- CreateIndex
+CREATE INDEX "FineTuneEvent_jobId_id_idx" ON "FineTuneEvent"("jobId", "id");
+
+-- CreateIndex
+CREATE INDEX "FineTuneCheckpoint_jobId_step_idx" ON "FineTuneCheckpoint"("jobId", "step");
 
 -- CreateIndex
 CREATE INDEX "WorkItem_state_runAt_idx" ON "WorkItem"("state", "runAt");

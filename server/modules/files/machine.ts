@@ -1,0 +1,60 @@
+// The file's validation machine, and the runner's step that validates a fine-tuning dataset. A `fine-tune` file is
+// stored PENDING; the runner reads it outside any transaction (a long step: a worker that dies mid-read leaves the
+// file to another, which reads it again with the same outcome) and moves it to COMPLETED or INVALID_FORMAT; a read
+// that keeps failing (the bytes are gone, the reader throws) is given up as FAILED.
+import { join } from 'node:path';
+import type { File } from '../../../generated/prisma/sqlite/client/client.ts';
+import type { Config } from '../../core/config.ts';
+import { invalidTransition } from '../../core/errors.ts';
+import { defineMachine } from '../../core/machine.ts';
+import type { Database, Tx } from '../../db/index.ts';
+import { enter, type Progression, type Timing } from '../../runner/progress.ts';
+import { validateDataset, type FileType, type Purpose, type Report } from './rules.ts';
+
+export const fileMachine = defineMachine({
+  name: 'file',
+  kind: 'file_validation',
+  states: ['PENDING', 'COMPLETED', 'INVALID_FORMAT', 'FAILED'],
+  events: ['validate', 'reject', 'fail'],
+  terminal: ['COMPLETED', 'INVALID_FORMAT', 'FAILED'],
+  transitions: { PENDING: { validate: 'COMPLETED', reject: 'INVALID_FORMAT', fail: 'FAILED' } },
+  timed: { PENDING: { duration: 'file_validation', defaultMs: 0 } },
+});
+
+export type FileEvent = (typeof fileMachine.events)[number];
+
+/** Moves a file by `event` (with `data`) and schedules the new state's timed step. */
+export async function moveFile(tx: Tx, timing: Timing, f: File, event: FileEvent, data: Partial<File> = {}): Promise<File> {
+  const status = fileMachine.next(f.status, event);
+  const { count } = await tx.file.updateMany({ where: { id: f.id, status: f.status }, data: { ...data, status } });
+  if (count === 0) throw invalidTransition(fileMachine.name, f.status, event);
+  await enter(tx, timing, fileMachine, { id: f.id, projectId: f.projectId, state: status });
+  return tx.file.findUniqueOrThrow({ where: { id: f.id } });
+}
+
+export function fileProgression(services: Timing & { db: Database; config: Pick<Config, 'dataDir'> }): Progression<(typeof fileMachine.states)[number]> {
+  return {
+    machine: fileMachine,
+    load: async (db, id) => {
+      const f = await db.file.findUnique({ where: { id } });
+      return f && { id: f.id, projectId: f.projectId, state: f.status };
+    },
+    steps: {
+      PENDING: {
+        async work(id): Promise<Report> {
+          const f = await services.db.prisma.file.findUniqueOrThrow({ where: { id } });
+          return validateDataset(join(services.config.dataDir, f.path), f.fileType as FileType, f.purpose as Purpose, f.id);
+        },
+        async apply(tx, id, report: Report) {
+          const f = await tx.file.findUniqueOrThrow({ where: { id } });
+          await moveFile(tx, services, f, report.valid ? 'validate' : 'reject', { report: JSON.stringify(report) });
+        },
+      },
+    },
+    giveUp: async (tx, id, error) => {
+      const f = await tx.file.findUniqueOrThrow({ where: { id } });
+      const report: Report = { valid: false, file_id: id, error: `The file could not be read: ${error.slice(0, 500)}` };
+      await moveFile(tx, services, f, 'fail', { report: JSON.stringify(report) });
+    },
+  };
+}
