@@ -28,6 +28,11 @@ export interface Config {
   dataDir: string;
   /** The ffmpeg binary the media engines run; unset: the one installed with the server (npm @ffmpeg-installer/ffmpeg). */
   ffmpegPath?: string;
+  /** The offline speech recogniser (pocketsphinx_continuous); unset: found on the PATH; `off`: none. */
+  pocketsphinxPath?: string;
+  /** Largest binary audio upload, in bytes (80 MB); audio by URL is at most `audioUrlLimit` (1 GB). */
+  audioUploadLimit: number;
+  audioUrlLimit: number;
 }
 
 export interface RunnerConfig {
@@ -64,6 +69,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     redisUrl: env.REDIS_URL || undefined,
     dataDir: env.DATA_DIR || join(root, '.data'),
     ffmpegPath: env.FFMPEG_PATH || undefined,
+    pocketsphinxPath: env.POCKETSPHINX_PATH || undefined,
+    audioUploadLimit: num(env.AUDIO_UPLOAD_LIMIT_BYTES, 80 * 1024 * 1024),
+    audioUrlLimit: num(env.AUDIO_URL_LIMIT_BYTES, 1024 * 1024 * 1024),
     runner: {
       enabled: bool(env.RUNNER_ENABLED, true),
       pollMs: num(env.RUNNER_POLL_MS, 250),

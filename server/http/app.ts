@@ -9,11 +9,12 @@ import express, { type RequestHandler } from 'express';
 import { operations, type OperationId } from '../../generated/operations.ts';
 import { apiError } from '../core/errors.ts';
 import { specPath } from '../core/paths.ts';
-import { handlers } from '../modules/index.ts';
+import { handlers, uploads } from '../modules/index.ts';
 import type { Services } from '../modules/types.ts';
 import { authenticate, type KeyCache } from './auth.ts';
 import { errorHandler } from './error-handler.ts';
 import { refuseControlCharacters, refuseNonFinite } from './input.ts';
+import { multipartBodies, type Upload } from './multipart.ts';
 import { send } from './reply.ts';
 import { responseValidator } from './responses.ts';
 import { validator } from './validator.ts';
@@ -112,6 +113,8 @@ export function createApp(options: AppOptions): express.Express {
     if (bodiless.has(req.method)) req.body = {};
     next();
   }) as RequestHandler);
+  // Multipart bodies of the operations that take an upload: text fields to `req.body`, the file streamed to disk.
+  app.use(multipartBodies(uploads, matchOperation, config, spec));
   app.use(refuseControlCharacters(pathParamAt));
   app.use(validator(spec));
   const checkResponse = config.validateResponses ? responseValidator(spec) : undefined;
@@ -124,7 +127,7 @@ export function createApp(options: AppOptions): express.Express {
     const params = { ...matched!.pathParams, ...req.params };
     refuseNonFinite(params, req.query as Record<string, unknown>);
     const handler = handlers[operationId] as (ctx: unknown) => Promise<unknown>;
-    const result = await handler({ ...services, operationId, params, query: req.query, body: req.body, headers: req.headers, identity: req.identity! });
+    const result = await handler({ ...services, operationId, params, query: req.query, body: req.body, headers: req.headers, uploads: (req as { uploads?: Record<string, Upload> }).uploads ?? {}, identity: req.identity! });
     await send(req, res, result, successStatus[operationId], log, checkResponse && ((status, body) => checkResponse(operationId, status, body)));
   }) as RequestHandler);
 

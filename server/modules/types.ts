@@ -13,6 +13,7 @@ import type { Config } from '../core/config.ts';
 import type { Machine } from '../core/machine.ts';
 import type { Database, Tx } from '../db/index.ts';
 import type { EngineRoutes } from '../engines/routes.ts';
+import type { Upload, UploadRule } from '../http/multipart.ts';
 import type { Reply } from '../http/reply.ts';
 import type { Runner, WorkHandler } from '../runner/runner.ts';
 
@@ -46,6 +47,8 @@ export interface Context<K extends OperationId> extends Services {
   query: QueryParams<K>;
   body: RequestBody<K>;
   headers: IncomingHttpHeaders;
+  /** Files of a multipart body, by field (operations with an `uploads` rule; http/multipart.ts); empty otherwise. */
+  uploads: Record<string, Upload>;
   /** The caller; every resource lookup is scoped to `identity.projectId`. */
   identity: Identity;
 }
@@ -95,6 +98,8 @@ export interface ModuleDescriptor<M extends ModuleName> {
   machines?: Machine<string, string>[];
   /** Runner work kinds this module brings, by kind. */
   work?: (services: Services) => Record<string, WorkHandler>;
+  /** Operations that take a multipart upload: the file's field and its byte limit (http/multipart.ts). */
+  uploads?: { [K in OperationsOf<M>]?: UploadRule };
   /** Loaded by the tests only. */
   fixtures?: () => Promise<Fixtures<M>>;
 }

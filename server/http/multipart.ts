@@ -1,0 +1,159 @@
+// Multipart bodies of the operations that take an upload (a module's `uploads` rules), parsed before validation
+// so the contract still checks every text field. The body is read as a stream (busboy): text fields go to
+// `req.body` (`name[]`, or a repeated name, makes an array), the one file part is written to a temporary file as
+// it arrives, with its byte limit enforced while it streams, and never held in memory. The file's field gets its
+// file name as a placeholder string (the contract's `format: binary`), and the handler finds the file in
+// `ctx.uploads`. The temporary file is removed once the response is finished.
+import { randomUUID } from 'node:crypto';
+import { createWriteStream, mkdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import busboy from 'busboy';
+import type { Request, RequestHandler } from 'express';
+import { operations, type OperationId } from '../../generated/operations.ts';
+import type { Config } from '../core/config.ts';
+import { ApiError, apiError, badRequest } from '../core/errors.ts';
+
+export interface Upload {
+  /** The temporary file holding the bytes; removed when the response is finished. */
+  path: string;
+  filename: string;
+  mimeType: string;
+  bytes: number;
+}
+
+export interface UploadRule {
+  /** The field whose file part is the upload. */
+  field: string;
+  maxBytes: (config: Config) => number;
+  /** The 413 for a file over `maxBytes`. */
+  tooLarge: (config: Config) => ApiError;
+}
+
+/** Largest text field, in bytes. */
+const FIELD_LIMIT = 1024 * 1024;
+const MULTIPART = /^multipart\/form-data\b/i;
+
+type Spec = { paths: Record<string, Record<string, any>> };
+
+/** The scalar type (number, integer, boolean) of each field of an operation's multipart schema, by name. */
+function scalarFields(spec: Spec, operationId: OperationId): Map<string, string> {
+  const resolve = (node: any): any => (typeof node?.$ref === 'string' ? resolve(node.$ref.replace(/^#\//, '').split('/').reduce((n: any, k: string) => n?.[k], spec)) : node);
+  const { path, method } = operations[operationId];
+  const schema = resolve(resolve(spec.paths[path]?.[method]?.requestBody)?.content?.['multipart/form-data']?.schema);
+  const out = new Map<string, string>();
+  for (const [name, prop] of Object.entries<any>(schema?.properties ?? {})) {
+    const type = resolve(prop)?.type;
+    if (type === 'number' || type === 'integer' || type === 'boolean') out.set(name, type);
+  }
+  return out;
+}
+
+/** Multipart text is text: a number or boolean field's value becomes one when it reads as one (else the contract refuses it). */
+function coerce(value: string, type: string | undefined): unknown {
+  if ((type === 'number' || type === 'integer') && /^-?\d+(\.\d+)?([eE][+-]?\d+)?$/.test(value.trim())) return Number(value);
+  if (type === 'boolean' && (value === 'true' || value === 'false')) return value === 'true';
+  return value;
+}
+
+export function multipartBodies(
+  rules: Partial<Record<OperationId, UploadRule>>,
+  matchOperation: (method: string, path: string) => OperationId | undefined,
+  config: Config,
+  spec: Spec,
+): RequestHandler {
+  const tmpDir = join(config.dataDir, 'tmp');
+  const scalars = new Map(Object.keys(rules).map((op) => [op, scalarFields(spec, op as OperationId)]));
+  let made = false;
+  return (req, res, next) => {
+    if (!MULTIPART.test(req.headers['content-type'] ?? '')) return next();
+    const op = matchOperation(req.method, req.path);
+    const found = op && rules[op];
+    if (!found) return next();
+    const rule = { field: found.field, maxBytes: found.maxBytes(config), tooLarge: () => found.tooLarge(config), scalars: scalars.get(op)! };
+    // A declared length already over the limit (with room for the text fields) is refused before anything is read.
+    const length = Number(req.headers['content-length']);
+    if (Number.isFinite(length) && length > rule.maxBytes + FIELD_LIMIT) return next(rule.tooLarge());
+    if (!made) mkdirSync(tmpDir, { recursive: true });
+    made = true;
+    parse(req, rule, tmpDir, res.once.bind(res)).then(
+      ({ body, uploads }) => {
+        req.body = body;
+        (req as Request & { uploads?: Record<string, Upload> }).uploads = uploads;
+        next();
+      },
+      (err) => {
+        // The rest of the body is read and discarded, so the client (still sending) sees the answer.
+        req.resume();
+        next(err);
+      },
+    );
+  };
+}
+
+function parse(req: Request, rule: { field: string; maxBytes: number; tooLarge: () => ApiError; scalars: Map<string, string> }, tmpDir: string, onResponseEnd: (event: 'close', f: () => void) => unknown) {
+  return new Promise<{ body: Record<string, unknown>; uploads: Record<string, Upload> }>((resolve, reject) => {
+    const body: Record<string, unknown> = {};
+    const uploads: Record<string, Upload> = {};
+    const writes: Promise<void>[] = [];
+    let failure: ApiError | undefined;
+    const fail = (e: ApiError) => (failure ??= e);
+    let bb: busboy.Busboy;
+    try {
+      bb = busboy({ headers: req.headers, limits: { fileSize: rule.maxBytes, fieldSize: FIELD_LIMIT, files: 1, fields: 100, parts: 101 } });
+    } catch (err) {
+      return reject(badRequest(`The multipart body cannot be read: ${(err as Error).message}.`, null, 'invalid_multipart'));
+    }
+    const put = (name: string, text: string) => {
+      const key = name.endsWith('[]') ? name.slice(0, -2) : name;
+      const value = coerce(text, rule.scalars.get(key));
+      const prev = body[key];
+      if (name.endsWith('[]')) body[key] = [...(Array.isArray(prev) ? prev : prev === undefined ? [] : [prev]), value];
+      else body[key] = prev === undefined ? value : [...(Array.isArray(prev) ? prev : [prev]), value];
+    };
+    bb.on('field', (name, value, info) => {
+      if (info.valueTruncated) fail(apiError(413, 'body_too_large', `The field '${name}' is over ${FIELD_LIMIT} bytes.`, name));
+      put(name, value);
+    });
+    bb.on('file', (name, stream, info) => {
+      if (name !== rule.field || uploads[name]) {
+        stream.resume();
+        fail(badRequest(uploads[name] ? `Send one '${name}' only.` : `'${name}' must be a text field, not a file.`, name, 'invalid_value'));
+        return;
+      }
+      const path = join(tmpDir, `upload-${randomUUID()}`);
+      onResponseEnd('close', () => rmSync(path, { force: true }));
+      const upload: Upload = { path, filename: info.filename || 'upload', mimeType: info.mimeType, bytes: 0 };
+      uploads[name] = upload;
+      put(name, upload.filename);
+      const out = createWriteStream(path);
+      stream.on('data', (chunk: Buffer) => (upload.bytes += chunk.length));
+      stream.on('limit', () => {
+        // Answered at once: the rest of the body is discarded as it arrives (the caller's error handler resumes it).
+        stream.unpipe(out);
+        out.end();
+        req.unpipe(bb);
+        reject(rule.tooLarge());
+      });
+      stream.pipe(out);
+      writes.push(
+        new Promise<void>((done, broke) => {
+          out.on('finish', done);
+          out.on('close', done);
+          out.on('error', broke);
+        }).catch((err) => {
+          fail(apiError(500, 'internal_error', `The upload could not be stored: ${(err as Error).message}`));
+        }),
+      );
+    });
+    bb.on('filesLimit', () => fail(badRequest(`Send one '${rule.field}' only.`, rule.field, 'invalid_value')));
+    bb.on('fieldsLimit', () => fail(badRequest('The multipart body has too many fields.', null, 'invalid_multipart')));
+    bb.on('error', (err: Error) => reject(failure ?? badRequest(`The multipart body cannot be read: ${err.message}.`, null, 'invalid_multipart')));
+    bb.on('close', () => {
+      Promise.all(writes).then(
+        () => (failure ? reject(failure) : resolve({ body, uploads })),
+        reject,
+      );
+    });
+    req.pipe(bb);
+  });
+}
