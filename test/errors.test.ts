@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { operations } from '../generated/operations.ts';
 import { expectError } from './support/expect.ts';
-import { deref, fillPath, jsonBodySchema, operationIds, operationSpec, pathParamNames } from './support/operations.ts';
+import { deref, fillPath, jsonBodySchema, multipartBodySchema, operationIds, operationSpec, pathParamNames } from './support/operations.ts';
 import { sample } from './support/schema-sample.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
 
@@ -32,8 +32,10 @@ describe.each(operationIds)('%s', (id) => {
 
   test('an unknown query parameter: 400 naming it', async () => {
     const body = jsonBodySchema(id);
+    const form = multipartBodySchema(id);
     let req = request(id).query({ zz_unknown: 1 });
     if (body) req = req.send(sample(body));
+    if (form) for (const [k, v] of Object.entries(sample(form))) req = req.field(k, String(v));
     expectError(await req, 400, { code: 'unknown_parameter', param: 'zz_unknown' });
   });
 

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, expect, test } from 'vitest';
 import { operations, type OperationId } from '../generated/operations.ts';
 import { databaseDigest } from './support/digest.ts';
 import { expectError } from './support/expect.ts';
-import { deref, fillPath, jsonBodySchema, operationIds, operationSpec, pathParamNames } from './support/operations.ts';
+import { deref, fillPath, jsonBodySchema, multipartBodySchema, operationIds, operationSpec, pathParamNames } from './support/operations.ts';
 import { breakages, CONTROL, sample } from './support/schema-sample.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
 
@@ -26,6 +26,8 @@ interface Request {
   query: Record<string, unknown>;
   body?: unknown;
   raw?: string;
+  /** Text fields of a multipart body (operations that take an upload). */
+  form?: Record<string, string>;
 }
 
 interface Case {
@@ -47,7 +49,9 @@ function validRequest(id: OperationId): Request {
   for (const name of pathParamNames(id)) params[name] ??= 'x';
   const query = Object.fromEntries(parameters(id, 'query').filter((p) => p.required).map((p) => [p.name, sample(p.schema)]));
   const bodySchema = jsonBodySchema(id);
-  return { path: fillPath(id, params), query, body: bodySchema ? sample(bodySchema) : undefined };
+  const formSchema = multipartBodySchema(id);
+  const form = formSchema ? Object.fromEntries(Object.entries(sample(formSchema)).map(([k, v]) => [k, String(v)])) : undefined;
+  return { path: fillPath(id, params), query, body: bodySchema ? sample(bodySchema) : undefined, form };
 }
 
 function casesFor(id: OperationId): Case[] {
@@ -127,6 +131,7 @@ async function send(c: Case, req: Request) {
   let r = t.http[op.method](req.path).set('Authorization', `Bearer ${t.caller.key}`).query(req.query as any);
   if (req.raw !== undefined) r = r.set('Content-Type', 'application/json').send(req.raw);
   else if (req.body !== undefined) r = r.send(req.body as object);
+  else if (req.form) for (const [k, v] of Object.entries(req.form)) r = r.field(k, v);
   return r;
 }
 

@@ -65,10 +65,12 @@ export function multipartBodies(
   const scalars = new Map(Object.keys(rules).map((op) => [op, scalarFields(spec, op as OperationId)]));
   let made = false;
   return (req, res, next) => {
-    if (!MULTIPART.test(req.headers['content-type'] ?? '')) return next();
     const op = matchOperation(req.method, req.path);
     const found = op && rules[op];
     if (!found) return next();
+    if (!MULTIPART.test(req.headers['content-type'] ?? '')) {
+      return next(apiError(415, 'unsupported_media_type', `The request body must be multipart/form-data (with '${found.field}' a file part or a URL).`));
+    }
     const rule = { field: found.field, maxBytes: found.maxBytes(config), tooLarge: () => found.tooLarge(config), scalars: scalars.get(op)! };
     // A declared length already over the limit (with room for the text fields) is refused before anything is read.
     const length = Number(req.headers['content-length']);
