@@ -9,7 +9,7 @@ export const DEFAULT_MODEL = 'openai/whisper-large-v3';
 /** Audio longer than this is refused (the platform's cap). */
 export const MAX_SECONDS = 4 * 3600;
 
-const mb = (bytes: number) => `${Math.round(bytes / 1024 / 1024)} MB`;
+const mb = (bytes: number) => (bytes >= 1024 ** 3 ? `${Math.round((bytes / 1024 ** 3) * 10) / 10} GB` : `${Math.round(bytes / 1024 / 1024)} MB`);
 
 /** The 413 of a binary upload over the limit: send a URL instead. */
 export const uploadTooLarge = (limit: number, urlLimit: number) =>
