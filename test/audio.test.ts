@@ -18,6 +18,8 @@ import { startServerProcess, type ServerProcess } from './support/server-process
 const MODEL = 'openai/whisper-large-v3';
 const FORMATS = { wav: 'pcm_s16le', mp3: 'libmp3lame', m4a: 'aac', webm: 'libopus', flac: 'flac', ogg: 'libvorbis', opus: 'libopus', aac: 'aac' } as const;
 const SPOKEN = 'one two three four five six seven';
+/** Tests that run the recogniser: PocketSphinx loads its English model on every request, which takes seconds on a busy machine. */
+const SLOW = 300_000;
 
 let dir: string;
 /** A tone pattern with known speech-like stretches: 0.5 s quiet, 1 s tone, 0.6 s quiet, 0.8 s tone, 0.5 s quiet. */
@@ -143,7 +145,7 @@ describe('the local recogniser (PocketSphinx) on speech espeak-ng synthesised', 
     expect(heard.length, `heard "${text}" for "${SPOKEN}"`).toBeGreaterThanOrEqual(2);
     const again = await transcribe({ model: MODEL }, speech);
     expect(again.body).toEqual({ text });
-  });
+  }, SLOW);
 
   test('without a recogniser: the measured segments with empty text, and the header says why', async () => {
     const bare = await startTestPlatform({ config: { pocketsphinxPath: 'off' } });
@@ -157,7 +159,7 @@ describe('the local recogniser (PocketSphinx) on speech espeak-ng synthesised', 
     } finally {
       await bare.close();
     }
-  });
+  }, SLOW);
 
   test('a translation is the English transcript, task translate', async () => {
     const res = await transcribe({ model: MODEL, response_format: 'verbose_json' }, speech, '/v1/audio/translations');
@@ -166,7 +168,7 @@ describe('the local recogniser (PocketSphinx) on speech espeak-ng synthesised', 
     expect(res.body.language).toBe('en');
     expect(res.body.text.length).toBeGreaterThan(0);
     expect(res.body.words).toBeUndefined();
-  });
+  }, SLOW);
 });
 
 describe('response formats', () => {
@@ -189,7 +191,7 @@ describe('response formats', () => {
       expect(srt.text).toContain(s.text);
       expect(vtt.text).toContain(s.text);
     }
-  });
+  }, SLOW);
 });
 
 describe('audio by URL', () => {
@@ -198,7 +200,7 @@ describe('audio by URL', () => {
     const byUrl = await transcribe({ model: MODEL, response_format: 'verbose_json', file: `${filesUrl}/speech.wav` });
     expect(byUrl.status, JSON.stringify(byUrl.body)).toBe(200);
     expect(byUrl.body).toEqual(upload.body);
-  });
+  }, SLOW);
 
   test('a URL that answers 404, or cannot be reached: 400 file_unreachable', async () => {
     expectError(await transcribe({ model: MODEL, file: `${filesUrl}/missing.wav` }), 400, { code: 'file_unreachable', param: 'file' });
@@ -218,13 +220,13 @@ describe('audio by URL', () => {
     } finally {
       await small.close();
     }
-  });
+  }, SLOW);
 });
 
 /** Streams `total` bytes of a file part (no Content-Length: chunked), stopping once an answer arrives. */
-function streamUpload(total: number, declareLength: boolean): Promise<{ status: number; body: any; sent: number }> {
+function streamUpload(total: number, declareLength: boolean, model = MODEL): Promise<{ status: number; body: any; sent: number }> {
   const boundary = 'xxBOUNDARYxx';
-  const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="model"\r\n\r\n${MODEL}\r\n--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.wav"\r\nContent-Type: audio/wav\r\n\r\n`);
+  const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="model"\r\n\r\n${model}\r\n--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.wav"\r\nContent-Type: audio/wav\r\n\r\n`);
   const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
   const url = new URL('/v1/audio/transcriptions', t.url);
   return new Promise((resolve, reject) => {
@@ -274,6 +276,13 @@ describe('the 80 MB limit of a binary upload', () => {
     expect(res.sent).toBeLessThan(total);
   }, 60_000);
 
+  test('an unknown model sent before the file: 404 before the upload is read', async () => {
+    const res = await streamUpload(50 * 1024 * 1024, false, 'nobody/none');
+    expect(res.status).toBe(404);
+    expect(res.body.error).toMatchObject({ code: 'model_not_found', param: 'model' });
+    expect(res.sent).toBeLessThan(50 * 1024 * 1024);
+  }, 60_000);
+
   test('a declared Content-Length over 80 MB: 413 before anything is read', async () => {
     const res = await streamUpload(total, true);
     expect(res.status).toBe(413);
@@ -302,6 +311,14 @@ describe('bad input', () => {
     expectError(await transcribe({ model: MODEL, file: `${filesUrl}/notes.txt` }), 400, { code: 'unsupported_format', param: 'file' });
   });
 
+  test('model after the file is still read (and checked)', async () => {
+    const after = await t.caller.http.post('/v1/audio/transcriptions').attach('file', tone.flac).field('model', 'nobody/none');
+    expectError(after, 404, { code: 'model_not_found', param: 'model' });
+    const ok = await t.caller.http.post('/v1/audio/transcriptions').attach('file', tone.flac).field('model', MODEL).field('language', 'de');
+    expect(ok.status).toBe(200);
+    expect(ok.body).toEqual({ text: '' });
+  }, SLOW);
+
   test('file as text that is not an http(s) URL: 400 naming file', async () => {
     expectError(await transcribe({ model: MODEL, file: 'ftp://example.com/a.wav' }), 400, { param: 'file' });
     expectError(await transcribe({ model: MODEL, file: 'just words' }), 400, { param: 'file' });
@@ -316,7 +333,7 @@ describe('bad input', () => {
   });
 
   test('prompt and temperature are accepted', async () => {
-    const res = await transcribe({ model: MODEL, prompt: 'numbers', temperature: '0.2', language: 'en' }, speech);
+    const res = await transcribe({ model: MODEL, prompt: 'numbers', temperature: '0.2', language: 'de' }, tone.wav);
     expect(res.status).toBe(200);
   });
 });
@@ -331,7 +348,7 @@ describe('the upstream engine: a second server process as the upstream', () => {
     front = await startTestPlatform({
       config: { engines: JSON.stringify({ routes: [{ models: ['openai/*'], capabilities: ['transcription'], engine: 'upstream', url: `${upstream.url}/v1`, apiKey: upstream.key }] }) },
     });
-  }, 60_000);
+  }, SLOW);
   afterAll(async () => {
     await front?.close();
     await upstream?.stop();
@@ -347,11 +364,11 @@ describe('the upstream engine: a second server process as the upstream', () => {
     const viaUrl = await transcribe({ model: MODEL, file: `${filesUrl}/speech.wav` }, undefined, '/v1/audio/translations', front.caller.http);
     expect(viaUrl.status).toBe(200);
     expect(viaUrl.body.text).toBe(local.body.text);
-  }, 60_000);
+  }, SLOW);
 
   test("the upstream's refusal is passed on, naming the field", async () => {
     expectError(await transcribe({ model: MODEL }, join(dir, 'notes.txt'), undefined, front.caller.http), 400, { param: 'file' });
-  });
+  }, SLOW);
 
   test('an upstream that cannot be reached: 502', async () => {
     const down = await startTestPlatform({ config: { engines: JSON.stringify({ routes: [{ models: ['*'], engine: 'upstream', url: 'http://127.0.0.1:1/v1' }] }) } });
@@ -360,5 +377,5 @@ describe('the upstream engine: a second server process as the upstream', () => {
     } finally {
       await down.close();
     }
-  });
+  }, SLOW);
 });

@@ -40,7 +40,7 @@ beforeAll(async () => {
   expect(res.status, JSON.stringify(res.body)).toBe(200);
   expected = res.body;
   expect(expected.text.length, 'the recogniser heard words').toBeGreaterThan(0);
-}, 120_000);
+}, 300_000);
 afterAll(async () => {
   await t?.close();
   files?.close();
@@ -53,18 +53,18 @@ describe('together-ai', () => {
     expect(fromFile).toMatchObject({ text: expected.text, segments: expected.segments, task: 'transcribe' });
     const fromUrl = await together.audio.transcriptions.create({ model: MODEL, file: speechUrl });
     expect(fromUrl).toEqual({ text: expected.text });
-  }, 120_000);
+  }, 300_000);
 
   test('audio.translations.create with a URL', async () => {
     const res = await together.audio.translations.create({ model: MODEL, file: speechUrl, response_format: 'verbose_json' });
     expect(res).toMatchObject({ text: expected.text, task: 'translate', language: 'en' });
-  }, 120_000);
+  }, 300_000);
 
   test('an unknown model: NotFoundError naming model', async () => {
     const err = await together.audio.transcriptions.create({ model: 'nobody/none' as typeof MODEL, file: speechUrl }).catch((e) => e);
     expect(err).toBeInstanceOf(Together.NotFoundError);
     expect(err.error.error.param).toBe('model');
-  });
+  }, 300_000);
 });
 
 describe('openai', () => {
@@ -75,10 +75,10 @@ describe('openai', () => {
     // openai types `file` as an upload; the platform also takes a URL, which the client sends as a text field.
     const fromUrl = await openai.audio.transcriptions.create({ model: MODEL, file: speechUrl as unknown as File, response_format: 'text' });
     expect(fromUrl).toBe(expected.text);
-  }, 120_000);
+  }, 300_000);
 
   test('audio.translations.create with a file', async () => {
     const res = await openai.audio.translations.create({ model: MODEL, file: createReadStream(speech) });
     expect(res.text).toBe(expected.text);
-  }, 120_000);
+  }, 300_000);
 });

@@ -114,7 +114,7 @@ export function createApp(options: AppOptions): express.Express {
     next();
   }) as RequestHandler);
   // Multipart bodies of the operations that take an upload: text fields to `req.body`, the file streamed to disk.
-  app.use(multipartBodies(uploads, matchOperation, config, spec));
+  app.use(multipartBodies(uploads, matchOperation, config, spec, (req) => ({ ...services, identity: req.identity! })));
   app.use(refuseControlCharacters(pathParamAt));
   app.use(validator(spec));
   const checkResponse = config.validateResponses ? responseValidator(spec) : undefined;

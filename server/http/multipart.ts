@@ -7,6 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { createWriteStream, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import type { Readable } from 'node:stream';
 import busboy from 'busboy';
 import type { Request, RequestHandler } from 'express';
 import { operations, type OperationId } from '../../generated/operations.ts';
@@ -21,9 +22,14 @@ export interface Upload {
   bytes: number;
 }
 
-export interface UploadRule {
+export interface UploadRule<Ctx = never> {
   /** The field whose file part is the upload. */
   field: string;
+  /**
+   * Checks the text fields sent before the file (e.g. `model`) when the file part begins, before any of its bytes
+   * are read: a refusal answers at once, without reading the upload.
+   */
+  beforeFile?: (ctx: Ctx, fields: Record<string, unknown>) => Promise<void>;
   maxBytes: (config: Config) => number;
   /** The 413 for a file over `maxBytes`. */
   tooLarge: (config: Config) => ApiError;
@@ -55,11 +61,13 @@ function coerce(value: string, type: string | undefined): unknown {
   return value;
 }
 
-export function multipartBodies(
-  rules: Partial<Record<OperationId, UploadRule>>,
+export function multipartBodies<Ctx>(
+  rules: Partial<Record<OperationId, UploadRule<Ctx>>>,
   matchOperation: (method: string, path: string) => OperationId | undefined,
   config: Config,
   spec: Spec,
+  /** What `beforeFile` is given for a request (the services and the caller). */
+  contextFor: (req: Request) => Ctx,
 ): RequestHandler {
   const tmpDir = join(config.dataDir, 'tmp');
   const scalars = new Map(Object.keys(rules).map((op) => [op, scalarFields(spec, op as OperationId)]));
@@ -71,7 +79,14 @@ export function multipartBodies(
     if (!MULTIPART.test(req.headers['content-type'] ?? '')) {
       return next(apiError(415, 'unsupported_media_type', `The request body must be multipart/form-data (with '${found.field}' a file part or a URL).`));
     }
-    const rule = { field: found.field, maxBytes: found.maxBytes(config), tooLarge: () => found.tooLarge(config), scalars: scalars.get(op)! };
+    const beforeFile = found.beforeFile;
+    const rule: Rule = {
+      field: found.field,
+      maxBytes: found.maxBytes(config),
+      tooLarge: () => found.tooLarge(config),
+      scalars: scalars.get(op)!,
+      beforeFile: beforeFile && ((fields) => beforeFile(contextFor(req), fields)),
+    };
     // A declared length already over the limit (with room for the text fields) is refused before anything is read.
     const length = Number(req.headers['content-length']);
     if (Number.isFinite(length) && length > rule.maxBytes + FIELD_LIMIT) return next(rule.tooLarge());
@@ -92,7 +107,15 @@ export function multipartBodies(
   };
 }
 
-function parse(req: Request, rule: { field: string; maxBytes: number; tooLarge: () => ApiError; scalars: Map<string, string> }, tmpDir: string, onResponseEnd: (event: 'close', f: () => void) => unknown) {
+interface Rule {
+  field: string;
+  maxBytes: number;
+  tooLarge: () => ApiError;
+  scalars: Map<string, string>;
+  beforeFile?: (fields: Record<string, unknown>) => Promise<void>;
+}
+
+function parse(req: Request, rule: Rule, tmpDir: string, onResponseEnd: (event: 'close', f: () => void) => unknown) {
   return new Promise<{ body: Record<string, unknown>; uploads: Record<string, Upload> }>((resolve, reject) => {
     const body: Record<string, unknown> = {};
     const uploads: Record<string, Upload> = {};
@@ -122,6 +145,20 @@ function parse(req: Request, rule: { field: string; maxBytes: number; tooLarge: 
         fail(badRequest(uploads[name] ? `Send one '${name}' only.` : `'${name}' must be a text field, not a file.`, name, 'invalid_value'));
         return;
       }
+      if (rule.beforeFile) {
+        // Nothing of the file is read until the fields before it pass (busboy holds the body meanwhile).
+        stream.pause();
+        rule.beforeFile({ ...body }).then(
+          () => store(name, stream, info),
+          (err) => {
+            req.unpipe(bb);
+            stream.resume();
+            reject(err);
+          },
+        );
+      } else store(name, stream, info);
+    });
+    const store = (name: string, stream: Readable, info: busboy.FileInfo) => {
       const path = join(tmpDir, `upload-${randomUUID()}`);
       onResponseEnd('close', () => rmSync(path, { force: true }));
       const upload: Upload = { path, filename: info.filename || 'upload', mimeType: info.mimeType, bytes: 0 };
@@ -146,7 +183,7 @@ function parse(req: Request, rule: { field: string; maxBytes: number; tooLarge: 
           fail(apiError(500, 'internal_error', `The upload could not be stored: ${(err as Error).message}`));
         }),
       );
-    });
+    };
     bb.on('filesLimit', () => fail(badRequest(`Send one '${rule.field}' only.`, rule.field, 'invalid_value')));
     bb.on('fieldsLimit', () => fail(badRequest('The multipart body has too many fields.', null, 'invalid_multipart')));
     bb.on('error', (err: Error) => reject(failure ?? badRequest(`The multipart body cannot be read: ${err.message}.`, null, 'invalid_multipart')));

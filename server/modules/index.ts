@@ -2,6 +2,7 @@
 // may refer to rows an earlier one seeded (the catalogue before the endpoints that serve it).
 import type { ModuleName, OperationId } from '../../generated/operations.ts';
 import type { UploadRule } from '../http/multipart.ts';
+import type { UploadContext } from './types.ts';
 import { adapters } from './adapters/index.ts';
 import { audio } from './audio/index.ts';
 import { compute } from './compute/index.ts';
@@ -26,4 +27,4 @@ void complete;
 export const handlers: Record<string, (ctx: never) => Promise<unknown>> = Object.fromEntries(modules.flatMap((m) => Object.entries(m.handlers)));
 
 /** Upload rules of the operations that take a multipart file, by operationId. */
-export const uploads: Partial<Record<OperationId, UploadRule>> = Object.assign({}, ...modules.map((m) => ('uploads' in m ? m.uploads : undefined) ?? {}));
+export const uploads: Partial<Record<OperationId, UploadRule<UploadContext>>> = Object.assign({}, ...modules.map((m) => ('uploads' in m ? m.uploads : undefined) ?? {}));

@@ -53,6 +53,9 @@ export interface Context<K extends OperationId> extends Services {
   identity: Identity;
 }
 
+/** What an upload rule's `beforeFile` check is given: the services and the caller. */
+export type UploadContext = Services & { identity: Identity };
+
 /** A handler answers its body (sent with the operation's documented success status) or a Reply (http/reply.ts). */
 export type Handler<K extends OperationId> = (ctx: Context<K>) => Promise<ResponseBody<K> | Reply<ResponseBody<K>> | Reply<never>>;
 
@@ -99,7 +102,7 @@ export interface ModuleDescriptor<M extends ModuleName> {
   /** Runner work kinds this module brings, by kind. */
   work?: (services: Services) => Record<string, WorkHandler>;
   /** Operations that take a multipart upload: the file's field and its byte limit (http/multipart.ts). */
-  uploads?: { [K in OperationsOf<M>]?: UploadRule };
+  uploads?: { [K in OperationsOf<M>]?: UploadRule<UploadContext> };
   /** Loaded by the tests only. */
   fixtures?: () => Promise<Fixtures<M>>;
 }

@@ -64,8 +64,8 @@ async function local(ctx: Ctx, task: Task, body: Fields, upload: Upload | undefi
       throw err;
     }
     if (decoded.duration > MAX_SECONDS) throw badRequest(`The audio is over the ${MAX_SECONDS / 3600}-hour limit.`, 'file', 'audio_too_long');
-    // A translation is into English, the only language the recogniser knows: it is the English transcript.
-    return await transcribeLocally(findRecogniser(ctx.config.pocketsphinxPath), decoded, { task, language: task === 'translate' ? 'en' : (body.language ?? 'en') });
+    // The recogniser knows English only: a translation of English speech is its transcript; other speech gets no words.
+    return await transcribeLocally(findRecogniser(ctx.config.pocketsphinxPath), decoded, { task, language: body.language ?? 'en' });
   } finally {
     rmSync(`${work}.in`, { force: true });
     rmSync(`${work}.pcm`, { force: true });
