@@ -193,6 +193,10 @@ function parse(req: Request, rule: Rule, tmpDir: string, onResponseEnd: (event: 
         reject,
       );
     });
+    // A client that goes away mid-body ends the parse (the temporary file goes with the response).
+    req.once('close', () => {
+      if (!req.complete) reject(badRequest('The request ended before its multipart body did.', null, 'invalid_multipart'));
+    });
     req.pipe(bb);
   });
 }
