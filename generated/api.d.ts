@@ -14,6 +14,46 @@ export type Writable<T> = T extends $Read<any> ? never : T extends $Write<infer 
     [K in keyof T as NonNullable<T[K]> extends $Read<any> ? K : never]?: never;
 } : T;
 export interface paths {
+    "/v1/audio/transcriptions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Transcribe audio
+         * @description Transcribes speech in its own language. See the tag's description for formats, limits and what the local engine does.
+         */
+        post: operations["createTranscription"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/audio/translations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Translate audio into English
+         * @description Transcribes speech into English. See the tag's description for formats, limits and what the local engine does.
+         */
+        post: operations["createTranslation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/chat/completions": {
         parameters: {
             query?: never;
@@ -1615,6 +1655,104 @@ export interface components {
             model_id: string;
             /** @constant */
             deleted: true;
+        };
+        /** @description The audio, as a file part of at most 80 MB, or its public `http(s)` URL (at most 1 GB) as a text field. */
+        AudioFile: Blob | string;
+        /** @description `segment` (the default), `word` (adds `words` to `verbose_json`), or both. Sent as repeated fields (`timestamp_granularities[]` as the official clients send it, or `timestamp_granularities`). */
+        AudioTimestampGranularities: ("segment" | "word") | ("segment" | "word")[];
+        AudioTranslationRequest: {
+            file: components["schemas"]["AudioFile"];
+            /**
+             * @description A model that transcribes (`openai/whisper-large-v3`, the default). Send it before `file`.
+             * @default openai/whisper-large-v3
+             * @example openai/whisper-large-v3
+             */
+            model: string;
+            /**
+             * @description The language spoken, ISO 639-1 (`en`). The local recogniser knows English only; for another language its text is empty.
+             * @default en
+             */
+            language: string;
+            /** @description Text to guide the recogniser; passed to an upstream engine, unused by the local one. */
+            prompt?: string;
+            /**
+             * @default json
+             * @enum {string}
+             */
+            response_format: "json" | "verbose_json" | "text" | "srt" | "vtt";
+            /**
+             * @description Sampling temperature; passed to an upstream engine; the local recogniser is deterministic.
+             * @default 0
+             */
+            temperature: number;
+            timestamp_granularities?: components["schemas"]["AudioTimestampGranularities"];
+        };
+        AudioTranscriptionRequest: {
+            file: components["schemas"]["AudioFile"];
+            /**
+             * @description A model that transcribes (`openai/whisper-large-v3`, the default). Send it before `file`.
+             * @default openai/whisper-large-v3
+             * @example openai/whisper-large-v3
+             */
+            model: string;
+            /**
+             * @description The language spoken, ISO 639-1 (`en`). The local recogniser knows English only; for another language its text is empty.
+             * @default en
+             */
+            language: string;
+            /** @description Text to guide the recogniser; passed to an upstream engine, unused by the local one. */
+            prompt?: string;
+            /**
+             * @default json
+             * @enum {string}
+             */
+            response_format: "json" | "verbose_json" | "text" | "srt" | "vtt";
+            /**
+             * @description Sampling temperature; passed to an upstream engine; the local recogniser is deterministic.
+             * @default 0
+             */
+            temperature: number;
+            timestamp_granularities?: components["schemas"]["AudioTimestampGranularities"];
+            /**
+             * @description Speaker labels; the local engine cannot compute them and answers 400 `diarization_not_supported` when true.
+             * @default false
+             */
+            diarize: boolean;
+            /** @description With `diarize`; passed to an upstream engine. */
+            min_speakers?: number;
+            /** @description With `diarize`; passed to an upstream engine. */
+            max_speakers?: number;
+        };
+        AudioTranscriptionResponse: components["schemas"]["AudioTranscriptionJson"] | components["schemas"]["AudioTranscriptionVerboseJson"];
+        AudioTranscriptionJson: {
+            /** @description The transcript; empty when no recogniser is configured (see the tag). */
+            text: string;
+        };
+        AudioTranscriptionVerboseJson: {
+            /**
+             * @description Always sent by this server; optional in the contract, as the requirements have it.
+             * @enum {string}
+             */
+            task?: "transcribe" | "translate";
+            language: string;
+            /** @description Seconds of decoded audio. */
+            duration: number;
+            text: string;
+            segments: components["schemas"]["AudioTranscriptionSegment"][];
+            /** @description Present when `timestamp_granularities` includes `word` (empty without a recogniser). */
+            words?: components["schemas"]["AudioTranscriptionWord"][];
+        };
+        AudioTranscriptionSegment: {
+            id: number;
+            /** @description Seconds from the start of the audio. */
+            start: number;
+            end: number;
+            text: string;
+        };
+        AudioTranscriptionWord: {
+            word: string;
+            start: number;
+            end: number;
         };
         /**
          * @description VM_ONLY: new VM on any available host. HOST_AWARE: cordon the host, new VM on a different host.
@@ -3440,6 +3578,46 @@ export interface components {
                 "application/json": components["schemas"]["ErrorData"];
             };
         };
+        /** @description The transcript, in the `response_format` asked for. */
+        AudioTranscript: {
+            headers: {
+                /** @description Which engine answered (`local-pocketsphinx`, `local` without a recogniser, `upstream`), and for `local` why the text is empty. */
+                "x-transcription-engine"?: string;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["AudioTranscriptionResponse"];
+                "text/plain": string;
+                "text/vtt": string;
+            };
+        };
+        /** @description `model_not_found`: no model of that name in the catalogue (`param: model`). */
+        AudioModelNotFound: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorData"];
+            };
+        };
+        /** @description `file_too_large` (`param: file`): a binary upload over 80 MB; send the audio by URL instead (up to 1 GB). */
+        AudioTooLarge: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorData"];
+            };
+        };
+        /** @description `upstream_failed` or `upstream_unreachable`: the upstream engine the model is routed to failed. */
+        AudioUpstreamFailed: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorData"];
+            };
+        };
         /** @description The `Range` asked for lies outside the file (`range_not_satisfiable`). */
         RangeNotSatisfiable: {
             headers: {
@@ -3502,6 +3680,52 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    createTranscription: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": components["schemas"]["AudioTranscriptionRequest"];
+            };
+        };
+        responses: {
+            200: components["responses"]["AudioTranscript"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["AudioModelNotFound"];
+            413: components["responses"]["AudioTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            502: components["responses"]["AudioUpstreamFailed"];
+        };
+    };
+    createTranslation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": components["schemas"]["AudioTranslationRequest"];
+            };
+        };
+        responses: {
+            200: components["responses"]["AudioTranscript"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["AudioModelNotFound"];
+            413: components["responses"]["AudioTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            502: components["responses"]["AudioUpstreamFailed"];
+        };
+    };
     createChatCompletion: {
         parameters: {
             query?: never;

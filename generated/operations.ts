@@ -11,6 +11,8 @@ export const operations = {
   createFineTune: {"method":"post","path":"/v1/fine-tunes","tag":"Fine-tuning","module":"fine-tuning","statuses":[200,400,401,404,413,415,500]},
   createRemediation: {"method":"post","path":"/v1/compute/clusters/{cluster_id}/instances/{instance_id}/remediations","tag":"Compute","module":"compute","statuses":[200,400,401,404,409,413,415,500]},
   createSecret: {"method":"post","path":"/v1/deployments/secrets","tag":"Secrets","module":"secrets","statuses":[200,400,401,409,413,415,500]},
+  createTranscription: {"method":"post","path":"/v1/audio/transcriptions","tag":"Audio","module":"audio","statuses":[200,400,401,404,413,415,500,502]},
+  createTranslation: {"method":"post","path":"/v1/audio/translations","tag":"Audio","module":"audio","statuses":[200,400,401,404,413,415,500,502]},
   createV2Endpoint: {"method":"post","path":"/v2/projects/{projectId}/endpoints","tag":"Dedicated endpoints (v2)","module":"dedicated","statuses":[200,400,401,404,409,413,415,500]},
   createVideo: {"method":"post","path":"/v2/videos","tag":"Videos","module":"videos","statuses":[200,400,401,404,413,415,500]},
   createVideoV1: {"method":"post","path":"/v1/videos","tag":"Videos","module":"videos","statuses":[200,400,401,404,413,415,500]},

@@ -26,6 +26,7 @@ interface Request {
   query: Record<string, unknown>;
   body?: unknown;
   raw?: string;
+  /** Text fields of a multipart body (operations that take an upload). */
 }
 
 interface Case {

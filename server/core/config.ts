@@ -32,6 +32,11 @@ export interface Config {
   fineTuneCreditLimit: number;
   /** The ffmpeg binary the media engines run; unset: the one installed with the server (npm @ffmpeg-installer/ffmpeg). */
   ffmpegPath?: string;
+  /** The offline speech recogniser (pocketsphinx_continuous); unset: found on the PATH; `off`: none. */
+  pocketsphinxPath?: string;
+  /** Largest binary audio upload, in bytes (80 MB); audio by URL is at most `audioUrlLimit` (1 GB). */
+  audioUploadLimit: number;
+  audioUrlLimit: number;
   /** The dynamic rate limits of serverless inference (server/http/rate-limits.ts; the algorithm is in the spec). */
   rateLimits: RateLimitConfig;
 }
@@ -113,6 +118,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     filesMaxBytes: num(env.FILES_MAX_BYTES, 5 * 1024 ** 3),
     fineTuneCreditLimit: num(env.FINE_TUNE_CREDIT_LIMIT, 100),
     ffmpegPath: env.FFMPEG_PATH || undefined,
+    pocketsphinxPath: env.POCKETSPHINX_PATH || undefined,
+    audioUploadLimit: num(env.AUDIO_UPLOAD_LIMIT_BYTES, 80 * 1024 * 1024),
+    audioUrlLimit: num(env.AUDIO_URL_LIMIT_BYTES, 1024 * 1024 * 1024),
     rateLimits: {
       enabled: bool(env.RATE_LIMITS, true),
       windowSeconds: Math.max(1, Math.round(num(env.RATE_LIMIT_WINDOW_SECONDS, 1))),

@@ -12,13 +12,13 @@ import express, { type RequestHandler } from 'express';
 import { operations, type OperationId } from '../../generated/operations.ts';
 import { apiError } from '../core/errors.ts';
 import { specPath } from '../core/paths.ts';
-import { handlers } from '../modules/index.ts';
+import { handlers, uploads } from '../modules/index.ts';
 import type { Services } from '../modules/types.ts';
 import { authenticate, type KeyCache } from './auth.ts';
 import { errorHandler } from './error-handler.ts';
 import { Gate, rateLimitedOperations, type RateLimits } from './rate-limits.ts';
 import { refuseControlCharacters, refuseNonFinite } from './input.ts';
-import { multipart } from './multipart.ts';
+import { multipartBodies, type Upload } from './multipart.ts';
 import { send } from './reply.ts';
 import { responseValidator } from './responses.ts';
 import { validator } from './validator.ts';
@@ -37,11 +37,6 @@ const docsPage = `<!doctype html>
 <html><head><meta charset="utf-8"><title>${spec.info.title} ${spec.info.version}</title>
 <meta name="viewport" content="width=device-width, initial-scale=1"></head>
 <body><redoc spec-url="/openapi.json"></redoc><script src="/docs/redoc.standalone.js"></script></body></html>`;
-
-/** The operations whose request body is multipart (their files are streamed to disk before validation: multipart.ts). */
-const multipartOperations = new Set<string | undefined>(
-  Object.values<Record<string, any>>(spec.paths).flatMap((item) => Object.values<any>(item).filter((op) => op?.requestBody?.content?.['multipart/form-data']).map((op) => op.operationId)),
-);
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
 
@@ -123,7 +118,8 @@ export function createApp(options: AppOptions): express.Express {
     if (bodiless.has(req.method)) req.body = {};
     next();
   }) as RequestHandler);
-  app.use(multipart({ incomingDir: join(config.dataDir, 'incoming'), maxFileBytes: config.filesMaxBytes, takesMultipart: (method, path) => multipartOperations.has(matchOperation(method, path)!) }));
+  // Multipart bodies of the operations that take an upload: text fields to `req.body`, the file streamed to disk.
+  app.use(multipartBodies(uploads, matchOperation, config, spec, (req) => ({ ...services, identity: req.identity! })));
   app.use(refuseControlCharacters(pathParamAt));
   app.use(validator(spec));
   const checkResponse = config.validateResponses ? responseValidator(spec) : undefined;
@@ -137,14 +133,13 @@ export function createApp(options: AppOptions): express.Express {
     const params = { ...matched!.pathParams, ...req.params };
     refuseNonFinite(params, req.query as Record<string, unknown>);
     const handler = handlers[operationId] as (ctx: unknown) => Promise<unknown>;
-    // A limited request is admitted on its JSON body's `model`; a body parsed by the handler (multipart) has the
-    // handler call `admit` once it has read `model`.
+    // A limited request is admitted on its body's `model` (a multipart body's text fields are parsed by now).
     const gate = limited.has(operationId) ? new Gate(limits, req.identity!, res) : undefined;
     if (gate && typeof req.body?.model === 'string') await gate.admit(req.body.model, req.body);
-    const admit = gate ? (model: string, body: unknown) => gate.admit(model, body) : undefined;
     let result: unknown;
     try {
-      result = await handler({ ...services, operationId, params, query: req.query, body: req.body, headers: req.headers, identity: req.identity!, admit });
+      const files = (req as { uploads?: Record<string, Upload> }).uploads ?? {};
+      result = await handler({ ...services, operationId, params, query: req.query, body: req.body, headers: req.headers, uploads: files, identity: req.identity! });
     } catch (err) {
       gate?.fail();
       throw err;

@@ -1,103 +1,202 @@
-// Multipart bodies, for the operations whose request body is `multipart/form-data` only: parsed as a stream by
-// busboy (pinned), the file part written to disk as it arrives (never held in memory whole), before the validator
-// runs, so the text fields are validated against the spec like any body. The handler finds the file with
-// `uploadOf(ctx.body)`; whatever it did not keep is removed once the response is finished, so a refused upload
-// leaves nothing behind.
+// Multipart bodies of the operations that take an upload (a module's `uploads` rules), parsed before validation
+// so the contract still checks every text field. The body is read as a stream (busboy): text fields go to
+// `req.body` (`name[]`, or a repeated name, makes an array), the one file part is written to a temporary file as
+// it arrives, with its byte limit enforced while it streams, and never held in memory. The file's field gets its
+// file name as a placeholder string (the contract's `format: binary`), and the handler finds the file in
+// `ctx.uploads`. The temporary file is removed once the response is finished.
 import { randomUUID } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
-import { mkdir, rm } from 'node:fs/promises';
+import { createWriteStream, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { pipeline } from 'node:stream/promises';
+import type { Readable } from 'node:stream';
 import busboy from 'busboy';
-import type { RequestHandler } from 'express';
-import { apiError, badRequest } from '../core/errors.ts';
+import type { Request, RequestHandler } from 'express';
+import { operations, type OperationId } from '../../generated/operations.ts';
+import type { Config } from '../core/config.ts';
+import { ApiError, apiError, badRequest } from '../core/errors.ts';
 
 export interface Upload {
-  /** Where the bytes are (absolute): the handler moves them where it keeps them. */
+  /** The temporary file holding the bytes; removed when the response is finished. */
   path: string;
+  filename: string;
+  mimeType: string;
   bytes: number;
-  /** The part's field name and the file name the client gave. */
+}
+
+export interface UploadRule<Ctx = never> {
+  /** The field whose file part is the upload. */
   field: string;
-  clientName: string;
+  /**
+   * Checks the text fields sent before the file (e.g. `model`) when the file part begins, before any of its bytes
+   * are read: a refusal answers at once, without reading the upload.
+   */
+  beforeFile?: (ctx: Ctx, fields: Record<string, unknown>) => Promise<void>;
+  maxBytes: (config: Config) => number;
+  /** The 413 for a file over `maxBytes`. */
+  tooLarge: (config: Config) => ApiError;
 }
 
-const UPLOAD = Symbol('upload');
+/** Largest text field, in bytes. */
+const FIELD_LIMIT = 1024 * 1024;
+const MULTIPART = /^multipart\/form-data\b/i;
 
-/** The file a multipart request carried (undefined when it carried none). */
-export const uploadOf = (body: unknown): Upload | undefined => (body as { [UPLOAD]?: Upload } | undefined)?.[UPLOAD];
+type Spec = { paths: Record<string, Record<string, any>> };
 
-export interface MultipartOptions {
-  /** Where parts are written while they arrive (a folder on the same disk as where they are kept). */
-  incomingDir: string;
-  maxFileBytes: number;
-  /** Whether the request addresses an operation that takes multipart. */
-  takesMultipart: (method: string, path: string) => boolean;
+/** The scalar type (number, integer, boolean) of each field of an operation's multipart schema, by name. */
+function scalarFields(spec: Spec, operationId: OperationId): Map<string, string> {
+  const resolve = (node: any): any => (typeof node?.$ref === 'string' ? resolve(node.$ref.replace(/^#\//, '').split('/').reduce((n: any, k: string) => n?.[k], spec)) : node);
+  const { path, method } = operations[operationId];
+  const schema = resolve(resolve(spec.paths[path]?.[method]?.requestBody)?.content?.['multipart/form-data']?.schema);
+  const out = new Map<string, string>();
+  for (const [name, prop] of Object.entries<any>(schema?.properties ?? {})) {
+    const type = resolve(prop)?.type;
+    if (type === 'number' || type === 'integer' || type === 'boolean') out.set(name, type);
+  }
+  return out;
 }
 
-export function multipart(options: MultipartOptions): RequestHandler {
+/** Multipart text is text: a number or boolean field's value becomes one when it reads as one (else the contract refuses it). */
+function coerce(value: string, type: string | undefined): unknown {
+  if ((type === 'number' || type === 'integer') && /^-?\d+(\.\d+)?([eE][+-]?\d+)?$/.test(value.trim())) return Number(value);
+  if (type === 'boolean' && (value === 'true' || value === 'false')) return value === 'true';
+  return value;
+}
+
+export function multipartBodies<Ctx>(
+  rules: Partial<Record<OperationId, UploadRule<Ctx>>>,
+  matchOperation: (method: string, path: string) => OperationId | undefined,
+  config: Config,
+  spec: Spec,
+  /** What `beforeFile` is given for a request (the services and the caller). */
+  contextFor: (req: Request) => Ctx,
+): RequestHandler {
+  const tmpDir = join(config.dataDir, 'tmp');
+  const scalars = new Map(Object.keys(rules).map((op) => [op, scalarFields(spec, op as OperationId)]));
+  let made = false;
   return (req, res, next) => {
-    if (!/^multipart\/form-data/i.test(req.headers['content-type'] ?? '') || !options.takesMultipart(req.method, req.path)) return next();
-    let parser: busboy.Busboy;
-    try {
-      parser = busboy({ headers: req.headers, limits: { files: 1, fields: 32, fieldSize: 64 * 1024, fileSize: options.maxFileBytes } });
-    } catch (e) {
-      return next(badRequest(`The multipart body cannot be read: ${(e as Error).message}.`, null, 'invalid_multipart'));
+    const op = matchOperation(req.method, req.path);
+    const found = op && rules[op];
+    if (!found) return next();
+    if (!MULTIPART.test(req.headers['content-type'] ?? '')) {
+      return next(apiError(415, 'unsupported_media_type', `The request body must be multipart/form-data (with '${found.field}' a file part or a URL).`));
     }
-    const fields: Record<string, unknown> = {};
-    let upload: Upload | undefined;
-    let writing: Promise<void> | undefined;
-    let failure: unknown;
-    const fail = (e: unknown) => {
-      failure ??= e;
+    const beforeFile = found.beforeFile;
+    const rule: Rule = {
+      field: found.field,
+      maxBytes: found.maxBytes(config),
+      tooLarge: () => found.tooLarge(config),
+      scalars: scalars.get(op)!,
+      beforeFile: beforeFile && ((fields) => beforeFile(contextFor(req), fields)),
     };
-    res.once('close', () => {
-      if (upload) void rm(upload.path, { force: true });
-    });
-    parser.on('field', (name, value) => {
-      fields[name] = value;
-    });
-    parser.on('file', (field, stream, info) => {
-      if (upload) return void stream.resume();
-      const path = join(options.incomingDir, randomUUID());
-      upload = { path, bytes: 0, field, clientName: info.filename ?? '' };
-      const u = upload;
-      stream.on('limit', () => fail(apiError(413, 'file_too_large', `The file is larger than this server takes (${options.maxFileBytes} bytes).`, field)));
-      writing = mkdir(options.incomingDir, { recursive: true })
-        .then(() =>
-          pipeline(
-            stream,
-            async function* (chunks: AsyncIterable<Buffer>) {
-              for await (const chunk of chunks) {
-                u.bytes += chunk.length;
-                yield chunk;
-              }
-            },
-            createWriteStream(path),
-          ),
-        )
-        .catch(fail);
-    });
-    parser.on('filesLimit', () => fail(badRequest('Send one file per upload.', null, 'too_many_files')));
-    parser.on('error', (e) => {
-      fail(badRequest(`The multipart body cannot be read: ${(e as Error).message}.`, null, 'invalid_multipart'));
-      req.unpipe(parser);
-      req.resume();
-      void finish();
-    });
-    let done = false;
-    const finish = async () => {
-      if (done) return;
-      done = true;
-      await writing;
-      if (failure) {
-        if (upload) await rm(upload.path, { force: true });
-        return next(failure);
-      }
-      req.body = upload ? { ...fields, [upload.field]: '' } : fields;
-      if (upload) Object.defineProperty(req.body, UPLOAD, { value: upload, enumerable: false });
-      next();
-    };
-    parser.on('close', () => void finish());
-    req.pipe(parser);
+    // A declared length already over the limit (with room for the text fields) is refused before anything is read.
+    const length = Number(req.headers['content-length']);
+    if (Number.isFinite(length) && length > rule.maxBytes + FIELD_LIMIT) return next(rule.tooLarge());
+    if (!made) mkdirSync(tmpDir, { recursive: true });
+    made = true;
+    parse(req, rule, tmpDir, res.once.bind(res)).then(
+      ({ body, uploads }) => {
+        req.body = body;
+        (req as Request & { uploads?: Record<string, Upload> }).uploads = uploads;
+        next();
+      },
+      (err) => {
+        // The rest of the body is read and discarded, so the client (still sending) sees the answer.
+        req.resume();
+        next(err);
+      },
+    );
   };
+}
+
+interface Rule {
+  field: string;
+  maxBytes: number;
+  tooLarge: () => ApiError;
+  scalars: Map<string, string>;
+  beforeFile?: (fields: Record<string, unknown>) => Promise<void>;
+}
+
+function parse(req: Request, rule: Rule, tmpDir: string, onResponseEnd: (event: 'close', f: () => void) => unknown) {
+  return new Promise<{ body: Record<string, unknown>; uploads: Record<string, Upload> }>((resolve, reject) => {
+    const body: Record<string, unknown> = {};
+    const uploads: Record<string, Upload> = {};
+    const writes: Promise<void>[] = [];
+    let failure: ApiError | undefined;
+    const fail = (e: ApiError) => (failure ??= e);
+    let bb: busboy.Busboy;
+    try {
+      bb = busboy({ headers: req.headers, limits: { fileSize: rule.maxBytes, fieldSize: FIELD_LIMIT, files: 1, fields: 100, parts: 101 } });
+    } catch (err) {
+      return reject(badRequest(`The multipart body cannot be read: ${(err as Error).message}.`, null, 'invalid_multipart'));
+    }
+    const put = (name: string, text: string) => {
+      const key = name.endsWith('[]') ? name.slice(0, -2) : name;
+      const value = coerce(text, rule.scalars.get(key));
+      const prev = body[key];
+      if (name.endsWith('[]')) body[key] = [...(Array.isArray(prev) ? prev : prev === undefined ? [] : [prev]), value];
+      else body[key] = prev === undefined ? value : [...(Array.isArray(prev) ? prev : [prev]), value];
+    };
+    bb.on('field', (name, value, info) => {
+      if (info.valueTruncated) fail(apiError(413, 'body_too_large', `The field '${name}' is over ${FIELD_LIMIT} bytes.`, name));
+      put(name, value);
+    });
+    bb.on('file', (name, stream, info) => {
+      if (name !== rule.field || uploads[name]) {
+        stream.resume();
+        fail(badRequest(uploads[name] ? `Send one '${name}' only.` : `'${name}' must be a text field, not a file.`, name, 'invalid_value'));
+        return;
+      }
+      if (rule.beforeFile) {
+        // Nothing of the file is read until the fields before it pass (busboy holds the body meanwhile).
+        stream.pause();
+        rule.beforeFile({ ...body }).then(
+          () => store(name, stream, info),
+          (err) => {
+            req.unpipe(bb);
+            stream.resume();
+            reject(err);
+          },
+        );
+      } else store(name, stream, info);
+    });
+    const store = (name: string, stream: Readable, info: busboy.FileInfo) => {
+      const path = join(tmpDir, `upload-${randomUUID()}`);
+      onResponseEnd('close', () => rmSync(path, { force: true }));
+      const upload: Upload = { path, filename: info.filename || 'upload', mimeType: info.mimeType, bytes: 0 };
+      uploads[name] = upload;
+      put(name, upload.filename);
+      const out = createWriteStream(path);
+      stream.on('data', (chunk: Buffer) => (upload.bytes += chunk.length));
+      stream.on('limit', () => {
+        // Answered at once: the rest of the body is discarded as it arrives (the caller's error handler resumes it).
+        stream.unpipe(out);
+        out.end();
+        req.unpipe(bb);
+        reject(rule.tooLarge());
+      });
+      stream.pipe(out);
+      writes.push(
+        new Promise<void>((done, broke) => {
+          out.on('finish', done);
+          out.on('close', done);
+          out.on('error', broke);
+        }).catch((err) => {
+          fail(apiError(500, 'internal_error', `The upload could not be stored: ${(err as Error).message}`));
+        }),
+      );
+    };
+    bb.on('filesLimit', () => fail(badRequest(`Send one '${rule.field}' only.`, rule.field, 'invalid_value')));
+    bb.on('fieldsLimit', () => fail(badRequest('The multipart body has too many fields.', null, 'invalid_multipart')));
+    bb.on('error', (err: Error) => reject(failure ?? badRequest(`The multipart body cannot be read: ${err.message}.`, null, 'invalid_multipart')));
+    bb.on('close', () => {
+      Promise.all(writes).then(
+        () => (failure ? reject(failure) : resolve({ body, uploads })),
+        reject,
+      );
+    });
+    // A client that goes away mid-body ends the parse (the temporary file goes with the response).
+    req.once('close', () => {
+      if (!req.complete) reject(badRequest('The request ended before its multipart body did.', null, 'invalid_multipart'));
+    });
+    req.pipe(bb);
+  });
 }

@@ -23,8 +23,11 @@ export function responseValidator(spec: { paths: Record<string, Record<string, a
     let v = compiled.get(key);
     if (v === undefined) {
       const { path, method } = operations[operationId];
-      const documented = spec.paths[path]?.[method]?.responses?.[String(status)]?.content?.['application/json'];
-      v = documented ? ajv.compile({ $ref: `${ROOT}#/${pointer('paths', path, method, 'responses', String(status), 'content', 'application/json', 'schema')}` }) : null;
+      // A response given by reference (`$ref: '#/components/responses/...'`) is validated where it is defined.
+      const response = spec.paths[path]?.[method]?.responses?.[String(status)];
+      const at: string[] = typeof response?.$ref === 'string' ? response.$ref.replace(/^#\//, '').split('/') : ['paths', path, method, 'responses', String(status)];
+      const resolved = at.reduce((node: any, key) => node?.[key], spec);
+      v = resolved?.content?.['application/json'] ? ajv.compile({ $ref: `${ROOT}#/${pointer(...at, 'content', 'application/json', 'schema')}` }) : null;
       compiled.set(key, v);
     }
     return v;

@@ -1,7 +1,10 @@
 // The registry: one line per module (one module per spec tag file). Order matters for seeds only: a module's seed
 // may refer to rows an earlier one seeded (the catalogue before the endpoints that serve it).
-import type { ModuleName } from '../../generated/operations.ts';
+import type { ModuleName, OperationId } from '../../generated/operations.ts';
+import type { UploadRule } from '../http/multipart.ts';
+import type { UploadContext } from './types.ts';
 import { adapters } from './adapters/index.ts';
+import { audio } from './audio/index.ts';
 import { compute } from './compute/index.ts';
 import { dedicated } from './dedicated/index.ts';
 import { embeddings } from './embeddings/index.ts';
@@ -17,7 +20,7 @@ import { secrets } from './secrets/index.ts';
 import { videos } from './videos/index.ts';
 import { volumes } from './volumes/index.ts';
 
-export const modules = [identity, hardware, models, compute, volumes, secrets, endpoints, adapters, dedicated, inference, embeddings, rerank, videos, files, fineTuning] as const;
+export const modules = [identity, hardware, models, compute, volumes, secrets, endpoints, adapters, dedicated, inference, embeddings, rerank, audio, videos, files, fineTuning] as const;
 
 // Every module of the spec is listed: a tag file without its line here fails `tsc`.
 type Listed = (typeof modules)[number]['name'];
@@ -26,3 +29,6 @@ void complete;
 
 /** Every operation's handler, by operationId. */
 export const handlers: Record<string, (ctx: never) => Promise<unknown>> = Object.fromEntries(modules.flatMap((m) => Object.entries(m.handlers)));
+
+/** Upload rules of the operations that take a multipart file, by operationId. */
+export const uploads: Partial<Record<OperationId, UploadRule<UploadContext>>> = Object.assign({}, ...modules.map((m) => ('uploads' in m ? m.uploads : undefined) ?? {}));

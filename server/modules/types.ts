@@ -13,6 +13,7 @@ import type { Config } from '../core/config.ts';
 import type { Machine } from '../core/machine.ts';
 import type { Database, Tx } from '../db/index.ts';
 import type { EngineRoutes } from '../engines/routes.ts';
+import type { Upload, UploadRule } from '../http/multipart.ts';
 import type { Reply } from '../http/reply.ts';
 import type { Runner, WorkHandler } from '../runner/runner.ts';
 
@@ -46,16 +47,14 @@ export interface Context<K extends OperationId> extends Services {
   query: QueryParams<K>;
   body: RequestBody<K>;
   headers: IncomingHttpHeaders;
+  /** Files of a multipart body, by field (operations with an `uploads` rule; http/multipart.ts); empty otherwise. */
+  uploads: Record<string, Upload>;
   /** The caller; every resource lookup is scoped to `identity.projectId`. */
   identity: Identity;
-  /**
-   * On operations the spec marks `x-rate-limited`: counts the request against the caller's rate limits on `model`
-   * (throwing the 429 or 503). The pipeline calls it itself when the JSON body has a string `model`; a handler that
-   * parses its own body (multipart) calls it once it has read `model`, with the fields read so far (for the token
-   * estimate), before the work. Calling it again does nothing. Absent on other operations.
-   */
-  admit?: (model: string, body: unknown) => Promise<void>;
 }
+
+/** What an upload rule's `beforeFile` check is given: the services and the caller. */
+export type UploadContext = Services & { identity: Identity };
 
 /** A handler answers its body (sent with the operation's documented success status) or a Reply (http/reply.ts). */
 export type Handler<K extends OperationId> = (ctx: Context<K>) => Promise<ResponseBody<K> | Reply<ResponseBody<K>> | Reply<never>>;
@@ -102,6 +101,8 @@ export interface ModuleDescriptor<M extends ModuleName> {
   machines?: Machine<string, string>[];
   /** Runner work kinds this module brings, by kind. */
   work?: (services: Services) => Record<string, WorkHandler>;
+  /** Operations that take a multipart upload: the file's field and its byte limit (http/multipart.ts). */
+  uploads?: { [K in OperationsOf<M>]?: UploadRule<UploadContext> };
   /** Loaded by the tests only. */
   fixtures?: () => Promise<Fixtures<M>>;
 }

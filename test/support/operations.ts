@@ -29,6 +29,12 @@ export function fillPath(id: OperationId, params: Record<string, string>): strin
   return operations[id].path.replace(/\{(\w+)\}/g, (_, name) => encodeURIComponent(params[name] ?? `missing-${name}`));
 }
 
+/** The schema of an operation's multipart body (uploads), if it takes one. */
+export function multipartBodySchema(id: OperationId): any | undefined {
+  const body = deref(operationSpec(id).requestBody);
+  return body?.content?.['multipart/form-data']?.schema;
+}
+
 export function jsonBodySchema(id: OperationId): any | undefined {
   const body = deref(operationSpec(id).requestBody);
   return body?.content?.['application/json']?.schema;

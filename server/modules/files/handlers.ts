@@ -1,6 +1,5 @@
 // Module `files`: upload (the multipart body streamed to disk by http/multipart.ts), list, get, delete, content.
 import { apiError, badRequest, conflict } from '../../core/errors.ts';
-import { uploadOf } from '../../http/multipart.ts';
 import { reply } from '../../http/reply.ts';
 import { owned } from '../../http/scope.ts';
 import type { Context } from '../types.ts';
@@ -10,7 +9,7 @@ import { fileWire } from './wire.ts';
 
 export async function uploadFile(ctx: Context<'uploadFile'>) {
   const { body, identity } = ctx;
-  const upload = uploadOf(body);
+  const upload = ctx.uploads.file;
   if (!upload) throw badRequest("The upload needs a 'file' part.", 'file', 'required');
   const purpose = body.purpose as Purpose;
   const fileType = (body.file_type ?? 'jsonl') as FileType;

@@ -1,0 +1,22 @@
+// Module `audio` (spec/tags/audio.yaml): transcription and translation of uploaded or linked audio, by the local
+// engine (decoded and measured by ffmpeg; words from PocketSphinx when installed) or an upstream server.
+import type { UploadRule } from '../../http/multipart.ts';
+import type { ModuleDescriptor, UploadContext } from '../types.ts';
+import { createTranscription, createTranslation } from './handlers.ts';
+import { transcriptionModel, uploadTooLarge } from './rules.ts';
+
+const rule = (task: 'transcribe' | 'translate'): UploadRule<UploadContext> => ({
+  field: 'file',
+  maxBytes: (c) => c.audioUploadLimit,
+  tooLarge: (c) => uploadTooLarge(c.audioUploadLimit, c.audioUrlLimit),
+  // `model` sent before the file, as the platform asks, is checked before any byte of the audio is read.
+  beforeFile: async ({ db, identity }, fields) => {
+    if (typeof fields.model === 'string') await transcriptionModel(db.prisma, identity.projectId, fields.model, task);
+  },
+});
+
+export const audio: ModuleDescriptor<'audio'> = {
+  name: 'audio',
+  handlers: { createTranscription, createTranslation },
+  uploads: { createTranscription: rule('transcribe'), createTranslation: rule('translate') },
+};

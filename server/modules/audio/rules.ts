@@ -1,0 +1,81 @@
+// Module `audio`: the rules of a transcription or translation request: which model, which audio, which limits.
+import { createWriteStream } from 'node:fs';
+import { ApiError, apiError, badRequest } from '../../core/errors.ts';
+import type { Db } from '../../db/index.ts';
+import { capabilities, findModel } from '../models/catalogue.ts';
+
+/** The platform's default model when `model` is absent. */
+export const DEFAULT_MODEL = 'openai/whisper-large-v3';
+/** Audio longer than this is refused (the platform's cap). */
+export const MAX_SECONDS = 4 * 3600;
+
+const mb = (bytes: number) => (bytes >= 1024 ** 3 ? `${Math.round((bytes / 1024 ** 3) * 10) / 10} GB` : `${Math.round(bytes / 1024 / 1024)} MB`);
+
+/** The 413 of a binary upload over the limit: send a URL instead. */
+export const uploadTooLarge = (limit: number, urlLimit: number) =>
+  apiError(413, 'file_too_large', `The audio file is over the ${mb(limit)} limit of a binary upload. Send the audio's public http(s) URL in 'file' instead (up to ${mb(urlLimit)}).`, 'file');
+
+/** The catalogue model that serves the task: 404 when unknown, 400 when it does not transcribe (or translate). */
+export async function transcriptionModel(db: Db, projectId: string, id: string, task: 'transcribe' | 'translate') {
+  const model = await findModel(db, projectId, id);
+  if (!model) throw apiError(404, 'model_not_found', `The model '${id}' does not exist or is not available to this project.`, 'model');
+  const needed = task === 'transcribe' ? 'transcription' : 'translation';
+  if (!capabilities(model).includes(needed)) {
+    throw badRequest(`'${id}' is a ${model.type} model that does not ${task === 'transcribe' ? 'transcribe' : 'translate'} audio; use a model such as ${DEFAULT_MODEL}.`, 'model', 'model_not_available');
+  }
+  return model;
+}
+
+/** `file` sent as text must be an http(s) URL. */
+export function audioUrl(value: unknown): URL {
+  let url: URL | undefined;
+  try {
+    url = typeof value === 'string' ? new URL(value) : undefined;
+  } catch {
+    url = undefined;
+  }
+  if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
+    throw badRequest("'file' must be the audio as a file part, or its public http(s) URL.", 'file', 'invalid_value');
+  }
+  return url;
+}
+
+/**
+ * Fetches audio by URL into `path`, as a stream: refused when its `Content-Length` is over `limit`, and stopped as
+ * soon as more than `limit` bytes have arrived, so nothing larger is ever held.
+ */
+export async function downloadAudio(url: URL, path: string, limit: number): Promise<number> {
+  const tooLarge = () => badRequest(`The audio at ${url.href} is over the ${mb(limit)} limit of audio by URL.`, 'file', 'file_too_large');
+  const controller = new AbortController();
+  let res: Response;
+  try {
+    res = await fetch(url, { signal: AbortSignal.any([controller.signal, AbortSignal.timeout(600_000)]), redirect: 'follow' });
+  } catch (err) {
+    throw badRequest(`The audio at ${url.href} cannot be fetched: ${(err as Error).message}.`, 'file', 'file_unreachable');
+  }
+  if (!res.ok || !res.body) {
+    controller.abort();
+    throw badRequest(`The audio at ${url.href} cannot be fetched: it answered ${res.status}.`, 'file', 'file_unreachable');
+  }
+  const declared = Number(res.headers.get('content-length'));
+  if (Number.isFinite(declared) && declared > limit) {
+    controller.abort();
+    throw tooLarge();
+  }
+  const out = createWriteStream(path);
+  let bytes = 0;
+  try {
+    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+      bytes += chunk.length;
+      if (bytes > limit) throw tooLarge();
+      if (!out.write(chunk)) await new Promise<void>((r) => out.once('drain', () => r()));
+    }
+  } catch (err) {
+    controller.abort();
+    if (err instanceof ApiError) throw err;
+    throw badRequest(`The audio at ${url.href} could not be read whole: ${(err as Error).message}.`, 'file', 'file_unreachable');
+  } finally {
+    await new Promise<void>((r) => out.end(() => r()));
+  }
+  return bytes;
+}
