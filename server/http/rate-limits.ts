@@ -89,7 +89,10 @@ export class RateLimits {
     const make = (name: string, duration: number) => {
       const opts = { keyPrefix: `${config.keyPrefix}:${name}`, points: UNREACHABLE, duration };
       // A Redis failure falls back to a per-process count of the same window rather than failing the request.
-      return redis ? new RateLimiterRedis({ ...opts, storeClient: redis, insuranceLimiter: new RateLimiterMemory(opts) }) : new RateLimiterMemory(opts);
+      // `rejectIfRedisNotReady`: while the connection is down, at once (not after ioredis's reconnection delay).
+      return redis
+        ? new RateLimiterRedis({ ...opts, storeClient: redis, rejectIfRedisNotReady: true, insuranceLimiter: new RateLimiterMemory(opts) })
+        : new RateLimiterMemory(opts);
     };
     this.requests = make('req', config.windowSeconds);
     this.tokens = make('tok', config.windowSeconds);
@@ -107,8 +110,17 @@ export class RateLimits {
     return new RateLimits(config, log, redis);
   }
 
-  get store(): 'redis' | 'memory' {
-    return this.redis ? 'redis' : 'memory';
+  /** Resolves once Redis is connected (or after its connection timeout, counting in the process meanwhile). */
+  ready(): Promise<void> {
+    const redis = this.redis;
+    if (!redis || redis.status === 'ready') return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, 2000);
+      redis.once('ready', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
   }
 
   async close(): Promise<void> {
