@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { root } from '../../server/core/paths.ts';
 import { scenarios } from './scenarios.ts';
+import { benchVideo } from './video.ts';
 
 const DURATION = Number(process.env.BENCH_SECONDS ?? 6);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -57,9 +58,9 @@ interface Sample {
   cpuPerRequest: number;
 }
 
-async function measure(url: string, method: string, headers: Record<string, string>, body: string | undefined, pid: number): Promise<Sample> {
+async function measure(url: string, method: string, headers: Record<string, string>, body: string | undefined, pid: number, connections: number): Promise<Sample> {
   const before = cpuMicros(pid);
-  const r = await autocannon({ url, method: method as 'GET', headers, body, connections: CONNECTIONS, duration: DURATION });
+  const r = await autocannon({ url, method: method as 'GET', headers, body, connections, duration: DURATION });
   if (r.non2xx || r.errors) throw new Error(`${url}: ${r.non2xx} non-2xx responses, ${r.errors} errors`);
   return { rps: r.requests.average, mean: r.latency.mean, p50: r.latency.p50, p99: r.latency.p99, cpuPerRequest: (cpuMicros(pid) - before) / r.requests.total };
 }
@@ -108,19 +109,20 @@ try {
   for (const s of chosen) {
     const { url: fullUrl, auth, pid } = await serverFor(s.env);
     const body = s.body === undefined ? undefined : JSON.stringify(s.body);
+    const connections = s.connections ?? CONNECTIONS;
     // Warm-up (JIT, the validator's compilation, caches), then alternating rounds.
-    await autocannon({ url: `${bareUrl}${s.path}`, method: s.method, headers: auth, body, connections: CONNECTIONS, duration: 2 });
-    await autocannon({ url: `${fullUrl}${s.path}`, method: s.method, headers: auth, body, connections: CONNECTIONS, duration: 2 });
+    await autocannon({ url: `${bareUrl}${s.path}`, method: s.method, headers: auth, body, connections, duration: 2 });
+    await autocannon({ url: `${fullUrl}${s.path}`, method: s.method, headers: auth, body, connections, duration: 2 });
     const ratios: number[] = [];
     const cpuRatios: number[] = [];
     const p50s: number[] = [];
     const cpus: number[] = [];
     const means: number[] = [];
     for (let round = 1; round <= ROUNDS; round++) {
-      const b = await measure(`${bareUrl}${s.path}`, s.method, auth, body, bare.child.pid!);
-      const w = await measure(`${fullUrl}${s.path}`, s.method, auth, body, pid);
+      const b = await measure(`${bareUrl}${s.path}`, s.method, auth, body, bare.child.pid!, connections);
+      const w = await measure(`${fullUrl}${s.path}`, s.method, auth, body, pid, connections);
       console.log(
-        `${s.name} round ${round}: bare ${b.rps.toFixed(0)} req/s (p50 ${b.p50} ms, ${b.cpuPerRequest.toFixed(0)} µs CPU/req)  ` +
+        `${s.name} round ${round} (${connections} connection${connections === 1 ? '' : 's'}): bare ${b.rps.toFixed(0)} req/s (p50 ${b.p50} ms, ${b.cpuPerRequest.toFixed(0)} µs CPU/req)  ` +
           `whole stack ${w.rps.toFixed(0)} req/s (p50 ${w.p50} ms, p99 ${w.p99} ms, ${w.cpuPerRequest.toFixed(0)} µs CPU/req)`,
       );
       ratios.push(w.rps / b.rps);
@@ -150,6 +152,7 @@ try {
     );
   }
   console.log(`${CONNECTIONS} connections, ${DURATION} s per measurement, ${ROUNDS} rounds`);
+  if (!filter || 'video'.includes(filter)) await benchVideo();
   process.exitCode = failed ? 1 : 0;
 } finally {
   for (const c of children) c.kill('SIGTERM');

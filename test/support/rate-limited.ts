@@ -26,4 +26,12 @@ export const limitedOperations: Partial<Record<OperationId, LimitedOperation>> =
       return `${t.caller.identity.projectSlug}/${rows[0]!.name}`;
     },
   },
+  createEmbedding: {
+    model: 'BAAI/bge-base-en-v1.5',
+    request: (c, model, text) => c.http.post('/v1/embeddings').send({ model, input: text }),
+  },
+  rerank: {
+    model: 'Salesforce/Llama-Rank-v1',
+    request: (c, model, text) => c.http.post('/v1/rerank').send({ model, query: text, documents: ['a llama', 'a panda'] }),
+  },
 };
