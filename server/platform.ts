@@ -76,6 +76,7 @@ export async function startPlatform(config: Config, options: { clock?: Clock; lo
     const runner = new Runner(db, clock, config.runner, log);
     const engines = loadEngineRoutes({ ENGINES: config.engines, ENGINES_FILE: config.enginesFile });
     limits = RateLimits.create(config.rateLimits, config.redisUrl, log);
+    await limits.ready();
     const services: AppOptions = { config, db, clock, log, runner, engines, keys, limits, observe: options.observe };
     for (const m of modules) for (const [kind, work] of Object.entries(m.work?.(services) ?? {})) runner.register(kind, work);
     const app = createApp(services);

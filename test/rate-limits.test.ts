@@ -61,6 +61,7 @@ describe.each(Object.keys(STORES) as (keyof typeof STORES)[])('the %s store', (s
     const log = createLogger('silent');
     const config = limitsConfig({ baseRequests: 3, baseTokens: 100, maxRequests: 40, maxTokens: 10_000, growth: 2, windowSeconds: 1, usageWindowSeconds: 60 });
     const limits = RateLimits.create(config, STORES[store], log);
+    await limits.ready();
     const settled = () => new Promise((r) => setTimeout(r, 1100)); // the writes land; the per-window cache expires
     try {
       expect(await limits.limitsFor('org:a', false)).toEqual({ requests: 3, tokens: 100 });
@@ -84,6 +85,7 @@ describe.each(Object.keys(STORES) as (keyof typeof STORES)[])('the %s store', (s
 
   test('a stream of events is settled when it ends, from the last usage it carried', async () => {
     const limits = RateLimits.create(limitsConfig({ baseTokens: 1000, windowSeconds: 60 }), STORES[store], createLogger('silent'));
+    await limits.ready();
     const identity = { organizationId: `org_${randomUUID()}`, projectSlug: 'default' } as Identity;
     const headers: Record<string, string> = {};
     const res = { set: (h: Record<string, string>) => Object.assign(headers, h) } as never;
@@ -202,6 +204,7 @@ describe.each(Object.keys(STORES) as (keyof typeof STORES)[])('the %s store', (s
 
 test('Redis unreachable: each process counts alone meanwhile, and requests are still limited', async () => {
   const limits = RateLimits.create(limitsConfig({ baseRequests: 2, windowSeconds: 60, queueSize: 0 }), 'redis://127.0.0.1:1', createLogger('silent'));
+  await limits.ready(); // gives up after the connection timeout
   const identity = { organizationId: `org_${randomUUID()}`, projectSlug: 'default' } as Identity;
   const res = { set: () => res } as never;
   try {

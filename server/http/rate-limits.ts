@@ -53,6 +53,9 @@ function usedTokens(result: unknown): number | undefined {
   return typeof total === 'number' && Number.isFinite(total) ? total : undefined;
 }
 
+/** How long settled requests' counts are gathered before they are written to Redis. */
+const FLUSH_MS = 50;
+
 // Above any limit: the limiters only count; the decision is ours.
 const UNREACHABLE = Number.MAX_SAFE_INTEGER;
 
@@ -86,7 +89,10 @@ export class RateLimits {
     const make = (name: string, duration: number) => {
       const opts = { keyPrefix: `${config.keyPrefix}:${name}`, points: UNREACHABLE, duration };
       // A Redis failure falls back to a per-process count of the same window rather than failing the request.
-      return redis ? new RateLimiterRedis({ ...opts, storeClient: redis, insuranceLimiter: new RateLimiterMemory(opts) }) : new RateLimiterMemory(opts);
+      // `rejectIfRedisNotReady`: while the connection is down, at once (not after ioredis's reconnection delay).
+      return redis
+        ? new RateLimiterRedis({ ...opts, storeClient: redis, rejectIfRedisNotReady: true, insuranceLimiter: new RateLimiterMemory(opts) })
+        : new RateLimiterMemory(opts);
     };
     this.requests = make('req', config.windowSeconds);
     this.tokens = make('tok', config.windowSeconds);
@@ -104,12 +110,22 @@ export class RateLimits {
     return new RateLimits(config, log, redis);
   }
 
-  get store(): 'redis' | 'memory' {
-    return this.redis ? 'redis' : 'memory';
+  /** Resolves once Redis is connected (or after its connection timeout, counting in the process meanwhile). */
+  ready(): Promise<void> {
+    const redis = this.redis;
+    if (!redis || redis.status === 'ready') return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, 2000);
+      redis.once('ready', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
   }
 
   async close(): Promise<void> {
     if (!this.redis) return;
+    this.flush();
     // QUIT waits for a connection that may never come; a connection that is not up is just dropped.
     if (this.redis.status === 'ready') await this.redis.quit().catch(() => this.redis!.disconnect());
     else this.redis.disconnect();
@@ -158,11 +174,45 @@ export class RateLimits {
     done.catch((err: unknown) => this.log.warn({ err: String(err) }, 'rate limits: adjustment lost'));
   }
 
+  /**
+   * What a settled request changes (its token correction, its recent usage) is summed per key in Redis mode and
+   * written every FLUSH_MS, one command per key instead of three per request: nothing waits for it, and a count that
+   * lands a few milliseconds later changes no decision that matters.
+   */
+  private pending = new Map<string, { limiter: 'tokens' | 'usage'; key: string; points: number; counted?: Counted }>();
+  private flushing?: NodeJS.Timeout;
+
+  private later(limiter: 'tokens' | 'usage', key: string, points: number, counted?: Counted): void {
+    if (points === 0) return;
+    if (!this.redis) return void this.write(limiter, key, points, counted);
+    const id = `${limiter}\n${key}\n${counted ? Math.round(counted.endsAt / 1000) : ''}`;
+    const entry = this.pending.get(id);
+    if (entry) entry.points += points;
+    else this.pending.set(id, { limiter, key, points, counted });
+    this.flushing ??= setTimeout(() => this.flush(), FLUSH_MS);
+  }
+
+  private write(limiter: 'tokens' | 'usage', key: string, points: number, counted?: Counted): void {
+    if (limiter === 'tokens') return this.adjust('tokens', key, counted!, -points);
+    this.usage.penalty(key, points).catch((err: unknown) => this.log.warn({ err: String(err) }, 'rate limits: usage not recorded'));
+  }
+
+  private flush(): void {
+    clearTimeout(this.flushing);
+    this.flushing = undefined;
+    for (const e of this.pending.values()) this.write(e.limiter, e.key, e.points, e.counted);
+    this.pending.clear();
+  }
+
+  /** Charges `points` more tokens (fewer: negative) to a request's window, after its answer. */
+  correctTokens(key: string, counted: Counted, points: number): void {
+    this.later('tokens', key, points, counted);
+  }
+
   recordSuccess(key: string, tokens: number): void {
     const bucket = Math.floor(Date.now() / (this.config.usageWindowSeconds * 1000));
-    Promise.all([this.usage.penalty(`${key}:r:${bucket}`, 1), tokens > 0 ? this.usage.penalty(`${key}:t:${bucket}`, Math.round(tokens)) : null]).catch((err: unknown) =>
-      this.log.warn({ err: String(err) }, 'rate limits: usage not recorded'),
-    );
+    this.later('usage', `${key}:r:${bucket}`, 1);
+    this.later('usage', `${key}:t:${bucket}`, Math.round(tokens));
   }
 
   /** Takes a place in the key's wait queue if there is one and the wait is short enough; false when refused at once. */
@@ -306,14 +356,14 @@ export class Gate {
           used = usedTokens(event) ?? used;
           yield event;
         }
-        if (used !== undefined) limits.adjust('tokens', a.key, a.tokens, a.estimate - used);
+        if (used !== undefined) limits.correctTokens(a.key, a.tokens, used - a.estimate);
         limits.recordSuccess(a.key, used ?? a.estimate);
       })();
       return;
     }
     const used = usedTokens(result) ?? a.estimate;
     if (used !== a.estimate) {
-      this.limits.adjust('tokens', a.key, a.tokens, a.estimate - used);
+      this.limits.correctTokens(a.key, a.tokens, used - a.estimate);
       this.res.set('x-tokenlimit-remaining', String(Math.max(0, a.limits.tokens - a.tokens.res.consumedPoints + a.estimate - used)));
     }
     this.limits.recordSuccess(a.key, used);

@@ -26,6 +26,7 @@ async function run(store: 'memory' | 'redis') {
     keyPrefix: `bench-limiter-${process.pid}-${store}`,
   };
   const limits = RateLimits.create(config, store === 'redis' ? (process.env.REDIS_URL ?? 'redis://127.0.0.1:6379') : undefined, createLogger('silent'));
+  await limits.ready();
   const one = async () => {
     const gate = new Gate(limits, identity, res);
     await gate.admit(body.model, body);
