@@ -233,7 +233,7 @@ export class RateLimits {
 
 const seconds = (ms: number) => Math.max(0, Math.ceil(ms) / 1000);
 
-/** One limited request: admitted once (by the pipeline from the JSON body's `model`, or by the handler), then settled or failed. */
+/** One limited request: admitted once by the pipeline (on the body's `model`, JSON or multipart), then settled or failed. */
 export class Gate {
   private admitted?: {
     key: string;
