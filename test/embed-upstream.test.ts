@@ -15,6 +15,8 @@ let t: TestPlatform;
 /** What the fake upstream answers to any request. */
 let nonsenseBody: unknown = {};
 let nonsenseStatus = 200;
+/** Whether the fake upstream holds every request unanswered. */
+let hang = false;
 
 const call = async (path: string, body: object) => {
   const res = await fetch(`${upstream.url}${path}`, { method: 'POST', headers: { Authorization: `Bearer ${upstream.key}`, 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
@@ -25,7 +27,7 @@ const call = async (path: string, body: object) => {
 beforeAll(async () => {
   upstreamDb = await scratchDatabase();
   upstream = await startServerProcess({ DATABASE_URL: upstreamDb.url, RUNNER_ENABLED: 'false' });
-  nonsense = createServer((_req, res) => res.writeHead(nonsenseStatus, { 'Content-Type': 'application/json' }).end(JSON.stringify(nonsenseBody)));
+  nonsense = createServer((_req, res) => hang || res.writeHead(nonsenseStatus, { 'Content-Type': 'application/json' }).end(JSON.stringify(nonsenseBody)));
   await new Promise<void>((resolve) => nonsense.listen(0, '127.0.0.1', resolve));
   const fake = `http://127.0.0.1:${(nonsense.address() as { port: number }).port}/v1`;
   const up = { engine: 'upstream', url: `${upstream.url}/v1`, apiKey: upstream.key };
@@ -38,9 +40,9 @@ beforeAll(async () => {
           { models: ['intfloat/*'], capabilities: ['embeddings'], ...up, model: 'togethercomputer/m2-bert-80M-8k-retrieval' },
           // Names the upstream refuses.
           { models: ['WhereIsAI/*'], capabilities: ['embeddings'], ...up, model: 'nope/missing' },
-          { models: ['mixedbread-ai/*'], capabilities: ['rerank'], engine: 'upstream', url: fake },
+          { models: ['mixedbread-ai/*'], capabilities: ['rerank'], engine: 'upstream', url: fake, timeoutMs: 500 },
           { models: ['Alibaba-NLP/*'], capabilities: ['embeddings'], engine: 'upstream', url: 'http://127.0.0.1:9/v1' },
-          { models: ['togethercomputer/*'], capabilities: ['embeddings'], engine: 'upstream', url: fake },
+          { models: ['togethercomputer/*'], capabilities: ['embeddings'], engine: 'upstream', url: fake, timeoutMs: 500 },
         ],
       }),
     },
@@ -50,6 +52,7 @@ afterAll(async () => {
   await t?.close();
   await upstream?.stop();
   await upstreamDb?.drop();
+  nonsense?.closeAllConnections();
   nonsense?.close();
 });
 
@@ -92,6 +95,19 @@ describe('embeddings upstream', () => {
     const ok = await t.caller.http.post('/v1/embeddings').send({ model, input: ['a', 'b'] });
     expect(ok.body.data.map((d: any) => d.embedding)).toEqual([[0.25, 0], [0.5, 0]]);
   });
+});
+
+test("an upstream that does not answer within its route's timeoutMs is a 504", async () => {
+  hang = true;
+  try {
+    const emb = await t.caller.http.post('/v1/embeddings').send({ model: 'togethercomputer/m2-bert-80M-8k-retrieval', input: 'x' });
+    expectError(emb, 504, { code: 'upstream_timeout', type: 'server_error' });
+    expect(emb.body.error.message).toContain('within 0.5 s');
+    expectError(await t.caller.http.post('/v1/rerank').send({ model: 'mixedbread-ai/Mxbai-Rerank-Large-V2', query: 'x', documents: ['a'] }), 504, { code: 'upstream_timeout' });
+  } finally {
+    hang = false;
+    nonsense.closeAllConnections();
+  }
 });
 
 describe('rerank upstream', () => {

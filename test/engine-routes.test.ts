@@ -31,6 +31,7 @@ test('a configuration that cannot be used stops the start with one line naming t
     { ENGINES: '{"routes": [{"models": "x", "engine": "local"}]}' },
     { ENGINES: '{"routes": [{"models": ["x"], "engine": "remote"}]}' },
     { ENGINES: '{"routes": [{"models": ["x"], "engine": "upstream", "url": "ftp://x"}]}' },
+    { ENGINES: '{"routes": [{"models": ["x"], "engine": "upstream", "url": "http://x", "timeoutMs": 0}]}' },
     { ENGINES: '{"routes": [{"models": ["x"], "capabilities": ["video"], "engine": "local"}]}' },
     { ENGINES_FILE: '/nonexistent/engines.json' },
   ];

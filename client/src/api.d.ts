@@ -4534,6 +4534,18 @@ export interface operations {
                 };
             };
             503: components["responses"]["Overloaded"];
+            /**
+             * @description The upstream engine the model is routed to did not answer within its route's `timeoutMs` (default
+             *     120 s): `upstream_timeout`.
+             */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorData"];
+                };
+            };
         };
     };
     listEndpoints: {
@@ -5491,6 +5503,18 @@ export interface operations {
                 };
             };
             503: components["responses"]["Overloaded"];
+            /**
+             * @description The upstream engine the model is routed to did not answer within its route's `timeoutMs` (default
+             *     120 s): `upstream_timeout`.
+             */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorData"];
+                };
+            };
         };
     };
     createVideoV1: {

@@ -4,7 +4,8 @@
 // llama.cpp, Ollama, another instance of this server) by URL and key:
 //
 //   { "routes": [ { "models": ["meta-llama/*"], "capabilities": ["chat"], "engine": "upstream",
-//                   "url": "http://127.0.0.1:11434/v1", "apiKeyEnv": "OLLAMA_API_KEY", "model": "llama3.1:8b" } ] }
+//                   "url": "http://127.0.0.1:11434/v1", "apiKeyEnv": "OLLAMA_API_KEY", "model": "llama3.1:8b",
+//                   "timeoutMs": 60000 } ] }
 //
 // The first route whose `models` glob (`*` matches any run of characters) and `capabilities` match wins.
 import { readFileSync } from 'node:fs';
@@ -20,6 +21,8 @@ export interface UpstreamRoute {
   apiKey?: string;
   /** The upstream's name for the model (default: the same id). */
   model?: string;
+  /** How long to wait for the upstream's answer (default UPSTREAM_TIMEOUT_MS of upstream.ts, 120 s); then 504. */
+  timeoutMs?: number;
 }
 
 export type Route = { engine: 'local' } | UpstreamRoute;
@@ -66,7 +69,8 @@ export function loadEngineRoutes(env: NodeJS.ProcessEnv = process.env): EngineRo
       else if (r.engine === 'upstream') {
         if (typeof r.url !== 'string' || !/^https?:\/\//.test(r.url)) throw new StartError(`${where}.url must be the upstream's http(s) base URL, e.g. http://127.0.0.1:8000/v1.`);
         const apiKey = typeof r.apiKeyEnv === 'string' ? env[r.apiKeyEnv] : typeof r.apiKey === 'string' ? r.apiKey : undefined;
-        route = { engine: 'upstream', url: r.url.replace(/\/+$/, ''), apiKey, model: typeof r.model === 'string' ? r.model : undefined };
+        if (r.timeoutMs !== undefined && !(Number.isInteger(r.timeoutMs) && r.timeoutMs > 0)) throw new StartError(`${where}.timeoutMs must be a positive whole number of milliseconds.`);
+        route = { engine: 'upstream', url: r.url.replace(/\/+$/, ''), apiKey, model: typeof r.model === 'string' ? r.model : undefined, timeoutMs: r.timeoutMs };
       } else throw new StartError(`${where}.engine must be "local" or "upstream".`);
       entries.push({ models: r.models.map(glob), capabilities: r.capabilities, route });
     });

@@ -9,7 +9,8 @@ export const UPSTREAM_TIMEOUT_MS = 120_000;
 
 /** POSTs `body` (JSON, or FormData for uploads) to `<route.url><path>`; answers the response once its status is OK. */
 export async function upstreamFetch(route: UpstreamRoute, path: string, body: unknown, signal?: AbortSignal): Promise<Response> {
-  const timeout = AbortSignal.timeout(UPSTREAM_TIMEOUT_MS);
+  const limit = route.timeoutMs ?? UPSTREAM_TIMEOUT_MS;
+  const timeout = AbortSignal.timeout(limit);
   const form = body instanceof FormData;
   let res: Response;
   try {
@@ -20,7 +21,7 @@ export async function upstreamFetch(route: UpstreamRoute, path: string, body: un
       signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
     });
   } catch (err) {
-    if (timeout.aborted) throw new ApiError(504, 'upstream_timeout', `The upstream engine at ${route.url} did not answer within ${UPSTREAM_TIMEOUT_MS / 1000} s.`, null, 'server_error');
+    if (timeout.aborted) throw new ApiError(504, 'upstream_timeout', `The upstream engine at ${route.url} did not answer within ${limit / 1000} s.`, null, 'server_error');
     throw new ApiError(502, 'upstream_unreachable', `The upstream engine at ${route.url} could not be reached (${(err as Error).message}).`, null, 'server_error');
   }
   if (res.ok) return res;
