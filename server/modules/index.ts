@@ -5,6 +5,7 @@ import { adapters } from './adapters/index.ts';
 import { compute } from './compute/index.ts';
 import { dedicated } from './dedicated/index.ts';
 import { endpoints } from './endpoints/index.ts';
+import { evaluation } from './evaluation/index.ts';
 import { files } from './files/index.ts';
 import { hardware } from './hardware/index.ts';
 import { identity } from './identity/index.ts';
@@ -14,7 +15,7 @@ import { secrets } from './secrets/index.ts';
 import { videos } from './videos/index.ts';
 import { volumes } from './volumes/index.ts';
 
-export const modules = [identity, hardware, models, compute, volumes, secrets, endpoints, adapters, dedicated, inference, videos, files] as const;
+export const modules = [identity, hardware, models, compute, volumes, secrets, endpoints, adapters, dedicated, inference, videos, files, evaluation] as const;
 
 // Every module of the spec is listed: a tag file without its line here fails `tsc`.
 type Listed = (typeof modules)[number]['name'];
