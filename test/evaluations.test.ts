@@ -66,9 +66,9 @@ afterAll(async () => {
 });
 
 /** An input file (JSON Lines) of the caller's project. */
-async function input(rows: unknown[] | string, caller: Caller = t.caller): Promise<string> {
+async function input(rows: unknown[] | string, caller: Caller = t.caller, fileType: 'jsonl' | 'csv' = 'jsonl'): Promise<string> {
   const content = typeof rows === 'string' ? rows : rows.map((r) => JSON.stringify(r)).join('\n') + '\n';
-  return (await storeFile(t.services, { projectId: caller.identity.projectId, filename: 'input.jsonl', purpose: 'eval', fileType: 'jsonl' }, content)).id;
+  return (await storeFile(t.services, { projectId: caller.identity.projectId, filename: `input.${fileType}`, purpose: 'eval', fileType }, content)).id;
 }
 
 /** The lines of a result file, parsed. */
@@ -155,6 +155,18 @@ describe('classify with the local judge', () => {
     const job = await evaluated({ type: 'classify', parameters: { judge: judge(), labels: ['yes', 'no'], pass_labels: ['yes'], input_data_file_path: file } });
     expect(job.results).toMatchObject({ pass_percentage: 0, label_counts: JSON.stringify({ yes: 0, no: 1 }) });
     expect((await resultRows(job.results.result_file_id))[0].response).toBe(JSON.stringify({ question: 'q', verdict: 'no' }));
+  });
+});
+
+describe('a CSV input file', () => {
+  test('its header names the columns; a malformed file ends the job user_error', async () => {
+    const csv = 'question,response\n"Is it, really?",yes\nWhy,"no, never"\n';
+    const job = await evaluated({ type: 'classify', parameters: { judge: judge(), labels: ['yes', 'no'], pass_labels: ['yes'], model_to_evaluate: 'response', input_data_file_path: await input(csv, t.caller, 'csv') } });
+    expect(job.results).toMatchObject({ pass_percentage: 50, label_counts: JSON.stringify({ yes: 1, no: 1 }) });
+    expect((await resultRows(job.results.result_file_id))[0]).toMatchObject({ question: 'Is it, really?', response: 'yes', label: 'yes' });
+    const bad = await evaluated({ type: 'classify', parameters: { judge: judge(), labels: ['yes', 'no'], pass_labels: ['yes'], model_to_evaluate: 'response', input_data_file_path: await input('question,response\n"unclosed,yes\n', t.caller, 'csv') } });
+    expect(bad.status).toBe('user_error');
+    expect(bad.results.error).toMatch(/^The input file is not valid CSV: /);
   });
 });
 

@@ -6,7 +6,7 @@ import { Semaphore } from 'async-mutex';
 import type { EvaluationJob } from '../../../generated/prisma/sqlite/client/client.ts';
 import { localJudgeEngine, openAiCompatibleEngine, type ChatCall, type JudgeEngine, type JudgeTask } from '../../engines/judge.ts';
 import type { Services } from '../types.ts';
-import { inputLines, placeResultFile, type PlacedFile } from './dataset.ts';
+import { InputError, inputRows, placeResultFile, type PlacedFile } from './dataset.ts';
 import {
   DEFAULT_MAX_TOKENS,
   DEFAULT_TEMPERATURE,
@@ -52,22 +52,12 @@ export function engineFor(services: Pick<Services, 'engines'>, m: Judge | ModelR
 }
 
 async function readRows(services: Services, job: EvaluationJob, fileId: string): Promise<Row[]> {
-  const lines = await inputLines(services, job.projectId, fileId);
-  if (!lines) throw new UserError(`The input file '${fileId}' does not exist (any more) in this project.`);
+  const source = await inputRows(services, job.projectId, fileId);
+  if (!source) throw new UserError(`The input file '${fileId}' does not exist (any more) in this project.`);
   const rows: Row[] = [];
-  let n = 0;
-  for await (const line of lines) {
-    n++;
-    if (line.trim() === '') continue;
-    let row: unknown;
-    try {
-      row = JSON.parse(line);
-    } catch {
-      throw new UserError(`Line ${n} of the input file is not JSON: the input must be JSON Lines, one object per line.`);
-    }
-    if (!row || typeof row !== 'object' || Array.isArray(row)) throw new UserError(`Line ${n} of the input file is not a JSON object.`);
+  for await (const row of source) {
     if (rows.length === MAX_ROWS) throw new UserError(`The input file has more than ${MAX_ROWS} rows.`);
-    rows.push(row as Row);
+    rows.push(row);
   }
   if (rows.length === 0) throw new UserError('The input file has no rows.');
   return rows;
@@ -139,7 +129,7 @@ export async function evaluate(services: Services, job: EvaluationJob): Promise<
           : classifyResults(result.outcomes as Outcome<string>[], p.labels!, p.pass_labels!, resultFile.id);
     return { outcome: 'completed', results, resultFile, summary: `Evaluated ${rows.length} rows with the ${judge.name} judge.` };
   } catch (err) {
-    if (err instanceof UserError) return { outcome: 'user_error', message: err.message };
+    if (err instanceof UserError || err instanceof InputError) return { outcome: 'user_error', message: err.message };
     throw err;
   }
 }
