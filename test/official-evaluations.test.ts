@@ -1,8 +1,9 @@
-// The official together-ai client (0.52.0) against this server, changing nothing but its baseURL: create an
-// evaluation, poll its status until it completes, read it back, and list it.
+// The official together-ai client (0.52.0) against this server, changing nothing but its baseURL: upload the input
+// (the documented multipart POST /files/upload, as the client's own upload helper needs a signed-URL flow this server
+// does not offer), create an evaluation, poll its status until it completes, read it back, list it, and download
+// its result file.
 import Together from 'together-ai';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { storeFile } from '../server/modules/files/store.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
 
 let t: TestPlatform;
@@ -14,11 +15,12 @@ beforeAll(async () => {
 afterAll(() => t?.close());
 
 test('evals.create, evals.status, evals.retrieve and evals.list', async () => {
-  const file = await storeFile(
-    t.services,
-    { projectId: t.caller.identity.projectId, filename: 'qa.jsonl', purpose: 'eval', fileType: 'jsonl' },
-    ['{"question": "Is the sky blue?", "answer": "yes"}', '{"question": "Is fire cold?", "answer": "no"}'].join('\n'),
-  );
+  const form = new FormData();
+  form.append('purpose', 'eval');
+  form.append('file_name', 'qa.jsonl');
+  form.append('file_type', 'jsonl');
+  form.append('file', new Blob(['{"question": "Is the sky blue?", "answer": "yes"}\n{"question": "Is fire cold?", "answer": "no"}\n']), 'qa.jsonl');
+  const file = (await client.post('/files/upload', { body: form })) as Together.FileResponse;
   const created = await client.evals.create({
     type: 'classify',
     parameters: {
@@ -44,4 +46,11 @@ test('evals.create, evals.status, evals.retrieve and evals.list', async () => {
 
   const list = await client.evals.list({ status: 'completed', limit: 5 });
   expect(list.map((j) => j.workflow_id)).toContain(id);
+
+  const results = await client.files.content((status.results as { result_file_id: string }).result_file_id);
+  const rows = (await results.text()).trim().split('\n').map((l) => JSON.parse(l));
+  expect(rows.map((r) => [r.question, r.label])).toEqual([
+    ['Is the sky blue?', 'yes'],
+    ['Is fire cold?', 'no'],
+  ]);
 });
