@@ -640,7 +640,8 @@ export interface paths {
         post?: never;
         /**
          * Delete a file
-         * @description Deletes the file and its bytes: `{id, deleted: true}`.
+         * @description Deletes the file and its bytes: `{id, deleted: true}`. A file that a fine-tuning job still `pending`,
+         *     `queued` or `running` is to read (as its training or validation file) answers 409 `file_in_use`.
          */
         delete: operations["deleteFile"];
         options?: never;
@@ -689,6 +690,211 @@ export interface paths {
          *     `file`. Nothing is kept when the upload is refused.
          */
         post: operations["uploadFile"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/fine-tunes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List fine-tuning jobs
+         * @description The project's jobs, newest first.
+         */
+        get: operations["listFineTunes"];
+        put?: never;
+        /**
+         * Create a fine-tuning job
+         * @description Creates a job, `pending`. `model` must be one of `GET /v1/fine-tunes/models/supported` (400 `model_not_supported`
+         *     naming `model`); `training_file` and `validation_file` must be `fine-tune` files of this project (404
+         *     `file_not_found` naming the field; 400 `file_invalid` when already known to be invalid, `wrong_purpose` when not a
+         *     `fine-tune` file). Every number is checked against the model's limits (`GET /v1/fine-tunes/models/limits`): 400
+         *     naming the field. Defaults: LoRA (`lora_r` 8, `lora_alpha` 16, `lora_dropout` 0, `all-linear`), `sft` with
+         *     `train_on_inputs` `auto`, `n_epochs` 1, `n_checkpoints` 1, `n_evals` 0 (above 0 needs a `validation_file`),
+         *     `batch_size` `max`, `learning_rate` 1e-5 (linear to 0, `warmup_ratio` 0), `max_seq_length` the model's maximum
+         *     for the method, `packing` true. DPO needs a preference dataset and SFT any other (checked once the files are
+         *     validated: the job ends in `error` otherwise). Early stopping's rules are the tag's.
+         */
+        post: operations["createFineTune"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/fine-tunes/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Retrieve a fine-tuning job
+         * @description The job, with its events, and its outcome once finished.
+         */
+        get: operations["retrieveFineTune"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a fine-tuning job
+         * @description Deletes the job, its events, metrics and checkpoints: `{message}`. A job still running is stopped (the runner finds
+         *     nothing to do). The fine-tuned model, once made, stays in the catalogue. `force` is deprecated and unused.
+         */
+        delete: operations["deleteFineTune"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/fine-tunes/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a fine-tuning job
+         * @description Cancels the job: `pending` or `queued` -> `cancelled`, `running` -> `cancel_requested` (the runner then stops it:
+         *     `cancelled`). Any other state answers 400 `invalid_state_transition` naming `id`. No request body.
+         */
+        post: operations["cancelFineTune"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/fine-tunes/{id}/checkpoints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A fine-tuning job's checkpoints
+         * @description The checkpoints saved so far, newest first: each `n_checkpoints` step (`Intermediate`), and the final model
+         *     (`Final`; with early stopping, the best step's). `checkpoint` is `adapter` for LoRA, `model` for full training.
+         */
+        get: operations["listFineTuneCheckpoints"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/fine-tunes/{id}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A fine-tuning job's events
+         * @description Every event of the job, oldest first.
+         */
+        get: operations["listFineTuneEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/fine-tunes/{id}/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A fine-tuning job's training metrics
+         * @description The training metrics, one row per step in order (`train/loss`, `train/learning_rate`, `train/epoch`,
+         *     `train/tokens`, `train/global_step`; `eval/loss` on evaluation steps), empty until the job has trained. Filters:
+         *     `global_step_from`/`_to`, `logged_at_from`/`_to` (each step is logged one simulated second after the previous,
+         *     from `started_at`), and `resolution` (at most that many rows, evenly picked, evaluation rows kept).
+         */
+        get: operations["getFineTuneMetrics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/fine-tunes/estimate-price": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Estimate the price of a fine-tuning job
+         * @description The price the job would have, from the training file's tokens (as validated) x `n_epochs`, and the validation
+         *     file's x `n_evals`: `{estimation_available: true, estimated_total_price, allowed_to_proceed, user_limit,
+         *     estimated_train_token_count, estimated_eval_token_count}`. When a file is not validated yet or invalid, or is
+         *     multimodal: `{estimation_available: false, unavailable_reason}`. `model` defaults to the first supported model.
+         */
+        post: operations["estimateFineTunePrice"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/fine-tunes/models/limits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A model's fine-tuning limits
+         * @description The limits a job on `model_name` is checked against. A model that cannot be fine-tuned answers 404 naming `model_name`.
+         */
+        get: operations["getFineTuneModelLimits"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/fine-tunes/models/supported": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Models that can be fine-tuned
+         * @description The catalogue's chat, language and code models of a known architecture; `parent_model` is the architecture.
+         */
+        get: operations["listFineTuneModels"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -2370,6 +2576,382 @@ export interface components {
             id: string;
             deleted: boolean;
         };
+        /**
+         * @description The job's state (the machine above).
+         * @enum {string}
+         */
+        FineTuneStatus: "pending" | "queued" | "running" | "compressing" | "uploading" | "cancel_requested" | "cancelled" | "error" | "completed";
+        /** @enum {string} */
+        FineTuneEventType: "job_pending" | "job_start" | "job_stopped" | "model_downloading" | "model_download_complete" | "training_data_downloading" | "training_data_download_complete" | "validation_data_downloading" | "validation_data_download_complete" | "wandb_init" | "training_start" | "checkpoint_save" | "billing_limit" | "epoch_complete" | "training_complete" | "model_compressing" | "model_compression_complete" | "model_uploading" | "model_upload_complete" | "job_complete" | "job_error" | "cancel_requested" | "job_restarted" | "refund" | "warning" | "early_stopped" | "tokenized_dataset_upload_complete";
+        LinearLRSchedulerArgs: {
+            /**
+             * @description The final learning rate as a fraction of `learning_rate` (0 to 1).
+             * @default 0
+             */
+            min_lr_ratio: number;
+        };
+        CosineLRSchedulerArgs: {
+            /** @default 0 */
+            min_lr_ratio: number;
+            /**
+             * @description Cosine cycles over the run (0.5: one half-wave down).
+             * @default 0.5
+             */
+            num_cycles: number;
+        };
+        /** @description After the warm-up (`warmup_ratio` of the steps, rising linearly), the rate decays linearly or along a cosine to `min_lr_ratio` x `learning_rate`. Default: linear to 0. */
+        LRScheduler: {
+            /** @enum {string} */
+            lr_scheduler_type: "linear" | "cosine";
+            lr_scheduler_args?: components["schemas"]["LinearLRSchedulerArgs"] | components["schemas"]["CosineLRSchedulerArgs"];
+        };
+        TrainingMethodSFT: {
+            /** @enum {string} */
+            method: "sft";
+            /** @default auto */
+            train_on_inputs: boolean | "auto";
+        };
+        TrainingMethodDPO: {
+            /** @enum {string} */
+            method: "dpo";
+            /** @default 0.1 */
+            dpo_beta: number;
+            /** @default 0 */
+            rpo_alpha: number;
+            /** @default false */
+            dpo_normalize_logratios_by_length: boolean;
+            /** @default false */
+            dpo_reference_free: boolean;
+            /** @default 0 */
+            simpo_gamma: number;
+        };
+        FullTrainingType: {
+            /** @enum {string} */
+            type: "Full";
+        };
+        LoRATrainingType: {
+            /** @enum {string} */
+            type: "Lora";
+            lora_r: number;
+            lora_alpha: number;
+            /** @default 0 */
+            lora_dropout: number;
+            /** @default all-linear */
+            lora_trainable_modules: string;
+        };
+        MultimodalParams: {
+            train_vision?: boolean;
+        };
+        FineTuneProgress: {
+            estimate_available: boolean;
+            seconds_remaining: number;
+        };
+        FineTuneEvent: {
+            /** @constant */
+            object: "fine-tune-event";
+            /** @description ISO 8601. */
+            created_at: string;
+            /**
+             * @description The platform also has a null level; this server always sets one.
+             * @enum {string}
+             */
+            level?: "info" | "warning" | "error" | "legacy_info" | "legacy_iwarning" | "legacy_ierror";
+            message: string;
+            type: components["schemas"]["FineTuneEventType"];
+            param_count?: number;
+            token_count?: number;
+            total_steps?: number;
+            wandb_url?: string;
+            step?: number;
+            checkpoint_path?: string;
+            model_path?: string;
+            tokenized_dataset_path?: string;
+            early_stopping_best_step?: number | null;
+            early_stopping_best_metric_value?: number | null;
+        };
+        CreateFineTuneBody: {
+            /** @description A `fine-tune` file of this project (`file-...`). */
+            training_file: string;
+            /** @description A `fine-tune` file to evaluate on. */
+            validation_file?: string;
+            /** @default true */
+            packing: boolean;
+            max_seq_length?: number;
+            /** @description A model of `GET /v1/fine-tunes/models/supported`. */
+            model: string;
+            /** @default 1 */
+            n_epochs: number;
+            /** @default 1 */
+            n_checkpoints: number;
+            /** @default 0 */
+            n_evals: number;
+            /** @default max */
+            batch_size: number | "max";
+            gradient_accumulation_steps?: number;
+            /** @default 0.00001 */
+            learning_rate: number;
+            lr_scheduler?: components["schemas"]["LRScheduler"];
+            /** @default 0 */
+            warmup_ratio: number;
+            /** @default 1 */
+            max_grad_norm: number;
+            /** @default 0 */
+            weight_decay: number;
+            random_seed?: number | null;
+            /** @default false */
+            early_stopping_enabled: boolean;
+            /** @default 2 */
+            early_stopping_patience: number;
+            /** @default 0 */
+            early_stopping_min_delta: number;
+            /** @default 1 */
+            early_stopping_warmup_evals: number | null;
+            suffix?: string;
+            /** @description Accepted; not kept (this server calls no experiment tracker). */
+            wandb_api_key?: $Write<string>;
+            wandb_base_url?: string;
+            wandb_project_name?: string;
+            wandb_name?: string;
+            wandb_entity?: string;
+            /**
+             * @deprecated
+             * @default auto
+             */
+            train_on_inputs: boolean | "auto";
+            training_method?: components["schemas"]["TrainingMethodSFT"] | components["schemas"]["TrainingMethodDPO"];
+            training_type?: components["schemas"]["FullTrainingType"] | components["schemas"]["LoRATrainingType"] | null;
+            multimodal_params?: components["schemas"]["MultimodalParams"];
+            /** @description A completed job of this project (`ft-...`, or `ft-...:<step>`) to continue from. */
+            from_checkpoint?: string;
+            from_hf_model?: string;
+            hf_model_revision?: string;
+            /** @description Accepted; not kept. */
+            hf_api_token?: $Write<string>;
+            hf_output_repo_name?: string;
+        };
+        EstimateFineTunePriceBody: {
+            /** @description A `fine-tune` file of this project (`file-...`). */
+            training_file: string;
+            /** @description A `fine-tune` file to evaluate on. */
+            validation_file?: string;
+            /** @description A model of `GET /v1/fine-tunes/models/supported`. */
+            model?: string;
+            /** @default 1 */
+            n_epochs: number;
+            /** @default 0 */
+            n_evals: number;
+            training_method?: components["schemas"]["TrainingMethodSFT"] | components["schemas"]["TrainingMethodDPO"];
+            training_type?: components["schemas"]["FullTrainingType"] | components["schemas"]["LoRATrainingType"] | null;
+            /** @description A completed job of this project (`ft-...`, or `ft-...:<step>`) to continue from. */
+            from_checkpoint?: string;
+        };
+        FineTuneTruncated: {
+            /** @description `ft-...`. */
+            id: string;
+            status: components["schemas"]["FineTuneStatus"];
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+            /** Format: date-time */
+            started_at?: string;
+            /** @description The API key that created the job. */
+            user_id: string;
+            owner_address?: string;
+            /** @description US cents, rounded up: the tokens trained (and evaluated) at the model's price. */
+            total_price?: number;
+            /** @description Tokens processed by training (every step's batch) and evaluation. */
+            token_count?: number;
+            events?: components["schemas"]["FineTuneEvent"][];
+            training_file?: string;
+            validation_file?: string;
+            packing?: boolean;
+            max_seq_length?: number;
+            model?: string;
+            /** @description The fine-tuned model: listed by `GET /v1/models` once the job has completed. */
+            model_output_name?: string;
+            suffix?: string;
+            n_epochs?: number;
+            n_evals?: number;
+            n_checkpoints?: number;
+            batch_size?: number;
+            training_type?: components["schemas"]["FullTrainingType"] | components["schemas"]["LoRATrainingType"];
+            training_method?: components["schemas"]["TrainingMethodSFT"] | components["schemas"]["TrainingMethodDPO"];
+            learning_rate?: number;
+            lr_scheduler?: components["schemas"]["LRScheduler"];
+            warmup_ratio?: number;
+            max_grad_norm?: number;
+            weight_decay?: number;
+            random_seed?: number | null;
+            wandb_project_name?: string;
+            wandb_name?: string;
+            from_checkpoint?: string;
+            from_hf_model?: string;
+            hf_model_revision?: string;
+            progress?: components["schemas"]["FineTuneProgress"];
+            early_stopped?: boolean;
+            early_stopping_best_step?: number;
+            early_stopping_best_metric?: number | null;
+            early_stopping_enabled?: boolean;
+            early_stopping_patience?: number;
+            early_stopping_min_delta?: number;
+            early_stopping_warmup_evals?: number;
+            wandb_entity?: string;
+            wandb_base_url?: string;
+            /** @description Why the job ended in `error`. */
+            error?: string;
+        };
+        FineTune: {
+            /** @description `ft-...`. */
+            id: string;
+            status: components["schemas"]["FineTuneStatus"];
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+            /** Format: date-time */
+            started_at?: string;
+            /** @description The API key that created the job. */
+            user_id: string;
+            owner_address?: string;
+            /** @description US cents, rounded up: the tokens trained (and evaluated) at the model's price. */
+            total_price?: number;
+            /** @description Tokens processed by training (every step's batch) and evaluation. */
+            token_count?: number;
+            events?: components["schemas"]["FineTuneEvent"][];
+            training_file?: string;
+            validation_file?: string;
+            packing?: boolean;
+            max_seq_length?: number;
+            model?: string;
+            /** @description The fine-tuned model: listed by `GET /v1/models` once the job has completed. */
+            model_output_name?: string;
+            suffix?: string;
+            n_epochs?: number;
+            n_evals?: number;
+            n_checkpoints?: number;
+            batch_size?: number;
+            training_type?: components["schemas"]["FullTrainingType"] | components["schemas"]["LoRATrainingType"];
+            training_method?: components["schemas"]["TrainingMethodSFT"] | components["schemas"]["TrainingMethodDPO"];
+            learning_rate?: number;
+            lr_scheduler?: components["schemas"]["LRScheduler"];
+            warmup_ratio?: number;
+            max_grad_norm?: number;
+            weight_decay?: number;
+            random_seed?: number | null;
+            wandb_project_name?: string;
+            wandb_name?: string;
+            from_checkpoint?: string;
+            from_hf_model?: string;
+            hf_model_revision?: string;
+            progress?: components["schemas"]["FineTuneProgress"];
+            early_stopped?: boolean;
+            early_stopping_best_step?: number;
+            early_stopping_best_metric?: number | null;
+            early_stopping_enabled?: boolean;
+            early_stopping_patience?: number;
+            early_stopping_min_delta?: number;
+            early_stopping_warmup_evals?: number;
+            wandb_entity?: string;
+            wandb_base_url?: string;
+            /** @description Why the job ended in `error`. */
+            error?: string;
+            model_output_path?: string;
+            trainingfile_numlines?: number;
+            trainingfile_size?: number;
+            eval_steps?: number;
+            train_on_inputs?: boolean | "auto";
+            multimodal_params?: components["schemas"]["MultimodalParams"];
+            job_id?: string;
+            param_count?: number;
+            epochs_completed?: number;
+            queue_depth?: number;
+        };
+        FineTuneList: {
+            /** @constant */
+            object: "list";
+            data: components["schemas"]["FineTuneTruncated"][];
+        };
+        FineTuneEventList: {
+            /** @constant */
+            object: "list";
+            data: components["schemas"]["FineTuneEvent"][];
+        };
+        FineTuneCheckpoint: {
+            step: number;
+            created_at: string;
+            /** @description The checkpoint's name, `<job id>:<step>` (what `from_checkpoint` takes); no weights are stored, so it is not a download address. */
+            path: string;
+            /** @description `Intermediate` or `Final`. */
+            checkpoint_type: string;
+            /** @enum {string} */
+            checkpoint?: "model" | "adapter";
+        };
+        FineTuneCheckpointList: {
+            /** @constant */
+            object: "list";
+            data: components["schemas"]["FineTuneCheckpoint"][];
+        };
+        FineTuneDeleted: {
+            message: string;
+        };
+        FineTuneMetrics: {
+            metrics: {
+                [key: string]: number;
+            }[];
+        };
+        FineTunePriceEstimate: {
+            /** @enum {boolean} */
+            estimation_available: true;
+            /** @description US dollars. */
+            estimated_total_price: number;
+            allowed_to_proceed: boolean;
+            /** @description The remaining credit, US dollars. */
+            user_limit: number;
+            estimated_train_token_count: number;
+            estimated_eval_token_count: number;
+        } | {
+            /** @enum {boolean} */
+            estimation_available: false;
+            /** @enum {string} */
+            unavailable_reason: "multimodal_dataset" | "train_file_not_validated" | "eval_file_not_validated" | "train_file_invalid" | "eval_file_invalid";
+        };
+        FineTuneSupportedModels: {
+            models: string[];
+            detailed_models: {
+                name: string;
+                parent_model: string;
+            }[];
+        };
+        FineTuneModelLimits: {
+            model_name: string;
+            full_training?: {
+                max_batch_size: number;
+                max_batch_size_dpo: number;
+                min_batch_size: number;
+            };
+            lora_training: {
+                max_batch_size: number;
+                max_batch_size_dpo: number;
+                min_batch_size: number;
+                max_rank: number;
+                target_modules: string[];
+            };
+            max_num_epochs: number;
+            max_num_evals: number;
+            max_num_checkpoints: number;
+            max_learning_rate: number;
+            min_learning_rate: number;
+            supports_full_training: boolean;
+            supports_vision: boolean;
+            supports_tools: boolean;
+            supports_reasoning: boolean;
+            merge_output_lora: boolean;
+            default_gradient_accumulation_steps: number;
+            min_max_seq_length: number;
+            max_seq_length_sft: number;
+            max_seq_length_dpo: number;
+        };
         HardwareList: {
             /** @constant */
             object: "list";
@@ -2916,6 +3498,8 @@ export interface components {
         EvaluationId: string;
         /** @description The file's id (`file-...`). */
         FileId: string;
+        /** @description The job's id (`ft-...`). */
+        FineTuneId: string;
         /** @description The secret's id or name. */
         SecretRef: string;
         /** @description The job's id (`video_...`). */
@@ -4189,6 +4773,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -4273,6 +4858,318 @@ export interface operations {
                 };
             };
             415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listFineTunes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The jobs. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FineTuneList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createFineTune: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateFineTuneBody"];
+            };
+        };
+        responses: {
+            /** @description The job, `pending`. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FineTuneTruncated"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    retrieveFineTune: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The job's id (`ft-...`). */
+                id: components["parameters"]["FineTuneId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The job. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FineTune"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    deleteFineTune: {
+        parameters: {
+            query?: {
+                /**
+                 * @deprecated
+                 * @description Deprecated and unused.
+                 */
+                force?: boolean;
+            };
+            header?: never;
+            path: {
+                /** @description The job's id (`ft-...`). */
+                id: components["parameters"]["FineTuneId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FineTuneDeleted"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    cancelFineTune: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The job's id (`ft-...`). */
+                id: components["parameters"]["FineTuneId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The job, `cancel_requested` or `cancelled`. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FineTuneTruncated"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listFineTuneCheckpoints: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The job's id (`ft-...`). */
+                id: components["parameters"]["FineTuneId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The checkpoints. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FineTuneCheckpointList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listFineTuneEvents: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The job's id (`ft-...`). */
+                id: components["parameters"]["FineTuneId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The events. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FineTuneEventList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getFineTuneMetrics: {
+        parameters: {
+            query?: {
+                /** @description First step. */
+                global_step_from?: number;
+                /** @description Last step. */
+                global_step_to?: number;
+                /** @description Earliest. */
+                logged_at_from?: string;
+                /** @description Latest. */
+                logged_at_to?: string;
+                /** @description At most this many rows, evenly picked (evaluation rows always kept). */
+                resolution?: number;
+            };
+            header?: never;
+            path: {
+                /** @description The job's id (`ft-...`). */
+                id: components["parameters"]["FineTuneId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The metrics. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FineTuneMetrics"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    estimateFineTunePrice: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EstimateFineTunePriceBody"];
+            };
+        };
+        responses: {
+            /** @description The estimate. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FineTunePriceEstimate"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getFineTuneModelLimits: {
+        parameters: {
+            query: {
+                /** @description A model of the supported list. */
+                model_name: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The limits. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FineTuneModelLimits"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listFineTuneModels: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The models. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FineTuneSupportedModels"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
             500: components["responses"]["InternalError"];
         };
     };

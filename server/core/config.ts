@@ -28,6 +28,8 @@ export interface Config {
   dataDir: string;
   /** The largest file an upload may carry (`FILES_MAX_BYTES`). */
   filesMaxBytes: number;
+  /** Each project's fine-tuning credit, in US dollars (`FINE_TUNE_CREDIT_LIMIT`): what estimates report as `user_limit`. */
+  fineTuneCreditLimit: number;
   /** The ffmpeg binary the media engines run; unset: the one installed with the server (npm @ffmpeg-installer/ffmpeg). */
   ffmpegPath?: string;
 }
@@ -66,6 +68,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     redisUrl: env.REDIS_URL || undefined,
     dataDir: env.DATA_DIR || join(root, '.data'),
     filesMaxBytes: num(env.FILES_MAX_BYTES, 5 * 1024 ** 3),
+    fineTuneCreditLimit: num(env.FINE_TUNE_CREDIT_LIMIT, 100),
     ffmpegPath: env.FFMPEG_PATH || undefined,
     runner: {
       enabled: bool(env.RUNNER_ENABLED, true),

@@ -7,6 +7,7 @@ import { dedicated } from './dedicated/index.ts';
 import { endpoints } from './endpoints/index.ts';
 import { evaluation } from './evaluation/index.ts';
 import { files } from './files/index.ts';
+import { fineTuning } from './fine-tuning/index.ts';
 import { hardware } from './hardware/index.ts';
 import { identity } from './identity/index.ts';
 import { inference } from './inference/index.ts';
@@ -15,7 +16,7 @@ import { secrets } from './secrets/index.ts';
 import { videos } from './videos/index.ts';
 import { volumes } from './volumes/index.ts';
 
-export const modules = [identity, hardware, models, compute, volumes, secrets, endpoints, adapters, dedicated, inference, videos, files, evaluation] as const;
+export const modules = [identity, hardware, models, compute, volumes, secrets, endpoints, adapters, dedicated, inference, videos, files, fineTuning, evaluation] as const;
 
 // Every module of the spec is listed: a tag file without its line here fails `tsc`.
 type Listed = (typeof modules)[number]['name'];

@@ -1,5 +1,5 @@
 // Module `files`: upload (the multipart body streamed to disk by http/multipart.ts), list, get, delete, content.
-import { apiError, badRequest } from '../../core/errors.ts';
+import { apiError, badRequest, conflict } from '../../core/errors.ts';
 import { uploadOf } from '../../http/multipart.ts';
 import { reply } from '../../http/reply.ts';
 import { owned } from '../../http/scope.ts';
@@ -40,9 +40,14 @@ export async function retrieveFile(ctx: Context<'retrieveFile'>) {
   return fileWire(await find(ctx));
 }
 
+/** States of a fine-tuning job that has yet to read its files. */
+const READING = ['pending', 'queued', 'running'];
+
 export async function deleteFile(ctx: Context<'deleteFile'>) {
   const f = await find(ctx);
   await ctx.db.write(async (tx) => {
+    const user = await tx.fineTune.findFirst({ where: { projectId: f.projectId, status: { in: READING }, OR: [{ trainingFile: f.id }, { validationFile: f.id }] } });
+    if (user) throw conflict(`File '${f.id}' is read by fine-tuning job '${user.id}', which is ${user.status}.`, 'file_in_use', 'id');
     const { count } = await tx.file.deleteMany({ where: { id: f.id, projectId: f.projectId } });
     if (count === 0) throw apiError(404, 'not_found', `No file '${f.id}' was found.`, 'id');
   });

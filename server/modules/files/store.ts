@@ -25,7 +25,7 @@ export const newFileId = (nowMs: number) => newId('file', nowMs).replace(/^file_
 export const fileLocation = (projectId: string, id: string) => join('files', projectId, id);
 
 /** The absolute path of a stored file's bytes. */
-export const filePath = (config: StoreServices['config'], f: Pick<File, 'path'>) => join(config.dataDir, f.path);
+export const filePath = (config: Pick<StoreServices['config'], 'dataDir'>, f: Pick<File, 'path'>) => join(config.dataDir, f.path);
 
 export interface NewFile {
   projectId: string;
@@ -89,7 +89,7 @@ export function findFile(services: Pick<Services, 'db'>, projectId: string, id: 
 }
 
 /** A stored file's content, as a stream. */
-export function readFileContent(services: Pick<Services, 'config'>, f: Pick<File, 'path'>): ReadStream {
+export function readFileContent(services: { config: Pick<Services['config'], 'dataDir'> }, f: Pick<File, 'path'>): ReadStream {
   return createReadStream(filePath(services.config, f));
 }
 

@@ -157,6 +157,21 @@ export type EvaluationJob = Prisma.EvaluationJobModel
  */
 export type File = Prisma.FileModel
 /**
+ * Model FineTune
+ * 
+ */
+export type FineTune = Prisma.FineTuneModel
+/**
+ * Model FineTuneEvent
+ * 
+ */
+export type FineTuneEvent = Prisma.FineTuneEventModel
+/**
+ * Model FineTuneCheckpoint
+ * 
+ */
+export type FineTuneCheckpoint = Prisma.FineTuneCheckpointModel
+/**
  * Model WorkItem
  * 
  */

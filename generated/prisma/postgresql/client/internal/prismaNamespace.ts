@@ -420,6 +420,9 @@ export const ModelName = {
   AdapterBinding: 'AdapterBinding',
   EvaluationJob: 'EvaluationJob',
   File: 'File',
+  FineTune: 'FineTune',
+  FineTuneEvent: 'FineTuneEvent',
+  FineTuneCheckpoint: 'FineTuneCheckpoint',
   WorkItem: 'WorkItem',
   Volume: 'Volume',
   VolumeVersion: 'VolumeVersion',
@@ -441,7 +444,7 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
     omit: GlobalOmitOptions
   }
   meta: {
-    modelProps: "organization" | "project" | "apiKey" | "seedRun" | "hardware" | "model" | "modelUploadJob" | "hardwareReservation" | "cluster" | "computeHost" | "computeInstance" | "computeVm" | "passiveHealthCheckAlert" | "remediation" | "idempotencyRecord" | "v1Endpoint" | "modelConfig" | "dedicatedEndpoint" | "deployment" | "endpointEvent" | "adapterBinding" | "evaluationJob" | "file" | "workItem" | "volume" | "volumeVersion" | "volumeMount" | "secret" | "video"
+    modelProps: "organization" | "project" | "apiKey" | "seedRun" | "hardware" | "model" | "modelUploadJob" | "hardwareReservation" | "cluster" | "computeHost" | "computeInstance" | "computeVm" | "passiveHealthCheckAlert" | "remediation" | "idempotencyRecord" | "v1Endpoint" | "modelConfig" | "dedicatedEndpoint" | "deployment" | "endpointEvent" | "adapterBinding" | "evaluationJob" | "file" | "fineTune" | "fineTuneEvent" | "fineTuneCheckpoint" | "workItem" | "volume" | "volumeVersion" | "volumeMount" | "secret" | "video"
     txIsolationLevel: TransactionIsolationLevel
   }
   model: {
@@ -2147,6 +2150,228 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
         }
       }
     }
+    FineTune: {
+      payload: Prisma.$FineTunePayload<ExtArgs>
+      fields: Prisma.FineTuneFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.FineTuneFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$FineTunePayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.FineTuneFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$FineTunePayload>
+        }
+        findFirst: {
+          args: Prisma.FineTuneFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$FineTunePayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.FineTuneFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$FineTunePayload>
+        }
+        findMany: {
+          args: Prisma.FineTuneFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$FineTunePayload>[]
+        }
+        create: {
+          args: Prisma.FineTuneCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$FineTunePayload>
+        }
+        createMany: {
+          args: Prisma.FineTuneCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.FineTuneCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$FineTunePayload>[]
+        }
+        delete: {
+          args: Prisma.FineTuneDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$FineTunePayload>
+        }
+        update: {
+          args: Prisma.FineTuneUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$FineTunePayload>
+        }
+        deleteMany: {
+          args: Prisma.FineTuneDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.FineTuneUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.FineTuneUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$FineTunePayload>[]
+        }
+        upsert: {
+          args: Prisma.FineTuneUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$FineTunePayload>
+        }
+        aggregate: {
+          args: Prisma.FineTuneAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateFineTune>
+        }
+        groupBy: {
+          args: Prisma.FineTuneGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.FineTuneGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.FineTuneCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.FineTuneCountAggregateOutputType> | number
+        }
+      }
+    }
+    FineTuneEvent: {
+      payload: Prisma.$FineTuneEventPayload<ExtArgs>
+      fields: Prisma.FineTuneEventFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.FineTuneEventFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$FineTuneEventPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.FineTuneEventFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$FineTuneEventPayload>
+        }
+        findFirst: {
+          args: Prisma.FineTuneEventFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$FineTuneEventPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.FineTuneEventFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$FineTuneEventPayload>
+        }
+        findMany: {
+          args: Prisma.FineTuneEventFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$FineTuneEventPayload>[]
+        }
+        create: {
+          args: Prisma.FineTuneEventCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$FineTuneEventPayload>
+        }
+        createMany: {
+          args: Prisma.FineTuneEventCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.FineTuneEventCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$FineTuneEventPayload>[]
+        }
+        delete: {
+          args: Prisma.FineTuneEventDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$FineTuneEventPayload>
+        }
+        update: {
+          args: Prisma.FineTuneEventUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$FineTuneEventPayload>
+        }
+        deleteMany: {
+          args: Prisma.FineTuneEventDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.FineTuneEventUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.FineTuneEventUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$FineTuneEventPayload>[]
+        }
+        upsert: {
+          args: Prisma.FineTuneEventUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$FineTuneEventPayload>
+        }
+        aggregate: {
+          args: Prisma.FineTuneEventAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateFineTuneEvent>
+        }
+        groupBy: {
+          args: Prisma.FineTuneEventGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.FineTuneEventGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.FineTuneEventCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.FineTuneEventCountAggregateOutputType> | number
+        }
+      }
+    }
+    FineTuneCheckpoint: {
+      payload: Prisma.$FineTuneCheckpointPayload<ExtArgs>
+      fields: Prisma.FineTuneCheckpointFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.FineTuneCheckpointFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$FineTuneCheckpointPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.FineTuneCheckpointFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$FineTuneCheckpointPayload>
+        }
+        findFirst: {
+          args: Prisma.FineTuneCheckpointFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$FineTuneCheckpointPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.FineTuneCheckpointFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$FineTuneCheckpointPayload>
+        }
+        findMany: {
+          args: Prisma.FineTuneCheckpointFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$FineTuneCheckpointPayload>[]
+        }
+        create: {
+          args: Prisma.FineTuneCheckpointCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$FineTuneCheckpointPayload>
+        }
+        createMany: {
+          args: Prisma.FineTuneCheckpointCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.FineTuneCheckpointCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$FineTuneCheckpointPayload>[]
+        }
+        delete: {
+          args: Prisma.FineTuneCheckpointDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$FineTuneCheckpointPayload>
+        }
+        update: {
+          args: Prisma.FineTuneCheckpointUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$FineTuneCheckpointPayload>
+        }
+        deleteMany: {
+          args: Prisma.FineTuneCheckpointDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.FineTuneCheckpointUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.FineTuneCheckpointUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$FineTuneCheckpointPayload>[]
+        }
+        upsert: {
+          args: Prisma.FineTuneCheckpointUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$FineTuneCheckpointPayload>
+        }
+        aggregate: {
+          args: Prisma.FineTuneCheckpointAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateFineTuneCheckpoint>
+        }
+        groupBy: {
+          args: Prisma.FineTuneCheckpointGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.FineTuneCheckpointGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.FineTuneCheckpointCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.FineTuneCheckpointCountAggregateOutputType> | number
+        }
+      }
+    }
     WorkItem: {
       payload: Prisma.$WorkItemPayload<ExtArgs>
       fields: Prisma.WorkItemFieldRefs
@@ -3009,6 +3234,62 @@ export const FileScalarFieldEnum = {
 export type FileScalarFieldEnum = (typeof FileScalarFieldEnum)[keyof typeof FileScalarFieldEnum]
 
 
+export const FineTuneScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  userId: 'userId',
+  status: 'status',
+  model: 'model',
+  trainingFile: 'trainingFile',
+  validationFile: 'validationFile',
+  params: 'params',
+  outputName: 'outputName',
+  tokenCount: 'tokenCount',
+  evalTokenCount: 'evalTokenCount',
+  totalPriceCents: 'totalPriceCents',
+  metrics: 'metrics',
+  totalSteps: 'totalSteps',
+  epochsCompleted: 'epochsCompleted',
+  trainingLines: 'trainingLines',
+  trainingBytes: 'trainingBytes',
+  earlyStopped: 'earlyStopped',
+  bestStep: 'bestStep',
+  bestMetric: 'bestMetric',
+  outputModelId: 'outputModelId',
+  error: 'error',
+  createdAt: 'createdAt',
+  updatedAt: 'updatedAt',
+  startedAt: 'startedAt'
+} as const
+
+export type FineTuneScalarFieldEnum = (typeof FineTuneScalarFieldEnum)[keyof typeof FineTuneScalarFieldEnum]
+
+
+export const FineTuneEventScalarFieldEnum = {
+  id: 'id',
+  jobId: 'jobId',
+  type: 'type',
+  level: 'level',
+  message: 'message',
+  data: 'data',
+  createdAt: 'createdAt'
+} as const
+
+export type FineTuneEventScalarFieldEnum = (typeof FineTuneEventScalarFieldEnum)[keyof typeof FineTuneEventScalarFieldEnum]
+
+
+export const FineTuneCheckpointScalarFieldEnum = {
+  id: 'id',
+  jobId: 'jobId',
+  step: 'step',
+  type: 'type',
+  kind: 'kind',
+  createdAt: 'createdAt'
+} as const
+
+export type FineTuneCheckpointScalarFieldEnum = (typeof FineTuneCheckpointScalarFieldEnum)[keyof typeof FineTuneCheckpointScalarFieldEnum]
+
+
 export const WorkItemScalarFieldEnum = {
   id: 'id',
   kind: 'kind',
@@ -3369,6 +3650,9 @@ export type GlobalOmitConfig = {
   adapterBinding?: Prisma.AdapterBindingOmit
   evaluationJob?: Prisma.EvaluationJobOmit
   file?: Prisma.FileOmit
+  fineTune?: Prisma.FineTuneOmit
+  fineTuneEvent?: Prisma.FineTuneEventOmit
+  fineTuneCheckpoint?: Prisma.FineTuneCheckpointOmit
   workItem?: Prisma.WorkItemOmit
   volume?: Prisma.VolumeOmit
   volumeVersion?: Prisma.VolumeVersionOmit

@@ -74,6 +74,9 @@ export const ModelName = {
   AdapterBinding: 'AdapterBinding',
   EvaluationJob: 'EvaluationJob',
   File: 'File',
+  FineTune: 'FineTune',
+  FineTuneEvent: 'FineTuneEvent',
+  FineTuneCheckpoint: 'FineTuneCheckpoint',
   WorkItem: 'WorkItem',
   Volume: 'Volume',
   VolumeVersion: 'VolumeVersion',
@@ -472,6 +475,62 @@ export const FileScalarFieldEnum = {
 } as const
 
 export type FileScalarFieldEnum = (typeof FileScalarFieldEnum)[keyof typeof FileScalarFieldEnum]
+
+
+export const FineTuneScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  userId: 'userId',
+  status: 'status',
+  model: 'model',
+  trainingFile: 'trainingFile',
+  validationFile: 'validationFile',
+  params: 'params',
+  outputName: 'outputName',
+  tokenCount: 'tokenCount',
+  evalTokenCount: 'evalTokenCount',
+  totalPriceCents: 'totalPriceCents',
+  metrics: 'metrics',
+  totalSteps: 'totalSteps',
+  epochsCompleted: 'epochsCompleted',
+  trainingLines: 'trainingLines',
+  trainingBytes: 'trainingBytes',
+  earlyStopped: 'earlyStopped',
+  bestStep: 'bestStep',
+  bestMetric: 'bestMetric',
+  outputModelId: 'outputModelId',
+  error: 'error',
+  createdAt: 'createdAt',
+  updatedAt: 'updatedAt',
+  startedAt: 'startedAt'
+} as const
+
+export type FineTuneScalarFieldEnum = (typeof FineTuneScalarFieldEnum)[keyof typeof FineTuneScalarFieldEnum]
+
+
+export const FineTuneEventScalarFieldEnum = {
+  id: 'id',
+  jobId: 'jobId',
+  type: 'type',
+  level: 'level',
+  message: 'message',
+  data: 'data',
+  createdAt: 'createdAt'
+} as const
+
+export type FineTuneEventScalarFieldEnum = (typeof FineTuneEventScalarFieldEnum)[keyof typeof FineTuneEventScalarFieldEnum]
+
+
+export const FineTuneCheckpointScalarFieldEnum = {
+  id: 'id',
+  jobId: 'jobId',
+  step: 'step',
+  type: 'type',
+  kind: 'kind',
+  createdAt: 'createdAt'
+} as const
+
+export type FineTuneCheckpointScalarFieldEnum = (typeof FineTuneCheckpointScalarFieldEnum)[keyof typeof FineTuneCheckpointScalarFieldEnum]
 
 
 export const WorkItemScalarFieldEnum = {

@@ -336,6 +336,56 @@ CREATE TABLE "File" (
 );
 
 -- CreateTable
+CREATE TABLE "FineTune" (
+    "id" TEXT NOT NULL PRIMARY KEY,
+    "projectId" TEXT NOT NULL,
+    "userId" TEXT NOT NULL,
+    "status" TEXT NOT NULL,
+    "model" TEXT NOT NULL,
+    "trainingFile" TEXT NOT NULL,
+    "validationFile" TEXT,
+    "params" TEXT NOT NULL,
+    "outputName" TEXT NOT NULL,
+    "tokenCount" INTEGER,
+    "evalTokenCount" INTEGER,
+    "totalPriceCents" INTEGER,
+    "metrics" TEXT,
+    "totalSteps" INTEGER,
+    "epochsCompleted" INTEGER,
+    "trainingLines" INTEGER,
+    "trainingBytes" BIGINT,
+    "earlyStopped" BOOLEAN,
+    "bestStep" INTEGER,
+    "bestMetric" REAL,
+    "outputModelId" TEXT,
+    "error" TEXT,
+    "createdAt" BIGINT NOT NULL,
+    "updatedAt" BIGINT NOT NULL,
+    "startedAt" BIGINT
+);
+
+-- CreateTable
+CREATE TABLE "FineTuneEvent" (
+    "id" TEXT NOT NULL PRIMARY KEY,
+    "jobId" TEXT NOT NULL,
+    "type" TEXT NOT NULL,
+    "level" TEXT,
+    "message" TEXT NOT NULL,
+    "data" TEXT NOT NULL DEFAULT '{}',
+    "createdAt" BIGINT NOT NULL
+);
+
+-- CreateTable
+CREATE TABLE "FineTuneCheckpoint" (
+    "id" TEXT NOT NULL PRIMARY KEY,
+    "jobId" TEXT NOT NULL,
+    "step" INTEGER NOT NULL,
+    "type" TEXT NOT NULL,
+    "kind" TEXT NOT NULL,
+    "createdAt" BIGINT NOT NULL
+);
+
+-- CreateTable
 CREATE TABLE "WorkItem" (
     "id" TEXT NOT NULL PRIMARY KEY,
     "kind" TEXT NOT NULL,
@@ -504,6 +554,15 @@ CREATE INDEX "EvaluationJob_projectId_createdAt_idx" ON "EvaluationJob"("project
 
 -- CreateIndex
 CREATE INDEX "File_projectId_createdAt_idx" ON "File"("projectId", "createdAt");
+
+-- CreateIndex
+CREATE INDEX "FineTune_projectId_createdAt_idx" ON "FineTune"("projectId", "createdAt");
+
+-- CreateIndex
+CREATE INDEX "FineTuneEvent_jobId_id_idx" ON "FineTuneEvent"("jobId", "id");
+
+-- CreateIndex
+CREATE INDEX "FineTuneCheckpoint_jobId_step_idx" ON "FineTuneCheckpoint"("jobId", "step");
 
 -- CreateIndex
 CREATE INDEX "WorkItem_state_runAt_idx" ON "WorkItem"("state", "runAt");

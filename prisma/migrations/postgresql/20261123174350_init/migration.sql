@@ -381,6 +381,62 @@ CREATE TABLE "File" (
 );
 
 -- CreateTable
+CREATE TABLE "FineTune" (
+    "id" TEXT NOT NULL,
+    "projectId" TEXT NOT NULL,
+    "userId" TEXT NOT NULL,
+    "status" TEXT NOT NULL,
+    "model" TEXT NOT NULL,
+    "trainingFile" TEXT NOT NULL,
+    "validationFile" TEXT,
+    "params" TEXT NOT NULL,
+    "outputName" TEXT NOT NULL,
+    "tokenCount" INTEGER,
+    "evalTokenCount" INTEGER,
+    "totalPriceCents" INTEGER,
+    "metrics" TEXT,
+    "totalSteps" INTEGER,
+    "epochsCompleted" INTEGER,
+    "trainingLines" INTEGER,
+    "trainingBytes" BIGINT,
+    "earlyStopped" BOOLEAN,
+    "bestStep" INTEGER,
+    "bestMetric" DOUBLE PRECISION,
+    "outputModelId" TEXT,
+    "error" TEXT,
+    "createdAt" BIGINT NOT NULL,
+    "updatedAt" BIGINT NOT NULL,
+    "startedAt" BIGINT,
+
+    CONSTRAINT "FineTune_pkey" PRIMARY KEY ("id")
+);
+
+-- CreateTable
+CREATE TABLE "FineTuneEvent" (
+    "id" TEXT NOT NULL,
+    "jobId" TEXT NOT NULL,
+    "type" TEXT NOT NULL,
+    "level" TEXT,
+    "message" TEXT NOT NULL,
+    "data" TEXT NOT NULL DEFAULT '{}',
+    "createdAt" BIGINT NOT NULL,
+
+    CONSTRAINT "FineTuneEvent_pkey" PRIMARY KEY ("id")
+);
+
+-- CreateTable
+CREATE TABLE "FineTuneCheckpoint" (
+    "id" TEXT NOT NULL,
+    "jobId" TEXT NOT NULL,
+    "step" INTEGER NOT NULL,
+    "type" TEXT NOT NULL,
+    "kind" TEXT NOT NULL,
+    "createdAt" BIGINT NOT NULL,
+
+    CONSTRAINT "FineTuneCheckpoint_pkey" PRIMARY KEY ("id")
+);
+
+-- CreateTable
 CREATE TABLE "WorkItem" (
     "id" TEXT NOT NULL,
     "kind" TEXT NOT NULL,
@@ -557,6 +613,15 @@ CREATE INDEX "EvaluationJob_projectId_createdAt_idx" ON "EvaluationJob"("project
 
 -- CreateIndex
 CREATE INDEX "File_projectId_createdAt_idx" ON "File"("projectId", "createdAt");
+
+-- CreateIndex
+CREATE INDEX "FineTune_projectId_createdAt_idx" ON "FineTune"("projectId", "createdAt");
+
+-- CreateIndex
+CREATE INDEX "FineTuneEvent_jobId_id_idx" ON "FineTuneEvent"("jobId", "id");
+
+-- CreateIndex
+CREATE INDEX "FineTuneCheckpoint_jobId_step_idx" ON "FineTuneCheckpoint"("jobId", "step");
 
 -- CreateIndex
 CREATE INDEX "WorkItem_state_runAt_idx" ON "WorkItem"("state", "runAt");

@@ -1,0 +1,197 @@
+// Module `fine-tuning`: create (rules.ts), list, get, events, checkpoints, cancel, delete, estimate-price, metrics,
+// supported models and limits. The runner moves jobs (machine.ts).
+import type { Model } from '../../../generated/prisma/sqlite/client/client.ts';
+import { instant } from '../../core/clock.ts';
+import { apiError, badRequest } from '../../core/errors.ts';
+import { newId } from '../../core/ids.ts';
+import type { Db, Tx } from '../../db/index.ts';
+import { owned } from '../../http/scope.ts';
+import { enter } from '../../runner/progress.ts';
+import { findFile, type Report } from '../files/index.ts';
+import { findModel } from '../models/catalogue.ts';
+import type { Context, Services } from '../types.ts';
+import { fineTuneMachine, moveFineTune, record } from './machine.ts';
+import { accept, fineTunable, limitsOf, outputName, pricePerMillion } from './rules.ts';
+import { checkpointWire, eventWire, fineTuneTruncatedWire, fineTuneWire } from './wire.ts';
+
+const newFineTuneId = (nowMs: number) => newId('ft', nowMs).replace(/^ft_/, 'ft-');
+
+async function supportedModel(db: Db | Tx, projectId: string, id: string, param: string): Promise<Model> {
+  const model = await findModel(db, projectId, id);
+  if (!model) throw apiError(404, 'model_not_found', `No model '${id}' was found.`, param);
+  if (!fineTunable(model)) throw badRequest(`${model.id} cannot be fine-tuned: see GET /v1/fine-tunes/models/supported.`, param, 'model_not_supported');
+  return model;
+}
+
+/** A dataset file of the project, for `field`: absent answers 404; a file of another purpose or known to be invalid, 400. */
+async function datasetFile(services: Pick<Services, 'db'>, projectId: string, id: string, field: string) {
+  const f = await findFile(services, projectId, id);
+  if (!f) throw apiError(404, 'file_not_found', `No file '${id}' was found.`, field);
+  if (f.purpose !== 'fine-tune') throw badRequest(`File '${id}' was uploaded for '${f.purpose}', not 'fine-tune'.`, field, 'wrong_purpose');
+  if (f.status === 'INVALID_FORMAT' || f.status === 'FAILED') throw badRequest(`File '${id}' is ${f.status}: see its validation_report.`, field, 'file_invalid');
+  return f;
+}
+
+export async function createFineTune(ctx: Context<'createFineTune'>) {
+  const { db, clock, identity, body } = ctx;
+  const model = await supportedModel(db.prisma, identity.projectId, body.model, 'model');
+  const accepted = accept(body, model);
+  await datasetFile(ctx, identity.projectId, body.training_file, 'training_file');
+  if (body.validation_file) await datasetFile(ctx, identity.projectId, body.validation_file, 'validation_file');
+  if (body.from_checkpoint) {
+    const [jobId] = body.from_checkpoint.split(':');
+    const from = await db.prisma.fineTune.findFirst({ where: { id: jobId, projectId: identity.projectId } });
+    if (!from) throw apiError(404, 'checkpoint_not_found', `No fine-tuning job '${jobId}' was found.`, 'from_checkpoint');
+    if (from.status !== 'completed') throw badRequest(`Job '${jobId}' is ${from.status}: only a completed job's checkpoints can be continued from.`, 'from_checkpoint');
+  }
+  const now = instant(clock);
+  const id = newFineTuneId(clock.now());
+  const params = { ...accepted, pricePerMillion: pricePerMillion(model, accepted.trainingType.type === 'Full', accepted.trainingMethod.method === 'dpo') };
+  const { job, events } = await db.write(async (tx) => {
+    const job = await tx.fineTune.create({
+      data: {
+        id,
+        projectId: identity.projectId,
+        userId: identity.apiKeyId,
+        status: 'pending',
+        model: model.id,
+        trainingFile: body.training_file,
+        validationFile: body.validation_file ?? null,
+        params: JSON.stringify(params),
+        outputName: outputName(identity.projectSlug, model, accepted.suffix, id),
+        createdAt: now,
+        updatedAt: now,
+      },
+    });
+    await record(tx, ctx, id, [{ type: 'job_pending', message: 'Fine-tuning job created.' }]);
+    await enter(tx, ctx, fineTuneMachine, { id, projectId: job.projectId, state: job.status });
+    return { job, events: await tx.fineTuneEvent.findMany({ where: { jobId: id }, orderBy: { id: 'asc' } }) };
+  });
+  return fineTuneTruncatedWire(job, events);
+}
+
+const eventsOf = (db: Db | Tx, jobId: string) => db.fineTuneEvent.findMany({ where: { jobId }, orderBy: { id: 'asc' } });
+
+const find = (ctx: { db: Services['db']; identity: { projectId: string }; params: { id: string } }) =>
+  owned(ctx.db.prisma.fineTune, ctx.identity.projectId, { id: ctx.params.id }, { what: 'fine-tuning job', id: ctx.params.id, param: 'id' });
+
+export async function listFineTunes(ctx: Context<'listFineTunes'>) {
+  const jobs = await ctx.db.prisma.fineTune.findMany({ where: { projectId: ctx.identity.projectId }, orderBy: { id: 'desc' } });
+  const events = await ctx.db.prisma.fineTuneEvent.findMany({ where: { jobId: { in: jobs.map((j) => j.id) } }, orderBy: { id: 'asc' } });
+  return { object: 'list' as const, data: jobs.map((j) => fineTuneTruncatedWire(j, events.filter((e) => e.jobId === j.id))) };
+}
+
+export async function retrieveFineTune(ctx: Context<'retrieveFineTune'>) {
+  const job = await find(ctx);
+  return fineTuneWire(job, await eventsOf(ctx.db.prisma, job.id));
+}
+
+export async function listFineTuneEvents(ctx: Context<'listFineTuneEvents'>) {
+  const job = await find(ctx);
+  return { object: 'list' as const, data: (await eventsOf(ctx.db.prisma, job.id)).map(eventWire) };
+}
+
+export async function listFineTuneCheckpoints(ctx: Context<'listFineTuneCheckpoints'>) {
+  const job = await find(ctx);
+  const rows = await ctx.db.prisma.fineTuneCheckpoint.findMany({ where: { jobId: job.id }, orderBy: [{ step: 'desc' }, { type: 'asc' }] });
+  return { object: 'list' as const, data: rows.map((c) => checkpointWire(c, job.id)) };
+}
+
+export async function cancelFineTune(ctx: Context<'cancelFineTune'>) {
+  const job = await find(ctx);
+  return ctx.db.write(async (tx) => {
+    const current = await tx.fineTune.findUniqueOrThrow({ where: { id: job.id } });
+    const moved = await moveFineTune(tx, ctx, current, 'cancel', {}, [
+      current.status === 'running' ? { type: 'cancel_requested', message: 'Cancellation requested.' } : { type: 'job_stopped', message: 'Job cancelled before training started.' },
+    ]);
+    return fineTuneTruncatedWire(moved, await eventsOf(tx, job.id));
+  });
+}
+
+export async function deleteFineTune(ctx: Context<'deleteFineTune'>) {
+  const job = await find(ctx);
+  await ctx.db.write(async (tx) => {
+    await tx.fineTuneEvent.deleteMany({ where: { jobId: job.id } });
+    await tx.fineTuneCheckpoint.deleteMany({ where: { jobId: job.id } });
+    await tx.fineTune.deleteMany({ where: { id: job.id, projectId: job.projectId } });
+  });
+  return { message: `Fine-tuning job ${job.id} deleted.` };
+}
+
+/** Dollars of credit the project has left: FINE_TUNE_CREDIT_LIMIT less its jobs' prices (cancelled and failed jobs cost nothing). */
+async function remainingCredit(ctx: Context<'estimateFineTunePrice'>): Promise<number> {
+  const spent = await ctx.db.prisma.fineTune.aggregate({ where: { projectId: ctx.identity.projectId, status: { notIn: ['cancelled', 'error'] } }, _sum: { totalPriceCents: true } });
+  return ctx.config.fineTuneCreditLimit - (spent._sum.totalPriceCents ?? 0) / 100;
+}
+
+async function supportedModels(db: Db) {
+  return (await db.model.findMany({ where: { projectId: null }, orderBy: { id: 'asc' } })).filter(fineTunable);
+}
+
+export async function estimateFineTunePrice(ctx: Context<'estimateFineTunePrice'>) {
+  const { body, identity } = ctx;
+  const model = body.model ? await supportedModel(ctx.db.prisma, identity.projectId, body.model, 'model') : (await supportedModels(ctx.db.prisma))[0]!;
+  const nEpochs = body.n_epochs ?? 1;
+  const nEvals = body.n_evals ?? 0;
+  if (!(Number.isInteger(nEpochs) && nEpochs >= 1)) throw badRequest(`'n_epochs' must be an integer from 1 (got ${nEpochs}).`, 'n_epochs');
+  if (!(Number.isInteger(nEvals) && nEvals >= 0)) throw badRequest(`'n_evals' must be a non-negative integer (got ${nEvals}).`, 'n_evals');
+  const train = await findFile(ctx, identity.projectId, body.training_file);
+  if (!train) throw apiError(404, 'file_not_found', `No file '${body.training_file}' was found.`, 'training_file');
+  const validation = body.validation_file ? await findFile(ctx, identity.projectId, body.validation_file) : null;
+  if (body.validation_file && !validation) throw apiError(404, 'file_not_found', `No file '${body.validation_file}' was found.`, 'validation_file');
+  const unavailable = (reason: 'train_file_not_validated' | 'eval_file_not_validated' | 'train_file_invalid' | 'eval_file_invalid' | 'multimodal_dataset') => ({ estimation_available: false as const, unavailable_reason: reason });
+  for (const [f, which] of [[train, 'train'], [validation, 'eval']] as const) {
+    if (!f) continue;
+    if (f.status === 'PENDING') return unavailable(`${which}_file_not_validated`);
+    if (f.status !== 'COMPLETED' || f.purpose !== 'fine-tune') return unavailable(`${which}_file_invalid`);
+    if ((JSON.parse(f.report!) as Report).dataset_is_multimodal) return unavailable('multimodal_dataset');
+  }
+  const tokens = (f: typeof validation) => (f ? ((JSON.parse(f.report!) as Report).token_count ?? 0) : 0);
+  const trainTokens = tokens(train) * nEpochs;
+  const evalTokens = tokens(validation) * nEvals;
+  const price = ((trainTokens + evalTokens) / 1e6) * pricePerMillion(model, body.training_type?.type === 'Full', body.training_method?.method === 'dpo');
+  const limit = await remainingCredit(ctx);
+  return {
+    estimation_available: true as const,
+    estimated_total_price: Math.round(price * 1e6) / 1e6,
+    allowed_to_proceed: price <= limit,
+    user_limit: Math.round(limit * 100) / 100,
+    estimated_train_token_count: trainTokens,
+    estimated_eval_token_count: evalTokens,
+  };
+}
+
+export async function getFineTuneMetrics(ctx: Context<'getFineTuneMetrics'>) {
+  const job = await find(ctx);
+  const q = ctx.query;
+  let rows: Record<string, number>[] = job.metrics ? JSON.parse(job.metrics) : [];
+  if (q.resolution !== undefined && q.resolution < 1) throw badRequest("'resolution' must be at least 1.", 'resolution');
+  const loggedAt = (step: number) => Number(job.startedAt ?? job.createdAt) + step * 1000;
+  const from = q.logged_at_from === undefined ? undefined : Date.parse(q.logged_at_from);
+  const to = q.logged_at_to === undefined ? undefined : Date.parse(q.logged_at_to);
+  rows = rows.filter((r) => {
+    const step = r['train/global_step']!;
+    return (
+      (q.global_step_from === undefined || step >= q.global_step_from) &&
+      (q.global_step_to === undefined || step <= q.global_step_to) &&
+      (from === undefined || loggedAt(step) >= from) &&
+      (to === undefined || loggedAt(step) <= to)
+    );
+  });
+  if (q.resolution !== undefined && rows.length > q.resolution) {
+    const keep = new Set(Array.from({ length: q.resolution }, (_, i) => Math.round((i * (rows.length - 1)) / Math.max(1, q.resolution! - 1))));
+    rows = rows.filter((r, i) => keep.has(i) || 'eval/loss' in r);
+  }
+  return { metrics: rows };
+}
+
+export async function listFineTuneModels(ctx: Context<'listFineTuneModels'>) {
+  const models = await supportedModels(ctx.db.prisma);
+  return { models: models.map((m) => m.id), detailed_models: models.map((m) => ({ name: m.id, parent_model: m.architecture! })) };
+}
+
+export async function getFineTuneModelLimits(ctx: Context<'getFineTuneModelLimits'>) {
+  const model = await findModel(ctx.db.prisma, ctx.identity.projectId, ctx.query.model_name);
+  if (!model || !fineTunable(model)) throw apiError(404, 'model_not_found', `'${ctx.query.model_name}' is not a model that can be fine-tuned.`, 'model_name');
+  return limitsOf(model);
+}

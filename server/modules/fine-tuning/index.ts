@@ -1,0 +1,38 @@
+// Module `fine-tuning` (spec/tags/fine-tuning.yaml): fine-tuning jobs, their request rules (rules.ts), their machine
+// and the runner's steps (machine.ts), and the local engine's deterministic training simulation (training.ts).
+import { progressionWork } from '../../runner/progress.ts';
+import type { ModuleDescriptor } from '../types.ts';
+import {
+  cancelFineTune,
+  createFineTune,
+  deleteFineTune,
+  estimateFineTunePrice,
+  getFineTuneMetrics,
+  getFineTuneModelLimits,
+  listFineTuneCheckpoints,
+  listFineTuneEvents,
+  listFineTuneModels,
+  listFineTunes,
+  retrieveFineTune,
+} from './handlers.ts';
+import { fineTuneMachine, fineTuneProgression } from './machine.ts';
+
+export const fineTuning: ModuleDescriptor<'fine-tuning'> = {
+  name: 'fine-tuning',
+  handlers: {
+    createFineTune,
+    listFineTunes,
+    retrieveFineTune,
+    deleteFineTune,
+    cancelFineTune,
+    listFineTuneEvents,
+    listFineTuneCheckpoints,
+    getFineTuneMetrics,
+    estimateFineTunePrice,
+    listFineTuneModels,
+    getFineTuneModelLimits,
+  },
+  machines: [fineTuneMachine],
+  work: (services) => ({ [fineTuneMachine.kind]: progressionWork(fineTuneProgression(services), services) }),
+  fixtures: async () => (await import('./fixtures.ts')).fixtures,
+};
