@@ -282,6 +282,30 @@ describe('the judge elsewhere', () => {
     expect(stub.requests[0]!.body).toMatchObject({ max_tokens: 32768, temperature: 0.05 });
   });
 
+  test('models under evaluation generate on their own server, num_workers at a time, with their templates; a failed generation is counted, not judged', async () => {
+    stub.requests.length = 0;
+    stub.maxInFlight = 0;
+    stub.delayMs = 20;
+    stub.answer = (body) => `Answer to ${body.messages.at(-1).content}`;
+    const gen = { model: 'gen-a', model_source: 'external', external_base_url: stub.url, external_api_token: 'g', num_workers: 2, max_tokens: 50, temperature: 0.3, system_template: 'You answer {{ topic }} questions.', input_template: 'Q: {{ question }}' };
+    const rows = Array.from({ length: 6 }, (_, i) => ({ topic: 'geo', question: `q${i}`, reference: `Answer to Q: q${i}` }));
+    const file = await input(rows);
+    // The local judge: A ("Answer to Q: q0", F1 1 against the reference) beats B (the bare question, F1 0.4).
+    const job = await evaluated({ type: 'compare', parameters: { judge: judge({ system_template: 'Compare.' }), model_a: gen, model_b: 'question', input_data_file_path: file } });
+    stub.delayMs = 0;
+    expect(job.results).toMatchObject({ A_wins: 6, B_wins: 0, Ties: 0, generation_fail_count: 0, judge_fail_count: 0 });
+    expect(stub.requests).toHaveLength(6);
+    expect(stub.maxInFlight).toBe(2);
+    expect(stub.requests.find((r) => r.body.messages.at(-1).content === 'Q: q0')).toEqual({
+      auth: 'Bearer g',
+      body: { model: 'gen-a', max_tokens: 50, temperature: 0.3, stream: false, messages: [{ role: 'system', content: 'You answer geo questions.' }, { role: 'user', content: 'Q: q0' }] },
+    });
+    const broken = { ...gen, external_base_url: stub.url.replace('/v1', '/nowhere') };
+    const failed = await evaluated({ type: 'compare', parameters: { judge: judge({ system_template: 'Compare.' }), model_a: gen, model_b: broken, input_data_file_path: file } });
+    expect(failed.results).toMatchObject({ A_wins: 0, B_wins: 0, Ties: 0, generation_fail_count: 6, judge_fail_count: 0 });
+    expect((await resultRows(failed.results.result_file_id))[0]).toMatchObject({ generation_error_a: null, generation_error_b: expect.stringMatching(/upstream/i) });
+  });
+
   test('a serverless judge the engine routes send upstream is called there, with the route key', async () => {
     stub.requests.length = 0;
     stub.answer = () => '{"score": 4}';
