@@ -512,8 +512,8 @@ export interface paths {
         /**
          * List evaluation jobs
          * @description The caller's project's jobs, newest first, as a bare array (as the platform answers): at most `limit`
-         *     (default 10, 1 to 100), only those in `status` when it is given (one of the job statuses; another value
-         *     is a 400 naming `status`).
+         *     (default 10; a larger limit than 100 reads as 100, one below 1 is a 400 naming `limit`), only those in
+         *     `status` when it is given (one of the job statuses; another value is a 400 naming `status`).
          */
         get: operations["getAllEvaluationJobs"];
         put?: never;
@@ -4562,7 +4562,7 @@ export interface operations {
             query?: {
                 /** @description Only jobs in this status: `pending`, `queued`, `running`, `completed`, `error` or `user_error`. */
                 status?: string;
-                /** @description How many jobs at most (1 to 100). */
+                /** @description How many jobs at most (100 at most are answered). */
                 limit?: number;
             };
             header?: never;

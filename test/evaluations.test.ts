@@ -460,6 +460,7 @@ describe('lists, the model list, and scoping', () => {
     const list = (q: string) => caller.http.get(`/v1/evaluation${q}`);
     expect((await list('')).body.map((j: any) => j.workflow_id)).toEqual([...ids].reverse());
     expect((await list('?limit=2')).body.map((j: any) => j.workflow_id)).toEqual([ids[2], ids[1]]);
+    expect((await list('?limit=1000')).body).toHaveLength(3);
     expect((await list('?status=pending')).body).toHaveLength(3);
     expect((await list('?status=completed')).body).toEqual([]);
     await t.advance(0);

@@ -2,6 +2,7 @@
 import { instant } from '../../core/clock.ts';
 import { badRequest } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
+import type { Database } from '../../db/index.ts';
 import { owned } from '../../http/scope.ts';
 import { enter } from '../../runner/progress.ts';
 import { resolveTarget } from '../inference/targets.ts';
@@ -15,7 +16,7 @@ import { evaluationStatusWire, evaluationWire } from './wire.ts';
 const MAX_LIMIT = 100;
 
 /** The serverless models that judge: the catalogue's serverless chat models with the `judge` capability. */
-async function serverlessJudges(db: Context<'getModelList'>['db']): Promise<string[]> {
+async function serverlessJudges(db: Database): Promise<string[]> {
   const chat = await db.prisma.model.findMany({ where: { projectId: null, serverless: true, type: 'chat' }, select: { id: true, capabilities: true }, orderBy: { id: 'asc' } });
   return chat.filter((m) => (JSON.parse(m.capabilities) as string[]).includes('judge')).map((m) => m.id);
 }
