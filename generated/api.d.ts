@@ -23,7 +23,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Create a chat completion */
+        /**
+         * Create a chat completion
+         * @description Rate limited (`x-rate-limited`; see "Rate limits" in the API description); a dedicated endpoint has its fixed limit.
+         */
         post: operations["createChatCompletion"];
         delete?: never;
         options?: never;
@@ -3392,6 +3395,47 @@ export interface components {
         };
     };
     responses: {
+        /**
+         * @description The organization's dynamic rate limit on this model is exceeded (see "Rate limits"): `type` and `code`
+         *     `dynamic_request_limited` (requests bind) or `dynamic_token_limited` (tokens bind). Retry after
+         *     `Retry-After` seconds.
+         */
+        RateLimited: {
+            headers: {
+                "x-ratelimit-limit": components["headers"]["X-RateLimit-Limit"];
+                "x-ratelimit-remaining": components["headers"]["X-RateLimit-Remaining"];
+                "x-ratelimit-reset": components["headers"]["X-RateLimit-Reset"];
+                "x-tokenlimit-limit": components["headers"]["X-TokenLimit-Limit"];
+                "x-tokenlimit-remaining": components["headers"]["X-TokenLimit-Remaining"];
+                "Retry-After": components["headers"]["Retry-After"];
+                "retry-after-ms": components["headers"]["Retry-After-Ms"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorData"];
+            };
+        };
+        /**
+         * @description `model_overloaded` (`type` `server_error`): the serverless model's live capacity is used up while the
+         *     organization is within its rate (see "Rate limits"). Retry after `Retry-After` seconds. An operation that
+         *     also serves dedicated endpoints answers 503 `endpoint_not_ready` (without the retry headers) when the
+         *     endpoint exists but nothing can serve it now (see its tag).
+         */
+        Overloaded: {
+            headers: {
+                "x-ratelimit-limit": components["headers"]["X-RateLimit-Limit"];
+                "x-ratelimit-remaining": components["headers"]["X-RateLimit-Remaining"];
+                "x-ratelimit-reset": components["headers"]["X-RateLimit-Reset"];
+                "x-tokenlimit-limit": components["headers"]["X-TokenLimit-Limit"];
+                "x-tokenlimit-remaining": components["headers"]["X-TokenLimit-Remaining"];
+                "Retry-After": components["headers"]["Retry-After"];
+                "retry-after-ms": components["headers"]["Retry-After-Ms"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorData"];
+            };
+        };
         /** @description The request does not match the contract (bad JSON, wrong type, unknown field, value out of range). */
         BadRequest: {
             headers: {
@@ -3508,7 +3552,22 @@ export interface components {
         VolumeRef: string;
     };
     requestBodies: never;
-    headers: never;
+    headers: {
+        /** @description Requests this organization may send on this model per window (see "Rate limits"). */
+        "X-RateLimit-Limit": number;
+        /** @description Requests left in the current window. */
+        "X-RateLimit-Remaining": number;
+        /** @description Seconds until the request window ends (the suggested retry interval); on a 429 or 503, the seconds to wait. */
+        "X-RateLimit-Reset": number;
+        /** @description Tokens this organization may use on this model per window. */
+        "X-TokenLimit-Limit": number;
+        /** @description Tokens left in the current window (after the correction from the answer's `usage`). */
+        "X-TokenLimit-Remaining": number;
+        /** @description Whole seconds to wait before retrying (at least 1). */
+        "Retry-After": number;
+        /** @description Milliseconds to wait before retrying; the official clients prefer it to `Retry-After`. */
+        "Retry-After-Ms": number;
+    };
     pathItems: never;
 }
 export type $defs = Record<string, never>;
@@ -3531,6 +3590,11 @@ export interface operations {
                 headers: {
                     /** @description The deployment id, v1 endpoint id, or `serverless` that answered. */
                     "x-served-by"?: string;
+                    "x-ratelimit-limit": components["headers"]["X-RateLimit-Limit"];
+                    "x-ratelimit-remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "x-ratelimit-reset": components["headers"]["X-RateLimit-Reset"];
+                    "x-tokenlimit-limit": components["headers"]["X-TokenLimit-Limit"];
+                    "x-tokenlimit-remaining": components["headers"]["X-TokenLimit-Remaining"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3550,16 +3614,9 @@ export interface operations {
             };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
-            /** @description `endpoint_not_ready`: the endpoint exists but nothing READY is routed (or the v1 endpoint is stopped). */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorData"];
-                };
-            };
+            503: components["responses"]["Overloaded"];
         };
     };
     listClusters: {

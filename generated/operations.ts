@@ -4,7 +4,7 @@ export const operations = {
   approveRemediation: {"method":"post","path":"/v1/compute/clusters/{cluster_id}/instances/{instance_id}/remediations/{remediation_id}/approve","tag":"Compute","module":"compute","statuses":[200,400,401,404,409,413,415,500]},
   cancelFineTune: {"method":"post","path":"/v1/fine-tunes/{id}/cancel","tag":"Fine-tuning","module":"fine-tuning","statuses":[200,400,401,404,500]},
   cancelRemediation: {"method":"post","path":"/v1/compute/clusters/{cluster_id}/instances/{instance_id}/remediations/{remediation_id}/cancel","tag":"Compute","module":"compute","statuses":[200,400,401,404,409,500]},
-  createChatCompletion: {"method":"post","path":"/v1/chat/completions","tag":"Inference","module":"inference","statuses":[200,400,401,404,413,415,500,503]},
+  createChatCompletion: {"method":"post","path":"/v1/chat/completions","tag":"Inference","module":"inference","statuses":[200,400,401,404,413,415,429,500,503]},
   createDeployment: {"method":"post","path":"/v2/projects/{projectId}/endpoints/{endpointId}/deployments","tag":"Dedicated endpoints (v2)","module":"dedicated","statuses":[200,400,401,404,409,413,415,500]},
   createEndpoint: {"method":"post","path":"/v1/endpoints","tag":"Endpoints","module":"endpoints","statuses":[400,401,403,413,415,500]},
   createEvaluationJob: {"method":"post","path":"/v1/evaluation","tag":"Evaluation","module":"evaluation","statuses":[200,400,401,413,415,500]},

@@ -323,7 +323,9 @@ describe('an external judge that is a second instance of this server', () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'platform-judge-'));
   beforeAll(async () => {
     db = await scratchDatabase();
-    judgeServer = await startServerProcess({ DATABASE_URL: db.url, DATA_DIR: dataDir });
+    // Its serverless rate limits off: each judge call reserves its max_tokens (32,768 by default), above a new
+    // organization's token allowance, and a refused call is a judge failure (as the wrong-token test shows).
+    judgeServer = await startServerProcess({ DATABASE_URL: db.url, DATA_DIR: dataDir, RATE_LIMITS: 'off' });
   }, 60_000);
   afterAll(async () => {
     await judgeServer?.stop();

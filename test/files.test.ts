@@ -38,6 +38,12 @@ const stored = (platform = t) => {
 };
 const incoming = (platform = t) => (existsSync(join(platform.config.dataDir, 'incoming')) ? readdirSync(join(platform.config.dataDir, 'incoming')) : []);
 
+/** Waits (up to a second) until `read()` equals `want`: a refused upload's part is removed as its response closes. */
+async function settles<T>(read: () => T, want: T) {
+  for (let i = 0; i < 50 && JSON.stringify(read()) !== JSON.stringify(want); i++) await new Promise((r) => setTimeout(r, 20));
+  expect(read()).toEqual(want);
+}
+
 const chat = (user: string, assistant: string) => ({ messages: [{ role: 'user', content: user }, { role: 'assistant', content: assistant }] });
 
 describe('upload, then validation on the runner', () => {
@@ -170,9 +176,8 @@ describe('refused uploads: 4xx naming the field, nothing kept', () => {
     const before = stored();
     expectError(await upload('a,b\n', { file_type: 'csv' }), 400, { code: 'unsupported_file_type', param: 'file_type' });
     expectError(await upload('x', { purpose: 'eval', file_type: 'parquet' }), 400, { code: 'unsupported_file_type', param: 'file_type' });
-    await new Promise((r) => setTimeout(r, 20));
-    expect(stored()).toEqual(before);
-    expect(incoming()).toEqual([]);
+    await settles(stored, before);
+    await settles(incoming, []);
   });
 
   test('missing or wrong fields: 400 naming them', async () => {
@@ -182,8 +187,7 @@ describe('refused uploads: 4xx naming the field, nothing kept', () => {
     expectError(await upload('{}', { file_type: 'txt' }), 400, { param: 'file_type' });
     expectError(await upload('{}', { file_name: '' }), 400, { param: 'file_name' });
     expectError(await upload('', {}), 400, { code: 'empty_file', param: 'file' });
-    await new Promise((r) => setTimeout(r, 20));
-    expect(incoming()).toEqual([]);
+    await settles(incoming, []);
   });
 
   test('a JSON body: 415', async () => {
@@ -245,9 +249,8 @@ describe('limits and failures', () => {
 
   test('a file over FILES_MAX_BYTES: 413 file_too_large, nothing kept', async () => {
     expectError(await upload('x'.repeat(5000), {}, small), 413, { code: 'file_too_large', param: 'file' });
-    await new Promise((r) => setTimeout(r, 20));
-    expect(stored(small)).toEqual([]);
-    expect(incoming(small)).toEqual([]);
+    await settles(() => stored(small), []);
+    await settles(() => incoming(small), []);
   });
 
   test('a dataset whose bytes cannot be read: FAILED, with the reason', async () => {

@@ -89,7 +89,10 @@ export function multipart(options: MultipartOptions): RequestHandler {
       if (done) return;
       done = true;
       await writing;
-      if (failure) return next(failure);
+      if (failure) {
+        if (upload) await rm(upload.path, { force: true });
+        return next(failure);
+      }
       req.body = upload ? { ...fields, [upload.field]: '' } : fields;
       if (upload) Object.defineProperty(req.body, UPLOAD, { value: upload, enumerable: false });
       next();
