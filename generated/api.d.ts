@@ -579,6 +579,108 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/evaluation": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List evaluation jobs
+         * @description The caller's project's jobs, newest first, as a bare array (as the platform answers): at most `limit`
+         *     (default 10; a larger limit than 100 reads as 100, one below 1 is a 400 naming `limit`), only those in
+         *     `status` when it is given (one of the job statuses; another value is a 400 naming `status`).
+         */
+        get: operations["getAllEvaluationJobs"];
+        put?: never;
+        /**
+         * Create an evaluation job
+         * @description Accepts an evaluation job and answers `{workflow_id, status: "pending"}`; the runner evaluates it (see the
+         *     tag's description). Checked before anything is stored (400 naming the field as `parameters.<field>`):
+         *
+         *     - classify: `labels` (at least 2, distinct) and `pass_labels` (at least 1, each one of the `labels`);
+         *     - score: `min_score`, `max_score` and `pass_threshold`, with `min_score` < `max_score` and the threshold
+         *       between them (inclusive);
+         *     - compare: `model_a` and `model_b`;
+         *     - the judge (and any model given as an object): a `serverless` model of the catalogue, a `dedicated`
+         *       endpoint of the project, or `external` with `external_base_url` (an `http(s)` URL) and
+         *       `external_api_token`; `input_template` and `system_template` are Jinja2 templates (a malformed one is a
+         *       400 naming it);
+         *     - `input_data_file_path`: a file of the caller's project (400 `file_not_found` otherwise).
+         *
+         *     The fields of the other types are not used (a `labels` on a score job is ignored).
+         */
+        post: operations["createEvaluationJob"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/evaluation/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get an evaluation job
+         * @description The job as it stands, with its parameters (the external token shown as `"***"`), its status history and, once finished, its results. Another project's job answers 404 as an absent one.
+         */
+        get: operations["getEvaluationJobDetails"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/evaluation/{id}/status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get an evaluation job's status and results
+         * @description The job's status, and its `results` once it has finished (`{error}` for `user_error` and `error`). Another project's job answers 404 as an absent one.
+         */
+        get: operations["getEvaluationJobStatusAndResults"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/evaluation/model-list": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the models a judge can use
+         * @description The judge models of each `model_source`: `serverless`, the serverless chat models of the catalogue;
+         *     `dedicated`, the caller's project's dedicated endpoints (`<project_slug>/<endpoint_name>`); `external`,
+         *     none (any model of the external server can be named); `all` (the default), both lists together. Another
+         *     value is a 400 naming `model_source`.
+         */
+        get: operations["getModelList"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/files": {
         parameters: {
             query?: never;
@@ -2512,6 +2614,154 @@ export interface components {
             /** @description Cost so far, in cents, rounded to 1/100 cent. */
             cost_cents: number;
         };
+        EvaluationTypedRequest: {
+            type: components["schemas"]["EvaluationType"];
+            parameters: components["schemas"]["EvaluationParameters"];
+        };
+        /**
+         * @description `classify` (a label per row), `score` (a number per row) or `compare` (model A against model B per row).
+         * @enum {string}
+         */
+        EvaluationType: "classify" | "score" | "compare";
+        /**
+         * @description The parameters of every type in one object (the platform's three shapes share `judge` and
+         *     `input_data_file_path`): each type reads its own fields and ignores the others; what a type requires
+         *     beyond these two is checked by the operation (400 naming it).
+         */
+        EvaluationParameters: {
+            judge: components["schemas"]["EvaluationJudgeModelConfig"];
+            /** @description The id of the input file (JSON Lines) in Files. */
+            input_data_file_path: string;
+            /** @description classify: the labels the judge chooses from. */
+            labels?: string[];
+            /** @description classify: the labels that count as a pass. */
+            pass_labels?: string[];
+            /** @description score: the lowest score. */
+            min_score?: number;
+            /** @description score: the highest score. */
+            max_score?: number;
+            /** @description score: a score at or above it is a pass. */
+            pass_threshold?: number;
+            /** @description classify, score: a column of pre-generated responses, or a model that generates them. */
+            model_to_evaluate?: components["schemas"]["EvaluationModelOrString"];
+            /** @description compare: model A (a column, or a model). */
+            model_a?: components["schemas"]["EvaluationModelOrString"];
+            /** @description compare: model B (a column, or a model). */
+            model_b?: components["schemas"]["EvaluationModelOrString"];
+            /** @description compare: true for one pass (A first) instead of two (A first, then B first) reconciled; false when absent. */
+            disable_position_bias_correction?: boolean;
+        };
+        /**
+         * @description Where the model runs: a serverless model, a dedicated endpoint of the project, or an external OpenAI-compatible server.
+         * @enum {string}
+         */
+        EvaluationModelSource: "serverless" | "dedicated" | "external";
+        EvaluationJudgeModelConfig: {
+            /** @description The judge model. */
+            model: string;
+            /** @description The judge's system prompt, a Jinja2 template over the row's columns. */
+            system_template: string;
+            model_source: components["schemas"]["EvaluationModelSource"];
+            /** @description external: the bearer token of the external server (never returned). */
+            external_api_token?: string;
+            /** @description external: the base URL of the OpenAI-compatible server, e.g. `https://api.example.com/v1`. */
+            external_base_url?: string;
+            /** @description Judge calls at a time. */
+            num_workers?: number;
+            /** @description The judge's output cap (default 32,768). */
+            max_tokens?: number;
+            /** @description The judge's temperature (default 0.05). */
+            temperature?: number;
+        };
+        EvaluationModelOrString: string | components["schemas"]["EvaluationModelRequest"];
+        /** @description A model that generates the responses to judge, one per row. */
+        EvaluationModelRequest: {
+            model: string;
+            max_tokens: number;
+            temperature: number;
+            /** @description A Jinja2 template over the row's columns: the system message. */
+            system_template: string;
+            /** @description A Jinja2 template over the row's columns: the user message. */
+            input_template: string;
+            model_source: components["schemas"]["EvaluationModelSource"];
+            /** @description external: the bearer token (never returned). */
+            external_api_token?: string;
+            /** @description external: the base URL of the OpenAI-compatible server. */
+            external_base_url?: string;
+            /** @description Generations at a time. */
+            num_workers?: number;
+        };
+        /** @enum {string} */
+        EvaluationStatus: "pending" | "queued" | "running" | "completed" | "error" | "user_error";
+        EvaluationResponse: {
+            /** @example eval-01jcq5m2v8x7k3n4p5q6r7s8t9 */
+            workflow_id: string;
+            /** @enum {string} */
+            status: "pending";
+        };
+        EvaluationJob: {
+            workflow_id: string;
+            type: components["schemas"]["EvaluationType"];
+            /** @description The project that owns the job. */
+            owner_id: string;
+            status: components["schemas"]["EvaluationStatus"];
+            /** @description Every move of the job, oldest first. */
+            status_updates: components["schemas"]["EvaluationJobStatusUpdate"][];
+            /** @description The parameters as accepted (`external_api_token` shown as `"***"`). */
+            parameters: {
+                [key: string]: unknown;
+            };
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+            /** @description Present once the job has finished (`{error}` for `user_error` and `error`). */
+            results?: components["schemas"]["EvaluationResults"];
+        };
+        EvaluationJobStatusUpdate: {
+            status: string;
+            message: string;
+            /** Format: date-time */
+            timestamp: string;
+        };
+        EvaluationResults: components["schemas"]["EvaluationClassifyResults"] | components["schemas"]["EvaluationScoreResults"] | components["schemas"]["EvaluationCompareResults"] | components["schemas"]["EvaluationErrorResults"];
+        EvaluationClassifyResults: {
+            generation_fail_count: number | null;
+            judge_fail_count: number | null;
+            invalid_label_count: number | null;
+            result_file_id: string;
+            /** @description Percent (0 to 100) of validly labelled rows with a pass label. */
+            pass_percentage: number | null;
+            /** @description A JSON text: each label with its count, e.g. `{"yes": 3, "no": 1}`. */
+            label_counts: string;
+        };
+        EvaluationScoreResults: {
+            aggregated_scores: {
+                mean_score: number;
+                /** @description The population standard deviation of the valid scores. */
+                std_score: number;
+                /** @description Percent (0 to 100) of valid scores at or above `pass_threshold`. */
+                pass_percentage: number;
+            };
+            generation_fail_count: number | null;
+            judge_fail_count: number | null;
+            invalid_score_count: number;
+            /** @description Rows without a valid score. */
+            failed_samples: number;
+            result_file_id: string;
+        };
+        EvaluationCompareResults: {
+            A_wins: number;
+            B_wins: number;
+            Ties: number;
+            generation_fail_count: number | null;
+            judge_fail_count: number | null;
+            result_file_id: string;
+        };
+        EvaluationErrorResults: {
+            /** @description Why the job ended `user_error` or `error`. */
+            error: string;
+        };
         /**
          * @description What the file is for.
          * @enum {string}
@@ -3648,6 +3898,8 @@ export interface components {
         Etag: string;
         /** @description The endpoint's id (`endpoint-<uuid>`). */
         V1EndpointId: string;
+        /** @description The job's `workflow_id` (`eval-...`). */
+        EvaluationId: string;
         /** @description The file's id (`file-...`). */
         FileId: string;
         /** @description The job's id (`ft-...`). */
@@ -4834,6 +5086,148 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getAllEvaluationJobs: {
+        parameters: {
+            query?: {
+                /** @description Only jobs in this status: `pending`, `queued`, `running`, `completed`, `error` or `user_error`. */
+                status?: string;
+                /** @description How many jobs at most (100 at most are answered). */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The jobs. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EvaluationJob"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createEvaluationJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EvaluationTypedRequest"];
+            };
+        };
+        responses: {
+            /** @description The accepted job, `pending`. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EvaluationResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getEvaluationJobDetails: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The job's `workflow_id` (`eval-...`). */
+                id: components["parameters"]["EvaluationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The job. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EvaluationJob"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getEvaluationJobStatusAndResults: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The job's `workflow_id` (`eval-...`). */
+                id: components["parameters"]["EvaluationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The status, and the results once finished. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        status: components["schemas"]["EvaluationStatus"];
+                        results?: components["schemas"]["EvaluationResults"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getModelList: {
+        parameters: {
+            query?: {
+                /** @description `all`, `serverless`, `dedicated` or `external`. */
+                model_source?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The model ids. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        model_list: string[];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
             500: components["responses"]["InternalError"];
         };
     };

@@ -1,6 +1,6 @@
-// The runner-driven states of the platform (uploads, deployments, remediations) advance when two server processes
-// share one PostgreSQL database, whichever of them is asked, and survive a restart: work accepted by a process that
-// then stops is finished by the next one. PostgreSQL only (TEST_DATABASE_URL); SQLite is one process by design.
+// The runner-driven states of the platform (uploads, deployments, remediations, evaluations) advance when two server
+// processes share one PostgreSQL database, whichever of them is asked, and survive a restart: work accepted by a
+// process that then stops is finished by the next one. PostgreSQL only (TEST_DATABASE_URL); SQLite is one process by design.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { scratchDatabase, usingPostgres, type ScratchDatabase } from './support/database.ts';
 import { startServerProcess, type ServerProcess } from './support/server-process.ts';
@@ -68,6 +68,22 @@ const scenarios: Scenario[] = [
     },
     state: async (base, key, path) => (await call(base, key, path)).status.state,
     done: 'DEPLOYMENT_STATE_READY',
+  },
+  {
+    name: 'evaluation',
+    start: async (base, key) => {
+      const form = new FormData();
+      form.append('purpose', 'eval');
+      form.append('file_name', 'qa.jsonl');
+      form.append('file_type', 'jsonl');
+      form.append('file', new Blob(['{"question": "q", "response": "yes"}\n']), 'qa.jsonl');
+      const file = await json(await fetch(`${base}/v1/files/upload`, { method: 'POST', headers: { Authorization: `Bearer ${key}` }, body: form }));
+      const judge = { model: 'meta-llama/Llama-3.3-70B-Instruct-Turbo', model_source: 'serverless', system_template: 'Judge: {{ question }}' };
+      const parameters = { judge, labels: ['yes', 'no'], pass_labels: ['yes'], model_to_evaluate: 'response', input_data_file_path: file.id };
+      return (await call(base, key, '/v1/evaluation', { method: 'POST', body: JSON.stringify({ type: 'classify', parameters }) })).workflow_id;
+    },
+    state: async (base, key, id) => (await call(base, key, `/v1/evaluation/${id}/status`)).status,
+    done: 'completed',
   },
 ];
 

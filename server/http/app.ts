@@ -45,11 +45,16 @@ const successStatus = Object.fromEntries(
   Object.entries(operations).map(([id, op]) => [id, (op.statuses as readonly number[]).find((s) => s >= 200 && s < 300) ?? 200]),
 ) as Record<OperationId, number>;
 
-const matchers = Object.entries(operations).map(([operationId, op]) => ({
-  operationId: operationId as OperationId,
-  method: op.method.toUpperCase(),
-  pattern: new RegExp(`^${op.path.replace(/\{\w+\}/g, '[^/]+')}/?$`),
-}));
+// A literal segment wins over a path parameter (`/v1/evaluation/model-list` is not `/v1/evaluation/{id}`): paths
+// with fewer parameters are tried first.
+const matchers = Object.entries(operations)
+  .map(([operationId, op]) => ({
+    operationId: operationId as OperationId,
+    method: op.method.toUpperCase(),
+    pattern: new RegExp(`^${op.path.replace(/\{\w+\}/g, '[^/]+')}/?$`),
+    params: (op.path.match(/\{/g) ?? []).length,
+  }))
+  .sort((a, b) => a.params - b.params);
 
 /** The operation a request addresses, if any. */
 export function matchOperation(method: string, path: string): OperationId | undefined {

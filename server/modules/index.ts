@@ -9,6 +9,7 @@ import { compute } from './compute/index.ts';
 import { dedicated } from './dedicated/index.ts';
 import { embeddings } from './embeddings/index.ts';
 import { endpoints } from './endpoints/index.ts';
+import { evaluation } from './evaluation/index.ts';
 import { files } from './files/index.ts';
 import { fineTuning } from './fine-tuning/index.ts';
 import { hardware } from './hardware/index.ts';
@@ -20,7 +21,7 @@ import { secrets } from './secrets/index.ts';
 import { videos } from './videos/index.ts';
 import { volumes } from './volumes/index.ts';
 
-export const modules = [identity, hardware, models, compute, volumes, secrets, endpoints, adapters, dedicated, inference, embeddings, rerank, audio, videos, files, fineTuning] as const;
+export const modules = [identity, hardware, models, compute, volumes, secrets, endpoints, adapters, dedicated, inference, embeddings, rerank, audio, videos, files, fineTuning, evaluation] as const;
 
 // Every module of the spec is listed: a tag file without its line here fails `tsc`.
 type Listed = (typeof modules)[number]['name'];

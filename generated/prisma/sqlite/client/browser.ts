@@ -123,6 +123,11 @@ export type EndpointEvent = Prisma.EndpointEventModel
  */
 export type AdapterBinding = Prisma.AdapterBindingModel
 /**
+ * Model EvaluationJob
+ * 
+ */
+export type EvaluationJob = Prisma.EvaluationJobModel
+/**
  * Model File
  * 
  */

@@ -418,6 +418,7 @@ export const ModelName = {
   Deployment: 'Deployment',
   EndpointEvent: 'EndpointEvent',
   AdapterBinding: 'AdapterBinding',
+  EvaluationJob: 'EvaluationJob',
   File: 'File',
   FineTune: 'FineTune',
   FineTuneEvent: 'FineTuneEvent',
@@ -443,7 +444,7 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
     omit: GlobalOmitOptions
   }
   meta: {
-    modelProps: "organization" | "project" | "apiKey" | "seedRun" | "hardware" | "model" | "modelUploadJob" | "hardwareReservation" | "cluster" | "computeHost" | "computeInstance" | "computeVm" | "passiveHealthCheckAlert" | "remediation" | "idempotencyRecord" | "v1Endpoint" | "modelConfig" | "dedicatedEndpoint" | "deployment" | "endpointEvent" | "adapterBinding" | "file" | "fineTune" | "fineTuneEvent" | "fineTuneCheckpoint" | "workItem" | "volume" | "volumeVersion" | "volumeMount" | "secret" | "video"
+    modelProps: "organization" | "project" | "apiKey" | "seedRun" | "hardware" | "model" | "modelUploadJob" | "hardwareReservation" | "cluster" | "computeHost" | "computeInstance" | "computeVm" | "passiveHealthCheckAlert" | "remediation" | "idempotencyRecord" | "v1Endpoint" | "modelConfig" | "dedicatedEndpoint" | "deployment" | "endpointEvent" | "adapterBinding" | "evaluationJob" | "file" | "fineTune" | "fineTuneEvent" | "fineTuneCheckpoint" | "workItem" | "volume" | "volumeVersion" | "volumeMount" | "secret" | "video"
     txIsolationLevel: TransactionIsolationLevel
   }
   model: {
@@ -2001,6 +2002,80 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
         }
       }
     }
+    EvaluationJob: {
+      payload: Prisma.$EvaluationJobPayload<ExtArgs>
+      fields: Prisma.EvaluationJobFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.EvaluationJobFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$EvaluationJobPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.EvaluationJobFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$EvaluationJobPayload>
+        }
+        findFirst: {
+          args: Prisma.EvaluationJobFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$EvaluationJobPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.EvaluationJobFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$EvaluationJobPayload>
+        }
+        findMany: {
+          args: Prisma.EvaluationJobFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$EvaluationJobPayload>[]
+        }
+        create: {
+          args: Prisma.EvaluationJobCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$EvaluationJobPayload>
+        }
+        createMany: {
+          args: Prisma.EvaluationJobCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.EvaluationJobCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$EvaluationJobPayload>[]
+        }
+        delete: {
+          args: Prisma.EvaluationJobDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$EvaluationJobPayload>
+        }
+        update: {
+          args: Prisma.EvaluationJobUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$EvaluationJobPayload>
+        }
+        deleteMany: {
+          args: Prisma.EvaluationJobDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.EvaluationJobUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.EvaluationJobUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$EvaluationJobPayload>[]
+        }
+        upsert: {
+          args: Prisma.EvaluationJobUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$EvaluationJobPayload>
+        }
+        aggregate: {
+          args: Prisma.EvaluationJobAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateEvaluationJob>
+        }
+        groupBy: {
+          args: Prisma.EvaluationJobGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.EvaluationJobGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.EvaluationJobCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.EvaluationJobCountAggregateOutputType> | number
+        }
+      }
+    }
     File: {
       payload: Prisma.$FilePayload<ExtArgs>
       fields: Prisma.FileFieldRefs
@@ -3124,6 +3199,22 @@ export const AdapterBindingScalarFieldEnum = {
 export type AdapterBindingScalarFieldEnum = (typeof AdapterBindingScalarFieldEnum)[keyof typeof AdapterBindingScalarFieldEnum]
 
 
+export const EvaluationJobScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  type: 'type',
+  status: 'status',
+  parameters: 'parameters',
+  statusUpdates: 'statusUpdates',
+  results: 'results',
+  resultFileId: 'resultFileId',
+  createdAt: 'createdAt',
+  updatedAt: 'updatedAt'
+} as const
+
+export type EvaluationJobScalarFieldEnum = (typeof EvaluationJobScalarFieldEnum)[keyof typeof EvaluationJobScalarFieldEnum]
+
+
 export const FileScalarFieldEnum = {
   id: 'id',
   projectId: 'projectId',
@@ -3518,6 +3609,7 @@ export type GlobalOmitConfig = {
   deployment?: Prisma.DeploymentOmit
   endpointEvent?: Prisma.EndpointEventOmit
   adapterBinding?: Prisma.AdapterBindingOmit
+  evaluationJob?: Prisma.EvaluationJobOmit
   file?: Prisma.FileOmit
   fineTune?: Prisma.FineTuneOmit
   fineTuneEvent?: Prisma.FineTuneEventOmit

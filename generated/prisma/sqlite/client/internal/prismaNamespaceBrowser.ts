@@ -72,6 +72,7 @@ export const ModelName = {
   Deployment: 'Deployment',
   EndpointEvent: 'EndpointEvent',
   AdapterBinding: 'AdapterBinding',
+  EvaluationJob: 'EvaluationJob',
   File: 'File',
   FineTune: 'FineTune',
   FineTuneEvent: 'FineTuneEvent',
@@ -442,6 +443,22 @@ export const AdapterBindingScalarFieldEnum = {
 } as const
 
 export type AdapterBindingScalarFieldEnum = (typeof AdapterBindingScalarFieldEnum)[keyof typeof AdapterBindingScalarFieldEnum]
+
+
+export const EvaluationJobScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  type: 'type',
+  status: 'status',
+  parameters: 'parameters',
+  statusUpdates: 'statusUpdates',
+  results: 'results',
+  resultFileId: 'resultFileId',
+  createdAt: 'createdAt',
+  updatedAt: 'updatedAt'
+} as const
+
+export type EvaluationJobScalarFieldEnum = (typeof EvaluationJobScalarFieldEnum)[keyof typeof EvaluationJobScalarFieldEnum]
 
 
 export const FileScalarFieldEnum = {

@@ -349,6 +349,22 @@ CREATE TABLE "AdapterBinding" (
 );
 
 -- CreateTable
+CREATE TABLE "EvaluationJob" (
+    "id" TEXT NOT NULL,
+    "projectId" TEXT NOT NULL,
+    "type" TEXT NOT NULL,
+    "status" TEXT NOT NULL,
+    "parameters" TEXT NOT NULL,
+    "statusUpdates" TEXT NOT NULL DEFAULT '[]',
+    "results" TEXT,
+    "resultFileId" TEXT,
+    "createdAt" BIGINT NOT NULL,
+    "updatedAt" BIGINT NOT NULL,
+
+    CONSTRAINT "EvaluationJob_pkey" PRIMARY KEY ("id")
+);
+
+-- CreateTable
 CREATE TABLE "File" (
     "id" TEXT NOT NULL,
     "projectId" TEXT NOT NULL,
@@ -591,6 +607,9 @@ CREATE UNIQUE INDEX "EndpointEvent_endpointId_seq_key" ON "EndpointEvent"("endpo
 
 -- CreateIndex
 CREATE UNIQUE INDEX "AdapterBinding_endpointId_adapterModelId_key" ON "AdapterBinding"("endpointId", "adapterModelId");
+
+-- CreateIndex
+CREATE INDEX "EvaluationJob_projectId_createdAt_idx" ON "EvaluationJob"("projectId", "createdAt");
 
 -- CreateIndex
 CREATE INDEX "File_projectId_createdAt_idx" ON "File"("projectId", "createdAt");

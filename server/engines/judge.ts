@@ -1,0 +1,135 @@
+// The judge engine interface: what an evaluation needs from whatever runs its judge (and the models it evaluates).
+// Three engines: the deterministic local judge (a lexical judgement it can compute, and says so), an upstream
+// OpenAI-compatible server chosen by the engine routes (routes.ts), and an external OpenAI-compatible server named by
+// the request. Every engine answers text; the evaluation reads the verdict out of it the same way for all three.
+import { localChatEngine } from './chat.ts';
+import type { UpstreamRoute } from './routes.ts';
+import { upstreamFetch } from './upstream.ts';
+
+/** What the judge is asked about one row, in the order it is shown (for compare: `first` is shown as response A). */
+export type JudgeTask =
+  | { kind: 'classify'; labels: string[]; response: string }
+  | { kind: 'score'; min: number; max: number; response: string; reference?: string }
+  | { kind: 'compare'; first: string; second: string; reference?: string };
+
+/** The messages and sampling settings of one call. */
+export interface ChatCall {
+  model: string;
+  system: string;
+  user: string;
+  maxTokens: number;
+  temperature: number;
+}
+
+export interface JudgeEngine {
+  /** `local`, `upstream` or `external`: recorded with every verdict. */
+  name: string;
+  /** The judge's answer (text) to `call`; the local judge decides from `task` instead of reading the prompt. */
+  judge(task: JudgeTask, call: ChatCall): Promise<string>;
+  /** A response of the model under evaluation. */
+  generate(call: ChatCall): Promise<string>;
+}
+
+export const LOCAL_JUDGE = 'local-lexical-judge';
+
+/** The words of a text: its lowercase runs of letters and digits. */
+export const words = (text: string): string[] => text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
+
+/** How often the word sequence `phrase` occurs in `text`. */
+function occurrences(text: string[], phrase: string[]): number {
+  if (phrase.length === 0) return 0;
+  let n = 0;
+  for (let i = 0; i + phrase.length <= text.length; i++) if (phrase.every((w, j) => text[i + j] === w)) n++;
+  return n;
+}
+
+/** The F1 of the words of `candidate` against those of `reference` (each word counted as often as it occurs in both). */
+export function wordF1(candidate: string, reference: string): number {
+  const c = words(candidate);
+  const r = words(reference);
+  const left = new Map<string, number>();
+  for (const w of r) left.set(w, (left.get(w) ?? 0) + 1);
+  let common = 0;
+  for (const w of c) {
+    const k = left.get(w) ?? 0;
+    if (k > 0) {
+      common++;
+      left.set(w, k - 1);
+    }
+  }
+  if (common === 0) return 0;
+  const precision = common / c.length;
+  const recall = common / r.length;
+  return (2 * precision * recall) / (precision + recall);
+}
+
+const round = (x: number, places: number) => Math.round(x * 10 ** places) / 10 ** places;
+
+/** The local judge: a verdict computed from the text alone (see the Evaluation tag's description), as a JSON answer. */
+export function localVerdict(task: JudgeTask): string {
+  const answer = (fields: Record<string, unknown>) => JSON.stringify({ judge: LOCAL_JUDGE, ...fields });
+  switch (task.kind) {
+    case 'classify': {
+      const text = words(task.response);
+      const counts = task.labels.map((label) => occurrences(text, words(label)));
+      const best = Math.max(0, ...counts);
+      const winners = task.labels.filter((_, i) => counts[i] === best);
+      const figures = task.labels.map((l, i) => `'${l}' ${counts[i]}`).join(', ');
+      if (best === 0) return answer({ label: null, explanation: `No label occurs in the response as a whole word (${figures}).` });
+      if (winners.length > 1) return answer({ label: null, explanation: `Labels occur equally often in the response (${figures}): no single label.` });
+      return answer({ label: winners[0], explanation: `Occurrences of each label in the response: ${figures}.` });
+    }
+    case 'score': {
+      if (task.reference === undefined) throw new Error(`The ${LOCAL_JUDGE} scores against the row's reference, and this row has none (no reference, ground_truth, expected or answer column).`);
+      const f1 = wordF1(task.response, task.reference);
+      const score = round(task.min + f1 * (task.max - task.min), 2);
+      return answer({ score, explanation: `Word-overlap F1 with the reference: ${round(f1, 4)}, scaled to ${task.min}..${task.max}.` });
+    }
+    case 'compare': {
+      if (task.reference === undefined) throw new Error(`The ${LOCAL_JUDGE} compares against the row's reference or prompt, and this row has neither.`);
+      const a = wordF1(task.first, task.reference);
+      const b = wordF1(task.second, task.reference);
+      const winner = Math.abs(a - b) < 1e-12 ? 'tie' : a > b ? 'A' : 'B';
+      return answer({ winner, explanation: `Word-overlap F1 with the reference: A ${round(a, 4)}, B ${round(b, 4)}.` });
+    }
+  }
+}
+
+export const localJudgeEngine: JudgeEngine = {
+  name: 'local',
+  judge: async (task) => localVerdict(task),
+  async generate(call) {
+    const result = await localChatEngine.complete({
+      model: call.model,
+      messages: [
+        { role: 'system', content: call.system },
+        { role: 'user', content: call.user },
+      ],
+      maxTokens: call.maxTokens,
+      stop: [],
+      n: 1,
+    });
+    return result.choices[0]!.text;
+  },
+};
+
+/** An OpenAI-compatible server (an upstream route, or an external judge): its `/chat/completions`, answered whole. */
+export function openAiCompatibleEngine(name: 'upstream' | 'external', route: UpstreamRoute): JudgeEngine {
+  const complete = async (call: ChatCall): Promise<string> => {
+    const res = await upstreamFetch(route, '/chat/completions', {
+      model: route.model ?? call.model,
+      messages: [
+        ...(call.system ? [{ role: 'system', content: call.system }] : []),
+        { role: 'user', content: call.user },
+      ],
+      max_tokens: call.maxTokens,
+      temperature: call.temperature,
+      stream: false,
+    });
+    const body = (await res.json()) as { choices?: { message?: { content?: unknown } }[] };
+    const content = body.choices?.[0]?.message?.content;
+    if (typeof content !== 'string') throw new Error(`The ${name} server at ${route.url} answered without choices[0].message.content.`);
+    return content;
+  };
+  return { name, judge: (_task, call) => complete(call), generate: complete };
+}
