@@ -9,11 +9,12 @@ import { hardware } from './hardware/index.ts';
 import { identity } from './identity/index.ts';
 import { inference } from './inference/index.ts';
 import { models } from './models/index.ts';
+import { queue } from './queue/index.ts';
 import { secrets } from './secrets/index.ts';
 import { videos } from './videos/index.ts';
 import { volumes } from './volumes/index.ts';
 
-export const modules = [identity, hardware, models, compute, volumes, secrets, endpoints, adapters, dedicated, inference, videos] as const;
+export const modules = [identity, hardware, models, compute, volumes, secrets, endpoints, adapters, dedicated, inference, videos, queue] as const;
 
 // Every module of the spec is listed: a tag file without its line here fails `tsc`.
 type Listed = (typeof modules)[number]['name'];

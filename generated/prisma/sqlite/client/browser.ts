@@ -123,6 +123,11 @@ export type EndpointEvent = Prisma.EndpointEventModel
  */
 export type AdapterBinding = Prisma.AdapterBindingModel
 /**
+ * Model QueueJob
+ * 
+ */
+export type QueueJob = Prisma.QueueJobModel
+/**
  * Model WorkItem
  * 
  */

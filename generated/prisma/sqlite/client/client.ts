@@ -147,6 +147,11 @@ export type EndpointEvent = Prisma.EndpointEventModel
  */
 export type AdapterBinding = Prisma.AdapterBindingModel
 /**
+ * Model QueueJob
+ * 
+ */
+export type QueueJob = Prisma.QueueJobModel
+/**
  * Model WorkItem
  * 
  */

@@ -72,6 +72,7 @@ export const ModelName = {
   Deployment: 'Deployment',
   EndpointEvent: 'EndpointEvent',
   AdapterBinding: 'AdapterBinding',
+  QueueJob: 'QueueJob',
   WorkItem: 'WorkItem',
   Volume: 'Volume',
   VolumeVersion: 'VolumeVersion',
@@ -441,6 +442,30 @@ export const AdapterBindingScalarFieldEnum = {
 } as const
 
 export type AdapterBindingScalarFieldEnum = (typeof AdapterBindingScalarFieldEnum)[keyof typeof AdapterBindingScalarFieldEnum]
+
+
+export const QueueJobScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  model: 'model',
+  status: 'status',
+  priority: 'priority',
+  inputs: 'inputs',
+  info: 'info',
+  outputs: 'outputs',
+  warnings: 'warnings',
+  retries: 'retries',
+  claimToken: 'claimToken',
+  workerId: 'workerId',
+  claimTimeoutMs: 'claimTimeoutMs',
+  claimUntil: 'claimUntil',
+  claimedAt: 'claimedAt',
+  doneAt: 'doneAt',
+  createdAt: 'createdAt',
+  updatedAt: 'updatedAt'
+} as const
+
+export type QueueJobScalarFieldEnum = (typeof QueueJobScalarFieldEnum)[keyof typeof QueueJobScalarFieldEnum]
 
 
 export const WorkItemScalarFieldEnum = {
