@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { root } from '../../server/core/paths.ts';
+import { queueBench } from './queue.ts';
 import { scenarios } from './scenarios.ts';
 
 const DURATION = Number(process.env.BENCH_SECONDS ?? 6);
@@ -122,6 +123,7 @@ try {
     );
   }
   console.log(`${CONNECTIONS} connections, ${DURATION} s per measurement, ${ROUNDS} rounds`);
+  if ((!filter || 'queue throughput'.includes(filter)) && !(await queueBench(ROUNDS))) failed++;
   process.exitCode = failed ? 1 : 0;
 } finally {
   for (const c of children) c.kill('SIGTERM');
