@@ -22,7 +22,7 @@ export async function queueBench(rounds: number): Promise<boolean> {
         const r = await queueThroughput({ databaseUrl: scratch.url, processes, jobs });
         if (r.doubleClaims || r.lost) throw new Error(`queue throughput: ${JSON.stringify(r)}`);
         rates[processes]!.push(r.jobsPerSecond);
-        console.log(`queue throughput round ${round}: ${processes} process(es), ${jobs} jobs in ${r.ms} ms: ${r.jobsPerSecond} jobs/s (submit -> claim -> complete)`);
+        console.log(`queue throughput round ${round}: ${processes} process(es), ${jobs} jobs in ${r.ms} ms: ${r.jobsPerSecond} jobs/s (submit -> claim -> complete), ${r.serverCpuMsPerJob} ms of server CPU per job`);
       } finally {
         await scratch.drop();
       }

@@ -8,7 +8,7 @@
 //   completed through both by workers using the worker API; every claim is recorded, and each job must be claimed
 //   exactly once (no double claim) and be done (no loss).
 // Used by `npm run trials` (test/trials/run.ts: the full counts) and by test/trials.test.ts (a fast sample).
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -193,6 +193,12 @@ async function check(db: Database, c: Created, dataDir: string): Promise<{ lost:
   return { lost, doubled };
 }
 
+/** CPU time (user + system) of a process so far, in milliseconds (Linux /proc). */
+const cpuMs = (pid: number) => {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+};
+
 export interface TwoProcessResult {
   jobs: number;
   processes: number;
@@ -201,6 +207,8 @@ export interface TwoProcessResult {
   lost: number;
   ms: number;
   jobsPerSecond: number;
+  /** CPU the server processes spent per job (submit, claim, complete), in ms: steadier than time on a shared machine. */
+  serverCpuMsPerJob: number;
 }
 
 /**
@@ -218,6 +226,7 @@ export async function queueThroughput(options: { databaseUrl: string; processes:
   const claimsOf = new Map<string, number>();
   let submitted = 0;
   let completed = 0;
+  const cpuBefore = servers.map((s) => cpuMs(s.child.pid!));
   const started = Date.now();
   try {
     const submitters = servers.map(async (s, si) => {
@@ -254,6 +263,7 @@ export async function queueThroughput(options: { databaseUrl: string; processes:
     );
     await Promise.all([allSubmitted, ...workers]);
     const ms = Date.now() - started;
+    const cpu = servers.reduce((sum, s, i) => sum + cpuMs(s.child.pid!) - cpuBefore[i]!, 0);
     const db = await openDatabase(options.databaseUrl, { migrate: false });
     try {
       const done = await db.prisma.queueJob.count({ where: { model, status: 'done' } });
@@ -266,6 +276,7 @@ export async function queueThroughput(options: { databaseUrl: string; processes:
         lost: options.jobs - done + (total - options.jobs),
         ms,
         jobsPerSecond: Math.round((options.jobs / ms) * 1000 * 10) / 10,
+        serverCpuMsPerJob: Math.round((cpu / options.jobs) * 100) / 100,
       };
     } finally {
       await db.close();
