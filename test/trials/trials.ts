@@ -79,7 +79,9 @@ export async function killTrials(options: { databaseUrl: string; trials: number;
   try {
     const projectId = (await call(server, key, 'GET', '/v1/whoami')).project_id as string | undefined;
     const cluster = (await call(server, key, 'GET', '/v1/compute/clusters')).clusters[0];
-    const instances: string[] = cluster.gpu_worker_nodes.map((n: { instance_id: string }) => n.instance_id);
+    // An instance whose remediations succeed (the seed also has one marked unrecoverable, whose remediations fail by design).
+    const nodes = cluster.gpu_worker_nodes as { node_id: string; instance_id: string }[];
+    const instances = nodes.filter((n) => n.node_id === 'gpu-node-1-vm1').map((n) => n.instance_id);
     const project = projectId ?? (await db.prisma.apiKey.findFirstOrThrow()).projectId;
 
     for (let trial = 0; trial < options.trials; trial++) {
@@ -90,7 +92,7 @@ export async function killTrials(options: { databaseUrl: string; trials: number;
       created.videos.push(v.id);
       const u = await call(server, key, 'POST', '/v1/models', { model_name: `trial-${Date.now()}-${trial}`, model_source: `acme/trial-${trial}` });
       created.uploads.push(u.data.job_id);
-      const instance = instances[trial % instances.length]!;
+      const instance = instances[0]!;
       const r = await call(server, key, 'POST', `/v1/compute/clusters/${cluster.cluster_id}/instances/${instance}/remediations`, { mode: 'REMEDIATION_MODE_REBOOT_VM' });
       created.remediations.push(`${cluster.cluster_id}/${instance}/${r.id}`);
       // A deployment holds hardware while it runs: each trial has its own endpoint, deleted (releasing it) once checked.
