@@ -44,6 +44,15 @@ describe('submit and status', () => {
     expect(Date.parse(s.body.created_at)).toBe(Math.floor(t.clock.now()));
   });
 
+  test("a deprecated model id: the job is in its model's queue, and warnings carries the notice", async () => {
+    const res = await submit({ model: 'Salesforce/Llama-Rank-V1', payload: { q: 1 } });
+    expect(res.status).toBe(200);
+    const j = await job('Salesforce/Llama-Rank-V1', res.body.requestId);
+    expect(j.model).toBe('Salesforce/Llama-Rank-v1');
+    expect(j.warnings).toEqual([expect.stringMatching(/'Salesforce\/Llama-Rank-V1' is a deprecated id of the model 'Salesforce\/Llama-Rank-v1'/)]);
+    expect((await job('Salesforce/Llama-Rank-v1', res.body.requestId)).request_id).toBe(res.body.requestId);
+  });
+
   test('bad input answers 400 naming the field, and stores nothing', async () => {
     const model = newQueue();
     expectError(await submit({ model }), 400, { param: 'payload' });

@@ -8,10 +8,12 @@
 //   completed through both by workers using the worker API; every claim is recorded, and each job must be claimed
 //   exactly once (no double claim) and be done (no loss).
 // Used by `npm run trials` (test/trials/run.ts: the full counts) and by test/trials.test.ts (a fast sample).
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { root } from '../../server/core/paths.ts';
 import { openDatabase, type Database } from '../../server/db/index.ts';
 import { startServerProcess, type ServerProcess } from '../support/server-process.ts';
 
@@ -215,7 +217,8 @@ export interface TwoProcessResult {
 
 /**
  * `jobs` queue jobs submitted through `processes` server processes on one database, claimed and completed through
- * the worker API by `workersPerProcess` concurrent workers per process. Every claim is recorded here.
+ * the worker API by `workersPerProcess` concurrent workers per process, each process driven by its own driver
+ * process (test/trials/driver.ts). Every claim is recorded, and counted here.
  */
 export async function queueThroughput(options: { databaseUrl: string; processes: number; jobs: number; workersPerProcess?: number; batch?: number }): Promise<TwoProcessResult> {
   const dataDir = mkdtempSync(join(tmpdir(), 'trials-data-'));
@@ -226,44 +229,32 @@ export async function queueThroughput(options: { databaseUrl: string; processes:
   const model = `acme/throughput-${Date.now()}`;
   const batch = options.batch ?? 10;
   const claimsOf = new Map<string, number>();
-  let submitted = 0;
-  let completed = 0;
+  // One driver process per server (test/trials/driver.ts), started before the clock starts.
+  const drivers = await Promise.all(
+    servers.map(async (s, si) => {
+      const out = join(dataDir, `claims-${si}.txt`);
+      writeFileSync(out, '');
+      const share = Math.floor(options.jobs / servers.length) + (si < options.jobs % servers.length ? 1 : 0);
+      const child = spawn(process.execPath, ['--import', 'tsx', 'test/trials/driver.ts'], {
+        cwd: root,
+        env: { ...process.env, URL: s.url, KEY: key, MODEL: model, JOBS: String(share), WORKERS: String(options.workersPerProcess ?? 4), BATCH: String(batch), OUT: out, NAME: `p${si}` },
+        stdio: ['pipe', 'pipe', 'inherit'],
+      });
+      const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+      await new Promise<void>((resolve, reject) => {
+        child.stdout!.on('data', (d) => String(d).includes('ready') && resolve());
+        void exited.then((code) => reject(new Error(`driver ${si} exited with ${code}`)));
+      });
+      return { child, out, exited };
+    }),
+  );
   const cpuBefore = servers.map((s) => cpuMs(s.child.pid!));
   const started = Date.now();
   try {
-    const submitters = servers.map(async (s, si) => {
-      const share = Math.floor(options.jobs / servers.length) + (si < options.jobs % servers.length ? 1 : 0);
-      // A few submits in flight per process.
-      await Promise.all(
-        Array.from({ length: 4 }, async (_, k) => {
-          for (let i = k; i < share; i += 4) {
-            await call(s, key, 'POST', '/v1/queue/submit', { model, payload: { i: `${si}-${i}` }, priority: i % 3 });
-            submitted++;
-          }
-        }),
-      );
-    });
-    let submitting = true;
-    const allSubmitted = Promise.all(submitters).then(() => (submitting = false));
-    const workers = servers.flatMap((s, si) =>
-      Array.from({ length: options.workersPerProcess ?? 4 }, async (_, w) => {
-        for (;;) {
-          const { data } = await call(s, key, 'POST', '/v1/queue/claim', { model, max_jobs: batch, claim_timeout_seconds: 600, worker_id: `p${si}w${w}` });
-          if (data.length === 0) {
-            if (!submitting && completed >= options.jobs) return;
-            if (!submitting && (await call(s, key, 'GET', `/v1/queue/metrics?model=${encodeURIComponent(model)}`)).total_jobs === 0) return;
-            await sleep(20);
-            continue;
-          }
-          for (const j of data) claimsOf.set(j.request_id, (claimsOf.get(j.request_id) ?? 0) + 1);
-          for (const j of data) {
-            await call(s, key, 'POST', '/v1/queue/complete', { model, request_id: j.request_id, claim_token: j.claim_token, outputs: { by: `p${si}w${w}` } });
-            completed++;
-          }
-        }
-      }),
-    );
-    await Promise.all([allSubmitted, ...workers]);
+    for (const d of drivers) d.child.stdin!.write('go\n');
+    const codes = await Promise.all(drivers.map((d) => d.exited));
+    if (codes.some((c) => c !== 0)) throw new Error(`a driver failed: exit codes ${codes.join(', ')}`);
+    for (const d of drivers) for (const id of readFileSync(d.out, 'utf8').split('\n').filter(Boolean)) claimsOf.set(id, (claimsOf.get(id) ?? 0) + 1);
     const ms = Date.now() - started;
     const cpu = servers.reduce((sum, s, i) => sum + cpuMs(s.child.pid!) - cpuBefore[i]!, 0);
     const db = await openDatabase(options.databaseUrl, { migrate: false });
@@ -284,7 +275,6 @@ export async function queueThroughput(options: { databaseUrl: string; processes:
       await db.close();
     }
   } finally {
-    void submitted;
     await Promise.all(servers.map((s) => s.stop('SIGTERM')));
     rmSync(dataDir, { recursive: true, force: true });
   }
