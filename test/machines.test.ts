@@ -19,8 +19,8 @@ const descriptions: string[] = [];
 
 const declared = modules.flatMap((m) => (m.machines ?? []).map((machine) => ({ module: m.name, machine })));
 
-test('the modules declare the eight machines', () => {
-  expect(declared.map((d) => d.machine.name).sort()).toEqual(['deployment', 'evaluation', 'file', 'fine-tune', 'remediation', 'upload job', 'v1 endpoint', 'video']);
+test('the modules declare the nine machines', () => {
+  expect(declared.map((d) => d.machine.name).sort()).toEqual(['deployment', 'evaluation', 'file', 'fine-tune', 'queue job', 'remediation', 'upload job', 'v1 endpoint', 'video']);
 });
 
 test.each(declared)("$machine.name: the spec's table is the declaration's", ({ module, machine }) => {

@@ -1155,6 +1155,200 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/queue/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a pending queue job
+         * @description Cancels a `pending` job (`canceled`, `done_at` set): 200 `{"status": "canceled"}`, also for a job already
+         *     canceled (so a retried cancel succeeds). A job that is `running`, `done` or `failed` is left as it is: 409
+         *     `invalid_state_transition`, whose message names its status.
+         */
+        post: operations["cancelQueueJob"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/queue/claim": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Claim queue jobs (worker API)
+         * @description This server's worker API. Claims up to `max_jobs` (default 1) `pending` jobs of `model`, highest priority
+         *     and oldest first, for `claim_timeout_seconds` (default `DURATION_QUEUE_CLAIM_TIMEOUT_MS`): each becomes
+         *     `running`, with `claimed_at` set, and comes with the `claim_token` its heartbeat, completion or failure
+         *     must carry. An empty `data` when none is waiting.
+         */
+        post: operations["claimQueueJobs"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/queue/clear": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel every pending job of a model
+         * @description Cancels the model's `pending` jobs in the caller's project (running jobs are left alone) and answers how many.
+         */
+        post: operations["clearQueue"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/queue/complete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Complete a claimed job (worker API)
+         * @description The job is `done`, with `outputs` as given and `done_at` set. 409 `claim_lost` when the claim no longer
+         *     holds; a retried completion of a job this claim already completed answers the job again.
+         */
+        post: operations["completeQueueJob"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/queue/fail": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Fail a claimed job (worker API)
+         * @description The job is `failed` for good (an explicit failure is not retried), `done_at` set, and `info.error` is
+         *     `{message, code}` as given (`code` default `worker_failed`). 409 `claim_lost` when the claim no longer
+         *     holds; a retried failure of a job this claim already failed answers the job again.
+         */
+        post: operations["failQueueJob"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/queue/heartbeat": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Keep a claimed job alive (worker API)
+         * @description A status update from the worker holding the claim: the claim timeout starts again, and `info` (e.g.
+         *     `{"progress": 0.5}`) is merged into the job's `info`, key by key. 409 `claim_lost` when the claim no
+         *     longer holds (it timed out, or the job finished); 404 for an unknown job.
+         */
+        post: operations["heartbeatQueueJob"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/queue/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Queue metrics of a model
+         * @description The model's jobs in the caller's project that are waiting (`pending`) and running, and their sum.
+         */
+        get: operations["getQueueMetrics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/queue/status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Poll a queue job
+         * @description The job as it stands, by its request id and the model it was submitted to (404 otherwise).
+         */
+        get: operations["getQueueJobStatus"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/queue/submit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Submit a queue job
+         * @description Stores a `pending` job for `model` and answers its request id (`requestId`, camelCase, as on the platform).
+         *     `model` is any name of 1 to 256 characters: the queue of that name in the caller's project (a catalogue
+         *     chat model's queue is also worked by the built-in worker, and its payload must be a chat request: see the
+         *     tag). `payload` is the job's input (returned as `inputs`), `info` free metadata, `priority` an integer
+         *     (higher first, default 0).
+         */
+        post: operations["submitQueueJob"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/rerank": {
         parameters: {
             query?: never;
@@ -3454,6 +3648,159 @@ export interface components {
             created_at: string;
             /** Format: date-time */
             updated_at: string;
+        };
+        QueueJobRequest: {
+            /**
+             * @description The queue: a model name, 1 to 256 characters.
+             * @example meta-llama/Llama-3.3-70B-Instruct-Turbo
+             */
+            model: string;
+            /** @description The job's input, passed to the worker unchanged. */
+            payload: {
+                [key: string]: unknown;
+            };
+            /** @description Free metadata, returned in `info`. */
+            info?: {
+                [key: string]: unknown;
+            };
+            /**
+             * @description Higher values are claimed first.
+             * @default 0
+             */
+            priority: number;
+        };
+        QueueJobResponse: {
+            /**
+             * @description The job's request id.
+             * @example req_01jcq5m2v8x7k3n4p5q6r7s8t9
+             */
+            requestId: string;
+        };
+        /** @enum {string} */
+        QueueJobStatus: "pending" | "running" | "done" | "failed" | "canceled";
+        QueueJobStatusResponse: {
+            request_id: string;
+            model: string;
+            status: components["schemas"]["QueueJobStatus"];
+            /** Format: date-time */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description When a worker last claimed the job.
+             */
+            claimed_at?: string;
+            /**
+             * Format: date-time
+             * @description When the job became done, failed or canceled.
+             */
+            done_at?: string;
+            priority: number;
+            /** @description How many times a claim timeout returned the job to the queue (at most 3). */
+            retries: number;
+            info: {
+                [key: string]: unknown;
+            };
+            /** @description The submitted `payload`. */
+            inputs: {
+                [key: string]: unknown;
+            };
+            /** @description Present once the job is done. */
+            outputs?: {
+                [key: string]: unknown;
+            };
+            warnings: string[];
+        };
+        QueueClaimedJob: {
+            request_id: string;
+            model: string;
+            status: components["schemas"]["QueueJobStatus"];
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            claimed_at?: string;
+            /** Format: date-time */
+            done_at?: string;
+            priority: number;
+            retries: number;
+            info: {
+                [key: string]: unknown;
+            };
+            inputs: {
+                [key: string]: unknown;
+            };
+            outputs?: {
+                [key: string]: unknown;
+            };
+            warnings: string[];
+            /** @description What this claim's heartbeat, completion or failure must carry. */
+            claim_token: string;
+            /**
+             * Format: date-time
+             * @description When the claim times out without a status update.
+             */
+            claim_expires_at: string;
+        };
+        QueueClaimResponse: {
+            /** @enum {string} */
+            object: "list";
+            data: components["schemas"]["QueueClaimedJob"][];
+        };
+        QueueCancelRequest: {
+            model: string;
+            request_id: string;
+        };
+        QueueCancelResponse: {
+            /** @enum {string} */
+            status: "canceled";
+        };
+        QueueClearRequest: {
+            model: string;
+        };
+        QueueClearResponse: {
+            canceled_count: number;
+        };
+        QueueMetricsResponse: {
+            /** @description Jobs `running`. */
+            messages_running: number;
+            /** @description Jobs `pending`. */
+            messages_waiting: number;
+            /** @description Both. */
+            total_jobs: number;
+        };
+        QueueClaimRequest: {
+            model: string;
+            /** @default 1 */
+            max_jobs: number;
+            /** @description Default: `DURATION_QUEUE_CLAIM_TIMEOUT_MS`. */
+            claim_timeout_seconds?: number;
+            /** @description The worker's name, recorded in the retry history. */
+            worker_id?: string;
+        };
+        QueueHeartbeatRequest: {
+            model: string;
+            request_id: string;
+            claim_token: string;
+            /** @description Keys merged into the job's `info` (e.g. `progress`). */
+            info?: {
+                [key: string]: unknown;
+            };
+        };
+        QueueCompleteRequest: {
+            model: string;
+            request_id: string;
+            claim_token: string;
+            outputs: {
+                [key: string]: unknown;
+            };
+        };
+        QueueFailRequest: {
+            model: string;
+            request_id: string;
+            claim_token: string;
+            error?: {
+                message: string;
+                code?: string;
+            };
         };
         RerankRequest: {
             /**
@@ -5837,6 +6184,272 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    cancelQueueJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["QueueCancelRequest"];
+            };
+        };
+        responses: {
+            /** @description The job's status after the cancel. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QueueCancelResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    claimQueueJobs: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["QueueClaimRequest"];
+            };
+        };
+        responses: {
+            /** @description The claimed jobs (maybe none). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QueueClaimResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    clearQueue: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["QueueClearRequest"];
+            };
+        };
+        responses: {
+            /** @description How many jobs were canceled. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QueueClearResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    completeQueueJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["QueueCompleteRequest"];
+            };
+        };
+        responses: {
+            /** @description The job, done. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QueueJobStatusResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    failQueueJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["QueueFailRequest"];
+            };
+        };
+        responses: {
+            /** @description The job, failed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QueueJobStatusResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    heartbeatQueueJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["QueueHeartbeatRequest"];
+            };
+        };
+        responses: {
+            /** @description The job. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QueueJobStatusResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getQueueMetrics: {
+        parameters: {
+            query: {
+                /** @description The model. */
+                model: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The counts. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QueueMetricsResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getQueueJobStatus: {
+        parameters: {
+            query: {
+                /** @description The submit's `requestId`. */
+                request_id: string;
+                /** @description The model the job was submitted to. */
+                model: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The job. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QueueJobStatusResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    submitQueueJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["QueueJobRequest"];
+            };
+        };
+        responses: {
+            /** @description The job's request id. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QueueJobResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];

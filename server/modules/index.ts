@@ -17,11 +17,12 @@ import { identity } from './identity/index.ts';
 import { inference } from './inference/index.ts';
 import { models } from './models/index.ts';
 import { rerank } from './rerank/index.ts';
+import { queue } from './queue/index.ts';
 import { secrets } from './secrets/index.ts';
 import { videos } from './videos/index.ts';
 import { volumes } from './volumes/index.ts';
 
-export const modules = [identity, hardware, models, compute, volumes, secrets, endpoints, adapters, dedicated, inference, embeddings, rerank, audio, videos, files, fineTuning, evaluation] as const;
+export const modules = [identity, hardware, models, compute, volumes, secrets, endpoints, adapters, dedicated, inference, embeddings, rerank, audio, videos, files, fineTuning, evaluation, queue] as const;
 
 // Every module of the spec is listed: a tag file without its line here fails `tsc`.
 type Listed = (typeof modules)[number]['name'];

@@ -148,6 +148,11 @@ export type FineTuneEvent = Prisma.FineTuneEventModel
  */
 export type FineTuneCheckpoint = Prisma.FineTuneCheckpointModel
 /**
+ * Model QueueJob
+ * 
+ */
+export type QueueJob = Prisma.QueueJobModel
+/**
  * Model WorkItem
  * 
  */

@@ -423,6 +423,7 @@ export const ModelName = {
   FineTune: 'FineTune',
   FineTuneEvent: 'FineTuneEvent',
   FineTuneCheckpoint: 'FineTuneCheckpoint',
+  QueueJob: 'QueueJob',
   WorkItem: 'WorkItem',
   Volume: 'Volume',
   VolumeVersion: 'VolumeVersion',
@@ -444,7 +445,7 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
     omit: GlobalOmitOptions
   }
   meta: {
-    modelProps: "organization" | "project" | "apiKey" | "seedRun" | "hardware" | "model" | "modelUploadJob" | "hardwareReservation" | "cluster" | "computeHost" | "computeInstance" | "computeVm" | "passiveHealthCheckAlert" | "remediation" | "idempotencyRecord" | "v1Endpoint" | "modelConfig" | "dedicatedEndpoint" | "deployment" | "endpointEvent" | "adapterBinding" | "evaluationJob" | "file" | "fineTune" | "fineTuneEvent" | "fineTuneCheckpoint" | "workItem" | "volume" | "volumeVersion" | "volumeMount" | "secret" | "video"
+    modelProps: "organization" | "project" | "apiKey" | "seedRun" | "hardware" | "model" | "modelUploadJob" | "hardwareReservation" | "cluster" | "computeHost" | "computeInstance" | "computeVm" | "passiveHealthCheckAlert" | "remediation" | "idempotencyRecord" | "v1Endpoint" | "modelConfig" | "dedicatedEndpoint" | "deployment" | "endpointEvent" | "adapterBinding" | "evaluationJob" | "file" | "fineTune" | "fineTuneEvent" | "fineTuneCheckpoint" | "queueJob" | "workItem" | "volume" | "volumeVersion" | "volumeMount" | "secret" | "video"
     txIsolationLevel: TransactionIsolationLevel
   }
   model: {
@@ -2372,6 +2373,80 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
         }
       }
     }
+    QueueJob: {
+      payload: Prisma.$QueueJobPayload<ExtArgs>
+      fields: Prisma.QueueJobFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.QueueJobFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$QueueJobPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.QueueJobFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$QueueJobPayload>
+        }
+        findFirst: {
+          args: Prisma.QueueJobFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$QueueJobPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.QueueJobFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$QueueJobPayload>
+        }
+        findMany: {
+          args: Prisma.QueueJobFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$QueueJobPayload>[]
+        }
+        create: {
+          args: Prisma.QueueJobCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$QueueJobPayload>
+        }
+        createMany: {
+          args: Prisma.QueueJobCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.QueueJobCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$QueueJobPayload>[]
+        }
+        delete: {
+          args: Prisma.QueueJobDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$QueueJobPayload>
+        }
+        update: {
+          args: Prisma.QueueJobUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$QueueJobPayload>
+        }
+        deleteMany: {
+          args: Prisma.QueueJobDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.QueueJobUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.QueueJobUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$QueueJobPayload>[]
+        }
+        upsert: {
+          args: Prisma.QueueJobUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$QueueJobPayload>
+        }
+        aggregate: {
+          args: Prisma.QueueJobAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateQueueJob>
+        }
+        groupBy: {
+          args: Prisma.QueueJobGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.QueueJobGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.QueueJobCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.QueueJobCountAggregateOutputType> | number
+        }
+      }
+    }
     WorkItem: {
       payload: Prisma.$WorkItemPayload<ExtArgs>
       fields: Prisma.WorkItemFieldRefs
@@ -3287,6 +3362,30 @@ export const FineTuneCheckpointScalarFieldEnum = {
 export type FineTuneCheckpointScalarFieldEnum = (typeof FineTuneCheckpointScalarFieldEnum)[keyof typeof FineTuneCheckpointScalarFieldEnum]
 
 
+export const QueueJobScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  model: 'model',
+  status: 'status',
+  priority: 'priority',
+  inputs: 'inputs',
+  info: 'info',
+  outputs: 'outputs',
+  warnings: 'warnings',
+  retries: 'retries',
+  claimToken: 'claimToken',
+  workerId: 'workerId',
+  claimTimeoutMs: 'claimTimeoutMs',
+  claimUntil: 'claimUntil',
+  claimedAt: 'claimedAt',
+  doneAt: 'doneAt',
+  createdAt: 'createdAt',
+  updatedAt: 'updatedAt'
+} as const
+
+export type QueueJobScalarFieldEnum = (typeof QueueJobScalarFieldEnum)[keyof typeof QueueJobScalarFieldEnum]
+
+
 export const WorkItemScalarFieldEnum = {
   id: 'id',
   kind: 'kind',
@@ -3614,6 +3713,7 @@ export type GlobalOmitConfig = {
   fineTune?: Prisma.FineTuneOmit
   fineTuneEvent?: Prisma.FineTuneEventOmit
   fineTuneCheckpoint?: Prisma.FineTuneCheckpointOmit
+  queueJob?: Prisma.QueueJobOmit
   workItem?: Prisma.WorkItemOmit
   volume?: Prisma.VolumeOmit
   volumeVersion?: Prisma.VolumeVersionOmit

@@ -77,6 +77,7 @@ export const ModelName = {
   FineTune: 'FineTune',
   FineTuneEvent: 'FineTuneEvent',
   FineTuneCheckpoint: 'FineTuneCheckpoint',
+  QueueJob: 'QueueJob',
   WorkItem: 'WorkItem',
   Volume: 'Volume',
   VolumeVersion: 'VolumeVersion',
@@ -531,6 +532,30 @@ export const FineTuneCheckpointScalarFieldEnum = {
 } as const
 
 export type FineTuneCheckpointScalarFieldEnum = (typeof FineTuneCheckpointScalarFieldEnum)[keyof typeof FineTuneCheckpointScalarFieldEnum]
+
+
+export const QueueJobScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  model: 'model',
+  status: 'status',
+  priority: 'priority',
+  inputs: 'inputs',
+  info: 'info',
+  outputs: 'outputs',
+  warnings: 'warnings',
+  retries: 'retries',
+  claimToken: 'claimToken',
+  workerId: 'workerId',
+  claimTimeoutMs: 'claimTimeoutMs',
+  claimUntil: 'claimUntil',
+  claimedAt: 'claimedAt',
+  doneAt: 'doneAt',
+  createdAt: 'createdAt',
+  updatedAt: 'updatedAt'
+} as const
+
+export type QueueJobScalarFieldEnum = (typeof QueueJobScalarFieldEnum)[keyof typeof QueueJobScalarFieldEnum]
 
 
 export const WorkItemScalarFieldEnum = {

@@ -1,23 +1,29 @@
+-- CreateSchema
+CREATE SCHEMA IF NOT EXISTS "public";
+
 -- CreateTable
 CREATE TABLE "Organization" (
-    "id" TEXT NOT NULL PRIMARY KEY,
+    "id" TEXT NOT NULL,
     "name" TEXT NOT NULL,
-    "createdAt" BIGINT NOT NULL
+    "createdAt" BIGINT NOT NULL,
+
+    CONSTRAINT "Organization_pkey" PRIMARY KEY ("id")
 );
 
 -- CreateTable
 CREATE TABLE "Project" (
-    "id" TEXT NOT NULL PRIMARY KEY,
+    "id" TEXT NOT NULL,
     "organizationId" TEXT NOT NULL,
     "name" TEXT NOT NULL,
     "slug" TEXT NOT NULL,
     "createdAt" BIGINT NOT NULL,
-    CONSTRAINT "Project_organizationId_fkey" FOREIGN KEY ("organizationId") REFERENCES "Organization" ("id") ON DELETE RESTRICT ON UPDATE CASCADE
+
+    CONSTRAINT "Project_pkey" PRIMARY KEY ("id")
 );
 
 -- CreateTable
 CREATE TABLE "ApiKey" (
-    "id" TEXT NOT NULL PRIMARY KEY,
+    "id" TEXT NOT NULL,
     "projectId" TEXT NOT NULL,
     "name" TEXT NOT NULL,
     "hash" TEXT NOT NULL,
@@ -26,30 +32,35 @@ CREATE TABLE "ApiKey" (
     "revokedAt" BIGINT,
     "development" BOOLEAN NOT NULL DEFAULT false,
     "announcedAt" BIGINT,
-    CONSTRAINT "ApiKey_projectId_fkey" FOREIGN KEY ("projectId") REFERENCES "Project" ("id") ON DELETE RESTRICT ON UPDATE CASCADE
+
+    CONSTRAINT "ApiKey_pkey" PRIMARY KEY ("id")
 );
 
 -- CreateTable
 CREATE TABLE "SeedRun" (
-    "module" TEXT NOT NULL PRIMARY KEY,
-    "seededAt" BIGINT NOT NULL
+    "module" TEXT NOT NULL,
+    "seededAt" BIGINT NOT NULL,
+
+    CONSTRAINT "SeedRun_pkey" PRIMARY KEY ("module")
 );
 
 -- CreateTable
 CREATE TABLE "Hardware" (
-    "id" TEXT NOT NULL PRIMARY KEY,
+    "id" TEXT NOT NULL,
     "gpuType" TEXT NOT NULL,
     "gpuLink" TEXT NOT NULL,
     "gpuMemory" INTEGER NOT NULL,
     "gpuCount" INTEGER NOT NULL,
-    "centsPerMinute" REAL NOT NULL,
+    "centsPerMinute" DOUBLE PRECISION NOT NULL,
     "capacityGpus" INTEGER NOT NULL,
-    "updatedAt" BIGINT NOT NULL
+    "updatedAt" BIGINT NOT NULL,
+
+    CONSTRAINT "Hardware_pkey" PRIMARY KEY ("id")
 );
 
 -- CreateTable
 CREATE TABLE "Model" (
-    "id" TEXT NOT NULL PRIMARY KEY,
+    "id" TEXT NOT NULL,
     "projectId" TEXT,
     "name" TEXT NOT NULL,
     "nameKey" TEXT,
@@ -72,12 +83,14 @@ CREATE TABLE "Model" (
     "source" TEXT,
     "sourceKind" TEXT,
     "status" TEXT NOT NULL DEFAULT 'ready',
-    "createdAt" BIGINT NOT NULL
+    "createdAt" BIGINT NOT NULL,
+
+    CONSTRAINT "Model_pkey" PRIMARY KEY ("id")
 );
 
 -- CreateTable
 CREATE TABLE "ModelUploadJob" (
-    "id" TEXT NOT NULL PRIMARY KEY,
+    "id" TEXT NOT NULL,
     "projectId" TEXT NOT NULL,
     "modelId" TEXT NOT NULL,
     "type" TEXT NOT NULL,
@@ -85,12 +98,14 @@ CREATE TABLE "ModelUploadJob" (
     "statusUpdates" TEXT NOT NULL DEFAULT '[]',
     "args" TEXT NOT NULL,
     "createdAt" BIGINT NOT NULL,
-    "updatedAt" BIGINT NOT NULL
+    "updatedAt" BIGINT NOT NULL,
+
+    CONSTRAINT "ModelUploadJob_pkey" PRIMARY KEY ("id")
 );
 
 -- CreateTable
 CREATE TABLE "HardwareReservation" (
-    "id" TEXT NOT NULL PRIMARY KEY,
+    "id" TEXT NOT NULL,
     "projectId" TEXT NOT NULL,
     "hardwareId" TEXT NOT NULL,
     "gpus" INTEGER NOT NULL,
@@ -98,12 +113,14 @@ CREATE TABLE "HardwareReservation" (
     "ownerId" TEXT NOT NULL,
     "startedAt" BIGINT NOT NULL,
     "endedAt" BIGINT,
-    "centsPerMinute" REAL NOT NULL
+    "centsPerMinute" DOUBLE PRECISION NOT NULL,
+
+    CONSTRAINT "HardwareReservation_pkey" PRIMARY KEY ("id")
 );
 
 -- CreateTable
 CREATE TABLE "Cluster" (
-    "id" TEXT NOT NULL PRIMARY KEY,
+    "id" TEXT NOT NULL,
     "projectId" TEXT NOT NULL,
     "name" TEXT NOT NULL,
     "region" TEXT NOT NULL,
@@ -113,40 +130,46 @@ CREATE TABLE "Cluster" (
     "nvidiaDriverVersion" TEXT NOT NULL DEFAULT '',
     "billingType" TEXT NOT NULL DEFAULT 'RESERVED',
     "numReservedGpus" INTEGER NOT NULL DEFAULT 0,
-    "createdAt" BIGINT NOT NULL
+    "createdAt" BIGINT NOT NULL,
+
+    CONSTRAINT "Cluster_pkey" PRIMARY KEY ("id")
 );
 
 -- CreateTable
 CREATE TABLE "ComputeHost" (
-    "id" TEXT NOT NULL PRIMARY KEY,
+    "id" TEXT NOT NULL,
     "projectId" TEXT NOT NULL,
     "clusterId" TEXT NOT NULL,
     "name" TEXT NOT NULL,
     "numGpus" INTEGER NOT NULL,
     "vmCapacity" INTEGER NOT NULL,
     "cordoned" BOOLEAN NOT NULL DEFAULT false,
-    "cordonedAt" BIGINT
+    "cordonedAt" BIGINT,
+
+    CONSTRAINT "ComputeHost_pkey" PRIMARY KEY ("id")
 );
 
 -- CreateTable
 CREATE TABLE "ComputeInstance" (
-    "id" TEXT NOT NULL PRIMARY KEY,
+    "id" TEXT NOT NULL,
     "projectId" TEXT NOT NULL,
     "clusterId" TEXT NOT NULL,
     "name" TEXT NOT NULL,
     "numGpus" INTEGER NOT NULL,
     "numCpuCores" INTEGER NOT NULL DEFAULT 0,
-    "memoryGib" REAL NOT NULL DEFAULT 0,
+    "memoryGib" DOUBLE PRECISION NOT NULL DEFAULT 0,
     "status" TEXT NOT NULL,
     "vmId" TEXT,
     "vmGeneration" INTEGER NOT NULL DEFAULT 1,
     "unrecoverable" BOOLEAN NOT NULL DEFAULT false,
-    "updatedAt" BIGINT NOT NULL
+    "updatedAt" BIGINT NOT NULL,
+
+    CONSTRAINT "ComputeInstance_pkey" PRIMARY KEY ("id")
 );
 
 -- CreateTable
 CREATE TABLE "ComputeVm" (
-    "id" TEXT NOT NULL PRIMARY KEY,
+    "id" TEXT NOT NULL,
     "name" TEXT NOT NULL,
     "projectId" TEXT NOT NULL,
     "clusterId" TEXT NOT NULL,
@@ -156,12 +179,14 @@ CREATE TABLE "ComputeVm" (
     "createdAt" BIGINT NOT NULL,
     "lastBootAt" BIGINT NOT NULL,
     "deletedAt" BIGINT,
-    "phaseTransitions" TEXT NOT NULL DEFAULT '[]'
+    "phaseTransitions" TEXT NOT NULL DEFAULT '[]',
+
+    CONSTRAINT "ComputeVm_pkey" PRIMARY KEY ("id")
 );
 
 -- CreateTable
 CREATE TABLE "PassiveHealthCheckAlert" (
-    "id" TEXT NOT NULL PRIMARY KEY,
+    "id" TEXT NOT NULL,
     "projectId" TEXT NOT NULL,
     "clusterId" TEXT NOT NULL,
     "instanceId" TEXT NOT NULL,
@@ -171,12 +196,14 @@ CREATE TABLE "PassiveHealthCheckAlert" (
     "annotations" TEXT NOT NULL DEFAULT '{}',
     "startedAt" BIGINT NOT NULL,
     "resolvedAt" BIGINT,
-    "remediationId" TEXT
+    "remediationId" TEXT,
+
+    CONSTRAINT "PassiveHealthCheckAlert_pkey" PRIMARY KEY ("id")
 );
 
 -- CreateTable
 CREATE TABLE "Remediation" (
-    "id" TEXT NOT NULL PRIMARY KEY,
+    "id" TEXT NOT NULL,
     "projectId" TEXT NOT NULL,
     "clusterId" TEXT NOT NULL,
     "instanceId" TEXT NOT NULL,
@@ -193,7 +220,9 @@ CREATE TABLE "Remediation" (
     "endTime" BIGINT,
     "errorMessage" TEXT,
     "createTime" BIGINT NOT NULL,
-    "updateTime" BIGINT NOT NULL
+    "updateTime" BIGINT NOT NULL,
+
+    CONSTRAINT "Remediation_pkey" PRIMARY KEY ("id")
 );
 
 -- CreateTable
@@ -205,12 +234,12 @@ CREATE TABLE "IdempotencyRecord" (
     "response" TEXT NOT NULL,
     "createdAt" BIGINT NOT NULL,
 
-    PRIMARY KEY ("projectId", "operation", "key")
+    CONSTRAINT "IdempotencyRecord_pkey" PRIMARY KEY ("projectId","operation","key")
 );
 
 -- CreateTable
 CREATE TABLE "V1Endpoint" (
-    "id" TEXT NOT NULL PRIMARY KEY,
+    "id" TEXT NOT NULL,
     "projectId" TEXT NOT NULL,
     "name" TEXT NOT NULL,
     "displayName" TEXT NOT NULL,
@@ -221,23 +250,27 @@ CREATE TABLE "V1Endpoint" (
     "state" TEXT NOT NULL,
     "inactiveTimeout" INTEGER,
     "createdAt" BIGINT NOT NULL,
-    "updatedAt" BIGINT NOT NULL
+    "updatedAt" BIGINT NOT NULL,
+
+    CONSTRAINT "V1Endpoint_pkey" PRIMARY KEY ("id")
 );
 
 -- CreateTable
 CREATE TABLE "ModelConfig" (
-    "id" TEXT NOT NULL PRIMARY KEY,
+    "id" TEXT NOT NULL,
     "projectId" TEXT,
     "referenceModelId" TEXT NOT NULL,
     "selectors" TEXT NOT NULL,
     "optimizationProfile" TEXT NOT NULL,
     "certifications" TEXT NOT NULL DEFAULT '[]',
-    "createdAt" BIGINT NOT NULL
+    "createdAt" BIGINT NOT NULL,
+
+    CONSTRAINT "ModelConfig_pkey" PRIMARY KEY ("id")
 );
 
 -- CreateTable
 CREATE TABLE "DedicatedEndpoint" (
-    "id" TEXT NOT NULL PRIMARY KEY,
+    "id" TEXT NOT NULL,
     "projectId" TEXT NOT NULL,
     "name" TEXT NOT NULL,
     "visibility" TEXT NOT NULL,
@@ -246,12 +279,14 @@ CREATE TABLE "DedicatedEndpoint" (
     "eventSeq" INTEGER NOT NULL DEFAULT 0,
     "etag" TEXT NOT NULL,
     "createdAt" BIGINT NOT NULL,
-    "updatedAt" BIGINT NOT NULL
+    "updatedAt" BIGINT NOT NULL,
+
+    CONSTRAINT "DedicatedEndpoint_pkey" PRIMARY KEY ("id")
 );
 
 -- CreateTable
 CREATE TABLE "Deployment" (
-    "id" TEXT NOT NULL PRIMARY KEY,
+    "id" TEXT NOT NULL,
     "projectId" TEXT NOT NULL,
     "endpointId" TEXT NOT NULL,
     "name" TEXT NOT NULL,
@@ -274,12 +309,14 @@ CREATE TABLE "Deployment" (
     "epoch" INTEGER NOT NULL DEFAULT 0,
     "etag" TEXT NOT NULL,
     "createdAt" BIGINT NOT NULL,
-    "updatedAt" BIGINT NOT NULL
+    "updatedAt" BIGINT NOT NULL,
+
+    CONSTRAINT "Deployment_pkey" PRIMARY KEY ("id")
 );
 
 -- CreateTable
 CREATE TABLE "EndpointEvent" (
-    "id" TEXT NOT NULL PRIMARY KEY,
+    "id" TEXT NOT NULL,
     "projectId" TEXT NOT NULL,
     "endpointId" TEXT NOT NULL,
     "seq" INTEGER NOT NULL,
@@ -295,21 +332,25 @@ CREATE TABLE "EndpointEvent" (
     "reason" TEXT,
     "oldReplicas" INTEGER,
     "newReplicas" INTEGER,
-    "createdAt" BIGINT NOT NULL
+    "createdAt" BIGINT NOT NULL,
+
+    CONSTRAINT "EndpointEvent_pkey" PRIMARY KEY ("id")
 );
 
 -- CreateTable
 CREATE TABLE "AdapterBinding" (
-    "id" TEXT NOT NULL PRIMARY KEY,
+    "id" TEXT NOT NULL,
     "projectId" TEXT NOT NULL,
     "endpointId" TEXT NOT NULL,
     "adapterModelId" TEXT NOT NULL,
-    "createdAt" BIGINT NOT NULL
+    "createdAt" BIGINT NOT NULL,
+
+    CONSTRAINT "AdapterBinding_pkey" PRIMARY KEY ("id")
 );
 
 -- CreateTable
 CREATE TABLE "EvaluationJob" (
-    "id" TEXT NOT NULL PRIMARY KEY,
+    "id" TEXT NOT NULL,
     "projectId" TEXT NOT NULL,
     "type" TEXT NOT NULL,
     "status" TEXT NOT NULL,
@@ -318,12 +359,14 @@ CREATE TABLE "EvaluationJob" (
     "results" TEXT,
     "resultFileId" TEXT,
     "createdAt" BIGINT NOT NULL,
-    "updatedAt" BIGINT NOT NULL
+    "updatedAt" BIGINT NOT NULL,
+
+    CONSTRAINT "EvaluationJob_pkey" PRIMARY KEY ("id")
 );
 
 -- CreateTable
 CREATE TABLE "File" (
-    "id" TEXT NOT NULL PRIMARY KEY,
+    "id" TEXT NOT NULL,
     "projectId" TEXT NOT NULL,
     "filename" TEXT NOT NULL,
     "purpose" TEXT NOT NULL,
@@ -332,12 +375,14 @@ CREATE TABLE "File" (
     "path" TEXT NOT NULL,
     "status" TEXT NOT NULL,
     "report" TEXT,
-    "createdAt" BIGINT NOT NULL
+    "createdAt" BIGINT NOT NULL,
+
+    CONSTRAINT "File_pkey" PRIMARY KEY ("id")
 );
 
 -- CreateTable
 CREATE TABLE "FineTune" (
-    "id" TEXT NOT NULL PRIMARY KEY,
+    "id" TEXT NOT NULL,
     "projectId" TEXT NOT NULL,
     "userId" TEXT NOT NULL,
     "status" TEXT NOT NULL,
@@ -356,38 +401,68 @@ CREATE TABLE "FineTune" (
     "trainingBytes" BIGINT,
     "earlyStopped" BOOLEAN,
     "bestStep" INTEGER,
-    "bestMetric" REAL,
+    "bestMetric" DOUBLE PRECISION,
     "outputModelId" TEXT,
     "error" TEXT,
     "createdAt" BIGINT NOT NULL,
     "updatedAt" BIGINT NOT NULL,
-    "startedAt" BIGINT
+    "startedAt" BIGINT,
+
+    CONSTRAINT "FineTune_pkey" PRIMARY KEY ("id")
 );
 
 -- CreateTable
 CREATE TABLE "FineTuneEvent" (
-    "id" TEXT NOT NULL PRIMARY KEY,
+    "id" TEXT NOT NULL,
     "jobId" TEXT NOT NULL,
     "type" TEXT NOT NULL,
     "level" TEXT,
     "message" TEXT NOT NULL,
     "data" TEXT NOT NULL DEFAULT '{}',
-    "createdAt" BIGINT NOT NULL
+    "createdAt" BIGINT NOT NULL,
+
+    CONSTRAINT "FineTuneEvent_pkey" PRIMARY KEY ("id")
 );
 
 -- CreateTable
 CREATE TABLE "FineTuneCheckpoint" (
-    "id" TEXT NOT NULL PRIMARY KEY,
+    "id" TEXT NOT NULL,
     "jobId" TEXT NOT NULL,
     "step" INTEGER NOT NULL,
     "type" TEXT NOT NULL,
     "kind" TEXT NOT NULL,
-    "createdAt" BIGINT NOT NULL
+    "createdAt" BIGINT NOT NULL,
+
+    CONSTRAINT "FineTuneCheckpoint_pkey" PRIMARY KEY ("id")
+);
+
+-- CreateTable
+CREATE TABLE "QueueJob" (
+    "id" TEXT NOT NULL,
+    "projectId" TEXT NOT NULL,
+    "model" TEXT NOT NULL,
+    "status" TEXT NOT NULL,
+    "priority" INTEGER NOT NULL DEFAULT 0,
+    "inputs" TEXT NOT NULL,
+    "info" TEXT NOT NULL DEFAULT '{}',
+    "outputs" TEXT,
+    "warnings" TEXT NOT NULL DEFAULT '[]',
+    "retries" INTEGER NOT NULL DEFAULT 0,
+    "claimToken" TEXT,
+    "workerId" TEXT,
+    "claimTimeoutMs" INTEGER,
+    "claimUntil" BIGINT,
+    "claimedAt" BIGINT,
+    "doneAt" BIGINT,
+    "createdAt" BIGINT NOT NULL,
+    "updatedAt" BIGINT NOT NULL,
+
+    CONSTRAINT "QueueJob_pkey" PRIMARY KEY ("id")
 );
 
 -- CreateTable
 CREATE TABLE "WorkItem" (
-    "id" TEXT NOT NULL PRIMARY KEY,
+    "id" TEXT NOT NULL,
     "kind" TEXT NOT NULL,
     "subjectId" TEXT NOT NULL,
     "projectId" TEXT,
@@ -401,18 +476,22 @@ CREATE TABLE "WorkItem" (
     "heartbeatAt" BIGINT,
     "lastError" TEXT,
     "createdAt" BIGINT NOT NULL,
-    "updatedAt" BIGINT NOT NULL
+    "updatedAt" BIGINT NOT NULL,
+
+    CONSTRAINT "WorkItem_pkey" PRIMARY KEY ("id")
 );
 
 -- CreateTable
 CREATE TABLE "Volume" (
-    "id" TEXT NOT NULL PRIMARY KEY,
+    "id" TEXT NOT NULL,
     "projectId" TEXT NOT NULL,
     "name" TEXT NOT NULL,
     "type" TEXT NOT NULL,
     "currentVersion" INTEGER NOT NULL,
     "createdAt" BIGINT NOT NULL,
-    "updatedAt" BIGINT NOT NULL
+    "updatedAt" BIGINT NOT NULL,
+
+    CONSTRAINT "Volume_pkey" PRIMARY KEY ("id")
 );
 
 -- CreateTable
@@ -424,7 +503,7 @@ CREATE TABLE "VolumeVersion" (
     "files" TEXT NOT NULL DEFAULT '[]',
     "createdAt" BIGINT NOT NULL,
 
-    PRIMARY KEY ("volumeId", "version")
+    CONSTRAINT "VolumeVersion_pkey" PRIMARY KEY ("volumeId","version")
 );
 
 -- CreateTable
@@ -434,12 +513,12 @@ CREATE TABLE "VolumeMount" (
     "projectId" TEXT NOT NULL,
     "version" INTEGER NOT NULL,
 
-    PRIMARY KEY ("volumeId", "deploymentId")
+    CONSTRAINT "VolumeMount_pkey" PRIMARY KEY ("volumeId","deploymentId")
 );
 
 -- CreateTable
 CREATE TABLE "Secret" (
-    "id" TEXT NOT NULL PRIMARY KEY,
+    "id" TEXT NOT NULL,
     "projectId" TEXT NOT NULL,
     "name" TEXT NOT NULL,
     "description" TEXT,
@@ -447,12 +526,14 @@ CREATE TABLE "Secret" (
     "createdBy" TEXT NOT NULL,
     "lastUpdatedBy" TEXT NOT NULL,
     "createdAt" BIGINT NOT NULL,
-    "updatedAt" BIGINT NOT NULL
+    "updatedAt" BIGINT NOT NULL,
+
+    CONSTRAINT "Secret_pkey" PRIMARY KEY ("id")
 );
 
 -- CreateTable
 CREATE TABLE "Video" (
-    "id" TEXT NOT NULL PRIMARY KEY,
+    "id" TEXT NOT NULL,
     "projectId" TEXT NOT NULL,
     "model" TEXT NOT NULL,
     "status" TEXT NOT NULL,
@@ -468,7 +549,9 @@ CREATE TABLE "Video" (
     "errorCode" TEXT,
     "errorMessage" TEXT,
     "createdAt" BIGINT NOT NULL,
-    "completedAt" BIGINT
+    "completedAt" BIGINT,
+
+    CONSTRAINT "Video_pkey" PRIMARY KEY ("id")
 );
 
 -- CreateIndex
@@ -565,6 +648,12 @@ CREATE INDEX "FineTuneEvent_jobId_id_idx" ON "FineTuneEvent"("jobId", "id");
 CREATE INDEX "FineTuneCheckpoint_jobId_step_idx" ON "FineTuneCheckpoint"("jobId", "step");
 
 -- CreateIndex
+CREATE INDEX "QueueJob_projectId_model_status_priority_createdAt_id_idx" ON "QueueJob"("projectId", "model", "status", "priority" DESC, "createdAt", "id");
+
+-- CreateIndex
+CREATE INDEX "QueueJob_status_claimUntil_idx" ON "QueueJob"("status", "claimUntil");
+
+-- CreateIndex
 CREATE INDEX "WorkItem_state_runAt_idx" ON "WorkItem"("state", "runAt");
 
 -- CreateIndex
@@ -581,3 +670,9 @@ CREATE UNIQUE INDEX "Secret_projectId_name_key" ON "Secret"("projectId", "name")
 
 -- CreateIndex
 CREATE INDEX "Video_projectId_createdAt_idx" ON "Video"("projectId", "createdAt");
+
+-- AddForeignKey
+ALTER TABLE "Project" ADD CONSTRAINT "Project_organizationId_fkey" FOREIGN KEY ("organizationId") REFERENCES "Organization"("id") ON DELETE RESTRICT ON UPDATE CASCADE;
+
+-- AddForeignKey
+ALTER TABLE "ApiKey" ADD CONSTRAINT "ApiKey_projectId_fkey" FOREIGN KEY ("projectId") REFERENCES "Project"("id") ON DELETE RESTRICT ON UPDATE CASCADE;

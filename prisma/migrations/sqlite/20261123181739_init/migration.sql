@@ -1,29 +1,23 @@
--- CreateSchema
-CREATE SCHEMA IF NOT EXISTS "public";
-
 -- CreateTable
 CREATE TABLE "Organization" (
-    "id" TEXT NOT NULL,
+    "id" TEXT NOT NULL PRIMARY KEY,
     "name" TEXT NOT NULL,
-    "createdAt" BIGINT NOT NULL,
-
-    CONSTRAINT "Organization_pkey" PRIMARY KEY ("id")
+    "createdAt" BIGINT NOT NULL
 );
 
 -- CreateTable
 CREATE TABLE "Project" (
-    "id" TEXT NOT NULL,
+    "id" TEXT NOT NULL PRIMARY KEY,
     "organizationId" TEXT NOT NULL,
     "name" TEXT NOT NULL,
     "slug" TEXT NOT NULL,
     "createdAt" BIGINT NOT NULL,
-
-    CONSTRAINT "Project_pkey" PRIMARY KEY ("id")
+    CONSTRAINT "Project_organizationId_fkey" FOREIGN KEY ("organizationId") REFERENCES "Organization" ("id") ON DELETE RESTRICT ON UPDATE CASCADE
 );
 
 -- CreateTable
 CREATE TABLE "ApiKey" (
-    "id" TEXT NOT NULL,
+    "id" TEXT NOT NULL PRIMARY KEY,
     "projectId" TEXT NOT NULL,
     "name" TEXT NOT NULL,
     "hash" TEXT NOT NULL,
@@ -32,35 +26,30 @@ CREATE TABLE "ApiKey" (
     "revokedAt" BIGINT,
     "development" BOOLEAN NOT NULL DEFAULT false,
     "announcedAt" BIGINT,
-
-    CONSTRAINT "ApiKey_pkey" PRIMARY KEY ("id")
+    CONSTRAINT "ApiKey_projectId_fkey" FOREIGN KEY ("projectId") REFERENCES "Project" ("id") ON DELETE RESTRICT ON UPDATE CASCADE
 );
 
 -- CreateTable
 CREATE TABLE "SeedRun" (
-    "module" TEXT NOT NULL,
-    "seededAt" BIGINT NOT NULL,
-
-    CONSTRAINT "SeedRun_pkey" PRIMARY KEY ("module")
+    "module" TEXT NOT NULL PRIMARY KEY,
+    "seededAt" BIGINT NOT NULL
 );
 
 -- CreateTable
 CREATE TABLE "Hardware" (
-    "id" TEXT NOT NULL,
+    "id" TEXT NOT NULL PRIMARY KEY,
     "gpuType" TEXT NOT NULL,
     "gpuLink" TEXT NOT NULL,
     "gpuMemory" INTEGER NOT NULL,
     "gpuCount" INTEGER NOT NULL,
-    "centsPerMinute" DOUBLE PRECISION NOT NULL,
+    "centsPerMinute" REAL NOT NULL,
     "capacityGpus" INTEGER NOT NULL,
-    "updatedAt" BIGINT NOT NULL,
-
-    CONSTRAINT "Hardware_pkey" PRIMARY KEY ("id")
+    "updatedAt" BIGINT NOT NULL
 );
 
 -- CreateTable
 CREATE TABLE "Model" (
-    "id" TEXT NOT NULL,
+    "id" TEXT NOT NULL PRIMARY KEY,
     "projectId" TEXT,
     "name" TEXT NOT NULL,
     "nameKey" TEXT,
@@ -83,14 +72,12 @@ CREATE TABLE "Model" (
     "source" TEXT,
     "sourceKind" TEXT,
     "status" TEXT NOT NULL DEFAULT 'ready',
-    "createdAt" BIGINT NOT NULL,
-
-    CONSTRAINT "Model_pkey" PRIMARY KEY ("id")
+    "createdAt" BIGINT NOT NULL
 );
 
 -- CreateTable
 CREATE TABLE "ModelUploadJob" (
-    "id" TEXT NOT NULL,
+    "id" TEXT NOT NULL PRIMARY KEY,
     "projectId" TEXT NOT NULL,
     "modelId" TEXT NOT NULL,
     "type" TEXT NOT NULL,
@@ -98,14 +85,12 @@ CREATE TABLE "ModelUploadJob" (
     "statusUpdates" TEXT NOT NULL DEFAULT '[]',
     "args" TEXT NOT NULL,
     "createdAt" BIGINT NOT NULL,
-    "updatedAt" BIGINT NOT NULL,
-
-    CONSTRAINT "ModelUploadJob_pkey" PRIMARY KEY ("id")
+    "updatedAt" BIGINT NOT NULL
 );
 
 -- CreateTable
 CREATE TABLE "HardwareReservation" (
-    "id" TEXT NOT NULL,
+    "id" TEXT NOT NULL PRIMARY KEY,
     "projectId" TEXT NOT NULL,
     "hardwareId" TEXT NOT NULL,
     "gpus" INTEGER NOT NULL,
@@ -113,14 +98,12 @@ CREATE TABLE "HardwareReservation" (
     "ownerId" TEXT NOT NULL,
     "startedAt" BIGINT NOT NULL,
     "endedAt" BIGINT,
-    "centsPerMinute" DOUBLE PRECISION NOT NULL,
-
-    CONSTRAINT "HardwareReservation_pkey" PRIMARY KEY ("id")
+    "centsPerMinute" REAL NOT NULL
 );
 
 -- CreateTable
 CREATE TABLE "Cluster" (
-    "id" TEXT NOT NULL,
+    "id" TEXT NOT NULL PRIMARY KEY,
     "projectId" TEXT NOT NULL,
     "name" TEXT NOT NULL,
     "region" TEXT NOT NULL,
@@ -130,46 +113,40 @@ CREATE TABLE "Cluster" (
     "nvidiaDriverVersion" TEXT NOT NULL DEFAULT '',
     "billingType" TEXT NOT NULL DEFAULT 'RESERVED',
     "numReservedGpus" INTEGER NOT NULL DEFAULT 0,
-    "createdAt" BIGINT NOT NULL,
-
-    CONSTRAINT "Cluster_pkey" PRIMARY KEY ("id")
+    "createdAt" BIGINT NOT NULL
 );
 
 -- CreateTable
 CREATE TABLE "ComputeHost" (
-    "id" TEXT NOT NULL,
+    "id" TEXT NOT NULL PRIMARY KEY,
     "projectId" TEXT NOT NULL,
     "clusterId" TEXT NOT NULL,
     "name" TEXT NOT NULL,
     "numGpus" INTEGER NOT NULL,
     "vmCapacity" INTEGER NOT NULL,
     "cordoned" BOOLEAN NOT NULL DEFAULT false,
-    "cordonedAt" BIGINT,
-
-    CONSTRAINT "ComputeHost_pkey" PRIMARY KEY ("id")
+    "cordonedAt" BIGINT
 );
 
 -- CreateTable
 CREATE TABLE "ComputeInstance" (
-    "id" TEXT NOT NULL,
+    "id" TEXT NOT NULL PRIMARY KEY,
     "projectId" TEXT NOT NULL,
     "clusterId" TEXT NOT NULL,
     "name" TEXT NOT NULL,
     "numGpus" INTEGER NOT NULL,
     "numCpuCores" INTEGER NOT NULL DEFAULT 0,
-    "memoryGib" DOUBLE PRECISION NOT NULL DEFAULT 0,
+    "memoryGib" REAL NOT NULL DEFAULT 0,
     "status" TEXT NOT NULL,
     "vmId" TEXT,
     "vmGeneration" INTEGER NOT NULL DEFAULT 1,
     "unrecoverable" BOOLEAN NOT NULL DEFAULT false,
-    "updatedAt" BIGINT NOT NULL,
-
-    CONSTRAINT "ComputeInstance_pkey" PRIMARY KEY ("id")
+    "updatedAt" BIGINT NOT NULL
 );
 
 -- CreateTable
 CREATE TABLE "ComputeVm" (
-    "id" TEXT NOT NULL,
+    "id" TEXT NOT NULL PRIMARY KEY,
     "name" TEXT NOT NULL,
     "projectId" TEXT NOT NULL,
     "clusterId" TEXT NOT NULL,
@@ -179,14 +156,12 @@ CREATE TABLE "ComputeVm" (
     "createdAt" BIGINT NOT NULL,
     "lastBootAt" BIGINT NOT NULL,
     "deletedAt" BIGINT,
-    "phaseTransitions" TEXT NOT NULL DEFAULT '[]',
-
-    CONSTRAINT "ComputeVm_pkey" PRIMARY KEY ("id")
+    "phaseTransitions" TEXT NOT NULL DEFAULT '[]'
 );
 
 -- CreateTable
 CREATE TABLE "PassiveHealthCheckAlert" (
-    "id" TEXT NOT NULL,
+    "id" TEXT NOT NULL PRIMARY KEY,
     "projectId" TEXT NOT NULL,
     "clusterId" TEXT NOT NULL,
     "instanceId" TEXT NOT NULL,
@@ -196,14 +171,12 @@ CREATE TABLE "PassiveHealthCheckAlert" (
     "annotations" TEXT NOT NULL DEFAULT '{}',
     "startedAt" BIGINT NOT NULL,
     "resolvedAt" BIGINT,
-    "remediationId" TEXT,
-
-    CONSTRAINT "PassiveHealthCheckAlert_pkey" PRIMARY KEY ("id")
+    "remediationId" TEXT
 );
 
 -- CreateTable
 CREATE TABLE "Remediation" (
-    "id" TEXT NOT NULL,
+    "id" TEXT NOT NULL PRIMARY KEY,
     "projectId" TEXT NOT NULL,
     "clusterId" TEXT NOT NULL,
     "instanceId" TEXT NOT NULL,
@@ -220,9 +193,7 @@ CREATE TABLE "Remediation" (
     "endTime" BIGINT,
     "errorMessage" TEXT,
     "createTime" BIGINT NOT NULL,
-    "updateTime" BIGINT NOT NULL,
-
-    CONSTRAINT "Remediation_pkey" PRIMARY KEY ("id")
+    "updateTime" BIGINT NOT NULL
 );
 
 -- CreateTable
@@ -234,12 +205,12 @@ CREATE TABLE "IdempotencyRecord" (
     "response" TEXT NOT NULL,
     "createdAt" BIGINT NOT NULL,
 
-    CONSTRAINT "IdempotencyRecord_pkey" PRIMARY KEY ("projectId","operation","key")
+    PRIMARY KEY ("projectId", "operation", "key")
 );
 
 -- CreateTable
 CREATE TABLE "V1Endpoint" (
-    "id" TEXT NOT NULL,
+    "id" TEXT NOT NULL PRIMARY KEY,
     "projectId" TEXT NOT NULL,
     "name" TEXT NOT NULL,
     "displayName" TEXT NOT NULL,
@@ -250,27 +221,23 @@ CREATE TABLE "V1Endpoint" (
     "state" TEXT NOT NULL,
     "inactiveTimeout" INTEGER,
     "createdAt" BIGINT NOT NULL,
-    "updatedAt" BIGINT NOT NULL,
-
-    CONSTRAINT "V1Endpoint_pkey" PRIMARY KEY ("id")
+    "updatedAt" BIGINT NOT NULL
 );
 
 -- CreateTable
 CREATE TABLE "ModelConfig" (
-    "id" TEXT NOT NULL,
+    "id" TEXT NOT NULL PRIMARY KEY,
     "projectId" TEXT,
     "referenceModelId" TEXT NOT NULL,
     "selectors" TEXT NOT NULL,
     "optimizationProfile" TEXT NOT NULL,
     "certifications" TEXT NOT NULL DEFAULT '[]',
-    "createdAt" BIGINT NOT NULL,
-
-    CONSTRAINT "ModelConfig_pkey" PRIMARY KEY ("id")
+    "createdAt" BIGINT NOT NULL
 );
 
 -- CreateTable
 CREATE TABLE "DedicatedEndpoint" (
-    "id" TEXT NOT NULL,
+    "id" TEXT NOT NULL PRIMARY KEY,
     "projectId" TEXT NOT NULL,
     "name" TEXT NOT NULL,
     "visibility" TEXT NOT NULL,
@@ -279,14 +246,12 @@ CREATE TABLE "DedicatedEndpoint" (
     "eventSeq" INTEGER NOT NULL DEFAULT 0,
     "etag" TEXT NOT NULL,
     "createdAt" BIGINT NOT NULL,
-    "updatedAt" BIGINT NOT NULL,
-
-    CONSTRAINT "DedicatedEndpoint_pkey" PRIMARY KEY ("id")
+    "updatedAt" BIGINT NOT NULL
 );
 
 -- CreateTable
 CREATE TABLE "Deployment" (
-    "id" TEXT NOT NULL,
+    "id" TEXT NOT NULL PRIMARY KEY,
     "projectId" TEXT NOT NULL,
     "endpointId" TEXT NOT NULL,
     "name" TEXT NOT NULL,
@@ -309,14 +274,12 @@ CREATE TABLE "Deployment" (
     "epoch" INTEGER NOT NULL DEFAULT 0,
     "etag" TEXT NOT NULL,
     "createdAt" BIGINT NOT NULL,
-    "updatedAt" BIGINT NOT NULL,
-
-    CONSTRAINT "Deployment_pkey" PRIMARY KEY ("id")
+    "updatedAt" BIGINT NOT NULL
 );
 
 -- CreateTable
 CREATE TABLE "EndpointEvent" (
-    "id" TEXT NOT NULL,
+    "id" TEXT NOT NULL PRIMARY KEY,
     "projectId" TEXT NOT NULL,
     "endpointId" TEXT NOT NULL,
     "seq" INTEGER NOT NULL,
@@ -332,25 +295,21 @@ CREATE TABLE "EndpointEvent" (
     "reason" TEXT,
     "oldReplicas" INTEGER,
     "newReplicas" INTEGER,
-    "createdAt" BIGINT NOT NULL,
-
-    CONSTRAINT "EndpointEvent_pkey" PRIMARY KEY ("id")
+    "createdAt" BIGINT NOT NULL
 );
 
 -- CreateTable
 CREATE TABLE "AdapterBinding" (
-    "id" TEXT NOT NULL,
+    "id" TEXT NOT NULL PRIMARY KEY,
     "projectId" TEXT NOT NULL,
     "endpointId" TEXT NOT NULL,
     "adapterModelId" TEXT NOT NULL,
-    "createdAt" BIGINT NOT NULL,
-
-    CONSTRAINT "AdapterBinding_pkey" PRIMARY KEY ("id")
+    "createdAt" BIGINT NOT NULL
 );
 
 -- CreateTable
 CREATE TABLE "EvaluationJob" (
-    "id" TEXT NOT NULL,
+    "id" TEXT NOT NULL PRIMARY KEY,
     "projectId" TEXT NOT NULL,
     "type" TEXT NOT NULL,
     "status" TEXT NOT NULL,
@@ -359,14 +318,12 @@ CREATE TABLE "EvaluationJob" (
     "results" TEXT,
     "resultFileId" TEXT,
     "createdAt" BIGINT NOT NULL,
-    "updatedAt" BIGINT NOT NULL,
-
-    CONSTRAINT "EvaluationJob_pkey" PRIMARY KEY ("id")
+    "updatedAt" BIGINT NOT NULL
 );
 
 -- CreateTable
 CREATE TABLE "File" (
-    "id" TEXT NOT NULL,
+    "id" TEXT NOT NULL PRIMARY KEY,
     "projectId" TEXT NOT NULL,
     "filename" TEXT NOT NULL,
     "purpose" TEXT NOT NULL,
@@ -375,14 +332,12 @@ CREATE TABLE "File" (
     "path" TEXT NOT NULL,
     "status" TEXT NOT NULL,
     "report" TEXT,
-    "createdAt" BIGINT NOT NULL,
-
-    CONSTRAINT "File_pkey" PRIMARY KEY ("id")
+    "createdAt" BIGINT NOT NULL
 );
 
 -- CreateTable
 CREATE TABLE "FineTune" (
-    "id" TEXT NOT NULL,
+    "id" TEXT NOT NULL PRIMARY KEY,
     "projectId" TEXT NOT NULL,
     "userId" TEXT NOT NULL,
     "status" TEXT NOT NULL,
@@ -401,44 +356,60 @@ CREATE TABLE "FineTune" (
     "trainingBytes" BIGINT,
     "earlyStopped" BOOLEAN,
     "bestStep" INTEGER,
-    "bestMetric" DOUBLE PRECISION,
+    "bestMetric" REAL,
     "outputModelId" TEXT,
     "error" TEXT,
     "createdAt" BIGINT NOT NULL,
     "updatedAt" BIGINT NOT NULL,
-    "startedAt" BIGINT,
-
-    CONSTRAINT "FineTune_pkey" PRIMARY KEY ("id")
+    "startedAt" BIGINT
 );
 
 -- CreateTable
 CREATE TABLE "FineTuneEvent" (
-    "id" TEXT NOT NULL,
+    "id" TEXT NOT NULL PRIMARY KEY,
     "jobId" TEXT NOT NULL,
     "type" TEXT NOT NULL,
     "level" TEXT,
     "message" TEXT NOT NULL,
     "data" TEXT NOT NULL DEFAULT '{}',
-    "createdAt" BIGINT NOT NULL,
-
-    CONSTRAINT "FineTuneEvent_pkey" PRIMARY KEY ("id")
+    "createdAt" BIGINT NOT NULL
 );
 
 -- CreateTable
 CREATE TABLE "FineTuneCheckpoint" (
-    "id" TEXT NOT NULL,
+    "id" TEXT NOT NULL PRIMARY KEY,
     "jobId" TEXT NOT NULL,
     "step" INTEGER NOT NULL,
     "type" TEXT NOT NULL,
     "kind" TEXT NOT NULL,
-    "createdAt" BIGINT NOT NULL,
+    "createdAt" BIGINT NOT NULL
+);
 
-    CONSTRAINT "FineTuneCheckpoint_pkey" PRIMARY KEY ("id")
+-- CreateTable
+CREATE TABLE "QueueJob" (
+    "id" TEXT NOT NULL PRIMARY KEY,
+    "projectId" TEXT NOT NULL,
+    "model" TEXT NOT NULL,
+    "status" TEXT NOT NULL,
+    "priority" INTEGER NOT NULL DEFAULT 0,
+    "inputs" TEXT NOT NULL,
+    "info" TEXT NOT NULL DEFAULT '{}',
+    "outputs" TEXT,
+    "warnings" TEXT NOT NULL DEFAULT '[]',
+    "retries" INTEGER NOT NULL DEFAULT 0,
+    "claimToken" TEXT,
+    "workerId" TEXT,
+    "claimTimeoutMs" INTEGER,
+    "claimUntil" BIGINT,
+    "claimedAt" BIGINT,
+    "doneAt" BIGINT,
+    "createdAt" BIGINT NOT NULL,
+    "updatedAt" BIGINT NOT NULL
 );
 
 -- CreateTable
 CREATE TABLE "WorkItem" (
-    "id" TEXT NOT NULL,
+    "id" TEXT NOT NULL PRIMARY KEY,
     "kind" TEXT NOT NULL,
     "subjectId" TEXT NOT NULL,
     "projectId" TEXT,
@@ -452,22 +423,18 @@ CREATE TABLE "WorkItem" (
     "heartbeatAt" BIGINT,
     "lastError" TEXT,
     "createdAt" BIGINT NOT NULL,
-    "updatedAt" BIGINT NOT NULL,
-
-    CONSTRAINT "WorkItem_pkey" PRIMARY KEY ("id")
+    "updatedAt" BIGINT NOT NULL
 );
 
 -- CreateTable
 CREATE TABLE "Volume" (
-    "id" TEXT NOT NULL,
+    "id" TEXT NOT NULL PRIMARY KEY,
     "projectId" TEXT NOT NULL,
     "name" TEXT NOT NULL,
     "type" TEXT NOT NULL,
     "currentVersion" INTEGER NOT NULL,
     "createdAt" BIGINT NOT NULL,
-    "updatedAt" BIGINT NOT NULL,
-
-    CONSTRAINT "Volume_pkey" PRIMARY KEY ("id")
+    "updatedAt" BIGINT NOT NULL
 );
 
 -- CreateTable
@@ -479,7 +446,7 @@ CREATE TABLE "VolumeVersion" (
     "files" TEXT NOT NULL DEFAULT '[]',
     "createdAt" BIGINT NOT NULL,
 
-    CONSTRAINT "VolumeVersion_pkey" PRIMARY KEY ("volumeId","version")
+    PRIMARY KEY ("volumeId", "version")
 );
 
 -- CreateTable
@@ -489,12 +456,12 @@ CREATE TABLE "VolumeMount" (
     "projectId" TEXT NOT NULL,
     "version" INTEGER NOT NULL,
 
-    CONSTRAINT "VolumeMount_pkey" PRIMARY KEY ("volumeId","deploymentId")
+    PRIMARY KEY ("volumeId", "deploymentId")
 );
 
 -- CreateTable
 CREATE TABLE "Secret" (
-    "id" TEXT NOT NULL,
+    "id" TEXT NOT NULL PRIMARY KEY,
     "projectId" TEXT NOT NULL,
     "name" TEXT NOT NULL,
     "description" TEXT,
@@ -502,14 +469,12 @@ CREATE TABLE "Secret" (
     "createdBy" TEXT NOT NULL,
     "lastUpdatedBy" TEXT NOT NULL,
     "createdAt" BIGINT NOT NULL,
-    "updatedAt" BIGINT NOT NULL,
-
-    CONSTRAINT "Secret_pkey" PRIMARY KEY ("id")
+    "updatedAt" BIGINT NOT NULL
 );
 
 -- CreateTable
 CREATE TABLE "Video" (
-    "id" TEXT NOT NULL,
+    "id" TEXT NOT NULL PRIMARY KEY,
     "projectId" TEXT NOT NULL,
     "model" TEXT NOT NULL,
     "status" TEXT NOT NULL,
@@ -525,9 +490,7 @@ CREATE TABLE "Video" (
     "errorCode" TEXT,
     "errorMessage" TEXT,
     "createdAt" BIGINT NOT NULL,
-    "completedAt" BIGINT,
-
-    CONSTRAINT "Video_pkey" PRIMARY KEY ("id")
+    "completedAt" BIGINT
 );
 
 -- CreateIndex
@@ -624,6 +587,12 @@ CREATE INDEX "FineTuneEvent_jobId_id_idx" ON "FineTuneEvent"("jobId", "id");
 CREATE INDEX "FineTuneCheckpoint_jobId_step_idx" ON "FineTuneCheckpoint"("jobId", "step");
 
 -- CreateIndex
+CREATE INDEX "QueueJob_projectId_model_status_priority_createdAt_id_idx" ON "QueueJob"("projectId", "model", "status", "priority" DESC, "createdAt", "id");
+
+-- CreateIndex
+CREATE INDEX "QueueJob_status_claimUntil_idx" ON "QueueJob"("status", "claimUntil");
+
+-- CreateIndex
 CREATE INDEX "WorkItem_state_runAt_idx" ON "WorkItem"("state", "runAt");
 
 -- CreateIndex
@@ -640,9 +609,3 @@ CREATE UNIQUE INDEX "Secret_projectId_name_key" ON "Secret"("projectId", "name")
 
 -- CreateIndex
 CREATE INDEX "Video_projectId_createdAt_idx" ON "Video"("projectId", "createdAt");
-
--- AddForeignKey
-ALTER TABLE "Project" ADD CONSTRAINT "Project_organizationId_fkey" FOREIGN KEY ("organizationId") REFERENCES "Organization"("id") ON DELETE RESTRICT ON UPDATE CASCADE;
-
--- AddForeignKey
-ALTER TABLE "ApiKey" ADD CONSTRAINT "ApiKey_projectId_fkey" FOREIGN KEY ("projectId") REFERENCES "Project"("id") ON DELETE RESTRICT ON UPDATE CASCADE;

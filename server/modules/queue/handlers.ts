@@ -1,0 +1,97 @@
+// Module `queue`: submit, status, cancel, metrics and clear (the platform's), and the worker API (this server's:
+// claim, heartbeat, complete, fail). Every job is addressed by its request id AND its model, in the caller's project.
+import type { QueueJob } from '../../../generated/prisma/sqlite/client/client.ts';
+import { instant } from '../../core/clock.ts';
+import { newId } from '../../core/ids.ts';
+import type { Db, Tx } from '../../db/index.ts';
+import { owned } from '../../http/scope.ts';
+import { enqueue } from '../../runner/runner.ts';
+import type { Context } from '../types.ts';
+import { claimJobs, claimTimeoutMs, finishJob, heartbeatJob, queueMachine, WORK_KIND } from './machine.ts';
+import { builtInModel, chatRequestOf, queueOf } from './rules.ts';
+import { claimedJobWire, queueJobWire } from './wire.ts';
+
+/** The caller's job with this request id in this model's queue, or the 404 of an absent one. */
+const findJob = (db: Db | Tx, projectId: string, requestId: string, model: string): Promise<QueueJob> =>
+  owned(db.queueJob, projectId, { id: requestId, model: queueOf(model).model }, { what: 'queue job', id: requestId, param: 'request_id' });
+
+export async function submitQueueJob({ db, clock, identity, body }: Context<'submitQueueJob'>) {
+  const { model, warnings } = queueOf(body.model);
+  const builtIn = await builtInModel(db.prisma, identity.projectId, model);
+  if (builtIn) chatRequestOf(model, body.payload);
+  const now = instant(clock);
+  const id = newId('req', clock.now());
+  await db.write(async (tx) => {
+    await tx.queueJob.create({
+      data: {
+        id,
+        projectId: identity.projectId,
+        model,
+        status: queueMachine.states[0],
+        priority: body.priority ?? 0,
+        inputs: JSON.stringify(body.payload),
+        info: JSON.stringify(body.info ?? {}),
+        warnings: JSON.stringify(warnings),
+        createdAt: now,
+        updatedAt: now,
+      },
+    });
+    if (builtIn) await enqueue(tx, clock, { kind: WORK_KIND, subjectId: id, projectId: identity.projectId, payload: { model } });
+  });
+  return { requestId: id };
+}
+
+export async function getQueueJobStatus({ db, identity, query }: Context<'getQueueJobStatus'>) {
+  return queueJobWire(await findJob(db.prisma, identity.projectId, query.request_id, query.model));
+}
+
+export async function cancelQueueJob({ db, clock, identity, body }: Context<'cancelQueueJob'>) {
+  return db.write(async (tx) => {
+    const job = await findJob(tx, identity.projectId, body.request_id, body.model);
+    // A cancel retried after it succeeded answers the same.
+    if (job.status === 'canceled') return { status: 'canceled' as const };
+    const status = queueMachine.next(job.status, 'cancel');
+    const now = instant(clock);
+    const { count } = await tx.queueJob.updateMany({ where: { id: job.id, status: job.status }, data: { status, doneAt: now, updatedAt: now } });
+    // Claimed in the meantime: refused as the state it is now in.
+    if (count === 0) queueMachine.next((await tx.queueJob.findUniqueOrThrow({ where: { id: job.id } })).status, 'cancel');
+    return { status: 'canceled' as const };
+  });
+}
+
+export async function getQueueMetrics({ db, identity, query }: Context<'getQueueMetrics'>) {
+  const { model } = queueOf(query.model);
+  const counts = await db.prisma.queueJob.groupBy({ by: ['status'], where: { projectId: identity.projectId, model, status: { in: ['pending', 'running'] } }, _count: { _all: true } });
+  const of = (s: string) => counts.find((c) => c.status === s)?._count._all ?? 0;
+  return { messages_running: of('running'), messages_waiting: of('pending'), total_jobs: of('running') + of('pending') };
+}
+
+export async function clearQueue({ db, clock, identity, body }: Context<'clearQueue'>) {
+  const { model } = queueOf(body.model);
+  const status = queueMachine.next('pending', 'cancel');
+  const now = instant(clock);
+  const { count } = await db.write((tx) => tx.queueJob.updateMany({ where: { projectId: identity.projectId, model, status: 'pending' }, data: { status, doneAt: now, updatedAt: now } }));
+  return { canceled_count: count };
+}
+
+export async function claimQueueJobs({ db, clock, config, identity, body }: Context<'claimQueueJobs'>) {
+  const { model } = queueOf(body.model);
+  const timeoutMs = body.claim_timeout_seconds === undefined ? claimTimeoutMs(config) : Math.round(body.claim_timeout_seconds * 1000);
+  const jobs = await claimJobs(db, clock, { projectId: identity.projectId, model, limit: body.max_jobs ?? 1, timeoutMs, workerId: body.worker_id ?? `key:${identity.apiKeyId}` });
+  return { object: 'list' as const, data: jobs.map(claimedJobWire) };
+}
+
+export async function heartbeatQueueJob({ db, clock, identity, body }: Context<'heartbeatQueueJob'>) {
+  return queueJobWire(await db.write(async (tx) => heartbeatJob(tx, clock, await findJob(tx, identity.projectId, body.request_id, body.model), body.claim_token, body.info)));
+}
+
+export async function completeQueueJob({ db, clock, identity, body }: Context<'completeQueueJob'>) {
+  return queueJobWire(
+    await db.write(async (tx) => finishJob(tx, clock, await findJob(tx, identity.projectId, body.request_id, body.model), body.claim_token, { event: 'complete', outputs: body.outputs })),
+  );
+}
+
+export async function failQueueJob({ db, clock, identity, body }: Context<'failQueueJob'>) {
+  const error = { message: body.error?.message ?? 'The worker failed the job.', code: body.error?.code ?? 'worker_failed' };
+  return queueJobWire(await db.write(async (tx) => finishJob(tx, clock, await findJob(tx, identity.projectId, body.request_id, body.model), body.claim_token, { event: 'fail', error })));
+}

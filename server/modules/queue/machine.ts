@@ -1,0 +1,173 @@
+// The queue job's state machine (the requirements' table), and the moves every worker makes through it: claim
+// (one statement, safe with several processes), heartbeat, complete, fail, and the claim timeouts the runner's
+// sweep applies. Every move after a claim is fenced by the claim's token: a worker whose claim timed out (the job
+// went back to the queue, maybe to another worker) can no longer touch the job.
+import { randomUUID } from 'node:crypto';
+import type { QueueJob } from '../../../generated/prisma/sqlite/client/client.ts';
+import type { Clock } from '../../core/clock.ts';
+import type { Config } from '../../core/config.ts';
+import { conflict } from '../../core/errors.ts';
+import { defineMachine } from '../../core/machine.ts';
+import type { Database, Tx } from '../../db/index.ts';
+import { enqueue } from '../../runner/runner.ts';
+
+export const queueMachine = defineMachine({
+  name: 'queue job',
+  kind: 'queue_claim_timeout',
+  states: ['pending', 'running', 'done', 'failed', 'canceled'],
+  events: ['claim', 'cancel', 'complete', 'fail', 'claim_timeout', 'retries_exhausted'],
+  terminal: ['done', 'failed', 'canceled'],
+  transitions: {
+    pending: { claim: 'running', cancel: 'canceled' },
+    running: { complete: 'done', fail: 'failed', claim_timeout: 'pending', retries_exhausted: 'failed' },
+  },
+  timed: { running: { duration: 'queue_claim_timeout', defaultMs: 60_000 } },
+});
+
+/** Claim timeouts a job survives; the next one fails it for good. */
+export const MAX_RETRIES = 3;
+/** The runner's work kinds: the built-in worker's, and the claim timeout's check (the machine's timed step). */
+export const WORK_KIND = 'queue_work';
+export const SWEEP_KIND = queueMachine.kind;
+
+export const claimTimeoutMs = (config: Pick<Config, 'durations'>) => queueMachine.delayMs('running', config)!;
+
+export interface ClaimOptions {
+  projectId: string;
+  model: string;
+  limit: number;
+  timeoutMs: number;
+  workerId: string;
+}
+
+/** Claims up to `limit` pending jobs of a queue, highest priority then oldest first; answers them as claimed. */
+export async function claimJobs(db: Database, clock: Clock, o: ClaimOptions): Promise<QueueJob[]> {
+  const now = clock.now();
+  const token = randomUUID();
+  const pg = db.provider === 'postgresql';
+  const args: unknown[] = [];
+  const p = (value: unknown) => (args.push(value), pg ? `$${args.length}` : '?');
+  queueMachine.next('pending', 'claim');
+  const set = `"status" = 'running', "claimToken" = ${p(token)}, "workerId" = ${p(o.workerId)}, "claimTimeoutMs" = ${p(o.timeoutMs)},
+    "claimUntil" = ${p(now + o.timeoutMs)}, "claimedAt" = ${p(now)}, "updatedAt" = ${p(now)}`;
+  const pick = `SELECT "id" FROM "QueueJob" WHERE "projectId" = ${p(o.projectId)} AND "model" = ${p(o.model)} AND "status" = 'pending'
+    ORDER BY "priority" DESC, "createdAt", "id" LIMIT ${p(o.limit)}`;
+  // PostgreSQL: the rows are picked and locked once, in a CTE (an IN subquery may be planned as a join that picks again).
+  const sql = pg
+    ? `WITH picked AS (${pick} FOR UPDATE SKIP LOCKED) UPDATE "QueueJob" q SET ${set} FROM picked WHERE q."id" = picked."id" RETURNING q."id"`
+    : `UPDATE "QueueJob" SET ${set} WHERE "id" IN (${pick}) RETURNING "id"`;
+  return db.write(async (tx) => {
+    const ids = (await tx.$queryRawUnsafe<{ id: string }[]>(sql, ...args)).map((r) => r.id);
+    if (ids.length === 0) return [];
+    await scheduleClaimCheck(tx, clock, o.projectId, { ids, token }, o.timeoutMs);
+    return tx.queueJob.findMany({ where: { id: { in: ids } }, orderBy: [{ priority: 'desc' }, { createdAt: 'asc' }, { id: 'asc' }] });
+  });
+}
+
+export const claimLost = (id: string) =>
+  conflict(`The claim on queue job '${id}' no longer holds: it timed out (the job went back to the queue) or the job has finished.`, 'claim_lost', 'claim_token');
+
+const json = (s: string | null) => (s ? JSON.parse(s) : {});
+
+export type Finish = { event: 'complete'; outputs: Record<string, unknown> } | { event: 'fail'; error: { message: string; code: string } };
+
+/**
+ * Completes or fails the job `token` holds. A retry of the same move by the same claim answers the job again;
+ * anything else without the claim is `claim_lost`.
+ */
+export async function finishJob(tx: Tx, clock: Clock, job: QueueJob, token: string, finish: Finish): Promise<QueueJob> {
+  if (job.claimToken !== token) throw claimLost(job.id);
+  const target = finish.event === 'complete' ? 'done' : 'failed';
+  if (job.status === target) return job;
+  if (job.status !== 'running') throw claimLost(job.id);
+  const status = queueMachine.next(job.status, finish.event);
+  const now = clock.now();
+  const data =
+    finish.event === 'complete'
+      ? { outputs: JSON.stringify(finish.outputs) }
+      : { info: JSON.stringify({ ...json(job.info), error: finish.error }) };
+  const { count } = await tx.queueJob.updateMany({
+    where: { id: job.id, status: 'running', claimToken: token },
+    data: { ...data, status, doneAt: BigInt(now), claimUntil: null, updatedAt: BigInt(now) },
+  });
+  if (count === 0) throw claimLost(job.id);
+  return tx.queueJob.findUniqueOrThrow({ where: { id: job.id } });
+}
+
+/** A status update: the claim's timeout starts again, and `info` keys are merged in. */
+export async function heartbeatJob(tx: Tx, clock: Clock, job: QueueJob, token: string, info?: Record<string, unknown>): Promise<QueueJob> {
+  if (job.claimToken !== token || job.status !== 'running') throw claimLost(job.id);
+  const now = clock.now();
+  const { count } = await tx.queueJob.updateMany({
+    where: { id: job.id, status: 'running', claimToken: token },
+    data: {
+      claimUntil: BigInt(now + (job.claimTimeoutMs ?? 0)),
+      updatedAt: BigInt(now),
+      ...(info && Object.keys(info).length > 0 && { info: JSON.stringify({ ...json(job.info), ...info }) }),
+    },
+  });
+  if (count === 0) throw claimLost(job.id);
+  return tx.queueJob.findUniqueOrThrow({ where: { id: job.id } });
+}
+
+/** A claim's timed step: due when the claim's timeout runs out; each heartbeat pushes the timeout further. */
+export interface ClaimCheck {
+  ids: string[];
+  token: string;
+}
+
+/** Schedules the check of a claim's timeout, in the claiming transaction. */
+export async function scheduleClaimCheck(tx: Tx, clock: Clock, projectId: string, check: ClaimCheck, timeoutMs: number): Promise<void> {
+  await enqueue(tx, clock, { kind: SWEEP_KIND, subjectId: check.ids[0]!, projectId, payload: check, delayMs: timeoutMs });
+}
+
+/** The claim's jobs still held by it: those whose timeout has run out, and how long until the next one's does. */
+export async function heldByClaim(db: Database, clock: Clock, check: ClaimCheck): Promise<{ expired: QueueJob[]; nextInMs?: number }> {
+  const now = clock.now();
+  const held = await db.prisma.queueJob.findMany({ where: { id: { in: check.ids }, status: 'running', claimToken: check.token } });
+  const expired = held.filter((j) => Number(j.claimUntil) <= now);
+  const alive = held.filter((j) => Number(j.claimUntil) > now).map((j) => Number(j.claimUntil) - now);
+  return { expired, nextInMs: alive.length ? Math.min(...alive) : undefined };
+}
+
+/**
+ * Applies run-out claim timeouts: back to `pending` with `retries` + 1 (and the retry in `info.retry_history`) while
+ * retries < 3, else `failed` for good. A job returned to a queue with a built-in worker schedules that worker again.
+ */
+export async function expireClaims(tx: Tx, clock: Clock, jobs: QueueJob[], hasBuiltIn: (tx: Tx, projectId: string, model: string) => Promise<boolean>): Promise<number> {
+  const now = clock.now();
+  let moved = 0;
+  for (const job of jobs) {
+    const event = job.retries < MAX_RETRIES ? 'claim_timeout' : 'retries_exhausted';
+    const status = queueMachine.next(job.status, event);
+    const info = json(job.info);
+    const data =
+      event === 'claim_timeout'
+        ? {
+            retries: job.retries + 1,
+            workerId: null,
+            info: JSON.stringify({
+              ...info,
+              retry_history: [
+                ...(Array.isArray(info.retry_history) ? info.retry_history : []),
+                { retry: job.retries + 1, at: new Date(now).toISOString(), worker_id: job.workerId, reason: 'claim_timeout' },
+              ],
+            }),
+          }
+        : {
+            doneAt: BigInt(now),
+            info: JSON.stringify({ ...info, error: { message: `No status update within the claim timeout, after ${MAX_RETRIES} retries: failed permanently.`, code: 'retries_exhausted' } }),
+          };
+    // Fenced by the claim: a heartbeat or a completion that got in first wins.
+    const { count } = await tx.queueJob.updateMany({
+      where: { id: job.id, status: 'running', claimToken: job.claimToken, claimUntil: { lte: BigInt(now) } },
+      data: { ...data, status, claimToken: null, claimUntil: null, updatedAt: BigInt(now) },
+    });
+    if (count === 0) continue;
+    moved++;
+    if (status === 'pending' && (await hasBuiltIn(tx, job.projectId, job.model))) {
+      await enqueue(tx, clock, { kind: WORK_KIND, subjectId: job.id, projectId: job.projectId, payload: { model: job.model } });
+    }
+  }
+  return moved;
+}

@@ -1,0 +1,30 @@
+// A fast sample of the durability trials (`npm run trials` runs the full counts; test/trials/trials.ts says what
+// each checks): a few kill -9 trials mid-job with a job of every runner kind, on the test database; and, on
+// PostgreSQL, a few hundred queue jobs through two server processes with no double claim and no loss.
+import { describe, expect, test } from 'vitest';
+import { scratchDatabase, usingPostgres } from './support/database.ts';
+import { killTrials, queueThroughput } from './trials/trials.ts';
+
+describe('durability (sample)', () => {
+  test('kill -9 in the middle of jobs of every kind: after each restart every job finishes, none twice', { timeout: 300_000 }, async () => {
+    const scratch = await scratchDatabase();
+    try {
+      const r = await killTrials({ databaseUrl: scratch.url, trials: 3 });
+      expect(r.jobs).toEqual({ queue: 3, videos: 3, uploads: 3, remediations: 3, deployments: 3 });
+      expect(r.lost).toEqual([]);
+      expect(r.doubled).toEqual([]);
+    } finally {
+      await scratch.drop();
+    }
+  });
+
+  test.skipIf(!usingPostgres)('two server processes on PostgreSQL work one queue: every job claimed once and done', { timeout: 300_000 }, async () => {
+    const scratch = await scratchDatabase('postgresql');
+    try {
+      const r = await queueThroughput({ databaseUrl: scratch.url, processes: 2, jobs: 300 });
+      expect(r).toMatchObject({ jobs: 300, claims: 300, doubleClaims: 0, lost: 0 });
+    } finally {
+      await scratch.drop();
+    }
+  });
+});

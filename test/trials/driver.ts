@@ -1,0 +1,45 @@
+// One load driver per server process for queueThroughput (test/trials/trials.ts), in its own OS process so that the
+// load generator is not one process's CPU share: it submits its share of the jobs to its server, and its workers
+// claim and complete jobs there through the worker API, appending each claimed request id to OUT. It prints `ready`,
+// starts on a `go` line, and exits when its share is submitted and the queue is empty.
+import { appendFileSync } from 'node:fs';
+import { createInterface } from 'node:readline';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+const { URL: url, KEY: key, MODEL: model, JOBS, WORKERS, BATCH, OUT: out, NAME: name } = process.env as Record<string, string>;
+const h = { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' };
+async function call(method: string, path: string, body?: unknown) {
+  const res = await fetch(`${url}${path}`, { method, headers: h, body: body === undefined ? undefined : JSON.stringify(body) });
+  const json: any = await res.json();
+  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
+  return json;
+}
+
+async function run() {
+  const jobs = Number(JOBS);
+  let submitting = true;
+  const submitters = Promise.all(
+    Array.from({ length: 4 }, async (_, k) => {
+      for (let i = k; i < jobs; i += 4) await call('POST', '/v1/queue/submit', { model, payload: { i: `${name}-${i}` }, priority: i % 3 });
+    }),
+  ).then(() => (submitting = false));
+  const workers = Array.from({ length: Number(WORKERS) }, async (_, w) => {
+    for (;;) {
+      const { data } = await call('POST', '/v1/queue/claim', { model, max_jobs: Number(BATCH), claim_timeout_seconds: 600, worker_id: `${name}w${w}` });
+      if (data.length === 0) {
+        if (!submitting && (await call('GET', `/v1/queue/metrics?model=${encodeURIComponent(model)}`)).messages_waiting === 0) return;
+        // Nothing waiting yet: back off, so that idle workers do not take the CPU the submits need.
+        await sleep(100);
+        continue;
+      }
+      appendFileSync(out, data.map((j: { request_id: string }) => `${j.request_id}\n`).join(''));
+      for (const j of data) await call('POST', '/v1/queue/complete', { model, request_id: j.request_id, claim_token: j.claim_token, outputs: { by: `${name}w${w}` } });
+    }
+  });
+  await Promise.all([submitters, ...workers]);
+}
+
+createInterface({ input: process.stdin }).on('line', (line) => {
+  if (line.trim() === 'go') run().then(() => process.exit(0), (err) => (console.error(err), process.exit(1)));
+});
+console.log('ready');

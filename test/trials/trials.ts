@@ -1,0 +1,281 @@
+// Durability trials against real server processes (`node server/main.ts`, as `npm start` runs it):
+// - killTrials: each trial starts jobs of every kind the runner works (a queue job on a built-in worker, a video,
+//   a model upload, a remediation, a v2 deployment), kills the server with SIGKILL at a random moment while they
+//   run, starts it again on the same database, and checks that every job finishes (none lost) and that no step
+//   was applied twice (no move of a machine scheduled its next step twice, no queue job claimed more often than
+//   its timeouts allow, no work item given up);
+// - twoProcessQueue: two server processes on one PostgreSQL database, jobs submitted to both and claimed and
+//   completed through both by workers using the worker API; every claim is recorded, and each job must be claimed
+//   exactly once (no double claim) and be done (no loss).
+// Used by `npm run trials` (test/trials/run.ts: the full counts) and by test/trials.test.ts (a fast sample).
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { root } from '../../server/core/paths.ts';
+import { openDatabase, type Database } from '../../server/db/index.ts';
+import { startServerProcess, type ServerProcess } from '../support/server-process.ts';
+
+const CHAT = 'meta-llama/Llama-3.3-70B-Instruct-Turbo';
+const VIDEO = 'Wan-AI/Wan2.2-T2V-A14B';
+const DEPLOY_MODEL = 'meta-llama/Meta-Llama-3.1-8B-Instruct';
+const DEPLOY_CONFIG = 'cr_llama_3_1_8b_h100';
+
+/** Durations short enough for many trials, long enough that a kill lands in the middle of the work. */
+const TRIAL_ENV = {
+  RUNNER_POLL_MS: '50',
+  RUNNER_LEASE_MS: '1000',
+  DURATION_QUEUE_WORK_MS: '400',
+  DURATION_QUEUE_CLAIM_TIMEOUT_MS: '1000',
+  DURATION_MODEL_UPLOAD_QUEUE_MS: '100',
+  DURATION_MODEL_UPLOAD_MS: '400',
+  DURATION_REMEDIATION_START_MS: '100',
+  DURATION_REMEDIATION_RUN_MS: '400',
+  DURATION_DEPLOYMENT_PROVISION_MS: '400',
+};
+
+async function call(server: ServerProcess, key: string, method: string, path: string, body?: unknown) {
+  const res = await fetch(`${server.url}${path}`, {
+    method,
+    headers: { Authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const json: any = await res.json().catch(() => null);
+  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
+  return json;
+}
+
+interface Created {
+  queue: string[];
+  videos: string[];
+  uploads: string[];
+  remediations: string[];
+  deployments: string[];
+}
+
+export interface KillTrialsResult {
+  trials: number;
+  jobs: Record<keyof Created, number>;
+  /** Jobs that did not finish as they should (lost). */
+  lost: string[];
+  /** Steps applied twice, claims beyond the timeouts, items given up. */
+  doubled: string[];
+  /** How many kills landed while the runner held work in hand. */
+  killsMidWork: number;
+  ms: number;
+}
+
+export async function killTrials(options: { databaseUrl: string; trials: number; log?: (line: string) => void }): Promise<KillTrialsResult> {
+  const started = Date.now();
+  const log = options.log ?? (() => {});
+  const dataDir = mkdtempSync(join(tmpdir(), 'trials-data-'));
+  const env = { ...TRIAL_ENV, DATABASE_URL: options.databaseUrl, DATA_DIR: dataDir };
+  let server = await startServerProcess(env);
+  const key = server.key!;
+  const db = await openDatabase(options.databaseUrl, { migrate: false });
+  const created: Created = { queue: [], videos: [], uploads: [], remediations: [], deployments: [] };
+  let killsMidWork = 0;
+  const lostDeployments: string[] = [];
+  const timings: string[] = [];
+  try {
+    const projectId = (await call(server, key, 'GET', '/v1/whoami')).project_id as string | undefined;
+    const cluster = (await call(server, key, 'GET', '/v1/compute/clusters')).clusters[0];
+    // An instance whose remediations succeed (the seed also has one marked unrecoverable, whose remediations fail by design).
+    const nodes = cluster.gpu_worker_nodes as { node_id: string; instance_id: string }[];
+    const instances = nodes.filter((n) => n.node_id === 'gpu-node-1-vm1').map((n) => n.instance_id);
+    const project = projectId ?? (await db.prisma.apiKey.findFirstOrThrow()).projectId;
+
+    for (let trial = 0; trial < options.trials; trial++) {
+      // One job of every kind, then a kill at a random moment while they run.
+      const q = await call(server, key, 'POST', '/v1/queue/submit', { model: CHAT, payload: { messages: [{ role: 'user', content: `trial ${trial}` }] } });
+      created.queue.push(q.requestId);
+      const v = await call(server, key, 'POST', '/v2/videos', { model: VIDEO, prompt: `trial ${trial}`, width: 64, height: 64, seconds: '1', fps: 8, seed: trial });
+      created.videos.push(v.id);
+      const u = await call(server, key, 'POST', '/v1/models', { model_name: `trial-${Date.now()}-${trial}`, model_source: `acme/trial-${trial}` });
+      created.uploads.push(u.data.job_id);
+      const instance = instances[0]!;
+      const r = await call(server, key, 'POST', `/v1/compute/clusters/${cluster.cluster_id}/instances/${instance}/remediations`, { mode: 'REMEDIATION_MODE_REBOOT_VM' });
+      created.remediations.push(`${cluster.cluster_id}/${instance}/${r.id}`);
+      // A deployment holds hardware while it runs: each trial has its own endpoint, deleted (releasing it) once checked.
+      const endpoint = (await call(server, key, 'POST', `/v2/projects/${project}/endpoints`, { name: `trial-${trial}-${Date.now()}` })).id as string;
+      const d = await call(server, key, 'POST', `/v2/projects/${project}/endpoints/${endpoint}/deployments`, {
+        name: `d${trial}`,
+        model: DEPLOY_MODEL,
+        config: DEPLOY_CONFIG,
+        autoscaling: { minReplicas: 1, maxReplicas: 1 },
+      });
+      created.deployments.push(d.id);
+
+      await sleep(Math.random() * 600);
+      if ((await db.prisma.workItem.count({ where: { state: 'running' } })) > 0) killsMidWork++;
+      await server.stop('SIGKILL');
+      const killedAt = Date.now();
+      server = await startServerProcess(env);
+      const t0 = Date.now();
+      const restartMs = t0 - killedAt;
+      await settle(db, created, 60_000);
+      timings.push(`restart ${restartMs} ms, settle ${Date.now() - t0} ms`);
+      const dep = await db.prisma.deployment.findUnique({ where: { id: d.id } });
+      if (dep?.state !== 'DEPLOYMENT_STATE_READY') lostDeployments.push(`deployment ${d.id}: ${dep?.state ?? 'absent'}`);
+      await call(server, key, 'DELETE', `/v2/projects/${project}/endpoints/${endpoint}`);
+      log(`trial ${trial + 1}/${options.trials}: ${timings.at(-1)}; killed with work in hand ${killsMidWork} times so far`);
+    }
+    const { lost, doubled } = await check(db, created, dataDir);
+    lost.push(...lostDeployments);
+    return {
+      trials: options.trials,
+      jobs: Object.fromEntries(Object.entries(created).map(([k, v]) => [k, v.length])) as KillTrialsResult['jobs'],
+      lost,
+      doubled,
+      killsMidWork,
+      ms: Date.now() - started,
+    };
+  } finally {
+    await server.stop('SIGKILL');
+    await db.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+const ids = (xs: string[]) => xs.map((x) => x.split('/').pop()!);
+
+/** Waits until no created job is still in progress (or the time is up). */
+async function settle(db: Database, c: Created, timeoutMs: number): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (Date.now() < until) {
+    const busy =
+      (await db.prisma.queueJob.count({ where: { id: { in: c.queue }, status: { in: ['pending', 'running'] } } })) +
+      (await db.prisma.video.count({ where: { id: { in: c.videos }, status: 'in_progress' } })) +
+      (await db.prisma.modelUploadJob.count({ where: { id: { in: c.uploads }, status: { in: ['Queued', 'Running'] } } })) +
+      (await db.prisma.remediation.count({ where: { id: { in: ids(c.remediations) }, state: { in: ['PENDING', 'RUNNING', 'PENDING_APPROVAL'] } } })) +
+      (await db.prisma.deployment.count({ where: { id: { in: c.deployments }, state: 'DEPLOYMENT_STATE_PROVISIONING' } }));
+    if (busy === 0) return;
+    if (Date.now() + 200 > until) {
+      const items = await db.prisma.workItem.findMany({ where: { state: { in: ['queued', 'running'] } }, select: { kind: true, state: true, failures: true, lastError: true, runAt: true } });
+      console.log(`still busy: ${JSON.stringify(items, (_k, v) => (typeof v === 'bigint' ? Number(v) - Date.now() : v))}`);
+    }
+    await sleep(100);
+  }
+}
+
+async function check(db: Database, c: Created, dataDir: string): Promise<{ lost: string[]; doubled: string[] }> {
+  const lost: string[] = [];
+  const doubled: string[] = [];
+  const expectAll = async <T extends { id: string }>(what: string, wanted: string[], rows: T[], ok: (r: T) => boolean) => {
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    for (const id of wanted) {
+      const r = byId.get(id);
+      if (!r || !ok(r)) lost.push(`${what} ${id}: ${r ? JSON.stringify(r, (_k, v) => (typeof v === 'bigint' ? Number(v) : v)).slice(0, 300) : 'absent'}`);
+    }
+  };
+  const jobs = await db.prisma.queueJob.findMany({ where: { id: { in: c.queue } } });
+  await expectAll('queue job', c.queue, jobs, (j) => j.status === 'done' && j.outputs !== null);
+  await expectAll('video', c.videos, await db.prisma.video.findMany({ where: { id: { in: c.videos } } }), (v) => v.status === 'completed' && !!v.file && (v.bytes ?? 0) > 0);
+  await expectAll('upload', c.uploads, await db.prisma.modelUploadJob.findMany({ where: { id: { in: c.uploads } } }), (u) => u.status === 'Complete');
+  await expectAll('remediation', ids(c.remediations), await db.prisma.remediation.findMany({ where: { id: { in: ids(c.remediations) } } }), (r) => r.state === 'SUCCEEDED');
+  // Deployments are checked READY at the end of their trial (their endpoint is deleted then).
+  void dataDir;
+
+  // No move applied twice: each machine's entry into a state schedules exactly one timed step.
+  const items = await db.prisma.workItem.findMany({ select: { kind: true, subjectId: true, payload: true, state: true } });
+  const seen = new Map<string, number>();
+  for (const i of items) {
+    if (i.kind === 'queue_work' || i.kind === 'queue_claim_timeout') continue;
+    const k = `${i.kind} ${i.subjectId} ${i.payload}`;
+    seen.set(k, (seen.get(k) ?? 0) + 1);
+  }
+  for (const [k, n] of seen) if (n > 1) doubled.push(`step scheduled ${n} times: ${k}`);
+  for (const i of items) if (i.state === 'failed') doubled.push(`work item given up: ${i.kind} ${i.subjectId}`);
+  // A queue job is claimed once, plus once per claim timeout (each returns it to the queue with its own work item).
+  for (const j of jobs) {
+    const work = items.filter((i) => i.kind === 'queue_work' && i.subjectId === j.id).length;
+    if (work !== 1 + j.retries) doubled.push(`queue job ${j.id}: ${work} built-in work items for ${j.retries} retries`);
+    const history = JSON.parse(j.info).retry_history ?? [];
+    if (history.length !== j.retries) doubled.push(`queue job ${j.id}: ${history.length} retries recorded for ${j.retries}`);
+  }
+  return { lost, doubled };
+}
+
+/** CPU time (user + system) of a process so far, in milliseconds (Linux /proc). */
+const cpuMs = (pid: number) => {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+};
+
+export interface TwoProcessResult {
+  jobs: number;
+  processes: number;
+  claims: number;
+  doubleClaims: number;
+  lost: number;
+  ms: number;
+  jobsPerSecond: number;
+  /** CPU the server processes spent per job (submit, claim, complete), in ms: steadier than time on a shared machine. */
+  serverCpuMsPerJob: number;
+}
+
+/**
+ * `jobs` queue jobs submitted through `processes` server processes on one database, claimed and completed through
+ * the worker API by `workersPerProcess` concurrent workers per process, each process driven by its own driver
+ * process (test/trials/driver.ts). Every claim is recorded, and counted here.
+ */
+export async function queueThroughput(options: { databaseUrl: string; processes: number; jobs: number; workersPerProcess?: number; batch?: number }): Promise<TwoProcessResult> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'trials-data-'));
+  const env = { DATABASE_URL: options.databaseUrl, DATA_DIR: dataDir, RUNNER_POLL_MS: '200' };
+  const first = await startServerProcess(env);
+  const servers = [first, ...(await Promise.all(Array.from({ length: options.processes - 1 }, () => startServerProcess(env))))];
+  const key = first.key!;
+  const model = `acme/throughput-${Date.now()}`;
+  const batch = options.batch ?? 10;
+  const claimsOf = new Map<string, number>();
+  // One driver process per server (test/trials/driver.ts), started before the clock starts.
+  const drivers = await Promise.all(
+    servers.map(async (s, si) => {
+      const out = join(dataDir, `claims-${si}.txt`);
+      writeFileSync(out, '');
+      const share = Math.floor(options.jobs / servers.length) + (si < options.jobs % servers.length ? 1 : 0);
+      const child = spawn(process.execPath, ['--import', 'tsx', 'test/trials/driver.ts'], {
+        cwd: root,
+        env: { ...process.env, URL: s.url, KEY: key, MODEL: model, JOBS: String(share), WORKERS: String(options.workersPerProcess ?? 4), BATCH: String(batch), OUT: out, NAME: `p${si}` },
+        stdio: ['pipe', 'pipe', 'inherit'],
+      });
+      const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+      await new Promise<void>((resolve, reject) => {
+        child.stdout!.on('data', (d) => String(d).includes('ready') && resolve());
+        void exited.then((code) => reject(new Error(`driver ${si} exited with ${code}`)));
+      });
+      return { child, out, exited };
+    }),
+  );
+  const cpuBefore = servers.map((s) => cpuMs(s.child.pid!));
+  const started = Date.now();
+  try {
+    for (const d of drivers) d.child.stdin!.write('go\n');
+    const codes = await Promise.all(drivers.map((d) => d.exited));
+    if (codes.some((c) => c !== 0)) throw new Error(`a driver failed: exit codes ${codes.join(', ')}`);
+    for (const d of drivers) for (const id of readFileSync(d.out, 'utf8').split('\n').filter(Boolean)) claimsOf.set(id, (claimsOf.get(id) ?? 0) + 1);
+    const ms = Date.now() - started;
+    const cpu = servers.reduce((sum, s, i) => sum + cpuMs(s.child.pid!) - cpuBefore[i]!, 0);
+    const db = await openDatabase(options.databaseUrl, { migrate: false });
+    try {
+      const done = await db.prisma.queueJob.count({ where: { model, status: 'done' } });
+      const total = await db.prisma.queueJob.count({ where: { model } });
+      return {
+        jobs: options.jobs,
+        processes: options.processes,
+        claims: [...claimsOf.values()].reduce((a, b) => a + b, 0),
+        doubleClaims: [...claimsOf.values()].filter((n) => n > 1).length,
+        lost: options.jobs - done + (total - options.jobs),
+        ms,
+        jobsPerSecond: Math.round((options.jobs / ms) * 1000 * 10) / 10,
+        serverCpuMsPerJob: Math.round((cpu / options.jobs) * 100) / 100,
+      };
+    } finally {
+      await db.close();
+    }
+  } finally {
+    await Promise.all(servers.map((s) => s.stop('SIGTERM')));
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
