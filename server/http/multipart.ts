@@ -27,7 +27,7 @@ export interface UploadRule<Ctx = never> {
   field: string;
   /**
    * Checks the text fields sent before the file (e.g. `model`) when the file part begins, before any of its bytes
-   * are read: a refusal answers at once, without reading the upload.
+   * are stored: a refusal discards the upload as it arrives.
    */
   beforeFile?: (ctx: Ctx, fields: Record<string, unknown>) => Promise<void>;
   maxBytes: (config: Config) => number;
@@ -146,14 +146,15 @@ function parse(req: Request, rule: Rule, tmpDir: string, onResponseEnd: (event: 
         return;
       }
       if (rule.beforeFile) {
-        // Nothing of the file is read until the fields before it pass (busboy holds the body meanwhile).
+        // Nothing of the file is stored until the fields before it pass (busboy holds the body meanwhile). A refusal
+        // discards the file's bytes as they arrive and answers when the body ends, so the client, still sending,
+        // reads the answer rather than a closed connection.
         stream.pause();
         rule.beforeFile({ ...body }).then(
           () => store(name, stream, info),
           (err) => {
-            req.unpipe(bb);
+            fail(err);
             stream.resume();
-            reject(err);
           },
         );
       } else store(name, stream, info);

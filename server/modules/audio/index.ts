@@ -9,7 +9,7 @@ const rule = (task: 'transcribe' | 'translate'): UploadRule<UploadContext> => ({
   field: 'file',
   maxBytes: (c) => c.audioUploadLimit,
   tooLarge: (c) => uploadTooLarge(c.audioUploadLimit, c.audioUrlLimit),
-  // `model` sent before the file, as the platform asks, is checked before any byte of the audio is read.
+  // `model` sent before the file, as the platform asks, is checked before any byte of the audio is stored.
   beforeFile: async ({ db, identity }, fields) => {
     if (typeof fields.model === 'string') await transcriptionModel(db.prisma, identity.projectId, fields.model, task);
   },
