@@ -4180,6 +4180,11 @@ export interface components {
             headers: {
                 /** @description Which engine answered (`local-pocketsphinx`, `local` without a recogniser, `upstream`), and for `local` why the text is empty. */
                 "x-transcription-engine"?: string;
+                "x-ratelimit-limit": components["headers"]["X-RateLimit-Limit"];
+                "x-ratelimit-remaining": components["headers"]["X-RateLimit-Remaining"];
+                "x-ratelimit-reset": components["headers"]["X-RateLimit-Reset"];
+                "x-tokenlimit-limit": components["headers"]["X-TokenLimit-Limit"];
+                "x-tokenlimit-remaining": components["headers"]["X-TokenLimit-Remaining"];
                 [name: string]: unknown;
             };
             content: {
@@ -4298,8 +4303,10 @@ export interface operations {
             404: components["responses"]["AudioModelNotFound"];
             413: components["responses"]["AudioTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             502: components["responses"]["AudioUpstreamFailed"];
+            503: components["responses"]["Overloaded"];
         };
     };
     createTranslation: {
@@ -4321,8 +4328,10 @@ export interface operations {
             404: components["responses"]["AudioModelNotFound"];
             413: components["responses"]["AudioTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             502: components["responses"]["AudioUpstreamFailed"];
+            503: components["responses"]["Overloaded"];
         };
     };
     createChatCompletion: {

@@ -38,7 +38,7 @@ const num = (res: { headers: Record<string, any> }, name: string) => Number(res.
 
 describe('the declaration', () => {
   test('the operations the spec marks x-rate-limited are exactly the rows of the table', () => {
-    expect([...rateLimitedOperations(spec)].sort()).toEqual(rows.map(([id]) => id).sort());
+    expect([...rateLimitedOperations(spec).keys()].sort()).toEqual(rows.map(([id]) => id).sort());
   });
 
   test.each(rows.map(([id]) => id))('%s documents 429 and 503 with the shared responses, and the rate-limit headers on its success', (id) => {

@@ -40,10 +40,11 @@ export function decodeAudio(ffmpeg: string, input: string, pcmPath: string, maxS
     let stderr = '';
     child.stderr.on('data', (c) => (stderr = stderr.length < 20_000 ? stderr + c : stderr.slice(0, 10_000) + stderr.slice(-10_000) + c));
     child.once('error', (err) => reject(new Error(`ffmpeg could not start (${ffmpeg}): ${err.message}`)));
-    child.once('exit', async (code) => {
+    // 'close', not 'exit': only then has all of stderr (which names the container) been read.
+    child.once('close', async (code) => {
       const demuxer = /Input #0, ([^ ]+), from/.exec(stderr)?.[1]?.replace(/,$/, '');
       const format = demuxer && ACCEPTED.get(demuxer);
-      if (!demuxer) return reject(new UnsupportedAudio('it is not audio ffmpeg recognises'));
+      if (!demuxer) return reject(new UnsupportedAudio(`it is not audio ffmpeg recognises (${lastLine(stderr)})`));
       if (!format) return reject(new UnsupportedAudio(`its format (${demuxer}) is not one of wav, mp3, m4a, webm, flac, ogg, opus, aac`));
       if (!/Stream #0:\d+[^:]*: Audio:/.test(stderr)) return reject(new UnsupportedAudio('it has no audio stream'));
       if (code !== 0) return reject(new UnsupportedAudio(`it does not decode (${lastLine(stderr)})`));

@@ -20,7 +20,7 @@ export function runFfmpeg(path: string, args: string[], timeoutMs = 600_000): Pr
       clearTimeout(timer);
       reject(new FfmpegFailed(`ffmpeg could not start (${path}): ${err.message}`));
     });
-    child.once('exit', (code, signal) => {
+    child.once('close', (code, signal) => {
       clearTimeout(timer);
       if (code === 0) resolve();
       else reject(new FfmpegFailed(`ffmpeg exited with ${code ?? signal}: ${stderr.trim() || 'no message'}`));

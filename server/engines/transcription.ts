@@ -52,7 +52,8 @@ function recognise(recogniser: string, pcmPath: string): Promise<TranscriptWord[
     child.stdout.on('data', (c) => (out += c));
     child.stderr.on('data', (c) => (err = (err + c).slice(-2000)));
     child.once('error', (e) => reject(new Error(`the recogniser could not start (${recogniser}): ${e.message}`)));
-    child.once('exit', (code) => {
+    // 'close', not 'exit': only then has all of stdout been read.
+    child.once('close', (code) => {
       if (code !== 0) return reject(new Error(`the recogniser exited with ${code}: ${err.trim()}`));
       // Lines `word start end confidence`; fillers (<s>, </s>, <sil>, [NOISE]) are not words; `to(3)` is the
       // third pronunciation of `to`.

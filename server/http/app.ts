@@ -128,7 +128,7 @@ export function createApp(options: AppOptions): express.Express {
   app.use(refuseControlCharacters(pathParamAt));
   app.use(validator(spec));
   const checkResponse = config.validateResponses ? responseValidator(spec) : undefined;
-  const limited = limits.config.enabled ? rateLimitedOperations(spec) : new Set<OperationId>();
+  const limited = limits.config.enabled ? rateLimitedOperations(spec) : new Map<OperationId, string | undefined>();
 
   // Dispatch by the operation the validator matched: one lookup per request, not a scan of a route per operation.
   app.use((async (req, res, next) => {
@@ -138,9 +138,11 @@ export function createApp(options: AppOptions): express.Express {
     const params = { ...matched!.pathParams, ...req.params };
     refuseNonFinite(params, req.query as Record<string, unknown>);
     const handler = handlers[operationId] as (ctx: unknown) => Promise<unknown>;
-    // A limited request is admitted on its body's `model` (a multipart body's text fields are parsed by now).
+    // A limited request is admitted on its body's `model`, or the default the spec gives it (a multipart body's text
+    // fields are parsed by now).
     const gate = limited.has(operationId) ? new Gate(limits, req.identity!, res) : undefined;
-    if (gate && typeof req.body?.model === 'string') await gate.admit(req.body.model, req.body);
+    const model = typeof req.body?.model === 'string' ? req.body.model : limited.get(operationId);
+    if (gate && model !== undefined) await gate.admit(model, req.body);
     let result: unknown;
     try {
       const files = (req as { uploads?: Record<string, Upload> }).uploads ?? {};

@@ -18,10 +18,22 @@ import { ApiError, internalError } from '../core/errors.ts';
 import { countTokens } from '../engines/tokens.ts';
 import { Reply } from './reply.ts';
 
-/** The operations the spec marks `x-rate-limited: true`. */
-export function rateLimitedOperations(spec: { paths: Record<string, Record<string, any>> }): Set<OperationId> {
-  const ids = new Set<OperationId>();
-  for (const item of Object.values(spec.paths)) for (const op of Object.values(item)) if (op?.['x-rate-limited'] === true) ids.add(op.operationId);
+/**
+ * The operations the spec marks `x-rate-limited: true`, each with the `default` its body schema gives `model` (an
+ * optional `model`, as audio's, is limited as its default).
+ */
+export function rateLimitedOperations(spec: { paths: Record<string, Record<string, any>> }): Map<OperationId, string | undefined> {
+  const resolve = (node: any): any => (typeof node?.$ref === 'string' ? resolve(node.$ref.replace(/^#\//, '').split('/').reduce((n: any, k: string) => n?.[k], spec)) : node);
+  const ids = new Map<OperationId, string | undefined>();
+  for (const item of Object.values(spec.paths)) {
+    for (const op of Object.values(item)) {
+      if (op?.['x-rate-limited'] !== true) continue;
+      const content = resolve(op.requestBody)?.content ?? {};
+      const schema = resolve((content['application/json'] ?? content['multipart/form-data'])?.schema);
+      const fallback = resolve(schema?.properties?.model)?.default;
+      ids.set(op.operationId, typeof fallback === 'string' ? fallback : undefined);
+    }
+  }
   return ids;
 }
 

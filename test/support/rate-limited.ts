@@ -17,6 +17,28 @@ export interface LimitedOperation {
   dedicated?: (t: TestPlatform) => Promise<string>;
 }
 
+/** Half a second of silence as a 16 kHz mono 16-bit WAV file: the smallest audio the transcription operations take. */
+function silenceWav(seconds = 0.5): Buffer {
+  const data = Math.round(16000 * seconds) * 2;
+  const b = Buffer.alloc(44 + data);
+  b.write('RIFF', 0);
+  b.writeUInt32LE(36 + data, 4);
+  b.write('WAVEfmt ', 8);
+  b.writeUInt32LE(16, 16);
+  b.writeUInt16LE(1, 20); // PCM
+  b.writeUInt16LE(1, 22); // mono
+  b.writeUInt32LE(16000, 24);
+  b.writeUInt32LE(32000, 28);
+  b.writeUInt16LE(2, 32);
+  b.writeUInt16LE(16, 34);
+  b.write('data', 36);
+  b.writeUInt32LE(data, 40);
+  return b;
+}
+const WAV = silenceWav();
+/** Audio: `model` before `file`, as the platform asks; `text` is the prompt (what the recogniser would read). */
+const audio = (path: string) => (c: Caller, model: string, text: string) => c.http.post(path).field('model', model).field('prompt', text).attach('file', WAV, 'silence.wav');
+
 export const limitedOperations: Partial<Record<OperationId, LimitedOperation>> = {
   createChatCompletion: {
     model: 'meta-llama/Llama-3.3-70B-Instruct-Turbo',
@@ -30,6 +52,8 @@ export const limitedOperations: Partial<Record<OperationId, LimitedOperation>> =
     model: 'BAAI/bge-base-en-v1.5',
     request: (c, model, text) => c.http.post('/v1/embeddings').send({ model, input: text }),
   },
+  createTranscription: { model: 'openai/whisper-large-v3', request: audio('/v1/audio/transcriptions') },
+  createTranslation: { model: 'openai/whisper-large-v3', request: audio('/v1/audio/translations') },
   rerank: {
     model: 'Salesforce/Llama-Rank-v1',
     request: (c, model, text) => c.http.post('/v1/rerank').send({ model, query: text, documents: ['a llama', 'a panda'] }),
