@@ -335,7 +335,7 @@ describe('dedicated', () => {
       placement,
       enableLora: true,
       hardware: '',
-      runtimeInfo: { engineType: 'local', functionCallingSupported: false },
+      runtimeInfo: { engineType: 'local', functionCallingSupported: true },
       status: { state: 'DEPLOYMENT_STATE_PROVISIONING' },
     });
     const preview = await v2.beta.endpoints.deployments.create(e.id, {

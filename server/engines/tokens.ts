@@ -1,12 +1,20 @@
 // Token counts. The platform's models each have their own tokenizer, which this offline server does not have; it
 // counts with one real BPE tokenizer for all of them (cl100k_base, through gpt-tokenizer), so usage figures, context
 // lengths and token-based rate limits are real counts of the text, close to (not equal to) each model's own.
-import { countTokens as count, decode, encode } from 'gpt-tokenizer/encoding/cl100k_base';
+import { decode, encode as encodeWith } from 'gpt-tokenizer/encoding/cl100k_base';
 
 export const TOKENIZER = 'cl100k_base';
 
+// Text that spells a special token (`<|endoftext|>`) is a caller's ordinary text, not a control token.
+const AS_TEXT = { disallowedSpecial: new Set<string>() };
+
+/** The token ids of `text`. */
+export const encode = (text: string): number[] => (text ? encodeWith(text, AS_TEXT) : []);
+
+export { decode };
+
 export function countTokens(text: string): number {
-  return text ? count(text) : 0;
+  return encode(text).length;
 }
 
 /** The text's tokens, each as its text (for logprobs and truncation). */
