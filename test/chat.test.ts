@@ -2,9 +2,11 @@
 // local engine where it can be (streaming, stop, max_tokens, n, seed, response_format, tools, logprobs, echo,
 // context length), the upstream engine relaying another instance of this server, and bad input.
 import { Ajv2020 } from 'ajv/dist/2020.js';
+import addFormats from 'ajv-formats';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { countTokens, encode } from '../server/engines/tokens.ts';
 import { scratchDatabase, type ScratchDatabase } from './support/database.ts';
+import { seededV1Endpoints } from './support/endpoints.ts';
 import { expectError } from './support/expect.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
 import { startServerProcess, type ServerProcess } from './support/server-process.ts';
@@ -125,7 +127,7 @@ describe('chat completions on the local engine', () => {
     expect(res.status).toBe(200);
     const value = JSON.parse(res.body.choices[0].message.content);
     const ajv = new Ajv2020({ strict: false });
-    (await import('ajv-formats')).default(ajv as never);
+    (addFormats as unknown as (a: Ajv2020) => void)(ajv);
     expect(ajv.validate(schema, value), JSON.stringify(ajv.errors)).toBe(true);
     expect(res.body.usage.completion_tokens).toBe(countTokens(res.body.choices[0].message.content));
 
@@ -279,6 +281,12 @@ describe('completions on the local engine', () => {
     expect(plain.body.choices[0].text).toContain('"Once upon a time"');
     expect(plain.body.choices[0]).not.toHaveProperty('logprobs');
     expect(plain.body.prompt).toEqual([]);
+    // A dedicated endpoint completes through the same code; a stopped one is 503.
+    const { running, stopped } = await seededV1Endpoints(t);
+    const dedicated = await complete({ model: `default/${running.name}`, prompt: 'Hi', max_tokens: 40 });
+    expect(dedicated.headers['x-served-by']).toBe(running.id);
+    expect(dedicated.body.choices[0].text).toContain(running.modelId);
+    expectError(await complete({ model: `default/${stopped.name}`, prompt: 'Hi' }), 503, { code: 'endpoint_not_ready', param: 'model' });
     // Chat and moderation models complete too.
     expect((await complete({ model: CHAT, prompt: 'x' })).status).toBe(200);
     expect((await complete({ model: 'Meta-Llama/Llama-Guard-7b', prompt: 'x' })).status).toBe(200);
@@ -391,5 +399,7 @@ describe('the upstream engine: another instance of this server', () => {
   test("the upstream's refusals are passed on; an unreachable upstream is 502", async () => {
     expectError(await frontChat({ model: CHAT, messages: hi, tool_choice: 'required' }), 400, { code: 'upstream_refused', param: 'tool_choice' });
     expectError(await frontChat({ model: 'Qwen/Qwen2.5-72B-Instruct-Turbo', messages: hi }), 502, { code: 'upstream_unreachable' });
+    const c = await front.http.post('/v1/completions').set({ Authorization: `Bearer ${front.caller.key}` }).send({ model: 'Qwen/Qwen2.5-72B-Instruct-Turbo', prompt: 'x' });
+    expectError(c, 502, { code: 'upstream_unreachable' });
   });
 });
