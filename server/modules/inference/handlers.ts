@@ -6,8 +6,7 @@ import { newId } from '../../core/ids.ts';
 import { localTextEngine, upstreamTextEngine, type TextOperation } from '../../engines/chat.ts';
 import { reply } from '../../http/reply.ts';
 import type { Context } from '../types.ts';
-import { canonicalModelId } from '../models/catalogue.ts';
-import { resolveTarget } from './targets.ts';
+import { catalogueModel, resolveTarget } from './targets.ts';
 import { fromUpstream } from './wire.ts';
 
 type Ctx = Context<'createChatCompletion'> | Context<'createCompletion'>;
@@ -16,7 +15,7 @@ async function infer(op: TextOperation, { db, clock, body, identity, engines }: 
   const target = await resolveTarget(db, identity, body.model, op);
   const warnings: string[] = [];
   if (body.safety_model !== undefined) {
-    const safety = await db.prisma.model.findFirst({ where: { id: canonicalModelId(body.safety_model), projectId: null } });
+    const safety = await catalogueModel(db, body.safety_model);
     if (!safety || safety.type !== 'moderation') {
       throw badRequest(`safety_model '${body.safety_model}' is not a moderation model of the catalogue (e.g. Meta-Llama/Llama-Guard-7b).`, 'safety_model', 'model_not_supported');
     }
