@@ -4,6 +4,8 @@
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { readFileSync } from 'node:fs';
+import { specPath } from '../server/core/paths.ts';
 import { countTokens, encode } from '../server/engines/tokens.ts';
 import { scratchDatabase, type ScratchDatabase } from './support/database.ts';
 import { seededV1Endpoints } from './support/endpoints.ts';
@@ -20,6 +22,15 @@ let t: TestPlatform;
 const auth = () => ({ Authorization: `Bearer ${t.caller.key}` });
 const chat = (body: object) => t.http.post('/v1/chat/completions').set(auth()).send(body);
 const complete = (body: object) => t.http.post('/v1/completions').set(auth()).send(body);
+
+// Streamed chunks are not response-validated by the server (only JSON bodies are), so the tests check them
+// against the spec's chunk schemas.
+const specAjv = new Ajv2020({ strict: false });
+specAjv.addSchema(JSON.parse(readFileSync(specPath, 'utf8')), 'spec');
+const validChunk = (schema: 'ChatCompletionChunk' | 'CompletionChunk', chunk: unknown) => {
+  const validate = specAjv.getSchema(`spec#/components/schemas/${schema}`)!;
+  expect(validate(chunk), `${JSON.stringify(chunk)}: ${JSON.stringify(validate.errors)}`).toBe(true);
+};
 
 /** The `data:` events of a streamed answer, `[DONE]` last. */
 async function events(path: string, body: object): Promise<{ status: number; type: string | null; data: any[]; done: boolean }> {
@@ -235,6 +246,7 @@ describe('chat completions on the local engine', () => {
     expect(s.type).toMatch(/^text\/event-stream/);
     expect(s.done).toBe(true);
     for (const chunk of s.data) expect(chunk).toMatchObject({ object: 'chat.completion.chunk', model: CHAT, id: s.data[0].id });
+    for (const chunk of s.data) validChunk('ChatCompletionChunk', chunk);
     expect(s.data[0].choices[0]).toMatchObject({ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null });
     const tokens = s.data.slice(1, -2);
     expect(tokens).toHaveLength(20);
@@ -255,6 +267,7 @@ describe('chat completions on the local engine', () => {
       tool_choice: 'required',
     });
     expect(tool.data[1].choices[0].delta.tool_calls[0].function.name).toBe('f');
+    for (const chunk of tool.data) validChunk('ChatCompletionChunk', chunk);
     expect(tool.data.at(-1).choices[0].finish_reason).toBe('tool_calls');
 
     // An error found before the stream starts is an ordinary error response.
@@ -296,6 +309,7 @@ describe('completions on the local engine', () => {
     const whole = await complete({ model: BASE, prompt: 'Once upon a time', max_tokens: 8 });
     const s = await events('/v1/completions', { model: BASE, prompt: 'Once upon a time', max_tokens: 8, stream: true, stream_options: { include_usage: true } });
     expect(s.done).toBe(true);
+    for (const chunk of s.data) validChunk('CompletionChunk', chunk);
     const tokens = s.data.filter((c) => c.choices.length && c.finish_reason === null);
     expect(tokens).toHaveLength(8);
     expect(tokens.map((c) => c.token.text).join('')).toBe(whole.body.choices[0].text);
