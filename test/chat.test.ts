@@ -5,6 +5,8 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { readFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { specPath } from '../server/core/paths.ts';
 import { countTokens, encode } from '../server/engines/tokens.ts';
 import { scratchDatabase, type ScratchDatabase } from './support/database.ts';
@@ -354,6 +356,9 @@ describe('bad input', () => {
 
 describe('the upstream engine: another instance of this server', () => {
   let upstream: ServerProcess;
+  let vllm: Server;
+  let vllmUrl: string;
+  const vllmSeen: any[] = [];
   let db: ScratchDatabase;
   let front: TestPlatform;
   const frontChat = (body: object) => front.http.post('/v1/chat/completions').set({ Authorization: `Bearer ${front.caller.key}` }).send(body);
@@ -361,6 +366,35 @@ describe('the upstream engine: another instance of this server', () => {
   beforeAll(async () => {
     db = await scratchDatabase('sqlite');
     upstream = await startServerProcess({ DATABASE_URL: db.url });
+    // A stand-in for vLLM: its answers carry fields this contract does not name, and lack some it requires.
+    vllm = createServer((req, res) => {
+      let raw = '';
+      req.on('data', (c) => (raw += c));
+      req.on('end', () => {
+        vllmSeen.push({ url: req.url, auth: req.headers.authorization, body: JSON.parse(raw) });
+        const chat = req.url === '/v1/chat/completions';
+        res.setHeader('Content-Type', 'application/json');
+        res.end(
+          JSON.stringify({
+            id: 'chatcmpl-vllm',
+            object: chat ? 'chat.completion' : 'text_completion',
+            created: 1700000000,
+            model: 'served-by-vllm',
+            choices: [
+              chat
+                ? { index: 0, message: { role: 'assistant', content: 'Bonjour', refusal: null, annotations: null, tool_calls: [], reasoning_content: null }, logprobs: null, finish_reason: 'stop', stop_reason: null }
+                : { index: 0, text: ' there', logprobs: null, finish_reason: 'abort', stop_reason: null, prompt_logprobs: null },
+            ],
+            service_tier: null,
+            usage: { prompt_tokens: 3, total_tokens: 5, completion_tokens: 2, prompt_tokens_details: null },
+            prompt_logprobs: null,
+            kv_transfer_params: null,
+          }),
+        );
+      });
+    });
+    await new Promise<void>((resolve) => vllm.listen(0, '127.0.0.1', resolve));
+    vllmUrl = `http://127.0.0.1:${(vllm.address() as AddressInfo).port}/v1`;
     front = await startTestPlatform({
       config: {
         engines: JSON.stringify({
@@ -369,6 +403,7 @@ describe('the upstream engine: another instance of this server', () => {
             // The upstream's own name for the model differs from the one the caller uses.
             { models: [BASE], capabilities: ['chat'], engine: 'upstream', url: `${upstream.url}/v1`, apiKey: upstream.key, model: 'mistralai/Mistral-7B-v0.1' },
             { models: ['Qwen/*'], capabilities: ['chat'], engine: 'upstream', url: 'http://127.0.0.1:9/v1' },
+            { models: ['deepseek-ai/*'], capabilities: ['chat'], engine: 'upstream', url: vllmUrl, apiKey: 'vllm-key', model: 'deepseek-v3' },
           ],
         }),
       },
@@ -378,6 +413,7 @@ describe('the upstream engine: another instance of this server', () => {
     await front?.close();
     await upstream?.stop();
     await db?.drop();
+    await new Promise((resolve) => vllm?.close(resolve));
   });
 
   test('chat and completions are forwarded and answered with the caller model name', async () => {
@@ -393,6 +429,20 @@ describe('the upstream engine: another instance of this server', () => {
     expect(c.status).toBe(200);
     expect(c.body.model).toBe(BASE);
     expect(c.body.choices[0].text).toContain('mistralai/Mistral-7B-v0.1'); // the upstream ran the route's model
+  });
+
+  test("a vLLM-shaped answer is kept to this contract's fields", async () => {
+    const res = await frontChat({ model: 'deepseek-ai/DeepSeek-V3', messages: hi, temperature: 0.7 });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(vllmSeen.at(-1)).toMatchObject({ url: '/v1/chat/completions', auth: 'Bearer vllm-key', body: { model: 'deepseek-v3', messages: hi, temperature: 0.7 } });
+    expect(res.body).toMatchObject({ id: 'chatcmpl-vllm', object: 'chat.completion', model: 'deepseek-ai/DeepSeek-V3', prompt: [], system_fingerprint: 'upstream' });
+    expect(res.body.choices).toEqual([{ index: 0, message: { role: 'assistant', content: 'Bonjour' }, finish_reason: 'stop', logprobs: null }]);
+    expect(res.body.usage).toEqual({ prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 });
+    expect(res.body).not.toHaveProperty('service_tier');
+
+    const c = await front.http.post('/v1/completions').set({ Authorization: `Bearer ${front.caller.key}` }).send({ model: 'deepseek-ai/DeepSeek-V3', prompt: 'Hi' });
+    expect(c.status, JSON.stringify(c.body)).toBe(200);
+    expect(c.body).toMatchObject({ object: 'text.completion', model: 'deepseek-ai/DeepSeek-V3', choices: [{ index: 0, text: ' there', finish_reason: 'stop' }] });
   });
 
   test('streams are relayed chunk by chunk', async () => {
