@@ -14,6 +14,7 @@ import { openDatabase, type Database } from './db/index.ts';
 import { loadEngineRoutes } from './engines/routes.ts';
 import { createApp, type AppOptions } from './http/app.ts';
 import { KeyCache } from './http/auth.ts';
+import { RateLimits } from './http/rate-limits.ts';
 import { modules } from './modules/index.ts';
 import { Runner } from './runner/runner.ts';
 
@@ -65,6 +66,7 @@ export async function startPlatform(config: Config, options: { clock?: Clock; lo
   const log = options.log ?? createLogger(config.logLevel);
   const server = options.listen === false ? undefined : await listen(config);
   let db: Database | undefined;
+  let limits: RateLimits | undefined;
   try {
     db = await openDatabase(config.databaseUrl);
     const project = await bootstrap(db, clock);
@@ -73,7 +75,8 @@ export async function startPlatform(config: Config, options: { clock?: Clock; lo
     await keys.listen();
     const runner = new Runner(db, clock, config.runner, log);
     const engines = loadEngineRoutes({ ENGINES: config.engines, ENGINES_FILE: config.enginesFile });
-    const services: AppOptions = { config, db, clock, log, runner, engines, keys, observe: options.observe };
+    limits = RateLimits.create(config.rateLimits, config.redisUrl, log);
+    const services: AppOptions = { config, db, clock, log, runner, engines, keys, limits, observe: options.observe };
     for (const m of modules) for (const [kind, work] of Object.entries(m.work?.(services) ?? {})) runner.register(kind, work);
     const app = createApp(services);
     runner.start();
@@ -86,6 +89,7 @@ export async function startPlatform(config: Config, options: { clock?: Clock; lo
       url = `http://${address.includes(':') ? `[${address}]` : address}:${port}`;
     }
     const database = db;
+    const limiter = limits;
     let closing: Promise<void> | undefined;
     const close = () =>
       (closing ??= (async () => {
@@ -97,6 +101,7 @@ export async function startPlatform(config: Config, options: { clock?: Clock; lo
         }
         await runner.stop();
         await keys.close();
+        await limiter.close();
         await database.close();
       })());
     return { app, services, firstKey: key?.secret ?? null, announced: async () => {
@@ -104,6 +109,7 @@ export async function startPlatform(config: Config, options: { clock?: Clock; lo
       }, server, url, close };
   } catch (err) {
     server?.close();
+    await limits?.close();
     await db?.close().catch(() => {});
     throw err;
   }

@@ -23,7 +23,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Create a chat completion */
+        /**
+         * Create a chat completion
+         * @description Rate limited (`x-rate-limited`; see "Rate limits" in the API description); a dedicated endpoint has its fixed limit.
+         */
         post: operations["createChatCompletion"];
         delete?: never;
         options?: never;
@@ -42,7 +45,7 @@ export interface paths {
         put?: never;
         /**
          * Create a completion
-         * @description A completion of `prompt`, served and computed as the tag describes.
+         * @description A completion of `prompt`, served and computed as the tag describes. Rate limited (`x-rate-limited`; see "Rate limits" in the API description); a dedicated endpoint has its fixed limit.
          */
         post: operations["createCompletion"];
         delete?: never;
@@ -407,6 +410,40 @@ export interface paths {
         patch: operations["updateVolume"];
         trace?: never;
     };
+    "/v1/embeddings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create embeddings
+         * @description One vector per text of `input`, in `data` in the order given, each with its `index` in `input` (0 for a
+         *     single string).
+         *
+         *     **Limits** (the platform publishes none; these are this server's): `input` holds 1 to 2048 texts; no
+         *     text may be empty or only white space; each text has at most the model's context length in tokens (512
+         *     for the BGE models, see the tag). Each is a 400 with `param` `input` and a message naming the text's
+         *     position, its length and the limit; nothing is embedded. Tokens are counted with the cl100k_base BPE
+         *     tokenizer (the same for every model), and `usage.prompt_tokens` is their sum over the inputs (an upstream
+         *     engine's own count when it reports one).
+         *
+         *     **Models.** A `model` that is not in the catalogue (or another project's upload) is 404
+         *     `model_not_found` (param `model`); a catalogue model that is not an embedding model (a chat or rerank
+         *     model, for example) is 400 `model_not_available` (param `model`), and so is an embedding model that is
+         *     not served serverless. Aliases answer as their model, and `model` in the response is the model's
+         *     canonical id.
+         */
+        post: operations["createEmbedding"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/endpoints": {
         parameters: {
             query?: never;
@@ -693,6 +730,50 @@ export interface paths {
          *     The response's `model_source` names the kind of source (`huggingface`, `s3`, `gcs`, `url`).
          */
         post: operations["uploadModel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/rerank": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rerank documents
+         * @description Answers the `top_n` best documents (all of them when `top_n` is absent or larger than their number),
+         *     highest `relevance_score` first, each with its `index` in `documents`.
+         *
+         *     **Documents** are all strings or all objects. A string is ranked on its text. An object is ranked on the
+         *     values of its `rank_fields`, in that order, one per line (a string as it is, any other value as JSON; a
+         *     field the object lacks adds nothing); without `rank_fields`, on all its fields in their order.
+         *     `rank_fields` applies to objects only: with string documents it is a 400 (param `rank_fields`), and so
+         *     is a field that no document has (a misspelt field would otherwise rank on nothing). With
+         *     `return_documents: true` each result's `document.text` is the document: a string as given, an object as
+         *     its JSON (all its fields); otherwise `document` is `{}`, as on the public platform.
+         *
+         *     **Limits** (the platform publishes none; these are this server's): 1 to 10,000 documents (param
+         *     `documents`); a query that is not empty or only white space (param `query`); each document within the
+         *     model's context together with the query (query tokens + document tokens at most the context length:
+         *     8192 for Llama-Rank), param `documents` with the document's position in the message; `top_n` at least 1
+         *     (param `top_n`). Each is a 400 and nothing is ranked.
+         *
+         *     **Usage.** Every (query, document) pair is read, so `usage.prompt_tokens` is the query's tokens times the
+         *     number of documents plus the documents' tokens (their ranking texts), counted with the cl100k_base BPE
+         *     tokenizer, or the upstream engine's own count when it reports one; `completion_tokens` is 0.
+         *
+         *     **Models.** A `model` that is not in the catalogue (or another project's upload) is 404
+         *     `model_not_found` (param `model`); a model that is not a rerank model (an embedding or chat model, for
+         *     example) is 400 `model_not_available` (param `model`), and so is a rerank model not served serverless.
+         *     Aliases answer as their model, and `model` in the response is the model's canonical id.
+         */
+        post: operations["rerank"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1885,6 +1966,55 @@ export interface components {
             costCents: number;
             deployments: components["schemas"]["DeploymentUsage"][];
         };
+        EmbeddingsRequest: {
+            /**
+             * @description An embedding model of the catalogue (see the tag), or an alias of one.
+             * @example BAAI/bge-base-en-v1.5
+             */
+            model: string;
+            /**
+             * @description The text to embed, or a list of texts (1 to 2048, none empty, each within the model's context length).
+             * @example Our solar system orbits the Milky Way galaxy at about 515
+             * @example 000 mph
+             */
+            input: string | string[];
+            /**
+             * @description `float`: each `embedding` is a list of numbers. `base64`: each `embedding` is the base64 of the vector's
+             *     float32 values, little-endian (4 bytes per dimension), as the OpenAI client asks when it is given no
+             *     encoding and decodes itself. The numbers of `float` are those float32 values, so both encodings carry
+             *     the same vector.
+             * @default float
+             * @enum {string}
+             */
+            encoding_format: "float" | "base64";
+            /** @description An end-user id, as the OpenAI client may send it; accepted and not used. */
+            user?: string;
+        };
+        EmbeddingsResponse: {
+            /** @constant */
+            object: "list";
+            /** @description The model's canonical id. */
+            model: string;
+            data: components["schemas"]["EmbeddingData"][];
+            /** @description Tokens read (cl100k_base counts, or the upstream engine's), as the OpenAI shape has them. */
+            usage: {
+                prompt_tokens: number;
+                total_tokens: number;
+            };
+            /**
+             * @description `local`: the lexical embedding of this server's local engine (no model weights; see the tag). `upstream`: the model routed to an upstream server computed the vectors.
+             * @enum {string}
+             */
+            engine: "local" | "upstream";
+        };
+        EmbeddingData: {
+            /** @constant */
+            object: "embedding";
+            /** @description The L2-normalised vector, as `encoding_format` asked. */
+            embedding: number[] | string;
+            /** @description The text's position in `input`. */
+            index: number;
+        };
         /** @enum {string} */
         V1State: "PENDING" | "STARTING" | "STARTED" | "STOPPING" | "STOPPED" | "ERROR";
         V1Autoscaling: {
@@ -2482,6 +2612,61 @@ export interface components {
             /** Format: date-time */
             updated_at: string;
         };
+        RerankRequest: {
+            /**
+             * @description A rerank model of the catalogue (see the tag), or an alias of one.
+             * @example Salesforce/Llama-Rank-v1
+             */
+            model: string;
+            /**
+             * @description The search query the documents are ranked against.
+             * @example What animals can I find near Peru?
+             */
+            query: string;
+            /** @description The documents, all strings or all objects (1 to 10,000). */
+            documents: {
+                [key: string]: unknown;
+            }[] | string[];
+            /** @description How many of the best documents to answer (at least 1); all of them when absent. */
+            top_n?: number;
+            /**
+             * @description Whether each result carries its document in `document.text`.
+             * @default false
+             */
+            return_documents: boolean;
+            /** @description For object documents, the fields ranked on, in that order; all fields when absent. */
+            rank_fields?: string[];
+        };
+        RerankResponse: {
+            /** @constant */
+            object: "rerank";
+            /** @description The request's id (`rerank_` and 26 characters). */
+            id: string;
+            /** @description The model's canonical id. */
+            model: string;
+            results: components["schemas"]["RerankResult"][];
+            usage: {
+                prompt_tokens: number;
+                completion_tokens: number;
+                total_tokens: number;
+            };
+            /**
+             * @description `local`: BM25 by this server's local engine (no model weights; see the tag). `upstream`: the model routed to an upstream server scored.
+             * @enum {string}
+             */
+            engine: "local" | "upstream";
+        };
+        RerankResult: {
+            /** @description The document's position in `documents`. */
+            index: number;
+            /** @description In [0, 1) from the local engine (normalised BM25); the upstream's own score from an upstream engine. */
+            relevance_score: number;
+            /** @description `{}` unless `return_documents` is true. */
+            document: {
+                /** @description The document as given (a string), or its JSON (an object). */
+                text?: string;
+            };
+        };
         /**
          * @description 1 to 100 characters, unique in the project. Any characters but control characters (refused everywhere,
          *     400 `invalid_characters`): the platform's contract sets no pattern on names, and the official client
@@ -2687,6 +2872,47 @@ export interface components {
         };
     };
     responses: {
+        /**
+         * @description The organization's dynamic rate limit on this model is exceeded (see "Rate limits"): `type` and `code`
+         *     `dynamic_request_limited` (requests bind) or `dynamic_token_limited` (tokens bind). Retry after
+         *     `Retry-After` seconds.
+         */
+        RateLimited: {
+            headers: {
+                "x-ratelimit-limit": components["headers"]["X-RateLimit-Limit"];
+                "x-ratelimit-remaining": components["headers"]["X-RateLimit-Remaining"];
+                "x-ratelimit-reset": components["headers"]["X-RateLimit-Reset"];
+                "x-tokenlimit-limit": components["headers"]["X-TokenLimit-Limit"];
+                "x-tokenlimit-remaining": components["headers"]["X-TokenLimit-Remaining"];
+                "Retry-After": components["headers"]["Retry-After"];
+                "retry-after-ms": components["headers"]["Retry-After-Ms"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorData"];
+            };
+        };
+        /**
+         * @description `model_overloaded` (`type` `server_error`): the serverless model's live capacity is used up while the
+         *     organization is within its rate (see "Rate limits"). Retry after `Retry-After` seconds. An operation that
+         *     also serves dedicated endpoints answers 503 `endpoint_not_ready` (without the retry headers) when the
+         *     endpoint exists but nothing can serve it now (see its tag).
+         */
+        Overloaded: {
+            headers: {
+                "x-ratelimit-limit": components["headers"]["X-RateLimit-Limit"];
+                "x-ratelimit-remaining": components["headers"]["X-RateLimit-Remaining"];
+                "x-ratelimit-reset": components["headers"]["X-RateLimit-Reset"];
+                "x-tokenlimit-limit": components["headers"]["X-TokenLimit-Limit"];
+                "x-tokenlimit-remaining": components["headers"]["X-TokenLimit-Remaining"];
+                "Retry-After": components["headers"]["Retry-After"];
+                "retry-after-ms": components["headers"]["Retry-After-Ms"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorData"];
+            };
+        };
         /** @description The request does not match the contract (bad JSON, wrong type, unknown field, value out of range). */
         BadRequest: {
             headers: {
@@ -2797,7 +3023,22 @@ export interface components {
         VolumeRef: string;
     };
     requestBodies: never;
-    headers: never;
+    headers: {
+        /** @description Requests this organization may send on this model per window (see "Rate limits"). */
+        "X-RateLimit-Limit": number;
+        /** @description Requests left in the current window. */
+        "X-RateLimit-Remaining": number;
+        /** @description Seconds until the request window ends (the suggested retry interval); on a 429 or 503, the seconds to wait. */
+        "X-RateLimit-Reset": number;
+        /** @description Tokens this organization may use on this model per window. */
+        "X-TokenLimit-Limit": number;
+        /** @description Tokens left in the current window (after the correction from the answer's `usage`). */
+        "X-TokenLimit-Remaining": number;
+        /** @description Whole seconds to wait before retrying (at least 1). */
+        "Retry-After": number;
+        /** @description Milliseconds to wait before retrying; the official clients prefer it to `Retry-After`. */
+        "Retry-After-Ms": number;
+    };
     pathItems: never;
 }
 export type $defs = Record<string, never>;
@@ -2822,6 +3063,11 @@ export interface operations {
                     "x-served-by"?: string;
                     /** @description `local` or `upstream`: the engine that answered. */
                     "x-inference-engine"?: "local" | "upstream";
+                    "x-ratelimit-limit": components["headers"]["X-RateLimit-Limit"];
+                    "x-ratelimit-remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "x-ratelimit-reset": components["headers"]["X-RateLimit-Reset"];
+                    "x-tokenlimit-limit": components["headers"]["X-TokenLimit-Limit"];
+                    "x-tokenlimit-remaining": components["headers"]["X-TokenLimit-Remaining"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2842,6 +3088,7 @@ export interface operations {
             };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             /** @description `upstream_failed` or `upstream_unreachable`: the upstream engine failed or could not be reached. */
             502: {
@@ -2852,15 +3099,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorData"];
                 };
             };
-            /** @description `endpoint_not_ready`: the endpoint exists but nothing READY is routed (or the v1 endpoint is stopped). */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorData"];
-                };
-            };
+            503: components["responses"]["Overloaded"];
         };
     };
     createCompletion: {
@@ -2883,6 +3122,11 @@ export interface operations {
                     "x-served-by"?: string;
                     /** @description `local` or `upstream`: the engine that answered. */
                     "x-inference-engine"?: "local" | "upstream";
+                    "x-ratelimit-limit": components["headers"]["X-RateLimit-Limit"];
+                    "x-ratelimit-remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "x-ratelimit-reset": components["headers"]["X-RateLimit-Reset"];
+                    "x-tokenlimit-limit": components["headers"]["X-TokenLimit-Limit"];
+                    "x-tokenlimit-remaining": components["headers"]["X-TokenLimit-Remaining"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2903,6 +3147,7 @@ export interface operations {
             };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             /** @description `upstream_failed` or `upstream_unreachable`: the upstream engine failed or could not be reached. */
             502: {
@@ -2913,15 +3158,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorData"];
                 };
             };
-            /** @description `endpoint_not_ready`: the endpoint exists but nothing READY is routed (or the v1 endpoint is stopped). */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorData"];
-                };
-            };
+            503: components["responses"]["Overloaded"];
         };
     };
     listClusters: {
@@ -3630,6 +3867,63 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
+    createEmbedding: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["EmbeddingsRequest"];
+            };
+        };
+        responses: {
+            /** @description The vectors, in the order of `input`. */
+            200: {
+                headers: {
+                    "x-ratelimit-limit": components["headers"]["X-RateLimit-Limit"];
+                    "x-ratelimit-remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "x-ratelimit-reset": components["headers"]["X-RateLimit-Reset"];
+                    "x-tokenlimit-limit": components["headers"]["X-TokenLimit-Limit"];
+                    "x-tokenlimit-remaining": components["headers"]["X-TokenLimit-Remaining"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EmbeddingsResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description `model_not_found`: no model of that id in the catalogue or among the caller's uploads. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorData"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            /**
+             * @description The upstream engine the model is routed to could not be reached (`upstream_unreachable`), failed, or
+             *     answered without one vector per input (`upstream_failed`).
+             */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorData"];
+                };
+            };
+            503: components["responses"]["Overloaded"];
+        };
+    };
     listEndpoints: {
         parameters: {
             query?: {
@@ -4054,6 +4348,63 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
+        };
+    };
+    rerank: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["RerankRequest"];
+            };
+        };
+        responses: {
+            /** @description The best documents, highest relevance first. */
+            200: {
+                headers: {
+                    "x-ratelimit-limit": components["headers"]["X-RateLimit-Limit"];
+                    "x-ratelimit-remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "x-ratelimit-reset": components["headers"]["X-RateLimit-Reset"];
+                    "x-tokenlimit-limit": components["headers"]["X-TokenLimit-Limit"];
+                    "x-tokenlimit-remaining": components["headers"]["X-TokenLimit-Remaining"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RerankResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description `model_not_found`: no model of that id in the catalogue or among the caller's uploads. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorData"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            /**
+             * @description The upstream engine the model is routed to could not be reached (`upstream_unreachable`), failed, or
+             *     answered results that do not name the request's documents (`upstream_failed`).
+             */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorData"];
+                };
+            };
+            503: components["responses"]["Overloaded"];
         };
     };
     createVideoV1: {

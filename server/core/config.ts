@@ -28,6 +28,35 @@ export interface Config {
   dataDir: string;
   /** The ffmpeg binary the media engines run; unset: the one installed with the server (npm @ffmpeg-installer/ffmpeg). */
   ffmpegPath?: string;
+  /** The dynamic rate limits of serverless inference (server/http/rate-limits.ts; the algorithm is in the spec). */
+  rateLimits: RateLimitConfig;
+}
+
+/** Limits count per window of `windowSeconds`, per organization x model (capacity: per model, all organizations). */
+export interface RateLimitConfig {
+  enabled: boolean;
+  windowSeconds: number;
+  /** Where a new organization x model starts, and the floor it never falls below. */
+  baseRequests: number;
+  baseTokens: number;
+  /** The ceiling the dynamic limit never rises above. */
+  maxRequests: number;
+  maxTokens: number;
+  /** The limit is `growth` x the recent successful usage (per window), between base and ceiling. */
+  growth: number;
+  /** How far back "recent" successful usage reaches. */
+  usageWindowSeconds: number;
+  /** Requests one process holds per organization x model while the refusing window ends, and the longest such wait. */
+  queueSize: number;
+  queueWaitMs: number;
+  /** The simulated live capacity of each serverless model: requests per window from all organizations together. */
+  modelCapacity: number;
+  modelCapacities: Record<string, number>;
+  /** The known fixed limit of a dedicated endpoint. */
+  dedicatedRequests: number;
+  dedicatedTokens: number;
+  /** Prefix of the counters' keys (in Redis: several deployments can share one server). */
+  keyPrefix: string;
 }
 
 export interface RunnerConfig {
@@ -42,6 +71,20 @@ export interface RunnerConfig {
 }
 
 const num = (value: string | undefined, fallback: number) => (value === undefined || value === '' ? fallback : Number(value));
+/** `RATE_LIMIT_MODEL_CAPACITIES`: a JSON object of model id -> requests per window. */
+function capacities(value: string | undefined): Record<string, number> {
+  if (!value) return {};
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(value);
+  } catch {
+    parsed = undefined;
+  }
+  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed) || Object.values(parsed).some((v) => typeof v !== 'number' || !(v >= 0))) {
+    throw new Error('RATE_LIMIT_MODEL_CAPACITIES must be a JSON object of model id -> requests per window, e.g. {"meta-llama/Llama-3.3-70B-Instruct-Turbo": 50}');
+  }
+  return parsed as Record<string, number>;
+}
 const bool = (value: string | undefined, fallback: boolean) => (value === undefined || value === '' ? fallback : !/^(0|false|no|off)$/i.test(value));
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -64,6 +107,23 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     redisUrl: env.REDIS_URL || undefined,
     dataDir: env.DATA_DIR || join(root, '.data'),
     ffmpegPath: env.FFMPEG_PATH || undefined,
+    rateLimits: {
+      enabled: bool(env.RATE_LIMITS, true),
+      windowSeconds: Math.max(1, Math.round(num(env.RATE_LIMIT_WINDOW_SECONDS, 1))),
+      baseRequests: num(env.RATE_LIMIT_BASE_REQUESTS, 10),
+      baseTokens: num(env.RATE_LIMIT_BASE_TOKENS, 20_000),
+      maxRequests: num(env.RATE_LIMIT_MAX_REQUESTS, 1000),
+      maxTokens: num(env.RATE_LIMIT_MAX_TOKENS, 2_000_000),
+      growth: num(env.RATE_LIMIT_GROWTH, 2),
+      usageWindowSeconds: Math.max(1, Math.round(num(env.RATE_LIMIT_USAGE_WINDOW_SECONDS, 60))),
+      queueSize: num(env.RATE_LIMIT_QUEUE_SIZE, 8),
+      queueWaitMs: num(env.RATE_LIMIT_QUEUE_WAIT_MS, 1000),
+      modelCapacity: num(env.RATE_LIMIT_MODEL_CAPACITY, 500),
+      modelCapacities: capacities(env.RATE_LIMIT_MODEL_CAPACITIES),
+      dedicatedRequests: num(env.RATE_LIMIT_DEDICATED_REQUESTS, 1000),
+      dedicatedTokens: num(env.RATE_LIMIT_DEDICATED_TOKENS, 2_000_000),
+      keyPrefix: env.RATE_LIMIT_KEY_PREFIX || 'ratelimit',
+    },
     runner: {
       enabled: bool(env.RUNNER_ENABLED, true),
       pollMs: num(env.RUNNER_POLL_MS, 250),

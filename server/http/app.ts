@@ -1,7 +1,9 @@
 // One linear request pipeline, read top to bottom: request id and log line; HEAD answered as GET; the
 // infrastructure routes; authentication; JSON parsing; the control-character guard; validation of the request
-// against the spec; the operation's handler, whose result `send` writes (JSON bodies checked against the spec first,
-// responses.ts); and one error handler that writes the envelope for anything that went wrong on the way.
+// against the spec; the rate limits of the operations the spec marks `x-rate-limited` (rate-limits.ts: admitted
+// before the handler, settled from its answer's `usage` after); the operation's handler, whose result `send` writes
+// (JSON bodies checked against the spec first, responses.ts); and one error handler that writes the envelope for
+// anything that went wrong on the way.
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -13,6 +15,7 @@ import { handlers } from '../modules/index.ts';
 import type { Services } from '../modules/types.ts';
 import { authenticate, type KeyCache } from './auth.ts';
 import { errorHandler } from './error-handler.ts';
+import { Gate, rateLimitedOperations, type RateLimits } from './rate-limits.ts';
 import { refuseControlCharacters, refuseNonFinite } from './input.ts';
 import { send } from './reply.ts';
 import { responseValidator } from './responses.ts';
@@ -20,6 +23,7 @@ import { validator } from './validator.ts';
 
 export interface AppOptions extends Services {
   keys: KeyCache;
+  limits: RateLimits;
   /** Called once per finished API response with its operation (when one matched) and status; the contract-coverage test listens here. */
   observe?: (operationId: OperationId | undefined, status: number) => void;
 }
@@ -62,7 +66,7 @@ interface Matched {
 }
 
 export function createApp(options: AppOptions): express.Express {
-  const { config, log, db, keys, observe } = options;
+  const { config, log, db, keys, limits, observe } = options;
   const services: Services = { config: options.config, db: options.db, clock: options.clock, log: options.log, runner: options.runner, engines: options.engines };
   const app = express();
   app.disable('x-powered-by');
@@ -115,6 +119,7 @@ export function createApp(options: AppOptions): express.Express {
   app.use(refuseControlCharacters(pathParamAt));
   app.use(validator(spec));
   const checkResponse = config.validateResponses ? responseValidator(spec) : undefined;
+  const limited = limits.config.enabled ? rateLimitedOperations(spec) : new Set<OperationId>();
 
   // Dispatch by the operation the validator matched: one lookup per request, not a scan of a route per operation.
   app.use((async (req, res, next) => {
@@ -124,7 +129,19 @@ export function createApp(options: AppOptions): express.Express {
     const params = { ...matched!.pathParams, ...req.params };
     refuseNonFinite(params, req.query as Record<string, unknown>);
     const handler = handlers[operationId] as (ctx: unknown) => Promise<unknown>;
-    const result = await handler({ ...services, operationId, params, query: req.query, body: req.body, headers: req.headers, identity: req.identity! });
+    // A limited request is admitted on its JSON body's `model`; a body parsed by the handler (multipart) has the
+    // handler call `admit` once it has read `model`.
+    const gate = limited.has(operationId) ? new Gate(limits, req.identity!, res) : undefined;
+    if (gate && typeof req.body?.model === 'string') await gate.admit(req.body.model, req.body);
+    const admit = gate ? (model: string, body: unknown) => gate.admit(model, body) : undefined;
+    let result: unknown;
+    try {
+      result = await handler({ ...services, operationId, params, query: req.query, body: req.body, headers: req.headers, identity: req.identity!, admit });
+    } catch (err) {
+      gate?.fail();
+      throw err;
+    }
+    gate?.settle(result);
     await send(req, res, result, successStatus[operationId], log, checkResponse && ((status, body) => checkResponse(operationId, status, body)));
   }) as RequestHandler);
 

@@ -4,16 +4,18 @@ import type { ModuleName } from '../../generated/operations.ts';
 import { adapters } from './adapters/index.ts';
 import { compute } from './compute/index.ts';
 import { dedicated } from './dedicated/index.ts';
+import { embeddings } from './embeddings/index.ts';
 import { endpoints } from './endpoints/index.ts';
 import { hardware } from './hardware/index.ts';
 import { identity } from './identity/index.ts';
 import { inference } from './inference/index.ts';
 import { models } from './models/index.ts';
+import { rerank } from './rerank/index.ts';
 import { secrets } from './secrets/index.ts';
 import { videos } from './videos/index.ts';
 import { volumes } from './volumes/index.ts';
 
-export const modules = [identity, hardware, models, compute, volumes, secrets, endpoints, adapters, dedicated, inference, videos] as const;
+export const modules = [identity, hardware, models, compute, volumes, secrets, endpoints, adapters, dedicated, inference, embeddings, rerank, videos] as const;
 
 // Every module of the spec is listed: a tag file without its line here fails `tsc`.
 type Listed = (typeof modules)[number]['name'];

@@ -48,6 +48,13 @@ export interface Context<K extends OperationId> extends Services {
   headers: IncomingHttpHeaders;
   /** The caller; every resource lookup is scoped to `identity.projectId`. */
   identity: Identity;
+  /**
+   * On operations the spec marks `x-rate-limited`: counts the request against the caller's rate limits on `model`
+   * (throwing the 429 or 503). The pipeline calls it itself when the JSON body has a string `model`; a handler that
+   * parses its own body (multipart) calls it once it has read `model`, with the fields read so far (for the token
+   * estimate), before the work. Calling it again does nothing. Absent on other operations.
+   */
+  admit?: (model: string, body: unknown) => Promise<void>;
 }
 
 /** A handler answers its body (sent with the operation's documented success status) or a Reply (http/reply.ts). */

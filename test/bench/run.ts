@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { root } from '../../server/core/paths.ts';
 import { scenarios } from './scenarios.ts';
+import { benchVideo } from './video.ts';
 
 const DURATION = Number(process.env.BENCH_SECONDS ?? 6);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -51,16 +52,17 @@ const cpuMicros = (pid: number) => {
 
 interface Sample {
   rps: number;
+  mean: number;
   p50: number;
   p99: number;
   cpuPerRequest: number;
 }
 
-async function measure(url: string, method: string, headers: Record<string, string>, body: string | undefined, pid: number): Promise<Sample> {
+async function measure(url: string, method: string, headers: Record<string, string>, body: string | undefined, pid: number, connections: number): Promise<Sample> {
   const before = cpuMicros(pid);
-  const r = await autocannon({ url, method: method as 'GET', headers, body, connections: CONNECTIONS, duration: DURATION });
+  const r = await autocannon({ url, method: method as 'GET', headers, body, connections, duration: DURATION });
   if (r.non2xx || r.errors) throw new Error(`${url}: ${r.non2xx} non-2xx responses, ${r.errors} errors`);
-  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, cpuPerRequest: (cpuMicros(pid) - before) / r.requests.total };
+  return { rps: r.requests.average, mean: r.latency.mean, p50: r.latency.p50, p99: r.latency.p99, cpuPerRequest: (cpuMicros(pid) - before) / r.requests.total };
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
@@ -68,21 +70,31 @@ const dir = mkdtempSync(join(tmpdir(), 'platform-bench-'));
 const children: ChildProcess[] = [];
 let failed = 0;
 try {
-  // The whole stack, started as `npm start` starts it.
+  // The whole stack, started as `npm start` starts it: one server per distinct scenario environment, each on its own database.
   const start_ = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).scripts.start as string;
   const nodeArgs = start_.replace(/^exec node /, '').split(' ');
-  const fullPort = await freePort();
-  const full = await start(nodeArgs, { PORT: String(fullPort), DATABASE_URL: process.env.BENCH_DATABASE_URL ?? `file:${join(dir, 'bench.db')}`, RUNNER_ENABLED: 'false' }, /(API key.*|existing database.*)\n/);
-  children.push(full.child);
-  const key = full.banner.match(/tpk_[\w-]+/)?.[0];
-  if (!key) throw new Error('the platform printed no development key (use an empty BENCH_DATABASE_URL)');
-  const auth = { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' };
-  const fullUrl = `http://127.0.0.1:${fullPort}`;
+  const servers = new Map<string, { url: string; pid: number; auth: Record<string, string> }>();
+  // The rate limits are off unless a scenario turns them on: at their default base a throughput run is mostly 429s.
+  const serverFor = async (scenarioEnv: Record<string, string> = {}) => {
+    const env = { RATE_LIMITS: 'off', ...scenarioEnv };
+    const id = JSON.stringify(env);
+    if (servers.has(id)) return servers.get(id)!;
+    const port = await freePort();
+    const database = process.env.BENCH_DATABASE_URL && servers.size === 0 ? process.env.BENCH_DATABASE_URL : `file:${join(dir, `bench-${servers.size}.db`)}`;
+    const full = await start(nodeArgs, { PORT: String(port), DATABASE_URL: database, RUNNER_ENABLED: 'false', ...env }, /(API key.*|existing database.*)\n/);
+    children.push(full.child);
+    const key = full.banner.match(/tpk_[\w-]+/)?.[0];
+    if (!key) throw new Error('the platform printed no development key (use an empty BENCH_DATABASE_URL)');
+    const server = { url: `http://127.0.0.1:${port}`, pid: full.child.pid!, auth: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' } };
+    servers.set(id, server);
+    return server;
+  };
 
   const chosen = scenarios.filter((s) => !filter || s.name.includes(filter));
   // The bare server answers exactly what the whole stack answers.
   const answers = [];
   for (const s of chosen) {
+    const { url: fullUrl, auth } = await serverFor(s.env);
     const res = await fetch(`${fullUrl}${s.path}`, { method: s.method, headers: auth, body: s.body === undefined ? undefined : JSON.stringify(s.body) });
     if (!res.ok) throw new Error(`${s.name}: ${s.method} ${s.path} answered ${res.status} ${await res.text()}`);
     answers.push({ method: s.method, path: s.path.split('?')[0], body: await res.json() });
@@ -93,25 +105,33 @@ try {
   children.push(bare.child);
   const bareUrl = `http://127.0.0.1:${barePort}`;
 
+  const results = new Map<string, { cpuPerRequest: number; mean: number; p50: number }>();
   for (const s of chosen) {
+    const { url: fullUrl, auth, pid } = await serverFor(s.env);
     const body = s.body === undefined ? undefined : JSON.stringify(s.body);
+    const connections = s.connections ?? CONNECTIONS;
     // Warm-up (JIT, the validator's compilation, caches), then alternating rounds.
-    await autocannon({ url: `${bareUrl}${s.path}`, method: s.method, headers: auth, body, connections: CONNECTIONS, duration: 2 });
-    await autocannon({ url: `${fullUrl}${s.path}`, method: s.method, headers: auth, body, connections: CONNECTIONS, duration: 2 });
+    await autocannon({ url: `${bareUrl}${s.path}`, method: s.method, headers: auth, body, connections, duration: 2 });
+    await autocannon({ url: `${fullUrl}${s.path}`, method: s.method, headers: auth, body, connections, duration: 2 });
     const ratios: number[] = [];
     const cpuRatios: number[] = [];
     const p50s: number[] = [];
+    const cpus: number[] = [];
+    const means: number[] = [];
     for (let round = 1; round <= ROUNDS; round++) {
-      const b = await measure(`${bareUrl}${s.path}`, s.method, auth, body, bare.child.pid!);
-      const w = await measure(`${fullUrl}${s.path}`, s.method, auth, body, full.child.pid!);
+      const b = await measure(`${bareUrl}${s.path}`, s.method, auth, body, bare.child.pid!, connections);
+      const w = await measure(`${fullUrl}${s.path}`, s.method, auth, body, pid, connections);
       console.log(
-        `${s.name} round ${round}: bare ${b.rps.toFixed(0)} req/s (p50 ${b.p50} ms, ${b.cpuPerRequest.toFixed(0)} µs CPU/req)  ` +
+        `${s.name} round ${round} (${connections} connection${connections === 1 ? '' : 's'}): bare ${b.rps.toFixed(0)} req/s (p50 ${b.p50} ms, ${b.cpuPerRequest.toFixed(0)} µs CPU/req)  ` +
           `whole stack ${w.rps.toFixed(0)} req/s (p50 ${w.p50} ms, p99 ${w.p99} ms, ${w.cpuPerRequest.toFixed(0)} µs CPU/req)`,
       );
       ratios.push(w.rps / b.rps);
       cpuRatios.push(b.cpuPerRequest / w.cpuPerRequest);
       p50s.push(w.p50);
+      cpus.push(w.cpuPerRequest);
+      means.push(w.mean);
     }
+    results.set(s.name, { cpuPerRequest: median(cpus), mean: median(means), p50: median(p50s) });
     const ratio = median(ratios);
     const p50 = median(p50s);
     const ok = (s.target.ratio === undefined || ratio >= s.target.ratio) && (s.target.p50Ms === undefined || p50 < s.target.p50Ms);
@@ -121,7 +141,18 @@ try {
         `  target ${s.target.ratio !== undefined ? `ratio >= ${s.target.ratio}` : `p50 < ${s.target.p50Ms} ms`}: ${ok ? 'met' : 'MISSED'}`,
     );
   }
+  // What a setting adds to the same request: CPU per request, and mean latency, against its baseline scenario.
+  for (const s of chosen) {
+    const mine = results.get(s.name);
+    const theirs = s.baseline === undefined ? undefined : results.get(s.baseline);
+    if (!mine || !theirs) continue;
+    console.log(
+      `ADDED ${s.name} vs ${s.baseline}: ${(mine.cpuPerRequest - theirs.cpuPerRequest).toFixed(0)} µs CPU/req (${theirs.cpuPerRequest.toFixed(0)} -> ${mine.cpuPerRequest.toFixed(0)}), ` +
+        `mean latency ${(mine.mean - theirs.mean).toFixed(2)} ms (${theirs.mean.toFixed(2)} -> ${mine.mean.toFixed(2)}), p50 ${theirs.p50} -> ${mine.p50} ms`,
+    );
+  }
   console.log(`${CONNECTIONS} connections, ${DURATION} s per measurement, ${ROUNDS} rounds`);
+  if (!filter || 'video'.includes(filter)) await benchVideo();
   process.exitCode = failed ? 1 : 0;
 } finally {
   for (const c of children) c.kill('SIGTERM');

@@ -7,7 +7,50 @@ export interface Scenario {
   path: string;
   body?: unknown;
   target: { ratio?: number; p50Ms?: number };
+  /** Concurrent connections (default BENCH_CONNECTIONS, 16). A latency target is one request's time, so it is
+   * measured with 1: with 16 at once, p50 is mostly the wait behind the other 15. */
+  connections?: number;
+  /**
+   * Environment of the whole-stack server for this scenario (a server of its own is started for each distinct one).
+   * The rate limits are off unless it turns them on (RATE_LIMITS=on).
+   */
+  env?: Record<string, string>;
+  /** Another scenario (same request, other server settings) this one's cost is reported against: "ADDED" lines. */
+  baseline?: string;
 }
+
+// The rate limiter's own cost: the same chat completion with the limiter off, in memory and in Redis, with limits
+// too high to refuse anything (so every request goes the whole way through the limiter's counting).
+const chat = { model: 'meta-llama/Llama-3.3-70B-Instruct-Turbo', messages: [{ role: 'user', content: 'Say something short about rate limits.' }], max_tokens: 64 };
+const unlimited = {
+  RATE_LIMITS: 'on',
+  RATE_LIMIT_BASE_REQUESTS: '1000000000',
+  RATE_LIMIT_MAX_REQUESTS: '1000000000',
+  RATE_LIMIT_BASE_TOKENS: '1000000000000',
+  RATE_LIMIT_MAX_TOKENS: '1000000000000',
+  RATE_LIMIT_MODEL_CAPACITY: '1000000000',
+};
+const limiter = (name: string, env: Record<string, string>, baseline?: string): Scenario => ({
+  name: `limiter: chat, ${name}`,
+  method: 'POST',
+  path: '/v1/chat/completions',
+  body: chat,
+  target: { ratio: 0.3 },
+  env,
+  baseline,
+});
+
+const SENTENCES = [
+  'The llama is a domesticated South American camelid.',
+  'Relational databases store rows in tables.',
+  'Photosynthesis turns light into chemical energy.',
+  'The stock market fell as interest rates rose.',
+];
+/** 16 short texts (8 to 10 tokens each), as a retrieval pipeline embeds a batch of chunks. */
+const INPUTS = Array.from({ length: 16 }, (_, i) => `${SENTENCES[i % 4]} (passage ${i + 1})`);
+/** 1,000 short documents (about 10 words each) over a small vocabulary, so that the query's terms recur. */
+const WORDS = ['llama', 'camelid', 'andes', 'peru', 'wool', 'desert', 'camel', 'panda', 'bamboo', 'china', 'river', 'mountain', 'farm', 'herd', 'alpaca'];
+const DOCUMENTS = Array.from({ length: 1000 }, (_, i) => `Document ${i}: the ${Array.from({ length: 8 }, (_, k) => WORDS[(i * 7 + k * 11) % WORDS.length]).join(' ')}.`);
 
 export const scenarios: Scenario[] = [
   { name: 'whoami', method: 'GET', path: '/v1/whoami', target: { ratio: 0.65 } },
@@ -27,5 +70,20 @@ export const scenarios: Scenario[] = [
       max_tokens: 64,
     },
     target: { ratio: 0.3 },
+  },
+  limiter('limits off', { RATE_LIMITS: 'off' }),
+  limiter('limits in memory', { ...unlimited, REDIS_URL: '' }, 'limiter: chat, limits off'),
+  limiter('limits in Redis', { ...unlimited, REDIS_URL: process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379', RATE_LIMIT_KEY_PREFIX: `bench-${process.pid}` }, 'limiter: chat, limits off'),
+  // The bare route parses the same request and answers the same 16 x 768 floats (about 250 KB of JSON) from memory;
+  // the whole stack also validates both, looks the model up, counts the tokens and computes the 16 vectors.
+  { name: 'embeddings (16 inputs, 768 floats each)', method: 'POST', path: '/v1/embeddings', body: { model: 'BAAI/bge-base-en-v1.5', input: INPUTS }, target: { ratio: 0.35 } },
+  // Every document is scored and all 1,000 results answered (about 60 KB); the bare route answers the same from memory.
+  {
+    name: 'rerank (1,000 short documents)',
+    method: 'POST',
+    path: '/v1/rerank',
+    body: { model: 'Salesforce/Llama-Rank-v1', query: 'llama herds in the andes of peru', documents: DOCUMENTS },
+    target: { p50Ms: 20 },
+    connections: 1,
   },
 ];

@@ -2,7 +2,8 @@
 // recorded: each response documented in the spec must have been seen at least once, so every documented status,
 // errors included, is exercised by some test; and each status seen must be documented, so the contract tells the
 // whole truth (errors from the validator and the body parser are not response-validated, so this is where drift
-// would show).
+// would show). The 429 and 503 of the rate-limited operations are observed by test/rate-limits.test.ts, one row per
+// operation in test/support/rate-limited.ts.
 import { existsSync, readFileSync } from 'node:fs';
 import { expect, test } from 'vitest';
 import { operations } from '../../generated/operations.ts';

@@ -4,6 +4,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { Model } from '../../../generated/prisma/sqlite/client/client.ts';
 import { instant, type Clock } from '../../core/clock.ts';
+import { apiError, badRequest } from '../../core/errors.ts';
 import type { Db, Tx } from '../../db/index.ts';
 import type { SeedContext } from '../types.ts';
 import data from './seed.json' with { type: 'json' };
@@ -133,4 +134,32 @@ export function createUploadedModel(tx: Tx, clock: Clock, projectId: string, m: 
       createdAt: instant(clock),
     },
   });
+}
+
+// The catalogue's rows are written only when it is seeded (a start, before the app serves), so inference reads them
+// from memory, once per database client: the lookup was a query per request on the hottest paths.
+const catalogues = new WeakMap<Db | Tx, Promise<Map<string, Model>>>();
+
+function catalogueModels(db: Db | Tx): Promise<Map<string, Model>> {
+  let catalogue = catalogues.get(db);
+  if (!catalogue) {
+    catalogue = db.model.findMany({ where: { projectId: null } }).then((rows) => new Map(rows.map((m) => [m.id, m])));
+    catalogues.set(db, catalogue);
+    // A failed read is not remembered: the next request asks again.
+    catalogue.catch(() => catalogues.delete(db));
+  }
+  return catalogue;
+}
+
+/**
+ * The catalogue model a serverless inference operation runs, of the kind it needs (`embedding`, `rerank`, ...):
+ * 404 `model_not_found` (param `model`) when no such model exists for the project, 400 `model_not_available` when it
+ * is of another kind or not served serverless.
+ */
+export async function serverlessModel(db: Db | Tx, projectId: string, id: string, type: string): Promise<Model> {
+  const model = isUploadedModelId(id) ? await findModel(db, projectId, id) : ((await catalogueModels(db)).get(canonicalModelId(id)) ?? null);
+  if (!model) throw apiError(404, 'model_not_found', `The model '${id}' does not exist or is not available to this project.`, 'model');
+  if (model.type !== type) throw badRequest(`'${id}' is a ${model.type} model, not a${/^[aeiou]/.test(type) ? 'n' : ''} ${type} model.`, 'model', 'model_not_available');
+  if (!model.serverless) throw badRequest(`'${id}' is not served serverless: deploy it on a dedicated endpoint.`, 'model', 'model_not_available');
+  return model;
 }

@@ -1,0 +1,225 @@
+// Dynamic rate limits (spec: "Rate limits"), through the whole HTTP stack, for every operation the spec marks
+// `x-rate-limited` (one row each in test/support/rate-limited.ts), on both stores: in memory, and in Redis. Every
+// row's 429 and 503 are observed here, which is what the contract-coverage test counts for them.
+import { randomUUID } from 'node:crypto';
+import { afterAll, afterEach, describe, expect, test } from 'vitest';
+import { operations, type OperationId } from '../generated/operations.ts';
+import { loadConfig, type RateLimitConfig } from '../server/core/config.ts';
+import { createLogger } from '../server/core/log.ts';
+import type { Identity } from '../server/accounts.ts';
+import { estimateTokens, Gate, rateLimitedOperations, RateLimits } from '../server/http/rate-limits.ts';
+import { reply } from '../server/http/reply.ts';
+import { expectError } from './support/expect.ts';
+import { deref, operationSpec, spec } from './support/operations.ts';
+import { startTestPlatform, type TestPlatform } from './support/platform.ts';
+import { limitedOperations } from './support/rate-limited.ts';
+
+const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+const STORES = { memory: undefined, redis: REDIS_URL } as const;
+const HEADERS = ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'x-tokenlimit-limit', 'x-tokenlimit-remaining'];
+const rows = Object.entries(limitedOperations) as [OperationId, NonNullable<(typeof limitedOperations)[OperationId]>][];
+const base = loadConfig({}).rateLimits;
+
+/** A limits config for one test: defaults, then `over`, counted under a key prefix of its own (Redis is shared). */
+const limitsConfig = (over: Partial<RateLimitConfig>): RateLimitConfig => ({ ...base, keyPrefix: `test-${randomUUID()}`, ...over });
+
+let platforms: TestPlatform[] = [];
+async function platform(store: keyof typeof STORES, over: Partial<RateLimitConfig>): Promise<TestPlatform> {
+  const t = await startTestPlatform({ config: { redisUrl: STORES[store], rateLimits: limitsConfig(over) } });
+  platforms.push(t);
+  return t;
+}
+afterEach(async () => {
+  await Promise.all(platforms.map((t) => t.close()));
+  platforms = [];
+});
+
+const num = (res: { headers: Record<string, any> }, name: string) => Number(res.headers[name]);
+
+describe('the declaration', () => {
+  test('the operations the spec marks x-rate-limited are exactly the rows of the table', () => {
+    expect([...rateLimitedOperations(spec)].sort()).toEqual(rows.map(([id]) => id).sort());
+  });
+
+  test.each(rows.map(([id]) => id))('%s documents 429 and 503 with the shared responses, and the rate-limit headers on its success', (id) => {
+    const op = operationSpec(id);
+    expect(op.responses['429'].$ref).toBe('#/components/responses/RateLimited');
+    expect(op.responses['503'].$ref).toBe('#/components/responses/Overloaded');
+    const success = deref(op.responses[String((operations[id].statuses as readonly number[]).find((s) => s < 300))]);
+    for (const h of HEADERS) expect(Object.keys(success.headers ?? {}), `${id} success header ${h}`).toContain(h);
+  });
+
+  test('the token estimate counts what the model reads, plus max_tokens x n', () => {
+    expect(estimateTokens({ model: 'a-very-long-model-name', messages: [{ role: 'user', content: '' }] })).toBe(0);
+    expect(estimateTokens({ model: 'm', messages: [{ role: 'user', content: 'hello world' }] })).toBe(2);
+    expect(estimateTokens({ model: 'm', input: ['hello world', 'hello'], max_tokens: 10, n: 3 })).toBe(33);
+  });
+});
+
+describe.each(Object.keys(STORES) as (keyof typeof STORES)[])('the %s store', (store) => {
+  test('the dynamic limit is growth x recent successful usage, between base and ceiling', async () => {
+    const log = createLogger('silent');
+    const config = limitsConfig({ baseRequests: 3, baseTokens: 100, maxRequests: 40, maxTokens: 10_000, growth: 2, windowSeconds: 1, usageWindowSeconds: 60 });
+    const limits = RateLimits.create(config, STORES[store], log);
+    const settled = () => new Promise((r) => setTimeout(r, 1100)); // the writes land; the per-window cache expires
+    try {
+      expect(await limits.limitsFor('org:a', false)).toEqual({ requests: 3, tokens: 100 });
+      // 60 successes of 10 tokens in the last minute: 1 request and 10 tokens per 1-second window, doubled, under the base.
+      for (let i = 0; i < 60; i++) limits.recordSuccess('org:b', 10);
+      await settled();
+      expect(await limits.limitsFor('org:b', false)).toEqual({ requests: 3, tokens: 100 });
+      // 600: 10 requests and 100 tokens per window, doubled.
+      for (let i = 0; i < 600; i++) limits.recordSuccess('org:c', 10);
+      await settled();
+      expect(await limits.limitsFor('org:c', false)).toEqual({ requests: 20, tokens: 200 });
+      // 1,800: 30 requests per window, doubled, stopped at the ceiling of 40.
+      for (let i = 0; i < 1200; i++) limits.recordSuccess('org:c', 0);
+      await settled();
+      expect(await limits.limitsFor('org:c', false)).toEqual({ requests: 40, tokens: 200 });
+      expect(await limits.limitsFor('org:c', true)).toEqual({ requests: config.dedicatedRequests, tokens: config.dedicatedTokens });
+    } finally {
+      await limits.close();
+    }
+  });
+
+  test('a stream of events is settled when it ends, from the last usage it carried', async () => {
+    const limits = RateLimits.create(limitsConfig({ baseTokens: 1000, windowSeconds: 60 }), STORES[store], createLogger('silent'));
+    const identity = { organizationId: `org_${randomUUID()}`, projectSlug: 'default' } as Identity;
+    const headers: Record<string, string> = {};
+    const res = { set: (h: Record<string, string>) => Object.assign(headers, h) } as never;
+    try {
+      const gate = new Gate(limits, identity, res);
+      await gate.admit('m', { model: 'm', prompt: 'hello', max_tokens: 100 }); // estimated 101
+      expect(headers['x-tokenlimit-remaining']).toBe('899');
+      const stream = reply.sse(
+        (async function* () {
+          yield { choices: [] };
+          yield { choices: [], usage: { prompt_tokens: 1, completion_tokens: 6, total_tokens: 7 } };
+        })(),
+      );
+      gate.settle(stream);
+      for await (const _ of (stream.content as { events: AsyncIterable<unknown> }).events);
+      await new Promise((r) => setTimeout(r, 200));
+      await new Gate(limits, identity, res).admit('m', { model: 'm' });
+      expect(headers['x-tokenlimit-remaining']).toBe(String(1000 - 7));
+    } finally {
+      await limits.close();
+    }
+  });
+
+  describe.each(rows)('%s', (id, row) => {
+    test('a success carries the limits; the token count is corrected from usage', async () => {
+      const t = await platform(store, { baseRequests: 5, baseTokens: 1000, windowSeconds: 60 });
+      const res = await row.request(t.caller, row.model, 'Hello there, how are you?');
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      for (const h of HEADERS) expect(res.headers[h], h).toMatch(/^\d+(\.\d+)?$/);
+      expect(num(res, 'x-ratelimit-limit')).toBe(5);
+      expect(num(res, 'x-ratelimit-remaining')).toBe(4);
+      expect(num(res, 'x-tokenlimit-limit')).toBe(1000);
+      expect(num(res, 'x-ratelimit-reset')).toBeGreaterThan(0);
+      expect(num(res, 'x-ratelimit-reset')).toBeLessThanOrEqual(60);
+      const used = res.body.usage?.total_tokens;
+      if (typeof used === 'number') expect(num(res, 'x-tokenlimit-remaining')).toBe(1000 - used);
+      // Another organization has limits of its own.
+      const other = await row.request(t.other, row.model, 'Hello');
+      expect(num(other, 'x-ratelimit-remaining')).toBe(4);
+    });
+
+    test('a burst beyond the rate answers 429 dynamic_request_limited, with the wait in Retry-After and x-ratelimit-reset', async () => {
+      const t = await platform(store, { baseRequests: 3, windowSeconds: 60, queueSize: 0 });
+      for (let i = 0; i < 3; i++) expect((await row.request(t.caller, row.model, 'Hi')).status).toBe(200);
+      const res = await row.request(t.caller, row.model, 'Hi');
+      expectError(res, 429, { type: 'dynamic_request_limited', code: 'dynamic_request_limited', param: null });
+      expect(num(res, 'x-ratelimit-limit')).toBe(3);
+      expect(num(res, 'x-ratelimit-remaining')).toBe(0);
+      const wait = num(res, 'x-ratelimit-reset');
+      expect(wait).toBeGreaterThan(50);
+      expect(wait).toBeLessThanOrEqual(60);
+      expect(Number(res.headers['retry-after'])).toBe(Math.ceil(wait));
+      expect(Number(res.headers['retry-after-ms'])).toBeGreaterThan(50_000);
+      for (const h of HEADERS) expect(res.headers[h], h).toBeDefined();
+      // Refused requests are not counted: still refused, still remaining 0, and other models are not affected.
+      expectError(await row.request(t.caller, row.model, 'Hi'), 429, { code: 'dynamic_request_limited' });
+    });
+
+    test('when the tokens bind, 429 dynamic_token_limited; a request alone in its window passes whatever its size', async () => {
+      const t = await platform(store, { baseRequests: 100, baseTokens: 40, windowSeconds: 60, queueSize: 0 });
+      const long = 'word '.repeat(60);
+      const first = await row.request(t.caller, row.model, long);
+      expect(first.status, JSON.stringify(first.body)).toBe(200);
+      expect(num(first, 'x-tokenlimit-remaining')).toBe(0);
+      const res = await row.request(t.caller, row.model, 'Hi');
+      expectError(res, 429, { type: 'dynamic_token_limited', code: 'dynamic_token_limited', param: null });
+      expect(num(res, 'x-tokenlimit-limit')).toBe(40);
+      expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
+    });
+
+    test("503 model_overloaded when the model's capacity is used up while the organization is within its rate", async () => {
+      const t = await platform(store, { baseRequests: 10, windowSeconds: 60, queueSize: 0, modelCapacities: { [row.model]: 2 } });
+      expect((await row.request(t.caller, row.model, 'Hi')).status).toBe(200);
+      expect((await row.request(t.other, row.model, 'Hi')).status).toBe(200);
+      const res = await row.request(t.caller, row.model, 'Hi');
+      expectError(res, 503, { type: 'server_error', code: 'model_overloaded', param: null });
+      expect(num(res, 'x-ratelimit-remaining')).toBe(9);
+      expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
+      for (const h of HEADERS) expect(res.headers[h], h).toBeDefined();
+    });
+
+    test('a short burst waits in the queue for the next window instead of a 429; beyond the queue, 429', async () => {
+      const t = await platform(store, { baseRequests: 2, windowSeconds: 1, queueSize: 2, queueWaitMs: 1000 });
+      // Let a window begin, so that all six fall in it.
+      const statuses = (await Promise.all(Array.from({ length: 6 }, () => row.request(t.caller, row.model, 'Hi')))).map((r) => r.status).sort();
+      // Two now, two held for the next window (where they pass), two refused because the queue is full.
+      expect(statuses).toEqual([200, 200, 200, 200, 429, 429]);
+    });
+
+    test('sustained successful traffic raises the limit above the base', async () => {
+      const t = await platform(store, { baseRequests: 2, windowSeconds: 1, usageWindowSeconds: 2, growth: 2, queueSize: 4, queueWaitMs: 1000 });
+      const limits: number[] = [];
+      const until = Date.now() + 4500;
+      while (Date.now() < until) {
+        const res = await row.request(t.caller, row.model, 'Hi');
+        if (res.status === 200) limits.push(num(res, 'x-ratelimit-limit'));
+      }
+      expect(limits[0]).toBe(2);
+      expect(Math.max(...limits)).toBeGreaterThanOrEqual(4);
+    });
+
+    if (row.dedicated) {
+      test('a dedicated endpoint has its known fixed limit', async () => {
+        const t = await platform(store, { baseRequests: 1, dedicatedRequests: 3, dedicatedTokens: 5000, windowSeconds: 60, queueSize: 0 });
+        const model = await row.dedicated!(t);
+        const first = await row.request(t.caller, model, 'Hi');
+        expect(first.status, JSON.stringify(first.body)).toBe(200);
+        expect(num(first, 'x-ratelimit-limit')).toBe(3);
+        expect(num(first, 'x-tokenlimit-limit')).toBe(5000);
+        for (let i = 0; i < 2; i++) expect((await row.request(t.caller, model, 'Hi')).status).toBe(200);
+        expectError(await row.request(t.caller, model, 'Hi'), 429, { code: 'dynamic_request_limited' });
+      });
+    }
+  });
+});
+
+test('Redis unreachable: each process counts alone meanwhile, and requests are still limited', async () => {
+  const limits = RateLimits.create(limitsConfig({ baseRequests: 2, windowSeconds: 60, queueSize: 0 }), 'redis://127.0.0.1:1', createLogger('silent'));
+  const identity = { organizationId: `org_${randomUUID()}`, projectSlug: 'default' } as Identity;
+  const res = { set: () => res } as never;
+  try {
+    const admit = () => new Gate(limits, identity, res).admit('m', { model: 'm' }).then(() => 200, (e) => e.status);
+    expect([await admit(), await admit(), await admit()]).toEqual([200, 200, 429]);
+  } finally {
+    await limits.close();
+  }
+});
+
+test('RATE_LIMITS=off: no limits and no headers', async () => {
+  const [id, row] = rows[0]!;
+  const t = await platform('memory', { enabled: false, baseRequests: 1 });
+  for (let i = 0; i < 3; i++) {
+    const res = await row.request(t.caller, row.model, 'Hi');
+    expect(res.status, id).toBe(200);
+    expect(res.headers['x-ratelimit-limit']).toBeUndefined();
+  }
+});
+
+afterAll(() => Promise.all(platforms.map((t) => t.close())));

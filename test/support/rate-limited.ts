@@ -1,0 +1,37 @@
+// The operations the spec marks `x-rate-limited: true`, each with a request builder: test/rate-limits.test.ts runs
+// every limiter test over every row (so the 429 and 503 of each limited operation are observed there), and checks
+// that the rows and the spec's marks agree. A newly limited operation adds one row here.
+import type supertest from 'supertest';
+import type { OperationId } from '../../generated/operations.ts';
+import type { Caller, TestPlatform } from './platform.ts';
+
+export interface LimitedOperation {
+  /** A serverless model this operation serves. */
+  model: string;
+  /**
+   * A request that succeeds for `model`, carrying `text` where the model reads it (the prompt, the input, the
+   * query), so that its token estimate grows with `text`.
+   */
+  request: (caller: Caller, model: string, text: string) => supertest.Test;
+  /** A dedicated endpoint's `model` this operation serves (made for the test), when it serves dedicated endpoints. */
+  dedicated?: (t: TestPlatform) => Promise<string>;
+}
+
+export const limitedOperations: Partial<Record<OperationId, LimitedOperation>> = {
+  createChatCompletion: {
+    model: 'meta-llama/Llama-3.3-70B-Instruct-Turbo',
+    request: (c, model, text) => c.http.post('/v1/chat/completions').send({ model, messages: [{ role: 'user', content: text }], max_tokens: 16 }),
+    dedicated: async (t) => {
+      const rows = await t.services.db.prisma.v1Endpoint.findMany({ where: { projectId: t.caller.identity.projectId, state: 'STARTED' } });
+      return `${t.caller.identity.projectSlug}/${rows[0]!.name}`;
+    },
+  },
+  createEmbedding: {
+    model: 'BAAI/bge-base-en-v1.5',
+    request: (c, model, text) => c.http.post('/v1/embeddings').send({ model, input: text }),
+  },
+  rerank: {
+    model: 'Salesforce/Llama-Rank-v1',
+    request: (c, model, text) => c.http.post('/v1/rerank').send({ model, query: text, documents: ['a llama', 'a panda'] }),
+  },
+};
