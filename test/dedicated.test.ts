@@ -456,7 +456,7 @@ describe("the public platform's deployment fields", () => {
       modelRevisionId: rev,
       enableLora: false,
       hardware: '',
-      runtimeInfo: { engineType: 'local', engineVersion: 'local-chat-engine-1', functionCallingSupported: false, structuredOutputSupported: false },
+      runtimeInfo: { engineType: 'local', engineVersion: 'local-chat-engine-2', functionCallingSupported: true, structuredOutputSupported: true },
     });
     expect(d).not.toHaveProperty('placement');
     await t.advance(PROVISION_MS);

@@ -335,7 +335,7 @@ describe('dedicated', () => {
       placement,
       enableLora: true,
       hardware: '',
-      runtimeInfo: { engineType: 'local', functionCallingSupported: false },
+      runtimeInfo: { engineType: 'local', functionCallingSupported: true },
       status: { state: 'DEPLOYMENT_STATE_PROVISIONING' },
     });
     const preview = await v2.beta.endpoints.deployments.create(e.id, {
@@ -413,10 +413,11 @@ describe('Inference through openai 6.49', () => {
     expect(viaAdapter.model).toBe(modelId);
   });
 
-  test('stream: true is refused as a BadRequestError carrying code and param', async () => {
-    const err = await refusal(openai.chat.completions.create({ model: 'default/openai-v1', messages: [{ role: 'user', content: 'x' }], stream: true }));
-    expect(err).toBeInstanceOf(OpenAI.BadRequestError);
-    expect(err).toMatchObject({ status: 400, code: 'stream_not_supported', param: 'stream' });
+  test('stream: true streams the dedicated endpoint\'s answer as chunks', async () => {
+    const stream = await openai.chat.completions.create({ model: 'default/openai-v1', messages: [{ role: 'user', content: 'x' }], stream: true });
+    let text = '';
+    for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
+    expect(text).toMatch(/^\[local engine\]/);
   });
 
   test('models.list: the bare array of the public platform is not an openai page (openai sees no data)', async () => {

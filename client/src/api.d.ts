@@ -74,6 +74,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/completions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create a completion
+         * @description A completion of `prompt`, served and computed as the tag describes. Rate limited (`x-rate-limited`; see "Rate limits" in the API description); a dedicated endpoint has its fixed limit.
+         */
+        post: operations["createCompletion"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/compute/clusters": {
         parameters: {
             query?: never;
@@ -2451,7 +2471,7 @@ export interface components {
         RuntimeInfo: {
             /** @example local */
             engineType: string;
-            /** @example local-chat-engine-1 */
+            /** @example local-chat-engine-2 */
             engineVersion: string;
             functionCallingSupported: boolean;
             structuredOutputSupported: boolean;
@@ -3473,51 +3493,271 @@ export interface components {
              */
             user_id: string;
         };
-        ChatContentPart: {
-            /**
-             * @description Only text parts; the local engine reads no images or audio.
-             * @constant
-             */
+        ChatTextPart: {
+            /** @enum {string} */
             type: "text";
             text: string;
         };
+        ChatImagePart: {
+            /** @enum {string} */
+            type?: "image_url";
+            image_url?: {
+                url: string;
+                detail?: string;
+            };
+        };
+        ChatVideoPart: {
+            /** @enum {string} */
+            type: "video_url";
+            video_url: {
+                url: string;
+            };
+        };
+        ChatAudioUrlPart: {
+            /** @enum {string} */
+            type: "audio_url";
+            audio_url: {
+                url: string;
+            };
+        };
+        ChatInputAudioPart: {
+            /** @enum {string} */
+            type: "input_audio";
+            input_audio: {
+                data: string;
+                /** @enum {string} */
+                format: "wav" | "mp3";
+            };
+        };
+        /** @description Text parts are read; image, video and audio parts are accepted and not read by the local engine. */
+        ChatContentPart: components["schemas"]["ChatTextPart"] | components["schemas"]["ChatImagePart"] | components["schemas"]["ChatVideoPart"] | components["schemas"]["ChatAudioUrlPart"] | components["schemas"]["ChatInputAudioPart"];
+        ToolCall: {
+            index?: number;
+            id: string;
+            /** @enum {string} */
+            type: "function";
+            function: {
+                name: string;
+                /** @description The arguments as a JSON text. */
+                arguments: string;
+            };
+        };
         ChatMessage: {
             /** @enum {string} */
-            role: "system" | "user" | "assistant" | "tool";
+            role: "system" | "user" | "assistant" | "tool" | "function";
             content?: string | components["schemas"]["ChatContentPart"][] | null;
             name?: string;
             tool_call_id?: string;
+            tool_calls?: components["schemas"]["ToolCall"][];
+            /** @deprecated */
+            function_call?: {
+                arguments: string;
+                name: string;
+            };
+            reasoning?: string | null;
+            reasoning_content?: string | null;
         };
+        /** @description A tool the model may call. `type` `function` with a `function.name` (checked by the handler: 400, param `tools`). */
+        ToolDefinition: {
+            type?: string;
+            function?: {
+                name?: string;
+                description?: string;
+                /** @description A JSON Schema of the arguments. */
+                parameters?: {
+                    [key: string]: unknown;
+                };
+                strict?: boolean | null;
+            };
+        };
+        FunctionDefinition: {
+            name: string;
+            description?: string;
+            parameters?: {
+                [key: string]: unknown;
+            };
+        };
+        ResponseFormat: {
+            /** @enum {string} */
+            type: "text";
+        } | {
+            /** @enum {string} */
+            type: "json_object";
+            /** @description Optional, as on the platform: a JSON Schema the object follows. */
+            schema?: {
+                [key: string]: unknown;
+            };
+        } | {
+            /** @enum {string} */
+            type: "json_schema";
+            json_schema: {
+                name: string;
+                description?: string;
+                schema?: {
+                    [key: string]: unknown;
+                };
+                strict?: boolean | null;
+            };
+        };
+        StopSequences: string | string[] | null;
+        StreamOptions: {
+            include_usage?: boolean | null;
+        } | null;
         ChatCompletionRequest: {
-            /** @example default/llama-8b-prod */
+            /**
+             * @example meta-llama/Llama-3.3-70B-Instruct-Turbo
+             * @example default/llama-8b-prod
+             */
             model: string;
             messages: components["schemas"]["ChatMessage"][];
-            max_tokens?: number;
-            temperature?: number;
-            top_p?: number;
-            top_k?: number;
-            repetition_penalty?: number;
-            presence_penalty?: number;
-            frequency_penalty?: number;
-            stop?: string | string[];
-            seed?: number;
-            n?: number;
-            /** @description Only `false`: `true` is 400 `stream_not_supported`. */
-            stream?: boolean;
+            /** @description Most tokens to generate; 0 or more. */
+            max_tokens?: number | null;
+            /** @description The OpenAI name of `max_tokens`; `max_tokens` wins when both are given. */
+            max_completion_tokens?: number | null;
+            temperature?: number | null;
+            top_p?: number | null;
+            top_k?: number | null;
+            min_p?: number | null;
+            repetition_penalty?: number | null;
+            presence_penalty?: number | null;
+            frequency_penalty?: number | null;
+            logit_bias?: {
+                [key: string]: number;
+            } | null;
+            stop?: components["schemas"]["StopSequences"];
+            seed?: number | null;
+            n?: number | null;
+            stream?: boolean | null;
+            stream_options?: components["schemas"]["StreamOptions"];
+            /** @description `true` (OpenAI) or a number of alternatives (the platform; 0 is off). */
+            logprobs?: boolean | number | null;
+            top_logprobs?: number | null;
+            echo?: boolean | null;
+            /**
+             * @description `error` when absent.
+             * @enum {string}
+             */
+            context_length_exceeded_behavior?: "truncate" | "error";
+            response_format?: components["schemas"]["ResponseFormat"];
+            tools?: components["schemas"]["ToolDefinition"][] | null;
+            tool_choice?: string | {
+                index?: number;
+                id?: string;
+                /** @enum {string} */
+                type: "function";
+                function: {
+                    name: string;
+                    arguments?: string;
+                };
+            };
+            parallel_tool_calls?: boolean | null;
+            /** @deprecated */
+            functions?: components["schemas"]["FunctionDefinition"][];
+            /** @deprecated */
+            function_call?: ("none" | "auto") | {
+                name: string;
+            };
+            /** @constant */
+            compliance?: "hipaa";
+            chat_template_kwargs?: {
+                [key: string]: unknown;
+            };
+            safety_model?: string;
+            /** @enum {string} */
+            reasoning_effort?: "low" | "medium" | "high";
+            reasoning?: {
+                enabled?: boolean;
+            };
             user?: string;
         };
-        ChatCompletionMessage: {
-            /** @constant */
-            role: "assistant";
-            content: string;
+        CompletionRequest: {
+            /** @example mistralai/Mixtral-8x7B-v0.1 */
+            model: string;
+            prompt: string;
+            /** @description Most tokens to generate; 0 or more. */
+            max_tokens?: number | null;
+            temperature?: number | null;
+            top_p?: number | null;
+            top_k?: number | null;
+            min_p?: number | null;
+            repetition_penalty?: number | null;
+            presence_penalty?: number | null;
+            frequency_penalty?: number | null;
+            logit_bias?: {
+                [key: string]: number;
+            } | null;
+            stop?: components["schemas"]["StopSequences"];
+            seed?: number | null;
+            n?: number | null;
+            stream?: boolean | null;
+            stream_options?: components["schemas"]["StreamOptions"];
+            /** @description A number of alternatives; 0 is off. */
+            logprobs?: number | null;
+            echo?: boolean | null;
+            /**
+             * @description `error` when absent.
+             * @enum {string}
+             */
+            context_length_exceeded_behavior?: "truncate" | "error";
+            safety_model?: string;
+            user?: string;
         };
+        Usage: {
+            prompt_tokens: number;
+            completion_tokens: number;
+            total_tokens: number;
+        };
+        /** @description Token by token, as the tag describes; an upstream engine's may carry more. */
+        Logprobs: {
+            tokens?: string[];
+            token_ids?: number[];
+            token_logprobs?: number[];
+            content?: {
+                token?: string;
+                logprob?: number;
+                bytes?: number[];
+                top_logprobs?: {
+                    token?: string;
+                    logprob?: number;
+                    bytes?: number[];
+                }[];
+            }[];
+        };
+        /** @description `echo`: the prompt as counted; otherwise empty. */
+        PromptEcho: {
+            text: string;
+            logprobs?: components["schemas"]["Logprobs"];
+        }[];
+        Warning: {
+            message: string;
+        };
+        ChatCompletionMessage: {
+            /** @enum {string} */
+            role: "assistant";
+            content: string | null;
+            tool_calls?: components["schemas"]["ToolCallMade"][];
+            reasoning?: string | null;
+        };
+        ToolCallMade: {
+            index: number;
+            id: string;
+            /** @enum {string} */
+            type: "function";
+            function: {
+                name: string;
+                /** @description The arguments as a JSON text. */
+                arguments: string;
+            };
+        };
+        /** @enum {string} */
+        FinishReason: "stop" | "eos" | "length" | "tool_calls" | "function_call";
         ChatCompletionChoice: {
             index: number;
             message: components["schemas"]["ChatCompletionMessage"];
-            /** @enum {string} */
-            finish_reason: "stop" | "length";
-            logprobs: null;
-            seed: number | null;
+            finish_reason: components["schemas"]["FinishReason"];
+            logprobs: components["schemas"]["Logprobs"] | null;
+            /** @description The request's `seed`; absent when none was given. */
+            seed?: number;
         };
         ChatCompletion: {
             id: string;
@@ -3527,16 +3767,76 @@ export interface components {
             created: number;
             /** @description The `model` of the request. */
             model: string;
-            /** @description The public platform's echo of the prompt; always empty (`echo` is not supported). */
-            prompt: Record<string, never>[];
+            prompt: components["schemas"]["PromptEcho"];
             choices: components["schemas"]["ChatCompletionChoice"][];
-            usage: {
-                prompt_tokens: number;
-                completion_tokens: number;
-                total_tokens: number;
-            };
-            /** @description Names the engine: `local-chat-engine-1`. */
+            usage: components["schemas"]["Usage"];
+            /** @description Names the engine: `local-chat-engine-2` for the local one. */
             system_fingerprint: string;
+            warnings?: components["schemas"]["Warning"][];
+        };
+        ChatCompletionChunk: {
+            id: string;
+            /** @constant */
+            object: "chat.completion.chunk";
+            created: number;
+            model: string;
+            system_fingerprint?: string;
+            choices: {
+                index: number;
+                delta: {
+                    /** @enum {string} */
+                    role: "assistant";
+                    content?: string | null;
+                    tool_calls?: components["schemas"]["ToolCallMade"][];
+                };
+                finish_reason: components["schemas"]["FinishReason"] | null;
+                logprobs?: components["schemas"]["Logprobs"] | null;
+                seed?: number;
+            }[];
+            usage?: components["schemas"]["Usage"] | null;
+        };
+        CompletionChoice: {
+            index: number;
+            text: string;
+            finish_reason: components["schemas"]["FinishReason"];
+            logprobs?: components["schemas"]["Logprobs"];
+            /** @description The request's `seed`; absent when none was given. */
+            seed?: number;
+        };
+        Completion: {
+            id: string;
+            /** @constant */
+            object: "text.completion";
+            /** @description Unix seconds. */
+            created: number;
+            /** @description The `model` of the request. */
+            model: string;
+            prompt: components["schemas"]["PromptEcho"];
+            choices: components["schemas"]["CompletionChoice"][];
+            usage: components["schemas"]["Usage"];
+            system_fingerprint: string;
+            warnings?: components["schemas"]["Warning"][];
+        };
+        CompletionChunk: {
+            id: string;
+            /** @constant */
+            object: "completion.chunk";
+            created: number;
+            model: string;
+            token: {
+                id: number;
+                text: string;
+                logprob: number;
+                special: boolean;
+            };
+            choices: {
+                index: number;
+                text: string;
+                finish_reason?: components["schemas"]["FinishReason"] | null;
+            }[];
+            usage: components["schemas"]["Usage"] | null;
+            finish_reason: components["schemas"]["FinishReason"] | null;
+            seed?: number;
         };
         ModelInfo: {
             /**
@@ -4341,17 +4641,19 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody: {
+        requestBody?: {
             content: {
                 "application/json": components["schemas"]["ChatCompletionRequest"];
             };
         };
         responses: {
-            /** @description The completion. */
+            /** @description The completion; with `stream` true, Server-Sent Events of chunks ending with `data: [DONE]`. */
             200: {
                 headers: {
                     /** @description The deployment id, v1 endpoint id, or `serverless` that answered. */
                     "x-served-by"?: string;
+                    /** @description `local` or `upstream`: the engine that answered. */
+                    "x-inference-engine"?: "local" | "upstream";
                     "x-ratelimit-limit": components["headers"]["X-RateLimit-Limit"];
                     "x-ratelimit-remaining": components["headers"]["X-RateLimit-Remaining"];
                     "x-ratelimit-reset": components["headers"]["X-RateLimit-Reset"];
@@ -4361,11 +4663,12 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ChatCompletion"];
+                    "text/event-stream": components["schemas"]["ChatCompletionChunk"];
                 };
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
-            /** @description `model_not_found`: no endpoint, deployment, adapter or serverless chat model of that name for the caller. */
+            /** @description `model_not_found`: no endpoint, deployment, adapter or serverless model of that name for the caller. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4378,6 +4681,74 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
+            /** @description `upstream_failed` or `upstream_unreachable`: the upstream engine failed or could not be reached. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorData"];
+                };
+            };
+            503: components["responses"]["Overloaded"];
+        };
+    };
+    createCompletion: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["CompletionRequest"];
+            };
+        };
+        responses: {
+            /** @description The completion; with `stream` true, Server-Sent Events of chunks ending with `data: [DONE]`. */
+            200: {
+                headers: {
+                    /** @description The deployment id, v1 endpoint id, or `serverless` that answered. */
+                    "x-served-by"?: string;
+                    /** @description `local` or `upstream`: the engine that answered. */
+                    "x-inference-engine"?: "local" | "upstream";
+                    "x-ratelimit-limit": components["headers"]["X-RateLimit-Limit"];
+                    "x-ratelimit-remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "x-ratelimit-reset": components["headers"]["X-RateLimit-Reset"];
+                    "x-tokenlimit-limit": components["headers"]["X-TokenLimit-Limit"];
+                    "x-tokenlimit-remaining": components["headers"]["X-TokenLimit-Remaining"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Completion"];
+                    "text/event-stream": components["schemas"]["CompletionChunk"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description `model_not_found`: no endpoint, deployment, adapter or serverless model of that name for the caller. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorData"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            /** @description `upstream_failed` or `upstream_unreachable`: the upstream engine failed or could not be reached. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorData"];
+                };
+            };
             503: components["responses"]["Overloaded"];
         };
     };

@@ -2,7 +2,7 @@
 // Three engines: the deterministic local judge (a lexical judgement it can compute, and says so), an upstream
 // OpenAI-compatible server chosen by the engine routes (routes.ts), and an external OpenAI-compatible server named by
 // the request. Every engine answers text; the evaluation reads the verdict out of it the same way for all three.
-import { localChatEngine } from './chat.ts';
+import { localChat } from './chat.ts';
 import type { UpstreamRoute } from './routes.ts';
 import { upstreamFetch } from './upstream.ts';
 
@@ -99,17 +99,14 @@ export const localJudgeEngine: JudgeEngine = {
   name: 'local',
   judge: async (task) => localVerdict(task),
   async generate(call) {
-    const result = await localChatEngine.complete({
-      model: call.model,
+    const answer = await localChat(call.model, {
       messages: [
         { role: 'system', content: call.system },
         { role: 'user', content: call.user },
       ],
-      maxTokens: call.maxTokens,
-      stop: [],
-      n: 1,
+      max_tokens: call.maxTokens,
     });
-    return result.choices[0]!.text;
+    return answer.choices[0].message.content as string;
   },
 };
 

@@ -55,6 +55,22 @@ const DOCUMENTS = Array.from({ length: 1000 }, (_, i) => `Document ${i}: the ${A
 export const scenarios: Scenario[] = [
   { name: 'whoami', method: 'GET', path: '/v1/whoami', target: { ratio: 0.65 } },
   { name: 'hardware (1.7 KB list)', method: 'GET', path: '/v1/hardware', target: { ratio: 0.5 } },
+  {
+    // Issue 10: a serverless chat completion on the local engine, 64 tokens out (the long message makes the answer
+    // run past 64 tokens, so max_tokens cuts it), whole (not streamed).
+    name: 'chat (non-streaming, 64 tokens)',
+    method: 'POST',
+    path: '/v1/chat/completions',
+    body: {
+      model: 'meta-llama/Llama-3.3-70B-Instruct-Turbo',
+      messages: [
+        { role: 'system', content: 'You are a helpful assistant.' },
+        { role: 'user', content: 'Tell me about the history of the printing press in Europe, from Gutenberg to the industrial presses of the nineteenth century.' },
+      ],
+      max_tokens: 64,
+    },
+    target: { ratio: 0.3 },
+  },
   limiter('limits off', { RATE_LIMITS: 'off' }),
   limiter('limits in memory', { ...unlimited, REDIS_URL: '' }, 'limiter: chat, limits off'),
   limiter('limits in Redis', { ...unlimited, REDIS_URL: process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379', RATE_LIMIT_KEY_PREFIX: `bench-${process.pid}` }, 'limiter: chat, limits off'),

@@ -48,6 +48,14 @@ export const limitedOperations: Partial<Record<OperationId, LimitedOperation>> =
       return `${t.caller.identity.projectSlug}/${rows[0]!.name}`;
     },
   },
+  createCompletion: {
+    model: 'mistralai/Mixtral-8x7B-v0.1',
+    request: (c, model, text) => c.http.post('/v1/completions').send({ model, prompt: text, max_tokens: 16 }),
+    dedicated: async (t) => {
+      const rows = await t.services.db.prisma.v1Endpoint.findMany({ where: { projectId: t.caller.identity.projectId, state: 'STARTED' } });
+      return `${t.caller.identity.projectSlug}/${rows[0]!.name}`;
+    },
+  },
   createEmbedding: {
     model: 'BAAI/bge-base-en-v1.5',
     request: (c, model, text) => c.http.post('/v1/embeddings').send({ model, input: text }),

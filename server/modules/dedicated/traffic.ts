@@ -4,7 +4,7 @@
 // traffic metrics to scale on here), at least one; 0/0 is stopped. Every deployment runs on the local chat engine.
 import type { DedicatedEndpoint, Deployment, Model } from '../../../generated/prisma/sqlite/client/client.ts';
 import type { Tx } from '../../db/index.ts';
-import { localChatEngine } from '../../engines/chat.ts';
+import { localTextEngine } from '../../engines/chat.ts';
 import { fitsEndpoint } from '../adapters/rules.ts';
 
 export interface SplitEntry {
@@ -20,7 +20,7 @@ export const splitOf = (e: DedicatedEndpoint): SplitEntry[] => JSON.parse(e.traf
 export const desiredReplicas = (d: { minReplicas: number; maxReplicas: number }) => (d.maxReplicas === 0 ? 0 : Math.max(d.minReplicas, 1));
 
 /** The engine a deployment runs on: the local chat engine, for every deployment here. */
-export const runtimeOf = (_d: Deployment) => localChatEngine.runtime;
+export const runtimeOf = (_d: Deployment) => localTextEngine.runtime;
 
 /** A deployment serves an adapter when it has LoRA enabled and its model is the adapter's base (or LoRA pool). */
 /** Whether a deployment (whose model is of `architecture`) serves an adapter: LoRA enabled, and the adapter fits its model. */

@@ -28,7 +28,7 @@ export async function createEvaluationJob(ctx: Context<'createEvaluationJob'>) {
     if (source === 'serverless' && role === 'judge') return (await serverlessJudges(db)).includes(model);
     if ((source === 'dedicated') !== model.startsWith(`${identity.projectSlug}/`)) return false;
     // A model exists for the caller when inference could address it (a 503 "not ready now" still exists).
-    return resolveTarget(db, identity, model).then(
+    return resolveTarget(db, identity, model, 'chat').then(
       () => true,
       (err) => err?.status === 503,
     );

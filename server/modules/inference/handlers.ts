@@ -1,35 +1,44 @@
-// Module `inference`: chat completions, answered by whatever serves the `model` (targets.ts) through the chat
-// engine interface (a deterministic local engine here).
+// Module `inference`: chat completions and completions through one path. targets.ts finds what serves `model`; the
+// engine routes (ENGINES) pick the engine for it; the engine answers whole or as Server-Sent Events.
 import { unixSeconds } from '../../core/clock.ts';
 import { badRequest } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
-import { localChatEngine, type ChatEngine } from '../../engines/chat.ts';
+import { localTextEngine, upstreamTextEngine, type TextOperation } from '../../engines/chat.ts';
 import { reply } from '../../http/reply.ts';
-import type { Context, RequestBody } from '../types.ts';
-import { resolveTarget } from './targets.ts';
-import { chatCompletionWire } from './wire.ts';
+import type { Context } from '../types.ts';
+import { catalogueModel, resolveTarget } from './targets.ts';
+import { fromUpstream } from './wire.ts';
 
-const engine: ChatEngine = localChatEngine;
+type Ctx = Context<'createChatCompletion'> | Context<'createCompletion'>;
 
-type Message = RequestBody<'createChatCompletion'>['messages'][number];
-
-const textOf = (content: Message['content']): string => (content == null ? '' : typeof content === 'string' ? content : content.map((p) => p.text).join('\n'));
-
-export async function createChatCompletion({ db, clock, body, identity }: Context<'createChatCompletion'>) {
-  if (body.stream === true) {
-    throw badRequest('Streaming is not supported by this server: send stream false (or omit it) for the whole answer.', 'stream', 'stream_not_supported');
+async function infer(op: TextOperation, { db, clock, body, identity, engines }: Ctx) {
+  const target = await resolveTarget(db, identity, body.model, op);
+  const warnings: string[] = [];
+  if (body.safety_model !== undefined) {
+    const safety = await catalogueModel(db, body.safety_model);
+    if (!safety || safety.type !== 'moderation') {
+      throw badRequest(`safety_model '${body.safety_model}' is not a moderation model of the catalogue (e.g. Meta-Llama/Llama-Guard-7b).`, 'safety_model', 'model_not_supported');
+    }
   }
-  const target = await resolveTarget(db, identity, body.model);
-  const result = await engine.complete({
+  const route = engines.routeFor('chat', target.model);
+  const local = route.engine === 'local';
+  if (local && body.safety_model !== undefined) warnings.push(`safety_model ${body.safety_model} was not applied: the local engine runs no safety model.`);
+  const engine = local ? localTextEngine : upstreamTextEngine(route);
+  const now = clock.now();
+  const outcome = await engine.run(op, body, {
+    requested: body.model,
     model: target.model,
     adapter: target.adapter,
-    messages: body.messages.map((m) => ({ role: m.role, content: textOf(m.content) })),
-    maxTokens: body.max_tokens,
-    stop: body.stop === undefined ? [] : typeof body.stop === 'string' ? [body.stop] : body.stop,
-    n: body.n ?? 1,
-    seed: body.seed,
+    contextLength: target.contextLength,
+    id: newId(op === 'chat' ? 'chatcmpl' : 'cmpl', now),
+    created: unixSeconds(now),
+    warnings,
   });
-  const now = clock.now();
-  // `x-served-by` names the deployment (or v1 endpoint) that answered.
-  return reply.json(chatCompletionWire(newId('chatcmpl', now), unixSeconds(now), body.model, body.seed, result), { headers: { 'x-served-by': target.servedBy } });
+  // `x-served-by` names the deployment (or v1 endpoint) that answered; `x-inference-engine` the engine.
+  const headers = { 'x-served-by': target.servedBy, 'x-inference-engine': route.engine };
+  if (outcome.kind === 'stream') return reply.sse(outcome.chunks, { headers });
+  return reply.json(local ? outcome.body : fromUpstream(op, outcome.body), { headers });
 }
+
+export const createChatCompletion = (ctx: Context<'createChatCompletion'>) => infer('chat', ctx) as never;
+export const createCompletion = (ctx: Context<'createCompletion'>) => infer('completion', ctx) as never;

@@ -1,8 +1,9 @@
-// Module `inference` (spec/tags/inference.yaml): chat completions on dedicated endpoints and serverless models.
+// Module `inference` (spec/tags/inference.yaml): chat completions and completions on dedicated endpoints and
+// serverless models.
 import type { ModuleDescriptor } from '../types.ts';
-import { createChatCompletion } from './handlers.ts';
+import { createChatCompletion, createCompletion } from './handlers.ts';
 
 export const inference: ModuleDescriptor<'inference'> = {
   name: 'inference',
-  handlers: { createChatCompletion },
+  handlers: { createChatCompletion, createCompletion },
 };

@@ -1,11 +1,12 @@
 // Who serves a `model` string: a dedicated endpoint of the caller's project (`<project_slug>/<endpoint_name>`, v2
 // routed by its traffic split, or a running v1 endpoint), one v2 deployment (`.../<deployment_name>`), an adapter
-// (`...:<adapter>`: bound to a v1 endpoint, or served by v2 deployments with LoRA enabled), or a serverless chat
-// model.
+// (`...:<adapter>`: bound to a v1 endpoint, or served by v2 deployments with LoRA enabled), or a serverless model of
+// a type the operation takes.
 import type { Identity } from '../../accounts.ts';
 import { apiError, badRequest } from '../../core/errors.ts';
 import type { Database } from '../../db/index.ts';
 import { findAdapter } from '../adapters/rules.ts';
+import { canonicalModelId } from '../models/catalogue.ts';
 import { routeRequest, servesAdapter } from '../dedicated/traffic.ts';
 
 export interface Target {
@@ -13,10 +14,54 @@ export interface Target {
   servedBy: string;
   model: string;
   adapter?: string;
+  /** The model's context length in tokens, when the catalogue (or the upload) knows it. */
+  contextLength: number | null;
 }
 
-/** 404 when nothing has that name, 503 when it exists but cannot serve now. */
-export async function resolveTarget(db: Database, identity: Identity, model: string): Promise<Target> {
+/** The model types each operation serves: a base language model has no chat template. */
+export const SERVES = {
+  chat: ['chat', 'code'],
+  completion: ['chat', 'language', 'code', 'moderation'],
+} as const;
+
+const OPERATIONS_OF: Record<string, string> = {
+  embedding: 'POST /v1/embeddings',
+  rerank: 'POST /v1/rerank',
+  audio: 'POST /v1/audio/transcriptions, /v1/audio/translations or /v1/audio/speech',
+  video: 'POST /v2/videos',
+  image: 'POST /v1/images/generations',
+  language: 'POST /v1/completions',
+};
+
+type CatalogueModel = { id: string; type: string; serverless: boolean; contextLength: number | null };
+
+// The platform's catalogue (rows without a project) is written only when it is seeded, before the app serves, so it
+// is read once per database: the query was most of a serverless completion's cost.
+const catalogues = new WeakMap<Database, Promise<Map<string, CatalogueModel>>>();
+
+export function catalogueModel(db: Database, id: string): Promise<CatalogueModel | undefined> {
+  let catalogue = catalogues.get(db);
+  if (!catalogue) {
+    catalogue = db.prisma.model
+      .findMany({ where: { projectId: null }, select: { id: true, type: true, serverless: true, contextLength: true } })
+      .then((rows) => new Map(rows.map((r) => [r.id, r])));
+    catalogues.set(db, catalogue);
+    // A failed read is not remembered: the next request asks again.
+    catalogue.catch(() => catalogues.delete(db));
+  }
+  return catalogue.then((c) => c.get(canonicalModelId(id)));
+}
+
+/** The target, with the context length of the model it runs. */
+export async function resolveTarget(db: Database, identity: Identity, model: string, operation: keyof typeof SERVES): Promise<Target> {
+  const found = await findTarget(db, identity, model, operation);
+  if (found.contextLength !== undefined) return found as Target;
+  const row = (await catalogueModel(db, found.model)) ?? (await db.prisma.model.findUnique({ where: { id: found.model }, select: { contextLength: true } }));
+  return { ...found, contextLength: row?.contextLength ?? null };
+}
+
+/** 404 when nothing has that name, 400 when it is a model of another type, 503 when it exists but cannot serve now. */
+async function findTarget(db: Database, identity: Identity, model: string, operation: keyof typeof SERVES): Promise<Omit<Target, 'contextLength'> & { contextLength?: number | null }> {
   const unknown = () => apiError(404, 'model_not_found', `The model '${model}' does not exist or is not available to this project.`, 'model');
   const notReady = (why: string) => apiError(503, 'endpoint_not_ready', `Endpoint '${model}' cannot serve requests now: ${why}.`, 'model');
   const { projectId, projectSlug } = identity;
@@ -72,7 +117,15 @@ export async function resolveTarget(db: Database, identity: Identity, model: str
     throw unknown();
   }
 
-  const serverless = await db.prisma.model.findFirst({ where: { id: model, projectId: null, serverless: true, type: 'chat' } });
-  if (serverless) return { servedBy: 'serverless', model: serverless.id };
-  throw unknown();
+  const serverless = await catalogueModel(db, model);
+  if (!serverless?.serverless) throw unknown();
+  if (!(SERVES[operation] as readonly string[]).includes(serverless.type)) {
+    const where = OPERATIONS_OF[serverless.type];
+    throw badRequest(
+      `'${model}' is a${/^[aeiou]/.test(serverless.type) ? 'n' : ''} ${serverless.type} model: ${operation === 'chat' ? 'chat completions take' : 'completions take'} ${SERVES[operation].join(', ')} models${where ? `; use ${where}` : ''}.`,
+      'model',
+      'model_not_supported',
+    );
+  }
+  return { servedBy: 'serverless', model: serverless.id, contextLength: serverless.contextLength };
 }

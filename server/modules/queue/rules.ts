@@ -2,7 +2,6 @@
 // queues have a built-in worker, and the payload a built-in chat worker takes (checked before anything is stored).
 import type { Model } from '../../../generated/prisma/sqlite/client/client.ts';
 import { badRequest } from '../../core/errors.ts';
-import type { ChatRequest } from '../../engines/chat.ts';
 import type { Db, Tx } from '../../db/index.ts';
 import { canonicalModelId, findModel } from '../models/catalogue.ts';
 
@@ -26,8 +25,8 @@ export async function builtInModel(db: Db | Tx, projectId: string, model: string
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-/** A built-in chat job's payload as the engine's request; refuses (400 naming `payload.<field>`) what it cannot run. */
-export function chatRequestOf(model: string, payload: Record<string, unknown>): ChatRequest {
+/** A built-in chat job's payload as a chat completion request; refuses (400 naming `payload.<field>`) what it cannot run. */
+export function chatRequestOf(model: string, payload: Record<string, unknown>): Record<string, unknown> {
   const { messages, max_tokens, stop, n, seed } = payload;
   if (!Array.isArray(messages) || messages.length === 0) throw badRequest("A chat model's job needs 'payload.messages': a non-empty list of {role, content}.", 'payload.messages');
   messages.forEach((m, i) => {
@@ -43,9 +42,9 @@ export function chatRequestOf(model: string, payload: Record<string, unknown>): 
   return {
     model,
     messages: (messages as { role: string; content: string }[]).map((m) => ({ role: m.role, content: m.content })),
-    maxTokens: max_tokens as number | undefined,
-    stop: stops as string[],
+    ...(max_tokens === undefined ? {} : { max_tokens }),
+    stop: stops,
     n: (n as number | undefined) ?? 1,
-    seed: seed as number | undefined,
+    ...(seed === undefined ? {} : { seed }),
   };
 }

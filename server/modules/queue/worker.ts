@@ -5,13 +5,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ApiError } from '../../core/errors.ts';
 import { duration } from '../../core/config.ts';
-import { localChatEngine, type ChatEngine } from '../../engines/chat.ts';
+import { localChat } from '../../engines/chat.ts';
 import type { WorkHandler } from '../../runner/runner.ts';
 import type { Services } from '../types.ts';
 import { claimJobs, claimTimeoutMs, expireClaims, finishJob, heartbeatJob, heldByClaim, type ClaimCheck, type Finish } from './machine.ts';
 import { builtInModel, chatRequestOf } from './rules.ts';
-
-const engine: ChatEngine = localChatEngine;
 
 export const hasBuiltIn = async (tx: Parameters<typeof builtInModel>[0], projectId: string, model: string) => (await builtInModel(tx, projectId, model)) !== null;
 
@@ -30,13 +28,13 @@ export function builtInWorker(services: Services): WorkHandler {
         const workMs = duration(config, 'queue_work', 0);
         if (workMs > 0) await sleep(workMs);
         const request = chatRequestOf(job.model, JSON.parse(job.inputs));
-        const result = await engine.complete(request);
+        const answer = await localChat(job.model, request);
         outcome = {
           event: 'complete',
           outputs: {
-            choices: result.choices.map((c, index) => ({ index, text: c.text, finish_reason: c.finishReason })),
-            usage: { prompt_tokens: result.promptTokens, completion_tokens: result.completionTokens, total_tokens: result.promptTokens + result.completionTokens },
-            system_fingerprint: result.fingerprint,
+            choices: answer.choices.map((c: { index: number; message: { content: string | null }; finish_reason: string }) => ({ index: c.index, text: c.message.content ?? '', finish_reason: c.finish_reason })),
+            usage: answer.usage,
+            system_fingerprint: answer.system_fingerprint,
           },
         };
       } catch (err) {
