@@ -224,11 +224,11 @@ describe('audio by URL', () => {
 });
 
 /** Streams `total` bytes of a file part (no Content-Length: chunked), stopping once an answer arrives. */
-function streamUpload(total: number, declareLength: boolean, model = MODEL): Promise<{ status: number; body: any; sent: number }> {
+function streamUpload(total: number, declareLength: boolean, model = MODEL, path = '/v1/audio/transcriptions'): Promise<{ status: number; body: any; sent: number }> {
   const boundary = 'xxBOUNDARYxx';
   const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="model"\r\n\r\n${model}\r\n--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.wav"\r\nContent-Type: audio/wav\r\n\r\n`);
   const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
-  const url = new URL('/v1/audio/transcriptions', t.url);
+  const url = new URL(path, t.url);
   return new Promise((resolve, reject) => {
     let sent = 0;
     let answered = false;
@@ -283,8 +283,8 @@ describe('the 80 MB limit of a binary upload', () => {
     expect(readdirSync(join(t.config.dataDir, 'tmp'))).toEqual([]);
   }, 60_000);
 
-  test('a declared Content-Length over 80 MB: 413 before anything is read', async () => {
-    const res = await streamUpload(total, true);
+  test.each(['/v1/audio/transcriptions', '/v1/audio/translations'])('%s: a declared Content-Length over 80 MB: 413 before anything is read', async (path) => {
+    const res = await streamUpload(total, true, MODEL, path);
     expect(res.status).toBe(413);
     expect(res.body.error).toMatchObject({ code: 'file_too_large', param: 'file' });
     expect(res.sent).toBeLessThan(total / 2);
@@ -294,6 +294,7 @@ describe('the 80 MB limit of a binary upload', () => {
 describe('bad input', () => {
   test('not multipart: 415', async () => {
     expectError(await t.caller.http.post('/v1/audio/transcriptions').send({ model: MODEL, file: `${filesUrl}/speech.wav` }), 415, { code: 'unsupported_media_type' });
+    expectError(await t.caller.http.post('/v1/audio/translations').send({ model: MODEL, file: `${filesUrl}/speech.wav` }), 415, { code: 'unsupported_media_type' });
   });
 
   test('no file: 400 naming file', async () => {
@@ -302,6 +303,7 @@ describe('bad input', () => {
 
   test('an unknown model: 404 naming model; a model that does not transcribe: 400 naming model', async () => {
     expectError(await transcribe({ model: 'nobody/whisper-nope' }, speech), 404, { code: 'model_not_found', param: 'model' });
+    expectError(await transcribe({ model: 'nobody/whisper-nope' }, speech, '/v1/audio/translations'), 404, { code: 'model_not_found', param: 'model' });
     expectError(await transcribe({ model: 'meta-llama/Llama-3.3-70B-Instruct-Turbo' }, speech), 400, { code: 'model_not_available', param: 'model' });
     expectError(await transcribe({ model: 'cartesia/sonic' }, speech, '/v1/audio/translations'), 400, { code: 'model_not_available', param: 'model' });
   });
@@ -374,6 +376,7 @@ describe('the upstream engine: a second server process as the upstream', () => {
     const down = await startTestPlatform({ config: { engines: JSON.stringify({ routes: [{ models: ['*'], engine: 'upstream', url: 'http://127.0.0.1:1/v1' }] }) } });
     try {
       expectError(await transcribe({ model: MODEL }, speech, undefined, down.caller.http), 502, { code: 'upstream_unreachable' });
+      expectError(await transcribe({ model: MODEL }, speech, '/v1/audio/translations', down.caller.http), 502, { code: 'upstream_unreachable' });
     } finally {
       await down.close();
     }

@@ -1,4 +1,4 @@
-// Chat completions and completions (issue 10, points 1, 2 and 7): every field the platform accepts, honoured by the
+// Chat completions and completions: every field the platform accepts, honoured by the
 // local engine where it can be (streaming, stop, max_tokens, n, seed, response_format, tools, logprobs, echo,
 // context length), the upstream engine relaying another instance of this server, and bad input.
 import { Ajv2020 } from 'ajv/dist/2020.js';

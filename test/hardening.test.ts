@@ -318,14 +318,9 @@ function getPath(id: OperationId): string {
 }
 
 describe('5. HEAD on every GET operation answers as the GET would, without a body', () => {
-  test('the operation table has GET operations with no required query parameter', () => {
+  // Sent without a query: an operation with a required query parameter (the queue's status) answers 400 to both.
+  test('the operation table has GET operations', () => {
     expect(getOperations.length).toBeGreaterThan(20);
-    for (const id of getOperations) {
-      const { path, method } = operations[id];
-      const params = [...(spec.paths[path].parameters ?? []), ...(spec.paths[path][method].parameters ?? [])];
-      const required = params.map(deref).filter((p: any) => p.in === 'query' && p.required);
-      expect(required, id).toEqual([]);
-    }
   });
 
   test.each(getOperations)('HEAD of %s: the status the GET answers, no body', async (id) => {
