@@ -29,6 +29,8 @@ export interface Caller {
 
 export interface TestPlatformOptions {
   config?: Partial<Config>;
+  /** The database to start on (default: PostgreSQL when TEST_DATABASE_URL is set, else SQLite). */
+  database?: 'sqlite' | 'postgresql';
   runner?: Partial<Config['runner']>;
 }
 
@@ -47,7 +49,7 @@ export class TestPlatform {
   ) {}
 
   static async start(options: TestPlatformOptions = {}): Promise<TestPlatform> {
-    const scratch = await scratchDatabase();
+    const scratch = await scratchDatabase(options.database);
     const base = loadConfig({});
     const config: Config = {
       ...base,
