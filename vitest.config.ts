@@ -5,6 +5,9 @@ export default defineConfig({
   test: {
     environment: 'node',
     pool: 'forks',
+    // Vitest's default on a 2-core machine is one worker (cores - 1), yet most test files spend their time waiting
+    // (server processes starting, windows and leases passing): three at once keep both cores busy.
+    maxWorkers: 3,
     testTimeout: 60_000,
     hookTimeout: 60_000,
     globalSetup: ['test/support/global-setup.ts'],
