@@ -190,10 +190,11 @@ function children(s: any, path: Path): Breakage[] {
   }
   const items = deref(s.items);
   if (items && typeof items === 'object') {
-    // Break the first element of a one-element array.
+    // Break the first element of an array of the fewest elements allowed (at least one), so that only it is wrong.
+    const length = Math.max(1, s.minItems ?? 0);
     for (const b of breakages(items, [...path, 0], false)) {
       if (b.kind === 'missing') continue;
-      out.push({ ...b, apply: (valid, r) => b.apply(setAt(valid, path, (parent, key) => (parent[key] = [sample(items)])), r) });
+      out.push({ ...b, apply: (valid, r) => b.apply(setAt(valid, path, (parent, key) => (parent[key] = Array.from({ length }, () => sample(items)))), r) });
     }
   }
   return out;
