@@ -13,6 +13,7 @@ import type { Request, RequestHandler } from 'express';
 import { operations, type OperationId } from '../../generated/operations.ts';
 import type { Config } from '../core/config.ts';
 import { ApiError, apiError, badRequest } from '../core/errors.ts';
+import { refResolver, type SpecDocument as Spec } from './spec-ref.ts';
 
 export interface Upload {
   /** The temporary file holding the bytes; removed when the response is finished. */
@@ -39,11 +40,9 @@ export interface UploadRule<Ctx = never> {
 const FIELD_LIMIT = 1024 * 1024;
 const MULTIPART = /^multipart\/form-data\b/i;
 
-type Spec = { paths: Record<string, Record<string, any>> };
-
 /** The scalar type (number, integer, boolean) of each field of an operation's multipart schema, by name. */
 function scalarFields(spec: Spec, operationId: OperationId): Map<string, string> {
-  const resolve = (node: any): any => (typeof node?.$ref === 'string' ? resolve(node.$ref.replace(/^#\//, '').split('/').reduce((n: any, k: string) => n?.[k], spec)) : node);
+  const resolve = refResolver(spec);
   const { path, method } = operations[operationId];
   const schema = resolve(resolve(spec.paths[path]?.[method]?.requestBody)?.content?.['multipart/form-data']?.schema);
   const out = new Map<string, string>();

@@ -17,13 +17,14 @@ import type { RateLimitConfig } from '../core/config.ts';
 import { ApiError, internalError } from '../core/errors.ts';
 import { countTokens } from '../engines/tokens.ts';
 import { Reply } from './reply.ts';
+import { refResolver, type SpecDocument } from './spec-ref.ts';
 
 /**
  * The operations the spec marks `x-rate-limited: true`, each with the `default` its body schema gives `model` (an
  * optional `model`, as audio's, is limited as its default).
  */
-export function rateLimitedOperations(spec: { paths: Record<string, Record<string, any>> }): Map<OperationId, string | undefined> {
-  const resolve = (node: any): any => (typeof node?.$ref === 'string' ? resolve(node.$ref.replace(/^#\//, '').split('/').reduce((n: any, k: string) => n?.[k], spec)) : node);
+export function rateLimitedOperations(spec: SpecDocument): Map<OperationId, string | undefined> {
+  const resolve = refResolver(spec);
   const ids = new Map<OperationId, string | undefined>();
   for (const item of Object.values(spec.paths)) {
     for (const op of Object.values(item)) {
