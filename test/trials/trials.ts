@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { root } from '../../server/core/paths.ts';
 import { openDatabase, type Database } from '../../server/db/index.ts';
+import { capCpu } from '../support/cpu-cap.ts';
 import { startServerProcess, type ServerProcess } from '../support/server-process.ts';
 
 const CHAT = 'meta-llama/Llama-3.3-70B-Instruct-Turbo';
@@ -213,18 +214,23 @@ export interface TwoProcessResult {
   jobsPerSecond: number;
   /** CPU the server processes spent per job (submit, claim, complete), in ms: steadier than time on a shared machine. */
   serverCpuMsPerJob: number;
+  /** The CPU each server process was capped at, in cores (`cpuCap`), or null: uncapped. */
+  cpuCapCores: number | null;
 }
 
 /**
  * `jobs` queue jobs submitted through `processes` server processes on one database, claimed and completed through
  * the worker API by `workersPerProcess` concurrent workers per process, each process driven by its own driver
- * process (test/trials/driver.ts). Every claim is recorded, and counted here.
+ * process (test/trials/driver.ts). Every claim is recorded, and counted here. `cpuCap` caps each server process at
+ * that many cores (test/support/cpu-cap.ts) where the machine allows it.
  */
-export async function queueThroughput(options: { databaseUrl: string; processes: number; jobs: number; workersPerProcess?: number; batch?: number }): Promise<TwoProcessResult> {
+export async function queueThroughput(options: { databaseUrl: string; processes: number; jobs: number; workersPerProcess?: number; batch?: number; cpuCap?: number }): Promise<TwoProcessResult> {
   const dataDir = mkdtempSync(join(tmpdir(), 'trials-data-'));
   const env = { DATABASE_URL: options.databaseUrl, DATA_DIR: dataDir, RUNNER_POLL_MS: '200' };
   const first = await startServerProcess(env);
   const servers = [first, ...(await Promise.all(Array.from({ length: options.processes - 1 }, () => startServerProcess(env))))];
+  const caps = options.cpuCap === undefined ? [] : servers.map((s) => capCpu(s.child.pid!, options.cpuCap!));
+  const capped = caps.length > 0 && caps.every(Boolean);
   const key = first.key!;
   const model = `acme/throughput-${Date.now()}`;
   const batch = options.batch ?? 10;
@@ -270,12 +276,14 @@ export async function queueThroughput(options: { databaseUrl: string; processes:
         ms,
         jobsPerSecond: Math.round((options.jobs / ms) * 1000 * 10) / 10,
         serverCpuMsPerJob: Math.round((cpu / options.jobs) * 100) / 100,
+        cpuCapCores: capped ? options.cpuCap! : null,
       };
     } finally {
       await db.close();
     }
   } finally {
     await Promise.all(servers.map((s) => s.stop('SIGTERM')));
+    for (const c of caps) c?.release();
     rmSync(dataDir, { recursive: true, force: true });
   }
 }

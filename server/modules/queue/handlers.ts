@@ -7,7 +7,7 @@ import type { Db, Tx } from '../../db/index.ts';
 import { owned } from '../../http/scope.ts';
 import { enqueue } from '../../runner/runner.ts';
 import type { Context } from '../types.ts';
-import { claimJobs, claimTimeoutMs, finishJob, heartbeatJob, queueMachine, WORK_KIND } from './machine.ts';
+import { claimJobs, claimTimeoutMs, completeHeld, finishJob, heartbeatJob, queueMachine, WORK_KIND } from './machine.ts';
 import { builtInModel, chatRequestOf, queueOf } from './rules.ts';
 import { claimedJobWire, queueJobWire } from './wire.ts';
 
@@ -21,23 +21,25 @@ export async function submitQueueJob({ db, clock, identity, body }: Context<'sub
   if (builtIn) chatRequestOf(model, body.payload);
   const now = instant(clock);
   const id = newId('req', clock.now());
-  await db.write(async (tx) => {
-    await tx.queueJob.create({
-      data: {
-        id,
-        projectId: identity.projectId,
-        model,
-        status: queueMachine.states[0],
-        priority: body.priority ?? 0,
-        inputs: JSON.stringify(body.payload),
-        info: JSON.stringify(body.info ?? {}),
-        warnings: JSON.stringify(warnings),
-        createdAt: now,
-        updatedAt: now,
-      },
+  const data = {
+    id,
+    projectId: identity.projectId,
+    model,
+    status: queueMachine.states[0],
+    priority: body.priority ?? 0,
+    inputs: JSON.stringify(body.payload),
+    info: JSON.stringify(body.info ?? {}),
+    warnings: JSON.stringify(warnings),
+    createdAt: now,
+    updatedAt: now,
+  };
+  // A job for a built-in worker is stored with the worker's work item; any other is one INSERT.
+  if (builtIn) {
+    await db.write(async (tx) => {
+      await tx.queueJob.create({ data });
+      await enqueue(tx, clock, { kind: WORK_KIND, subjectId: id, projectId: identity.projectId, payload: { model } });
     });
-    if (builtIn) await enqueue(tx, clock, { kind: WORK_KIND, subjectId: id, projectId: identity.projectId, payload: { model } });
-  });
+  } else await db.writeStatement((c) => c.queueJob.create({ data }));
   return { requestId: id };
 }
 
@@ -86,9 +88,12 @@ export async function heartbeatQueueJob({ db, clock, identity, body }: Context<'
 }
 
 export async function completeQueueJob({ db, clock, identity, body }: Context<'completeQueueJob'>) {
-  return queueJobWire(
-    await db.write(async (tx) => finishJob(tx, clock, await findJob(tx, identity.projectId, body.request_id, body.model), body.claim_token, { event: 'complete', outputs: body.outputs })),
-  );
+  const finish = { event: 'complete' as const, outputs: body.outputs };
+  // The common case, a running job completed by its claim, is one conditional UPDATE; anything else (a retry, a
+  // lost claim, an absent job) is told apart by the full move.
+  const [done] = await completeHeld(db, clock, { projectId: identity.projectId, requestId: body.request_id, model: queueOf(body.model).model, token: body.claim_token }, finish);
+  if (done) return queueJobWire(done);
+  return queueJobWire(await db.write(async (tx) => finishJob(tx, clock, await findJob(tx, identity.projectId, body.request_id, body.model), body.claim_token, finish)));
 }
 
 export async function failQueueJob({ db, clock, identity, body }: Context<'failQueueJob'>) {

@@ -94,6 +94,18 @@ export async function finishJob(tx: Tx, clock: Clock, job: QueueJob, token: stri
   return tx.queueJob.findUniqueOrThrow({ where: { id: job.id } });
 }
 
+/** Completes the job if `token` still holds it, in one statement; answers the job done, or nothing if it did not hold. */
+export async function completeHeld(db: Database, clock: Clock, held: { projectId: string; requestId: string; model: string; token: string }, finish: Extract<Finish, { event: 'complete' }>): Promise<QueueJob[]> {
+  const status = queueMachine.next('running', finish.event);
+  const now = BigInt(clock.now());
+  return db.writeStatement((c) =>
+    c.queueJob.updateManyAndReturn({
+      where: { id: held.requestId, projectId: held.projectId, model: held.model, status: 'running', claimToken: held.token },
+      data: { outputs: JSON.stringify(finish.outputs), status, doneAt: now, claimUntil: null, updatedAt: now },
+    }),
+  );
+}
+
 /** A status update: the claim's timeout starts again, and `info` keys are merged in. */
 export async function heartbeatJob(tx: Tx, clock: Clock, job: QueueJob, token: string, info?: Record<string, unknown>): Promise<QueueJob> {
   if (job.claimToken !== token || job.status !== 'running') throw claimLost(job.id);
