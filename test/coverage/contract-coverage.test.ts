@@ -1,4 +1,4 @@
-// Runs after every other test file (vitest.config.ts), over the (operationId, status) pairs every test platform
+// Runs after every other test file (test/vitest.config.ts), over the (operationId, status) pairs every test platform
 // recorded: each response documented in the spec must have been seen at least once, so every documented status,
 // errors included, is exercised by some test; and each status seen must be documented, so the contract tells the
 // whole truth (errors from the validator and the body parser are not response-validated, so this is where drift

@@ -1,7 +1,10 @@
+import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
 // Two groups, run in order: every contract test, then the contract-coverage check over what they observed.
+// It lives in test/ (the top level holds only the project's parts); paths below are from the repository's root.
 export default defineConfig({
+  root: fileURLToPath(new URL('..', import.meta.url)),
   test: {
     environment: 'node',
     pool: 'forks',
