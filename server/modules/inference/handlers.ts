@@ -5,8 +5,9 @@ import { badRequest } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
 import { localTextEngine, upstreamTextEngine, type TextOperation } from '../../engines/chat.ts';
 import { reply } from '../../http/reply.ts';
+import { catalogueModel } from '../models/catalogue.ts';
 import type { Context } from '../types.ts';
-import { catalogueModel, resolveTarget } from './targets.ts';
+import { resolveTarget } from './targets.ts';
 import { fromUpstream } from './wire.ts';
 
 type Ctx = Context<'createChatCompletion'> | Context<'createCompletion'>;
@@ -15,7 +16,7 @@ async function infer(op: TextOperation, { db, clock, body, identity, engines }: 
   const target = await resolveTarget(db, identity, body.model, op);
   const warnings: string[] = [];
   if (body.safety_model !== undefined) {
-    const safety = await catalogueModel(db, body.safety_model);
+    const safety = await catalogueModel(db.prisma, body.safety_model);
     if (!safety || safety.type !== 'moderation') {
       throw badRequest(`safety_model '${body.safety_model}' is not a moderation model of the catalogue (e.g. Meta-Llama/Llama-Guard-7b).`, 'safety_model', 'model_not_supported');
     }

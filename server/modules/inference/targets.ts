@@ -6,7 +6,7 @@ import type { Identity } from '../../accounts.ts';
 import { apiError, badRequest } from '../../core/errors.ts';
 import type { Database } from '../../db/index.ts';
 import { findAdapter } from '../adapters/rules.ts';
-import { canonicalModelId } from '../models/catalogue.ts';
+import { canonicalModelId, catalogueModel } from '../models/catalogue.ts';
 import { routeRequest, servesAdapter } from '../dedicated/traffic.ts';
 
 export interface Target {
@@ -33,30 +33,11 @@ const OPERATIONS_OF: Record<string, string> = {
   language: 'POST /v1/completions',
 };
 
-type CatalogueModel = { id: string; type: string; serverless: boolean; contextLength: number | null };
-
-// The platform's catalogue (rows without a project) is written only when it is seeded, before the app serves, so it
-// is read once per database: the query was most of a serverless completion's cost.
-const catalogues = new WeakMap<Database, Promise<Map<string, CatalogueModel>>>();
-
-export function catalogueModel(db: Database, id: string): Promise<CatalogueModel | undefined> {
-  let catalogue = catalogues.get(db);
-  if (!catalogue) {
-    catalogue = db.prisma.model
-      .findMany({ where: { projectId: null }, select: { id: true, type: true, serverless: true, contextLength: true } })
-      .then((rows) => new Map(rows.map((r) => [r.id, r])));
-    catalogues.set(db, catalogue);
-    // A failed read is not remembered: the next request asks again.
-    catalogue.catch(() => catalogues.delete(db));
-  }
-  return catalogue.then((c) => c.get(canonicalModelId(id)));
-}
-
 /** The target, with the context length of the model it runs. */
 export async function resolveTarget(db: Database, identity: Identity, model: string, operation: keyof typeof SERVES): Promise<Target> {
   const found = await findTarget(db, identity, model, operation);
   if (found.contextLength !== undefined) return found as Target;
-  const row = (await catalogueModel(db, found.model)) ?? (await db.prisma.model.findUnique({ where: { id: found.model }, select: { contextLength: true } }));
+  const row = (await catalogueModel(db.prisma, found.model)) ?? (await db.prisma.model.findUnique({ where: { id: found.model }, select: { contextLength: true } }));
   return { ...found, contextLength: row?.contextLength ?? null };
 }
 
@@ -117,7 +98,7 @@ async function findTarget(db: Database, identity: Identity, model: string, opera
     throw unknown();
   }
 
-  const serverless = await catalogueModel(db, model);
+  const serverless = await catalogueModel(db.prisma, model);
   if (!serverless?.serverless) throw unknown();
   if (!(SERVES[operation] as readonly string[]).includes(serverless.type)) {
     const where = OPERATIONS_OF[serverless.type];

@@ -69,9 +69,13 @@ export const canonicalModelId = (id: string): string => ALIASES.get(id) ?? id;
  */
 export const isUploadedModelId = (id: string): boolean => id.startsWith('model-') || id.startsWith('ml_');
 
-/** A model the project can use: a catalogue model (by its id or an alias), or one of its own completed uploads. */
-export function findModel(db: Db | Tx, projectId: string, id: string): Promise<Model | null> {
-  return db.model.findFirst({ where: { id: canonicalModelId(id), OR: [{ projectId: null }, { projectId, status: 'ready' }] } });
+/**
+ * A model the project can use: a catalogue model (by its id or an alias; from memory, see `catalogueModel`), or one
+ * of its own completed uploads (`model-...`, the only ids a project's models have).
+ */
+export async function findModel(db: Db | Tx, projectId: string, id: string): Promise<Model | null> {
+  if (isUploadedModelId(id)) return db.model.findFirst({ where: { id, projectId, status: 'ready' } });
+  return (await catalogueModel(db, id)) ?? null;
 }
 
 export const capabilities = (m: Model): string[] => JSON.parse(m.capabilities);
@@ -136,11 +140,21 @@ export function createUploadedModel(tx: Tx, clock: Clock, projectId: string, m: 
   });
 }
 
-// The catalogue's rows are written only when it is seeded (a start, before the app serves), so inference reads them
-// from memory, once per database client: the lookup was a query per request on the hottest paths.
-const catalogues = new WeakMap<Db | Tx, Promise<Map<string, Model>>>();
+// The catalogue's rows are written only when it is seeded (a start, before the app serves), so they are read from
+// memory, once per database client: the lookup was a query per request on the hottest paths (inference, queue
+// submits). A transaction's client is new each time: it reads the one row it needs instead.
+const catalogues = new WeakMap<Db, Promise<Map<string, Model>>>();
 
-function catalogueModels(db: Db | Tx): Promise<Map<string, Model>> {
+const isTransaction = (db: Db | Tx): db is Tx => !('$transaction' in db);
+
+/** The platform catalogue's model with this id or alias, if any. */
+export async function catalogueModel(db: Db | Tx, id: string): Promise<Model | undefined> {
+  const canonical = canonicalModelId(id);
+  if (isTransaction(db)) return (await db.model.findFirst({ where: { id: canonical, projectId: null } })) ?? undefined;
+  return (await catalogueModels(db)).get(canonical);
+}
+
+function catalogueModels(db: Db): Promise<Map<string, Model>> {
   let catalogue = catalogues.get(db);
   if (!catalogue) {
     catalogue = db.model.findMany({ where: { projectId: null } }).then((rows) => new Map(rows.map((m) => [m.id, m])));
@@ -157,7 +171,7 @@ function catalogueModels(db: Db | Tx): Promise<Map<string, Model>> {
  * is of another kind or not served serverless.
  */
 export async function serverlessModel(db: Db | Tx, projectId: string, id: string, type: string): Promise<Model> {
-  const model = isUploadedModelId(id) ? await findModel(db, projectId, id) : ((await catalogueModels(db)).get(canonicalModelId(id)) ?? null);
+  const model = await findModel(db, projectId, id);
   if (!model) throw apiError(404, 'model_not_found', `The model '${id}' does not exist or is not available to this project.`, 'model');
   if (model.type !== type) throw badRequest(`'${id}' is a ${model.type} model, not a${/^[aeiou]/.test(type) ? 'n' : ''} ${type} model.`, 'model', 'model_not_available');
   if (!model.serverless) throw badRequest(`'${id}' is not served serverless: deploy it on a dedicated endpoint.`, 'model', 'model_not_available');

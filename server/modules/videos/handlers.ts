@@ -20,6 +20,8 @@ const originOf = (headers: IncomingHttpHeaders) => `${String(headers['x-forwarde
 
 async function create(ctx: Context<'createVideo'> | Context<'createVideoV1'>, apiVersion: 'v1' | 'v2') {
   const { db, clock, identity, body } = ctx;
+  // The body is optional, as on the platform; the job still needs a model.
+  if (body?.model === undefined) throw badRequest("A video job needs 'model', a video model of the catalogue.", 'model', 'required');
   const model = await findModel(db.prisma, identity.projectId, body.model);
   if (!model) throw apiError(404, 'model_not_found', `No model '${body.model}' was found.`, 'model');
   if (model.type !== 'video') throw badRequest(`'${body.model}' is a ${model.type} model, not a video model.`, 'model', 'model_not_available');
