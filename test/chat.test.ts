@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { specPath } from '../server/core/paths.ts';
 import { countTokens, encode } from '../server/engines/tokens.ts';
 import { scratchDatabase, type ScratchDatabase } from './support/database.ts';
-import { seededV1Endpoints } from './support/endpoints.ts';
+import { H100, MODEL, seededV1Endpoints } from './support/endpoints.ts';
 import { expectError } from './support/expect.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
 import { startServerProcess, type ServerProcess } from './support/server-process.ts';
@@ -414,6 +414,18 @@ describe('the upstream engine: another instance of this server', () => {
     await upstream?.stop();
     await db?.drop();
     await new Promise((resolve) => vllm?.close(resolve));
+  });
+
+  test("a v2 deployment of a model routed upstream reports the upstream engine as its runtimeInfo", async () => {
+    const base = `/v2/projects/${front.caller.identity.projectId}`;
+    const auth = { Authorization: `Bearer ${front.caller.key}` };
+    const e = await front.http.post(`${base}/endpoints`).set(auth).send({ name: 'routed' });
+    expect(e.status, JSON.stringify(e.body)).toBe(200);
+    const d = await front.http.post(`${base}/endpoints/${e.body.id}/deployments`).set(auth).send({ name: 'd1', model: MODEL, config: H100, autoscaling: { minReplicas: 0, maxReplicas: 0 } });
+    expect(d.status, JSON.stringify(d.body)).toBe(200);
+    expect(d.body.runtimeInfo).toEqual({ engineType: 'upstream', engineVersion: `${upstream.url}/v1`, functionCallingSupported: true, structuredOutputSupported: true });
+    const read = await front.http.get(`${base}/endpoints/${e.body.id}/deployments/${d.body.id}`).set(auth);
+    expect(read.body.runtimeInfo.engineType).toBe('upstream');
   });
 
   test('chat and completions are forwarded and answered with the caller model name', async () => {

@@ -13,7 +13,7 @@ import { sample } from 'openapi-sampler';
 import { apiError, badRequest } from '../core/errors.ts';
 import { decode, encode } from './tokens.ts';
 import { upstreamEvents, upstreamFetch } from './upstream.ts';
-import type { UpstreamRoute } from './routes.ts';
+import type { Route, UpstreamRoute } from './routes.ts';
 
 export type TextOperation = 'chat' | 'completion';
 
@@ -350,9 +350,14 @@ export async function localChat(model: string, body: Body): Promise<Body> {
 // ---- the upstream engine -----------------------------------------------------------------------------------------
 
 /** Forwards the request whole (with the route's model name) and relays the answer, its chunks as they come. */
+const upstreamRuntime = (route: UpstreamRoute): EngineRuntime => ({ engineType: 'upstream', engineVersion: route.url, functionCallingSupported: true, structuredOutputSupported: true });
+
+/** The runtime a route's text engine reports, without making the engine. */
+export const textRuntime = (route: Route): EngineRuntime => (route.engine === 'upstream' ? upstreamRuntime(route) : LOCAL_RUNTIME);
+
 export function upstreamTextEngine(route: UpstreamRoute): TextEngine {
   return {
-    runtime: { engineType: 'upstream', engineVersion: route.url, functionCallingSupported: true, structuredOutputSupported: true },
+    runtime: upstreamRuntime(route),
     async run(op, body, served) {
       const res = await upstreamFetch(route, op === 'chat' ? '/chat/completions' : '/completions', { ...body, model: route.model ?? served.model });
       if (!body.stream) {

@@ -12,7 +12,7 @@ import { recordDeploymentChange, recordEndpointChange } from './events.ts';
 import { deploymentMachine } from './machine.ts';
 import { DEPLOYMENT_OWNER } from './placement.ts';
 import { checkNameFree, deploymentNameTaken, deploymentsOf } from './refs.ts';
-import { desiredReplicas } from './traffic.ts';
+import { desiredReplicas, type Viewer } from './traffic.ts';
 import { deploymentWire, v2EndpointWire } from './wire.ts';
 
 export async function createEndpointRow(tx: Tx, clock: Clock, projectId: string, name: string, visibility: string, param: string): Promise<DedicatedEndpoint> {
@@ -109,7 +109,7 @@ export async function endpointView(db: Db | Tx, e: DedicatedEndpoint, slug: stri
   return v2EndpointWire(e, await deploymentsOf(db, e.id), slug);
 }
 
-export async function deploymentView(db: Db | Tx, d: Deployment, slug: string) {
+export async function deploymentView(db: Db | Tx, d: Deployment, viewer: Viewer) {
   const e = await db.dedicatedEndpoint.findUniqueOrThrow({ where: { id: d.endpointId } });
-  return deploymentWire(d, e, await deploymentsOf(db, e.id), slug, (await mountsOf(db, [d.id])).get(d.id)!);
+  return deploymentWire(d, e, await deploymentsOf(db, e.id), viewer, (await mountsOf(db, [d.id])).get(d.id)!);
 }

@@ -4,7 +4,8 @@
 // traffic metrics to scale on here), at least one; 0/0 is stopped. Every deployment runs on the local chat engine.
 import type { DedicatedEndpoint, Deployment, Model } from '../../../generated/prisma/sqlite/client/client.ts';
 import type { Tx } from '../../db/index.ts';
-import { localTextEngine } from '../../engines/chat.ts';
+import { textRuntime } from '../../engines/chat.ts';
+import type { EngineRoutes } from '../../engines/routes.ts';
 import { fitsEndpoint } from '../adapters/rules.ts';
 
 export interface SplitEntry {
@@ -19,8 +20,14 @@ export const splitOf = (e: DedicatedEndpoint): SplitEntry[] => JSON.parse(e.traf
 /** Replicas a running deployment runs: its minimum, and at least one; none when its maximum is 0 (stopped). */
 export const desiredReplicas = (d: { minReplicas: number; maxReplicas: number }) => (d.maxReplicas === 0 ? 0 : Math.max(d.minReplicas, 1));
 
-/** The engine a deployment runs on: the local chat engine, for every deployment here. */
-export const runtimeOf = (_d: Deployment) => localTextEngine.runtime;
+/** The engine a deployment's chat runs on, as the engine routes (ENGINES) pick it for its model. */
+export const runtimeOf = (d: Deployment, engines: EngineRoutes) => textRuntime(engines.routeFor('chat', d.modelId));
+
+/** Who a deployment is shown to: the slug its inference name carries, and the engine routes its runtime comes from. */
+export interface Viewer {
+  identity: { projectSlug: string };
+  engines: EngineRoutes;
+}
 
 /** A deployment serves an adapter when it has LoRA enabled and its model is the adapter's base (or LoRA pool). */
 /** Whether a deployment (whose model is of `architecture`) serves an adapter: LoRA enabled, and the adapter fits its model. */

@@ -5,7 +5,7 @@ import type { DedicatedEndpoint, Deployment, EndpointEvent, Hardware, ModelConfi
 import { iso } from '../../core/clock.ts';
 import { isUploadedModelId } from '../models/catalogue.ts';
 import type { Wire } from '../types.ts';
-import { desiredReplicas, isRunning, runtimeOf, splitOf, trafficShares } from './traffic.ts';
+import { desiredReplicas, isRunning, runtimeOf, splitOf, trafficShares, type Viewer } from './traffic.ts';
 
 const modelResource = (d: Deployment) => (isUploadedModelId(d.modelId) ? `projects/${d.projectId}/models/${d.modelId}` : `models/${d.modelId}`);
 
@@ -69,7 +69,8 @@ export function v2EndpointWire(e: DedicatedEndpoint, deployments: Deployment[], 
   };
 }
 
-export function deploymentWire(d: Deployment, e: DedicatedEndpoint, siblings: Deployment[], projectSlug: string, volumes: string[]): Wire<'Deployment'> {
+export function deploymentWire(d: Deployment, e: DedicatedEndpoint, siblings: Deployment[], viewer: Viewer, volumes: string[]): Wire<'Deployment'> {
+  const { projectSlug } = viewer.identity;
   return {
     id: d.id,
     projectId: d.projectId,
@@ -85,7 +86,7 @@ export function deploymentWire(d: Deployment, e: DedicatedEndpoint, siblings: De
     enableLora: d.enableLora,
     ...(d.placement !== null && { placement: JSON.parse(d.placement) as Wire<'Placement'> }),
     hardware: d.hardwareId ?? '',
-    runtimeInfo: runtimeOf(d),
+    runtimeInfo: runtimeOf(d, viewer.engines),
     status: {
       state: d.state as Wire<'DeploymentState'>,
       message: d.message,

@@ -49,7 +49,7 @@ export async function listDeployments(ctx: Context<'listDeployments'>) {
   const p = listPage(all, ctx.query, deploymentFields(projectId, `${ctx.identity.projectSlug}/${e.name}/`));
   const mounts = await mountsOf(ctx.db.prisma, p.rows.map((d) => d.id));
   return listWire(
-    p.rows.map((d) => deploymentWire(d, e, all, ctx.identity.projectSlug, mounts.get(d.id)!)),
+    p.rows.map((d) => deploymentWire(d, e, all, ctx, mounts.get(d.id)!)),
     p.next,
   );
 }
@@ -88,12 +88,12 @@ export async function createDeployment(ctx: Context<'createDeployment'>) {
             volumes: body.volumes,
           });
           // validateOnly runs the very same checks and writes, then rolls them back: the answer is the preview.
-          if (ctx.query.validateOnly) throw new RolledBack(await deploymentView(tx, d, ctx.identity.projectSlug));
+          if (ctx.query.validateOnly) throw new RolledBack(await deploymentView(tx, d, ctx));
           return d;
         }),
       () => deploymentNameTaken(name),
     );
-    return deploymentView(db.prisma, created, ctx.identity.projectSlug);
+    return deploymentView(db.prisma, created, ctx);
   } catch (err) {
     if (err instanceof RolledBack) return err.preview;
     throw err;
@@ -102,7 +102,7 @@ export async function createDeployment(ctx: Context<'createDeployment'>) {
 
 export async function getDeployment(ctx: Context<'getDeployment'>) {
   const projectId = checkProject(ctx);
-  return deploymentView(ctx.db.prisma, await findDeployment(ctx.db.prisma, projectId, ctx.params.endpointId, ctx.params.deploymentId), ctx.identity.projectSlug);
+  return deploymentView(ctx.db.prisma, await findDeployment(ctx.db.prisma, projectId, ctx.params.endpointId, ctx.params.deploymentId), ctx);
 }
 
 /**
@@ -163,7 +163,7 @@ export async function updateDeployment(ctx: Context<'updateDeployment'>) {
       }),
     () => deploymentNameTaken(body.name!),
   );
-  return deploymentView(db.prisma, updated, ctx.identity.projectSlug);
+  return deploymentView(db.prisma, updated, ctx);
 }
 
 export async function deleteDeployment(ctx: Context<'deleteDeployment'>) {

@@ -47,7 +47,7 @@ export async function deployModel(ctx: Context<'deployModel'>) {
   );
   return {
     endpoint: v2EndpointWire(endpoint, [deployment], identity.projectSlug),
-    deployment: deploymentWire(deployment, endpoint, [deployment], identity.projectSlug, volumes),
+    deployment: deploymentWire(deployment, endpoint, [deployment], ctx, volumes),
   };
 }
 
