@@ -6,6 +6,7 @@ import { spawnSync } from 'node:child_process';
 import Together from 'together-ai';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { fixtures } from '../server/modules/fine-tuning/fixtures.ts';
+import { curveHook } from '../server/modules/fine-tuning/machine.ts';
 import { expectError } from './support/expect.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
 
@@ -240,6 +241,33 @@ describe('a full-training job', () => {
     expect(merged.headers['content-disposition']).toBe(`attachment; filename=${id}-final-merged.tar`);
     expectError(await download({ ft_id: id, checkpoint: 'adapter' }), 400, { param: 'checkpoint' });
     expectError(await download({ ft_id: id, checkpoint_step: 3, checkpoint: 'adapter' }), 400, { param: 'checkpoint' });
+  });
+});
+
+describe('early stopping: the final model is the best step, which an intermediate checkpoint shares', () => {
+  test('12 steps planned, evaluations every 2, checkpoints every 2; best at 6, halted at 10', async () => {
+    curveHook.override = (_job, p) => ({ train: Array.from({ length: p.totalSteps }, (_, i) => 3 - i * 0.1), eval: [3.0, 2.0, 1.5, 1.6, 1.7, 1.0] });
+    let id: string;
+    try {
+      id = await job({ batch_size: 8, n_epochs: 4, n_evals: 6, n_checkpoints: 6, validation_file: validation, early_stopping_enabled: true });
+    } finally {
+      curveHook.override = undefined;
+    }
+    const checkpoints = (await t.caller.http.get(`/v1/fine-tunes/${id}/checkpoints`)).body.data.map((c: any) => [c.step, c.checkpoint_type]);
+    expect(checkpoints).toEqual([[8, 'Intermediate'], [6, 'Final'], [6, 'Intermediate'], [4, 'Intermediate'], [2, 'Intermediate']]);
+    const metrics = (await t.caller.http.get(`/v1/fine-tunes/${id}/metrics`)).body.metrics;
+    expect(metrics).toHaveLength(10);
+
+    const final = byName(untar((await download({ ft_id: id })).body));
+    expect(JSON.parse(final['checkpoint.json']!)).toMatchObject({ step: 6, checkpoint_type: 'Final', eval_loss: 1.5, eval_step: 6, train_loss: metrics[5]['train/loss'] });
+    expect(jsonl(final['metrics.jsonl']!)).toEqual(metrics.slice(0, 6));
+    const six = await download({ ft_id: id, checkpoint_step: 6 });
+    expect(JSON.parse(byName(untar(six.body))['checkpoint.json']!)).toMatchObject({ step: 6, checkpoint_type: 'Final' });
+    // A checkpoint saved after the best step (before the halt) is still there to download.
+    const eight = byName(untar((await download({ ft_id: id, checkpoint_step: 8 })).body));
+    expect(JSON.parse(eight['checkpoint.json']!)).toMatchObject({ step: 8, checkpoint_type: 'Intermediate', eval_loss: 1.6, eval_step: 8 });
+    expect(jsonl(eight['metrics.jsonl']!)).toEqual(metrics.slice(0, 8));
+    expectError(await download({ ft_id: id, checkpoint_step: 10 }), 404, { param: 'checkpoint_step' });
   });
 });
 
