@@ -3,6 +3,7 @@
 // against the job, its checkpoints and its metrics; which checkpoint and which type, and every refusal; HEAD; GNU
 // tar reads it; and the official together-ai client's fineTuning.content.
 import { spawnSync } from 'node:child_process';
+import { request as httpRequest } from 'node:http';
 import Together from 'together-ai';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { fixtures } from '../server/modules/fine-tuning/fixtures.ts';
@@ -195,7 +196,19 @@ describe('a LoRA job: 20 samples, batches of 8, 2 epochs (6 steps), checkpoints 
     const head = await t.caller.http.head('/v1/finetune/download').query({ ft_id: id, checkpoint_step: 2 });
     expect(head.status).toBe(200);
     for (const h of ['content-type', 'content-length', 'content-disposition']) expect(head.headers[h], h).toBe(get.headers[h]);
-    expect(head.text ?? '').toBe('');
+    // Counted on the socket: not one byte of body follows the headers.
+    const bytes = await new Promise<number>((resolve, reject) => {
+      const url = new URL(`/v1/finetune/download?ft_id=${id}&checkpoint_step=2`, t.url);
+      const req = httpRequest(url, { method: 'HEAD', headers: { Authorization: `Bearer ${t.caller.key}` } }, (res) => {
+        let n = 0;
+        res.on('data', (c: Buffer) => (n += c.length));
+        res.on('end', () => resolve(n));
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    expect(bytes).toBe(0);
+    expect(t.logs.join('\n')).not.toContain('stream failed');
     expectError(await t.caller.http.get('/v1/finetune/download').query({ ft_id: 'ft-absent' }), 404, { param: 'ft_id' });
     expect((await t.caller.http.head('/v1/finetune/download').query({ ft_id: 'ft-absent' })).status).toBe(404);
   });
