@@ -31,6 +31,7 @@ export const operations = {
   deleteV2Endpoint: {"method":"delete","path":"/v2/projects/{projectId}/endpoints/{endpointId}","tag":"Dedicated endpoints (v2)","module":"dedicated","statuses":[200,400,401,404,409,500]},
   deleteVolume: {"method":"delete","path":"/v1/deployments/storage/volumes/{id}","tag":"Volumes","module":"volumes","statuses":[200,400,401,404,409,500]},
   deployModel: {"method":"post","path":"/v2/projects/{projectId}/deploy","tag":"Dedicated endpoints (v2)","module":"dedicated","statuses":[202,400,401,404,409,413,415,500]},
+  downloadFineTune: {"method":"get","path":"/v1/finetune/download","tag":"Fine-tuning","module":"fine-tuning","statuses":[200,400,401,404,500]},
   estimateFineTunePrice: {"method":"post","path":"/v1/fine-tunes/estimate-price","tag":"Fine-tuning","module":"fine-tuning","statuses":[200,400,401,404,413,415,500]},
   failQueueJob: {"method":"post","path":"/v1/queue/fail","tag":"Queue","module":"queue","statuses":[200,400,401,404,409,413,415,500]},
   getAllEvaluationJobs: {"method":"get","path":"/v1/evaluation","tag":"Evaluation","module":"evaluation","statuses":[200,400,401,500]},

@@ -998,6 +998,60 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/finetune/download": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download a fine-tuned model or checkpoint
+         * @description A job's final model or one of its checkpoints, as an archive (`application/octet-stream`, streamed, with
+         *     `Content-Length`; `HEAD` answers the same headers without the body). The official client's
+         *     `fineTuning.content({ ft_id, checkpoint_step?, checkpoint? })` calls it.
+         *
+         *     **The local engine trained no weights, so the archive holds none** (it never invents what it could not
+         *     compute, and never answers with a hosted URL). It is a POSIX tar (ustar) of what the engine did produce for
+         *     that checkpoint, named by `Content-Disposition: attachment; filename=<ft id>-<step or final>-<checkpoint>.tar`
+         *     (`final` when the final model was asked for):
+         *     - `README.txt`: says plainly that no weights were trained, what the platform's archive would hold (a
+         *       compressed model: the LoRA adapter, or the base model with it merged in, or the fully trained model) and
+         *       what this one holds;
+         *     - `training_args.json`: the job's hyper-parameters, every default applied (as the job reports them);
+         *     - `checkpoint.json`: `job_id`, `step`, `checkpoint_type` (`Intermediate` or `Final`), `checkpoint` (the type
+         *       asked for), `kind` (`adapter` for LoRA, `model` for full training), `path` (`<ft id>:<step>`, as the
+         *       checkpoint list gives it), `base_model`, `model_output_name`, and the loss values at that step:
+         *       `train_loss`, `learning_rate` and `epoch` at that step, `eval_loss` and `eval_step` (the last evaluation
+         *       at or before the step; null when none was made yet), `engine: "local"` and `weights: false`;
+         *     - `metrics.jsonl`: the metrics rows (as `GET /v1/fine-tunes/{id}/metrics` gives them) up to and including
+         *       the step, one JSON object a line.
+         *
+         *     Which checkpoint:
+         *     - `checkpoint_step` absent or 0: the final model (with early stopping, the best step's). A job that is not
+         *       `completed` has none: 400 `fine_tune_not_completed` naming `ft_id` (the platform's contract declares only
+         *       400 and 404 here, so not 409).
+         *     - `checkpoint_step` > 0: the checkpoint saved at that step (any checkpoint `GET /v1/fine-tunes/{id}/checkpoints`
+         *       lists, whatever the job's state; the final one when an intermediate and the final share the step); a step
+         *       naming none answers 404 `checkpoint_not_found` naming `checkpoint_step`; a negative step, 400.
+         *     - `checkpoint`: `merged` (the base model with the adapter merged in; for full training, the model itself),
+         *       `adapter` (LoRA only: a full-training job has no adapter, so 400 naming `checkpoint`) or
+         *       `model_output_path` (what the job output: the adapter for LoRA, the model for full training). Absent: `merged`
+         *       for LoRA and `model_output_path` for full training, as the platform's CLI asks. Unlike the platform's note
+         *       that a step ignores `checkpoint`, it applies to every checkpoint here (the same rules, and the type asked for is
+         *       recorded in `checkpoint.json`).
+         *
+         *     An unknown `ft_id`, or another project's job, answers 404 naming `ft_id`.
+         */
+        get: operations["downloadFineTune"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/hardware": {
         parameters: {
             query?: never;
@@ -6429,6 +6483,39 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    downloadFineTune: {
+        parameters: {
+            query: {
+                /** @description The job's id (`ft-...`). */
+                ft_id: string;
+                /** @description The step of a checkpoint of the job's checkpoint list; absent or 0, the final model. */
+                checkpoint_step?: number;
+                /** @description The type of model to download (default `merged` for LoRA, `model_output_path` for full training). */
+                checkpoint?: "merged" | "adapter" | "model_output_path";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The archive (a tar stream). */
+            200: {
+                headers: {
+                    /** @description `attachment; filename=<ft id>-<step or final>-<checkpoint>.tar` */
+                    "Content-Disposition"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": Blob;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
         };
     };

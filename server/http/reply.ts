@@ -1,8 +1,10 @@
 // What a handler answers. Most return their JSON body as a plain value (sent with the operation's documented
 // success status); a handler that needs another status, extra headers, no body, plain text, a stream of
-// Server-Sent Events or a file returns a Reply instead. Only the pipeline touches the response (`send`), so JSON
-// bodies still pass response validation and every handler stays a function of its request.
+// Server-Sent Events, a file, or bytes made as they are sent returns a Reply instead. Only the pipeline touches the
+// response (`send`), so JSON bodies still pass response validation and every handler stays a function of its request.
 import { once } from 'node:events';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import type { Request, Response } from 'express';
 import type { Logger } from 'pino';
 import { toApiError } from './error-handler.ts';
@@ -12,7 +14,8 @@ type Content =
   | { kind: 'empty' }
   | { kind: 'text'; value: string | Buffer; contentType: string }
   | { kind: 'sse'; events: AsyncIterable<unknown> }
-  | { kind: 'file'; path: string; contentType?: string };
+  | { kind: 'file'; path: string; contentType?: string }
+  | { kind: 'stream'; chunks: Iterable<Buffer> | AsyncIterable<Buffer>; contentType: string; length?: number };
 
 interface Init {
   status?: number;
@@ -37,6 +40,9 @@ export const reply = {
   sse: (events: AsyncIterable<unknown>, init: Init = {}) => new Reply<never>({ kind: 'sse', events }, init.status, init.headers ?? {}),
   /** A file from disk, streamed, with Range requests, Last-Modified and HEAD handled. */
   file: (path: string, contentType?: string, init: Init = {}) => new Reply<never>({ kind: 'file', path, contentType }, init.status, init.headers ?? {}),
+  /** Bytes produced as they are sent (an archive built on the fly); `length`, when known, becomes Content-Length. */
+  stream: (chunks: Iterable<Buffer> | AsyncIterable<Buffer>, contentType: string, init: Init & { length?: number } = {}) =>
+    new Reply<never>({ kind: 'stream', chunks, contentType, length: init.length }, init.status, init.headers ?? {}),
 };
 
 /** Checks a JSON body against the contract before it is sent (http/responses.ts); absent: no check. */
@@ -67,6 +73,21 @@ export async function send(req: Request, res: Response, result: unknown, success
       );
     case 'sse':
       return streamEvents(req, res, status, c.events, log);
+    case 'stream':
+      return streamBytes(res, status, c, log);
+  }
+}
+
+async function streamBytes(res: Response, status: number, c: Extract<Content, { kind: 'stream' }>, log: Logger): Promise<void> {
+  res.status(status).type(c.contentType);
+  if (c.length !== undefined) res.set('Content-Length', String(c.length));
+  try {
+    // A HEAD request's response drops what is written (Node knows the request was HEAD), so HEAD sends the headers only.
+    await pipeline(Readable.from(c.chunks, { objectMode: false }), res);
+  } catch (err) {
+    // pipeline has destroyed the response, so the caller sees a cut transfer (the status line is gone already). A
+    // caller who hung up is no failure of ours; anything else is logged.
+    if ((err as NodeJS.ErrnoException).code !== 'ERR_STREAM_PREMATURE_CLOSE') log.error({ err, requestId: res.getHeader('x-request-id') }, 'stream failed');
   }
 }
 

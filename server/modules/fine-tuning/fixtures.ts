@@ -1,4 +1,5 @@
 // Module `fine-tuning`: what the auth matrix needs (tests only).
+import { ManualClock } from '../../core/clock.ts';
 import { storeFile } from '../files/index.ts';
 import type { FixtureKit, Fixtures } from '../types.ts';
 
@@ -14,6 +15,18 @@ async function ownersJob({ owner, services }: FixtureKit, run = false) {
   return data.id;
 }
 
+/** A completed job of the owner's: the tests' manual clock is moved past training (the runner's timed steps). */
+async function ownersCompletedJob(kit: FixtureKit) {
+  const id = await ownersJob(kit, true);
+  const { clock, db, runner } = kit.services;
+  if (!(clock instanceof ManualClock)) throw new Error('a completed job needs the tests\' manual clock');
+  for (let i = 0; i < 5 && (await db.prisma.fineTune.findUniqueOrThrow({ where: { id } })).status !== 'completed'; i++) {
+    clock.advance(1000);
+    await runner.drain();
+  }
+  return id;
+}
+
 export const fixtures: Fixtures<'fine-tuning'> = {
   crossProject: {
     retrieveFineTune: async (kit) => ({ params: { id: await ownersJob(kit) } }),
@@ -22,5 +35,6 @@ export const fixtures: Fixtures<'fine-tuning'> = {
     listFineTuneEvents: async (kit) => ({ params: { id: await ownersJob(kit) } }),
     listFineTuneCheckpoints: async (kit) => ({ params: { id: await ownersJob(kit) } }),
     getFineTuneMetrics: async (kit) => ({ params: { id: await ownersJob(kit, true) } }),
+    downloadFineTune: async (kit) => ({ params: {}, query: { ft_id: await ownersCompletedJob(kit) } }),
   },
 };

@@ -1,17 +1,20 @@
 // Module `fine-tuning`: create (rules.ts), list, get, events, checkpoints, cancel, delete, estimate-price, metrics,
-// supported models and limits. The runner moves jobs (machine.ts).
+// download (download.ts), supported models and limits. The runner moves jobs (machine.ts).
 import type { Model } from '../../../generated/prisma/sqlite/client/client.ts';
 import { instant } from '../../core/clock.ts';
 import { apiError, badRequest } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
+import { tar, tarLength } from '../../core/tar.ts';
 import type { Db, Tx } from '../../db/index.ts';
+import { reply } from '../../http/reply.ts';
 import { owned } from '../../http/scope.ts';
 import { enter } from '../../runner/progress.ts';
 import { findFile, type Report } from '../files/index.ts';
 import { findModel } from '../models/catalogue.ts';
 import type { Context, Services } from '../types.ts';
+import { archiveMembers, type CheckpointType } from './download.ts';
 import { fineTuneMachine, moveFineTune, record } from './machine.ts';
-import { accept, fineTunable, limitsOf, outputName, pricePerMillion } from './rules.ts';
+import { accept, fineTunable, limitsOf, outputName, pricePerMillion, type Accepted } from './rules.ts';
 import { checkpointWire, eventWire, fineTuneTruncatedWire, fineTuneWire } from './wire.ts';
 
 const newFineTuneId = (nowMs: number) => newId('ft', nowMs).replace(/^ft_/, 'ft-');
@@ -183,6 +186,32 @@ export async function getFineTuneMetrics(ctx: Context<'getFineTuneMetrics'>) {
     rows = rows.filter((r, i) => keep.has(i) || 'eval/loss' in r);
   }
   return { metrics: rows };
+}
+
+export async function downloadFineTune(ctx: Context<'downloadFineTune'>) {
+  const { ft_id: id, checkpoint_step: step, checkpoint } = ctx.query;
+  const job = await owned(ctx.db.prisma.fineTune, ctx.identity.projectId, { id }, { what: 'fine-tuning job', id, param: 'ft_id' });
+  const lora = (JSON.parse(job.params) as Accepted).trainingType.type === 'Lora';
+  if (checkpoint === 'adapter' && !lora) throw badRequest(`Job '${job.id}' trained the full model, so it has no adapter: ask for 'merged' or 'model_output_path'.`, 'checkpoint');
+  const type: CheckpointType = checkpoint ?? (lora ? 'merged' : 'model_output_path');
+  if (step !== undefined && step < 0) throw badRequest(`'checkpoint_step' must be a step of the job's checkpoint list, or 0 for the final model (got ${step}).`, 'checkpoint_step');
+  let saved;
+  if (!step) {
+    if (job.status !== 'completed') {
+      throw badRequest(`Job '${job.id}' is ${job.status}: only a completed job has a final model (an earlier checkpoint is asked for by its checkpoint_step).`, 'ft_id', 'fine_tune_not_completed');
+    }
+    saved = await ctx.db.prisma.fineTuneCheckpoint.findFirstOrThrow({ where: { jobId: job.id, type: 'Final' } });
+  } else {
+    // An intermediate checkpoint and the final model (early stopping's best step) may share a step: the final wins.
+    const rows = await ctx.db.prisma.fineTuneCheckpoint.findMany({ where: { jobId: job.id, step }, orderBy: { type: 'asc' } });
+    saved = rows.find((c) => c.type === 'Final') ?? rows[0];
+    if (!saved) throw apiError(404, 'checkpoint_not_found', `Job '${job.id}' has no checkpoint at step ${step}: see GET /v1/fine-tunes/${job.id}/checkpoints.`, 'checkpoint_step');
+  }
+  const members = archiveMembers(job, saved, type);
+  return reply.stream(tar(members), 'application/octet-stream', {
+    length: tarLength(members),
+    headers: { 'Content-Disposition': `attachment; filename=${job.id}-${step ? step : 'final'}-${type}.tar` },
+  });
 }
 
 export async function listFineTuneModels(ctx: Context<'listFineTuneModels'>) {
