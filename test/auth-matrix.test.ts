@@ -1,12 +1,13 @@
 // For every operation in the spec: no key and a bad key answer 401 with the envelope; and every operation that
-// takes an id answers 404 for another project's resource, exactly as for an absent one (each module's fixtures
-// say how to make, as another project, what the operation addresses).
+// takes an id (in its path, or as a required `id`/`*_id` query parameter or body field: `request_id`, `ft_id`)
+// answers 404 for another project's resource, exactly as for an absent one (each module's fixtures say how to make,
+// as another project, what the operation addresses).
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { operations } from '../generated/operations.ts';
 import { modules } from '../server/modules/index.ts';
 import type { FixtureKit, FixtureRequest } from '../server/modules/types.ts';
 import { expectError } from './support/expect.ts';
-import { fillPath, operationIds, pathParamNames } from './support/operations.ts';
+import { deref, fillPath, jsonBodySchema, operationIds, operationSpec, pathParamNames } from './support/operations.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
 
 let t: TestPlatform;
@@ -15,6 +16,15 @@ beforeAll(async () => {
   t = await startTestPlatform();
   for (const m of modules) Object.assign(crossProject, (await m.fixtures?.())?.crossProject ?? {});
 });
+
+const isId = (name: string) => /(^|_)id$/.test(name);
+/** Whether the operation addresses a resource by id: in its path, or in a required query parameter or body field. */
+function takesId(id: (typeof operationIds)[number]): boolean {
+  if (pathParamNames(id).length > 0) return true;
+  const query = (operationSpec(id).parameters ?? []).map(deref).filter((p: any) => p.in === 'query' && p.required);
+  if (query.some((p: any) => isId(p.name))) return true;
+  return (deref(jsonBodySchema(id))?.required ?? []).some(isId);
+}
 afterAll(() => t?.close());
 
 const send = (id: (typeof operationIds)[number], path: string, headers: Record<string, string>, req?: { query?: any; body?: any }) => {
@@ -36,7 +46,7 @@ describe.each(operationIds)('%s', (id) => {
     expectError(await send(id, fillPath(id, params), { Authorization: 'Bearer tpk_not-a-real-key' }), 401, { code: 'invalid_api_key', param: null });
   });
 
-  test.runIf(pathParamNames(id).length > 0)("with another project's id: 404 as if absent", async () => {
+  test.runIf(takesId(id))("with another project's id: 404 as if absent", async () => {
     const fixture = crossProject[id];
     expect(fixture, `server/modules/${operations[id].module}/fixtures.ts needs crossProject.${id}`).toBeDefined();
     const req = await fixture!(t.fixtureKit(t.other));
