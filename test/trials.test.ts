@@ -1,6 +1,6 @@
 // A fast sample of the durability trials (`npm run trials` runs the full counts; test/trials/trials.ts says what
-// each checks): a few kill -9 trials mid-job with a job of every runner kind, on the test database; and, on
-// PostgreSQL, a few hundred queue jobs through two server processes with no double claim and no loss.
+// each checks): a few kill -9 trials mid-job with a job of every runner kind (fine-tunes, evaluations and file
+// validations among them), on the test database; and, on PostgreSQL, a few hundred queue jobs through two server processes with no double claim and no loss.
 import { describe, expect, test } from 'vitest';
 import { scratchDatabase, usingPostgres } from './support/database.ts';
 import { killTrials, queueThroughput } from './trials/trials.ts';
@@ -10,7 +10,7 @@ describe('durability (sample)', () => {
     const scratch = await scratchDatabase();
     try {
       const r = await killTrials({ databaseUrl: scratch.url, trials: 3 });
-      expect(r.jobs).toEqual({ queue: 3, videos: 3, uploads: 3, remediations: 3, deployments: 3 });
+      expect(r.jobs).toEqual({ queue: 3, videos: 3, uploads: 3, remediations: 3, deployments: 3, fineTunes: 3, evaluations: 3, files: 3 });
       expect(r.lost).toEqual([]);
       expect(r.doubled).toEqual([]);
     } finally {

@@ -737,8 +737,14 @@ export interface paths {
         post?: never;
         /**
          * Delete a file
-         * @description Deletes the file and its bytes: `{id, deleted: true}`. A file that a fine-tuning job still `pending`,
-         *     `queued` or `running` is to read (as its training or validation file) answers 409 `file_in_use`.
+         * @description Deletes the file and its bytes: `{id, deleted: true}`. A file that a job still needs is not deleted: while
+         *     a fine-tuning job that reads it (as its training or validation file) or an evaluation job that reads it (as
+         *     its `input_data_file_path`) has not reached a terminal state, the delete answers 409 with code `file_in_use`
+         *     and param `id`, naming the job and its status, and nothing is deleted. One rule for both kinds: a job holds
+         *     its files until it is terminal (fine-tuning: `completed`, `error` or `cancelled`; evaluation: `completed`,
+         *     `user_error` or `error`), whatever step it is at, since a job that has not finished may read them again
+         *     (a step interrupted by a crash runs again from the start). Once the job is terminal, the delete works. A
+         *     finished evaluation's result file is not held.
          */
         delete: operations["deleteFile"];
         options?: never;

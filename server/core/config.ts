@@ -37,6 +37,8 @@ export interface Config {
   /** Largest binary audio upload, in bytes (80 MB); audio by URL is at most `audioUrlLimit` (1 GB). */
   audioUploadLimit: number;
   audioUrlLimit: number;
+  /** How evaluations retry an upstream or external server's 429 and 503 (`JUDGE_RETRY_ATTEMPTS`, `_BASE_MS`, `_MAX_MS`; see the Evaluation tag). */
+  judgeRetry: { attempts: number; baseMs: number; maxMs: number };
   /** The dynamic rate limits of serverless inference (server/http/rate-limits.ts; the algorithm is in the spec). */
   rateLimits: RateLimitConfig;
 }
@@ -121,6 +123,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     pocketsphinxPath: env.POCKETSPHINX_PATH || undefined,
     audioUploadLimit: num(env.AUDIO_UPLOAD_LIMIT_BYTES, 80 * 1024 * 1024),
     audioUrlLimit: num(env.AUDIO_URL_LIMIT_BYTES, 1024 * 1024 * 1024),
+    judgeRetry: {
+      attempts: Math.max(1, Math.floor(num(env.JUDGE_RETRY_ATTEMPTS, 5))),
+      baseMs: num(env.JUDGE_RETRY_BASE_MS, 1000),
+      maxMs: num(env.JUDGE_RETRY_MAX_MS, 30_000),
+    },
     rateLimits: {
       enabled: bool(env.RATE_LIMITS, true),
       windowSeconds: Math.max(1, Math.round(num(env.RATE_LIMIT_WINDOW_SECONDS, 1))),

@@ -2,9 +2,11 @@
 // Three engines: the deterministic local judge (a lexical judgement it can compute, and says so), an upstream
 // OpenAI-compatible server chosen by the engine routes (routes.ts), and an external OpenAI-compatible server named by
 // the request. Every engine answers text; the evaluation reads the verdict out of it the same way for all three.
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Config } from '../core/config.ts';
 import { localChat } from './chat.ts';
 import type { UpstreamRoute } from './routes.ts';
-import { upstreamFetch } from './upstream.ts';
+import { UpstreamFailure, upstreamFetch } from './upstream.ts';
 
 /** What the judge is asked about one row, in the order it is shown (for compare: `first` is shown as response A). */
 export type JudgeTask =
@@ -110,10 +112,62 @@ export const localJudgeEngine: JudgeEngine = {
   },
 };
 
+/** How calls to an OpenAI-compatible server are retried when it answers 429 or 503: `attempts` calls in all, backoff from `baseMs`, no wait above `maxMs`. */
+export type RetryPolicy = Config['judgeRetry'];
+
+export const DEFAULT_RETRY: RetryPolicy = { attempts: 5, baseMs: 1000, maxMs: 30_000 };
+
+/** Statuses that say "later", not "no": the call is made again after a wait. */
+const RETRIED = new Set([429, 503]);
+
+/** A server that kept answering 429 or 503 to every attempt: the evaluation stops and fails with this message. */
+export class RetriesExhausted extends Error {}
+
+/**
+ * The wait before attempt `attempt + 1` (attempt counts from 1): the server's `Retry-After` when it sent a usable
+ * one (delay-seconds, or an HTTP date, from `nowMs`), else exponential backoff (`baseMs` x 2^(attempt-1)) with
+ * jitter (a random half to whole of it, so that concurrent calls spread out); either way at most `maxMs`.
+ */
+export function retryDelayMs(policy: RetryPolicy, attempt: number, retryAfter: string | null, nowMs = Date.now(), random = Math.random): number {
+  const header = retryAfter?.trim() ?? '';
+  let ms: number | undefined;
+  if (/^\d+$/.test(header)) ms = Number(header) * 1000;
+  else if (/[a-z]/i.test(header)) {
+    // An HTTP date names its day and month (Date.parse alone would take '-3' for a year).
+    const at = Date.parse(header);
+    if (!Number.isNaN(at)) ms = Math.max(0, at - nowMs);
+  }
+  if (ms === undefined) {
+    const backoff = Math.min(policy.maxMs, policy.baseMs * 2 ** (attempt - 1));
+    ms = backoff / 2 + random() * (backoff / 2);
+  }
+  return Math.min(policy.maxMs, ms);
+}
+
 /** An OpenAI-compatible server (an upstream route, or an external judge): its `/chat/completions`, answered whole. */
-export function openAiCompatibleEngine(name: 'upstream' | 'external', route: UpstreamRoute): JudgeEngine {
+export function openAiCompatibleEngine(name: 'upstream' | 'external', route: UpstreamRoute, policy: RetryPolicy = DEFAULT_RETRY): JudgeEngine {
+  const attempts = Math.max(1, Math.floor(policy.attempts));
+  // Once one call has given up, the job fails: the others stop retrying.
+  let exhausted: RetriesExhausted | undefined;
+  const fetchRetrying = async (body: unknown): Promise<Response> => {
+    for (let attempt = 1; ; attempt++) {
+      if (exhausted) throw exhausted;
+      try {
+        return await upstreamFetch(route, '/chat/completions', body);
+      } catch (err) {
+        if (!(err instanceof UpstreamFailure) || !RETRIED.has(err.upstreamStatus)) throw err;
+        if (attempt >= attempts) {
+          exhausted ??= new RetriesExhausted(
+            `The ${name} server at ${route.url} answered ${err.upstreamStatus} (${err.upstreamStatus === 429 ? 'too many requests' : 'service unavailable'}) to ${attempts} attempt${attempts === 1 ? '' : 's'} in a row: ${err.upstreamMessage}`.slice(0, 600),
+          );
+          throw exhausted;
+        }
+        await sleep(retryDelayMs(policy, attempt, err.retryAfter));
+      }
+    }
+  };
   const complete = async (call: ChatCall): Promise<string> => {
-    const res = await upstreamFetch(route, '/chat/completions', {
+    const res = await fetchRetrying({
       model: route.model ?? call.model,
       messages: [
         ...(call.system ? [{ role: 'system', content: call.system }] : []),

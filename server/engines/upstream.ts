@@ -38,7 +38,21 @@ export async function upstreamFetch(route: UpstreamRoute, path: string, body: un
   if (res.status >= 400 && res.status < 500 && res.status !== 401 && res.status !== 403 && res.status !== 429) {
     throw new ApiError(res.status, 'upstream_refused', `The upstream engine refused the request: ${message || res.statusText}`, param);
   }
-  throw new ApiError(502, 'upstream_failed', `The upstream engine at ${route.url} answered ${res.status}: ${message || res.statusText}`, null, 'server_error');
+  throw new UpstreamFailure(route.url, res.status, message || res.statusText, res.headers.get('retry-after'));
+}
+
+/** The upstream's own failure (a 5xx, a 401, 403 or 429), as this platform's 502, keeping what a caller that retries needs. */
+export class UpstreamFailure extends ApiError {
+  constructor(
+    readonly url: string,
+    /** The upstream's status. */
+    readonly upstreamStatus: number,
+    readonly upstreamMessage: string,
+    /** The upstream's `Retry-After` header, as sent. */
+    readonly retryAfter: string | null,
+  ) {
+    super(502, 'upstream_failed', `The upstream engine at ${url} answered ${upstreamStatus}: ${upstreamMessage}`, null, 'server_error');
+  }
 }
 
 /** The events of an upstream `text/event-stream` response: each `data:` payload parsed, up to `[DONE]`. */

@@ -1,15 +1,17 @@
 // Durability trials against real server processes (`node server/main.ts`, as `npm start` runs it):
 // - killTrials: each trial starts jobs of every kind the runner works (a queue job on a built-in worker, a video,
-//   a model upload, a remediation, a v2 deployment), kills the server with SIGKILL at a random moment while they
+//   a model upload, a remediation, a v2 deployment, a fine-tuning job, an evaluation with the local judge, a
+//   fine-tuning file's validation), kills the server with SIGKILL at a random moment while they
 //   run, starts it again on the same database, and checks that every job finishes (none lost) and that no step
 //   was applied twice (no move of a machine scheduled its next step twice, no queue job claimed more often than
-//   its timeouts allow, no work item given up);
+//   its timeouts allow, no work item given up, a fine-tune's checkpoints, events and catalogue model made once, an
+//   evaluation's result file recorded once and no stray result bytes left on disk);
 // - twoProcessQueue: two server processes on one PostgreSQL database, jobs submitted to both and claimed and
 //   completed through both by workers using the worker API; every claim is recorded, and each job must be claimed
 //   exactly once (no double claim) and be done (no loss).
 // Used by `npm run trials` (test/trials/run.ts: the full counts) and by test/trials.test.ts (a fast sample).
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -22,6 +24,10 @@ const CHAT = 'meta-llama/Llama-3.3-70B-Instruct-Turbo';
 const VIDEO = 'Wan-AI/Wan2.2-T2V-A14B';
 const DEPLOY_MODEL = 'meta-llama/Meta-Llama-3.1-8B-Instruct';
 const DEPLOY_CONFIG = 'cr_llama_3_1_8b_h100';
+const FINE_TUNE_BASE = 'meta-llama/Meta-Llama-3.1-8B-Instruct-Reference';
+/** A small conversation dataset: a fine-tune of it plans a few steps, checkpoints and evaluations. */
+const DATASET = Array.from({ length: 12 }, (_, i) => JSON.stringify({ messages: [{ role: 'user', content: `Question ${i}?` }, { role: 'assistant', content: `Answer ${i}.` }] })).join('\n');
+const EVAL_INPUT = Array.from({ length: 8 }, (_, i) => JSON.stringify({ question: `Is ${i} even?`, response: i % 2 ? 'no' : 'yes' })).join('\n');
 
 /** Durations short enough for many trials, long enough that a kill lands in the middle of the work. */
 const TRIAL_ENV = {
@@ -34,6 +40,12 @@ const TRIAL_ENV = {
   DURATION_REMEDIATION_START_MS: '100',
   DURATION_REMEDIATION_RUN_MS: '400',
   DURATION_DEPLOYMENT_PROVISION_MS: '400',
+  DURATION_FILE_VALIDATION_MS: '200',
+  DURATION_FINE_TUNE_QUEUE_MS: '100',
+  DURATION_FINE_TUNE_TRAIN_MS: '300',
+  DURATION_FINE_TUNE_UPLOAD_MS: '100',
+  DURATION_EVALUATION_START_MS: '100',
+  DURATION_EVALUATION_RUN_MS: '300',
 };
 
 async function call(server: ServerProcess, key: string, method: string, path: string, body?: unknown) {
@@ -47,12 +59,27 @@ async function call(server: ServerProcess, key: string, method: string, path: st
   return json;
 }
 
+/** Uploads a file (multipart, as clients do); answers its id. */
+async function upload(server: ServerProcess, key: string, purpose: string, name: string, content: string): Promise<string> {
+  const form = new FormData();
+  form.set('purpose', purpose);
+  form.set('file_name', name);
+  form.set('file', new Blob([content]), name);
+  const res = await fetch(`${server.url}/v1/files/upload`, { method: 'POST', headers: { Authorization: `Bearer ${key}` }, body: form });
+  const json: any = await res.json().catch(() => null);
+  if (!res.ok) throw new Error(`upload ${name}: ${res.status} ${JSON.stringify(json)}`);
+  return json.id;
+}
+
 interface Created {
   queue: string[];
   videos: string[];
   uploads: string[];
   remediations: string[];
   deployments: string[];
+  fineTunes: string[];
+  evaluations: string[];
+  files: string[];
 }
 
 export interface KillTrialsResult {
@@ -75,7 +102,7 @@ export async function killTrials(options: { databaseUrl: string; trials: number;
   let server = await startServerProcess(env);
   const key = server.key!;
   const db = await openDatabase(options.databaseUrl, { migrate: false });
-  const created: Created = { queue: [], videos: [], uploads: [], remediations: [], deployments: [] };
+  const created: Created = { queue: [], videos: [], uploads: [], remediations: [], deployments: [], fineTunes: [], evaluations: [], files: [] };
   let killsMidWork = 0;
   const lostDeployments: string[] = [];
   const timings: string[] = [];
@@ -86,6 +113,13 @@ export async function killTrials(options: { databaseUrl: string; trials: number;
     const nodes = cluster.gpu_worker_nodes as { node_id: string; instance_id: string }[];
     const instances = nodes.filter((n) => n.node_id === 'gpu-node-1-vm1').map((n) => n.instance_id);
     const project = projectId ?? (await db.prisma.apiKey.findFirstOrThrow()).projectId;
+    // The fine-tunes' training file and the evaluations' input, uploaded (and the training file validated) before the first kill.
+    const trainingFile = await upload(server, key, 'fine-tune', 'train.jsonl', DATASET);
+    const evalInput = await upload(server, key, 'eval', 'input.jsonl', EVAL_INPUT);
+    for (const until = Date.now() + 30_000; (await db.prisma.file.findUniqueOrThrow({ where: { id: trainingFile } })).status === 'PENDING'; ) {
+      if (Date.now() > until) throw new Error(`the training file ${trainingFile} was not validated`);
+      await sleep(50);
+    }
 
     for (let trial = 0; trial < options.trials; trial++) {
       // One job of every kind, then a kill at a random moment while they run.
@@ -107,6 +141,14 @@ export async function killTrials(options: { databaseUrl: string; trials: number;
         autoscaling: { minReplicas: 1, maxReplicas: 1 },
       });
       created.deployments.push(d.id);
+      const ft = await call(server, key, 'POST', '/v1/fine-tunes', { model: FINE_TUNE_BASE, training_file: trainingFile, n_epochs: 2, n_checkpoints: 2, n_evals: 0, suffix: `t${trial}` });
+      created.fineTunes.push(ft.id);
+      const ev = await call(server, key, 'POST', '/v1/evaluation', {
+        type: 'classify',
+        parameters: { judge: { model: CHAT, model_source: 'serverless', system_template: 'Judge: {{ question }}' }, labels: ['yes', 'no'], pass_labels: ['yes'], model_to_evaluate: 'response', input_data_file_path: evalInput },
+      });
+      created.evaluations.push(ev.workflow_id);
+      created.files.push(await upload(server, key, 'fine-tune', `trial-${trial}.jsonl`, DATASET));
 
       await sleep(Math.random() * 600);
       if ((await db.prisma.workItem.count({ where: { state: 'running' } })) > 0) killsMidWork++;
@@ -150,7 +192,10 @@ async function settle(db: Database, c: Created, timeoutMs: number): Promise<void
       (await db.prisma.video.count({ where: { id: { in: c.videos }, status: 'in_progress' } })) +
       (await db.prisma.modelUploadJob.count({ where: { id: { in: c.uploads }, status: { in: ['Queued', 'Running'] } } })) +
       (await db.prisma.remediation.count({ where: { id: { in: ids(c.remediations) }, state: { in: ['PENDING', 'RUNNING', 'PENDING_APPROVAL'] } } })) +
-      (await db.prisma.deployment.count({ where: { id: { in: c.deployments }, state: 'DEPLOYMENT_STATE_PROVISIONING' } }));
+      (await db.prisma.deployment.count({ where: { id: { in: c.deployments }, state: 'DEPLOYMENT_STATE_PROVISIONING' } })) +
+      (await db.prisma.fineTune.count({ where: { id: { in: c.fineTunes }, status: { notIn: ['completed', 'error', 'cancelled'] } } })) +
+      (await db.prisma.evaluationJob.count({ where: { id: { in: c.evaluations }, status: { in: ['pending', 'queued', 'running'] } } })) +
+      (await db.prisma.file.count({ where: { id: { in: c.files }, status: 'PENDING' } }));
     if (busy === 0) return;
     if (Date.now() + 200 > until) {
       const items = await db.prisma.workItem.findMany({ where: { state: { in: ['queued', 'running'] } }, select: { kind: true, state: true, failures: true, lastError: true, runAt: true } });
@@ -176,7 +221,48 @@ async function check(db: Database, c: Created, dataDir: string): Promise<{ lost:
   await expectAll('upload', c.uploads, await db.prisma.modelUploadJob.findMany({ where: { id: { in: c.uploads } } }), (u) => u.status === 'Complete');
   await expectAll('remediation', ids(c.remediations), await db.prisma.remediation.findMany({ where: { id: { in: ids(c.remediations) } } }), (r) => r.state === 'SUCCEEDED');
   // Deployments are checked READY at the end of their trial (their endpoint is deleted then).
-  void dataDir;
+  await expectAll('file', c.files, await db.prisma.file.findMany({ where: { id: { in: c.files } } }), (f) => f.status === 'COMPLETED' && JSON.parse(f.report ?? '{}').valid === true);
+
+  // A fine-tune ends completed once: each checkpoint once (one final), each event of a step once, one catalogue model.
+  const fineTunes = await db.prisma.fineTune.findMany({ where: { id: { in: c.fineTunes } } });
+  await expectAll('fine-tune', c.fineTunes, fineTunes, (j) => j.status === 'completed' && !!j.outputModelId);
+  for (const j of fineTunes) {
+    const checkpoints = await db.prisma.fineTuneCheckpoint.findMany({ where: { jobId: j.id } });
+    const steps = checkpoints.map((k) => `${k.type} ${k.step}`);
+    if (new Set(steps).size !== steps.length || checkpoints.filter((k) => k.type === 'Final').length !== 1) doubled.push(`fine-tune ${j.id}: checkpoints ${steps.join(', ')}`);
+    const events = await db.prisma.fineTuneEvent.findMany({ where: { jobId: j.id }, orderBy: { id: 'asc' } });
+    const keys = events.map((e) => `${e.type} ${JSON.parse(e.data).step ?? ''}`);
+    const repeated = keys.filter((k, i) => keys.indexOf(k) !== i);
+    if (repeated.length > 0) doubled.push(`fine-tune ${j.id}: events repeated: ${repeated.join(', ')}`);
+    const saved = events.filter((e) => e.type === 'checkpoint_save').length;
+    if (j.status === 'completed' && saved !== checkpoints.length - 1) doubled.push(`fine-tune ${j.id}: ${saved} checkpoint_save events for ${checkpoints.length - 1} intermediate checkpoints`);
+    for (const type of ['job_start', 'training_complete', 'job_complete']) {
+      const n = events.filter((e) => e.type === type).length;
+      if (j.status === 'completed' && n !== 1) doubled.push(`fine-tune ${j.id}: ${n} ${type} events`);
+    }
+    const models = await db.prisma.model.count({ where: { source: j.id } });
+    if (j.status === 'completed' && models !== 1) doubled.push(`fine-tune ${j.id}: ${models} models in the catalogue`);
+  }
+
+  // An evaluation ends completed once, with one result file (row and bytes), and every status recorded once.
+  const evaluations = await db.prisma.evaluationJob.findMany({ where: { id: { in: c.evaluations } } });
+  await expectAll('evaluation', c.evaluations, evaluations, (e) => e.status === 'completed' && !!e.resultFileId);
+  const resultFiles = await db.prisma.file.findMany({ where: { filename: { in: c.evaluations.map((id) => `${id}-results.jsonl`) } } });
+  for (const e of evaluations) {
+    const mine = resultFiles.filter((f) => f.filename === `${e.id}-results.jsonl`);
+    if (e.status === 'completed' && (mine.length !== 1 || mine[0]!.id !== e.resultFileId)) doubled.push(`evaluation ${e.id}: result files ${mine.map((f) => f.id).join(', ') || 'none'} (job names ${e.resultFileId})`);
+    for (const f of mine) if (!existsSync(join(dataDir, f.path))) lost.push(`evaluation ${e.id}: result file ${f.id} has no bytes`);
+    const statuses = (JSON.parse(e.statusUpdates) as { status: string }[]).map((u) => u.status);
+    if (new Set(statuses).size !== statuses.length) doubled.push(`evaluation ${e.id}: status updates ${statuses.join(', ')}`);
+  }
+  // No stray bytes: every file on disk under a project's files has its row (a rerun evaluation writes its result anew).
+  const rows = new Set((await db.prisma.file.findMany({ select: { path: true } })).map((f) => f.path));
+  const filesDir = join(dataDir, 'files');
+  if (existsSync(filesDir)) {
+    for (const projectDir of readdirSync(filesDir)) {
+      for (const name of readdirSync(join(filesDir, projectDir))) if (!rows.has(join('files', projectDir, name))) doubled.push(`stray file bytes: files/${projectDir}/${name}`);
+    }
+  }
 
   // No move applied twice: each machine's entry into a state schedules exactly one timed step.
   const items = await db.prisma.workItem.findMany({ select: { kind: true, subjectId: true, payload: true, state: true } });

@@ -7,7 +7,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { Tx } from '../../db/index.ts';
 import { findFile, readFileContent } from '../files/index.ts';
-import { fileLocation, newFileId, recordFile, type StoreServices } from '../files/store.ts';
+import { fileLocation, recordFile, type StoreServices } from '../files/store.ts';
 
 /** Whether the project has that file (another project's file is absent). */
 export async function inputExists(services: Pick<StoreServices, 'db'>, projectId: string, fileId: string): Promise<boolean> {
@@ -60,9 +60,13 @@ export interface PlacedFile {
   bytes: number;
 }
 
-/** Writes a job's result file (JSON Lines) where Files keeps the project's files; `recordResultFile` then records it. */
+/**
+ * Writes a job's result file (JSON Lines) where Files keeps the project's files; `recordResultFile` then records it.
+ * Its id is the job's own (`eval-X` writes `file-X`): an evaluation run again after a crash overwrites the bytes the
+ * first run left unrecorded instead of leaving them behind.
+ */
 export async function placeResultFile(services: StoreServices, projectId: string, jobId: string, lines: string[]): Promise<PlacedFile> {
-  const id = newFileId(services.clock.now());
+  const id = `file-${jobId.replace(/^eval-/, '')}`;
   const path = join(services.config.dataDir, fileLocation(projectId, id));
   await mkdir(dirname(path), { recursive: true });
   const content = lines.map((l) => `${l}\n`).join('');

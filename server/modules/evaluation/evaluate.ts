@@ -4,7 +4,7 @@
 // wrong ends the job `user_error`; a failed call only fails its row.
 import { Semaphore } from 'async-mutex';
 import type { EvaluationJob } from '../../../generated/prisma/sqlite/client/client.ts';
-import { localJudgeEngine, openAiCompatibleEngine, type ChatCall, type JudgeEngine, type JudgeTask } from '../../engines/judge.ts';
+import { RetriesExhausted, localJudgeEngine, openAiCompatibleEngine, type ChatCall, type JudgeEngine, type JudgeTask } from '../../engines/judge.ts';
 import type { Services } from '../types.ts';
 import { InputError, inputRows, placeResultFile, type PlacedFile } from './dataset.ts';
 import {
@@ -37,18 +37,23 @@ import {
 
 export type Evaluated =
   | { outcome: 'completed'; results: object; resultFile: PlacedFile; summary: string }
-  | { outcome: 'user_error'; message: string };
+  | { outcome: 'user_error'; message: string }
+  | { outcome: 'error'; message: string };
 
 /** The input's fault: ends the job `user_error` with this message. */
 class UserError extends Error {}
 
+/** What ends the whole job rather than failing one row: the input's fault, or a server that kept refusing (429/503). */
+const fatal = (err: unknown) => err instanceof UserError || err instanceof RetriesExhausted;
+
 /** The engine a model runs on: its external server, or wherever the engine routes send it for chat. */
-export function engineFor(services: Pick<Services, 'engines'>, m: Judge | ModelRequest): JudgeEngine {
+export function engineFor(services: Pick<Services, 'engines' | 'config'>, m: Judge | ModelRequest): JudgeEngine {
+  const retry = services.config.judgeRetry;
   if (m.model_source === 'external') {
-    return openAiCompatibleEngine('external', { engine: 'upstream', url: m.external_base_url!.replace(/\/+$/, ''), apiKey: m.external_api_token });
+    return openAiCompatibleEngine('external', { engine: 'upstream', url: m.external_base_url!.replace(/\/+$/, ''), apiKey: m.external_api_token }, retry);
   }
   const route = services.engines.routeFor('chat', m.model);
-  return route.engine === 'upstream' ? openAiCompatibleEngine('upstream', route) : localJudgeEngine;
+  return route.engine === 'upstream' ? openAiCompatibleEngine('upstream', route, retry) : localJudgeEngine;
 }
 
 async function readRows(services: Services, job: EvaluationJob, fileId: string): Promise<Row[]> {
@@ -130,6 +135,8 @@ export async function evaluate(services: Services, job: EvaluationJob): Promise<
     return { outcome: 'completed', results, resultFile, summary: `Evaluated ${rows.length} rows with the ${judge.name} judge.` };
   } catch (err) {
     if (err instanceof UserError || err instanceof InputError) return { outcome: 'user_error', message: err.message };
+    // Not repeated by the runner: the retries were made, and the job fails at once saying so.
+    if (err instanceof RetriesExhausted) return { outcome: 'error', message: `The evaluation stopped: ${err.message}` };
     throw err;
   }
 }
@@ -152,7 +159,7 @@ async function single(services: Services, p: Parameters, rows: Row[], ask: Ask, 
       try {
         response = await respond(row, i);
       } catch (err) {
-        if (err instanceof UserError) throw err;
+        if (fatal(err)) throw err;
         return [{ generationFailed: true }, { generation_error: failure(err) }];
       }
       const task: JudgeTask =
@@ -163,7 +170,7 @@ async function single(services: Services, p: Parameters, rows: Row[], ask: Ask, 
       try {
         answer = await ask(task, row, i);
       } catch (err) {
-        if (err instanceof UserError) throw err;
+        if (fatal(err)) throw err;
         return [{ judgeFailed: true }, { response, judge_error: failure(err) }];
       }
       const reading = kind === 'classify' ? readLabel(answer, p.labels!) : readScore(answer, p.min_score!, p.max_score!);
@@ -185,7 +192,7 @@ async function pass(ask: Ask, task: JudgeTask, row: Row, i: number, flipped: boo
   try {
     answer = await ask(task, row, i);
   } catch (err) {
-    if (err instanceof UserError) throw err;
+    if (fatal(err)) throw err;
     return { error: failure(err) };
   }
   const reading = readWinner(answer);
@@ -202,7 +209,7 @@ async function compare(services: Services, p: Parameters, rows: Row[], ask: Ask)
   const judged = await Promise.all(
     rows.map(async (row, i): Promise<[Outcome<Winner>, Record<string, unknown>]> => {
       const generated = await Promise.allSettled([respondA(row, i), respondB(row, i)]);
-      for (const g of generated) if (g.status === 'rejected' && g.reason instanceof UserError) throw g.reason;
+      for (const g of generated) if (g.status === 'rejected' && fatal(g.reason)) throw g.reason;
       if (generated.some((g) => g.status === 'rejected')) {
         const errors = generated.map((g) => (g.status === 'rejected' ? failure(g.reason) : null));
         return [{ generationFailed: true }, { generation_error_a: errors[0], generation_error_b: errors[1] }];

@@ -1,8 +1,8 @@
 // The evaluation job's state machine, and the runner's steps that move it. A job is accepted `pending`, queued, and
 // started; a `running` job is evaluated outside any transaction (a long step: a worker that dies mid-job leaves it
 // to another, which evaluates it again from the start) and its outcome committed together with its result file:
-// `completed`, or `user_error` when the input cannot be evaluated. An evaluation that keeps failing is given up as
-// `error`.
+// `completed`, `user_error` when the input cannot be evaluated, or `error` when a server kept answering 429/503
+// past its retries (engines/judge.ts). An evaluation that keeps failing is given up as `error`.
 import type { EvaluationJob } from '../../../generated/prisma/sqlite/client/client.ts';
 import { instant } from '../../core/clock.ts';
 import { invalidTransition } from '../../core/errors.ts';
@@ -71,8 +71,8 @@ export function evaluationProgression(services: Services): Progression<Evaluatio
         work: async (id): Promise<Evaluated> => evaluate(services, await services.db.prisma.evaluationJob.findUniqueOrThrow({ where: { id } })),
         async apply(tx, id, done: Evaluated) {
           const job = await tx.evaluationJob.findUniqueOrThrow({ where: { id } });
-          if (done.outcome === 'user_error') {
-            await moveEvaluation(tx, services, job, 'reject', done.message, { results: JSON.stringify({ error: done.message }) });
+          if (done.outcome !== 'completed') {
+            await moveEvaluation(tx, services, job, done.outcome === 'user_error' ? 'reject' : 'fail', done.message, { results: JSON.stringify({ error: done.message }) });
             return;
           }
           await recordResultFile(tx, services, job.projectId, done.resultFile);

@@ -3,6 +3,7 @@ import { apiError, badRequest, conflict } from '../../core/errors.ts';
 import { reply } from '../../http/reply.ts';
 import { owned } from '../../http/scope.ts';
 import type { Context } from '../types.ts';
+import { holderOf } from './in-use.ts';
 import { checkPurpose, type FileType, type Purpose } from './rules.ts';
 import { filePath, newFileId, placeFile, recordFile, removeBytes } from './store.ts';
 import { fileWire } from './wire.ts';
@@ -39,14 +40,12 @@ export async function retrieveFile(ctx: Context<'retrieveFile'>) {
   return fileWire(await find(ctx));
 }
 
-/** States of a fine-tuning job that has yet to read its files. */
-const READING = ['pending', 'queued', 'running'];
-
 export async function deleteFile(ctx: Context<'deleteFile'>) {
   const f = await find(ctx);
   await ctx.db.write(async (tx) => {
-    const user = await tx.fineTune.findFirst({ where: { projectId: f.projectId, status: { in: READING }, OR: [{ trainingFile: f.id }, { validationFile: f.id }] } });
-    if (user) throw conflict(`File '${f.id}' is read by fine-tuning job '${user.id}', which is ${user.status}.`, 'file_in_use', 'id');
+    // Checked in the transaction that deletes: a job created meanwhile finds the file gone (and is refused, or fails).
+    const holder = await holderOf(tx, f.projectId, f.id);
+    if (holder) throw conflict(`File '${f.id}' is read by ${holder.what} '${holder.id}', which is ${holder.status}: it can be deleted once the job has ended.`, 'file_in_use', 'id');
     const { count } = await tx.file.deleteMany({ where: { id: f.id, projectId: f.projectId } });
     if (count === 0) throw apiError(404, 'not_found', `No file '${f.id}' was found.`, 'id');
   });
