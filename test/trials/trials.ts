@@ -150,8 +150,15 @@ export async function killTrials(options: { databaseUrl: string; trials: number;
       created.evaluations.push(ev.workflow_id);
       created.files.push(await upload(server, key, 'fine-tune', `trial-${trial}.jsonl`, DATASET));
 
+      // A random moment, then the first moment after it (within a second) at which the runner holds work in hand:
+      // a kill between steps tests less than one in the middle of a step.
       await sleep(Math.random() * 600);
-      if ((await db.prisma.workItem.count({ where: { state: 'running' } })) > 0) killsMidWork++;
+      let inHand = false;
+      for (const until = Date.now() + 1000; !inHand && Date.now() < until; ) {
+        inHand = (await db.prisma.workItem.count({ where: { state: 'running' } })) > 0;
+        if (!inHand) await sleep(5);
+      }
+      if (inHand) killsMidWork++;
       await server.stop('SIGKILL');
       const killedAt = Date.now();
       server = await startServerProcess(env);
