@@ -4491,7 +4491,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorData"];
             };
         };
-        /** @description The body is not `application/json` (`unsupported_media_type`). */
+        /** @description The body's media type is not one the operation takes, `application/json` unless it says otherwise (`unsupported_media_type`). */
         UnsupportedMediaType: {
             headers: {
                 [name: string]: unknown;
