@@ -186,6 +186,17 @@ describe('the upload URL', () => {
     expect((await t.caller.http.get(`/v1/files/${id}/content`)).text).toBe(dataset);
   });
 
+  test('two PUTs at once: one stores its bytes, the other is 409, and the stored bytes are the winner\'s whole', async () => {
+    const { url, id } = await begin();
+    const one = `${chat('one', 'first')}\n`.repeat(200);
+    const two = `${chat('two', 'second')}\n`.repeat(300);
+    const results = await Promise.all([put(url, one), put(url, two)]);
+    expect(results.map((r) => r.status).sort()).toEqual([200, 409]);
+    const winner = results.find((r) => r.status === 200)!.body;
+    expect([Buffer.byteLength(one), Buffer.byteLength(two)]).toContain(winner.bytes);
+    expect((await t.caller.http.get(`/v1/files/${id}/content`)).text).toBe(winner.bytes === Buffer.byteLength(one) ? one : two);
+  });
+
   test('an empty body is 400 empty_file and the URL stays usable', async () => {
     const { url, id } = await begin();
     expectError(await put(url, ''), 400, { code: 'empty_file', param: 'file' });

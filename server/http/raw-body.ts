@@ -3,6 +3,7 @@
 // temporary file as it arrives, its byte limit enforced while it streams (and from `Content-Length` before), never
 // held in memory; the temporary file is removed once the response is finished.
 import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
 import { createWriteStream, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
@@ -27,6 +28,7 @@ export async function receiveBody<C>(req: Request, res: Response, rule: UploadRu
   const upload: Upload = { path, filename: rule.field, mimeType: req.headers['content-type'] ?? 'application/octet-stream', bytes: 0 };
   // Leaving the loop early (over the limit) must not destroy the request: its answer still has to be sent.
   const chunks = req.iterator({ destroyOnReturn: false });
+  const out = createWriteStream(path);
   try {
     await pipeline(async function* () {
       for await (const chunk of chunks as AsyncIterable<Buffer>) {
@@ -34,8 +36,10 @@ export async function receiveBody<C>(req: Request, res: Response, rule: UploadRu
         if (upload.bytes > maxBytes) throw rule.tooLarge(config);
         yield chunk;
       }
-    }, createWriteStream(path));
+    }, out);
   } catch (err) {
+    // The file may still be opening: once it is closed, the cleanup at the response's end finds it.
+    if (!out.closed) await once(out, 'close');
     if (err instanceof ApiError) throw refuse(err);
     if (!req.complete) throw refuse(badRequest('The request ended before its body did.', null, 'incomplete_body'));
     throw err;
