@@ -155,6 +155,8 @@ describe('the upload URL', () => {
     ]) {
       expectError(await put(bad, dataset), 403, { code: 'invalid_signature', param: 'signature' });
     }
+    // Refused before the body is read, which is discarded: a large one still gets its answer.
+    expectError(await put(variant((p) => p.set('signature', 'x')), Buffer.alloc(8 * 1024 * 1024, 'z')), 403, { code: 'invalid_signature' });
     // Another file's id under this URL's signature.
     const other = await begin();
     expectError(await put(variant(() => {}, `/v1/files/${other.id}/content`), dataset), 403, { code: 'invalid_signature' });

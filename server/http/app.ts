@@ -1,10 +1,10 @@
 // One linear request pipeline, read top to bottom: request id and log line; HEAD answered as GET; the
 // infrastructure routes; authentication (by key, except for the operations a signed URL authorises: their module's
-// check runs in dispatch, after validation and before their body is read); JSON and form parsing; the control-character guard; validation of the request
-// against the spec; the rate limits of the operations the spec marks `x-rate-limited` (rate-limits.ts: admitted
-// before the handler, settled from its answer's `usage` after); the operation's handler, whose result `send` writes
-// (JSON bodies checked against the spec first, responses.ts); and one error handler that writes the envelope for
-// anything that went wrong on the way.
+// check runs in dispatch, after validation and before their body is read); JSON and form parsing; the
+// control-character guard; validation of the request against the spec; the rate limits of the operations the spec
+// marks `x-rate-limited` (rate-limits.ts: admitted before the handler, settled from its answer's `usage` after); the
+// operation's handler, whose result `send` writes (JSON bodies checked against the spec first, responses.ts); and
+// one error handler that writes the envelope for anything that went wrong on the way.
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -165,7 +165,12 @@ export function createApp(options: AppOptions): express.Express {
     refuseNonFinite(params, req.query as Record<string, unknown>);
     // A signed operation: its signature answers whom it acts as (or refuses it) before any of its body is read.
     const check = signed[operationId];
-    const identity = check ? await check(services, { params: params as Record<string, string>, query: req.query as Record<string, unknown> }) : req.identity!;
+    const refuse = (err: unknown): never => {
+      // The unread body is discarded as it arrives, so the client, still sending, reads the answer.
+      req.resume();
+      throw err;
+    };
+    const identity = check ? await check(services, { params: params as Record<string, string>, query: req.query as Record<string, unknown> }).catch(refuse) : req.identity!;
     const raw = rawRules[operationId];
     const files = raw ? { [raw.field]: await receiveBody(req, res, raw, config) } : ((req as { uploads?: Record<string, Upload> }).uploads ?? {});
     const handler = handlers[operationId] as (ctx: unknown) => Promise<unknown>;
