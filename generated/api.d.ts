@@ -714,7 +714,18 @@ export interface paths {
          */
         get: operations["listFiles"];
         put?: never;
-        post?: never;
+        /**
+         * Start a signed upload
+         * @description The first half of the signed upload the official client's `files.upload` helper performs (see the tag's
+         *     description). Takes `purpose`, `file_name` and `file_type` as an `application/x-www-form-urlencoded` body, as
+         *     query parameters, or both (the SDK sends both; a field given both ways must agree, else 400 naming it), with
+         *     the multipart upload's rules: `purpose` and `file_name` required (400 `required` naming the missing one),
+         *     `file_name` 1 to 255 characters, `file_type` `jsonl` when omitted, a `purpose` and `file_type` that do not
+         *     go together 400 naming `file_type`. `file_name` is kept as sent (the SDK sends the path it was given).
+         *     Records the file awaiting its bytes and answers `302` with `Location` (the upload URL, valid for
+         *     `DURATION_FILE_UPLOAD_MS`, default one hour), `x-together-file-id` and the file as its body.
+         */
+        post: operations["createFileUpload"];
         delete?: never;
         options?: never;
         head?: never;
@@ -763,10 +774,22 @@ export interface paths {
          * Download a file's content
          * @description The file's bytes as uploaded, streamed from disk (`text/plain` for `jsonl` and `csv`, as the platform
          *     answers, `application/octet-stream` for `parquet`), with `Range` support (206; 416 for a range outside the
-         *     file).
+         *     file). A signed upload whose bytes have not arrived answers 409 `file_not_uploaded`.
          */
         get: operations["getFileContent"];
-        put?: never;
+        /**
+         * Upload a file's bytes to its signed URL
+         * @description The second half of the signed upload: the `Location` of `POST /v1/files`, as given. Authorised by the URL's
+         *     `signature` (and `expires`), not by an API key: one that was not made by this server for this file and this
+         *     `expires` answers 403 `invalid_signature` (param `signature`), an expired one 403 `signature_expired` (param
+         *     `expires`), both before any byte is stored. The body is the file's bytes, streamed to disk (never held in
+         *     memory whole) with the multipart upload's limit (`FILES_MAX_BYTES`: 413 `file_too_large`, param `file`,
+         *     nothing kept); an empty body answers 400 `empty_file`. A file whose bytes have already arrived answers 409
+         *     `file_already_uploaded` (a URL is good for one upload); a file deleted meanwhile (or expired) 404. Answers
+         *     the stored file, then validated on the runner as a multipart upload is (`PENDING` for a `fine-tune` file).
+         *     The official client's `PUT` carries `Content-Type: application/octet-stream` and `Content-Length`.
+         */
+        put: operations["putFileContent"];
         post?: never;
         delete?: never;
         options?: never;
@@ -3058,6 +3081,17 @@ export interface components {
              */
             file: Blob;
         };
+        /** @description The fields of a signed upload (each may instead be a query parameter). */
+        FileUploadRequest: {
+            purpose?: components["schemas"]["FilePurpose"];
+            /** @description The name the file is listed under. */
+            file_name?: string;
+            /**
+             * @description `jsonl` when omitted.
+             * @enum {string}
+             */
+            file_type?: "csv" | "jsonl" | "parquet";
+        };
         FileResponse: {
             /** @description `file-...`. */
             id: string;
@@ -4517,7 +4551,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorData"];
             };
         };
-        /** @description The body is not `application/json` (`unsupported_media_type`). */
+        /** @description The body's media type is not one the operation takes, `application/json` unless it says otherwise (`unsupported_media_type`). */
         UnsupportedMediaType: {
             headers: {
                 [name: string]: unknown;
@@ -6041,6 +6075,42 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
+    createFileUpload: {
+        parameters: {
+            query?: {
+                purpose?: components["schemas"]["FilePurpose"];
+                file_name?: string;
+                file_type?: "csv" | "jsonl" | "parquet";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/x-www-form-urlencoded": components["schemas"]["FileUploadRequest"];
+            };
+        };
+        responses: {
+            /** @description The file, awaiting its bytes; `PUT` them to `Location`. */
+            302: {
+                headers: {
+                    /** @description The upload URL (absolute, on the origin the request reached), for one `PUT` of the bytes without an API key. */
+                    Location?: string;
+                    /** @description The file's id. */
+                    "x-together-file-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FileResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+        };
+    };
     retrieveFile: {
         parameters: {
             query?: never;
@@ -6131,6 +6201,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             /** @description The `Range` asked for lies outside the file (`range_not_satisfiable`). */
             416: {
                 headers: {
@@ -6140,6 +6211,59 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorData"];
                 };
             };
+            500: components["responses"]["InternalError"];
+        };
+    };
+    putFileContent: {
+        parameters: {
+            query: {
+                /** @description When the URL stops working, in Unix seconds (signed with the id). */
+                expires: number;
+            };
+            header?: never;
+            path: {
+                /** @description The file's id (`file-...`). */
+                id: components["parameters"]["FileId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/octet-stream": Blob;
+            };
+        };
+        responses: {
+            /** @description The stored file. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FileResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description The signature is not this server's for this file and `expires` (`invalid_signature`), or has expired (`signature_expired`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorData"];
+                };
+            };
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            /** @description The file exceeds `FILES_MAX_BYTES` (`file_too_large`). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorData"];
+                };
+            };
+            415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
         };
     };

@@ -7,7 +7,8 @@ import { operations } from '../generated/operations.ts';
 import { modules } from '../server/modules/index.ts';
 import type { FixtureKit, FixtureRequest } from '../server/modules/types.ts';
 import { expectError } from './support/expect.ts';
-import { deref, fillPath, jsonBodySchema, operationIds, operationSpec, pathParamNames } from './support/operations.ts';
+import { deref, fillPath, jsonBodySchema, keyless, operationIds, operationSpec, pathParamNames, withMultipart } from './support/operations.ts';
+import { sample } from './support/schema-sample.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
 
 let t: TestPlatform;
@@ -35,7 +36,7 @@ const send = (id: (typeof operationIds)[number], path: string, headers: Record<s
   return r;
 };
 
-describe.each(operationIds)('%s', (id) => {
+describe.each(operationIds.filter((id) => !keyless(id)))('%s', (id) => {
   const params = Object.fromEntries(pathParamNames(id).map((n) => [n, 'x']));
 
   test('without a key: 401 missing_api_key', async () => {
@@ -56,5 +57,18 @@ describe.each(operationIds)('%s', (id) => {
     expectError(res, 404, { type: 'not_found_error' });
     const owner = await send(id, path, { Authorization: `Bearer ${t.other.key}` }, req);
     expect(owner.status, `the owner can use ${id}: ${JSON.stringify(owner.body)}`).toBeLessThan(400);
+  });
+});
+
+// Operations a signed URL authorises (the signed upload's PUT): no key is asked for and none is enough; without the
+// URL's signature, 403 before the body is read. The signature, not a key, names the file, so there is no other
+// project's id to try (test/files-signed-upload.test.ts covers another file's id under a signature).
+describe.each(operationIds.filter(keyless))('%s (signed URL)', (id) => {
+  const params = Object.fromEntries(pathParamNames(id).map((n) => [n, 'x']));
+  const req = (headers: Record<string, string>) => withMultipart(id, send(id, fillPath(id, params), headers).query({ expires: 1 }), sample);
+
+  test('without a signature, with no key or a valid key: 403 invalid_signature', async () => {
+    expectError(await req({}), 403, { code: 'invalid_signature', param: 'signature' });
+    expectError(await req({ Authorization: `Bearer ${t.caller.key}` }), 403, { code: 'invalid_signature', param: 'signature' });
   });
 });

@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { operations } from '../generated/operations.ts';
 import { expectError } from './support/expect.ts';
-import { deref, fillPath, jsonBodySchema, operationIds, operationSpec, pathParamNames, withMultipart } from './support/operations.ts';
+import { deref, fillPath, jsonBodySchema, keyless, operationIds, operationSpec, pathParamNames, withMultipart } from './support/operations.ts';
 import { sample } from './support/schema-sample.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
 
@@ -51,7 +51,9 @@ describe.each(operationIds)('%s', (id) => {
     expectError(await request(id).set('Content-Type', 'text/plain').send('hello'), 415, { code: 'unsupported_media_type', param: null });
   });
 
-  test('an unexpected failure: generic 500 with the request id, cause only in the log', async () => {
+  // An operation a signed URL authorises refuses an unsigned request before touching the database: its 500 is
+  // checked with a signed request where it is tested (test/files-signed-upload.test.ts).
+  test.runIf(!keyless(id))('an unexpected failure: generic 500 with the request id, cause only in the log', async () => {
     const fresh = await t.newCaller(t.caller.identity.projectId);
     const restore = t.breakDatabase();
     try {

@@ -1,9 +1,10 @@
 // One linear request pipeline, read top to bottom: request id and log line; HEAD answered as GET; the
-// infrastructure routes; authentication; JSON parsing; the control-character guard; validation of the request
-// against the spec; the rate limits of the operations the spec marks `x-rate-limited` (rate-limits.ts: admitted
-// before the handler, settled from its answer's `usage` after); the operation's handler, whose result `send` writes
-// (JSON bodies checked against the spec first, responses.ts); and one error handler that writes the envelope for
-// anything that went wrong on the way.
+// infrastructure routes; authentication (by key, except for the operations a signed URL authorises: their module's
+// check runs in dispatch, after validation and before their body is read); JSON and form parsing; the
+// control-character guard; validation of the request against the spec; the rate limits of the operations the spec
+// marks `x-rate-limited` (rate-limits.ts: admitted before the handler, settled from its answer's `usage` after); the
+// operation's handler, whose result `send` writes (JSON bodies checked against the spec first, responses.ts); and
+// one error handler that writes the envelope for anything that went wrong on the way.
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -12,13 +13,14 @@ import express, { type RequestHandler } from 'express';
 import { operations, type OperationId } from '../../generated/operations.ts';
 import { apiError } from '../core/errors.ts';
 import { specPath } from '../core/paths.ts';
-import { handlers, uploads } from '../modules/index.ts';
+import { handlers, signed, uploads } from '../modules/index.ts';
 import type { Services } from '../modules/types.ts';
 import { authenticate, type KeyCache } from './auth.ts';
 import { errorHandler } from './error-handler.ts';
 import { Gate, rateLimitedOperations, type RateLimits } from './rate-limits.ts';
 import { refuseControlCharacters, refuseNonFinite } from './input.ts';
 import { multipartBodies, type Upload } from './multipart.ts';
+import { receiveBody } from './raw-body.ts';
 import { send } from './reply.ts';
 import { responseValidator } from './responses.ts';
 import { validator } from './validator.ts';
@@ -67,6 +69,24 @@ function pathParamAt(method: string, path: string, i: number): string | null {
   return op ? (/^\{(\w+)\}$/.exec(operations[op].path.split('/')[i] ?? '')?.[1] ?? null) : null;
 }
 
+// The operations the spec authorises otherwise than by the bearer key are exactly those a module checks itself.
+const unkeyed = Object.entries(operations)
+  .filter(([, op]) => {
+    const security: Record<string, unknown>[] | undefined = spec.paths[op.path]?.[op.method]?.security;
+    return security !== undefined && !security.some((s) => 'bearerAuth' in s);
+  })
+  .map(([id]) => id)
+  .sort();
+if (JSON.stringify(unkeyed) !== JSON.stringify(Object.keys(signed).sort())) {
+  throw new Error(`operations without bearerAuth in the spec (${unkeyed.join(', ')}) and modules' signed checks (${Object.keys(signed).join(', ')}) differ`);
+}
+const signedMethods = new Set(unkeyed.map((id) => operations[id as OperationId].method.toUpperCase()));
+const isSigned = (method: string, path: string) => signedMethods.has(method) && signed[matchOperation(method, path)!] !== undefined;
+
+/** Upload rules by kind: multipart forms (parsed before validation) and raw bodies (read in dispatch). */
+const multipartRules = Object.fromEntries(Object.entries(uploads).filter(([, r]) => !r.raw));
+const rawRules = Object.fromEntries(Object.entries(uploads).filter(([, r]) => r.raw)) as typeof uploads;
+
 interface Matched {
   schema?: { operationId?: OperationId };
   pathParams?: Record<string, string>;
@@ -112,19 +132,25 @@ export function createApp(options: AppOptions): express.Express {
   infra.get('/docs/redoc.standalone.js', (_req, res) => res.sendFile(redocBundle));
   // API requests are authenticated; everything else is an infrastructure route (or a 404). One layer for both.
   const auth = authenticate(keys);
-  app.use(((req, res, next) => (req.path.startsWith('/v1/') || req.path.startsWith('/v2/') ? auth(req, res, next) : infra(req, res, next))) as RequestHandler);
+  app.use(((req, res, next) => {
+    if (!req.path.startsWith('/v1/') && !req.path.startsWith('/v2/')) return infra(req, res, next);
+    return isSigned(req.method, req.path) ? next() : auth(req, res, next);
+  }) as RequestHandler);
   const json = express.json({ limit: config.bodyLimit });
+  // Form bodies (the signed upload's POST, as the official client sends it); the contract refuses them elsewhere.
+  const form = express.urlencoded({ extended: false, limit: config.bodyLimit });
+  const parse: RequestHandler = (req, res, next) => json(req, res, (err) => (err ? next(err) : form(req, res, next)));
   // A request without a body (most GETs) has nothing to parse. A POST, PUT or PATCH without one (or with `Content-Length: 0`) is read as `{}`, so an
   // optional body's schema still applies (its required fields answer 400 naming them) and handlers always get an object.
   const bodiless = new Set(['POST', 'PUT', 'PATCH']);
   app.use(((req, res, next) => {
     const length = req.headers['content-length'];
-    if ((length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined) return json(req, res, next);
+    if ((length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined) return parse(req, res, next);
     if (bodiless.has(req.method)) req.body = {};
     next();
   }) as RequestHandler);
   // Multipart bodies of the operations that take an upload: text fields to `req.body`, the file streamed to disk.
-  app.use(multipartBodies(uploads, matchOperation, config, spec, (req) => ({ ...services, identity: req.identity! })));
+  app.use(multipartBodies(multipartRules, matchOperation, config, spec, (req) => ({ ...services, identity: req.identity! })));
   app.use(refuseControlCharacters(pathParamAt));
   app.use(validator(spec));
   const checkResponse = config.validateResponses ? responseValidator(spec) : undefined;
@@ -137,16 +163,25 @@ export function createApp(options: AppOptions): express.Express {
     if (!operationId) return next();
     const params = { ...matched!.pathParams, ...req.params };
     refuseNonFinite(params, req.query as Record<string, unknown>);
+    // A signed operation: its signature answers whom it acts as (or refuses it) before any of its body is read.
+    const check = signed[operationId];
+    const refuse = (err: unknown): never => {
+      // The unread body is discarded as it arrives, so the client, still sending, reads the answer.
+      req.resume();
+      throw err;
+    };
+    const identity = check ? await check(services, { params: params as Record<string, string>, query: req.query as Record<string, unknown> }).catch(refuse) : req.identity!;
+    const raw = rawRules[operationId];
+    const files = raw ? { [raw.field]: await receiveBody(req, res, raw, config) } : ((req as { uploads?: Record<string, Upload> }).uploads ?? {});
     const handler = handlers[operationId] as (ctx: unknown) => Promise<unknown>;
     // A limited request is admitted on its body's `model`, or the default the spec gives it (a multipart body's text
     // fields are parsed by now).
-    const gate = limited.has(operationId) ? new Gate(limits, req.identity!, res) : undefined;
+    const gate = limited.has(operationId) ? new Gate(limits, identity, res) : undefined;
     const model = typeof req.body?.model === 'string' ? req.body.model : limited.get(operationId);
     if (gate && model !== undefined) await gate.admit(model, req.body);
     let result: unknown;
     try {
-      const files = (req as { uploads?: Record<string, Upload> }).uploads ?? {};
-      result = await handler({ ...services, operationId, params, query: req.query, body: req.body, headers: req.headers, uploads: files, identity: req.identity! });
+      result = await handler({ ...services, operationId, params, query: req.query, body: req.body, headers: req.headers, uploads: files, identity });
     } catch (err) {
       gate?.fail();
       throw err;

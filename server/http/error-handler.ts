@@ -18,7 +18,7 @@ export function toApiError(err: any): ApiError {
   if (err?.type === 'encoding.unsupported' || err?.type === 'charset.unsupported') return apiError(415, 'unsupported_media_type', String(err.message));
   if (status === 404) return apiError(404, 'not_found', `No route ${err?.path ?? ''} exists.`.replace('  ', ' '), null);
   if (status === 405) return apiError(405, 'method_not_allowed', 'This route does not accept that HTTP method.');
-  if (status === 415) return apiError(415, 'unsupported_media_type', 'The request body must be application/json.');
+  if (status === 415) return apiError(415, 'unsupported_media_type', "The request body's media type is not one this operation takes (application/json, unless its contract says otherwise).");
   if (status === 416) return apiError(416, 'range_not_satisfiable', 'The requested range lies outside the file.');
 
   // Validator errors: the first error's path names where (/body/media/frame_images/0/frame) and its keyword why.

@@ -24,8 +24,10 @@ export interface Upload {
 }
 
 export interface UploadRule<Ctx = never> {
-  /** The field whose file part is the upload. */
+  /** The field whose file part is the upload (for a `raw` rule: the name the handler finds the body under). */
   field: string;
+  /** The whole body is the file (any media type the operation takes), read by raw-body.ts, not a multipart form. */
+  raw?: boolean;
   /**
    * Checks the text fields sent before the file (e.g. `model`) when the file part begins, before any of its bytes
    * are stored: a refusal discards the upload as it arrives.

@@ -2,7 +2,7 @@
 // may refer to rows an earlier one seeded (the catalogue before the endpoints that serve it).
 import type { ModuleName, OperationId } from '../../generated/operations.ts';
 import type { UploadRule } from '../http/multipart.ts';
-import type { UploadContext } from './types.ts';
+import type { SignedCheck, UploadContext } from './types.ts';
 import { adapters } from './adapters/index.ts';
 import { audio } from './audio/index.ts';
 import { compute } from './compute/index.ts';
@@ -34,3 +34,6 @@ export const handlers: Record<string, (ctx: never) => Promise<unknown>> = Object
 
 /** Upload rules of the operations that take a multipart file, by operationId. */
 export const uploads: Partial<Record<OperationId, UploadRule<UploadContext>>> = Object.assign({}, ...modules.map((m) => ('uploads' in m ? m.uploads : undefined) ?? {}));
+
+/** The checks of the operations authorised by a signed URL instead of a key, by operationId. */
+export const signed: Partial<Record<OperationId, SignedCheck>> = Object.assign({}, ...modules.map((m) => ('signed' in m ? m.signed : undefined) ?? {}));

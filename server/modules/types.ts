@@ -31,7 +31,8 @@ export interface Services {
 type Op<K extends OperationId> = Operations[K];
 type Part<T, K extends string> = T extends { [P in K]?: infer V } ? (undefined extends V ? Exclude<V, undefined> | undefined : V) : undefined;
 type JsonOf<T> = T extends { content: { 'application/json': infer B } } ? B : T extends { content: { 'multipart/form-data': infer B } } ? B : undefined;
-type SuccessOf<R> = R extends { 200: infer S } ? S : R extends { 201: infer S } ? S : R extends { 202: infer S } ? S : undefined;
+// 302: an operation whose success is a redirect (the signed upload's POST) answers its body with it.
+type SuccessOf<R> = R extends { 200: infer S } ? S : R extends { 201: infer S } ? S : R extends { 202: infer S } ? S : R extends { 302: infer S } ? S : undefined;
 
 /** A schema of the spec as a response carries it (read-only fields included): what a module's wire.ts builds. */
 export type Wire<K extends keyof components['schemas']> = Readable<components['schemas'][K]>;
@@ -52,6 +53,9 @@ export interface Context<K extends OperationId> extends Services {
   /** The caller; every resource lookup is scoped to `identity.projectId`. */
   identity: Identity;
 }
+
+/** A signed operation's check of its request (its path parameters and validated query). */
+export type SignedCheck = (services: Services, request: { params: Record<string, string>; query: Record<string, unknown> }) => Promise<Identity>;
 
 /** What an upload rule's `beforeFile` check is given: the services and the caller. */
 export type UploadContext = Services & { identity: Identity };
@@ -101,7 +105,12 @@ export interface ModuleDescriptor<M extends ModuleName> {
   machines?: Machine<string, string>[];
   /** Runner work kinds this module brings, by kind. */
   work?: (services: Services) => Record<string, WorkHandler>;
-  /** Operations that take a multipart upload: the file's field and its byte limit (http/multipart.ts). */
+  /**
+   * Operations the spec authorises by a signed URL instead of a key (a security scheme other than `bearerAuth`):
+   * the check, run after validation and before the body is read, that answers whom the request acts as or refuses it.
+   */
+  signed?: { [K in OperationsOf<M>]?: SignedCheck };
+  /** Operations that take an upload, multipart or (`raw`) the whole body: the file's field and its byte limit (http/multipart.ts). */
   uploads?: { [K in OperationsOf<M>]?: UploadRule<UploadContext> };
   /** Loaded by the tests only. */
   fixtures?: () => Promise<Fixtures<M>>;

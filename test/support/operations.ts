@@ -40,12 +40,24 @@ export function jsonBodySchema(id: OperationId): any | undefined {
   return body?.content?.['application/json']?.schema;
 }
 
+/** Whether the spec authorises the operation otherwise than by the bearer key (a signed URL). */
+export function keyless(id: OperationId): boolean {
+  const security: Record<string, unknown>[] | undefined = operationSpec(id).security;
+  return security !== undefined && !security.some((s) => 'bearerAuth' in s);
+}
+
 /**
  * For an operation whose body is multipart only: a valid form (each text field's sample, in schema order, then a
- * small file for each binary field) added to a supertest request. Other operations' requests are returned as they are.
+ * small file for each binary field) added to a supertest request; for one whose body is the file itself
+ * (`application/octet-stream`), a small file. Other operations' requests are returned as they are.
  */
-export function withMultipart<R extends { field(name: string, value: string): R; attach(name: string, file: Buffer, filename: string): R }>(id: OperationId, req: R, sample: (schema: any) => unknown): R {
+export function withMultipart<R extends { field(name: string, value: string): R; attach(name: string, file: Buffer, filename: string): R; set(name: string, value: string): R; send(body: Buffer): R }>(
+  id: OperationId,
+  req: R,
+  sample: (schema: any) => unknown,
+): R {
   const body = deref(operationSpec(id).requestBody);
+  if (body?.content?.['application/octet-stream'] && Object.keys(body.content).length === 1) return req.set('Content-Type', 'application/octet-stream').send(Buffer.from('{"text": "x"}\n'));
   const schema = deref(body?.content?.['multipart/form-data']?.schema);
   if (!schema || body?.content?.['application/json']) return req;
   const props = Object.entries<any>(schema.properties ?? {}).map(([name, s]) => [name, deref(s)] as const);

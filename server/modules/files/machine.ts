@@ -1,4 +1,6 @@
-// The file's validation machine, and the runner's step that validates a fine-tuning dataset. A `fine-tune` file is
+// The file's validation machine, and the runner's steps. A signed upload (POST /v1/files) is recorded UPLOADING,
+// awaiting its bytes: their arrival moves it on (`receive`, `accept`), and its timed step, the upload URL's expiry,
+// deletes a file still waiting (nothing of it was kept, so there is nothing to show). A `fine-tune` file is
 // stored PENDING; the runner reads it outside any transaction (a long step: a worker that dies mid-read leaves the
 // file to another, which reads it again with the same outcome) and moves it to COMPLETED or INVALID_FORMAT; a read
 // that keeps failing (the bytes are gone, the reader throws) is given up as FAILED.
@@ -14,12 +16,19 @@ import { validateDataset, type FileType, type Purpose, type Report } from './rul
 export const fileMachine = defineMachine({
   name: 'file',
   kind: 'file_validation',
-  states: ['PENDING', 'COMPLETED', 'INVALID_FORMAT', 'FAILED'],
-  events: ['validate', 'reject', 'fail'],
+  states: ['UPLOADING', 'PENDING', 'COMPLETED', 'INVALID_FORMAT', 'FAILED'],
+  events: ['receive', 'accept', 'validate', 'reject', 'fail'],
   terminal: ['COMPLETED', 'INVALID_FORMAT', 'FAILED'],
-  transitions: { PENDING: { validate: 'COMPLETED', reject: 'INVALID_FORMAT', fail: 'FAILED' } },
-  timed: { PENDING: { duration: 'file_validation', defaultMs: 0 } },
+  transitions: {
+    UPLOADING: { receive: 'PENDING', accept: 'COMPLETED' },
+    PENDING: { validate: 'COMPLETED', reject: 'INVALID_FORMAT', fail: 'FAILED' },
+  },
+  // UPLOADING's duration is also the upload URL's lifetime (signature.ts).
+  timed: { UPLOADING: { duration: 'file_upload', defaultMs: 3_600_000 }, PENDING: { duration: 'file_validation', defaultMs: 0 } },
 });
+
+/** The state of a signed upload whose bytes have not arrived: not listed, absent to other modules. */
+export const AWAITING_BYTES = 'UPLOADING';
 
 export type FileEvent = (typeof fileMachine.events)[number];
 
@@ -40,6 +49,10 @@ export function fileProgression(services: Timing & { db: Database; config: Pick<
       return f && { id: f.id, projectId: f.projectId, state: f.status };
     },
     steps: {
+      // The upload URL has expired with the bytes still missing: the record goes (only a file still waiting).
+      UPLOADING: async (tx, id) => {
+        await tx.file.deleteMany({ where: { id, status: AWAITING_BYTES } });
+      },
       PENDING: {
         async work(id): Promise<Report> {
           const f = await services.db.prisma.file.findUniqueOrThrow({ where: { id } });

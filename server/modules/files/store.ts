@@ -2,17 +2,18 @@
 // datasets): store a file owned by a project, find one, read its content as a stream. Files live on disk under
 // DATA_DIR/files/<project>/<id>; the row says what they are.
 import { createReadStream, createWriteStream, type ReadStream } from 'node:fs';
-import { mkdir, rename, rm } from 'node:fs/promises';
+import { link, mkdir, rename, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { File } from '../../../generated/prisma/sqlite/client/client.ts';
 import { instant } from '../../core/clock.ts';
+import { conflict, notFound } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
 import type { Tx } from '../../db/index.ts';
 import { enter } from '../../runner/progress.ts';
 import type { Services } from '../types.ts';
-import { fileMachine } from './machine.ts';
+import { AWAITING_BYTES, fileMachine, moveFile } from './machine.ts';
 import type { FileType, Purpose } from './rules.ts';
 
 export type { File };
@@ -46,6 +47,49 @@ export async function recordFile(tx: Tx, services: Pick<Services, 'clock' | 'con
   await enter(tx, services, fileMachine, { id, projectId: f.projectId, state: status });
   return f;
 }
+
+/**
+ * Records a signed upload's file, awaiting its bytes (UPLOADING, 0 bytes), in the caller's transaction; entering
+ * the state schedules its expiry.
+ */
+export async function recordUpload(tx: Tx, services: Pick<Services, 'clock' | 'config'>, id: string, input: NewFile): Promise<File> {
+  const f = await tx.file.create({
+    data: { id, projectId: input.projectId, filename: input.filename, purpose: input.purpose, fileType: input.fileType, bytes: 0n, path: fileLocation(input.projectId, id), status: AWAITING_BYTES, createdAt: instant(services.clock) },
+  });
+  await enter(tx, services, fileMachine, { id, projectId: f.projectId, state: AWAITING_BYTES });
+  return f;
+}
+
+/**
+ * Gives an UPLOADING file its bytes (a temporary file of `bytes` bytes): linked into place (a link, not a rename,
+ * so that of two uploads racing for one file the second finds the place taken instead of replacing the first's
+ * bytes), then the file moved on as a multipart upload would be recorded: PENDING (validation scheduled) for a
+ * `fine-tune` file, COMPLETED for the others. Refused (409) when the bytes have arrived already; on any failure the
+ * placed bytes are removed again.
+ */
+export async function receiveBytes(services: StoreServices, f: File, from: string, bytes: number): Promise<File> {
+  const to = filePath(services.config, f);
+  await mkdir(dirname(to), { recursive: true });
+  try {
+    await link(from, to);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'EEXIST') throw alreadyUploaded(f.id);
+    throw e;
+  }
+  try {
+    return await services.db.write(async (tx) => {
+      const now = await tx.file.findUnique({ where: { id: f.id } });
+      if (!now) throw notFound('file', f.id);
+      if (now.status !== AWAITING_BYTES) throw alreadyUploaded(f.id);
+      return moveFile(tx, services, now, now.purpose === 'fine-tune' ? 'receive' : 'accept', { bytes: BigInt(bytes) });
+    });
+  } catch (e) {
+    await rm(to, { force: true });
+    throw e;
+  }
+}
+
+export const alreadyUploaded = (id: string) => conflict(`The bytes of file '${id}' have already been uploaded: an upload URL is good for one upload.`, 'file_already_uploaded', 'id');
 
 /** Moves bytes written elsewhere (an upload) to the file's place. */
 export async function placeFile(services: StoreServices, projectId: string, id: string, from: string): Promise<void> {
@@ -83,9 +127,9 @@ export async function storeFile(services: StoreServices, input: NewFile, content
   }
 }
 
-/** The project's file, or null (another project's file is absent). */
+/** The project's file, or null (another project's file is absent, and so is a signed upload still awaiting its bytes). */
 export function findFile(services: Pick<Services, 'db'>, projectId: string, id: string): Promise<File | null> {
-  return services.db.prisma.file.findFirst({ where: { id, projectId } });
+  return services.db.prisma.file.findFirst({ where: { id, projectId, status: { not: AWAITING_BYTES } } });
 }
 
 /** A stored file's content, as a stream. */

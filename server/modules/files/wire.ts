@@ -2,7 +2,7 @@
 import type { File } from '../../../generated/prisma/sqlite/client/client.ts';
 import { unixSeconds } from '../../core/clock.ts';
 import type { Wire } from '../types.ts';
-import { fileMachine } from './machine.ts';
+import { AWAITING_BYTES, fileMachine } from './machine.ts';
 
 export function fileWire(f: File): Wire<'FileResponse'> {
   return {
@@ -14,7 +14,8 @@ export function fileWire(f: File): Wire<'FileResponse'> {
     purpose: f.purpose as Wire<'FileResponse'>['purpose'],
     FileType: f.fileType as Wire<'FileResponse'>['FileType'],
     Processed: fileMachine.isTerminal(f.status),
-    processing_status: f.status as Wire<'FileResponse'>['processing_status'],
+    // A signed upload awaiting its bytes is, in the platform's terms, not processed yet (its `bytes` are 0).
+    processing_status: (f.status === AWAITING_BYTES ? 'PENDING' : f.status) as Wire<'FileResponse'>['processing_status'],
     ...(f.report !== null && { validation_report: JSON.parse(f.report) }),
   };
 }

@@ -2,10 +2,10 @@
 // is served under /v2 (the platform's address) and /v1 (where the official clients send it once their baseURL is
 // this server's /v1); the /v1 handlers are the same ones, named for their operation.
 import { join } from 'node:path';
-import type { IncomingHttpHeaders } from 'node:http';
 import { instant } from '../../core/clock.ts';
 import { apiError, badRequest, conflict } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
+import { originOf } from '../../http/origin.ts';
 import { reply } from '../../http/reply.ts';
 import { owned } from '../../http/scope.ts';
 import { enter } from '../../runner/progress.ts';
@@ -14,9 +14,6 @@ import type { Context } from '../types.ts';
 import { videoMachine } from './machine.ts';
 import { accept } from './rules.ts';
 import { videoWire } from './wire.ts';
-
-/** Where the caller reached this server: the origin of the URLs it is given. */
-const originOf = (headers: IncomingHttpHeaders) => `${String(headers['x-forwarded-proto'] ?? 'http').split(',')[0]}://${headers.host}`;
 
 async function create(ctx: Context<'createVideo'> | Context<'createVideoV1'>, apiVersion: 'v1' | 'v2') {
   const { db, clock, identity, body } = ctx;
