@@ -6,6 +6,7 @@ import { evaluationMachine } from '../server/modules/evaluation/machine.ts';
 import { EVALUATION_TERMINAL, FINE_TUNE_TERMINAL } from '../server/modules/files/in-use.ts';
 import { fineTuneMachine } from '../server/modules/fine-tuning/machine.ts';
 import { expectError } from './support/expect.ts';
+import { uploadFile } from './support/files.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
 
 const BASE = 'meta-llama/Meta-Llama-3.1-8B-Instruct-Reference';
@@ -22,12 +23,7 @@ beforeAll(async () => {
 });
 afterAll(() => t?.close());
 
-async function upload(purpose: 'fine-tune' | 'eval', rows: unknown[] | string): Promise<string> {
-  const content = typeof rows === 'string' ? rows : rows.map((r) => JSON.stringify(r)).join('\n');
-  const res = await t.caller.http.post('/v1/files/upload').field('purpose', purpose).field('file_name', 'f.jsonl').attach('file', Buffer.from(content), 'f.jsonl');
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
-  return res.body.id as string;
-}
+const upload = (purpose: 'fine-tune' | 'eval', rows: unknown[] | string) => uploadFile(t.caller, purpose, rows, 'f.jsonl');
 
 const del = (id: string) => t.caller.http.delete(`/v1/files/${id}`);
 const classify = (file: string) => ({

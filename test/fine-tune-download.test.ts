@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { fixtures } from '../server/modules/fine-tuning/fixtures.ts';
 import { curveHook } from '../server/modules/fine-tuning/machine.ts';
 import { expectError } from './support/expect.ts';
+import { uploadFile } from './support/files.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
 
 const BASE = 'meta-llama/Meta-Llama-3.1-8B-Instruct-Reference';
@@ -18,15 +19,7 @@ let validation: string;
 
 const chat = (i: number, extra = '') => ({ messages: [{ role: 'user', content: `Question number ${i}?${extra}` }, { role: 'assistant', content: `Answer ${i}.` }] });
 
-async function upload(rows: unknown[]) {
-  const res = await t.caller.http
-    .post('/v1/files/upload')
-    .field('purpose', 'fine-tune')
-    .field('file_name', 'd.jsonl')
-    .attach('file', Buffer.from(rows.map((r) => JSON.stringify(r)).join('\n')), 'd.jsonl');
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
-  return res.body.id as string;
-}
+const upload = (rows: unknown[]) => uploadFile(t.caller, 'fine-tune', rows);
 
 /** Creates a job and lets the runner take it as far as `until` (default: completed). */
 async function job(body: object, until = 'completed') {

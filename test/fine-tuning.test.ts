@@ -7,6 +7,7 @@ import { countTokens } from '../server/engines/tokens.ts';
 import { curveHook } from '../server/modules/fine-tuning/machine.ts';
 import { earlyStop, plan } from '../server/modules/fine-tuning/training.ts';
 import { expectError } from './support/expect.ts';
+import { uploadFile } from './support/files.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
 
 const BASE = 'meta-llama/Meta-Llama-3.1-8B-Instruct-Reference';
@@ -23,14 +24,9 @@ const chat = (i: number, extra = '') => ({ messages: [{ role: 'user', content: `
 const sampleTokens = (i: number, extra = '') => countTokens(`Question number ${i}?${extra}\nAnswer ${i}.`);
 
 async function uploadDataset(rows: unknown[], validate = true) {
-  const res = await t.caller.http
-    .post('/v1/files/upload')
-    .field('purpose', 'fine-tune')
-    .field('file_name', 'd.jsonl')
-    .attach('file', Buffer.from(rows.map((r) => JSON.stringify(r)).join('\n')), 'd.jsonl');
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
+  const id = await uploadFile(t.caller, 'fine-tune', rows);
   if (validate) await t.advance(0);
-  return res.body.id as string;
+  return id;
 }
 
 let train: string;
