@@ -1027,6 +1027,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/fine-tunes/preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Preview how a training file's first rows are tokenized
+         * @description The first `top_k` rows (1-50, default 5) of a validated (`COMPLETED`) JSON Lines `fine-tune` file, each as the
+         *     tokens SFT would train on before packing: `input_ids`, their text (`tokens`), `labels` (the token id where it
+         *     contributes to the loss, -100 where masked), `trained_spans` (half-open token ranges that are trained),
+         *     `num_tokens`, `num_trained_tokens`, and `truncated` when the row was cut at `max_seq_length` (the model's
+         *     `max_seq_length_sft` of `GET /v1/fine-tunes/models/limits`). Computed, not invented, by the local engine, with
+         *     two differences from the hosted platform it states here: rows are tokenized with this server's tokenizer
+         *     (cl100k_base), not the model's own, and a conversation is rendered with a plain template (each message as
+         *     `<role>: <content>` on its own line), not the model's chat template. Masking: a conversation trains its
+         *     assistant messages' content (a message with `weight` 0 is masked), an instruction trains its completion, a
+         *     plain text trains all of it; `train_on_inputs: true` trains every token. `dataset_format` is `conversation`,
+         *     `instruction` or `general`. The rows are the file's first rows, in order (the platform samples; a preview
+         *     here is reproducible). Refused with 400 naming the field: a file not validated yet or invalid
+         *     (`training_file`, `file_not_ready` / `file_invalid`), a parquet (pre-tokenized) or preference (DPO) file
+         *     (`training_file`, `preview_not_available`), a model that cannot be fine-tuned (`model`); 404 for an unknown
+         *     model or file.
+         */
+        post: operations["previewFineTune"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/finetune/download": {
         parameters: {
             query?: never;
@@ -3304,6 +3338,49 @@ export interface components {
             /** @description Accepted; not kept. */
             hf_api_token?: $Write<string>;
             hf_output_repo_name?: string;
+        };
+        FineTunePreviewRequest: {
+            /** @description A model of `GET /v1/fine-tunes/models/supported`. */
+            model: string;
+            /** @description A validated `fine-tune` JSON Lines file of this project (`file-...`). */
+            training_file: string;
+            /**
+             * @description Only SFT has a preview.
+             * @default sft
+             * @enum {string}
+             */
+            training_method: "sft";
+            /**
+             * @description Whether prompt and user-message tokens are trained too.
+             * @default false
+             */
+            train_on_inputs: boolean;
+            /**
+             * @description How many of the file's first rows to preview.
+             * @default 5
+             */
+            top_k: number;
+        };
+        FineTunePreviewResponse: {
+            model: string;
+            /** @enum {string} */
+            dataset_format: "general" | "conversation" | "instruction";
+            /** @description The model's SFT sequence length; longer rows are cut. */
+            max_seq_length: number;
+            train_on_inputs: boolean;
+            rows: components["schemas"]["FineTunePreviewRow"][];
+        };
+        FineTunePreviewRow: {
+            input_ids: number[];
+            /** @description Each token's text. */
+            tokens: string[];
+            /** @description The token's id where it is trained, -100 where it is masked. */
+            labels: number[];
+            /** @description Half-open ranges of token indexes that are trained. */
+            trained_spans: number[][];
+            num_tokens: number;
+            num_trained_tokens: number;
+            truncated: boolean;
         };
         EstimateFineTunePriceBody: {
             /** @description A `fine-tune` file of this project (`file-...`). */
@@ -6613,6 +6690,36 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    previewFineTune: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["FineTunePreviewRequest"];
+            };
+        };
+        responses: {
+            /** @description The tokenized rows. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FineTunePreviewResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
         };
     };

@@ -78,6 +78,7 @@ export const operations = {
   listV2EndpointEvents: {"method":"get","path":"/v2/projects/{projectId}/endpoints/{endpointId}/events","tag":"Dedicated endpoints (v2)","module":"dedicated","statuses":[200,400,401,404,500]},
   listV2Endpoints: {"method":"get","path":"/v2/projects/{projectId}/endpoints","tag":"Dedicated endpoints (v2)","module":"dedicated","statuses":[200,400,401,404,500]},
   listVolumes: {"method":"get","path":"/v1/deployments/storage/volumes","tag":"Volumes","module":"volumes","statuses":[200,400,401,500]},
+  previewFineTune: {"method":"post","path":"/v1/fine-tunes/preview","tag":"Fine-tuning","module":"fine-tuning","statuses":[200,400,401,404,413,415,500]},
   putFileContent: {"method":"put","path":"/v1/files/{id}/content","tag":"Files","module":"files","statuses":[200,400,403,404,409,413,415,500]},
   rejectRemediation: {"method":"post","path":"/v1/compute/clusters/{cluster_id}/instances/{instance_id}/remediations/{remediation_id}/reject","tag":"Compute","module":"compute","statuses":[200,400,401,404,409,413,415,500]},
   removeAdapter: {"method":"delete","path":"/v1/endpoints/{endpointId}/adapters","tag":"Adapters","module":"adapters","statuses":[200,400,401,403,404,413,415,500]},

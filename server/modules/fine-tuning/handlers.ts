@@ -9,11 +9,12 @@ import type { Db, Tx } from '../../db/index.ts';
 import { reply } from '../../http/reply.ts';
 import { owned } from '../../http/scope.ts';
 import { enter } from '../../runner/progress.ts';
-import { findFile, type Report } from '../files/index.ts';
+import { filePath, findFile, type Report } from '../files/index.ts';
 import { findModel } from '../models/catalogue.ts';
 import type { Context, Services } from '../types.ts';
 import { archiveMembers, type CheckpointType } from './download.ts';
 import { fineTuneMachine, moveFineTune, record } from './machine.ts';
+import { firstSamples, preview } from './preview.ts';
 import { accept, fineTunable, limitsOf, outputName, pricePerMillion, type Accepted } from './rules.ts';
 import { checkpointWire, eventWire, fineTuneTruncatedWire, fineTuneWire } from './wire.ts';
 
@@ -162,6 +163,20 @@ export async function estimateFineTunePrice(ctx: Context<'estimateFineTunePrice'
     estimated_train_token_count: trainTokens,
     estimated_eval_token_count: evalTokens,
   };
+}
+
+export async function previewFineTune(ctx: Context<'previewFineTune'>) {
+  const { body, identity } = ctx;
+  const model = await supportedModel(ctx.db.prisma, identity.projectId, body.model, 'model');
+  const trainOnInputs = body.train_on_inputs ?? false;
+  const f = await findFile(ctx, identity.projectId, body.training_file);
+  if (!f) throw apiError(404, 'file_not_found', `No file '${body.training_file}' was found.`, 'training_file');
+  if (f.status === 'PENDING') throw badRequest(`File '${f.id}' is still being validated: preview it once its processing_status is COMPLETED.`, 'training_file', 'file_not_ready');
+  if (f.status !== 'COMPLETED' || f.purpose !== 'fine-tune') throw badRequest(`File '${f.id}' is not a valid fine-tuning dataset (${f.purpose}, ${f.status}).`, 'training_file', 'file_invalid');
+  if (f.fileType !== 'jsonl') throw badRequest(`File '${f.id}' is ${f.fileType}: pre-tokenized rows have no preview; the preview takes JSON Lines datasets.`, 'training_file', 'preview_not_available');
+  const maxSeq = limitsOf(model).max_seq_length_sft;
+  const { format, rows } = preview(await firstSamples(filePath(ctx.config, f), body.top_k ?? 5), trainOnInputs, maxSeq);
+  return { model: model.id, dataset_format: format, max_seq_length: maxSeq, train_on_inputs: trainOnInputs, rows };
 }
 
 export async function getFineTuneMetrics(ctx: Context<'getFineTuneMetrics'>) {

@@ -13,6 +13,7 @@ import {
   listFineTuneCheckpoints,
   listFineTuneEvents,
   listFineTuneModels,
+  previewFineTune,
   listFineTunes,
   retrieveFineTune,
 } from './handlers.ts';
@@ -32,6 +33,7 @@ export const fineTuning: ModuleDescriptor<'fine-tuning'> = {
     downloadFineTune,
     estimateFineTunePrice,
     listFineTuneModels,
+    previewFineTune,
     getFineTuneModelLimits,
   },
   machines: [fineTuneMachine],
