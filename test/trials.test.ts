@@ -10,7 +10,7 @@ describe('durability (sample)', () => {
   test('kill -9 in the middle of jobs of every kind: after each restart every job finishes, none twice', { timeout: 300_000 }, async () => {
     const scratch = await scratchDatabase();
     try {
-      // Two trials of eight jobs each: .ci/run runs ten more on PostgreSQL, `npm run trials` a hundred.
+      // Two trials of eight jobs each: .ci/run runs four more on PostgreSQL, `npm run trials` a hundred.
       const r = await killTrials({ databaseUrl: scratch.url, trials: 2 });
       expect(r.jobs).toEqual({ queue: 2, videos: 2, uploads: 2, remediations: 2, deployments: 2, fineTunes: 2, evaluations: 2, files: 2 });
       expect(r.killsMidWork).toBeGreaterThan(0);
