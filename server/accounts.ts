@@ -1,7 +1,7 @@
 // Organizations, projects and API keys. A key is random, shown once, stored only as its SHA-256 (a fast hash is
 // right for 256 bits of randomness: there is nothing to brute-force), and revocable.
 import { createHash, randomBytes } from 'node:crypto';
-import { instant, type Clock } from './core/clock.ts';
+import { type Clock, instant } from './core/clock.ts';
 import { badRequest, conflict, notFound } from './core/errors.ts';
 import { newId } from './core/ids.ts';
 import type { Database, Tx } from './db/index.ts';
@@ -24,7 +24,13 @@ export const hashKey = (secret: string) => createHash('sha256').update(secret).d
 const SLUG = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
 
 export function slugify(name: string): string {
-  const slug = name.toLowerCase().normalize('NFKD').replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 63).replace(/-+$/, '');
+  const slug = name
+    .toLowerCase()
+    .normalize('NFKD')
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 63)
+    .replace(/-+$/, '');
   return slug || 'project';
 }
 

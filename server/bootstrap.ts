@@ -3,7 +3,7 @@
 // later is seeded on the next start). The server also makes sure a development key has been printed once: see
 // `developmentKey`.
 import { insertApiKey } from './accounts.ts';
-import { instant, type Clock } from './core/clock.ts';
+import { type Clock, instant } from './core/clock.ts';
 import { newId } from './core/ids.ts';
 import type { Database, Tx } from './db/index.ts';
 import { modules } from './modules/index.ts';

@@ -7,7 +7,7 @@ import { bootstrap } from './bootstrap.ts';
 import { iso, systemClock } from './core/clock.ts';
 import { loadConfig } from './core/config.ts';
 import { ApiError, StartError } from './core/errors.ts';
-import { openDatabase, type Database } from './db/index.ts';
+import { type Database, openDatabase } from './db/index.ts';
 
 const USAGE = `usage: inference-platform <command> [options]
   orgs create <name>                                 create an organization
@@ -21,11 +21,19 @@ options: --json for machine-readable output`;
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
-  options: { org: { type: 'string' }, project: { type: 'string' }, slug: { type: 'string' }, name: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+  options: {
+    org: { type: 'string' },
+    project: { type: 'string' },
+    slug: { type: 'string' },
+    name: { type: 'string' },
+    json: { type: 'boolean' },
+    help: { type: 'boolean', short: 'h' },
+  },
 });
 const [noun, verb, arg] = positionals;
 // Instants (BigInt milliseconds) print as ISO dates in --json output.
-const print = (human: string, data: unknown) => console.log(values.json ? JSON.stringify(data, (k, v) => (typeof v === 'bigint' ? (/At$/.test(k) ? iso(v) : Number(v)) : v), 2) : human);
+const print = (human: string, data: unknown) =>
+  console.log(values.json ? JSON.stringify(data, (k, v) => (typeof v === 'bigint' ? (/At$/.test(k) ? iso(v) : Number(v)) : v), 2) : human);
 
 if (values.help || !noun) {
   console.log(USAGE);

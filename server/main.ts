@@ -4,7 +4,7 @@
 import { loadConfig } from './core/config.ts';
 import { StartError } from './core/errors.ts';
 import { createLogger } from './core/log.ts';
-import { startPlatform, type Platform } from './platform.ts';
+import { type Platform, startPlatform } from './platform.ts';
 
 const config = loadConfig();
 const log = createLogger(config.logLevel);
@@ -44,11 +44,17 @@ process.on('uncaughtException', (err) => {
 });
 
 const { url, firstKey } = platform;
-const lines = [`Inference platform API listening on ${url}  (database: ${platform.services.db.provider})`, `API reference: ${url}/docs   contract: ${url}/openapi.json`];
+const lines = [
+  `Inference platform API listening on ${url}  (database: ${platform.services.db.provider})`,
+  `API reference: ${url}/docs   contract: ${url}/openapi.json`,
+];
 if (firstKey) {
   lines.push(`Development API key (shown once; only its hash is stored): ${firstKey}`, `Try: curl -H "Authorization: Bearer ${firstKey}" ${url}/v1/whoami`);
 } else {
   lines.push('Using the existing database; its development key was printed when it was created. A new key: npx inference-platform keys create');
 }
 // The key counts as shown once it has been written out: a start that dies before then leaves it to the next one.
-process.stdout.write(lines.join('\n') + '\n', () => void platform.announced().catch((err) => log.error({ err }, 'could not record the development key as shown')));
+process.stdout.write(
+  `${lines.join('\n')}\n`,
+  () => void platform.announced().catch((err) => log.error({ err }, 'could not record the development key as shown')),
+);

@@ -2,17 +2,17 @@
 // the port (a taken one fails before anything is created), open and migrate the database, bootstrap (defaults and
 // seeds), the development key, the key cache, the runner with every module's work, and the HTTP app. The entry
 // point (main.ts) and the tests start it the same way.
-import { createServer, STATUS_CODES, type Server } from 'node:http';
+import { createServer, type Server, STATUS_CODES } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { bootstrap, developmentKey, markAnnounced } from './bootstrap.ts';
-import { systemClock, type Clock } from './core/clock.ts';
+import { type Clock, systemClock } from './core/clock.ts';
 import type { Config } from './core/config.ts';
 import { apiError, StartError } from './core/errors.ts';
 import { createLogger } from './core/log.ts';
-import { openDatabase, type Database } from './db/index.ts';
+import { type Database, openDatabase } from './db/index.ts';
 import { loadEngineRoutes } from './engines/routes.ts';
-import { createApp, type AppOptions } from './http/app.ts';
+import { type AppOptions, createApp } from './http/app.ts';
 import { KeyCache } from './http/auth.ts';
 import { RateLimits } from './http/rate-limits.ts';
 import { modules } from './modules/index.ts';
@@ -40,7 +40,9 @@ function parserFailure(err: NodeJS.ErrnoException): { status: number; code: stri
 /** Takes the port; the app is attached once the rest has started (until then a request answers 503). */
 async function listen(config: Config): Promise<Server> {
   const server = createServer((_req, res) => {
-    res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' }).end(JSON.stringify(apiError(503, 'starting', 'The server is starting; retry in a moment.').body));
+    res
+      .writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' })
+      .end(JSON.stringify(apiError(503, 'starting', 'The server is starting; retry in a moment.').body));
   });
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
     if (!socket.writable || err.code === 'ECONNRESET') return void socket.destroy();
@@ -52,8 +54,15 @@ async function listen(config: Config): Promise<Server> {
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', (err: NodeJS.ErrnoException) => {
-      if (err.code === 'EADDRINUSE') reject(new StartError(`Port ${config.port} is already in use: stop what holds it, or start on another port with PORT (e.g. PORT=${config.port + 1} npm start).`, err));
-      else if (err.code === 'EACCES') reject(new StartError(`Port ${config.port} needs privileges this process lacks: choose another port with PORT (e.g. PORT=8080).`, err));
+      if (err.code === 'EADDRINUSE')
+        reject(
+          new StartError(
+            `Port ${config.port} is already in use: stop what holds it, or start on another port with PORT (e.g. PORT=${config.port + 1} npm start).`,
+            err,
+          ),
+        );
+      else if (err.code === 'EACCES')
+        reject(new StartError(`Port ${config.port} needs privileges this process lacks: choose another port with PORT (e.g. PORT=8080).`, err));
       else reject(err);
     });
     server.listen(config.port, config.host, () => resolve());
@@ -61,7 +70,10 @@ async function listen(config: Config): Promise<Server> {
   return server;
 }
 
-export async function startPlatform(config: Config, options: { clock?: Clock; log?: Logger; listen?: boolean; observe?: AppOptions['observe'] } = {}): Promise<Platform> {
+export async function startPlatform(
+  config: Config,
+  options: { clock?: Clock; log?: Logger; listen?: boolean; observe?: AppOptions['observe'] } = {},
+): Promise<Platform> {
   const clock = options.clock ?? systemClock;
   const log = options.log ?? createLogger(config.logLevel);
   const server = options.listen === false ? undefined : await listen(config);
@@ -105,9 +117,17 @@ export async function startPlatform(config: Config, options: { clock?: Clock; lo
         await limiter.close();
         await database.close();
       })());
-    return { app, services, firstKey: key?.secret ?? null, announced: async () => {
+    return {
+      app,
+      services,
+      firstKey: key?.secret ?? null,
+      announced: async () => {
         if (key) await markAnnounced(database, clock, key.id);
-      }, server, url, close };
+      },
+      server,
+      url,
+      close,
+    };
   } catch (err) {
     server?.close();
     await limits?.close();

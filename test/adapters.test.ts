@@ -48,7 +48,7 @@ describe('adapters through the together-ai client', () => {
     expect(gone.error.error.code).toBe('model_not_found');
   });
 
-  test('403 for an adapter that is not the caller\'s ready adapter, as PermissionDeniedError', async () => {
+  test("403 for an adapter that is not the caller's ready adapter, as PermissionDeniedError", async () => {
     const ep = await seededRunning();
     const theirs = await insertUpload(t, t.other.identity.projectId, { name: 'their-adapter', modelType: 'adapter', base: ep.model });
     const pending = await insertUpload(t, t.caller.identity.projectId, { modelType: 'adapter', base: ep.model, status: 'pending' });
@@ -58,7 +58,10 @@ describe('adapters through the together-ai client', () => {
       expect(err, ref).toBeInstanceOf(Together.PermissionDeniedError);
       expect(err.error.error).toMatchObject({ code: 'adapter_not_found', param: 'model_id' });
     }
-    const res = await t.http.delete(`/v1/endpoints/${ep.id}/adapters`).set(auth()).send({ model_id: `${ep.name}:no-such-adapter` });
+    const res = await t.http
+      .delete(`/v1/endpoints/${ep.id}/adapters`)
+      .set(auth())
+      .send({ model_id: `${ep.name}:no-such-adapter` });
     expectError(res, 403, { code: 'adapter_not_found', param: 'model_id' });
   });
 });
@@ -78,7 +81,11 @@ describe('names as the platform forms them', () => {
 
   test('an adapter for another served model of the same architecture fits: `base_model` ...-Reference on a Meta-Llama-3.1-8B-Instruct endpoint', async () => {
     const ep = await seededRunning();
-    const reference = await insertUpload(t, t.caller.identity.projectId, { modelType: 'adapter', base: 'meta-llama/Meta-Llama-3.1-8B-Instruct-Reference', architecture: 'llama-3.1-8b' });
+    const reference = await insertUpload(t, t.caller.identity.projectId, {
+      modelType: 'adapter',
+      base: 'meta-llama/Meta-Llama-3.1-8B-Instruct-Reference',
+      architecture: 'llama-3.1-8b',
+    });
     const modelId = `${ep.name}:${reference.name}`;
     expect(await client.endpoints.adapters.add(ep.id, { model_id: modelId })).toEqual({ model_id: modelId });
     expect(await client.endpoints.adapters.remove(ep.id, { model_id: modelId })).toEqual({ model_id: modelId, deleted: true });
@@ -87,7 +94,10 @@ describe('names as the platform forms them', () => {
   test('model_id has no length limit: a long one is read (and refused for what it names), not cut off by the contract', async () => {
     const ep = await seededRunning();
     const long = `${ep.name}:${'a'.repeat(2_000)}`;
-    expectError(await t.http.post(`/v1/endpoints/${ep.id}/adapters`).set(auth()).send({ model_id: long }), 403, { code: 'adapter_not_found', param: 'model_id' });
+    expectError(await t.http.post(`/v1/endpoints/${ep.id}/adapters`).set(auth()).send({ model_id: long }), 403, {
+      code: 'adapter_not_found',
+      param: 'model_id',
+    });
     expectError(await t.http.post(`/v1/endpoints/${ep.id}/adapters`).set(auth()).send({ model_id: '' }), 400, { code: 'invalid_model_id', param: 'model_id' });
     expectError(await t.http.get(`/v1/endpoints/endpoint-${'0'.repeat(200)}/adapters`).set(auth()), 404, { param: 'endpointId' });
   });
@@ -96,13 +106,20 @@ describe('names as the platform forms them', () => {
 describe('statuses of the public platform', () => {
   test('400: bad format, endpoint name mismatch, base mismatch, not bound', async () => {
     const ep = await seededRunning();
-    const wrongBase = await insertUpload(t, t.caller.identity.projectId, { modelType: 'adapter', base: 'Qwen/Qwen2.5-7B-Instruct', architecture: 'qwen2.5-7b' });
+    const wrongBase = await insertUpload(t, t.caller.identity.projectId, {
+      modelType: 'adapter',
+      base: 'Qwen/Qwen2.5-7B-Instruct',
+      architecture: 'qwen2.5-7b',
+    });
     const fits = await insertUpload(t, t.caller.identity.projectId, { modelType: 'adapter', base: ep.model });
     const add = (model_id: string) => t.http.post(`/v1/endpoints/${ep.id}/adapters`).set(auth()).send({ model_id });
     for (const bad of ['no-colon-here', `${ep.name}:`, `:${fits.name}`]) expectError(await add(bad), 400, { code: 'invalid_model_id', param: 'model_id' });
     expectError(await add(`default/another-endpoint:${fits.name}`), 400, { code: 'endpoint_name_mismatch', param: 'model_id' });
     expectError(await add(`${ep.name}:${wrongBase.name}`), 400, { code: 'adapter_base_mismatch', param: 'model_id' });
-    const unbound = await t.http.delete(`/v1/endpoints/${ep.id}/adapters`).set(auth()).send({ model_id: `${ep.name}:${fits.name}` });
+    const unbound = await t.http
+      .delete(`/v1/endpoints/${ep.id}/adapters`)
+      .set(auth())
+      .send({ model_id: `${ep.name}:${fits.name}` });
     expectError(unbound, 400, { code: 'adapter_not_bound', param: 'model_id' });
     expectError(await t.http.delete(`/v1/endpoints/${ep.id}/adapters`).set(auth()).send({ model_id: 'nope' }), 400, { code: 'invalid_model_id' });
     expect((await client.endpoints.adapters.list(ep.id)).data).toEqual([]);

@@ -2,8 +2,8 @@
 // the layers of .dependency-cruiser.cjs; one module folder per spec tag file, each exporting its descriptor, all of
 // them in the registry; and every handler a named function (so a request can be followed into it by name).
 import { readdirSync } from 'node:fs';
-import { join } from 'node:path';
 import { createRequire } from 'node:module';
+import { join } from 'node:path';
 import { cruise } from 'dependency-cruiser';
 import { expect, test } from 'vitest';
 import { operations } from '../generated/operations.ts';
@@ -14,18 +14,29 @@ test('no import cycle and no layer breach in server/ or client/', async () => {
   const config = createRequire(import.meta.url)(join(root, '.dependency-cruiser.cjs'));
   const result = await cruise(['server', 'client'], { ...config.options, ruleSet: { forbidden: config.forbidden }, baseDir: root });
   const output = result.output as { summary: { violations: { rule: { name: string }; from: string; to: string; cycle?: { name: string }[] }[] } };
-  const violations = output.summary.violations.map((v) => `${v.rule.name}: ${v.from} -> ${v.to}${v.cycle ? ` (${v.cycle.map((c) => c.name).join(' -> ')})` : ''}`);
+  const violations = output.summary.violations.map(
+    (v) => `${v.rule.name}: ${v.from} -> ${v.to}${v.cycle ? ` (${v.cycle.map((c) => c.name).join(' -> ')})` : ''}`,
+  );
   expect(violations).toEqual([]);
 }, 60_000);
 
 test('one module per spec tag file, in the registry, implementing exactly its operations with named handlers', () => {
-  const tagFiles = readdirSync(join(root, 'spec/tags')).filter((f) => f.endsWith('.yaml')).map((f) => f.replace(/\.yaml$/, '')).sort();
-  const folders = readdirSync(join(root, 'server/modules'), { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name).sort();
+  const tagFiles = readdirSync(join(root, 'spec/tags'))
+    .filter((f) => f.endsWith('.yaml'))
+    .map((f) => f.replace(/\.yaml$/, ''))
+    .sort();
+  const folders = readdirSync(join(root, 'server/modules'), { withFileTypes: true })
+    .filter((d) => d.isDirectory())
+    .map((d) => d.name)
+    .sort();
   expect(folders).toEqual(tagFiles);
   expect(modules.map((m) => m.name).sort()).toEqual(tagFiles);
   for (const m of modules) {
-    const expected = Object.entries(operations).filter(([, op]) => op.module === m.name).map(([id]) => id).sort();
+    const expected = Object.entries(operations)
+      .filter(([, op]) => op.module === m.name)
+      .map(([id]) => id)
+      .sort();
     expect(Object.keys(m.handlers).sort(), m.name).toEqual(expected);
-    for (const [id, handler] of Object.entries(m.handlers)) expect((handler as Function).name, `${m.name}.${id}`).toBe(id);
+    for (const [id, handler] of Object.entries(m.handlers)) expect((handler as { name: string }).name, `${m.name}.${id}`).toBe(id);
   }
 });

@@ -10,10 +10,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { ffmpegPath } from '../server/engines/ffmpeg.ts';
-import { scratchDatabase, type ScratchDatabase } from './support/database.ts';
+import { type ScratchDatabase, scratchDatabase } from './support/database.ts';
 import { expectError } from './support/expect.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
-import { startServerProcess, type ServerProcess } from './support/server-process.ts';
+import { type ServerProcess, startServerProcess } from './support/server-process.ts';
 
 const MODEL = 'openai/whisper-large-v3';
 const FORMATS = { wav: 'pcm_s16le', mp3: 'libmp3lame', m4a: 'aac', webm: 'libopus', flac: 'flac', ogg: 'libvorbis', opus: 'libopus', aac: 'aac' } as const;
@@ -125,82 +125,107 @@ describe('the eight formats, decoded and measured', () => {
 });
 
 describe('the local recogniser (PocketSphinx) on speech espeak-ng synthesised', () => {
-  test('words come from the recogniser, with times inside the audio, and the same audio gives the same words', async () => {
-    const res = await transcribe({ model: MODEL, response_format: 'verbose_json', 'timestamp_granularities[]': ['word', 'segment'] }, speech);
-    expect(res.status, JSON.stringify(res.body)).toBe(200);
-    expect(res.headers['x-transcription-engine']).toBe('local-pocketsphinx');
-    const { text, words, segments, duration } = res.body;
-    expect(text.length).toBeGreaterThan(0);
-    expect(words.length).toBeGreaterThan(2);
-    expect(words.map((w: { word: string }) => w.word).join(' ')).toBe(text);
-    for (const w of words) {
-      expect(w.start).toBeGreaterThanOrEqual(0);
-      expect(w.end).toBeGreaterThan(w.start);
-      expect(w.end).toBeLessThanOrEqual(duration + 0.05);
-    }
-    // The segments hold the same words, in order.
-    expect(segments.map((s: { text: string }) => s.text).filter(Boolean).join(' ')).toBe(text);
-    // Real recognition of synthetic speech is imperfect, but it hears some of the numbers spoken.
-    const heard = SPOKEN.split(' ').filter((w) => text.split(' ').includes(w));
-    expect(heard.length, `heard "${text}" for "${SPOKEN}"`).toBeGreaterThanOrEqual(2);
-    const again = await transcribe({ model: MODEL }, speech);
-    expect(again.body).toEqual({ text });
-  }, SLOW);
+  test(
+    'words come from the recogniser, with times inside the audio, and the same audio gives the same words',
+    async () => {
+      const res = await transcribe({ model: MODEL, response_format: 'verbose_json', 'timestamp_granularities[]': ['word', 'segment'] }, speech);
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      expect(res.headers['x-transcription-engine']).toBe('local-pocketsphinx');
+      const { text, words, segments, duration } = res.body;
+      expect(text.length).toBeGreaterThan(0);
+      expect(words.length).toBeGreaterThan(2);
+      expect(words.map((w: { word: string }) => w.word).join(' ')).toBe(text);
+      for (const w of words) {
+        expect(w.start).toBeGreaterThanOrEqual(0);
+        expect(w.end).toBeGreaterThan(w.start);
+        expect(w.end).toBeLessThanOrEqual(duration + 0.05);
+      }
+      // The segments hold the same words, in order.
+      expect(
+        segments
+          .map((s: { text: string }) => s.text)
+          .filter(Boolean)
+          .join(' '),
+      ).toBe(text);
+      // Real recognition of synthetic speech is imperfect, but it hears some of the numbers spoken.
+      const heard = SPOKEN.split(' ').filter((w) => text.split(' ').includes(w));
+      expect(heard.length, `heard "${text}" for "${SPOKEN}"`).toBeGreaterThanOrEqual(2);
+      const again = await transcribe({ model: MODEL }, speech);
+      expect(again.body).toEqual({ text });
+    },
+    SLOW,
+  );
 
-  test('without a recogniser: the measured segments with empty text, and the header says why', async () => {
-    const bare = await startTestPlatform({ config: { pocketsphinxPath: 'off' } });
-    try {
-      const res = await transcribe({ model: MODEL, response_format: 'verbose_json' }, speech, undefined, bare.caller.http);
-      expect(res.status).toBe(200);
-      expect(res.body.text).toBe('');
-      expect(res.body.segments.length).toBeGreaterThan(0);
-      expect(res.body.segments.every((s: { text: string }) => s.text === '')).toBe(true);
-      expect(res.headers['x-transcription-engine']).toMatch(/^local; no speech recogniser is installed/);
-    } finally {
-      await bare.close();
-    }
-  }, SLOW);
+  test(
+    'without a recogniser: the measured segments with empty text, and the header says why',
+    async () => {
+      const bare = await startTestPlatform({ config: { pocketsphinxPath: 'off' } });
+      try {
+        const res = await transcribe({ model: MODEL, response_format: 'verbose_json' }, speech, undefined, bare.caller.http);
+        expect(res.status).toBe(200);
+        expect(res.body.text).toBe('');
+        expect(res.body.segments.length).toBeGreaterThan(0);
+        expect(res.body.segments.every((s: { text: string }) => s.text === '')).toBe(true);
+        expect(res.headers['x-transcription-engine']).toMatch(/^local; no speech recogniser is installed/);
+      } finally {
+        await bare.close();
+      }
+    },
+    SLOW,
+  );
 
-  test('a translation is the English transcript, task translate', async () => {
-    const res = await transcribe({ model: MODEL, response_format: 'verbose_json' }, speech, '/v1/audio/translations');
-    expect(res.status, JSON.stringify(res.body)).toBe(200);
-    expect(res.body.task).toBe('translate');
-    expect(res.body.language).toBe('en');
-    expect(res.body.text.length).toBeGreaterThan(0);
-    expect(res.body.words).toBeUndefined();
-  }, SLOW);
+  test(
+    'a translation is the English transcript, task translate',
+    async () => {
+      const res = await transcribe({ model: MODEL, response_format: 'verbose_json' }, speech, '/v1/audio/translations');
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      expect(res.body.task).toBe('translate');
+      expect(res.body.language).toBe('en');
+      expect(res.body.text.length).toBeGreaterThan(0);
+      expect(res.body.words).toBeUndefined();
+    },
+    SLOW,
+  );
 });
 
 describe('response formats', () => {
-  test('json (the default), text, srt, vtt', async () => {
-    const json = await transcribe({}, speech);
-    expect(json.status).toBe(200);
-    expect(Object.keys(json.body)).toEqual(['text']);
-    const text = await transcribe({ model: MODEL, response_format: 'text' }, speech);
-    expect(text.headers['content-type']).toMatch(/^text\/plain/);
-    expect(text.text).toBe(json.body.text);
-    const verbose = await transcribe({ model: MODEL, response_format: 'verbose_json' }, speech);
-    const segs = verbose.body.segments.filter((s: { text: string }) => s.text);
-    const srt = await transcribe({ model: MODEL, response_format: 'srt' }, speech);
-    expect(srt.headers['content-type']).toMatch(/^text\/plain/);
-    expect(srt.text).toMatch(/^1\n\d\d:\d\d:\d\d,\d{3} --> \d\d:\d\d:\d\d,\d{3}\n/);
-    const vtt = await transcribe({ model: MODEL, response_format: 'vtt' }, speech);
-    expect(vtt.headers['content-type']).toMatch(/^text\/vtt/);
-    expect(vtt.text).toMatch(/^WEBVTT\n\n\d\d:\d\d:\d\d\.\d{3} --> /);
-    for (const s of segs) {
-      expect(srt.text).toContain(s.text);
-      expect(vtt.text).toContain(s.text);
-    }
-  }, SLOW);
+  test(
+    'json (the default), text, srt, vtt',
+    async () => {
+      const json = await transcribe({}, speech);
+      expect(json.status).toBe(200);
+      expect(Object.keys(json.body)).toEqual(['text']);
+      const text = await transcribe({ model: MODEL, response_format: 'text' }, speech);
+      expect(text.headers['content-type']).toMatch(/^text\/plain/);
+      expect(text.text).toBe(json.body.text);
+      const verbose = await transcribe({ model: MODEL, response_format: 'verbose_json' }, speech);
+      const segs = verbose.body.segments.filter((s: { text: string }) => s.text);
+      const srt = await transcribe({ model: MODEL, response_format: 'srt' }, speech);
+      expect(srt.headers['content-type']).toMatch(/^text\/plain/);
+      expect(srt.text).toMatch(/^1\n\d\d:\d\d:\d\d,\d{3} --> \d\d:\d\d:\d\d,\d{3}\n/);
+      const vtt = await transcribe({ model: MODEL, response_format: 'vtt' }, speech);
+      expect(vtt.headers['content-type']).toMatch(/^text\/vtt/);
+      expect(vtt.text).toMatch(/^WEBVTT\n\n\d\d:\d\d:\d\d\.\d{3} --> /);
+      for (const s of segs) {
+        expect(srt.text).toContain(s.text);
+        expect(vtt.text).toContain(s.text);
+      }
+    },
+    SLOW,
+  );
 });
 
 describe('audio by URL', () => {
-  test('an http URL in `file` is fetched and transcribed like the upload', async () => {
-    const upload = await transcribe({ model: MODEL, response_format: 'verbose_json' }, speech);
-    const byUrl = await transcribe({ model: MODEL, response_format: 'verbose_json', file: `${filesUrl}/speech.wav` });
-    expect(byUrl.status, JSON.stringify(byUrl.body)).toBe(200);
-    expect(byUrl.body).toEqual(upload.body);
-  }, SLOW);
+  test(
+    'an http URL in `file` is fetched and transcribed like the upload',
+    async () => {
+      const upload = await transcribe({ model: MODEL, response_format: 'verbose_json' }, speech);
+      const byUrl = await transcribe({ model: MODEL, response_format: 'verbose_json', file: `${filesUrl}/speech.wav` });
+      expect(byUrl.status, JSON.stringify(byUrl.body)).toBe(200);
+      expect(byUrl.body).toEqual(upload.body);
+    },
+    SLOW,
+  );
 
   test('a URL that answers 404, or cannot be reached: 400 file_unreachable', async () => {
     expectError(await transcribe({ model: MODEL, file: `${filesUrl}/missing.wav` }), 400, { code: 'file_unreachable', param: 'file' });
@@ -211,22 +236,33 @@ describe('audio by URL', () => {
     expectError(await transcribe({ model: MODEL, file: `${filesUrl}/huge-declared` }), 400, { code: 'file_too_large', param: 'file' });
   });
 
-  test('no declared length: the cap is enforced while it streams', async () => {
-    const small = await startTestPlatform({ config: { audioUrlLimit: 2 * 1024 * 1024 } });
-    try {
-      const res = await transcribe({ model: MODEL, file: `${filesUrl}/endless` }, undefined, undefined, small.caller.http);
-      expectError(res, 400, { code: 'file_too_large', param: 'file' });
-      expect(res.body.error.message).toMatch(/2 MB limit of audio by URL/);
-    } finally {
-      await small.close();
-    }
-  }, SLOW);
+  test(
+    'no declared length: the cap is enforced while it streams',
+    async () => {
+      const small = await startTestPlatform({ config: { audioUrlLimit: 2 * 1024 * 1024 } });
+      try {
+        const res = await transcribe({ model: MODEL, file: `${filesUrl}/endless` }, undefined, undefined, small.caller.http);
+        expectError(res, 400, { code: 'file_too_large', param: 'file' });
+        expect(res.body.error.message).toMatch(/2 MB limit of audio by URL/);
+      } finally {
+        await small.close();
+      }
+    },
+    SLOW,
+  );
 });
 
 /** Streams `total` bytes of a file part (no Content-Length: chunked), stopping once an answer arrives. */
-function streamUpload(total: number, declareLength: boolean, model = MODEL, path = '/v1/audio/transcriptions'): Promise<{ status: number; body: any; sent: number }> {
+function streamUpload(
+  total: number,
+  declareLength: boolean,
+  model = MODEL,
+  path = '/v1/audio/transcriptions',
+): Promise<{ status: number; body: any; sent: number }> {
   const boundary = 'xxBOUNDARYxx';
-  const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="model"\r\n\r\n${model}\r\n--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.wav"\r\nContent-Type: audio/wav\r\n\r\n`);
+  const head = Buffer.from(
+    `--${boundary}\r\nContent-Disposition: form-data; name="model"\r\n\r\n${model}\r\n--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.wav"\r\nContent-Type: audio/wav\r\n\r\n`,
+  );
   const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
   const url = new URL(path, t.url);
   return new Promise((resolve, reject) => {
@@ -283,18 +319,26 @@ describe('the 80 MB limit of a binary upload', () => {
     expect(readdirSync(join(t.config.dataDir, 'tmp'))).toEqual([]);
   }, 60_000);
 
-  test.each(['/v1/audio/transcriptions', '/v1/audio/translations'])('%s: a declared Content-Length over 80 MB: 413 before anything is read', async (path) => {
-    const res = await streamUpload(total, true, MODEL, path);
-    expect(res.status).toBe(413);
-    expect(res.body.error).toMatchObject({ code: 'file_too_large', param: 'file' });
-    expect(res.sent).toBeLessThan(total / 2);
-  }, 60_000);
+  test.each(['/v1/audio/transcriptions', '/v1/audio/translations'])(
+    '%s: a declared Content-Length over 80 MB: 413 before anything is read',
+    async (path) => {
+      const res = await streamUpload(total, true, MODEL, path);
+      expect(res.status).toBe(413);
+      expect(res.body.error).toMatchObject({ code: 'file_too_large', param: 'file' });
+      expect(res.sent).toBeLessThan(total / 2);
+    },
+    60_000,
+  );
 });
 
 describe('bad input', () => {
   test('not multipart: 415', async () => {
-    expectError(await t.caller.http.post('/v1/audio/transcriptions').send({ model: MODEL, file: `${filesUrl}/speech.wav` }), 415, { code: 'unsupported_media_type' });
-    expectError(await t.caller.http.post('/v1/audio/translations').send({ model: MODEL, file: `${filesUrl}/speech.wav` }), 415, { code: 'unsupported_media_type' });
+    expectError(await t.caller.http.post('/v1/audio/transcriptions').send({ model: MODEL, file: `${filesUrl}/speech.wav` }), 415, {
+      code: 'unsupported_media_type',
+    });
+    expectError(await t.caller.http.post('/v1/audio/translations').send({ model: MODEL, file: `${filesUrl}/speech.wav` }), 415, {
+      code: 'unsupported_media_type',
+    });
   });
 
   test('no file: 400 naming file', async () => {
@@ -313,13 +357,17 @@ describe('bad input', () => {
     expectError(await transcribe({ model: MODEL, file: `${filesUrl}/notes.txt` }), 400, { code: 'unsupported_format', param: 'file' });
   });
 
-  test('model after the file is still read (and checked)', async () => {
-    const after = await t.caller.http.post('/v1/audio/transcriptions').attach('file', tone.flac).field('model', 'nobody/none');
-    expectError(after, 404, { code: 'model_not_found', param: 'model' });
-    const ok = await t.caller.http.post('/v1/audio/transcriptions').attach('file', tone.flac).field('model', MODEL).field('language', 'de');
-    expect(ok.status).toBe(200);
-    expect(ok.body).toEqual({ text: '' });
-  }, SLOW);
+  test(
+    'model after the file is still read (and checked)',
+    async () => {
+      const after = await t.caller.http.post('/v1/audio/transcriptions').attach('file', tone.flac).field('model', 'nobody/none');
+      expectError(after, 404, { code: 'model_not_found', param: 'model' });
+      const ok = await t.caller.http.post('/v1/audio/transcriptions').attach('file', tone.flac).field('model', MODEL).field('language', 'de');
+      expect(ok.status).toBe(200);
+      expect(ok.body).toEqual({ text: '' });
+    },
+    SLOW,
+  );
 
   test('file as text that is not an http(s) URL: 400 naming file', async () => {
     expectError(await transcribe({ model: MODEL, file: 'ftp://example.com/a.wav' }), 400, { param: 'file' });
@@ -348,7 +396,11 @@ describe('the upstream engine: a second server process as the upstream', () => {
     upstreamDb = await scratchDatabase('sqlite');
     upstream = await startServerProcess({ DATABASE_URL: upstreamDb.url, DATA_DIR: join(dir, 'upstream-data') });
     front = await startTestPlatform({
-      config: { engines: JSON.stringify({ routes: [{ models: ['openai/*'], capabilities: ['transcription'], engine: 'upstream', url: `${upstream.url}/v1`, apiKey: upstream.key }] }) },
+      config: {
+        engines: JSON.stringify({
+          routes: [{ models: ['openai/*'], capabilities: ['transcription'], engine: 'upstream', url: `${upstream.url}/v1`, apiKey: upstream.key }],
+        }),
+      },
     });
   }, SLOW);
   afterAll(async () => {
@@ -357,28 +409,47 @@ describe('the upstream engine: a second server process as the upstream', () => {
     await upstreamDb?.drop();
   });
 
-  test('uploads and URLs are answered by the upstream, with its words', async () => {
-    const local = await transcribe({ model: MODEL, response_format: 'verbose_json', 'timestamp_granularities[]': 'word' }, speech);
-    const viaUpload = await transcribe({ model: MODEL, response_format: 'verbose_json', 'timestamp_granularities[]': 'word' }, speech, undefined, front.caller.http);
-    expect(viaUpload.status, JSON.stringify(viaUpload.body)).toBe(200);
-    expect(viaUpload.headers['x-transcription-engine']).toBe('upstream');
-    expect(viaUpload.body).toEqual(local.body);
-    const viaUrl = await transcribe({ model: MODEL, file: `${filesUrl}/speech.wav` }, undefined, '/v1/audio/translations', front.caller.http);
-    expect(viaUrl.status).toBe(200);
-    expect(viaUrl.body.text).toBe(local.body.text);
-  }, SLOW);
+  test(
+    'uploads and URLs are answered by the upstream, with its words',
+    async () => {
+      const local = await transcribe({ model: MODEL, response_format: 'verbose_json', 'timestamp_granularities[]': 'word' }, speech);
+      const viaUpload = await transcribe(
+        { model: MODEL, response_format: 'verbose_json', 'timestamp_granularities[]': 'word' },
+        speech,
+        undefined,
+        front.caller.http,
+      );
+      expect(viaUpload.status, JSON.stringify(viaUpload.body)).toBe(200);
+      expect(viaUpload.headers['x-transcription-engine']).toBe('upstream');
+      expect(viaUpload.body).toEqual(local.body);
+      const viaUrl = await transcribe({ model: MODEL, file: `${filesUrl}/speech.wav` }, undefined, '/v1/audio/translations', front.caller.http);
+      expect(viaUrl.status).toBe(200);
+      expect(viaUrl.body.text).toBe(local.body.text);
+    },
+    SLOW,
+  );
 
-  test("the upstream's refusal is passed on, naming the field", async () => {
-    expectError(await transcribe({ model: MODEL }, join(dir, 'notes.txt'), undefined, front.caller.http), 400, { param: 'file' });
-  }, SLOW);
+  test(
+    "the upstream's refusal is passed on, naming the field",
+    async () => {
+      expectError(await transcribe({ model: MODEL }, join(dir, 'notes.txt'), undefined, front.caller.http), 400, { param: 'file' });
+    },
+    SLOW,
+  );
 
-  test('an upstream that cannot be reached: 502', async () => {
-    const down = await startTestPlatform({ config: { engines: JSON.stringify({ routes: [{ models: ['*'], engine: 'upstream', url: 'http://127.0.0.1:1/v1' }] }) } });
-    try {
-      expectError(await transcribe({ model: MODEL }, speech, undefined, down.caller.http), 502, { code: 'upstream_unreachable' });
-      expectError(await transcribe({ model: MODEL }, speech, '/v1/audio/translations', down.caller.http), 502, { code: 'upstream_unreachable' });
-    } finally {
-      await down.close();
-    }
-  }, SLOW);
+  test(
+    'an upstream that cannot be reached: 502',
+    async () => {
+      const down = await startTestPlatform({
+        config: { engines: JSON.stringify({ routes: [{ models: ['*'], engine: 'upstream', url: 'http://127.0.0.1:1/v1' }] }) },
+      });
+      try {
+        expectError(await transcribe({ model: MODEL }, speech, undefined, down.caller.http), 502, { code: 'upstream_unreachable' });
+        expectError(await transcribe({ model: MODEL }, speech, '/v1/audio/translations', down.caller.http), 502, { code: 'upstream_unreachable' });
+      } finally {
+        await down.close();
+      }
+    },
+    SLOW,
+  );
 });

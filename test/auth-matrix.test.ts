@@ -8,8 +8,8 @@ import { modules } from '../server/modules/index.ts';
 import type { FixtureKit, FixtureRequest } from '../server/modules/types.ts';
 import { expectError } from './support/expect.ts';
 import { deref, fillPath, jsonBodySchema, keyless, operationIds, operationSpec, pathParamNames, withMultipart } from './support/operations.ts';
-import { sample } from './support/schema-sample.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
+import { sample } from './support/schema-sample.ts';
 
 let t: TestPlatform;
 const crossProject: Record<string, (kit: FixtureKit) => Promise<FixtureRequest>> = {};

@@ -1,10 +1,10 @@
 // server/capacity.ts's one guarantee against overbooking: `reserveIfFree` checks and reserves as one step, so two
 // servers (two connection pools on one database) placing the last free replica at once give exactly one success.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { type Database, openDatabase, type Tx } from '../server/db/index.ts';
 import { fits, reserve, reserveIfFree } from '../server/modules/hardware/capacity.ts';
-import { openDatabase, type Database, type Tx } from '../server/db/index.ts';
-import { startTestPlatform, type TestPlatform } from './support/platform.ts';
 import { usingPostgres } from './support/database.ts';
+import { startTestPlatform, type TestPlatform } from './support/platform.ts';
 
 const L40S = '1x_nvidia_l40s_48gb_pcie'; // room for exactly one replica on a fresh platform
 
@@ -63,7 +63,10 @@ describe('reserveIfFree', () => {
     // the second one's busy wait would even block the first): there the two servers' attempts come one after the other.
     const results = usingPostgres
       ? await race((tx, ownerId) => reserveIfFree(tx, t.clock, input(ownerId)))
-      : [await t.services.db.write((tx) => reserveIfFree(tx, t.clock, input('racer-a'))), await second.write((tx) => reserveIfFree(tx, t.clock, input('racer-b')))];
+      : [
+          await t.services.db.write((tx) => reserveIfFree(tx, t.clock, input('racer-a'))),
+          await second.write((tx) => reserveIfFree(tx, t.clock, input('racer-b'))),
+        ];
     expect(results.filter(Boolean)).toHaveLength(1);
     expect(await open()).toBe(1);
     await releaseAll();

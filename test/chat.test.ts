@@ -1,19 +1,20 @@
 // Chat completions and completions: every field the platform accepts, honoured by the
 // local engine where it can be (streaming, stop, max_tokens, n, seed, response_format, tools, logprobs, echo,
 // context length), the upstream engine relaying another instance of this server, and bad input.
-import { Ajv2020 } from 'ajv/dist/2020.js';
-import addFormats from 'ajv-formats';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+
 import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import addFormats from 'ajv-formats';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { specPath } from '../server/core/paths.ts';
 import { countTokens, encode } from '../server/engines/tokens.ts';
-import { scratchDatabase, type ScratchDatabase } from './support/database.ts';
+import { type ScratchDatabase, scratchDatabase } from './support/database.ts';
 import { H100, MODEL, seededV1Endpoints } from './support/endpoints.ts';
 import { expectError } from './support/expect.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
-import { startServerProcess, type ServerProcess } from './support/server-process.ts';
+import { type ServerProcess, startServerProcess } from './support/server-process.ts';
 
 const CHAT = 'meta-llama/Llama-3.3-70B-Instruct-Turbo';
 const BASE = 'mistralai/Mixtral-8x7B-v0.1'; // a language model: completions only
@@ -68,7 +69,20 @@ describe('chat completions on the local engine', () => {
   });
 
   test('the same request gives the same answer; seed is echoed; sampling parameters are accepted', async () => {
-    const body = { model: CHAT, messages: hi, seed: 42, temperature: 1.3, top_p: 0.5, top_k: 40, min_p: 0.1, repetition_penalty: 1.1, presence_penalty: 0.5, frequency_penalty: 0.5, logit_bias: { '100': -5 }, n: 2 };
+    const body = {
+      model: CHAT,
+      messages: hi,
+      seed: 42,
+      temperature: 1.3,
+      top_p: 0.5,
+      top_k: 40,
+      min_p: 0.1,
+      repetition_penalty: 1.1,
+      presence_penalty: 0.5,
+      frequency_penalty: 0.5,
+      logit_bias: { '100': -5 },
+      n: 2,
+    };
     const a = await chat(body);
     const b = await chat(body);
     expect(a.status).toBe(200);
@@ -96,10 +110,24 @@ describe('chat completions on the local engine', () => {
     const res = await chat({
       model: CHAT,
       messages: [
-        { role: 'user', content: [{ type: 'text', text: 'What is this?' }, { type: 'image_url', image_url: { url: 'https://example.com/a.png' } }, { type: 'video_url', video_url: { url: 'https://example.com/a.mp4' } }] },
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'What is this?' },
+            { type: 'image_url', image_url: { url: 'https://example.com/a.png' } },
+            { type: 'video_url', video_url: { url: 'https://example.com/a.mp4' } },
+          ],
+        },
         { role: 'assistant', content: null, function_call: { name: 'look', arguments: '{}' } },
         { role: 'function', name: 'look', content: 'a cat' },
-        { role: 'user', content: [{ type: 'input_audio', input_audio: { data: 'AAAA', format: 'wav' } }, { type: 'audio_url', audio_url: { url: 'https://example.com/a.wav' } }, { type: 'text', text: 'And this?' }] },
+        {
+          role: 'user',
+          content: [
+            { type: 'input_audio', input_audio: { data: 'AAAA', format: 'wav' } },
+            { type: 'audio_url', audio_url: { url: 'https://example.com/a.wav' } },
+            { type: 'text', text: 'And this?' },
+          ],
+        },
       ],
       reasoning: { enabled: true },
       reasoning_effort: 'low',
@@ -156,7 +184,11 @@ describe('chat completions on the local engine', () => {
   });
 
   test('tools: a forced or required call gives tool_calls whose arguments validate; auto answers with text', async () => {
-    const parameters = { type: 'object', properties: { location: { type: 'string' }, unit: { type: 'string', enum: ['c', 'f'] }, days: { type: 'integer', minimum: 1 } }, required: ['location', 'unit'] };
+    const parameters = {
+      type: 'object',
+      properties: { location: { type: 'string' }, unit: { type: 'string', enum: ['c', 'f'] }, days: { type: 'integer', minimum: 1 } },
+      required: ['location', 'unit'],
+    };
     const tools = [
       { type: 'function', function: { name: 'get_weather', description: 'Weather', parameters } },
       { type: 'function', function: { name: 'get_time', parameters: { type: 'object', properties: { tz: { type: 'string' } }, required: ['tz'] } } },
@@ -189,10 +221,16 @@ describe('chat completions on the local engine', () => {
     });
     expect(next.status).toBe(200);
 
-    expectError(await chat({ model: CHAT, messages: hi, tools, tool_choice: { type: 'function', function: { name: 'nope' } } }), 400, { param: 'tool_choice', code: 'unknown_tool' });
+    expectError(await chat({ model: CHAT, messages: hi, tools, tool_choice: { type: 'function', function: { name: 'nope' } } }), 400, {
+      param: 'tool_choice',
+      code: 'unknown_tool',
+    });
     expectError(await chat({ model: CHAT, messages: hi, tool_choice: 'required' }), 400, { param: 'tool_choice', code: 'no_tools' });
     expectError(await chat({ model: CHAT, messages: hi, tools, tool_choice: 'sometimes' }), 400, { param: 'tool_choice' });
-    expectError(await chat({ model: CHAT, messages: hi, tools: [{ type: 'function', function: { description: 'no name' } }] }), 400, { param: 'tools', code: 'invalid_tool' });
+    expectError(await chat({ model: CHAT, messages: hi, tools: [{ type: 'function', function: { description: 'no name' } }] }), 400, {
+      param: 'tools',
+      code: 'invalid_tool',
+    });
   });
 
   test('logprobs and top_logprobs are consistent with the text and usage; echo returns the prompt as counted', async () => {
@@ -222,10 +260,13 @@ describe('chat completions on the local engine', () => {
     const long = 'word '.repeat(5000); // about 5,000 tokens, over Llama-2-7b's 4,096
     expectError(await chat({ model: 'meta-llama/Llama-2-7b-hf', messages: hi }), 400, { param: 'model', code: 'model_not_supported' });
     expectError(await complete({ model: SMALL, prompt: long }), 400, { param: 'prompt', code: 'context_length_exceeded' });
-    expectError(await complete({ model: SMALL, prompt: long, context_length_exceeded_behavior: 'error' }), 400, { param: 'prompt', code: 'context_length_exceeded' });
+    expectError(await complete({ model: SMALL, prompt: long, context_length_exceeded_behavior: 'error' }), 400, {
+      param: 'prompt',
+      code: 'context_length_exceeded',
+    });
     expectError(await complete({ model: SMALL, prompt: 'hi', max_tokens: 5000 }), 400, { param: 'max_tokens', code: 'context_length_exceeded' });
 
-    const cut = await complete({ model: SMALL, prompt: long + 'THE END', max_tokens: 96, context_length_exceeded_behavior: 'truncate', echo: true });
+    const cut = await complete({ model: SMALL, prompt: `${long}THE END`, max_tokens: 96, context_length_exceeded_behavior: 'truncate', echo: true });
     expect(cut.status).toBe(200);
     expect(cut.body.usage.prompt_tokens).toBe(4096 - 96);
     expect(cut.body.prompt[0].text.endsWith('THE END')).toBe(true);
@@ -233,7 +274,12 @@ describe('chat completions on the local engine', () => {
     expect(cut.body.warnings[0].message).toMatch(/truncated/);
 
     // Chat: the oldest non-system messages go first.
-    const chatLong = [{ role: 'system', content: 'Rules.' }, { role: 'user', content: 'word '.repeat(140_000) }, { role: 'assistant', content: 'ok' }, { role: 'user', content: 'Last question' }];
+    const chatLong = [
+      { role: 'system', content: 'Rules.' },
+      { role: 'user', content: 'word '.repeat(140_000) },
+      { role: 'assistant', content: 'ok' },
+      { role: 'user', content: 'Last question' },
+    ];
     expectError(await chat({ model: CHAT, messages: chatLong }), 400, { param: 'messages', code: 'context_length_exceeded' });
     const kept = await chat({ model: CHAT, messages: chatLong, context_length_exceeded_behavior: 'truncate', echo: true });
     expect(kept.status).toBe(200);
@@ -243,7 +289,14 @@ describe('chat completions on the local engine', () => {
 
   test('streaming: a role chunk, one chunk per token, the finish reason, a usage chunk when asked, then [DONE]', async () => {
     const whole = await chat({ model: CHAT, messages: hi, max_tokens: 20, logprobs: true });
-    const s = await events('/v1/chat/completions', { model: CHAT, messages: hi, max_tokens: 20, stream: true, stream_options: { include_usage: true }, logprobs: true });
+    const s = await events('/v1/chat/completions', {
+      model: CHAT,
+      messages: hi,
+      max_tokens: 20,
+      stream: true,
+      stream_options: { include_usage: true },
+      logprobs: true,
+    });
     expect(s.status).toBe(200);
     expect(s.type).toMatch(/^text\/event-stream/);
     expect(s.done).toBe(true);
@@ -273,7 +326,11 @@ describe('chat completions on the local engine', () => {
     expect(tool.data.at(-1).choices[0].finish_reason).toBe('tool_calls');
 
     // An error found before the stream starts is an ordinary error response.
-    const bad = await fetch(`${t.url}/v1/chat/completions`, { method: 'POST', headers: { ...auth(), 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'nope/nope', messages: hi, stream: true }) });
+    const bad = await fetch(`${t.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { ...auth(), 'Content-Type': 'application/json' },
+      body: JSON.stringify({ model: 'nope/nope', messages: hi, stream: true }),
+    });
     expect(bad.status).toBe(404);
     expect((await bad.json()).error.param).toBe('model');
   });
@@ -290,7 +347,11 @@ describe('completions on the local engine', () => {
     expect(c).toMatchObject({ index: 0, finish_reason: 'length', seed: 3 });
     expect(c.logprobs.token_ids).toEqual(encode(c.text));
     expect(c.logprobs.token_logprobs).toHaveLength(10);
-    expect(res.body.usage).toEqual({ prompt_tokens: countTokens('Once upon a time'), completion_tokens: 20, total_tokens: countTokens('Once upon a time') + 20 });
+    expect(res.body.usage).toEqual({
+      prompt_tokens: countTokens('Once upon a time'),
+      completion_tokens: 20,
+      total_tokens: countTokens('Once upon a time') + 20,
+    });
     expect(res.body.prompt[0]).toMatchObject({ text: 'Once upon a time', logprobs: { token_ids: encode('Once upon a time') } });
     const plain = await complete({ model: BASE, prompt: 'Once upon a time' });
     expect(plain.body.choices[0].text).toContain('"Once upon a time"');
@@ -309,7 +370,13 @@ describe('completions on the local engine', () => {
 
   test('streaming: completion.chunk events carrying the token, then the finish reason and the usage', async () => {
     const whole = await complete({ model: BASE, prompt: 'Once upon a time', max_tokens: 8 });
-    const s = await events('/v1/completions', { model: BASE, prompt: 'Once upon a time', max_tokens: 8, stream: true, stream_options: { include_usage: true } });
+    const s = await events('/v1/completions', {
+      model: BASE,
+      prompt: 'Once upon a time',
+      max_tokens: 8,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
     expect(s.done).toBe(true);
     for (const chunk of s.data) validChunk('CompletionChunk', chunk);
     const tokens = s.data.filter((c) => c.choices.length && c.finish_reason === null);
@@ -361,7 +428,11 @@ describe('the upstream engine: another instance of this server', () => {
   const vllmSeen: any[] = [];
   let db: ScratchDatabase;
   let front: TestPlatform;
-  const frontChat = (body: object) => front.http.post('/v1/chat/completions').set({ Authorization: `Bearer ${front.caller.key}` }).send(body);
+  const frontChat = (body: object) =>
+    front.http
+      .post('/v1/chat/completions')
+      .set({ Authorization: `Bearer ${front.caller.key}` })
+      .send(body);
 
   beforeAll(async () => {
     db = await scratchDatabase('sqlite');
@@ -382,7 +453,13 @@ describe('the upstream engine: another instance of this server', () => {
             model: 'served-by-vllm',
             choices: [
               chat
-                ? { index: 0, message: { role: 'assistant', content: 'Bonjour', refusal: null, annotations: null, tool_calls: [], reasoning_content: null }, logprobs: null, finish_reason: 'stop', stop_reason: null }
+                ? {
+                    index: 0,
+                    message: { role: 'assistant', content: 'Bonjour', refusal: null, annotations: null, tool_calls: [], reasoning_content: null },
+                    logprobs: null,
+                    finish_reason: 'stop',
+                    stop_reason: null,
+                  }
                 : { index: 0, text: ' there', logprobs: null, finish_reason: 'abort', stop_reason: null, prompt_logprobs: null },
             ],
             service_tier: null,
@@ -416,14 +493,22 @@ describe('the upstream engine: another instance of this server', () => {
     await new Promise((resolve) => vllm?.close(resolve));
   });
 
-  test("a v2 deployment of a model routed upstream reports the upstream engine as its runtimeInfo", async () => {
+  test('a v2 deployment of a model routed upstream reports the upstream engine as its runtimeInfo', async () => {
     const base = `/v2/projects/${front.caller.identity.projectId}`;
     const auth = { Authorization: `Bearer ${front.caller.key}` };
     const e = await front.http.post(`${base}/endpoints`).set(auth).send({ name: 'routed' });
     expect(e.status, JSON.stringify(e.body)).toBe(200);
-    const d = await front.http.post(`${base}/endpoints/${e.body.id}/deployments`).set(auth).send({ name: 'd1', model: MODEL, config: H100, autoscaling: { minReplicas: 0, maxReplicas: 0 } });
+    const d = await front.http
+      .post(`${base}/endpoints/${e.body.id}/deployments`)
+      .set(auth)
+      .send({ name: 'd1', model: MODEL, config: H100, autoscaling: { minReplicas: 0, maxReplicas: 0 } });
     expect(d.status, JSON.stringify(d.body)).toBe(200);
-    expect(d.body.runtimeInfo).toEqual({ engineType: 'upstream', engineVersion: `${upstream.url}/v1`, functionCallingSupported: true, structuredOutputSupported: true });
+    expect(d.body.runtimeInfo).toEqual({
+      engineType: 'upstream',
+      engineVersion: `${upstream.url}/v1`,
+      functionCallingSupported: true,
+      structuredOutputSupported: true,
+    });
     const read = await front.http.get(`${base}/endpoints/${e.body.id}/deployments/${d.body.id}`).set(auth);
     expect(read.body.runtimeInfo.engineType).toBe('upstream');
   });
@@ -437,7 +522,10 @@ describe('the upstream engine: another instance of this server', () => {
     expect(res.body.choices[0].seed).toBe(5);
     expect(res.body.choices[0].logprobs.content).toHaveLength(res.body.usage.completion_tokens);
 
-    const c = await front.http.post('/v1/completions').set({ Authorization: `Bearer ${front.caller.key}` }).send({ model: BASE, prompt: 'Once', max_tokens: 40 });
+    const c = await front.http
+      .post('/v1/completions')
+      .set({ Authorization: `Bearer ${front.caller.key}` })
+      .send({ model: BASE, prompt: 'Once', max_tokens: 40 });
     expect(c.status).toBe(200);
     expect(c.body.model).toBe(BASE);
     expect(c.body.choices[0].text).toContain('mistralai/Mistral-7B-v0.1'); // the upstream ran the route's model
@@ -446,15 +534,32 @@ describe('the upstream engine: another instance of this server', () => {
   test("a vLLM-shaped answer is kept to this contract's fields", async () => {
     const res = await frontChat({ model: 'deepseek-ai/DeepSeek-V3', messages: hi, temperature: 0.7 });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
-    expect(vllmSeen.at(-1)).toMatchObject({ url: '/v1/chat/completions', auth: 'Bearer vllm-key', body: { model: 'deepseek-v3', messages: hi, temperature: 0.7 } });
-    expect(res.body).toMatchObject({ id: 'chatcmpl-vllm', object: 'chat.completion', model: 'deepseek-ai/DeepSeek-V3', prompt: [], system_fingerprint: 'upstream' });
+    expect(vllmSeen.at(-1)).toMatchObject({
+      url: '/v1/chat/completions',
+      auth: 'Bearer vllm-key',
+      body: { model: 'deepseek-v3', messages: hi, temperature: 0.7 },
+    });
+    expect(res.body).toMatchObject({
+      id: 'chatcmpl-vllm',
+      object: 'chat.completion',
+      model: 'deepseek-ai/DeepSeek-V3',
+      prompt: [],
+      system_fingerprint: 'upstream',
+    });
     expect(res.body.choices).toEqual([{ index: 0, message: { role: 'assistant', content: 'Bonjour' }, finish_reason: 'stop', logprobs: null }]);
     expect(res.body.usage).toEqual({ prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 });
     expect(res.body).not.toHaveProperty('service_tier');
 
-    const c = await front.http.post('/v1/completions').set({ Authorization: `Bearer ${front.caller.key}` }).send({ model: 'deepseek-ai/DeepSeek-V3', prompt: 'Hi' });
+    const c = await front.http
+      .post('/v1/completions')
+      .set({ Authorization: `Bearer ${front.caller.key}` })
+      .send({ model: 'deepseek-ai/DeepSeek-V3', prompt: 'Hi' });
     expect(c.status, JSON.stringify(c.body)).toBe(200);
-    expect(c.body).toMatchObject({ object: 'text.completion', model: 'deepseek-ai/DeepSeek-V3', choices: [{ index: 0, text: ' there', finish_reason: 'stop' }] });
+    expect(c.body).toMatchObject({
+      object: 'text.completion',
+      model: 'deepseek-ai/DeepSeek-V3',
+      choices: [{ index: 0, text: ' there', finish_reason: 'stop' }],
+    });
   });
 
   test('streams are relayed chunk by chunk', async () => {
@@ -464,18 +569,29 @@ describe('the upstream engine: another instance of this server', () => {
       body: JSON.stringify({ model: CHAT, messages: hi, max_tokens: 6, stream: true, stream_options: { include_usage: true } }),
     });
     expect(res.headers.get('x-inference-engine')).toBe('upstream');
-    const data = (await res.text()).split('\n\n').filter((b) => b.startsWith('data: ')).map((b) => b.slice(6));
+    const data = (await res.text())
+      .split('\n\n')
+      .filter((b) => b.startsWith('data: '))
+      .map((b) => b.slice(6));
     expect(data.at(-1)).toBe('[DONE]');
     const chunks = data.slice(0, -1).map((d) => JSON.parse(d));
     expect(chunks.every((c) => c.model === CHAT)).toBe(true);
-    expect(chunks.slice(1, 7).map((c) => c.choices[0].delta.content).join('')).toBe('[local engine] This answer');
+    expect(
+      chunks
+        .slice(1, 7)
+        .map((c) => c.choices[0].delta.content)
+        .join(''),
+    ).toBe('[local engine] This answer');
     expect(chunks.at(-1).usage.completion_tokens).toBe(6);
   });
 
   test("the upstream's refusals are passed on; an unreachable upstream is 502", async () => {
     expectError(await frontChat({ model: CHAT, messages: hi, tool_choice: 'required' }), 400, { code: 'upstream_refused', param: 'tool_choice' });
     expectError(await frontChat({ model: 'Qwen/Qwen2.5-72B-Instruct-Turbo', messages: hi }), 502, { code: 'upstream_unreachable' });
-    const c = await front.http.post('/v1/completions').set({ Authorization: `Bearer ${front.caller.key}` }).send({ model: 'Qwen/Qwen2.5-72B-Instruct-Turbo', prompt: 'x' });
+    const c = await front.http
+      .post('/v1/completions')
+      .set({ Authorization: `Bearer ${front.caller.key}` })
+      .send({ model: 'Qwen/Qwen2.5-72B-Instruct-Turbo', prompt: 'x' });
     expectError(c, 502, { code: 'upstream_unreachable' });
   });
 });

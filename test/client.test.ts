@@ -1,6 +1,7 @@
 // The typed client as a user imports it: by the package's own name, through package.json `exports`.
-import { afterAll, beforeAll, expect, test } from 'vitest';
+
 import { createPlatformClient, type ErrorEnvelope } from '@inference-platform/client';
+import { afterAll, beforeAll, expect, test } from 'vitest';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
 
 let t: TestPlatform;

@@ -7,10 +7,10 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { ManualClock } from '../server/core/clock.ts';
 import { loadConfig } from '../server/core/config.ts';
 import { createLogger } from '../server/core/log.ts';
-import { startPlatform } from '../server/platform.ts';
 import { localClusterEngine } from '../server/modules/compute/engine.ts';
 import { remediationMachine } from '../server/modules/compute/machine.ts';
-import { createCluster, type ClusterSpec } from '../server/modules/compute/rows.ts';
+import { type ClusterSpec, createCluster } from '../server/modules/compute/rows.ts';
+import { startPlatform } from '../server/platform.ts';
 import { scratchDatabase } from './support/database.ts';
 import { expectError } from './support/expect.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
@@ -33,8 +33,7 @@ afterAll(() => t?.close());
 
 const auth = (key = t.caller.key) => ({ Authorization: `Bearer ${key}` });
 const remPath = (c: string, i: string, rest = '') => `/v1/compute/clusters/${c}/instances/${i}/remediations${rest}`;
-const create = (c: string, i: string, body: object, query: Record<string, string> = {}) =>
-  t.http.post(remPath(c, i)).query(query).set(auth()).send(body);
+const create = (c: string, i: string, body: object, query: Record<string, string> = {}) => t.http.post(remPath(c, i)).query(query).set(auth()).send(body);
 const get = (c: string, i: string, id: string) => t.http.get(remPath(c, i, `/${id}`)).set(auth());
 const act = (c: string, i: string, id: string, action: string, body?: object) => {
   const r = t.http.post(remPath(c, i, `/${id}/${action}`)).set(auth());
@@ -123,7 +122,7 @@ describe("the platform's cluster fields, each with what this platform has", () =
     expect((await t.http.get('/v1/compute/clusters').set(auth())).body.clusters[0]).toEqual(cluster);
   });
 
-  test('projectId lists the clusters of the key\'s own project, and none of any other project', async () => {
+  test("projectId lists the clusters of the key's own project, and none of any other project", async () => {
     const own = await t.http.get('/v1/compute/clusters').query({ projectId: t.caller.identity.projectId }).set(auth());
     expect(own.status, JSON.stringify(own.body)).toBe(200);
     expect(own.body.clusters.map((x: any) => x.cluster_id)).toContain(clusterId);
@@ -172,7 +171,13 @@ describe("the platform's cluster fields, each with what this platform has", () =
       { phase: 'CLUSTER_PHASE_READY', transition_time: before.created_at },
       { phase: 'CLUSTER_PHASE_DEGRADED', transition_time: moved.start_time },
     ]);
-    expect(after.gpu_worker_nodes[0]).toMatchObject({ node_id: 'n1-vm2', host_name: 'h2', num_cpu_cores: 96, memory_gib: 1843.5, phase_transitions: PHASES(moved.end_time) });
+    expect(after.gpu_worker_nodes[0]).toMatchObject({
+      node_id: 'n1-vm2',
+      host_name: 'h2',
+      num_cpu_cores: 96,
+      memory_gib: 1843.5,
+      phase_transitions: PHASES(moved.end_time),
+    });
     // The deleted VM keeps its history.
     expect(after.deleted_gpu_worker_nodes[0]).toMatchObject({ node_id: 'n1-vm1', status: 'Deleted', phase_transitions: rebooted.phase_transitions });
 
@@ -273,8 +278,7 @@ describe('each mode changes the instance (seeded cluster, in order)', () => {
       { id: 'a', name: 'a', cordoned: false, vmCapacity: 1, vmCount: 1 },
       { id: 'b', name: 'b', cordoned: false, vmCapacity: 2, vmCount: 2 },
     ];
-    const plan = (mode: string, vmHostId: string | null = 'a') =>
-      localClusterEngine.plan({ mode, instanceName: 'n', unrecoverable: false, vmHostId, hosts });
+    const plan = (mode: string, vmHostId: string | null = 'a') => localClusterEngine.plan({ mode, instanceName: 'n', unrecoverable: false, vmHostId, hosts });
     expect(plan('REMEDIATION_MODE_VM_ONLY')).toEqual({ kind: 'replace', hostId: 'a' });
     expect(plan('REMEDIATION_MODE_HOST_AWARE').kind).toBe('fail');
     expect(plan('REMEDIATION_MODE_VM_ONLY', null).kind).toBe('fail');
@@ -296,12 +300,17 @@ describe('the transition table', () => {
   };
 
   test('the machine has exactly this table, and refuses every other pair with 409 invalid_state_transition', () => {
-    expect(remediationMachine.moves()).toEqual(Object.entries(ALLOWED).flatMap(([from, row]) => Object.entries(row).map(([event, to]) => ({ from, event, to }))));
+    expect(remediationMachine.moves()).toEqual(
+      Object.entries(ALLOWED).flatMap(([from, row]) => Object.entries(row).map(([event, to]) => ({ from, event, to }))),
+    );
     for (const state of remediationMachine.states) {
       for (const event of remediationMachine.events) {
         const to = ALLOWED[state][event];
         if (to) expect(remediationMachine.next(state, event)).toBe(to);
-        else expect(() => remediationMachine.next(state, event)).toThrowError(expect.objectContaining({ status: 409, code: 'invalid_state_transition', param: null }));
+        else
+          expect(() => remediationMachine.next(state, event)).toThrowError(
+            expect.objectContaining({ status: 409, code: 'invalid_state_transition', param: null }),
+          );
       }
     }
   });
@@ -502,7 +511,10 @@ describe('remediation_id is an idempotency key', () => {
       const first = await create(c, i, { mode: 'REMEDIATION_MODE_REBOOT_VM' }, { remediation_id: key });
       expect(first.status, JSON.stringify(first.body)).toBe(200);
       expect((await create(c, i, { mode: 'REMEDIATION_MODE_REBOOT_VM' }, { remediation_id: key })).body).toEqual(first.body);
-      expectError(await create(c, i, { mode: 'REMEDIATION_MODE_VM_ONLY' }, { remediation_id: key }), 409, { code: 'idempotency_key_reused', param: 'remediation_id' });
+      expectError(await create(c, i, { mode: 'REMEDIATION_MODE_VM_ONLY' }, { remediation_id: key }), 409, {
+        code: 'idempotency_key_reused',
+        param: 'remediation_id',
+      });
     }
     const a = await create(c, i, { mode: 'REMEDIATION_MODE_REBOOT_VM' }, { remediation_id: '' });
     const b = await create(c, i, { mode: 'REMEDIATION_MODE_REBOOT_VM' }, { remediation_id: '' });
@@ -538,7 +550,10 @@ describe('remediation_id is an idempotency key', () => {
     const { c, i } = await freshInstance();
     const theirs = await t.services.db.write((tx) =>
       createCluster(tx, t.clock, t.other.identity.projectId, {
-        name: 'theirs', region: 'r', cluster_type: 'KUBERNETES', gpu_type: 'H100_SXM',
+        name: 'theirs',
+        region: 'r',
+        cluster_type: 'KUBERNETES',
+        gpu_type: 'H100_SXM',
         hosts: [{ name: 'h', num_gpus: 8, vm_capacity: 1 }],
         instances: [{ name: 'n', host: 'h', num_gpus: 8 }],
       }),
@@ -653,7 +668,7 @@ describe("listing remediations: the platform's order_by, page_size and states", 
     expectError(await list({ order_by: 'update_time desc', page_token: forged }), 400, { code: 'invalid_page_token', param: 'page_token' });
   });
 
-  test('QUARANTINING and QUARANTINED (the platform\'s states) are accepted filters that match nothing here', async () => {
+  test("QUARANTINING and QUARANTINED (the platform's states) are accepted filters that match nothing here", async () => {
     const none = await list({ state: 'QUARANTINING' });
     expect(none.status, JSON.stringify(none.body)).toBe(200);
     expect(none.body).toEqual({ remediations: [], next_page_token: '', has_next: false });
@@ -666,7 +681,10 @@ describe("listing remediations: the platform's order_by, page_size and states", 
     const { c: c2, i: i2 } = await freshInstance();
     for (let n = 0; n < 105; n++) await create(c2, i2, { mode: 'REMEDIATION_MODE_REBOOT_VM' });
     const size = async (page_size?: number) => {
-      const res = await t.http.get(remPath(c2, i2)).query(page_size === undefined ? {} : { page_size }).set(auth());
+      const res = await t.http
+        .get(remPath(c2, i2))
+        .query(page_size === undefined ? {} : { page_size })
+        .set(auth());
       expect(res.status, JSON.stringify(res.body)).toBe(200);
       expect(res.body.has_next).toBe(true);
       return res.body.remediations.length;
@@ -689,9 +707,19 @@ describe('the official together-ai client', () => {
     expect(cluster.cluster_name).toBe('default-h100-cluster');
 
     const { c, i } = await freshInstance();
-    const created = await client.beta.clusters.remediations.create(i, { cluster_id: c, mode: 'REMEDIATION_MODE_VM_ONLY', reason: 'sdk', remediation_id: 'sdk-1' });
+    const created = await client.beta.clusters.remediations.create(i, {
+      cluster_id: c,
+      mode: 'REMEDIATION_MODE_VM_ONLY',
+      reason: 'sdk',
+      remediation_id: 'sdk-1',
+    });
     expect(created).toMatchObject({ state: 'PENDING', reason: 'sdk' });
-    const replay = await client.beta.clusters.remediations.create(i, { cluster_id: c, mode: 'REMEDIATION_MODE_VM_ONLY', reason: 'sdk', remediation_id: 'sdk-1' });
+    const replay = await client.beta.clusters.remediations.create(i, {
+      cluster_id: c,
+      mode: 'REMEDIATION_MODE_VM_ONLY',
+      reason: 'sdk',
+      remediation_id: 'sdk-1',
+    });
     expect(replay.id).toBe(created.id);
     await expect(
       client.beta.clusters.remediations.create(i, { cluster_id: c, mode: 'REMEDIATION_MODE_REBOOT_VM', remediation_id: 'sdk-1' }),
@@ -708,7 +736,12 @@ describe('the official together-ai client', () => {
     const rejected = await client.beta.clusters.remediations.reject(a2, { cluster_id: c, instance_id: i, comment: 'false alarm' });
     expect(rejected).toMatchObject({ state: 'CANCELLED', review_comment: 'false alarm' });
 
-    const page = await client.beta.clusters.remediations.list(i, { cluster_id: c, state: ['CANCELLED'], trigger: ['REMEDIATION_TRIGGER_AUTOMATED'], page_size: 10 });
+    const page = await client.beta.clusters.remediations.list(i, {
+      cluster_id: c,
+      state: ['CANCELLED'],
+      trigger: ['REMEDIATION_TRIGGER_AUTOMATED'],
+      page_size: 10,
+    });
     expect(page.remediations.map((r) => r.id).sort()).toEqual([a1, a2].sort());
     expect(page.has_next).toBe(false);
   });

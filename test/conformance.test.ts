@@ -4,8 +4,8 @@
 // allowed are the entries of spec/reference/conformance-exceptions.yaml, each forced by a requirement.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parse } from 'yaml';
 import { describe, expect, test } from 'vitest';
+import { parse } from 'yaml';
 import { operations } from '../generated/operations.ts';
 import { root, specPath } from '../server/core/paths.ts';
 import { compare, operationsByKey, type Problem } from './support/conformance.ts';

@@ -2,10 +2,9 @@
 // the endpoint lifecycle events feed (every transition and change recorded in its own transaction, paged by cursor).
 import Together from 'together-ai';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { PROVISION_MS, STOP_MS, MODEL, H100, L40S } from './support/endpoints.ts';
+import { H100, L40S, MODEL, PROVISION_MS, STOP_MS } from './support/endpoints.ts';
 import { expectError } from './support/expect.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
-
 
 let t: TestPlatform;
 let projectId: string;
@@ -21,14 +20,25 @@ beforeAll(async () => {
 afterAll(() => t?.close());
 
 async function createEndpoint() {
-  const res = await t.http.post(`${base()}/endpoints`).set(auth()).send({ name: uniq('ep') });
+  const res = await t.http
+    .post(`${base()}/endpoints`)
+    .set(auth())
+    .send({ name: uniq('ep') });
   expect(res.status, JSON.stringify(res.body)).toBe(200);
   return res.body;
 }
 
-const deploymentBody = (body: Record<string, unknown> = {}) => ({ name: uniq('dep'), model: MODEL, config: H100, autoscaling: { minReplicas: 1, maxReplicas: 1 }, ...body });
-const postDeployment = (endpointId: string, body: object, query = '') => t.http.post(`${base()}/endpoints/${endpointId}/deployments${query}`).set(auth()).send(body);
-const patchDeployment = async (endpointId: string, id: string, body: object) => t.http.patch(`${base()}/endpoints/${endpointId}/deployments/${id}`).set(auth()).send(body);
+const deploymentBody = (body: Record<string, unknown> = {}) => ({
+  name: uniq('dep'),
+  model: MODEL,
+  config: H100,
+  autoscaling: { minReplicas: 1, maxReplicas: 1 },
+  ...body,
+});
+const postDeployment = (endpointId: string, body: object, query = '') =>
+  t.http.post(`${base()}/endpoints/${endpointId}/deployments${query}`).set(auth()).send(body);
+const patchDeployment = async (endpointId: string, id: string, body: object) =>
+  t.http.patch(`${base()}/endpoints/${endpointId}/deployments/${id}`).set(auth()).send(body);
 const patchEndpoint = (endpointId: string, body: object) => t.http.patch(`${base()}/endpoints/${endpointId}`).set(auth()).send(body);
 const eventsPage = (endpointId: string, query = '') => t.http.get(`${base()}/endpoints/${endpointId}/events${query}`).set(auth());
 async function events(endpointId: string) {
@@ -73,7 +83,10 @@ describe('createDeployment?validateOnly=true', () => {
     const e = await createEndpoint();
     const taken = await postDeployment(e.id, deploymentBody());
     expect(taken.status).toBe(200);
-    expectError(await postDeployment(e.id, deploymentBody({ name: taken.body.name }), '?validateOnly=true'), 409, { code: 'deployment_name_taken', param: 'name' });
+    expectError(await postDeployment(e.id, deploymentBody({ name: taken.body.name }), '?validateOnly=true'), 409, {
+      code: 'deployment_name_taken',
+      param: 'name',
+    });
     expectError(await postDeployment(e.id, deploymentBody({ model: 'no/such-model' }), '?validateOnly=true'), 400, { code: 'model_not_found', param: 'model' });
     expectError(await postDeployment(e.id, deploymentBody({ autoscaling: { minReplicas: 3, maxReplicas: 2 } }), '?validateOnly=true'), 400, {
       code: 'invalid_autoscaling',
@@ -153,15 +166,28 @@ describe('GET /v2/projects/{projectId}/endpoints/{id}/events', () => {
     expect(list.every((v) => v.level === 'LEVEL_INFO')).toBe(true);
   });
 
-  test("deleting a deployment drops its zero-weight split entry: an endpoint change, then the deletion", async () => {
+  test('deleting a deployment drops its zero-weight split entry: an endpoint change, then the deletion', async () => {
     const e = await createEndpoint();
     const stopped = deploymentBody({ autoscaling: { minReplicas: 0, maxReplicas: 0 } });
     const a = (await postDeployment(e.id, stopped)).body;
     const b = (await postDeployment(e.id, { ...stopped, name: uniq('dep') })).body;
-    expect((await patchEndpoint(e.id, { trafficSplit: [{ deploymentId: a.id, weight: 1 }, { deploymentId: b.id, weight: 0 }] })).status).toBe(200);
+    expect(
+      (
+        await patchEndpoint(e.id, {
+          trafficSplit: [
+            { deploymentId: a.id, weight: 1 },
+            { deploymentId: b.id, weight: 0 },
+          ],
+        })
+      ).status,
+    ).toBe(200);
     expect((await t.http.delete(`${base()}/endpoints/${e.id}/deployments/${b.id}`).set(auth())).status).toBe(200);
     const [changed, deleted] = (await events(e.id)).slice(-2);
-    expect(changed).toMatchObject({ type: 'endpoint.updated', paths: ['trafficSplit'], message: expect.stringContaining(JSON.stringify([{ deploymentId: a.id, weight: 1 }])) });
+    expect(changed).toMatchObject({
+      type: 'endpoint.updated',
+      paths: ['trafficSplit'],
+      message: expect.stringContaining(JSON.stringify([{ deploymentId: a.id, weight: 1 }])),
+    });
     expect(deleted).toMatchObject({ type: 'deployment.deleted', deploymentId: b.id, name: b.name, source: 'api' });
   });
 
@@ -181,7 +207,10 @@ describe('GET /v2/projects/{projectId}/endpoints/{id}/events', () => {
   });
 
   test('the one-call deploy records the endpoint and its deployment', async () => {
-    const res = await t.http.post(`${base()}/deploy`).set(auth()).send({ endpointName: uniq('deploy'), model: MODEL, config: H100, minReplicas: 1, maxReplicas: 1 });
+    const res = await t.http
+      .post(`${base()}/deploy`)
+      .set(auth())
+      .send({ endpointName: uniq('deploy'), model: MODEL, config: H100, minReplicas: 1, maxReplicas: 1 });
     expect(res.status).toBe(202);
     expect(summary(await events(res.body.endpoint.id))).toEqual([
       ['endpoint.created', null, null],

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { H100, MODEL, PROVISION_MS } from './support/endpoints.ts';
 import { expectError } from './support/expect.ts';
-import { startTestPlatform, type Caller, type TestPlatform } from './support/platform.ts';
+import { type Caller, startTestPlatform, type TestPlatform } from './support/platform.ts';
 
 let t: TestPlatform;
 
@@ -32,7 +32,9 @@ async function project() {
   };
   const deployment = async (endpointId: string, body: Record<string, unknown>) => {
     t.clock.advance(1000);
-    const res = await c.http.post(`${base}/endpoints/${endpointId}/deployments`).send({ model: MODEL, config: H100, autoscaling: { minReplicas: 0, maxReplicas: 0 }, ...body });
+    const res = await c.http
+      .post(`${base}/endpoints/${endpointId}/deployments`)
+      .send({ model: MODEL, config: H100, autoscaling: { minReplicas: 0, maxReplicas: 0 }, ...body });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     return res.body;
   };
@@ -143,7 +145,9 @@ describe('filter and orderBy on endpoints', () => {
     expect((await list({ orderBy: 'name', limit: 2, after: first.body.next_cursor })).body.data.map((e: any) => e.name.split('/').pop())).toEqual(['c', 'd']);
     // A cursor belongs to its order; a filter may change between pages.
     expectError(await list({ orderBy: 'name desc', after: first.body.next_cursor }), 400, { code: 'invalid_page_token', param: 'after' });
-    expect((await list({ orderBy: 'name', filter: 'name!=d', after: first.body.next_cursor })).body.data.map((e: any) => e.name.split('/').pop())).toEqual(['c']);
+    expect((await list({ orderBy: 'name', filter: 'name!=d', after: first.body.next_cursor })).body.data.map((e: any) => e.name.split('/').pop())).toEqual([
+      'c',
+    ]);
     // Without orderBy the cursor is an id, and a filter pages the same way.
     const filtered = await pages(list, { filter: 'name!=a', limit: 1 });
     expect(filtered.items.map((e) => e.name.split('/').pop())).toEqual(['c', 'd']);
@@ -218,30 +222,52 @@ describe("the events feed's filters", () => {
       ['deployment.deleted', 'ok'],
     ]);
 
-    expect(await feed({ types: 'deployment.created' })).toEqual([['deployment.created', 'ok'], ['deployment.created', 'bad']]);
-    expect(await feed('types=endpoint.created,deployment.deleted')).toEqual([['endpoint.created', '-'], ['deployment.deleted', 'ok']]);
-    expect(await feed('types=endpoint.created&types=deployment.deleted')).toEqual([['endpoint.created', '-'], ['deployment.deleted', 'ok']]);
+    expect(await feed({ types: 'deployment.created' })).toEqual([
+      ['deployment.created', 'ok'],
+      ['deployment.created', 'bad'],
+    ]);
+    expect(await feed('types=endpoint.created,deployment.deleted')).toEqual([
+      ['endpoint.created', '-'],
+      ['deployment.deleted', 'ok'],
+    ]);
+    expect(await feed('types=endpoint.created&types=deployment.deleted')).toEqual([
+      ['endpoint.created', '-'],
+      ['deployment.deleted', 'ok'],
+    ]);
     expect(await feed({ types: 'pod.log' })).toEqual([]);
 
     expect(await feed({ minLevel: 'LEVEL_ERROR' })).toEqual([['deployment.state_changed', 'bad']]);
     expect(await feed({ minLevel: 'LEVEL_WARN' })).toEqual([['deployment.state_changed', 'bad']]);
     expect(await feed({ minLevel: 'LEVEL_DEBUG' })).toHaveLength(5);
 
-    expect(await feed({ since: mid })).toEqual([['deployment.state_changed', 'bad'], ['deployment.deleted', 'ok']]);
-    expect(await feed({ until: mid })).toEqual([['endpoint.created', '-'], ['deployment.created', 'ok'], ['deployment.created', 'bad']]);
+    expect(await feed({ since: mid })).toEqual([
+      ['deployment.state_changed', 'bad'],
+      ['deployment.deleted', 'ok'],
+    ]);
+    expect(await feed({ until: mid })).toEqual([
+      ['endpoint.created', '-'],
+      ['deployment.created', 'ok'],
+      ['deployment.created', 'bad'],
+    ]);
     expect(await feed({ since: start, until: mid, types: 'endpoint.created' })).toEqual([['endpoint.created', '-']]); // since is inclusive
     expect(await feed({ since: mid, types: 'deployment.created' })).toEqual([]);
     expectError(await p.get(path, { since: 'yesterday' }), 400, { param: 'since' });
 
     expect(await feed({ sourceKinds: 'SOURCE_KIND_ENDPOINT' })).toEqual([['endpoint.created', '-']]);
     // Naming deployments drops the endpoint's own events unless sourceKinds keeps them; a deleted deployment is named too.
-    expect(await feed({ deploymentIds: ok.id })).toEqual([['deployment.created', 'ok'], ['deployment.deleted', 'ok']]);
+    expect(await feed({ deploymentIds: ok.id })).toEqual([
+      ['deployment.created', 'ok'],
+      ['deployment.deleted', 'ok'],
+    ]);
     expect(await feed({ deploymentIds: ok.id, sourceKinds: 'SOURCE_KIND_ENDPOINT,SOURCE_KIND_DEPLOYMENT' })).toEqual([
       ['endpoint.created', '-'],
       ['deployment.created', 'ok'],
       ['deployment.deleted', 'ok'],
     ]);
-    expect(await feed(`deploymentIds=${ok.id},${bad.id}&types=deployment.created`)).toEqual([['deployment.created', 'ok'], ['deployment.created', 'bad']]);
+    expect(await feed(`deploymentIds=${ok.id},${bad.id}&types=deployment.created`)).toEqual([
+      ['deployment.created', 'ok'],
+      ['deployment.created', 'bad'],
+    ]);
     expectError(await p.get(path, { deploymentIds: 'dep_elsewhere' }), 400, { code: 'unknown_deployment', param: 'deploymentIds' });
     expectError(await p.get(path, { sourceKinds: 'SOURCE_KIND_CLUSTER' }), 400, { code: 'enum', param: 'sourceKinds.0' });
 

@@ -3,16 +3,15 @@
 // rules on uploaded models.
 import Together from 'together-ai';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
-import { deploymentMachine, type DeploymentState } from '../server/modules/dedicated/machine.ts';
-import { revisionOf } from '../server/modules/dedicated/refs.ts';
-import { enqueue } from '../server/runner/runner.ts';
 import { createLogger } from '../server/core/log.ts';
+import { type DeploymentState, deploymentMachine } from '../server/modules/dedicated/machine.ts';
+import { revisionOf } from '../server/modules/dedicated/refs.ts';
 import { startPlatform } from '../server/platform.ts';
+import { enqueue } from '../server/runner/runner.ts';
 import { usingPostgres } from './support/database.ts';
-import { H100, L40S, MODEL, PROVISION_MS, STOP_MS, insertUpload, insertV1Endpoint, seededV1Endpoints } from './support/endpoints.ts';
+import { H100, insertUpload, insertV1Endpoint, L40S, MODEL, PROVISION_MS, STOP_MS, seededV1Endpoints } from './support/endpoints.ts';
 import { expectError } from './support/expect.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
-
 
 let t: TestPlatform;
 let projectId: string;
@@ -148,7 +147,9 @@ describe('endpoints', () => {
     }
     const p1 = await c.api.GET('/v2/projects/{projectId}/endpoints', { params: { path: { projectId: pid }, query: { limit: 2 } } });
     expect(p1.data!.data.map((e) => e.name)).toEqual([`${c.identity.projectSlug}/a`, `${c.identity.projectSlug}/b`]);
-    const p2 = await c.api.GET('/v2/projects/{projectId}/endpoints', { params: { path: { projectId: pid }, query: { limit: 2, after: p1.data!.next_cursor! } } });
+    const p2 = await c.api.GET('/v2/projects/{projectId}/endpoints', {
+      params: { path: { projectId: pid }, query: { limit: 2, after: p1.data!.next_cursor! } },
+    });
     expect(p2.data!.data).toHaveLength(1);
     expect(p2.data!.next_cursor).toBe('');
   });
@@ -165,9 +166,15 @@ describe('endpoints', () => {
     expect(ok.body.etag).not.toBe(e.etag);
 
     // updateMask applies only the named fields; naming an absent one is an error.
-    const masked = await t.http.patch(`${base()}/endpoints/${e.id}?updateMask=visibility`).set(auth()).send({ visibility: 'VISIBILITY_PRIVATE', name: 'ignored-name' });
+    const masked = await t.http
+      .patch(`${base()}/endpoints/${e.id}?updateMask=visibility`)
+      .set(auth())
+      .send({ visibility: 'VISIBILITY_PRIVATE', name: 'ignored-name' });
     expect(masked.body).toMatchObject({ visibility: 'VISIBILITY_PRIVATE', name: e.name });
-    expectError(await t.http.patch(`${base()}/endpoints/${e.id}?updateMask=trafficSplit`).set(auth()).send({}), 400, { code: 'invalid_update_mask', param: 'updateMask' });
+    expectError(await t.http.patch(`${base()}/endpoints/${e.id}?updateMask=trafficSplit`).set(auth()).send({}), 400, {
+      code: 'invalid_update_mask',
+      param: 'updateMask',
+    });
 
     const renamed = await t.http.patch(`${base()}/endpoints/${e.id}`).set(auth()).send({ name: 'default/renamed-endpoint' });
     expect(renamed.body.name).toBe('default/renamed-endpoint');
@@ -176,14 +183,21 @@ describe('endpoints', () => {
     expectError(await t.http.patch(`${base()}/endpoints/${e.id}`).set(auth()).send({ name: 'someone-else/x' }), 400, { code: 'invalid_name', param: 'name' });
   });
 
-  test('the traffic split names this endpoint\'s deployments once each, with a positive weight', async () => {
+  test("the traffic split names this endpoint's deployments once each, with a positive weight", async () => {
     const e = await createEndpoint();
     const d = await createDeployment(e.id);
     const other = await createEndpoint();
     const foreign = await createDeployment(other.id);
     const patch = (trafficSplit: unknown) => t.http.patch(`${base()}/endpoints/${e.id}`).set(auth()).send({ trafficSplit });
     expectError(await patch([{ deploymentId: foreign.id, weight: 1 }]), 400, { code: 'unknown_deployment', param: 'trafficSplit.0.deploymentId' });
-    expectError(await patch([{ deploymentId: d.id, weight: 1 }, { deploymentId: d.id, weight: 2 }]), 400, { code: 'duplicate_deployment', param: 'trafficSplit.1.deploymentId' });
+    expectError(
+      await patch([
+        { deploymentId: d.id, weight: 1 },
+        { deploymentId: d.id, weight: 2 },
+      ]),
+      400,
+      { code: 'duplicate_deployment', param: 'trafficSplit.1.deploymentId' },
+    );
     expectError(await patch([{ deploymentId: d.id, weight: 0 }]), 400, { code: 'invalid_traffic_split', param: 'trafficSplit' });
     expect((await patch([{ deploymentId: d.id, weight: 3 }])).body.trafficSplit).toEqual([{ deploymentId: d.id, weight: 3 }]);
     expect((await patch([])).body.trafficSplit).toEqual([]);
@@ -205,9 +219,12 @@ describe('endpoints', () => {
   });
 });
 
-describe('the one-call deploy (the migration\'s deploy step)', () => {
+describe("the one-call deploy (the migration's deploy step)", () => {
   test('creates endpoint, deployment and a 100% split, answers 202 while provisioning, and the runner makes it READY', async () => {
-    const res = await t.http.post(`${base()}/deploy`).set(auth()).send({ endpointName: 'migrated', model: MODEL, config: H100, minReplicas: 1, maxReplicas: 2 });
+    const res = await t.http
+      .post(`${base()}/deploy`)
+      .set(auth())
+      .send({ endpointName: 'migrated', model: MODEL, config: H100, minReplicas: 1, maxReplicas: 2 });
     expect(res.status, JSON.stringify(res.body)).toBe(202);
     const { endpoint, deployment } = res.body;
     expect(endpoint).toMatchObject({ name: 'default/migrated', trafficSplit: [{ deploymentId: deployment.id, weight: 100 }] });
@@ -245,15 +262,23 @@ describe('the one-call deploy (the migration\'s deploy step)', () => {
       estimatedEffectiveTrafficShare: 1,
     });
 
-    expectError(await t.http.post(`${base()}/deploy`).set(auth()).send({ endpointName: 'migrated', model: MODEL, config: H100, minReplicas: 1, maxReplicas: 1 }), 409, {
-      code: 'endpoint_name_taken',
-      param: 'endpointName',
-    });
+    expectError(
+      await t.http.post(`${base()}/deploy`).set(auth()).send({ endpointName: 'migrated', model: MODEL, config: H100, minReplicas: 1, maxReplicas: 1 }),
+      409,
+      {
+        code: 'endpoint_name_taken',
+        param: 'endpointName',
+      },
+    );
   });
 
   test('refused input writes nothing', async () => {
     const before = await t.services.db.prisma.dedicatedEndpoint.count();
-    const bad = (body: object) => t.http.post(`${base()}/deploy`).set(auth()).send({ endpointName: uniq('x'), model: MODEL, config: H100, minReplicas: 1, maxReplicas: 1, ...body });
+    const bad = (body: object) =>
+      t.http
+        .post(`${base()}/deploy`)
+        .set(auth())
+        .send({ endpointName: uniq('x'), model: MODEL, config: H100, minReplicas: 1, maxReplicas: 1, ...body });
     expectError(await bad({ minReplicas: 3, maxReplicas: 2 }), 400, { code: 'invalid_autoscaling', param: 'minReplicas' });
     expectError(await bad({ config: 'cr_qwen2_5_7b_h100' }), 400, { code: 'config_model_mismatch', param: 'config' });
     expectError(await bad({ config: 'cr_nope' }), 400, { code: 'config_not_found', param: 'config' });
@@ -265,7 +290,7 @@ describe('the one-call deploy (the migration\'s deploy step)', () => {
 });
 
 describe('uploaded models on v2', () => {
-  test('a ready fine-tune of a served base architecture deploys, by id or resource name, with its base\'s configs', async () => {
+  test("a ready fine-tune of a served base architecture deploys, by id or resource name, with its base's configs", async () => {
     const up = await insertUpload(t, projectId, { name: uniq('my-llama-ft') });
     const e = await createEndpoint();
     const d = await createDeployment(e.id, { model: up.id });
@@ -276,10 +301,13 @@ describe('uploaded models on v2', () => {
     expect((await getDeployment(e.id, d2.id)).hardware).toBe('1x_nvidia_a100_80gb_pcie');
   });
 
-  test('pending, adapters, unknown architectures and other projects\' uploads are refused', async () => {
+  test("pending, adapters, unknown architectures and other projects' uploads are refused", async () => {
     const e = await createEndpoint();
     const deploy = (model: string) =>
-      t.http.post(`${base()}/endpoints/${e.id}/deployments`).set(auth()).send({ name: uniq('d'), model, config: H100, autoscaling: { minReplicas: 1, maxReplicas: 1 } });
+      t.http
+        .post(`${base()}/endpoints/${e.id}/deployments`)
+        .set(auth())
+        .send({ name: uniq('d'), model, config: H100, autoscaling: { minReplicas: 1, maxReplicas: 1 } });
     const pending = await insertUpload(t, projectId, { status: 'pending' });
     expectError(await deploy(pending.id), 400, { code: 'model_not_ready', param: 'model' });
     const adapter = await insertUpload(t, projectId, { modelType: 'adapter' });
@@ -296,7 +324,7 @@ describe('uploaded models on v2', () => {
 });
 
 describe('provisioning outcomes, capacity and billing', () => {
-  test('FAILED when no hardware matches the config\'s selectors', async () => {
+  test("FAILED when no hardware matches the config's selectors", async () => {
     const e = await createEndpoint();
     const d = await createDeployment(e.id, { config: 'cr_llama_3_1_8b_b200' });
     await t.advance(PROVISION_MS);
@@ -352,9 +380,19 @@ describe('provisioning outcomes, capacity and billing', () => {
     const v1Before = (await t.api.GET('/v1/endpoints/{endpointId}/usage', { params: { path: { endpointId: v1.id } } })).data!;
 
     const e = await createEndpoint();
-    const d = await createDeployment(e.id, { config: 'cr_llama_3_3_70b_h100x2', model: 'meta-llama/Llama-3.3-70B-Instruct', autoscaling: { minReplicas: 2, maxReplicas: 2 } });
+    const d = await createDeployment(e.id, {
+      config: 'cr_llama_3_3_70b_h100x2',
+      model: 'meta-llama/Llama-3.3-70B-Instruct',
+      autoscaling: { minReplicas: 2, maxReplicas: 2 },
+    });
     const usage = async () => (await t.http.get(`${base()}/endpoints/${e.id}/usage`).set(auth())).body;
-    expect(await usage()).toEqual({ endpointId: e.id, runningReplicas: 0, replicaMinutes: 0, costCents: 0, deployments: [expect.objectContaining({ deploymentId: d.id, costCents: 0 })] });
+    expect(await usage()).toEqual({
+      endpointId: e.id,
+      runningReplicas: 0,
+      replicaMinutes: 0,
+      costCents: 0,
+      deployments: [expect.objectContaining({ deploymentId: d.id, costCents: 0 })],
+    });
 
     await t.advance(PROVISION_MS); // READY: 2 replicas of 2x H100 at 11.2 cents a minute each
     await t.advance(30 * 60_000);
@@ -384,7 +422,10 @@ describe('deployments', () => {
     const e = await createEndpoint();
     const d = await createDeployment(e.id, { name: 'blue' });
     expectError(
-      await t.http.post(`${base()}/endpoints/${e.id}/deployments`).set(auth()).send({ name: 'blue', model: MODEL, config: H100, autoscaling: { minReplicas: 1, maxReplicas: 1 } }),
+      await t.http
+        .post(`${base()}/endpoints/${e.id}/deployments`)
+        .set(auth())
+        .send({ name: 'blue', model: MODEL, config: H100, autoscaling: { minReplicas: 1, maxReplicas: 1 } }),
       409,
       { code: 'deployment_name_taken', param: 'name' },
     );
@@ -395,7 +436,10 @@ describe('deployments', () => {
     expect(renamed.body.name).toBe('cyan');
     const masked = await patchDeployment(e.id, d.id, { name: 'ignored', autoscaling: { minReplicas: 2, maxReplicas: 2 } }, '?updateMask=autoscaling');
     expect(masked.body).toMatchObject({ name: 'cyan', autoscaling: { minReplicas: 2, maxReplicas: 2 } });
-    expectError(await patchDeployment(e.id, d.id, { autoscaling: { minReplicas: 2, maxReplicas: 1 } }), 400, { code: 'invalid_autoscaling', param: 'autoscaling.minReplicas' });
+    expectError(await patchDeployment(e.id, d.id, { autoscaling: { minReplicas: 2, maxReplicas: 1 } }), 400, {
+      code: 'invalid_autoscaling',
+      param: 'autoscaling.minReplicas',
+    });
 
     // Listed in id order (ids sort by creation time; these two share a millisecond).
     const ids = [d.id, green.id].sort();
@@ -407,7 +451,15 @@ describe('deployments', () => {
     const rest = await t.http.get(`${base()}/endpoints/${e.id}/deployments`).query({ after: ids[0] }).set(auth());
     expect(rest.body.data.map((x: any) => x.id)).toEqual([ids[1]]);
 
-    await t.http.patch(`${base()}/endpoints/${e.id}`).set(auth()).send({ trafficSplit: [{ deploymentId: d.id, weight: 1 }, { deploymentId: green.id, weight: 0 }] });
+    await t.http
+      .patch(`${base()}/endpoints/${e.id}`)
+      .set(auth())
+      .send({
+        trafficSplit: [
+          { deploymentId: d.id, weight: 1 },
+          { deploymentId: green.id, weight: 0 },
+        ],
+      });
     expectError(await t.http.delete(`${base()}/endpoints/${e.id}/deployments/${d.id}`).set(auth()), 409, { code: 'deployment_receives_traffic' });
     expectError(await t.http.delete(`${base()}/endpoints/${e.id}/deployments/${green.id}?etag=stale`).set(auth()), 409, { code: 'etag_mismatch' });
     const del = await t.http.delete(`${base()}/endpoints/${e.id}/deployments/${green.id}`).set(auth());
@@ -435,19 +487,38 @@ describe("the public platform's deployment fields", () => {
     expect(byId.status, JSON.stringify(byId.body)).toBe(200);
     expect(byId.body).toMatchObject({ modelId: MODEL, model: `models/${MODEL}`, configId: H100, config: `projects/${projectId}/configs/${H100}` });
     // Both forms naming the same thing are fine, in any of their spellings.
-    const both = await post(e.id, { name: uniq('d'), model: `models/${MODEL}`, modelId: MODEL, config: `projects/${projectId}/configs/${H100}`, configId: H100, autoscaling: {} });
+    const both = await post(e.id, {
+      name: uniq('d'),
+      model: `models/${MODEL}`,
+      modelId: MODEL,
+      config: `projects/${projectId}/configs/${H100}`,
+      configId: H100,
+      autoscaling: {},
+    });
     expect(both.status, JSON.stringify(both.body)).toBe(200);
 
     expectError(await post(e.id, { name: uniq('d'), config: H100, autoscaling: {} }), 400, { code: 'required', param: 'model' });
     expectError(await post(e.id, { name: uniq('d'), modelId: MODEL, autoscaling: {} }), 400, { code: 'required', param: 'config' });
-    expectError(await post(e.id, { name: uniq('d'), model: MODEL, modelId: 'Qwen/Qwen2.5-7B-Instruct', config: H100, autoscaling: {} }), 400, { code: 'model_mismatch', param: 'modelId' });
-    expectError(await post(e.id, { name: uniq('d'), model: MODEL, config: H100, configId: L40S, autoscaling: {} }), 400, { code: 'config_mismatch', param: 'configId' });
-    expectError(await post(e.id, { name: uniq('d'), modelId: 'acme/nothing', configId: H100, autoscaling: {} }), 400, { code: 'model_not_found', param: 'modelId' });
-    expectError(await post(e.id, { name: uniq('d'), model: MODEL, configId: 'cr_nope', autoscaling: {} }), 400, { code: 'config_not_found', param: 'configId' });
+    expectError(await post(e.id, { name: uniq('d'), model: MODEL, modelId: 'Qwen/Qwen2.5-7B-Instruct', config: H100, autoscaling: {} }), 400, {
+      code: 'model_mismatch',
+      param: 'modelId',
+    });
+    expectError(await post(e.id, { name: uniq('d'), model: MODEL, config: H100, configId: L40S, autoscaling: {} }), 400, {
+      code: 'config_mismatch',
+      param: 'configId',
+    });
+    expectError(await post(e.id, { name: uniq('d'), modelId: 'acme/nothing', configId: H100, autoscaling: {} }), 400, {
+      code: 'model_not_found',
+      param: 'modelId',
+    });
+    expectError(await post(e.id, { name: uniq('d'), model: MODEL, configId: 'cr_nope', autoscaling: {} }), 400, {
+      code: 'config_not_found',
+      param: 'configId',
+    });
     expect(await t.services.db.prisma.deployment.count({ where: { endpointId: e.id } })).toBe(2);
   });
 
-  test('every deployment carries modelRevisionId (its model\'s one revision), runtimeInfo, enableLora and a hardware string', async () => {
+  test("every deployment carries modelRevisionId (its model's one revision), runtimeInfo, enableLora and a hardware string", async () => {
     const e = await createEndpoint();
     const rev = revisionOf(MODEL);
     expect(rev).toMatch(/^rev_[0-9a-f]{16}$/);
@@ -465,11 +536,23 @@ describe("the public platform's deployment fields", () => {
     expect(listed.body.deployments[0].hardware).toBe('1x_nvidia_h100_80gb_sxm');
 
     // The revision may be named, as modelRevisionId or as a /revisions/ suffix of model; another one is refused.
-    const pinned = await post(e.id, { name: uniq('d'), model: `projects/${projectId}/models/${MODEL}/revisions/${rev}`, config: H100, modelRevisionId: rev, autoscaling: { minReplicas: 0 , maxReplicas: 0 } });
+    const pinned = await post(e.id, {
+      name: uniq('d'),
+      model: `projects/${projectId}/models/${MODEL}/revisions/${rev}`,
+      config: H100,
+      modelRevisionId: rev,
+      autoscaling: { minReplicas: 0, maxReplicas: 0 },
+    });
     expect(pinned.status, JSON.stringify(pinned.body)).toBe(200);
     expect(pinned.body).toMatchObject({ modelId: MODEL, modelRevisionId: rev });
-    expectError(await post(e.id, { name: uniq('d'), model: MODEL, modelRevisionId: 'rev_other', config: H100, autoscaling: {} }), 400, { code: 'model_revision_not_found', param: 'modelRevisionId' });
-    expectError(await post(e.id, { name: uniq('d'), model: `models/${MODEL}/revisions/rev_other`, config: H100, autoscaling: {} }), 400, { code: 'model_revision_not_found', param: 'model' });
+    expectError(await post(e.id, { name: uniq('d'), model: MODEL, modelRevisionId: 'rev_other', config: H100, autoscaling: {} }), 400, {
+      code: 'model_revision_not_found',
+      param: 'modelRevisionId',
+    });
+    expectError(await post(e.id, { name: uniq('d'), model: `models/${MODEL}/revisions/rev_other`, config: H100, autoscaling: {} }), 400, {
+      code: 'model_revision_not_found',
+      param: 'model',
+    });
 
     // An upload has its own revision.
     const up = await insertUpload(t, projectId, { name: uniq('ft') });
@@ -479,14 +562,29 @@ describe("the public platform's deployment fields", () => {
   test('autoscaling: bounds default to one replica, are not negative and fit 32 bits; windows and metrics are recorded, returned and kept', async () => {
     const e = await createEndpoint();
     const empty = await post(e.id, { name: uniq('d'), model: MODEL, config: H100, autoscaling: {} });
-    expect(empty.body).toMatchObject({ autoscaling: { minReplicas: 1, maxReplicas: 1 }, desiredReplicas: 1, status: { state: 'DEPLOYMENT_STATE_PROVISIONING' } });
-    expect((await post(e.id, { name: uniq('d'), model: MODEL, config: H100, autoscaling: { maxReplicas: 3 } })).body.autoscaling).toEqual({ minReplicas: 1, maxReplicas: 3 });
+    expect(empty.body).toMatchObject({
+      autoscaling: { minReplicas: 1, maxReplicas: 1 },
+      desiredReplicas: 1,
+      status: { state: 'DEPLOYMENT_STATE_PROVISIONING' },
+    });
+    expect((await post(e.id, { name: uniq('d'), model: MODEL, config: H100, autoscaling: { maxReplicas: 3 } })).body.autoscaling).toEqual({
+      minReplicas: 1,
+      maxReplicas: 3,
+    });
     const stopped = await post(e.id, { name: uniq('d'), model: MODEL, config: H100, autoscaling: { maxReplicas: 0 } });
     expect(stopped.body).toMatchObject({ autoscaling: { minReplicas: 0, maxReplicas: 0 }, status: { state: 'DEPLOYMENT_STATE_STOPPED' } });
 
-    expectError(await post(e.id, { name: uniq('d'), model: MODEL, config: H100, autoscaling: { minReplicas: -1 } }), 400, { code: 'invalid_autoscaling', param: 'autoscaling.minReplicas' });
-    expectError(await post(e.id, { name: uniq('d'), model: MODEL, config: H100, autoscaling: { maxReplicas: -2 } }), 400, { code: 'invalid_autoscaling', param: 'autoscaling.maxReplicas' });
-    expectError(await post(e.id, { name: uniq('d'), model: MODEL, config: H100, autoscaling: { minReplicas: 2 ** 31 } }), 400, { param: 'autoscaling.minReplicas' });
+    expectError(await post(e.id, { name: uniq('d'), model: MODEL, config: H100, autoscaling: { minReplicas: -1 } }), 400, {
+      code: 'invalid_autoscaling',
+      param: 'autoscaling.minReplicas',
+    });
+    expectError(await post(e.id, { name: uniq('d'), model: MODEL, config: H100, autoscaling: { maxReplicas: -2 } }), 400, {
+      code: 'invalid_autoscaling',
+      param: 'autoscaling.maxReplicas',
+    });
+    expectError(await post(e.id, { name: uniq('d'), model: MODEL, config: H100, autoscaling: { minReplicas: 2 ** 31 } }), 400, {
+      param: 'autoscaling.minReplicas',
+    });
     // More replicas than any hardware holds are accepted; provisioning then fails for capacity, as the tag says.
     const huge = await post(e.id, { name: uniq('d'), model: MODEL, config: H100, autoscaling: { minReplicas: 1000 } });
     expect(huge.status, JSON.stringify(huge.body)).toBe(200);
@@ -495,11 +593,16 @@ describe("the public platform's deployment fields", () => {
       scaleDownWindow: '300s',
       scaleUpWindow: '30s',
       scaleToZeroWindow: '3600s',
-      scalingMetrics: [{ name: 'inflight_requests', type: 'METRIC_TARGET_TYPE_AVERAGE_VALUE', target: 8 }, { name: 'ttft', type: 'METRIC_TARGET_TYPE_VALUE', target: 0.5, percentile: 'p95' }],
+      scalingMetrics: [
+        { name: 'inflight_requests', type: 'METRIC_TARGET_TYPE_AVERAGE_VALUE', target: 8 },
+        { name: 'ttft', type: 'METRIC_TARGET_TYPE_VALUE', target: 0.5, percentile: 'p95' },
+      ],
     };
     const d = await createDeployment(e.id, { autoscaling: { minReplicas: 1, maxReplicas: 2, ...policy } });
     expect(d.autoscaling).toEqual({ minReplicas: 1, maxReplicas: 2, ...policy });
-    expectError(await post(e.id, { name: uniq('d'), model: MODEL, config: H100, autoscaling: { scaleDownWindow: '5m' } }), 400, { param: 'autoscaling.scaleDownWindow' });
+    expectError(await post(e.id, { name: uniq('d'), model: MODEL, config: H100, autoscaling: { scaleDownWindow: '5m' } }), 400, {
+      param: 'autoscaling.scaleDownWindow',
+    });
 
     // An update changes what it names and keeps the rest; windows alone change no state, not even on a STOPPED deployment.
     const windowed = await patchDeployment(e.id, d.id, { autoscaling: { scaleUpWindow: '60s', scalingMetrics: [] } });
@@ -508,12 +611,18 @@ describe("the public platform's deployment fields", () => {
     expect(windowed.body.status.state).toBe('DEPLOYMENT_STATE_PROVISIONING');
     const onStopped = await patchDeployment(e.id, stopped.body.id, { autoscaling: { scaleDownWindow: '120s' } });
     expect(onStopped.status, JSON.stringify(onStopped.body)).toBe(200);
-    expect(onStopped.body).toMatchObject({ autoscaling: { minReplicas: 0, maxReplicas: 0, scaleDownWindow: '120s' }, status: { state: 'DEPLOYMENT_STATE_STOPPED' } });
-    expectError(await patchDeployment(e.id, d.id, { autoscaling: { minReplicas: -1 } }), 400, { code: 'invalid_autoscaling', param: 'autoscaling.minReplicas' });
+    expect(onStopped.body).toMatchObject({
+      autoscaling: { minReplicas: 0, maxReplicas: 0, scaleDownWindow: '120s' },
+      status: { state: 'DEPLOYMENT_STATE_STOPPED' },
+    });
+    expectError(await patchDeployment(e.id, d.id, { autoscaling: { minReplicas: -1 } }), 400, {
+      code: 'invalid_autoscaling',
+      param: 'autoscaling.minReplicas',
+    });
     expect((await getDeployment(e.id, d.id)).autoscaling.scaleUpWindow).toBe('60s');
   });
 
-  test('placement: recorded as given; required regions must include this server\'s region local, and neither HIPAA nor a saved profile can be met', async () => {
+  test("placement: recorded as given; required regions must include this server's region local, and neither HIPAA nor a saved profile can be met", async () => {
     const e = await createEndpoint();
     const inline = { inline: { regions: ['local'], constraint: 'ENFORCEMENT_REQUIRED' } };
     const here = await createDeployment(e.id, { placement: inline });
@@ -524,26 +633,47 @@ describe("the public platform's deployment fields", () => {
     expect((await createDeployment(e.id, { placement: { inline: {} } })).placement).toEqual({ inline: {} });
 
     const bad = (placement: unknown) => post(e.id, { name: uniq('d'), model: MODEL, config: H100, autoscaling: {}, placement });
-    expectError(await bad({ inline: { regions: ['us-east-1'], constraint: 'ENFORCEMENT_REQUIRED' } }), 400, { code: 'placement_unsatisfiable', param: 'placement.inline.regions' });
+    expectError(await bad({ inline: { regions: ['us-east-1'], constraint: 'ENFORCEMENT_REQUIRED' } }), 400, {
+      code: 'placement_unsatisfiable',
+      param: 'placement.inline.regions',
+    });
     expectError(await bad({ inline: { regions: ['us-east-1'] } }), 400, { code: 'placement_unsatisfiable', param: 'placement.inline.regions' });
-    expectError(await bad({ inline: { compliancePolicy: { hipaa: true } } }), 400, { code: 'placement_unsatisfiable', param: 'placement.inline.compliancePolicy.hipaa' });
+    expectError(await bad({ inline: { compliancePolicy: { hipaa: true } } }), 400, {
+      code: 'placement_unsatisfiable',
+      param: 'placement.inline.compliancePolicy.hipaa',
+    });
     expectError(await bad({ profile: 'pp_123' }), 400, { code: 'placement_profile_not_found', param: 'placement.profile' });
     expectError(await bad({}), 400, {});
   });
 
-  test('enableLora: the caller\'s adapters of the model are served on the endpoint and on the deployment, with no binding; elsewhere 400 lora_not_enabled', async () => {
+  test("enableLora: the caller's adapters of the model are served on the endpoint and on the deployment, with no binding; elsewhere 400 lora_not_enabled", async () => {
     const e = await createEndpoint();
     const lora = await createDeployment(e.id, { name: 'lora', enableLora: true });
     expect(lora.enableLora).toBe(true);
     const plain = await createDeployment(e.id, { name: 'plain' });
     const adapter = await insertUpload(t, projectId, { modelType: 'adapter', name: uniq('my-lora'), base: MODEL });
     await t.advance(PROVISION_MS);
-    const chat = (model: string) => t.http.post('/v1/chat/completions').set(auth()).send({ model, messages: [{ role: 'user', content: 'hi' }] });
+    const chat = (model: string) =>
+      t.http
+        .post('/v1/chat/completions')
+        .set(auth())
+        .send({ model, messages: [{ role: 'user', content: 'hi' }] });
 
     // Only the plain deployment is routed: nothing that serves the adapter is.
-    await t.http.patch(`${base()}/endpoints/${e.id}`).set(auth()).send({ trafficSplit: [{ deploymentId: plain.id, weight: 1 }] });
+    await t.http
+      .patch(`${base()}/endpoints/${e.id}`)
+      .set(auth())
+      .send({ trafficSplit: [{ deploymentId: plain.id, weight: 1 }] });
     expectError(await chat(`${e.name}:${adapter.name}`), 503, { code: 'endpoint_not_ready' });
-    await t.http.patch(`${base()}/endpoints/${e.id}`).set(auth()).send({ trafficSplit: [{ deploymentId: plain.id, weight: 1 }, { deploymentId: lora.id, weight: 1 }] });
+    await t.http
+      .patch(`${base()}/endpoints/${e.id}`)
+      .set(auth())
+      .send({
+        trafficSplit: [
+          { deploymentId: plain.id, weight: 1 },
+          { deploymentId: lora.id, weight: 1 },
+        ],
+      });
     for (let i = 0; i < 4; i++) {
       const res = await chat(`${e.name}:${adapter.name}`);
       expect(res.status, JSON.stringify(res.body)).toBe(200);
@@ -556,7 +686,12 @@ describe("the public platform's deployment fields", () => {
     expectError(await chat(`${e.name}/plain:${adapter.name}`), 400, { code: 'lora_not_enabled', param: 'model' });
 
     // An adapter of another base model, or an endpoint without LoRA, has nothing to serve it; an unknown adapter is unknown.
-    const qwen = await insertUpload(t, projectId, { modelType: 'adapter', name: uniq('qwen-lora'), architecture: 'qwen2.5-7b', base: 'Qwen/Qwen2.5-7B-Instruct' });
+    const qwen = await insertUpload(t, projectId, {
+      modelType: 'adapter',
+      name: uniq('qwen-lora'),
+      architecture: 'qwen2.5-7b',
+      base: 'Qwen/Qwen2.5-7B-Instruct',
+    });
     expectError(await chat(`${e.name}:${qwen.name}`), 400, { code: 'lora_not_enabled', param: 'model' });
     const other = await createEndpoint();
     await createDeployment(other.id);
@@ -566,7 +701,10 @@ describe("the public platform's deployment fields", () => {
 
   test('names: any non-empty string without / or : (no length or alphabet rule); endpoints also as <project_slug>/<name>', async () => {
     const long = `Prod_Endpoint.${'x'.repeat(80)}`;
-    const e = await t.http.post(`${base()}/endpoints`).set(auth()).send({ name: `default/${long}` });
+    const e = await t.http
+      .post(`${base()}/endpoints`)
+      .set(auth())
+      .send({ name: `default/${long}` });
     expect(e.status, JSON.stringify(e.body)).toBe(200);
     expect(e.body.name).toBe(`default/${long}`);
     expectError(await t.http.post(`${base()}/endpoints`).set(auth()).send({ name: 'other-slug/x' }), 400, { code: 'invalid_name', param: 'name' });
@@ -578,10 +716,17 @@ describe("the public platform's deployment fields", () => {
     expect(d).toMatchObject({ name: 'Blue Deployment', inferenceName: `default/${long}/Blue Deployment` });
     expectError(await post(e.body.id, { name: 'a/b', model: MODEL, config: H100, autoscaling: {} }), 400, { code: 'invalid_name', param: 'name' });
     expectError(await patchDeployment(e.body.id, d.id, { name: 'x:y' }), 400, { code: 'invalid_name', param: 'name' });
-    expectError(await t.http.post(`${base()}/deploy`).set(auth()).send({ endpointName: uniq('x'), deploymentName: 'p/q', model: MODEL, config: H100, minReplicas: 1, maxReplicas: 1 }), 400, {
-      code: 'invalid_name',
-      param: 'deploymentName',
-    });
+    expectError(
+      await t.http
+        .post(`${base()}/deploy`)
+        .set(auth())
+        .send({ endpointName: uniq('x'), deploymentName: 'p/q', model: MODEL, config: H100, minReplicas: 1, maxReplicas: 1 }),
+      400,
+      {
+        code: 'invalid_name',
+        param: 'deploymentName',
+      },
+    );
   });
 
   test('traffic weights: any finite non-negative numbers, large ones included; a negative weight is 400', async () => {
@@ -591,7 +736,14 @@ describe("the public platform's deployment fields", () => {
     expect((await patch([{ deploymentId: d.id, weight: 5e9 }])).body.trafficSplit).toEqual([{ deploymentId: d.id, weight: 5e9 }]);
     expectError(await patch([{ deploymentId: d.id, weight: -1 }]), 400, { code: 'invalid_traffic_split', param: 'trafficSplit.0.weight' });
     const d2 = await createDeployment(e.id);
-    expectError(await patch([{ deploymentId: d.id, weight: 1.5e308 }, { deploymentId: d2.id, weight: 1.5e308 }]), 400, { code: 'invalid_traffic_split', param: 'trafficSplit' });
+    expectError(
+      await patch([
+        { deploymentId: d.id, weight: 1.5e308 },
+        { deploymentId: d2.id, weight: 1.5e308 },
+      ]),
+      400,
+      { code: 'invalid_traffic_split', param: 'trafficSplit' },
+    );
   });
 });
 
@@ -616,7 +768,10 @@ describe('storage volumes', () => {
     await t.http.delete(`${base()}/endpoints/${e.id}/deployments/${d.id}`).set(auth());
     expect((await t.http.get(`/v1/deployments/storage/volumes/${v.id}`).set(auth())).body.mounted_by).not.toContain(d.id);
 
-    const deployed = await t.http.post(`${base()}/deploy`).set(auth()).send({ endpointName: uniq('with-volume'), model: MODEL, config: H100, minReplicas: 1, maxReplicas: 1, volumes: [v.id] });
+    const deployed = await t.http
+      .post(`${base()}/deploy`)
+      .set(auth())
+      .send({ endpointName: uniq('with-volume'), model: MODEL, config: H100, minReplicas: 1, maxReplicas: 1, volumes: [v.id] });
     expect(deployed.body.deployment.volumes).toEqual([v.id]);
     await t.http.delete(`${base()}/endpoints/${deployed.body.endpoint.id}`).set(auth());
     expect((await t.http.get(`/v1/deployments/storage/volumes/${v.id}`).set(auth())).body.mounted_by).toEqual([]);
@@ -627,7 +782,7 @@ describe('the deployment transition table', () => {
   const states = deploymentMachine.states;
   const table = deploymentMachine.transitions as Record<string, Record<string, string> | undefined>;
 
-  test('every (state, event) pair: the table\'s target, or 409 invalid_state_transition', () => {
+  test("every (state, event) pair: the table's target, or 409 invalid_state_transition", () => {
     for (const from of states) {
       for (const event of deploymentMachine.events) {
         const to = table[from]?.[event];
@@ -649,7 +804,16 @@ describe('the deployment transition table', () => {
       });
       if (running) {
         await tx.hardwareReservation.create({
-          data: { id: `rsv_${d.id}`, projectId, hardwareId: '1x_nvidia_h100_80gb_sxm', gpus: 1, ownerKind: 'deployment', ownerId: d.id, startedAt: BigInt(t.clock.now()), centsPerMinute: 5.6 },
+          data: {
+            id: `rsv_${d.id}`,
+            projectId,
+            hardwareId: '1x_nvidia_h100_80gb_sxm',
+            gpus: 1,
+            ownerKind: 'deployment',
+            ownerId: d.id,
+            startedAt: BigInt(t.clock.now()),
+            centsPerMinute: 5.6,
+          },
         });
       }
     });
@@ -701,7 +865,7 @@ describe('the deployment transition table', () => {
     });
   }
 
-  test('a runner item made stale by a caller\'s change does nothing', async () => {
+  test("a runner item made stale by a caller's change does nothing", async () => {
     const e = await createEndpoint();
     const d = await createDeployment(e.id); // PROVISIONING, item due in 60 s with epoch 0
     await patchDeployment(e.id, d.id, { autoscaling: { minReplicas: 0, maxReplicas: 0 } }); // STOPPED, epoch 1
@@ -723,7 +887,11 @@ describe('the official together-ai client on v2 (client.beta.endpoints, baseURL 
     expect(listed).toContain(e.id);
     const got = await client.beta.endpoints.retrieve(e.id);
     expect(got.name).toBe(e.name);
-    const routed = await client.beta.endpoints.update(e.id, { etag: got.etag, trafficSplit: [{ deploymentId: d.id, weight: 1 }], updateMask: 'trafficSplit' } as any);
+    const routed = await client.beta.endpoints.update(e.id, {
+      etag: got.etag,
+      trafficSplit: [{ deploymentId: d.id, weight: 1 }],
+      updateMask: 'trafficSplit',
+    } as any);
     expect(routed.trafficSplit).toEqual([{ deploymentId: d.id, weight: 1 }]);
     const dep = await client.beta.endpoints.deployments.retrieve(d.id, { endpointId: e.id } as any);
     expect(dep.status.state).toBe('DEPLOYMENT_STATE_PROVISIONING');
@@ -738,11 +906,15 @@ describe('durability', () => {
     const p = await startTestPlatform();
     try {
       const pid = p.caller.identity.projectId;
-      const res = await p.caller.http.post(`/v2/projects/${pid}/deploy`).send({ endpointName: 'survivor', model: MODEL, config: H100, minReplicas: 1, maxReplicas: 1 });
+      const res = await p.caller.http
+        .post(`/v2/projects/${pid}/deploy`)
+        .send({ endpointName: 'survivor', model: MODEL, config: H100, minReplicas: 1, maxReplicas: 1 });
       const id = res.body.deployment.id;
       await p.restart();
       await p.advance(PROVISION_MS);
-      expect((await p.caller.http.get(`/v2/projects/${pid}/endpoints/${res.body.endpoint.id}/deployments/${id}`)).body.status.state).toBe('DEPLOYMENT_STATE_READY');
+      expect((await p.caller.http.get(`/v2/projects/${pid}/endpoints/${res.body.endpoint.id}/deployments/${id}`)).body.status.state).toBe(
+        'DEPLOYMENT_STATE_READY',
+      );
       expect(await p.services.db.prisma.hardwareReservation.count({ where: { ownerId: id, endedAt: null } })).toBe(1);
     } finally {
       await p.close();

@@ -3,10 +3,10 @@
 // an upstream that cannot be reached or answers nonsense is a 502.
 import { createServer, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { type ScratchDatabase, scratchDatabase } from './support/database.ts';
 import { expectError } from './support/expect.ts';
-import { scratchDatabase, type ScratchDatabase } from './support/database.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
-import { startServerProcess, type ServerProcess } from './support/server-process.ts';
+import { type ServerProcess, startServerProcess } from './support/server-process.ts';
 
 let upstreamDb: ScratchDatabase;
 let upstream: ServerProcess;
@@ -19,7 +19,11 @@ let nonsenseStatus = 200;
 let hang = false;
 
 const call = async (path: string, body: object) => {
-  const res = await fetch(`${upstream.url}${path}`, { method: 'POST', headers: { Authorization: `Bearer ${upstream.key}`, 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+  const res = await fetch(`${upstream.url}${path}`, {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${upstream.key}`, 'Content-Type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   expect(res.status).toBe(200);
   return (await res.json()) as any;
 };
@@ -82,8 +86,14 @@ describe('embeddings upstream', () => {
   });
 
   test('a refusal upstream is passed on; unreachable or nonsense is 502', async () => {
-    expectError(await t.caller.http.post('/v1/embeddings').send({ model: 'WhereIsAI/UAE-Large-V1', input: 'x' }), 404, { code: 'upstream_refused', param: 'model' });
-    expectError(await t.caller.http.post('/v1/embeddings').send({ model: 'Alibaba-NLP/gte-modernbert-base', input: 'x' }), 502, { code: 'upstream_unreachable', type: 'server_error' });
+    expectError(await t.caller.http.post('/v1/embeddings').send({ model: 'WhereIsAI/UAE-Large-V1', input: 'x' }), 404, {
+      code: 'upstream_refused',
+      param: 'model',
+    });
+    expectError(await t.caller.http.post('/v1/embeddings').send({ model: 'Alibaba-NLP/gte-modernbert-base', input: 'x' }), 502, {
+      code: 'upstream_unreachable',
+      type: 'server_error',
+    });
     const model = 'togethercomputer/m2-bert-80M-8k-retrieval';
     for (const body of [{}, { data: [] }, { data: [{ index: 0, embedding: 'not base64 floats!' }] }, { data: [{ index: 3, embedding: [0.1] }] }]) {
       nonsenseBody = body;
@@ -91,9 +101,17 @@ describe('embeddings upstream', () => {
     }
     // A base64 answer is decoded; the index orders the vectors.
     const v = (x: number) => Buffer.from(new Float32Array([x, 0]).buffer).toString('base64');
-    nonsenseBody = { data: [{ index: 1, embedding: v(0.5) }, { index: 0, embedding: [0.25, 0] }] };
+    nonsenseBody = {
+      data: [
+        { index: 1, embedding: v(0.5) },
+        { index: 0, embedding: [0.25, 0] },
+      ],
+    };
     const ok = await t.caller.http.post('/v1/embeddings').send({ model, input: ['a', 'b'] });
-    expect(ok.body.data.map((d: any) => d.embedding)).toEqual([[0.25, 0], [0.5, 0]]);
+    expect(ok.body.data.map((d: any) => d.embedding)).toEqual([
+      [0.25, 0],
+      [0.5, 0],
+    ]);
   });
 });
 
@@ -103,7 +121,9 @@ test("an upstream that does not answer within its route's timeoutMs is a 504", a
     const emb = await t.caller.http.post('/v1/embeddings').send({ model: 'togethercomputer/m2-bert-80M-8k-retrieval', input: 'x' });
     expectError(emb, 504, { code: 'upstream_timeout', type: 'server_error' });
     expect(emb.body.error.message).toContain('within 0.5 s');
-    expectError(await t.caller.http.post('/v1/rerank').send({ model: 'mixedbread-ai/Mxbai-Rerank-Large-V2', query: 'x', documents: ['a'] }), 504, { code: 'upstream_timeout' });
+    expectError(await t.caller.http.post('/v1/rerank').send({ model: 'mixedbread-ai/Mxbai-Rerank-Large-V2', query: 'x', documents: ['a'] }), 504, {
+      code: 'upstream_timeout',
+    });
   } finally {
     hang = false;
     nonsense.closeAllConnections();
@@ -114,13 +134,17 @@ describe('rerank upstream', () => {
   test("answers the upstream's ranking, documents from the request; object documents go as their ranking texts", async () => {
     const documents = ['Pandas live in China.', 'The guanaco is a camelid related to the llama.', 'The llama is a camelid.'];
     const theirs = await call('/v1/rerank', { model: 'Salesforce/Llama-Rank-v1', query: 'llama camelid', documents });
-    const res = await t.caller.http.post('/v1/rerank').send({ model: 'Salesforce/Llama-Rank-v1', query: 'llama camelid', documents, top_n: 2, return_documents: true });
+    const res = await t.caller.http
+      .post('/v1/rerank')
+      .send({ model: 'Salesforce/Llama-Rank-v1', query: 'llama camelid', documents, top_n: 2, return_documents: true });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     expect(res.body).toMatchObject({ object: 'rerank', model: 'Salesforce/Llama-Rank-v1', engine: 'upstream', usage: theirs.usage });
     expect(res.body.results).toEqual(theirs.results.slice(0, 2).map((r: any) => ({ ...r, document: { text: documents[r.index] } })));
 
     const objects = documents.map((text, i) => ({ id: `doc-${i}`, text }));
-    const byText = await t.caller.http.post('/v1/rerank').send({ model: 'Salesforce/Llama-Rank-v1', query: 'llama camelid', documents: objects, rank_fields: ['text'] });
+    const byText = await t.caller.http
+      .post('/v1/rerank')
+      .send({ model: 'Salesforce/Llama-Rank-v1', query: 'llama camelid', documents: objects, rank_fields: ['text'] });
     expect(byText.body.results.map((r: any) => [r.index, r.relevance_score])).toEqual(theirs.results.map((r: any) => [r.index, r.relevance_score]));
   });
 
@@ -132,13 +156,36 @@ describe('rerank upstream', () => {
     expectError(refused, 400, { code: 'upstream_refused', param: 'model' });
     expect(refused.body.error.message).toContain('not a rerank model');
     nonsenseStatus = 200;
-    for (const body of [{}, { results: [{ index: 2, relevance_score: 0.5 }] }, { results: [{ index: 0, relevance_score: 'high' }] }, { results: [{ index: 0, relevance_score: 1 }, { index: 0, relevance_score: 1 }] }]) {
+    for (const body of [
+      {},
+      { results: [{ index: 2, relevance_score: 0.5 }] },
+      { results: [{ index: 0, relevance_score: 'high' }] },
+      {
+        results: [
+          { index: 0, relevance_score: 1 },
+          { index: 0, relevance_score: 1 },
+        ],
+      },
+    ]) {
       nonsenseBody = body;
       expectError(await send(), 502, { code: 'upstream_failed', type: 'server_error' });
     }
     // A ranking in any order is sorted here; a score outside [0, 1) is the upstream's to give.
-    nonsenseBody = { results: [{ index: 0, relevance_score: -2.5 }, { index: 1, relevance_score: 7 }], usage: { total_tokens: 12 } };
+    nonsenseBody = {
+      results: [
+        { index: 0, relevance_score: -2.5 },
+        { index: 1, relevance_score: 7 },
+      ],
+      usage: { total_tokens: 12 },
+    };
     const ok = await send();
-    expect(ok.body).toMatchObject({ engine: 'upstream', results: [{ index: 1, relevance_score: 7 }, { index: 0, relevance_score: -2.5 }], usage: { prompt_tokens: 12, total_tokens: 12 } });
+    expect(ok.body).toMatchObject({
+      engine: 'upstream',
+      results: [
+        { index: 1, relevance_score: 7 },
+        { index: 0, relevance_score: -2.5 },
+      ],
+      usage: { prompt_tokens: 12, total_tokens: 12 },
+    });
   });
 });

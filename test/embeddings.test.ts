@@ -2,10 +2,11 @@
 // as a string or a list (order and index kept), float and base64 encodings of the same float32 vector, L2-normalised
 // lexical vectors whose cosine similarity is higher for related texts, usage from the real tokenizer, and the limits
 // and model checks answered as 400/404 naming the field.
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+
 import { countTokens as libraryCount } from 'gpt-tokenizer/encoding/cl100k_base';
-import { countTokens } from '../server/engines/tokens.ts';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { lexicalVector } from '../server/engines/embeddings.ts';
+import { countTokens } from '../server/engines/tokens.ts';
 import { expectError } from './support/expect.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
 
@@ -30,11 +31,16 @@ const decode = (b64: string) => {
 };
 
 describe('the embedding', () => {
-  test('one string: one L2-normalised vector of the model\'s dimensions, index 0, usage from the tokenizer, engine local', async () => {
+  test("one string: one L2-normalised vector of the model's dimensions, index 0, usage from the tokenizer, engine local", async () => {
     const text = 'Our solar system orbits the Milky Way galaxy at about 515,000 mph';
     const res = await embed({ model: MODEL, input: text });
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ object: 'list', model: MODEL, engine: 'local', usage: { prompt_tokens: countTokens(text), total_tokens: countTokens(text) } });
+    expect(res.body).toMatchObject({
+      object: 'list',
+      model: MODEL,
+      engine: 'local',
+      usage: { prompt_tokens: countTokens(text), total_tokens: countTokens(text) },
+    });
     expect(res.body.data).toHaveLength(1);
     const [d] = res.body.data;
     expect(d.object).toBe('embedding');
@@ -113,7 +119,12 @@ describe('the embedding', () => {
       'Photosynthesis converts light energy into chemical energy in plants.',
       'The stock market fell sharply as interest rates rose.',
     ];
-    const questions = ['Which bear eats bamboo in China?', 'What camelid lives in South America besides the llama?', 'How do plants turn light into energy?', 'Why did stocks fall when rates rose?'];
+    const questions = [
+      'Which bear eats bamboo in China?',
+      'What camelid lives in South America besides the llama?',
+      'How do plants turn light into energy?',
+      'Why did stocks fall when rates rose?',
+    ];
     const p = await vectors(passages);
     const q = await vectors(questions);
     q.forEach((qv, i) => {
@@ -132,7 +143,18 @@ describe('the embedding', () => {
 });
 
 test("token counts (summed per piece, remembered) are the library's count of the whole text; special tokens are text", async () => {
-  const samples = ['Hello world', 'a   b', '  both ends  ', 'line\n\nbreaks\r\n and\ttabs', "it's they're I'll WE'VE", '12345678 3.14 1,000,000', 'ünïcödé café 日本語 😀👍🏽', 'x'.repeat(300), 'word '.repeat(100), 'https://example.com/a?b=c&d=e'];
+  const samples = [
+    'Hello world',
+    'a   b',
+    '  both ends  ',
+    'line\n\nbreaks\r\n and\ttabs',
+    "it's they're I'll WE'VE",
+    '12345678 3.14 1,000,000',
+    'ünïcödé café 日本語 😀👍🏽',
+    'x'.repeat(300),
+    'word '.repeat(100),
+    'https://example.com/a?b=c&d=e',
+  ];
   for (const s of samples) for (let i = 0; i < 2; i++) expect(countTokens(s), s).toBe(libraryCount(s));
   const res = await embed({ model: MODEL, input: ['hello <|endoftext|> there'] });
   expect(res.status).toBe(200);

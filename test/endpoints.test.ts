@@ -30,7 +30,13 @@ const openReservations = (ownerId: string) => t.services.db.prisma.hardwareReser
 describe('the seed', () => {
   test('the default project has one running and one stopped v1 endpoint; the running one holds its replica', async () => {
     const { running, stopped } = await seeded();
-    expect(running).toMatchObject({ object: 'endpoint', type: 'dedicated', owner: 'default', state: 'STARTED', model: 'meta-llama/Meta-Llama-3.1-8B-Instruct' });
+    expect(running).toMatchObject({
+      object: 'endpoint',
+      type: 'dedicated',
+      owner: 'default',
+      state: 'STARTED',
+      model: 'meta-llama/Meta-Llama-3.1-8B-Instruct',
+    });
     // Named as the platform names v1 endpoints: <user>/<model>-<hash>, the project's slug standing for the user.
     expect(running.name).toMatch(/^default\/Meta-Llama-3\.1-8B-Instruct-[0-9a-f]{6}$/);
     expect(stopped.name).toMatch(/^default\/Qwen2\.5-7B-Instruct-[0-9a-f]{6}$/);
@@ -38,7 +44,12 @@ describe('the seed', () => {
     expect(await openReservations(running.id)).toBe(1);
     expect(await openReservations(stopped.id)).toBe(0);
     const full = await client.endpoints.retrieve(running.id);
-    expect(full).toMatchObject({ id: running.id, hardware: '1x_nvidia_h100_80gb_sxm', autoscaling: { min_replicas: 1, max_replicas: 2 }, display_name: expect.any(String) });
+    expect(full).toMatchObject({
+      id: running.id,
+      hardware: '1x_nvidia_h100_80gb_sxm',
+      autoscaling: { min_replicas: 1, max_replicas: 2 },
+      display_name: expect.any(String),
+    });
   });
 
   test('another project sees none of them, and filters list nothing serverless or reserved', async () => {
@@ -66,7 +77,14 @@ describe('POST /v1/endpoints is retired', () => {
     const res = await t.http
       .post('/v1/endpoints')
       .set(auth())
-      .send({ model: 'deepseek-ai/DeepSeek-R1', hardware: '8x_nvidia_h200_141gb_sxm', autoscaling: { min_replicas: 0, max_replicas: 500 }, display_name: 'y'.repeat(300), inactive_timeout: 0, availability_zone: 'us-central-4b' });
+      .send({
+        model: 'deepseek-ai/DeepSeek-R1',
+        hardware: '8x_nvidia_h200_141gb_sxm',
+        autoscaling: { min_replicas: 0, max_replicas: 500 },
+        display_name: 'y'.repeat(300),
+        inactive_timeout: 0,
+        availability_zone: 'us-central-4b',
+      });
     expectError(res, 403, { code: 'endpoints_v1_create_access_disabled' });
   });
 
@@ -132,11 +150,18 @@ describe('a running v1 endpoint', () => {
 
   test('resizing takes capacity at once, and is refused when the hardware has none left', async () => {
     // 1x L40S has room for exactly one replica.
-    const e = await insertV1Endpoint(t, t.caller.identity.projectId, { model: 'meta-llama/Meta-Llama-3.1-8B-Instruct', hardware: '1x_nvidia_l40s_48gb_pcie', maxReplicas: 3 });
+    const e = await insertV1Endpoint(t, t.caller.identity.projectId, {
+      model: 'meta-llama/Meta-Llama-3.1-8B-Instruct',
+      hardware: '1x_nvidia_l40s_48gb_pcie',
+      maxReplicas: 3,
+    });
     const hw = await t.api.GET('/v1/hardware', { params: { query: { model: 'meta-llama/Meta-Llama-3.1-8B-Instruct' } } });
     expect(hw.data!.data.find((h) => h.id === '1x_nvidia_l40s_48gb_pcie')!.availability!.status).toBe('unavailable');
 
-    const res = await t.http.patch(`/v1/endpoints/${e.id}`).set(auth()).send({ autoscaling: { min_replicas: 2, max_replicas: 3 } });
+    const res = await t.http
+      .patch(`/v1/endpoints/${e.id}`)
+      .set(auth())
+      .send({ autoscaling: { min_replicas: 2, max_replicas: 3 } });
     expectError(res, 409, { code: 'insufficient_capacity', param: 'autoscaling.min_replicas' });
     expect((await t.services.db.prisma.v1Endpoint.findUniqueOrThrow({ where: { id: e.id } })).minReplicas).toBe(1);
 
@@ -159,12 +184,19 @@ describe('a running v1 endpoint', () => {
   test('the update is bounded by what an endpoint can be, not by the contract: display names of any length, large counts, 400 for impossible values', async () => {
     const e = await insertV1Endpoint(t, t.caller.identity.projectId, { state: 'STOPPED' });
     // Values the platform's contract allows, which a narrower contract here used to refuse.
-    const wide = await client.endpoints.update(e.id, { display_name: 'x'.repeat(500), autoscaling: { min_replicas: 0, max_replicas: 100 }, inactive_timeout: 200_000 });
+    const wide = await client.endpoints.update(e.id, {
+      display_name: 'x'.repeat(500),
+      autoscaling: { min_replicas: 0, max_replicas: 100 },
+      inactive_timeout: 200_000,
+    });
     expect(wide).toMatchObject({ display_name: 'x'.repeat(500), autoscaling: { min_replicas: 0, max_replicas: 100 }, inactive_timeout: 200_000 });
     expect((await client.endpoints.update(e.id, { display_name: '' })).display_name).toBe('');
     const patch = (body: object) => t.http.patch(`/v1/endpoints/${e.id}`).set(auth()).send(body);
     expectError(await patch({ autoscaling: { min_replicas: -1, max_replicas: 1 } }), 400, { code: 'invalid_autoscaling', param: 'autoscaling.min_replicas' });
-    expectError(await patch({ autoscaling: { min_replicas: 1, max_replicas: 2 ** 31 } }), 400, { code: 'invalid_autoscaling', param: 'autoscaling.max_replicas' });
+    expectError(await patch({ autoscaling: { min_replicas: 1, max_replicas: 2 ** 31 } }), 400, {
+      code: 'invalid_autoscaling',
+      param: 'autoscaling.max_replicas',
+    });
     expectError(await patch({ inactive_timeout: -5 }), 400, { code: 'invalid_inactive_timeout', param: 'inactive_timeout' });
     expectError(await patch({ inactive_timeout: 2 ** 31 }), 400, { code: 'invalid_inactive_timeout', param: 'inactive_timeout' });
     expect((await patch({ inactive_timeout: null })).body.inactive_timeout).toBeNull();
@@ -176,14 +208,28 @@ describe('a running v1 endpoint', () => {
 
   test('autoscaling must keep min <= max and at least one replica', async () => {
     const e = await insertV1Endpoint(t, t.caller.identity.projectId);
-    expectError(await t.http.patch(`/v1/endpoints/${e.id}`).set(auth()).send({ autoscaling: { min_replicas: 3, max_replicas: 2 } }), 400, {
-      code: 'invalid_autoscaling',
-      param: 'autoscaling.min_replicas',
-    });
-    expectError(await t.http.patch(`/v1/endpoints/${e.id}`).set(auth()).send({ autoscaling: { min_replicas: 0, max_replicas: 0 } }), 400, {
-      code: 'invalid_autoscaling',
-      param: 'autoscaling.max_replicas',
-    });
+    expectError(
+      await t.http
+        .patch(`/v1/endpoints/${e.id}`)
+        .set(auth())
+        .send({ autoscaling: { min_replicas: 3, max_replicas: 2 } }),
+      400,
+      {
+        code: 'invalid_autoscaling',
+        param: 'autoscaling.min_replicas',
+      },
+    );
+    expectError(
+      await t.http
+        .patch(`/v1/endpoints/${e.id}`)
+        .set(auth())
+        .send({ autoscaling: { min_replicas: 0, max_replicas: 0 } }),
+      400,
+      {
+        code: 'invalid_autoscaling',
+        param: 'autoscaling.max_replicas',
+      },
+    );
   });
 
   test('delete answers 204 with no body', async () => {

@@ -13,14 +13,31 @@ test('the first route whose glob and capabilities match wins; keys may come from
     UPSTREAM_KEY: 'k-1',
     ENGINES: JSON.stringify({
       routes: [
-        { models: ['meta-llama/*'], capabilities: ['chat'], engine: 'upstream', url: 'http://127.0.0.1:9/v1/', apiKeyEnv: 'UPSTREAM_KEY', model: 'llama3.1:8b' },
+        {
+          models: ['meta-llama/*'],
+          capabilities: ['chat'],
+          engine: 'upstream',
+          url: 'http://127.0.0.1:9/v1/',
+          apiKeyEnv: 'UPSTREAM_KEY',
+          model: 'llama3.1:8b',
+        },
         { models: ['*'], capabilities: ['embeddings'], engine: 'upstream', url: 'https://emb.example/v1', apiKey: 'k-2' },
       ],
     }),
   });
-  expect(routes.routeFor('chat', 'meta-llama/Meta-Llama-3.1-8B-Instruct')).toEqual({ engine: 'upstream', url: 'http://127.0.0.1:9/v1', apiKey: 'k-1', model: 'llama3.1:8b' });
+  expect(routes.routeFor('chat', 'meta-llama/Meta-Llama-3.1-8B-Instruct')).toEqual({
+    engine: 'upstream',
+    url: 'http://127.0.0.1:9/v1',
+    apiKey: 'k-1',
+    model: 'llama3.1:8b',
+  });
   expect(routes.routeFor('rerank', 'meta-llama/Meta-Llama-3.1-8B-Instruct')).toEqual({ engine: 'local' });
-  expect(routes.routeFor('embeddings', 'BAAI/bge-base-en-v1.5')).toEqual({ engine: 'upstream', url: 'https://emb.example/v1', apiKey: 'k-2', model: undefined });
+  expect(routes.routeFor('embeddings', 'BAAI/bge-base-en-v1.5')).toEqual({
+    engine: 'upstream',
+    url: 'https://emb.example/v1',
+    apiKey: 'k-2',
+    model: undefined,
+  });
   expect(routes.routeFor('chat', 'Qwen/Qwen2.5-7B-Instruct')).toEqual({ engine: 'local' });
 });
 

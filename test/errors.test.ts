@@ -5,8 +5,8 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { operations } from '../generated/operations.ts';
 import { expectError } from './support/expect.ts';
 import { deref, fillPath, jsonBodySchema, keyless, operationIds, operationSpec, pathParamNames, withMultipart } from './support/operations.ts';
-import { sample } from './support/schema-sample.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
+import { sample } from './support/schema-sample.ts';
 
 const BODY_LIMIT = 4096;
 let t: TestPlatform;
@@ -18,11 +18,17 @@ afterAll(() => t?.close());
 function request(id: (typeof operationIds)[number], key = t.caller.key) {
   const op = operations[id];
   const params = Object.fromEntries(
-    (operationSpec(id).parameters ?? []).map(deref).filter((p: any) => p.in === 'path').map((p: any) => [p.name, String(sample(p.schema))]),
+    (operationSpec(id).parameters ?? [])
+      .map(deref)
+      .filter((p: any) => p.in === 'path')
+      .map((p: any) => [p.name, String(sample(p.schema))]),
   );
   for (const n of pathParamNames(id)) params[n] ??= 'x';
   const query = Object.fromEntries(
-    (operationSpec(id).parameters ?? []).map(deref).filter((p: any) => p.in === 'query' && p.required).map((p: any) => [p.name, sample(p.schema)]),
+    (operationSpec(id).parameters ?? [])
+      .map(deref)
+      .filter((p: any) => p.in === 'query' && p.required)
+      .map((p: any) => [p.name, sample(p.schema)]),
   );
   return t.http[op.method](fillPath(id, params)).query(query).set('Authorization', `Bearer ${key}`);
 }

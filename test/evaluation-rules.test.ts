@@ -7,6 +7,7 @@ import {
   compareResults,
   instructions,
   meanStd,
+  type Outcome,
   readLabel,
   readScore,
   readWinner,
@@ -15,9 +16,8 @@ import {
   scoreResults,
   unflip,
   userMessage,
-  workersOf,
-  type Outcome,
   type Winner,
+  workersOf,
 } from '../server/modules/evaluation/rules.ts';
 
 const verdict = (answer: string) => JSON.parse(answer) as Record<string, unknown>;
@@ -90,7 +90,9 @@ describe("reading a judge's answer", () => {
   });
 
   test('the instructions and the user message say what to answer and show the responses in order', () => {
-    expect(instructions({ kind: 'classify', labels, response: '' })).toBe('Classify the response with exactly one of these labels: "correct", "incorrect". Answer with JSON: {"label": "<label>"}.');
+    expect(instructions({ kind: 'classify', labels, response: '' })).toBe(
+      'Classify the response with exactly one of these labels: "correct", "incorrect". Answer with JSON: {"label": "<label>"}.',
+    );
     expect(userMessage({ kind: 'compare', first: 'one', second: 'two' })).toBe('Response A:\none\n\nResponse B:\ntwo');
     expect(userMessage({ kind: 'score', min: 0, max: 1, response: 'text' })).toBe('text');
   });
@@ -125,7 +127,15 @@ describe('results', () => {
   });
 
   test('classify: counts per label (zeros included), pass percentage over validly labelled rows, failures counted apart', () => {
-    const outcomes: Outcome<string>[] = [{ value: 'yes' }, { value: 'yes' }, { value: 'no' }, { value: 'maybe' }, { invalid: true }, { judgeFailed: true }, { generationFailed: true }];
+    const outcomes: Outcome<string>[] = [
+      { value: 'yes' },
+      { value: 'yes' },
+      { value: 'no' },
+      { value: 'maybe' },
+      { invalid: true },
+      { judgeFailed: true },
+      { generationFailed: true },
+    ];
     const r = classifyResults(outcomes, ['yes', 'no', 'maybe', 'never'], ['yes', 'maybe'], 'file-1');
     expect(JSON.parse(r.label_counts!)).toEqual({ yes: 2, no: 1, maybe: 1, never: 0 });
     expect(r).toMatchObject({ pass_percentage: 75, invalid_label_count: 1, judge_fail_count: 1, generation_fail_count: 1, result_file_id: 'file-1' });
@@ -133,7 +143,18 @@ describe('results', () => {
   });
 
   test('score: statistics of the valid scores, pass percentage at or above the threshold, failed samples', () => {
-    const outcomes: Outcome<number>[] = [{ value: 2 }, { value: 4 }, { value: 4 }, { value: 4 }, { value: 5 }, { value: 5 }, { value: 7 }, { value: 9 }, { invalid: true }, { judgeFailed: true }];
+    const outcomes: Outcome<number>[] = [
+      { value: 2 },
+      { value: 4 },
+      { value: 4 },
+      { value: 4 },
+      { value: 5 },
+      { value: 5 },
+      { value: 7 },
+      { value: 9 },
+      { invalid: true },
+      { judgeFailed: true },
+    ];
     const r = scoreResults(outcomes, 5, 'file-2');
     // 4 of 8 valid scores are >= 5: 50 %.
     expect(r).toEqual({
@@ -148,7 +169,14 @@ describe('results', () => {
 
   test('compare: wins and ties of the reconciled verdicts; judge failures as counted across both passes', () => {
     const outcomes: Outcome<Winner>[] = [{ value: 'A' }, { value: 'A' }, { value: 'B' }, { value: 'tie' }, { judgeFailed: true }, { generationFailed: true }];
-    expect(compareResults(outcomes, 2, 'file-3')).toEqual({ A_wins: 2, B_wins: 1, Ties: 1, generation_fail_count: 1, judge_fail_count: 2, result_file_id: 'file-3' });
+    expect(compareResults(outcomes, 2, 'file-3')).toEqual({
+      A_wins: 2,
+      B_wins: 1,
+      Ties: 1,
+      generation_fail_count: 1,
+      judge_fail_count: 2,
+      result_file_id: 'file-3',
+    });
   });
 });
 

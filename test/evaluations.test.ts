@@ -5,16 +5,16 @@
 // corrected by two passes; the request's rules; lists, the model list, and project scoping.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { findFile, readFileContent } from '../server/modules/files/index.ts';
 import { storeFile } from '../server/modules/files/store.ts';
-import { scratchDatabase, type ScratchDatabase } from './support/database.ts';
+import { type ScratchDatabase, scratchDatabase } from './support/database.ts';
 import { expectError } from './support/expect.ts';
-import { startTestPlatform, type Caller, type TestPlatform } from './support/platform.ts';
-import { startServerProcess, type ServerProcess } from './support/server-process.ts';
+import { type Caller, startTestPlatform, type TestPlatform } from './support/platform.ts';
+import { type ServerProcess, startServerProcess } from './support/server-process.ts';
 
 const JUDGE = 'meta-llama/Llama-3.3-70B-Instruct-Turbo';
 const ROUTED = 'Qwen/Qwen2.5-72B-Instruct-Turbo';
@@ -32,11 +32,12 @@ interface Stub {
 async function startStub(): Promise<Stub> {
   let inFlight = 0;
   const stub = { requests: [], maxInFlight: 0, answer: () => '{"label": "yes"}', delayMs: 0 } as unknown as Stub;
-  const read = (req: IncomingMessage) => new Promise<string>((resolve) => {
-    let s = '';
-    req.on('data', (c) => (s += c));
-    req.on('end', () => resolve(s));
-  });
+  const read = (req: IncomingMessage) =>
+    new Promise<string>((resolve) => {
+      let s = '';
+      req.on('data', (c) => (s += c));
+      req.on('end', () => resolve(s));
+    });
   const server: Server = createServer(async (req, res) => {
     const body = JSON.parse(await read(req));
     stub.requests.push({ auth: req.headers.authorization, body });
@@ -46,7 +47,13 @@ async function startStub(): Promise<Stub> {
     inFlight--;
     if (req.url !== '/v1/chat/completions') return void res.writeHead(404).end('{}');
     res.writeHead(200, { 'Content-Type': 'application/json' });
-    res.end(JSON.stringify({ id: 'x', object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content: stub.answer(body) }, finish_reason: 'stop' }] }));
+    res.end(
+      JSON.stringify({
+        id: 'x',
+        object: 'chat.completion',
+        choices: [{ index: 0, message: { role: 'assistant', content: stub.answer(body) }, finish_reason: 'stop' }],
+      }),
+    );
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   stub.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
@@ -58,7 +65,9 @@ let t: TestPlatform;
 let stub: Stub;
 beforeAll(async () => {
   stub = await startStub();
-  t = await startTestPlatform({ config: { engines: JSON.stringify({ routes: [{ models: [ROUTED], capabilities: ['chat'], engine: 'upstream', url: stub.url, apiKey: 'routed-key' }] }) } });
+  t = await startTestPlatform({
+    config: { engines: JSON.stringify({ routes: [{ models: [ROUTED], capabilities: ['chat'], engine: 'upstream', url: stub.url, apiKey: 'routed-key' }] }) },
+  });
 });
 afterAll(async () => {
   await t?.close();
@@ -67,7 +76,7 @@ afterAll(async () => {
 
 /** An input file (JSON Lines) of the caller's project. */
 async function input(rows: unknown[] | string, caller: Caller = t.caller, fileType: 'jsonl' | 'csv' = 'jsonl'): Promise<string> {
-  const content = typeof rows === 'string' ? rows : rows.map((r) => JSON.stringify(r)).join('\n') + '\n';
+  const content = typeof rows === 'string' ? rows : `${rows.map((r) => JSON.stringify(r)).join('\n')}\n`;
   return (await storeFile(t.services, { projectId: caller.identity.projectId, filename: `input.${fileType}`, purpose: 'eval', fileType }, content)).id;
 }
 
@@ -77,7 +86,10 @@ async function resultRows(fileId: string, caller: Caller = t.caller): Promise<an
   expect(f, `result file ${fileId}`).not.toBeNull();
   let text = '';
   for await (const chunk of readFileContent(t.services, f!)) text += chunk;
-  return text.trim().split('\n').map((l) => JSON.parse(l));
+  return text
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
 }
 
 const judge = (extra: object = {}) => ({ model: JUDGE, model_source: 'serverless', system_template: 'You judge answers to: {{ question }}', ...extra });
@@ -101,7 +113,10 @@ describe('classify with the local judge', () => {
       { question: 'Is water wet?', response: 'Yes, yes.' },
       { question: 'Is 2 prime?', response: 'It depends.' },
     ]);
-    const res = await create({ type: 'classify', parameters: { judge: judge(), labels: ['yes', 'no'], pass_labels: ['yes'], model_to_evaluate: 'response', input_data_file_path: file } });
+    const res = await create({
+      type: 'classify',
+      parameters: { judge: judge(), labels: ['yes', 'no'], pass_labels: ['yes'], model_to_evaluate: 'response', input_data_file_path: file },
+    });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     expect(res.body).toEqual({ workflow_id: expect.stringMatching(/^eval-/), status: 'pending' });
     const id = res.body.workflow_id;
@@ -128,7 +143,10 @@ describe('classify with the local judge', () => {
     expect(rows).toHaveLength(4);
     expect(rows[0]).toMatchObject({ question: 'Is the sky blue?', response: 'yes', label: 'yes' });
     expect(JSON.parse(rows[0].judge_answer)).toMatchObject({ judge: 'local-lexical-judge', label: 'yes' });
-    expect(rows[3]).toMatchObject({ label: null, invalid_label: "The judge gave no label. No label occurs in the response as a whole word ('yes' 0, 'no' 0)." });
+    expect(rows[3]).toMatchObject({
+      label: null,
+      invalid_label: "The judge gave no label. No label occurs in the response as a whole word ('yes' 0, 'no' 0).",
+    });
     const resultFile = await findFile(t.services, t.caller.identity.projectId, done.results.result_file_id);
     expect(resultFile).toMatchObject({ purpose: 'eval', fileType: 'jsonl', filename: `${id}-results.jsonl` });
   });
@@ -141,11 +159,22 @@ describe('classify with the local judge', () => {
         judge: judge(),
         labels: ['local engine', 'remote engine'],
         pass_labels: ['local engine'],
-        model_to_evaluate: { model: JUDGE, model_source: 'serverless', max_tokens: 200, temperature: 0.2, system_template: 'Be brief.', input_template: '{{ question }}' },
+        model_to_evaluate: {
+          model: JUDGE,
+          model_source: 'serverless',
+          max_tokens: 200,
+          temperature: 0.2,
+          system_template: 'Be brief.',
+          input_template: '{{ question }}',
+        },
         input_data_file_path: file,
       },
     });
-    expect(job.results).toMatchObject({ generation_fail_count: 0, pass_percentage: 100, label_counts: JSON.stringify({ 'local engine': 2, 'remote engine': 0 }) });
+    expect(job.results).toMatchObject({
+      generation_fail_count: 0,
+      pass_percentage: 100,
+      label_counts: JSON.stringify({ 'local engine': 2, 'remote engine': 0 }),
+    });
     const rows = await resultRows(job.results.result_file_id);
     expect(rows[0].response).toMatch(/^\[local engine\].*Your last message was: "Say hi"/);
   });
@@ -161,10 +190,28 @@ describe('classify with the local judge', () => {
 describe('a CSV input file', () => {
   test('its header names the columns; a malformed file ends the job user_error', async () => {
     const csv = 'question,response\n"Is it, really?",yes\nWhy,"no, never"\n';
-    const job = await evaluated({ type: 'classify', parameters: { judge: judge(), labels: ['yes', 'no'], pass_labels: ['yes'], model_to_evaluate: 'response', input_data_file_path: await input(csv, t.caller, 'csv') } });
+    const job = await evaluated({
+      type: 'classify',
+      parameters: {
+        judge: judge(),
+        labels: ['yes', 'no'],
+        pass_labels: ['yes'],
+        model_to_evaluate: 'response',
+        input_data_file_path: await input(csv, t.caller, 'csv'),
+      },
+    });
     expect(job.results).toMatchObject({ pass_percentage: 50, label_counts: JSON.stringify({ yes: 1, no: 1 }) });
     expect((await resultRows(job.results.result_file_id))[0]).toMatchObject({ question: 'Is it, really?', response: 'yes', label: 'yes' });
-    const bad = await evaluated({ type: 'classify', parameters: { judge: judge(), labels: ['yes', 'no'], pass_labels: ['yes'], model_to_evaluate: 'response', input_data_file_path: await input('question,response\n"unclosed,yes\n', t.caller, 'csv') } });
+    const bad = await evaluated({
+      type: 'classify',
+      parameters: {
+        judge: judge(),
+        labels: ['yes', 'no'],
+        pass_labels: ['yes'],
+        model_to_evaluate: 'response',
+        input_data_file_path: await input('question,response\n"unclosed,yes\n', t.caller, 'csv'),
+      },
+    });
     expect(bad.status).toBe('user_error');
     expect(bad.results.error).toMatch(/^The input file is not valid CSV: /);
   });
@@ -179,14 +226,23 @@ describe('score with the local judge', () => {
       { question: 'q3', response: 'dogs bark', expected: 'the cat sat' },
       { question: 'q4', response: 'no reference here' },
     ]);
-    const job = await evaluated({ type: 'score', parameters: { judge: judge(), min_score: 0, max_score: 10, pass_threshold: 5, model_to_evaluate: 'response', input_data_file_path: file } });
+    const job = await evaluated({
+      type: 'score',
+      parameters: { judge: judge(), min_score: 0, max_score: 10, pass_threshold: 5, model_to_evaluate: 'response', input_data_file_path: file },
+    });
     const scores = [10, 6.67, 0];
     const mean = scores.reduce((a, b) => a + b) / 3;
     const std = Math.sqrt(scores.reduce((a, s) => a + (s - mean) ** 2, 0) / 3);
     expect(job.status).toBe('completed');
     expect(job.results.aggregated_scores.mean_score).toBeCloseTo(mean, 10);
     expect(job.results.aggregated_scores.std_score).toBeCloseTo(std, 10);
-    expect(job.results).toMatchObject({ aggregated_scores: { pass_percentage: 200 / 3 }, judge_fail_count: 1, invalid_score_count: 0, failed_samples: 1, generation_fail_count: 0 });
+    expect(job.results).toMatchObject({
+      aggregated_scores: { pass_percentage: 200 / 3 },
+      judge_fail_count: 1,
+      invalid_score_count: 0,
+      failed_samples: 1,
+      generation_fail_count: 0,
+    });
     const rows = await resultRows(job.results.result_file_id);
     expect(rows.map((r) => r.score ?? null)).toEqual([10, 6.67, 0, null]);
     expect(rows[3].judge_error).toMatch(/no reference/);
@@ -201,7 +257,10 @@ describe('compare', () => {
   ];
 
   test('the local judge, two passes (A first, then B first), reconciled; the result file has both passes', async () => {
-    const job = await evaluated({ type: 'compare', parameters: { judge: judge({ system_template: 'Which is better?' }), model_a: 'a', model_b: 'b', input_data_file_path: await input(rows) } });
+    const job = await evaluated({
+      type: 'compare',
+      parameters: { judge: judge({ system_template: 'Which is better?' }), model_a: 'a', model_b: 'b', input_data_file_path: await input(rows) },
+    });
     expect(job.results).toEqual({ A_wins: 1, B_wins: 1, Ties: 1, generation_fail_count: 0, judge_fail_count: 0, result_file_id: expect.any(String) });
     const out = await resultRows(job.results.result_file_id);
     expect(out[0]).toMatchObject({ response_a: rows[0]!.a, response_b: rows[0]!.b, winner: 'A', flipped_winner: 'A', final_winner: 'A' });
@@ -211,7 +270,16 @@ describe('compare', () => {
   });
 
   test('with disable_position_bias_correction one pass decides, and the file has no flipped fields', async () => {
-    const job = await evaluated({ type: 'compare', parameters: { judge: judge({ system_template: 'x' }), model_a: 'a', model_b: 'b', disable_position_bias_correction: true, input_data_file_path: await input(rows) } });
+    const job = await evaluated({
+      type: 'compare',
+      parameters: {
+        judge: judge({ system_template: 'x' }),
+        model_a: 'a',
+        model_b: 'b',
+        disable_position_bias_correction: true,
+        input_data_file_path: await input(rows),
+      },
+    });
     expect(job.results).toMatchObject({ A_wins: 1, B_wins: 1, Ties: 1 });
     const out = await resultRows(job.results.result_file_id);
     expect(Object.keys(out[0]).filter((k) => k.startsWith('flipped'))).toEqual([]);
@@ -223,7 +291,10 @@ describe('compare', () => {
     const file = await input(rows);
     const corrected = await evaluated({ type: 'compare', parameters: { judge: ext, model_a: 'a', model_b: 'b', input_data_file_path: file } });
     expect(corrected.results).toMatchObject({ A_wins: 0, B_wins: 0, Ties: 3, judge_fail_count: 0 });
-    const single = await evaluated({ type: 'compare', parameters: { judge: ext, model_a: 'a', model_b: 'b', disable_position_bias_correction: true, input_data_file_path: file } });
+    const single = await evaluated({
+      type: 'compare',
+      parameters: { judge: ext, model_a: 'a', model_b: 'b', disable_position_bias_correction: true, input_data_file_path: file },
+    });
     expect(single.results).toMatchObject({ A_wins: 3, B_wins: 0, Ties: 0 });
   });
 
@@ -246,7 +317,15 @@ describe('the judge elsewhere', () => {
     const job = await evaluated({
       type: 'classify',
       parameters: {
-        judge: judge({ model: 'gpt-judge', model_source: 'external', external_base_url: `${stub.url}/`, external_api_token: 'sk-external', num_workers: 3, max_tokens: 64, temperature: 0.7 }),
+        judge: judge({
+          model: 'gpt-judge',
+          model_source: 'external',
+          external_base_url: `${stub.url}/`,
+          external_api_token: 'sk-external',
+          num_workers: 3,
+          max_tokens: 64,
+          temperature: 0.7,
+        }),
         labels: ['correct', 'incorrect'],
         pass_labels: ['correct'],
         model_to_evaluate: 'response',
@@ -254,7 +333,12 @@ describe('the judge elsewhere', () => {
       },
     });
     stub.delayMs = 0;
-    expect(job.results).toMatchObject({ judge_fail_count: 0, invalid_label_count: 0, pass_percentage: 100 / 3, label_counts: JSON.stringify({ correct: 4, incorrect: 8 }) });
+    expect(job.results).toMatchObject({
+      judge_fail_count: 0,
+      invalid_label_count: 0,
+      pass_percentage: 100 / 3,
+      label_counts: JSON.stringify({ correct: 4, incorrect: 8 }),
+    });
     expect(stub.requests).toHaveLength(12);
     expect(stub.maxInFlight).toBe(3);
     const first = stub.requests.find((r) => r.body.messages.at(-1).content === 'a good answer')!;
@@ -274,7 +358,13 @@ describe('the judge elsewhere', () => {
     const file = await input([{ question: 'q', response: 'x' }]);
     const job = await evaluated({
       type: 'classify',
-      parameters: { judge: judge({ model: 'j', model_source: 'external', external_base_url: stub.url.replace('/v1', '/nowhere'), external_api_token: 't' }), labels: ['a', 'b'], pass_labels: ['a'], model_to_evaluate: 'response', input_data_file_path: file },
+      parameters: {
+        judge: judge({ model: 'j', model_source: 'external', external_base_url: stub.url.replace('/v1', '/nowhere'), external_api_token: 't' }),
+        labels: ['a', 'b'],
+        pass_labels: ['a'],
+        model_to_evaluate: 'response',
+        input_data_file_path: file,
+      },
     });
     expect(job.status).toBe('completed');
     expect(job.results).toMatchObject({ judge_fail_count: 1, pass_percentage: null });
@@ -287,30 +377,61 @@ describe('the judge elsewhere', () => {
     stub.maxInFlight = 0;
     stub.delayMs = 20;
     stub.answer = (body) => `Answer to ${body.messages.at(-1).content}`;
-    const gen = { model: 'gen-a', model_source: 'external', external_base_url: stub.url, external_api_token: 'g', num_workers: 2, max_tokens: 50, temperature: 0.3, system_template: 'You answer {{ topic }} questions.', input_template: 'Q: {{ question }}' };
+    const gen = {
+      model: 'gen-a',
+      model_source: 'external',
+      external_base_url: stub.url,
+      external_api_token: 'g',
+      num_workers: 2,
+      max_tokens: 50,
+      temperature: 0.3,
+      system_template: 'You answer {{ topic }} questions.',
+      input_template: 'Q: {{ question }}',
+    };
     const rows = Array.from({ length: 6 }, (_, i) => ({ topic: 'geo', question: `q${i}`, reference: `Answer to Q: q${i}` }));
     const file = await input(rows);
     // The local judge: A ("Answer to Q: q0", F1 1 against the reference) beats B (the bare question, F1 0.4).
-    const job = await evaluated({ type: 'compare', parameters: { judge: judge({ system_template: 'Compare.' }), model_a: gen, model_b: 'question', input_data_file_path: file } });
+    const job = await evaluated({
+      type: 'compare',
+      parameters: { judge: judge({ system_template: 'Compare.' }), model_a: gen, model_b: 'question', input_data_file_path: file },
+    });
     stub.delayMs = 0;
     expect(job.results).toMatchObject({ A_wins: 6, B_wins: 0, Ties: 0, generation_fail_count: 0, judge_fail_count: 0 });
     expect(stub.requests).toHaveLength(6);
     expect(stub.maxInFlight).toBe(2);
     expect(stub.requests.find((r) => r.body.messages.at(-1).content === 'Q: q0')).toEqual({
       auth: 'Bearer g',
-      body: { model: 'gen-a', max_tokens: 50, temperature: 0.3, stream: false, messages: [{ role: 'system', content: 'You answer geo questions.' }, { role: 'user', content: 'Q: q0' }] },
+      body: {
+        model: 'gen-a',
+        max_tokens: 50,
+        temperature: 0.3,
+        stream: false,
+        messages: [
+          { role: 'system', content: 'You answer geo questions.' },
+          { role: 'user', content: 'Q: q0' },
+        ],
+      },
     });
     const broken = { ...gen, external_base_url: stub.url.replace('/v1', '/nowhere') };
-    const failed = await evaluated({ type: 'compare', parameters: { judge: judge({ system_template: 'Compare.' }), model_a: gen, model_b: broken, input_data_file_path: file } });
+    const failed = await evaluated({
+      type: 'compare',
+      parameters: { judge: judge({ system_template: 'Compare.' }), model_a: gen, model_b: broken, input_data_file_path: file },
+    });
     expect(failed.results).toMatchObject({ A_wins: 0, B_wins: 0, Ties: 0, generation_fail_count: 6, judge_fail_count: 0 });
-    expect((await resultRows(failed.results.result_file_id))[0]).toMatchObject({ generation_error_a: null, generation_error_b: expect.stringMatching(/upstream/i) });
+    expect((await resultRows(failed.results.result_file_id))[0]).toMatchObject({
+      generation_error_a: null,
+      generation_error_b: expect.stringMatching(/upstream/i),
+    });
   });
 
   test('a serverless judge the engine routes send upstream is called there, with the route key', async () => {
     stub.requests.length = 0;
     stub.answer = () => '{"score": 4}';
     const file = await input([{ question: 'q', response: 'r' }]);
-    const job = await evaluated({ type: 'score', parameters: { judge: judge({ model: ROUTED }), min_score: 1, max_score: 5, pass_threshold: 3, model_to_evaluate: 'response', input_data_file_path: file } });
+    const job = await evaluated({
+      type: 'score',
+      parameters: { judge: judge({ model: ROUTED }), min_score: 1, max_score: 5, pass_threshold: 3, model_to_evaluate: 'response', input_data_file_path: file },
+    });
     expect(job.status_updates.at(-1).message).toBe('Evaluated 1 rows with the upstream judge.');
     expect(job.results.aggregated_scores).toEqual({ mean_score: 4, std_score: 0, pass_percentage: 100 });
     expect(stub.requests[0]).toMatchObject({ auth: 'Bearer routed-key', body: { model: ROUTED } });
@@ -333,7 +454,7 @@ describe('an external judge that is a second instance of this server', () => {
     rmSync(dataDir, { recursive: true, force: true });
   });
 
-  test("its local chat engine answers each row; the one label its answer names is the verdict", async () => {
+  test('its local chat engine answers each row; the one label its answer names is the verdict', async () => {
     const file = await input([
       { question: 'q1', response: 'correct' },
       { question: 'q2', response: 'incorrect' },
@@ -342,7 +463,13 @@ describe('an external judge that is a second instance of this server', () => {
     const job = await evaluated({
       type: 'classify',
       parameters: {
-        judge: judge({ model: JUDGE, model_source: 'external', external_base_url: `${judgeServer.url}/v1`, external_api_token: judgeServer.key, num_workers: 2 }),
+        judge: judge({
+          model: JUDGE,
+          model_source: 'external',
+          external_base_url: `${judgeServer.url}/v1`,
+          external_api_token: judgeServer.key,
+          num_workers: 2,
+        }),
         labels: ['correct', 'incorrect'],
         pass_labels: ['correct'],
         model_to_evaluate: 'response',
@@ -371,7 +498,10 @@ describe('an external judge that is a second instance of this server', () => {
 });
 
 describe('what the input gets wrong ends the job user_error', () => {
-  const classify = (file: string, extra: object = {}) => ({ type: 'classify', parameters: { judge: judge(), labels: ['yes', 'no'], pass_labels: ['yes'], model_to_evaluate: 'response', input_data_file_path: file, ...extra } });
+  const classify = (file: string, extra: object = {}) => ({
+    type: 'classify',
+    parameters: { judge: judge(), labels: ['yes', 'no'], pass_labels: ['yes'], model_to_evaluate: 'response', input_data_file_path: file, ...extra },
+  });
   test.each([
     ['a line that is not JSON', '{"question": "q", "response": "yes"}\nnot json\n', /Line 2 of the input file is not JSON/],
     ['a line that is not an object', '[1, 2]\n', /Line 1 of the input file is not a JSON object/],
@@ -391,7 +521,10 @@ describe('what the input gets wrong ends the job user_error', () => {
     const res = await create(classify(file));
     await t.services.db.write((tx) => tx.file.delete({ where: { id: file } }));
     await t.advance(0);
-    expect((await status(res.body.workflow_id)).body).toEqual({ status: 'user_error', results: { error: `The input file '${file}' does not exist (any more) in this project.` } });
+    expect((await status(res.body.workflow_id)).body).toEqual({
+      status: 'user_error',
+      results: { error: `The input file '${file}' does not exist (any more) in this project.` },
+    });
   });
 });
 
@@ -420,33 +553,61 @@ describe('the request rules: 400 naming the field, nothing created', () => {
 
   test.each([
     ['a judge that is not a serverless judge model', { model: 'Qwen/Qwen2.5-7B-Instruct' }, 'parameters.judge.model', 'model_not_available'],
-    ['a dedicated judge that is no endpoint of the project', { model_source: 'dedicated', model: 'nobody/none' }, 'parameters.judge.model', 'model_not_available'],
+    [
+      'a dedicated judge that is no endpoint of the project',
+      { model_source: 'dedicated', model: 'nobody/none' },
+      'parameters.judge.model',
+      'model_not_available',
+    ],
     ['external without a base URL', { model_source: 'external', external_api_token: 't' }, 'parameters.judge.external_base_url', 'required'],
-    ['external with a base URL that is not http(s)', { model_source: 'external', external_base_url: 'ftp://x', external_api_token: 't' }, 'parameters.judge.external_base_url', 'invalid_value'],
+    [
+      'external with a base URL that is not http(s)',
+      { model_source: 'external', external_base_url: 'ftp://x', external_api_token: 't' },
+      'parameters.judge.external_base_url',
+      'invalid_value',
+    ],
     ['external without a token', { model_source: 'external', external_base_url: 'http://127.0.0.1:9/v1' }, 'parameters.judge.external_api_token', 'required'],
     ['a malformed template', { system_template: 'Judge {{ question ' }, 'parameters.judge.system_template', 'invalid_template'],
     ['a temperature above 2 (schema)', { temperature: 2.5 }, 'parameters.judge.temperature', 'maximum'],
     ['num_workers 0 (schema)', { num_workers: 0 }, 'parameters.judge.num_workers', 'minimum'],
   ])('%s', async (_name, judgeFields, param, code) => {
-    expectError(await create({ type: 'classify', parameters: { ...base(), judge: judge(judgeFields), labels: ['yes', 'no'], pass_labels: ['yes'] } }), 400, { param, code });
+    expectError(await create({ type: 'classify', parameters: { ...base(), judge: judge(judgeFields), labels: ['yes', 'no'], pass_labels: ['yes'] } }), 400, {
+      param,
+      code,
+    });
   });
 
   test('a model to evaluate: its templates and its model are checked too', async () => {
     const model = { model: JUDGE, model_source: 'serverless', max_tokens: 10, temperature: 0, system_template: 's', input_template: '{% if %}' };
-    expectError(await create({ type: 'score', parameters: { ...base(), min_score: 0, max_score: 1, pass_threshold: 1, model_to_evaluate: model } }), 400, { param: 'parameters.model_to_evaluate.input_template', code: 'invalid_template' });
+    expectError(await create({ type: 'score', parameters: { ...base(), min_score: 0, max_score: 1, pass_threshold: 1, model_to_evaluate: model } }), 400, {
+      param: 'parameters.model_to_evaluate.input_template',
+      code: 'invalid_template',
+    });
     const unknown = { ...model, input_template: '{{ question }}', model: 'nobody/nothing' };
-    expectError(await create({ type: 'compare', parameters: { ...base(), model_a: 'a', model_b: unknown } }), 400, { param: 'parameters.model_b.model', code: 'model_not_available' });
+    expectError(await create({ type: 'compare', parameters: { ...base(), model_a: 'a', model_b: unknown } }), 400, {
+      param: 'parameters.model_b.model',
+      code: 'model_not_available',
+    });
   });
 
   test("an input file that does not exist, or is another project's", async () => {
-    expectError(await create({ type: 'classify', parameters: { ...base(), labels: ['yes', 'no'], pass_labels: ['yes'], input_data_file_path: 'file-nope' } }), 400, { param: 'parameters.input_data_file_path', code: 'file_not_found' });
+    expectError(
+      await create({ type: 'classify', parameters: { ...base(), labels: ['yes', 'no'], pass_labels: ['yes'], input_data_file_path: 'file-nope' } }),
+      400,
+      { param: 'parameters.input_data_file_path', code: 'file_not_found' },
+    );
     const theirs = await input([{ a: 1 }], t.other);
-    expectError(await create({ type: 'classify', parameters: { ...base(), labels: ['yes', 'no'], pass_labels: ['yes'], input_data_file_path: theirs } }), 400, { param: 'parameters.input_data_file_path', code: 'file_not_found' });
+    expectError(await create({ type: 'classify', parameters: { ...base(), labels: ['yes', 'no'], pass_labels: ['yes'], input_data_file_path: theirs } }), 400, {
+      param: 'parameters.input_data_file_path',
+      code: 'file_not_found',
+    });
   });
 
   test('an unknown type, or an unknown field (schema)', async () => {
     expectError(await create({ type: 'rank', parameters: base() }), 400, { param: 'type' });
-    expectError(await create({ type: 'classify', parameters: { ...base(), labels: ['a', 'b'], pass_labels: ['a'], extra: 1 } }), 400, { param: 'parameters.extra' });
+    expectError(await create({ type: 'classify', parameters: { ...base(), labels: ['a', 'b'], pass_labels: ['a'], extra: 1 } }), 400, {
+      param: 'parameters.extra',
+    });
   });
 });
 
@@ -457,7 +618,17 @@ describe('lists, the model list, and scoping', () => {
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) {
       t.clock.advance(1000);
-      ids.push((await create({ type: 'classify', parameters: { judge: judge(), labels: ['yes', 'no'], pass_labels: ['yes'], model_to_evaluate: 'response', input_data_file_path: file } }, caller)).body.workflow_id);
+      ids.push(
+        (
+          await create(
+            {
+              type: 'classify',
+              parameters: { judge: judge(), labels: ['yes', 'no'], pass_labels: ['yes'], model_to_evaluate: 'response', input_data_file_path: file },
+            },
+            caller,
+          )
+        ).body.workflow_id,
+      );
     }
     const list = (q: string) => caller.http.get(`/v1/evaluation${q}`);
     expect((await list('')).body.map((j: any) => j.workflow_id)).toEqual([...ids].reverse());
@@ -492,7 +663,12 @@ describe('lists, the model list, and scoping', () => {
     expectError(await details('eval-nope'), 404, { param: 'id' });
     expectError(await status('eval-nope'), 404, { param: 'id' });
     const file = await input([{ question: 'q', response: 'yes' }]);
-    const id = (await create({ type: 'classify', parameters: { judge: judge(), labels: ['yes', 'no'], pass_labels: ['yes'], model_to_evaluate: 'response', input_data_file_path: file } })).body.workflow_id;
+    const id = (
+      await create({
+        type: 'classify',
+        parameters: { judge: judge(), labels: ['yes', 'no'], pass_labels: ['yes'], model_to_evaluate: 'response', input_data_file_path: file },
+      })
+    ).body.workflow_id;
     expectError(await t.other.http.get(`/v1/evaluation/${id}`), 404, { param: 'id' });
     expectError(await t.other.http.get(`/v1/evaluation/${id}/status`), 404, { param: 'id' });
   });
@@ -501,7 +677,10 @@ describe('lists, the model list, and scoping', () => {
 describe('durability', () => {
   test('a restart with jobs pending and queued: each finishes once', async () => {
     const file = await input([{ question: 'q', response: 'yes' }]);
-    const body = { type: 'classify', parameters: { judge: judge(), labels: ['yes', 'no'], pass_labels: ['yes'], model_to_evaluate: 'response', input_data_file_path: file } };
+    const body = {
+      type: 'classify',
+      parameters: { judge: judge(), labels: ['yes', 'no'], pass_labels: ['yes'], model_to_evaluate: 'response', input_data_file_path: file },
+    };
     const a = (await create(body)).body.workflow_id;
     await t.restart();
     const b = (await create(body)).body.workflow_id;
@@ -515,10 +694,17 @@ describe('durability', () => {
 
   test('an evaluation that keeps failing is given up: error, with the reason', async () => {
     const file = await input([{ question: 'q', response: 'yes' }]);
-    const id = (await create({ type: 'classify', parameters: { judge: judge(), labels: ['yes', 'no'], pass_labels: ['yes'], model_to_evaluate: 'response', input_data_file_path: file } })).body.workflow_id;
+    const id = (
+      await create({
+        type: 'classify',
+        parameters: { judge: judge(), labels: ['yes', 'no'], pass_labels: ['yes'], model_to_evaluate: 'response', input_data_file_path: file },
+      })
+    ).body.workflow_id;
     // Stored parameters no request could give (no labels) make every attempt throw: retried with backoff, then given up.
     const job = await t.services.db.prisma.evaluationJob.findUniqueOrThrow({ where: { id } });
-    await t.services.db.write((tx) => tx.evaluationJob.update({ where: { id }, data: { parameters: JSON.stringify({ ...JSON.parse(job.parameters), labels: null }) } }));
+    await t.services.db.write((tx) =>
+      tx.evaluationJob.update({ where: { id }, data: { parameters: JSON.stringify({ ...JSON.parse(job.parameters), labels: null }) } }),
+    );
     const broken = id;
     for (let i = 0; i < 12; i++) await t.advance(60_000);
     const failed = (await details(broken)).body;

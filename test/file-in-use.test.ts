@@ -11,7 +11,12 @@ import { startTestPlatform, type TestPlatform } from './support/platform.ts';
 
 const BASE = 'meta-llama/Meta-Llama-3.1-8B-Instruct-Reference';
 const JUDGE = 'meta-llama/Llama-3.3-70B-Instruct-Turbo';
-const CHAT_ROWS = Array.from({ length: 10 }, (_, i) => ({ messages: [{ role: 'user', content: `Question ${i}?` }, { role: 'assistant', content: `Answer ${i}.` }] }));
+const CHAT_ROWS = Array.from({ length: 10 }, (_, i) => ({
+  messages: [
+    { role: 'user', content: `Question ${i}?` },
+    { role: 'assistant', content: `Answer ${i}.` },
+  ],
+}));
 const EVAL_ROWS = [
   { question: 'Is the sky blue?', response: 'yes' },
   { question: 'Is fire cold?', response: 'no' },
@@ -28,7 +33,13 @@ const upload = (purpose: 'fine-tune' | 'eval', rows: unknown[] | string) => uplo
 const del = (id: string) => t.caller.http.delete(`/v1/files/${id}`);
 const classify = (file: string) => ({
   type: 'classify',
-  parameters: { judge: { model: JUDGE, model_source: 'serverless', system_template: 'Judge: {{ question }}' }, labels: ['yes', 'no'], pass_labels: ['yes'], model_to_evaluate: 'response', input_data_file_path: file },
+  parameters: {
+    judge: { model: JUDGE, model_source: 'serverless', system_template: 'Judge: {{ question }}' },
+    labels: ['yes', 'no'],
+    pass_labels: ['yes'],
+    model_to_evaluate: 'response',
+    input_data_file_path: file,
+  },
 });
 
 /** Answers the refusal after checking it is the 409 envelope and that the file is still there. */

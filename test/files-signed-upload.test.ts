@@ -2,7 +2,7 @@
 // URL of this server and the file id; the bytes are PUT there without a key, the URL's signature authorising them;
 // the file is then validated as a multipart upload is. Driven with plain fetch exactly as the SDK sends it, and with
 // the SDK itself (whose PUT, in 0.52.0, fails on Node 18+ before a byte leaves).
-import { mkdtempSync, readdirSync, existsSync, writeFileSync, createReadStream, statSync } from 'node:fs';
+import { createReadStream, existsSync, mkdtempSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,7 +10,7 @@ import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { findFile } from '../server/modules/files/index.ts';
 import { expectError } from './support/expect.ts';
-import { startTestPlatform, type Caller, type TestPlatform } from './support/platform.ts';
+import { type Caller, startTestPlatform, type TestPlatform } from './support/platform.ts';
 
 let t: TestPlatform;
 beforeAll(async () => {
@@ -19,7 +19,13 @@ beforeAll(async () => {
 afterAll(() => t?.close());
 
 const HOUR = 3_600_000;
-const chat = (user: string, assistant: string) => JSON.stringify({ messages: [{ role: 'user', content: user }, { role: 'assistant', content: assistant }] });
+const chat = (user: string, assistant: string) =>
+  JSON.stringify({
+    messages: [
+      { role: 'user', content: user },
+      { role: 'assistant', content: assistant },
+    ],
+  });
 const dataset = `${chat('Hello', 'Hi there!')}\n${chat('2+2?', '4')}\n`;
 
 /** The SDK's first request: form fields in both the query and the body, redirect not followed. */
@@ -66,7 +72,16 @@ describe('the flow, with plain fetch as the SDK sends it', () => {
     expect(url).toMatch(new RegExp(`^${t.url}/v1/files/${id}/content\\?expires=\\d+&signature=[\\w-]+$`));
     expect(Number(new URL(url).searchParams.get('expires'))).toBe(Math.floor((t.clock.now() + HOUR) / 1000));
     const created = await res.json();
-    expect(created).toMatchObject({ id, object: 'file', filename: 'data.jsonl', purpose: 'fine-tune', FileType: 'jsonl', bytes: 0, Processed: false, processing_status: 'PENDING' });
+    expect(created).toMatchObject({
+      id,
+      object: 'file',
+      filename: 'data.jsonl',
+      purpose: 'fine-tune',
+      FileType: 'jsonl',
+      bytes: 0,
+      Processed: false,
+      processing_status: 'PENDING',
+    });
 
     // Awaiting its bytes: shown (PENDING, 0 bytes), not listed, no content, absent to the other modules.
     expect((await get(id)).body).toEqual(created);
@@ -117,10 +132,12 @@ describe('the flow, with plain fetch as the SDK sends it', () => {
     const inQuery = await t.caller.http.post('/v1/files').query({ purpose: 'eval', file_name: 'q.jsonl' });
     expect(inQuery.status).toBe(302);
     expect(inQuery.headers.location).toContain(`/v1/files/${inQuery.body.id}/content?`);
-    expectError(await t.caller.http.post('/v1/files?purpose=eval').type('form').send({ purpose: 'fine-tune', file_name: 'x.jsonl' }), 400, { param: 'purpose' });
+    expectError(await t.caller.http.post('/v1/files?purpose=eval').type('form').send({ purpose: 'fine-tune', file_name: 'x.jsonl' }), 400, {
+      param: 'purpose',
+    });
   });
 
-  test('the multipart upload\'s validation: purpose, file_type, file_name, and a key', async () => {
+  test("the multipart upload's validation: purpose, file_type, file_name, and a key", async () => {
     const bad = async (fields: Record<string, string>, param: string, code?: string) => {
       const res = await start(fields);
       expect(res.status).toBe(400);
@@ -156,12 +173,34 @@ describe('the upload URL', () => {
       expectError(await put(bad, dataset), 403, { code: 'invalid_signature', param: 'signature' });
     }
     // Refused before the body is read, which is discarded: a large one still gets its answer.
-    expectError(await put(variant((p) => p.set('signature', 'x')), Buffer.alloc(8 * 1024 * 1024, 'z')), 403, { code: 'invalid_signature' });
+    expectError(
+      await put(
+        variant((p) => p.set('signature', 'x')),
+        Buffer.alloc(8 * 1024 * 1024, 'z'),
+      ),
+      403,
+      { code: 'invalid_signature' },
+    );
     // Another file's id under this URL's signature.
     const other = await begin();
-    expectError(await put(variant(() => {}, `/v1/files/${other.id}/content`), dataset), 403, { code: 'invalid_signature' });
+    expectError(
+      await put(
+        variant(() => {}, `/v1/files/${other.id}/content`),
+        dataset,
+      ),
+      403,
+      { code: 'invalid_signature' },
+    );
     // An API key is no substitute for the signature.
-    expectError(await put(variant((p) => p.delete('signature')), dataset, { Authorization: `Bearer ${t.caller.key}` }), 403, { code: 'invalid_signature' });
+    expectError(
+      await put(
+        variant((p) => p.delete('signature')),
+        dataset,
+        { Authorization: `Bearer ${t.caller.key}` },
+      ),
+      403,
+      { code: 'invalid_signature' },
+    );
     expect((await get(id)).body).toMatchObject({ processing_status: 'PENDING', bytes: 0 });
     expect(stored()).not.toContain(id);
     expect((await put(url, dataset)).status).toBe(200);
@@ -188,7 +227,7 @@ describe('the upload URL', () => {
     expect((await t.caller.http.get(`/v1/files/${id}/content`)).text).toBe(dataset);
   });
 
-  test('two PUTs at once: one stores its bytes, the other is 409, and the stored bytes are the winner\'s whole', async () => {
+  test("two PUTs at once: one stores its bytes, the other is 409, and the stored bytes are the winner's whole", async () => {
     const { url, id } = await begin();
     const one = `${chat('one', 'first')}\n`.repeat(200);
     const two = `${chat('two', 'second')}\n`.repeat(300);
@@ -233,7 +272,7 @@ describe('the upload URL', () => {
     expect(stored()).not.toContain(id);
   });
 
-  test("another project sees neither the pending file nor its content (404, as absent)", async () => {
+  test('another project sees neither the pending file nor its content (404, as absent)', async () => {
     const { id } = await begin();
     expectError(await get(id, t.other), 404, { code: 'not_found' });
     expectError(await t.other.http.get(`/v1/files/${id}/content`), 404);
@@ -294,7 +333,9 @@ describe('the official client (together-ai 0.52.0)', () => {
 
     // The POST went through (the file, named by the path the SDK sent, awaits its bytes); no byte arrived.
     const started = (await t.services.db.prisma.file.findMany({ where: { projectId: t.caller.identity.projectId } })).filter((f) => !before.has(f.id));
-    expect(started.map((f) => ({ filename: f.filename, status: f.status, bytes: Number(f.bytes) }))).toEqual([{ filename: path, status: 'UPLOADING', bytes: 0 }]);
+    expect(started.map((f) => ({ filename: f.filename, status: f.status, bytes: Number(f.bytes) }))).toEqual([
+      { filename: path, status: 'UPLOADING', bytes: 0 },
+    ]);
     expect(stored()).not.toContain(started[0]!.id);
     // Its upload URL takes the same file with duplex set: what a fixed SDK will send.
     const location = (await t.caller.http.post('/v1/files').query({ purpose: 'fine-tune', file_name: path, file_type: 'jsonl' })).headers.location;

@@ -16,7 +16,7 @@ beforeAll(async () => {
 });
 afterAll(() => t?.close());
 
-const jsonl = (...rows: unknown[]) => rows.map((r) => (typeof r === 'string' ? r : JSON.stringify(r))).join('\n') + '\n';
+const jsonl = (...rows: unknown[]) => `${rows.map((r) => (typeof r === 'string' ? r : JSON.stringify(r))).join('\n')}\n`;
 
 function upload(content: Buffer | string, fields: Record<string, string> = {}, platform = t) {
   let req = platform.caller.http.post('/v1/files/upload');
@@ -44,14 +44,27 @@ async function settles<T>(read: () => T, want: T) {
   expect(read()).toEqual(want);
 }
 
-const chat = (user: string, assistant: string) => ({ messages: [{ role: 'user', content: user }, { role: 'assistant', content: assistant }] });
+const chat = (user: string, assistant: string) => ({
+  messages: [
+    { role: 'user', content: user },
+    { role: 'assistant', content: assistant },
+  ],
+});
 
 describe('upload, then validation on the runner', () => {
   test('a conversation dataset: PENDING at upload, then COMPLETED with its report (format, samples, tokens)', async () => {
     const content = jsonl(chat('Hello', 'Hi there!'), { messages: [{ role: 'system', content: 'Be brief.' }, ...chat('2+2?', '4').messages] });
     const res = await upload(content);
     expect(res.status, JSON.stringify(res.body)).toBe(200);
-    expect(res.body).toMatchObject({ object: 'file', filename: 'data.jsonl', purpose: 'fine-tune', FileType: 'jsonl', bytes: Buffer.byteLength(content), Processed: false, processing_status: 'PENDING' });
+    expect(res.body).toMatchObject({
+      object: 'file',
+      filename: 'data.jsonl',
+      purpose: 'fine-tune',
+      FileType: 'jsonl',
+      bytes: Buffer.byteLength(content),
+      Processed: false,
+      processing_status: 'PENDING',
+    });
     expect(res.body.id).toMatch(/^file-[0-9a-z]{26}$/);
     expect(res.body.validation_report).toBeUndefined();
     expect(stored()).toContain(res.body.id);
@@ -76,14 +89,30 @@ describe('upload, then validation on the runner', () => {
 
   test('instruction, plain text and preference datasets are valid; blank lines are skipped', async () => {
     const instruction = await validated(jsonl({ prompt: 'Q: 1+1?', completion: ' 2' }, '', { prompt: 'Q: 2+2?', completion: ' 4' }));
-    expect(instruction.validation_report).toMatchObject({ valid: true, dataset_format: 'INSTRUCTION', nlines: 2, token_count: countTokens('Q: 1+1? 2') + countTokens('Q: 2+2? 4') });
+    expect(instruction.validation_report).toMatchObject({
+      valid: true,
+      dataset_format: 'INSTRUCTION',
+      nlines: 2,
+      token_count: countTokens('Q: 1+1? 2') + countTokens('Q: 2+2? 4'),
+    });
     const text = await validated(jsonl({ text: 'Once upon a time.' }));
     expect(text.validation_report).toMatchObject({ valid: true, dataset_format: 'GENERAL', nlines: 1 });
     const preference = await validated(
-      jsonl({ input: { messages: [{ role: 'user', content: 'Hi' }] }, preferred_output: [{ role: 'assistant', content: 'Hello!' }], non_preferred_output: [{ role: 'assistant', content: 'Go away.' }] }),
+      jsonl({
+        input: { messages: [{ role: 'user', content: 'Hi' }] },
+        preferred_output: [{ role: 'assistant', content: 'Hello!' }],
+        non_preferred_output: [{ role: 'assistant', content: 'Go away.' }],
+      }),
     );
     expect(preference.validation_report).toMatchObject({ valid: true, dataset_format: 'PREFERENCE' });
-    const weighted = await validated(jsonl({ messages: [{ role: 'user', content: 'a', weight: 0 }, { role: 'assistant', content: 'b', weight: 1 }] }));
+    const weighted = await validated(
+      jsonl({
+        messages: [
+          { role: 'user', content: 'a', weight: 0 },
+          { role: 'assistant', content: 'b', weight: 1 },
+        ],
+      }),
+    );
     expect(weighted.validation_report).toMatchObject({ valid: true, dataset_has_message_weights: true });
   });
 
@@ -92,16 +121,31 @@ describe('upload, then validation on the runner', () => {
       jsonl(
         chat('ok', 'fine'),
         '{"messages": [',
-        { messages: [{ role: 'user', content: 'a' }, { role: 'user', content: 'b' }] },
+        {
+          messages: [
+            { role: 'user', content: 'a' },
+            { role: 'user', content: 'b' },
+          ],
+        },
         { messages: [{ role: 'user', content: 'no answer' }] },
-        { messages: [{ role: 'robot', content: 'x' }, { role: 'assistant', content: 'y' }] },
+        {
+          messages: [
+            { role: 'robot', content: 'x' },
+            { role: 'assistant', content: 'y' },
+          ],
+        },
         { messages: 'not a list' },
         { prompt: 'only a prompt' },
         { text: 5 },
         { foo: 'bar' },
         [1, 2],
         { text: 'a plain text line among conversations' },
-        { messages: [{ role: 'user', content: 'a', weight: 2 }, { role: 'assistant', content: 'b' }] },
+        {
+          messages: [
+            { role: 'user', content: 'a', weight: 2 },
+            { role: 'assistant', content: 'b' },
+          ],
+        },
         chat('also', 'fine'),
       ),
     );
@@ -133,15 +177,39 @@ describe('upload, then validation on the runner', () => {
   });
 
   test('parquet: pre-tokenized rows are valid (tokens counted from input_ids); a bad row or column is named', async () => {
-    const ok = await validated(listParquet([[1, 2, 3], [4, 5]], [[1, 1, 1], [1, 1]]), { file_type: 'parquet', file_name: 'data.parquet' });
+    const ok = await validated(
+      listParquet(
+        [
+          [1, 2, 3],
+          [4, 5],
+        ],
+        [
+          [1, 1, 1],
+          [1, 1],
+        ],
+      ),
+      { file_type: 'parquet', file_name: 'data.parquet' },
+    );
     expect(ok.processing_status, JSON.stringify(ok.validation_report)).toBe('COMPLETED');
     expect(ok.validation_report).toMatchObject({ valid: true, dataset_format: 'TOKENIZED', nlines: 2, token_count: 5 });
 
-    const badRow = await validated(listParquet([[1, 2, 3], [4, 5]], [[1, 1, 1], [1]]), { file_type: 'parquet', file_name: 'bad.parquet' });
+    const badRow = await validated(
+      listParquet(
+        [
+          [1, 2, 3],
+          [4, 5],
+        ],
+        [[1, 1, 1], [1]],
+      ),
+      { file_type: 'parquet', file_name: 'bad.parquet' },
+    );
     expect(badRow.processing_status).toBe('INVALID_FORMAT');
     expect(badRow.validation_report.line_errors).toEqual([{ line: 2, reason: '`attention_mask` must be a list of integers as long as `input_ids` (2).' }]);
 
-    const extra = await validated(Buffer.from(parquetWriteBuffer({ columnData: [{ name: 'text', data: ['hello'], type: 'STRING' }] })), { file_type: 'parquet', file_name: 'text.parquet' });
+    const extra = await validated(Buffer.from(parquetWriteBuffer({ columnData: [{ name: 'text', data: ['hello'], type: 'STRING' }] })), {
+      file_type: 'parquet',
+      file_name: 'text.parquet',
+    });
     expect(extra.processing_status).toBe('INVALID_FORMAT');
     expect(extra.validation_report.line_errors[0]).toEqual({ line: 0, reason: 'a parquet dataset needs an `input_ids` column (pre-tokenized rows).' });
 
@@ -182,7 +250,9 @@ describe('refused uploads: 4xx naming the field, nothing kept', () => {
 
   test('missing or wrong fields: 400 naming them', async () => {
     expectError(await t.caller.http.post('/v1/files/upload').field('purpose', 'fine-tune').field('file_name', 'x.jsonl'), 400, { param: 'file' });
-    expectError(await t.caller.http.post('/v1/files/upload').field('file_name', 'x.jsonl').attach('file', Buffer.from('{}'), 'x.jsonl'), 400, { param: 'purpose' });
+    expectError(await t.caller.http.post('/v1/files/upload').field('file_name', 'x.jsonl').attach('file', Buffer.from('{}'), 'x.jsonl'), 400, {
+      param: 'purpose',
+    });
     expectError(await upload('{}', { purpose: 'training' }), 400, { param: 'purpose' });
     expectError(await upload('{}', { file_type: 'txt' }), 400, { param: 'file_type' });
     expectError(await upload('{}', { file_name: '' }), 400, { param: 'file_name' });

@@ -17,7 +17,12 @@ let t: TestPlatform;
 let train: string;
 let validation: string;
 
-const chat = (i: number, extra = '') => ({ messages: [{ role: 'user', content: `Question number ${i}?${extra}` }, { role: 'assistant', content: `Answer ${i}.` }] });
+const chat = (i: number, extra = '') => ({
+  messages: [
+    { role: 'user', content: `Question number ${i}?${extra}` },
+    { role: 'assistant', content: `Answer ${i}.` },
+  ],
+});
 
 const upload = (rows: unknown[]) => uploadFile(t.caller, 'fine-tune', rows);
 
@@ -53,7 +58,11 @@ interface Member {
 /** Reads a ustar archive by the format's rules (every header's checksum and magic checked, the two zero blocks at the end). */
 function untar(buf: Buffer): Member[] {
   expect(buf.length % 512).toBe(0);
-  const field = (h: Buffer, at: number, len: number) => h.subarray(at, at + len).toString('latin1').replace(/\0.*$/s, '');
+  const field = (h: Buffer, at: number, len: number) =>
+    h
+      .subarray(at, at + len)
+      .toString('latin1')
+      .replace(/\0.*$/s, '');
   const members: Member[] = [];
   let at = 0;
   for (;;) {
@@ -65,7 +74,12 @@ function untar(buf: Buffer): Member[] {
     expect(h.subarray(257, 263).toString('latin1')).toBe('ustar\0');
     expect(field(h, 156, 1)).toBe('0');
     const size = parseInt(field(h, 124, 12), 8);
-    members.push({ name: field(h, 0, 100), mode: parseInt(field(h, 100, 8), 8), mtime: parseInt(field(h, 136, 12), 8), content: buf.subarray(at + 512, at + 512 + size) });
+    members.push({
+      name: field(h, 0, 100),
+      mode: parseInt(field(h, 100, 8), 8),
+      mtime: parseInt(field(h, 136, 12), 8),
+      content: buf.subarray(at + 512, at + 512 + size),
+    });
     at += 512 + Math.ceil(size / 512) * 512;
   }
   expect(buf.subarray(at).length).toBe(1024);
@@ -74,7 +88,11 @@ function untar(buf: Buffer): Member[] {
 }
 
 const byName = (members: Member[]) => Object.fromEntries(members.map((m) => [m.name, m.content.toString('utf8')]));
-const jsonl = (text: string) => text.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+const jsonl = (text: string) =>
+  text
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l));
 
 beforeAll(async () => {
   t = await startTestPlatform();
@@ -94,7 +112,11 @@ describe('a LoRA job: 20 samples, batches of 8, 2 epochs (6 steps), checkpoints 
     details = (await t.caller.http.get(`/v1/fine-tunes/${id}`)).body;
     expect(metrics).toHaveLength(6);
     const steps = (await t.caller.http.get(`/v1/fine-tunes/${id}/checkpoints`)).body.data.map((c: any) => [c.step, c.checkpoint_type]);
-    expect(steps).toEqual([[6, 'Final'], [4, 'Intermediate'], [2, 'Intermediate']]);
+    expect(steps).toEqual([
+      [6, 'Final'],
+      [4, 'Intermediate'],
+      [2, 'Intermediate'],
+    ]);
   });
 
   test('the final model by default: merged, a tar of README, training args, the checkpoint and every metric', async () => {
@@ -112,7 +134,28 @@ describe('a LoRA job: 20 samples, batches of 8, 2 epochs (6 steps), checkpoints 
     expect(files['README.txt']).not.toMatch(/https?:\/\//);
 
     const args = JSON.parse(files['training_args.json']!);
-    for (const k of ['model', 'training_file', 'validation_file', 'n_epochs', 'n_checkpoints', 'n_evals', 'batch_size', 'max_seq_length', 'packing', 'learning_rate', 'lr_scheduler', 'warmup_ratio', 'max_grad_norm', 'weight_decay', 'random_seed', 'training_type', 'training_method', 'train_on_inputs', 'early_stopping_enabled', 'suffix']) {
+    for (const k of [
+      'model',
+      'training_file',
+      'validation_file',
+      'n_epochs',
+      'n_checkpoints',
+      'n_evals',
+      'batch_size',
+      'max_seq_length',
+      'packing',
+      'learning_rate',
+      'lr_scheduler',
+      'warmup_ratio',
+      'max_grad_norm',
+      'weight_decay',
+      'random_seed',
+      'training_type',
+      'training_method',
+      'train_on_inputs',
+      'early_stopping_enabled',
+      'suffix',
+    ]) {
       expect(args[k], k).toEqual(details[k]);
     }
     expect(args).toMatchObject({ n_epochs: 2, batch_size: 8, learning_rate: 2e-5, training_type: { type: 'Lora', lora_r: 8, lora_alpha: 16 } });
@@ -156,7 +199,17 @@ describe('a LoRA job: 20 samples, batches of 8, 2 epochs (6 steps), checkpoints 
     const files = byName(untar(res.body));
     expect(files['README.txt']).toContain('intermediate checkpoint at step 2');
     expect(files['README.txt']).toContain("the LoRA adapter's weights");
-    expect(JSON.parse(files['checkpoint.json']!)).toMatchObject({ step: 2, checkpoint_type: 'Intermediate', checkpoint: 'adapter', kind: 'adapter', path: `${id}:2`, train_loss: metrics[1]!['train/loss'], eval_loss: null, eval_step: null, weights: false });
+    expect(JSON.parse(files['checkpoint.json']!)).toMatchObject({
+      step: 2,
+      checkpoint_type: 'Intermediate',
+      checkpoint: 'adapter',
+      kind: 'adapter',
+      path: `${id}:2`,
+      train_loss: metrics[1]!['train/loss'],
+      eval_loss: null,
+      eval_step: null,
+      weights: false,
+    });
     expect(jsonl(files['metrics.jsonl']!)).toEqual(metrics.slice(0, 2));
   });
 
@@ -165,7 +218,14 @@ describe('a LoRA job: 20 samples, batches of 8, 2 epochs (6 steps), checkpoints 
     expect(res.headers['content-disposition']).toBe(`attachment; filename=${id}-4-model_output_path.tar`);
     const files = byName(untar(res.body));
     expect(metrics[2]!['eval/loss']).toBeDefined();
-    expect(JSON.parse(files['checkpoint.json']!)).toMatchObject({ step: 4, checkpoint_type: 'Intermediate', checkpoint: 'model_output_path', train_loss: metrics[3]!['train/loss'], eval_loss: metrics[2]!['eval/loss'], eval_step: 3 });
+    expect(JSON.parse(files['checkpoint.json']!)).toMatchObject({
+      step: 4,
+      checkpoint_type: 'Intermediate',
+      checkpoint: 'model_output_path',
+      train_loss: metrics[3]!['train/loss'],
+      eval_loss: metrics[2]!['eval/loss'],
+      eval_step: 3,
+    });
     expect(files['README.txt']).toContain("the LoRA adapter's weights");
     expect(jsonl(files['metrics.jsonl']!)).toEqual(metrics.slice(0, 4));
   });
@@ -224,7 +284,10 @@ describe('a LoRA job: 20 samples, batches of 8, 2 epochs (6 steps), checkpoints 
     expect(jsonl(files['metrics.jsonl']!)).toEqual(metrics);
     const step = await client.fineTuning.content({ ft_id: id, checkpoint_step: 4, checkpoint: 'adapter' });
     expect(JSON.parse(byName(untar(Buffer.from(await step.arrayBuffer())))['checkpoint.json']!)).toMatchObject({ step: 4, checkpoint: 'adapter' });
-    await expect(client.fineTuning.content({ ft_id: 'ft-absent' })).rejects.toMatchObject({ status: 404, error: { error: { param: 'ft_id', type: 'not_found_error' } } });
+    await expect(client.fineTuning.content({ ft_id: 'ft-absent' })).rejects.toMatchObject({
+      status: 404,
+      error: { error: { param: 'ft_id', type: 'not_found_error' } },
+    });
     await expect(client.fineTuning.content({ ft_id: id, checkpoint_step: 5 })).rejects.toBeInstanceOf(Together.NotFoundError);
   });
 });
@@ -241,7 +304,13 @@ describe('a full-training job', () => {
     expect(res.headers['content-disposition']).toBe(`attachment; filename=${id}-final-model_output_path.tar`);
     const files = byName(untar(res.body));
     expect(files['README.txt']).toContain('the weights of the fully trained model');
-    expect(JSON.parse(files['checkpoint.json']!)).toMatchObject({ step: 3, checkpoint_type: 'Final', checkpoint: 'model_output_path', kind: 'model', eval_loss: null });
+    expect(JSON.parse(files['checkpoint.json']!)).toMatchObject({
+      step: 3,
+      checkpoint_type: 'Final',
+      checkpoint: 'model_output_path',
+      kind: 'model',
+      eval_loss: null,
+    });
     expect(JSON.parse(files['training_args.json']!).training_type).toEqual({ type: 'Full' });
     const merged = await download({ ft_id: id, checkpoint: 'merged' });
     expect(merged.headers['content-disposition']).toBe(`attachment; filename=${id}-final-merged.tar`);
@@ -260,12 +329,24 @@ describe('early stopping: the final model is the best step, which an intermediat
       curveHook.override = undefined;
     }
     const checkpoints = (await t.caller.http.get(`/v1/fine-tunes/${id}/checkpoints`)).body.data.map((c: any) => [c.step, c.checkpoint_type]);
-    expect(checkpoints).toEqual([[8, 'Intermediate'], [6, 'Final'], [6, 'Intermediate'], [4, 'Intermediate'], [2, 'Intermediate']]);
+    expect(checkpoints).toEqual([
+      [8, 'Intermediate'],
+      [6, 'Final'],
+      [6, 'Intermediate'],
+      [4, 'Intermediate'],
+      [2, 'Intermediate'],
+    ]);
     const metrics = (await t.caller.http.get(`/v1/fine-tunes/${id}/metrics`)).body.metrics;
     expect(metrics).toHaveLength(10);
 
     const final = byName(untar((await download({ ft_id: id })).body));
-    expect(JSON.parse(final['checkpoint.json']!)).toMatchObject({ step: 6, checkpoint_type: 'Final', eval_loss: 1.5, eval_step: 6, train_loss: metrics[5]['train/loss'] });
+    expect(JSON.parse(final['checkpoint.json']!)).toMatchObject({
+      step: 6,
+      checkpoint_type: 'Final',
+      eval_loss: 1.5,
+      eval_step: 6,
+      train_loss: metrics[5]['train/loss'],
+    });
     expect(jsonl(final['metrics.jsonl']!)).toEqual(metrics.slice(0, 6));
     const six = await download({ ft_id: id, checkpoint_step: 6 });
     expect(JSON.parse(byName(untar(six.body))['checkpoint.json']!)).toMatchObject({ step: 6, checkpoint_type: 'Final' });

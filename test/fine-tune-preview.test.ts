@@ -32,7 +32,14 @@ const ok = async (body: Record<string, unknown>) => {
 
 describe('the loss mask of each format', () => {
   test('a conversation trains its assistant content only; its tokens, labels and span line up', async () => {
-    const file = await dataset([{ messages: [{ role: 'user', content: 'Hi there' }, { role: 'assistant', content: 'Hello!' }] }]);
+    const file = await dataset([
+      {
+        messages: [
+          { role: 'user', content: 'Hi there' },
+          { role: 'assistant', content: 'Hello!' },
+        ],
+      },
+    ]);
     const body = await ok({ training_file: file });
     expect(body).toMatchObject({ model: BASE, dataset_format: 'conversation', train_on_inputs: false, max_seq_length: expect.any(Number) });
     const [row] = body.rows;
@@ -74,7 +81,11 @@ describe('the loss mask of each format', () => {
     expect(ins.rows[0].trained_spans).toEqual([[p, p + encode(' cat').length]]);
     const gen = await ok({ training_file: await dataset([{ text: 'Plain words to learn.' }]) });
     expect(gen.dataset_format).toBe('general');
-    expect(gen.rows[0]).toMatchObject({ num_tokens: encode('Plain words to learn.').length, num_trained_tokens: encode('Plain words to learn.').length, trained_spans: [[0, encode('Plain words to learn.').length]] });
+    expect(gen.rows[0]).toMatchObject({
+      num_tokens: encode('Plain words to learn.').length,
+      num_trained_tokens: encode('Plain words to learn.').length,
+      trained_spans: [[0, encode('Plain words to learn.').length]],
+    });
   });
 });
 
@@ -108,7 +119,13 @@ test('refusals name the field, and nothing is written', async () => {
   await t.advance(0);
   expectError(await previewOf({ training_file: await dataset('not json') }), 400, { param: 'training_file', code: 'file_invalid' });
   expectError(await previewOf({ training_file: await dataset([{ text: 'e' }], 'eval') }), 400, { param: 'training_file', code: 'file_invalid' });
-  const dpo = await dataset([{ input: { messages: [{ role: 'user', content: 'q' }] }, preferred_output: [{ role: 'assistant', content: 'a' }], non_preferred_output: [{ role: 'assistant', content: 'b' }] }]);
+  const dpo = await dataset([
+    {
+      input: { messages: [{ role: 'user', content: 'q' }] },
+      preferred_output: [{ role: 'assistant', content: 'a' }],
+      non_preferred_output: [{ role: 'assistant', content: 'b' }],
+    },
+  ]);
   expectError(await previewOf({ training_file: dpo }), 400, { param: 'training_file', code: 'preview_not_available' });
   // Another project's file is absent to this one.
   const theirs = await uploadFile(t.other, 'fine-tune', [{ text: 'z' }]);
@@ -120,7 +137,14 @@ test('refusals name the field, and nothing is written', async () => {
 
 test('the official together-ai client previews a file', async () => {
   const client = new Together({ apiKey: t.caller.key, baseURL: `${t.url}/v1`, maxRetries: 0 });
-  const file = await dataset([{ messages: [{ role: 'user', content: 'Hi' }, { role: 'assistant', content: 'Hello!' }] }]);
+  const file = await dataset([
+    {
+      messages: [
+        { role: 'user', content: 'Hi' },
+        { role: 'assistant', content: 'Hello!' },
+      ],
+    },
+  ]);
   const body = await client.fineTuning.preview({ model: BASE, training_file: file, top_k: 1 });
   expect(body.rows[0]!.num_trained_tokens).toBe(encode('Hello!\n').length);
   expect(body.dataset_format).toBe('conversation');

@@ -20,7 +20,12 @@ afterEach(() => {
   curveHook.override = undefined;
 });
 
-const chat = (i: number, extra = '') => ({ messages: [{ role: 'user', content: `Question number ${i}?${extra}` }, { role: 'assistant', content: `Answer ${i}.` }] });
+const chat = (i: number, extra = '') => ({
+  messages: [
+    { role: 'user', content: `Question number ${i}?${extra}` },
+    { role: 'assistant', content: `Answer ${i}.` },
+  ],
+});
 const sampleTokens = (i: number, extra = '') => countTokens(`Question number ${i}?${extra}\nAnswer ${i}.`);
 
 async function uploadDataset(rows: unknown[], validate = true) {
@@ -43,7 +48,17 @@ const get = (id: string) => t.caller.http.get(`/v1/fine-tunes/${id}`);
 
 describe('a job runs through its states on the runner, from the real dataset', () => {
   test('pending -> queued -> running -> compressing -> uploading -> completed: tokens, price, checkpoints, events, metrics, the model', async () => {
-    const res = await create({ batch_size: 8, n_epochs: 2, n_checkpoints: 2, n_evals: 2, validation_file: validation, suffix: 'demo', wandb_project_name: 'p', wandb_name: 'run', wandb_api_key: 'secret' });
+    const res = await create({
+      batch_size: 8,
+      n_epochs: 2,
+      n_checkpoints: 2,
+      n_evals: 2,
+      validation_file: validation,
+      suffix: 'demo',
+      wandb_project_name: 'p',
+      wandb_name: 'run',
+      wandb_api_key: 'secret',
+    });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     const job = res.body;
     expect(job.id).toMatch(/^ft-[0-9a-z]{26}$/);
@@ -82,7 +97,13 @@ describe('a job runs through its states on the runner, from the real dataset', (
     const evalTokens = VALID.reduce((n, _, i) => n + sampleTokens(100 + i, ' (held out)'), 0);
     expect(done.token_count).toBe(2 * trainTokens + 2 * evalTokens);
     expect(done.total_price).toBe(Math.ceil((done.token_count * 0.48) / 1e4));
-    expect(done).toMatchObject({ epochs_completed: 2, trainingfile_numlines: 20, eval_steps: 3, model_output_path: job.model_output_name, progress: { estimate_available: true, seconds_remaining: 0 } });
+    expect(done).toMatchObject({
+      epochs_completed: 2,
+      trainingfile_numlines: 20,
+      eval_steps: 3,
+      model_output_path: job.model_output_name,
+      progress: { estimate_available: true, seconds_remaining: 0 },
+    });
     expect(done.events.map((e: { type: string }) => e.type)).toEqual([
       'job_pending',
       'training_data_download_complete',
@@ -110,14 +131,22 @@ describe('a job runs through its states on the runner, from the real dataset', (
 
     const metrics = (await t.caller.http.get(`/v1/fine-tunes/${job.id}/metrics`)).body.metrics;
     expect(metrics.map((m: any) => m['train/global_step'])).toEqual([1, 2, 3, 4, 5, 6]);
-    expect(metrics.map((m: any) => m['train/tokens'])).toEqual([0, 1, 2, 0, 1, 2].map((b) => TRAIN.slice(b * 8, b * 8 + 8).reduce((n, _, i) => n + sampleTokens(b * 8 + i), 0)));
+    expect(metrics.map((m: any) => m['train/tokens'])).toEqual(
+      [0, 1, 2, 0, 1, 2].map((b) => TRAIN.slice(b * 8, b * 8 + 8).reduce((n, _, i) => n + sampleTokens(b * 8 + i), 0)),
+    );
     expect(metrics.filter((m: any) => 'eval/loss' in m).map((m: any) => m['train/global_step'])).toEqual([3, 6]);
     expect(metrics[0]['train/loss']).toBeGreaterThan(metrics[5]['train/loss']);
     // Linear decay to 0, no warm-up.
     expect(metrics[0]['train/learning_rate']).toBeCloseTo(1e-5 * (1 - 1 / 6));
     expect(metrics[5]['train/learning_rate']).toBe(0);
-    expect((await t.caller.http.get(`/v1/fine-tunes/${job.id}/metrics`).query({ global_step_from: 2, global_step_to: 4 })).body.metrics.map((m: any) => m['train/global_step'])).toEqual([2, 3, 4]);
-    expect((await t.caller.http.get(`/v1/fine-tunes/${job.id}/metrics`).query({ resolution: 2 })).body.metrics.map((m: any) => m['train/global_step'])).toEqual([1, 3, 6]);
+    expect(
+      (await t.caller.http.get(`/v1/fine-tunes/${job.id}/metrics`).query({ global_step_from: 2, global_step_to: 4 })).body.metrics.map(
+        (m: any) => m['train/global_step'],
+      ),
+    ).toEqual([2, 3, 4]);
+    expect((await t.caller.http.get(`/v1/fine-tunes/${job.id}/metrics`).query({ resolution: 2 })).body.metrics.map((m: any) => m['train/global_step'])).toEqual(
+      [1, 3, 6],
+    );
     expectError(await t.caller.http.get(`/v1/fine-tunes/${job.id}/metrics`).query({ resolution: 0 }), 400, { param: 'resolution' });
 
     const model = await t.services.db.prisma.model.findFirst({ where: { projectId: t.caller.identity.projectId, name: job.model_output_name } });
@@ -134,7 +163,9 @@ describe('a job runs through its states on the runner, from the real dataset', (
     };
     const a = await run(train);
     expect(await run(train)).toEqual(a);
-    const longer = await uploadDataset(Array.from({ length: 20 }, (_, i) => chat(i, ' with a much longer question that has many more tokens in it than the others')));
+    const longer = await uploadDataset(
+      Array.from({ length: 20 }, (_, i) => chat(i, ' with a much longer question that has many more tokens in it than the others')),
+    );
     const b = await run(longer);
     expect(b).toHaveLength(a.length);
     expect(b[0]).toBeGreaterThan(a[0]);
@@ -186,7 +217,7 @@ describe('durability and the files a job reads', () => {
     expect(done.events.filter((e: { type: string }) => e.type === 'training_complete')).toHaveLength(1);
   });
 
-  test("a file a job has yet to read cannot be deleted (409 file_in_use); once the job has finished, it can", async () => {
+  test('a file a job has yet to read cannot be deleted (409 file_in_use); once the job has finished, it can', async () => {
     const file = await uploadDataset(TRAIN);
     const job = (await create({ training_file: file })).body;
     expectError(await t.caller.http.delete(`/v1/files/${file}`), 409, { code: 'file_in_use', param: 'id' });
@@ -261,7 +292,9 @@ describe('the request rules: 400 (or 404) naming the field, nothing created', ()
     expectError(await create({ training_file: 'file-nope' }), 404, { code: 'file_not_found', param: 'training_file' });
     expectError(await create({ validation_file: 'file-nope' }), 404, { code: 'file_not_found', param: 'validation_file' });
     expectError(await create({ from_checkpoint: 'ft-nope:3' }), 404, { param: 'from_checkpoint' });
-    const evalFile = (await t.caller.http.post('/v1/files/upload').field('purpose', 'eval').field('file_name', 'e.jsonl').attach('file', Buffer.from('{"text":"x"}'), 'e.jsonl')).body.id;
+    const evalFile = (
+      await t.caller.http.post('/v1/files/upload').field('purpose', 'eval').field('file_name', 'e.jsonl').attach('file', Buffer.from('{"text":"x"}'), 'e.jsonl')
+    ).body.id;
     expectError(await create({ training_file: evalFile }), 400, { code: 'wrong_purpose', param: 'training_file' });
   });
 });
@@ -270,10 +303,21 @@ describe('early stopping, exactly as 2.11 defines it', () => {
   test('enabling it needs a validation file and n_evals >= patience + warmup_evals + 1 (400 naming the field)', async () => {
     expectError(await create({ early_stopping_enabled: true, n_evals: 5 }), 400, { param: 'validation_file' });
     // Defaults: patience 2, warm-up 1: at least 4 evaluations.
-    expectError(await create({ early_stopping_enabled: true, validation_file: validation, n_evals: 3 }), 400, { code: 'early_stopping_needs_evals', param: 'n_evals' });
-    expectError(await create({ early_stopping_enabled: true, validation_file: validation, n_evals: 6, early_stopping_patience: 3, early_stopping_warmup_evals: 3 }), 400, { param: 'n_evals' });
-    expectError(await create({ early_stopping_enabled: true, validation_file: validation, n_evals: 6, early_stopping_patience: 0 }), 400, { param: 'early_stopping_patience' });
-    expectError(await create({ early_stopping_enabled: true, validation_file: validation, n_evals: 6, early_stopping_min_delta: -1 }), 400, { param: 'early_stopping_min_delta' });
+    expectError(await create({ early_stopping_enabled: true, validation_file: validation, n_evals: 3 }), 400, {
+      code: 'early_stopping_needs_evals',
+      param: 'n_evals',
+    });
+    expectError(
+      await create({ early_stopping_enabled: true, validation_file: validation, n_evals: 6, early_stopping_patience: 3, early_stopping_warmup_evals: 3 }),
+      400,
+      { param: 'n_evals' },
+    );
+    expectError(await create({ early_stopping_enabled: true, validation_file: validation, n_evals: 6, early_stopping_patience: 0 }), 400, {
+      param: 'early_stopping_patience',
+    });
+    expectError(await create({ early_stopping_enabled: true, validation_file: validation, n_evals: 6, early_stopping_min_delta: -1 }), 400, {
+      param: 'early_stopping_min_delta',
+    });
     const ok = await create({ early_stopping_enabled: true, validation_file: validation, n_evals: 4 });
     expect(ok.status, JSON.stringify(ok.body)).toBe(200);
     expect(ok.body).toMatchObject({ early_stopping_enabled: true, early_stopping_patience: 2, early_stopping_min_delta: 0, early_stopping_warmup_evals: 1 });
@@ -363,18 +407,35 @@ describe('estimate-price, supported models, limits', () => {
   test("the platform's answer shape, from the files' tokens; unavailable while a file is not validated", async () => {
     const trainTokens = TRAIN.reduce((n, _, i) => n + sampleTokens(i), 0);
     const evalTokens = VALID.reduce((n, _, i) => n + sampleTokens(100 + i, ' (held out)'), 0);
-    const res = await t.caller.http.post('/v1/fine-tunes/estimate-price').send({ training_file: train, validation_file: validation, model: BASE, n_epochs: 3, n_evals: 2 });
+    const res = await t.caller.http
+      .post('/v1/fine-tunes/estimate-price')
+      .send({ training_file: train, validation_file: validation, model: BASE, n_epochs: 3, n_evals: 2 });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
-    expect(res.body).toMatchObject({ estimation_available: true, estimated_train_token_count: 3 * trainTokens, estimated_eval_token_count: 2 * evalTokens, allowed_to_proceed: true });
+    expect(res.body).toMatchObject({
+      estimation_available: true,
+      estimated_train_token_count: 3 * trainTokens,
+      estimated_eval_token_count: 2 * evalTokens,
+      allowed_to_proceed: true,
+    });
     expect(res.body.estimated_total_price).toBeCloseTo(((3 * trainTokens + 2 * evalTokens) / 1e6) * 0.48, 6);
     expect(res.body.user_limit).toBeLessThanOrEqual(100);
-    const dpoFull = (await t.caller.http.post('/v1/fine-tunes/estimate-price').send({ training_file: train, model: BASE, training_type: { type: 'Full' }, training_method: { method: 'dpo' } })).body;
+    const dpoFull = (
+      await t.caller.http
+        .post('/v1/fine-tunes/estimate-price')
+        .send({ training_file: train, model: BASE, training_type: { type: 'Full' }, training_method: { method: 'dpo' } })
+    ).body;
     expect(dpoFull.estimated_total_price).toBeCloseTo((trainTokens / 1e6) * 0.54 * 2.5, 6);
     const pending = await uploadDataset(TRAIN, false);
-    expect((await t.caller.http.post('/v1/fine-tunes/estimate-price').send({ training_file: pending })).body).toEqual({ estimation_available: false, unavailable_reason: 'train_file_not_validated' });
+    expect((await t.caller.http.post('/v1/fine-tunes/estimate-price').send({ training_file: pending })).body).toEqual({
+      estimation_available: false,
+      unavailable_reason: 'train_file_not_validated',
+    });
     await t.advance(0);
     const bad = await uploadDataset([{ nope: 1 }]);
-    expect((await t.caller.http.post('/v1/fine-tunes/estimate-price').send({ training_file: train, validation_file: bad })).body).toEqual({ estimation_available: false, unavailable_reason: 'eval_file_invalid' });
+    expect((await t.caller.http.post('/v1/fine-tunes/estimate-price').send({ training_file: train, validation_file: bad })).body).toEqual({
+      estimation_available: false,
+      unavailable_reason: 'eval_file_invalid',
+    });
     expectError(await t.caller.http.post('/v1/fine-tunes/estimate-price').send({ training_file: 'file-nope' }), 404, { param: 'training_file' });
     expectError(await t.caller.http.post('/v1/fine-tunes/estimate-price').send({ training_file: train, n_epochs: 0 }), 400, { param: 'n_epochs' });
   });
@@ -385,8 +446,15 @@ describe('estimate-price, supported models, limits', () => {
     expect(supported.models).not.toContain('BAAI/bge-large-en-v1.5');
     expect(supported.detailed_models).toContainEqual({ name: BASE, parent_model: 'llama-3.1-8b' });
     const limits = (await t.caller.http.get('/v1/fine-tunes/models/limits').query({ model_name: BASE })).body;
-    expect(limits).toMatchObject({ model_name: BASE, supports_full_training: true, max_num_checkpoints: 10, lora_training: { max_batch_size: 32, min_batch_size: 8, max_rank: 64 } });
-    expect((await t.caller.http.get('/v1/fine-tunes/models/limits').query({ model_name: 'deepseek-ai/DeepSeek-V3' })).body).toMatchObject({ supports_full_training: false });
+    expect(limits).toMatchObject({
+      model_name: BASE,
+      supports_full_training: true,
+      max_num_checkpoints: 10,
+      lora_training: { max_batch_size: 32, min_batch_size: 8, max_rank: 64 },
+    });
+    expect((await t.caller.http.get('/v1/fine-tunes/models/limits').query({ model_name: 'deepseek-ai/DeepSeek-V3' })).body).toMatchObject({
+      supports_full_training: false,
+    });
     expectError(await t.caller.http.get('/v1/fine-tunes/models/limits').query({ model_name: 'BAAI/bge-large-en-v1.5' }), 404, { param: 'model_name' });
   });
 });

@@ -6,12 +6,12 @@
 // every run (at least one each): `npm run fuzz` runs 10,000; the suite runs 300.
 import fc from 'fast-check';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { operations, type OperationId } from '../generated/operations.ts';
+import { type OperationId, operations } from '../generated/operations.ts';
 import { databaseDigest } from './support/digest.ts';
 import { expectError } from './support/expect.ts';
 import { deref, fillPath, jsonBodySchema, operationIds, operationSpec, pathParamNames, withMultipart } from './support/operations.ts';
-import { breakages, CONTROL, sample } from './support/schema-sample.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
+import { breakages, CONTROL, sample } from './support/schema-sample.ts';
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 300);
 
@@ -46,7 +46,11 @@ function parameters(id: OperationId, where: 'query' | 'path'): any[] {
 function validRequest(id: OperationId): Request {
   const params = Object.fromEntries(parameters(id, 'path').map((p) => [p.name, String(sample(p.schema))]));
   for (const name of pathParamNames(id)) params[name] ??= 'x';
-  const query = Object.fromEntries(parameters(id, 'query').filter((p) => p.required).map((p) => [p.name, sample(p.schema)]));
+  const query = Object.fromEntries(
+    parameters(id, 'query')
+      .filter((p) => p.required)
+      .map((p) => [p.name, sample(p.schema)]),
+  );
   const bodySchema = jsonBodySchema(id);
   return { path: fillPath(id, params), query, body: bodySchema ? sample(bodySchema) : undefined };
 }
@@ -125,30 +129,36 @@ const share = Math.max(1, Math.ceil(RUNS / operationIds.length));
 
 async function send(c: Case, req: Request) {
   const op = operations[c.operationId];
-  let r = t.http[op.method](req.path).set('Authorization', `Bearer ${t.caller.key}`).query(req.query as any);
+  let r = t.http[op.method](req.path)
+    .set('Authorization', `Bearer ${t.caller.key}`)
+    .query(req.query as any);
   if (req.raw !== undefined) r = r.set('Content-Type', 'application/json').send(req.raw);
   else if (req.body !== undefined) r = r.send(req.body as object);
   else r = withMultipart(c.operationId, r, sample);
   return r;
 }
 
-test.each(operationIds)(`%s: its share of ${RUNS} broken requests, each a 4xx envelope naming the field, and no write`, async (id) => {
-  const cases = casesFor(id);
-  expect(cases.length, id).toBeGreaterThan(0);
-  await fc.assert(
-    fc.asyncProperty(fc.constantFrom(...cases), fc.record({ name: fc.stringMatching(/^[a-z][a-z0-9_]{0,15}$/), pick: fc.nat(1000) }), async (c, random) => {
-      const before = await databaseDigest(t.services.db);
-      const req = c.build(validRequest(c.operationId), random);
-      const res = await send(c, req);
-      const context = `${c.operationId} ${c.kind}: ${JSON.stringify(req).slice(0, 300)} -> ${res.status} ${JSON.stringify(res.body)}`;
-      expect(res.status, context).toBeGreaterThanOrEqual(400);
-      expect(res.status, context).toBeLessThan(500);
-      expectError(res, res.status);
-      const param = c.param(random);
-      if (param !== undefined) expect(res.body.error.param, context).toBe(param);
-      if (c.kind.endsWith('control_character')) expect(res.body.error.code, context).toBe('invalid_characters');
-      expect(await databaseDigest(t.services.db), `${context}: the database changed`).toBe(before);
-    }),
-    { numRuns: share },
-  );
-}, 30_000 + share * 200);
+test.each(operationIds)(
+  `%s: its share of ${RUNS} broken requests, each a 4xx envelope naming the field, and no write`,
+  async (id) => {
+    const cases = casesFor(id);
+    expect(cases.length, id).toBeGreaterThan(0);
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom(...cases), fc.record({ name: fc.stringMatching(/^[a-z][a-z0-9_]{0,15}$/), pick: fc.nat(1000) }), async (c, random) => {
+        const before = await databaseDigest(t.services.db);
+        const req = c.build(validRequest(c.operationId), random);
+        const res = await send(c, req);
+        const context = `${c.operationId} ${c.kind}: ${JSON.stringify(req).slice(0, 300)} -> ${res.status} ${JSON.stringify(res.body)}`;
+        expect(res.status, context).toBeGreaterThanOrEqual(400);
+        expect(res.status, context).toBeLessThan(500);
+        expectError(res, res.status);
+        const param = c.param(random);
+        if (param !== undefined) expect(res.body.error.param, context).toBe(param);
+        if (c.kind.endsWith('control_character')) expect(res.body.error.code, context).toBe('invalid_characters');
+        expect(await databaseDigest(t.services.db), `${context}: the database changed`).toBe(before);
+      }),
+      { numRuns: share },
+    );
+  },
+  30_000 + share * 200,
+);

@@ -2,10 +2,11 @@
 // ids, query values and body strings; concurrent creates of one name; query values with reserved characters;
 // numbers out of range; HEAD; and requests Node's HTTP parser refuses. Each answers the error envelope naming the
 // field, or the same as its well-formed twin, and never a 500.
-import { connect } from 'node:net';
+
 import { readFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { operations, type OperationId } from '../generated/operations.ts';
+import { type OperationId, operations } from '../generated/operations.ts';
 import { expectError } from './support/expect.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
 
@@ -27,7 +28,12 @@ beforeAll(async () => {
   clusterId = (await t.http.get('/v1/compute/clusters').set(auth())).body.clusters[0].cluster_id;
   instanceId = (await t.http.get(`/v1/compute/clusters/${clusterId}/instances`).set(auth())).body.instances[0].instance_id;
   keptSecret = (await t.http.post(SECRETS).set(auth()).send({ name: 'KEPT', value: 'v', description: 'kept as it is' })).body;
-  keptVolume = (await t.http.post(VOLUMES).set(auth()).send({ name: 'kept-volume', type: 'readOnly', content: { type: 'files', source_prefix: 's3://kept/1/' } })).body;
+  keptVolume = (
+    await t.http
+      .post(VOLUMES)
+      .set(auth())
+      .send({ name: 'kept-volume', type: 'readOnly', content: { type: 'files', source_prefix: 's3://kept/1/' } })
+  ).body;
   expect(keptSecret.id).toMatch(/^sec_/);
   expect(keptVolume.id).toMatch(/^vol_/);
 });
@@ -124,13 +130,21 @@ const controlCases: ControlCase[] = [
   { name: 'U+001F in a v1 endpoint id (GET /v1/endpoints/{endpointId})', send: () => t.http.get('/v1/endpoints/ep%1F').set(auth()), param: 'endpointId' },
   // Query values
   { name: 'NUL in ?model= (GET /v1/hardware)', send: () => t.http.get('/v1/hardware?model=meta-llama%00').set(auth()), param: 'model' },
-  { name: 'a tab in ?model= (GET /v1/hardware; tab is allowed only in body strings)', send: () => t.http.get('/v1/hardware?model=a%09b').set(auth()), param: 'model' },
+  {
+    name: 'a tab in ?model= (GET /v1/hardware; tab is allowed only in body strings)',
+    send: () => t.http.get('/v1/hardware?model=a%09b').set(auth()),
+    param: 'model',
+  },
   {
     name: 'NUL in ?referenceModel= (GET /v2/projects/{projectId}/configs)',
     send: () => t.http.get(`/v2/projects/${projectId}/configs?referenceModel=x%00`).set(auth()),
     param: 'referenceModel',
   },
-  { name: 'NUL in ?after= (GET /v2/projects/{projectId}/endpoints)', send: () => t.http.get(`/v2/projects/${projectId}/endpoints?after=%00`).set(auth()), param: 'after' },
+  {
+    name: 'NUL in ?after= (GET /v2/projects/{projectId}/endpoints)',
+    send: () => t.http.get(`/v2/projects/${projectId}/endpoints?after=%00`).set(auth()),
+    param: 'after',
+  },
   // Body strings, at any depth
   {
     name: "NUL in a new secret's description (POST /v1/deployments/secrets)",
@@ -158,19 +172,31 @@ const controlCases: ControlCase[] = [
   },
   {
     name: "NUL in a new volume's content.source_prefix (POST /v1/deployments/storage/volumes)",
-    send: () => t.http.post(VOLUMES).set(auth()).send({ name: 'ctrl-prefix', type: 'readOnly', content: volumeContent('s3://b/\u0000') }),
+    send: () =>
+      t.http
+        .post(VOLUMES)
+        .set(auth())
+        .send({ name: 'ctrl-prefix', type: 'readOnly', content: volumeContent('s3://b/\u0000') }),
     param: 'content.source_prefix',
     unchanged: async () => expect(await volumeNamed('ctrl-prefix')).toEqual([]),
   },
   {
     name: "NUL in a new volume's name (POST /v1/deployments/storage/volumes)",
-    send: () => t.http.post(VOLUMES).set(auth()).send({ name: 'ctrl\u0000vol', type: 'readOnly', content: volumeContent('s3://b/') }),
+    send: () =>
+      t.http
+        .post(VOLUMES)
+        .set(auth())
+        .send({ name: 'ctrl\u0000vol', type: 'readOnly', content: volumeContent('s3://b/') }),
     param: 'name',
     unchanged: async () => expect((await t.http.get(VOLUMES).set(auth())).body.data.filter((v: any) => v.name.includes('\u0000'))).toEqual([]),
   },
   {
     name: "U+001B in a volume's content.source_prefix (PATCH /v1/deployments/storage/volumes/{id})",
-    send: () => t.http.patch(`${VOLUMES}/${keptVolume.id}`).set(auth()).send({ content: volumeContent('s3://kept/\u001b[2J') }),
+    send: () =>
+      t.http
+        .patch(`${VOLUMES}/${keptVolume.id}`)
+        .set(auth())
+        .send({ content: volumeContent('s3://kept/\u001b[2J') }),
     param: 'content.source_prefix',
     unchanged: async () => expect((await t.http.get(`${VOLUMES}/${keptVolume.id}`).set(auth())).body).toEqual(keptVolume),
   },
@@ -224,12 +250,23 @@ describe('1. control characters answer 400 invalid_characters naming the field, 
 
 describe('2. concurrent creates of one name: exactly one 2xx, the rest 409, one row', () => {
   const ROUNDS = 3;
-  const statuses = (answers: { status: number }[]) => answers.map((r) => r.status).sort((a, b) => a - b).join(' ');
+  const statuses = (answers: { status: number }[]) =>
+    answers
+      .map((r) => r.status)
+      .sort((a, b) => a - b)
+      .join(' ');
 
   test('8 concurrent POST /v1/deployments/secrets with the same name: one 200, seven 409 secret_name_taken (param name), one secret', async () => {
     for (let round = 0; round < ROUNDS; round++) {
       const name = `RACE_SECRET_${round}`;
-      const answers = await Promise.all(Array.from({ length: 8 }, (_, i) => t.http.post(SECRETS).set(auth()).send({ name, value: `v${i}` })));
+      const answers = await Promise.all(
+        Array.from({ length: 8 }, (_, i) =>
+          t.http
+            .post(SECRETS)
+            .set(auth())
+            .send({ name, value: `v${i}` }),
+        ),
+      );
       expect(statuses(answers), JSON.stringify(answers.map((r) => r.body))).toBe('200 409 409 409 409 409 409 409');
       for (const r of answers.filter((r) => r.status !== 200)) expectError(r, 409, { code: 'secret_name_taken', param: 'name' });
       expect(await secretNamed(name)).toHaveLength(1);
@@ -240,7 +277,12 @@ describe('2. concurrent creates of one name: exactly one 2xx, the rest 409, one 
     for (let round = 0; round < ROUNDS; round++) {
       const name = `race-volume-${round}`;
       const answers = await Promise.all(
-        Array.from({ length: 8 }, (_, i) => t.http.post(VOLUMES).set(auth()).send({ name, type: 'readOnly', content: volumeContent(`s3://race/${i}/`) })),
+        Array.from({ length: 8 }, (_, i) =>
+          t.http
+            .post(VOLUMES)
+            .set(auth())
+            .send({ name, type: 'readOnly', content: volumeContent(`s3://race/${i}/`) }),
+        ),
       );
       expect(statuses(answers), JSON.stringify(answers.map((r) => r.body))).toBe('200 409 409 409 409 409 409 409');
       for (const r of answers.filter((r) => r.status !== 200)) expectError(r, 409, { code: 'volume_name_taken', param: 'name' });
@@ -308,7 +350,15 @@ describe('4. numeric query values outside their range answer 400 naming the para
 // 5. HEAD
 
 const spec = JSON.parse(readFileSync(new URL('../generated/openapi.json', import.meta.url), 'utf8'));
-const deref = (node: any): any => (node?.$ref ? deref(node.$ref.replace(/^#\//, '').split('/').reduce((n: any, k: string) => n[k], spec)) : node);
+const _deref = (node: any): any =>
+  node?.$ref
+    ? _deref(
+        node.$ref
+          .replace(/^#\//, '')
+          .split('/')
+          .reduce((n: any, k: string) => n[k], spec),
+      )
+    : node;
 const getOperations = (Object.keys(operations) as OperationId[]).filter((id) => operations[id].method === 'get');
 
 /** A GET operation's path with its parameters filled: real ids where the seed has them, else a made-up id (404). */

@@ -4,8 +4,8 @@
 import Together from 'together-ai';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { availabilityOf, canRun, fits, release, reserve } from '../server/modules/hardware/capacity.ts';
-import { startTestPlatform, type TestPlatform } from './support/platform.ts';
 import { expectError } from './support/expect.ts';
+import { startTestPlatform, type TestPlatform } from './support/platform.ts';
 
 let t: TestPlatform;
 beforeAll(async () => {
@@ -38,9 +38,7 @@ const finishUploads = async () => {
 };
 
 const onReplicas = async (hardwareId: string, replicas: number, ownerId: string) =>
-  t.services.db.write((tx) =>
-    reserve(tx, t.clock, { projectId: t.other.identity.projectId, hardwareId, replicas, ownerKind: 'deployment', ownerId }),
-  );
+  t.services.db.write((tx) => reserve(tx, t.clock, { projectId: t.other.identity.projectId, hardwareId, replicas, ownerKind: 'deployment', ownerId }));
 const stop = (ownerId: string) => t.services.db.write((tx) => release(tx, t.clock, 'deployment', ownerId));
 
 describe('GET /v1/hardware', () => {
@@ -132,7 +130,10 @@ describe('GET /v1/hardware', () => {
   });
 
   test('a model id of any length is looked up, not refused by a length limit (the platform sets none)', async () => {
-    const res = await t.http.get('/v1/hardware').query({ model: `acme/${'x'.repeat(300)}` }).set('Authorization', `Bearer ${t.caller.key}`);
+    const res = await t.http
+      .get('/v1/hardware')
+      .query({ model: `acme/${'x'.repeat(300)}` })
+      .set('Authorization', `Bearer ${t.caller.key}`);
     expectError(res, 404, { code: 'model_not_found', param: 'model' });
   });
 

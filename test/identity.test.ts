@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { revokeApiKey } from '../server/accounts.ts';
-import { startTestPlatform, type TestPlatform } from './support/platform.ts';
 import { expectError } from './support/expect.ts';
+import { startTestPlatform, type TestPlatform } from './support/platform.ts';
 
 let t: TestPlatform;
 beforeAll(async () => {

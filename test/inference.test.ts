@@ -6,10 +6,9 @@ import Together from 'together-ai';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { countTokens } from '../server/engines/tokens.ts';
 import { pickByWeight } from '../server/modules/dedicated/traffic.ts';
-import { PROVISION_MS, MODEL, H100 as CONFIG, seededV1Endpoints } from './support/endpoints.ts';
+import { H100 as CONFIG, MODEL, PROVISION_MS, seededV1Endpoints } from './support/endpoints.ts';
 import { expectError } from './support/expect.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
-
 
 let t: TestPlatform;
 let openai: OpenAI;
@@ -28,7 +27,10 @@ beforeAll(async () => {
 afterAll(() => t?.close());
 
 async function deploy(endpointName: string) {
-  const res = await t.http.post(`/v2/projects/${projectId}/deploy`).set(auth()).send({ endpointName, model: MODEL, config: CONFIG, minReplicas: 1, maxReplicas: 1 });
+  const res = await t.http
+    .post(`/v2/projects/${projectId}/deploy`)
+    .set(auth())
+    .send({ endpointName, model: MODEL, config: CONFIG, minReplicas: 1, maxReplicas: 1 });
   expect(res.status, JSON.stringify(res.body)).toBe(202);
   return res.body as { endpoint: { id: string; name: string }; deployment: { id: string } };
 }
@@ -41,7 +43,8 @@ async function addDeployment(endpointId: string, name: string) {
   return res.body as { id: string };
 }
 
-const route = (endpointId: string, trafficSplit: object[]) => t.http.patch(`/v2/projects/${projectId}/endpoints/${endpointId}`).set(auth()).send({ trafficSplit });
+const route = (endpointId: string, trafficSplit: object[]) =>
+  t.http.patch(`/v2/projects/${projectId}/endpoints/${endpointId}`).set(auth()).send({ trafficSplit });
 
 describe('a v2 endpoint', () => {
   test('answers 503 endpoint_not_ready while provisioning, then the official clients get the chat shape', async () => {
@@ -50,7 +53,9 @@ describe('a v2 endpoint', () => {
     expectError(await chat({ model: 'default/chat-app', messages: hi }), 503, { code: 'endpoint_not_ready', param: 'model' });
     await t.advance(PROVISION_MS);
 
-    const { data, response } = await openai.chat.completions.create({ model: 'default/chat-app', messages: [{ role: 'user', content: 'Hello there' }] }).withResponse();
+    const { data, response } = await openai.chat.completions
+      .create({ model: 'default/chat-app', messages: [{ role: 'user', content: 'Hello there' }] })
+      .withResponse();
     expect(response.headers.get('x-served-by')).toBe(deployment.id);
     expect(data).toMatchObject({ object: 'chat.completion', model: 'default/chat-app', system_fingerprint: 'local-chat-engine-2' });
     expect(response.headers.get('x-inference-engine')).toBe('local');
@@ -78,7 +83,10 @@ describe('a v2 endpoint', () => {
     // green is READY but unrouted.
     for (let i = 0; i < 10; i++) expect(await servedBy()).toBe(blue.id);
 
-    await route(endpoint.id, [{ deploymentId: blue.id, weight: 70 }, { deploymentId: green.id, weight: 30 }]);
+    await route(endpoint.id, [
+      { deploymentId: blue.id, weight: 70 },
+      { deploymentId: green.id, weight: 30 },
+    ]);
     const counts = new Map<string, number>();
     const sequence: string[] = [];
     for (let i = 0; i < 100; i++) {
@@ -89,15 +97,24 @@ describe('a v2 endpoint', () => {
     expect(Math.abs(counts.get(blue.id)! - 70)).toBeLessThanOrEqual(2);
     expect(Math.abs(counts.get(green.id)! - 30)).toBeLessThanOrEqual(2);
     // The same rule, from the same position (10 requests already routed), gives the same sequence.
-    const entries = [{ deploymentId: blue.id, weight: 70 }, { deploymentId: green.id, weight: 30 }];
+    const entries = [
+      { deploymentId: blue.id, weight: 70 },
+      { deploymentId: green.id, weight: 30 },
+    ];
     expect(sequence).toEqual(Array.from({ length: 100 }, (_, i) => pickByWeight(entries, 11 + i)));
     const share = (await t.http.get(`/v2/projects/${projectId}/endpoints/${endpoint.id}`).set(auth())).body.deployments;
     expect(Object.fromEntries(share.map((d: any) => [d.id, d.estimatedEffectiveTrafficShare]))).toEqual({ [blue.id]: 0.7, [green.id]: 0.3 });
 
     // Weight 0 sends nothing; stopping the only routed deployment leaves nothing READY to serve.
-    await route(endpoint.id, [{ deploymentId: blue.id, weight: 0 }, { deploymentId: green.id, weight: 1 }]);
+    await route(endpoint.id, [
+      { deploymentId: blue.id, weight: 0 },
+      { deploymentId: green.id, weight: 1 },
+    ]);
     for (let i = 0; i < 5; i++) expect(await servedBy()).toBe(green.id);
-    await t.http.patch(`/v2/projects/${projectId}/endpoints/${endpoint.id}/deployments/${green.id}`).set(auth()).send({ autoscaling: { minReplicas: 0, maxReplicas: 0 } });
+    await t.http
+      .patch(`/v2/projects/${projectId}/endpoints/${endpoint.id}/deployments/${green.id}`)
+      .set(auth())
+      .send({ autoscaling: { minReplicas: 0, maxReplicas: 0 } });
     expectError(await chat({ model: 'default/weighted', messages: hi }), 503, { code: 'endpoint_not_ready' });
     await route(endpoint.id, []);
     expectError(await chat({ model: 'default/weighted', messages: hi }), 503, { code: 'endpoint_not_ready' });
@@ -145,7 +162,10 @@ describe('v1 endpoints and serverless models', () => {
       body: { endpointName: 'theirs', model: MODEL, config: CONFIG, minReplicas: 1, maxReplicas: 1 },
     });
     await t.advance(PROVISION_MS);
-    expect((await t.other.api.POST('/v1/chat/completions', { body: { model: `${other.projectSlug}/theirs`, messages: [{ role: 'user', content: 'x' }] } })).response.status).toBe(200);
+    expect(
+      (await t.other.api.POST('/v1/chat/completions', { body: { model: `${other.projectSlug}/theirs`, messages: [{ role: 'user', content: 'x' }] } })).response
+        .status,
+    ).toBe(200);
     expectError(await chat({ model: `${other.projectSlug}/theirs`, messages: hi }), 404, { code: 'model_not_found' });
   });
 });
@@ -162,7 +182,21 @@ describe('the request', () => {
     const cut = await chat({ model, messages: hi, stop: ['engine'] });
     expect(cut.body.choices[0]).toMatchObject({ finish_reason: 'stop', message: { role: 'assistant', content: '[local ' } });
 
-    const many = await chat({ model, messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: [{ type: 'text', text: 'Part one' }, { type: 'text', text: 'part two' }] }], n: 3, seed: 7 });
+    const many = await chat({
+      model,
+      messages: [
+        { role: 'system', content: 'Be brief.' },
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'Part one' },
+            { type: 'text', text: 'part two' },
+          ],
+        },
+      ],
+      n: 3,
+      seed: 7,
+    });
     expect(many.body.choices.map((c: any) => c.index)).toEqual([0, 1, 2]);
     expect(many.body.choices[2].message.content).toContain('"Part one\npart two" (choice 3 of 3)');
     expect(many.body.choices[0].seed).toBe(7);
@@ -185,13 +219,21 @@ describe('the migration from v1 to v2, end to end', () => {
     // (1) choose a model and a config; (2) deploy with an endpoint name, the config and replica counts.
     const configs = (await t.http.get(`/v2/projects/${projectId}/configs`).query({ referenceModelId: v1.model }).set(auth())).body.data;
     const config = configs.find((c: any) => c.hardware.includes('1x_nvidia_h100_80gb_sxm'));
-    const res = await t.http.post(`/v2/projects/${projectId}/deploy`).set(auth()).send({ endpointName: 'llama-v2', model: v1.model, config: config.id, minReplicas: 1, maxReplicas: 2 });
+    const res = await t.http
+      .post(`/v2/projects/${projectId}/deploy`)
+      .set(auth())
+      .send({ endpointName: 'llama-v2', model: v1.model, config: config.id, minReplicas: 1, maxReplicas: 2 });
     expect(res.status).toBe(202);
     // While provisioning, the v1 endpoint keeps serving the application.
     expect((await chat({ model: v1.name, messages: hi })).status).toBe(200);
     await t.advance(PROVISION_MS);
     // (3) the application switches its model string; the request shape is unchanged.
-    const answer = await openai.chat.completions.create({ model: 'default/llama-v2', messages: [{ role: 'user', content: 'Hello there' }], max_tokens: 50, temperature: 0.2 });
+    const answer = await openai.chat.completions.create({
+      model: 'default/llama-v2',
+      messages: [{ role: 'user', content: 'Hello there' }],
+      max_tokens: 50,
+      temperature: 0.2,
+    });
     expect(answer.choices[0]!.message.content).toContain(v1.model);
     // (4) stop the v1 endpoint so that it stops billing.
     const v1Usage = async () => (await t.api.GET('/v1/endpoints/{endpointId}/usage', { params: { path: { endpointId: v1.id } } })).data!;

@@ -37,13 +37,22 @@ beforeAll(async () => {
         return void res.end(JSON.stringify({ error: { message: `busy (${scenario})` } }));
       }
       res.writeHead(200, { 'Content-Type': 'application/json' });
-      res.end(JSON.stringify({ id: 'x', object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content: '{"label": "yes"}' }, finish_reason: 'stop' }] }));
+      res.end(
+        JSON.stringify({
+          id: 'x',
+          object: 'chat.completion',
+          choices: [{ index: 0, message: { role: 'assistant', content: '{"label": "yes"}' }, finish_reason: 'stop' }],
+        }),
+      );
     });
   });
   await new Promise<void>((r) => judge.listen(0, '127.0.0.1', r));
   judgeUrl = `http://127.0.0.1:${(judge.address() as AddressInfo).port}`;
   t = await startTestPlatform({
-    config: { judgeRetry: RETRY, engines: JSON.stringify({ routes: [{ models: [ROUTED], capabilities: ['chat'], engine: 'upstream', url: `${judgeUrl}/routed/v1`, apiKey: 'k' }] }) },
+    config: {
+      judgeRetry: RETRY,
+      engines: JSON.stringify({ routes: [{ models: [ROUTED], capabilities: ['chat'], engine: 'upstream', url: `${judgeUrl}/routed/v1`, apiKey: 'k' }] }),
+    },
   });
 });
 afterAll(async () => {
@@ -52,10 +61,22 @@ afterAll(async () => {
 });
 
 async function evaluate(judgeParams: object) {
-  const file = (await storeFile(t.services, { projectId: t.caller.identity.projectId, filename: 'in.jsonl', purpose: 'eval', fileType: 'jsonl' }, '{"question": "q", "response": "yes"}\n')).id;
+  const file = (
+    await storeFile(
+      t.services,
+      { projectId: t.caller.identity.projectId, filename: 'in.jsonl', purpose: 'eval', fileType: 'jsonl' },
+      '{"question": "q", "response": "yes"}\n',
+    )
+  ).id;
   const res = await t.caller.http.post('/v1/evaluation').send({
     type: 'classify',
-    parameters: { judge: { system_template: 'Judge.', ...judgeParams }, labels: ['yes', 'no'], pass_labels: ['yes'], model_to_evaluate: 'response', input_data_file_path: file },
+    parameters: {
+      judge: { system_template: 'Judge.', ...judgeParams },
+      labels: ['yes', 'no'],
+      pass_labels: ['yes'],
+      model_to_evaluate: 'response',
+      input_data_file_path: file,
+    },
   });
   expect(res.status, JSON.stringify(res.body)).toBe(200);
   await t.advance(0);
@@ -63,11 +84,18 @@ async function evaluate(judgeParams: object) {
 }
 
 const external = (scenario: string) => ({ model: 'j', model_source: 'external', external_base_url: `${judgeUrl}/${scenario}/v1`, external_api_token: 't' });
-const gaps = (scenario: string) => calls.get(scenario)!.slice(1).map((at, i) => at - calls.get(scenario)![i]!);
+const gaps = (scenario: string) =>
+  calls
+    .get(scenario)!
+    .slice(1)
+    .map((at, i) => at - calls.get(scenario)![i]!);
 
 describe('429 and 503 are retried', () => {
   test('429 with Retry-After: 1 twice, then an answer: three calls a second apart, the job completes', async () => {
-    scripts.set('seconds', [{ status: 429, headers: { 'Retry-After': '1' } }, { status: 429, headers: { 'Retry-After': '1' } }]);
+    scripts.set('seconds', [
+      { status: 429, headers: { 'Retry-After': '1' } },
+      { status: 429, headers: { 'Retry-After': '1' } },
+    ]);
     const job = await evaluate(external('seconds'));
     expect(job.status).toBe('completed');
     expect(job.results).toMatchObject({ judge_fail_count: 0, pass_percentage: 100 });

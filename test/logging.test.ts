@@ -1,7 +1,7 @@
 // Log redaction: the Authorization header and any field named like a secret never reach a log line, at any depth.
 import { Writable } from 'node:stream';
 import { expect, test } from 'vitest';
-import { createLogger, redact, REDACTED } from '../server/core/log.ts';
+import { createLogger, REDACTED, redact } from '../server/core/log.ts';
 
 test('secret-like fields are redacted at any depth, other fields kept', () => {
   expect(
@@ -19,7 +19,15 @@ test('secret-like fields are redacted at any depth, other fields kept', () => {
 
 test('the logger applies it to every line', () => {
   const lines: string[] = [];
-  const log = createLogger('info', new Writable({ write: (c, _e, done) => (lines.push(String(c)), done()) }));
+  const log = createLogger(
+    'info',
+    new Writable({
+      write: (c, _e, done) => {
+        lines.push(String(c));
+        done();
+      },
+    }),
+  );
   log.info({ req: { headers: { Authorization: 'Bearer tpk_live' } }, secret: { value: 'hunter2' } }, 'hello');
   expect(lines.join('')).not.toMatch(/tpk_live|hunter2/);
   expect(JSON.parse(lines[0])).toMatchObject({ msg: 'hello', req: { headers: { Authorization: REDACTED } }, secret: REDACTED });

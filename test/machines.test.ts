@@ -20,7 +20,17 @@ const descriptions: string[] = [];
 const declared = modules.flatMap((m) => (m.machines ?? []).map((machine) => ({ module: m.name, machine })));
 
 test('the modules declare the nine machines', () => {
-  expect(declared.map((d) => d.machine.name).sort()).toEqual(['deployment', 'evaluation', 'file', 'fine-tune', 'queue job', 'remediation', 'upload job', 'v1 endpoint', 'video']);
+  expect(declared.map((d) => d.machine.name).sort()).toEqual([
+    'deployment',
+    'evaluation',
+    'file',
+    'fine-tune',
+    'queue job',
+    'remediation',
+    'upload job',
+    'v1 endpoint',
+    'video',
+  ]);
 });
 
 test.each(declared)("$machine.name: the spec's table is the declaration's", ({ module, machine }) => {
@@ -38,7 +48,10 @@ test.each(declared)("$machine.name: the spec's table is the declaration's", ({ m
     '',
     `Terminal: ${machine.terminal.join(', ') || 'none'}. Timed (the runner leaves these by itself): ${timed}.`,
   ].join('\n');
-  expect(descriptions.filter((d) => d.includes(block)), block).toHaveLength(1);
+  expect(
+    descriptions.filter((d) => d.includes(block)),
+    block,
+  ).toHaveLength(1);
 });
 
 test('a declaration that names an unknown state or event, or lets a terminal state move, does not load', () => {

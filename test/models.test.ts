@@ -5,18 +5,19 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import Together from 'together-ai';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { startPlatform } from '../server/platform.ts';
+import { newId } from '../server/core/ids.ts';
+import { createLogger } from '../server/core/log.ts';
 import { moveJob, uploadJobMachine } from '../server/modules/models/machine.ts';
 import { architectureOf, parseSource } from '../server/modules/models/sources.ts';
 import { planUpload } from '../server/modules/models/upload.ts';
-import { createLogger } from '../server/core/log.ts';
-import { newId } from '../server/core/ids.ts';
-import { H100, MODEL, insertUpload, insertV1Endpoint } from './support/endpoints.ts';
-import { startTestPlatform, type TestPlatform } from './support/platform.ts';
+import { startPlatform } from '../server/platform.ts';
+import { H100, insertUpload, insertV1Endpoint, MODEL } from './support/endpoints.ts';
 import { expectError } from './support/expect.ts';
+import { startTestPlatform, type TestPlatform } from './support/platform.ts';
 
 const QUEUED_MS = uploadJobMachine.timed!.Queued!.defaultMs;
 const RUNNING_MS = uploadJobMachine.timed!.Running!.defaultMs;
+
 import { usingPostgres } from './support/database.ts';
 
 let t: TestPlatform;
@@ -25,13 +26,20 @@ beforeAll(async () => {
 });
 afterAll(() => t?.close());
 
-const upload = (body: Record<string, unknown>, key = t.caller.key) =>
-  t.http.post('/v1/models').set('Authorization', `Bearer ${key}`).send(body);
+const upload = (body: Record<string, unknown>, key = t.caller.key) => t.http.post('/v1/models').set('Authorization', `Bearer ${key}`).send(body);
 const getJob = (jobId: string, key = t.caller.key) => t.http.get(`/v1/jobs/${jobId}`).set('Authorization', `Bearer ${key}`);
 const listModels = async (key = t.caller.key, query: Record<string, string> = {}) => {
   const res = await t.http.get('/v1/models').query(query).set('Authorization', `Bearer ${key}`);
   expect(res.status).toBe(200);
-  return res.body as Array<{ id: string; type: string; kind: string; display_name?: string; context_length?: number; dimensions?: number; pricing?: Record<string, number> }>;
+  return res.body as Array<{
+    id: string;
+    type: string;
+    kind: string;
+    display_name?: string;
+    context_length?: number;
+    dimensions?: number;
+    pricing?: Record<string, number>;
+  }>;
 };
 const jobCount = async () => t.services.db.prisma.modelUploadJob.count();
 const modelCount = async () => t.services.db.prisma.model.count();
@@ -102,7 +110,9 @@ describe('the catalogue: the models the platform names', () => {
     // The contract's enums name 17 models today (three image, four speech, one rerank, four completions with the
     // safety model, one transcription, four embeddings).
     expect(ids.length).toBeGreaterThanOrEqual(17);
-    expect(ids).toEqual(expect.arrayContaining(['Salesforce/Llama-Rank-v1', 'Meta-Llama/Llama-Guard-7b', 'hexgrad/Kokoro-82M', 'black-forest-labs/FLUX.1-schnell']));
+    expect(ids).toEqual(
+      expect.arrayContaining(['Salesforce/Llama-Rank-v1', 'Meta-Llama/Llama-Guard-7b', 'hexgrad/Kokoro-82M', 'black-forest-labs/FLUX.1-schnell']),
+    );
     const listed = new Set((await listModels()).map((m) => m.id));
     expect(ids.filter((id) => !listed.has(id))).toEqual([]);
   });
@@ -145,12 +155,28 @@ describe('the catalogue: the models the platform names', () => {
     expect(await hardware('deepseek-ai/DeepSeek-R1')).toEqual(['8x_nvidia_h200_141gb_sxm']);
     expect(await hardware('openai/gpt-oss-120b')).toContain('1x_nvidia_h100_80gb_sxm');
     expect(await hardware('meta-llama/Llama-2-70b-hf')).not.toContain('1x_nvidia_h100_80gb_sxm');
-    expect((await listModels(t.caller.key, { dedicated: 'true' })).map((m) => m.id)).toEqual(expect.arrayContaining(['deepseek-ai/DeepSeek-R1', 'mistralai/Mixtral-8x7B-Instruct-v0.1']));
-    for (const model of ['openai/gpt-oss-120b', 'Qwen/Qwen3.5-9B', 'deepseek-ai/DeepSeek-R1', 'mistralai/Mixtral-8x7B-Instruct-v0.1', 'meta-llama/Meta-Llama-3.1-8B-Instruct-Reference']) {
-      const res = await t.http.post('/v1/chat/completions').set('Authorization', `Bearer ${t.caller.key}`).send({ model, messages: [{ role: 'user', content: 'hi' }] });
+    expect((await listModels(t.caller.key, { dedicated: 'true' })).map((m) => m.id)).toEqual(
+      expect.arrayContaining(['deepseek-ai/DeepSeek-R1', 'mistralai/Mixtral-8x7B-Instruct-v0.1']),
+    );
+    for (const model of [
+      'openai/gpt-oss-120b',
+      'Qwen/Qwen3.5-9B',
+      'deepseek-ai/DeepSeek-R1',
+      'mistralai/Mixtral-8x7B-Instruct-v0.1',
+      'meta-llama/Meta-Llama-3.1-8B-Instruct-Reference',
+    ]) {
+      const res = await t.http
+        .post('/v1/chat/completions')
+        .set('Authorization', `Bearer ${t.caller.key}`)
+        .send({ model, messages: [{ role: 'user', content: 'hi' }] });
       expect(res.status, `${model}: ${JSON.stringify(res.body)}`).toBe(200);
     }
-    const adapter = await upload({ model_name: fresh('ref-lora'), model_source: 'acme/support-lora', model_type: 'adapter', base_model: 'meta-llama/Meta-Llama-3.1-8B-Instruct-Reference' });
+    const adapter = await upload({
+      model_name: fresh('ref-lora'),
+      model_source: 'acme/support-lora',
+      model_type: 'adapter',
+      base_model: 'meta-llama/Meta-Llama-3.1-8B-Instruct-Reference',
+    });
     expect(adapter.status, JSON.stringify(adapter.body)).toBe(200);
     const row = await t.services.db.prisma.model.findUniqueOrThrow({ where: { id: adapter.body.data.model_id } });
     expect(row).toMatchObject({ baseModelId: 'meta-llama/Meta-Llama-3.1-8B-Instruct-Reference', architecture: 'llama-3.1-8b' });
@@ -183,7 +209,12 @@ describe('the catalogue: the models the platform names', () => {
 describe('POST /v1/models: a full model from the hub', () => {
   test('answers the job, which goes Queued -> Running -> Complete on the runner; then the model is listed', async () => {
     const name = fresh('llama-support');
-    const res = await upload({ model_name: name, model_source: 'acme/Meta-Llama-3.1-8B-Instruct-support', description: 'Support bot', hf_token: 'hf_secret_token' });
+    const res = await upload({
+      model_name: name,
+      model_source: 'acme/Meta-Llama-3.1-8B-Instruct-support',
+      description: 'Support bot',
+      hf_token: 'hf_secret_token',
+    });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({
       data: { job_id: expect.stringMatching(UUID_ID('job')), model_name: name, model_id: expect.stringMatching(UUID_ID('model')), model_source: 'huggingface' },
@@ -317,7 +348,15 @@ describe('POST /v1/models: a full model from the hub', () => {
     expect((await getJob(jobId)).body.status).toBe('Complete');
     // Listed as a model of language (nothing more is known offline), without a context length or a price.
     const listed = (await listModels()).find((m) => m.id === modelId);
-    expect(listed).toEqual({ id: modelId, object: 'model', created: expect.any(Number), type: 'language', kind: 'language', display_name: name, organization: 'Default Organization' });
+    expect(listed).toEqual({
+      id: modelId,
+      object: 'model',
+      created: expect.any(Number),
+      type: 'language',
+      kind: 'language',
+      display_name: name,
+      organization: 'Default Organization',
+    });
     const row = await t.services.db.prisma.model.findUniqueOrThrow({ where: { id: modelId } });
     expect(row).toMatchObject({ architecture: null, baseModelId: null, minGpuMemory: null, status: 'ready' });
     // Not deployable: not in the dedicated list, no hardware runs it, and v2 deploys only served base architectures.
@@ -345,7 +384,11 @@ describe('POST /v1/models: a full model from the hub', () => {
       param: 'model_source',
       message: expect.stringContaining('llama-3.1-8b'),
     });
-    expect(await planUpload(t.services.db.prisma, body, { requireServedArchitecture: false })).toMatchObject({ architecture: null, type: 'language', minGpuMemory: null });
+    expect(await planUpload(t.services.db.prisma, body, { requireServedArchitecture: false })).toMatchObject({
+      architecture: null,
+      type: 'language',
+      minGpuMemory: null,
+    });
     const served = await planUpload(t.services.db.prisma, { ...body, model_source: 'acme/Qwen2.5-7B-Instruct-ft' }, { requireServedArchitecture: true });
     expect(served).toMatchObject({ architecture: 'qwen2.5-7b', baseModelId: 'Qwen/Qwen2.5-7B-Instruct', minGpuMemory: 24 });
     // Of two served models of one architecture, the one it is named after is the base (V3, not R1).
@@ -361,7 +404,11 @@ describe('POST /v1/models: a full model from the hub', () => {
   });
 
   test('base_model and lora_model are unused for a full model: accepted and ignored', async () => {
-    for (const extra of [{ base_model: 'Qwen/Qwen2.5-7B-Instruct' }, { lora_model: 'meta-llama/Meta-Llama-3.1-8B-Instruct' }, { base_model: 'acme/not-a-model', lora_model: 'acme/nothing' }]) {
+    for (const extra of [
+      { base_model: 'Qwen/Qwen2.5-7B-Instruct' },
+      { lora_model: 'meta-llama/Meta-Llama-3.1-8B-Instruct' },
+      { base_model: 'acme/not-a-model', lora_model: 'acme/nothing' },
+    ]) {
       for (const model_type of [undefined, 'model']) {
         const res = await upload({ model_name: fresh(), model_source: 'acme/Qwen2.5-7B-ft', ...(model_type ? { model_type } : {}), ...extra });
         expect(res.status, JSON.stringify(res.body)).toBe(200);
@@ -391,7 +438,8 @@ describe('POST /v1/models: a full model from the hub', () => {
     }
     expectError(await upload({ model_name: long, model_source: 'acme/Qwen2.5-7B-b' }), 409, { code: 'model_name_taken', param: 'model_name' });
     const before = [await jobCount(), await modelCount()];
-    for (const model_name of ['', '   ']) expectError(await upload({ model_name, model_source: 'acme/Qwen2.5-7B-a' }), 400, { code: 'invalid_model_name', param: 'model_name' });
+    for (const model_name of ['', '   '])
+      expectError(await upload({ model_name, model_source: 'acme/Qwen2.5-7B-a' }), 400, { code: 'invalid_model_name', param: 'model_name' });
     expect([await jobCount(), await modelCount()]).toEqual(before);
   });
 });
@@ -399,7 +447,12 @@ describe('POST /v1/models: a full model from the hub', () => {
 describe('POST /v1/models: adapters', () => {
   test('an adapter on a serverless LoRA pool completes and is listed with its base type', async () => {
     const name = fresh('support-lora');
-    const res = await upload({ model_name: name, model_source: 'acme/support-lora', model_type: 'adapter', base_model: 'meta-llama/Meta-Llama-3.1-8B-Instruct-Turbo' });
+    const res = await upload({
+      model_name: name,
+      model_source: 'acme/support-lora',
+      model_type: 'adapter',
+      base_model: 'meta-llama/Meta-Llama-3.1-8B-Instruct-Turbo',
+    });
     expect(res.status).toBe(200);
     expect((await getJob(res.body.data.job_id)).body.type).toBe('adapter_upload');
     await t.advance(QUEUED_MS);
@@ -410,11 +463,22 @@ describe('POST /v1/models: adapters', () => {
     // An adapter is not deployable on its own.
     expect((await listModels(t.caller.key, { dedicated: 'true' })).map((m) => m.id)).not.toContain(res.body.data.model_id);
     const row = await t.services.db.prisma.model.findUniqueOrThrow({ where: { id: res.body.data.model_id } });
-    expect(row).toMatchObject({ modelType: 'adapter', baseModelId: 'meta-llama/Meta-Llama-3.1-8B-Instruct-Turbo', loraModel: null, architecture: 'llama-3.1-8b', minGpuMemory: null });
+    expect(row).toMatchObject({
+      modelType: 'adapter',
+      baseModelId: 'meta-llama/Meta-Llama-3.1-8B-Instruct-Turbo',
+      loraModel: null,
+      architecture: 'llama-3.1-8b',
+      minGpuMemory: null,
+    });
   });
 
   test('an adapter on a dedicated pool names lora_model; both together must be one architecture', async () => {
-    const dedicated = await upload({ model_name: fresh(), model_source: 's3://acme-models/lora/x', model_type: 'adapter', lora_model: 'meta-llama/Meta-Llama-3.1-8B-Instruct' });
+    const dedicated = await upload({
+      model_name: fresh(),
+      model_source: 's3://acme-models/lora/x',
+      model_type: 'adapter',
+      lora_model: 'meta-llama/Meta-Llama-3.1-8B-Instruct',
+    });
     expect(dedicated.status).toBe(200);
     const row = await t.services.db.prisma.model.findUniqueOrThrow({ where: { id: dedicated.body.data.model_id } });
     expect(row).toMatchObject({ baseModelId: 'meta-llama/Meta-Llama-3.1-8B-Instruct', loraModel: 'meta-llama/Meta-Llama-3.1-8B-Instruct' });
@@ -464,12 +528,31 @@ describe('identifiers', () => {
     const now = t.clock.now();
     const [model, adapter, job] = [newId('ml', now), newId('ml', now), newId('job', now)];
     await t.services.db.write(async (tx) => {
-      const row = { projectId, type: 'chat', architecture: 'llama-3.1-8b', baseModelId: MODEL, source: 'acme/x', sourceKind: 'huggingface', status: 'ready', createdAt: BigInt(now) };
+      const row = {
+        projectId,
+        type: 'chat',
+        architecture: 'llama-3.1-8b',
+        baseModelId: MODEL,
+        source: 'acme/x',
+        sourceKind: 'huggingface',
+        status: 'ready',
+        createdAt: BigInt(now),
+      };
       await tx.model.create({ data: { ...row, id: model, name: fresh('old-model'), modelType: 'model', minGpuMemory: 24 } });
       await tx.model.create({ data: { ...row, id: adapter, name: fresh('old-adapter'), modelType: 'adapter' } });
       const update = JSON.stringify([{ status: 'Complete', message: 'done', timestamp: new Date(now).toISOString() }]);
       await tx.modelUploadJob.create({
-        data: { id: job, projectId, modelId: model, type: 'model_upload', status: 'Complete', statusUpdates: update, args: JSON.stringify({ modelName: 'x', modelSource: 'acme/x' }), createdAt: BigInt(now), updatedAt: BigInt(now) },
+        data: {
+          id: job,
+          projectId,
+          modelId: model,
+          type: 'model_upload',
+          status: 'Complete',
+          statusUpdates: update,
+          args: JSON.stringify({ modelName: 'x', modelSource: 'acme/x' }),
+          createdAt: BigInt(now),
+          updatedAt: BigInt(now),
+        },
       });
     });
     expect((await getJob(job)).body).toMatchObject({ job_id: job, status: 'Complete' });
@@ -480,7 +563,10 @@ describe('identifiers', () => {
     // v2: deployed by id or resource name, and named back as the project's model; a new `model-<uuid>` upload too.
     const fresher = await insertUpload(t, projectId);
     expect(fresher.id).toMatch(UUID_ID('model'));
-    const e = await t.http.post(`/v2/projects/${projectId}/endpoints`).set(auth).send({ name: fresh('ids') });
+    const e = await t.http
+      .post(`/v2/projects/${projectId}/endpoints`)
+      .set(auth)
+      .send({ name: fresh('ids') });
     for (const [ref, id] of [
       [model, model],
       [`projects/${projectId}/models/${model}`, model],
@@ -497,7 +583,10 @@ describe('identifiers', () => {
     // v1 adapters: bound by the old id, named by the adapter's name.
     const ep = await insertV1Endpoint(t, projectId);
     const name = `default/${ep.name}`;
-    const bound = await t.http.post(`/v1/endpoints/${ep.id}/adapters`).set(auth).send({ model_id: `${name}:${adapter}` });
+    const bound = await t.http
+      .post(`/v1/endpoints/${ep.id}/adapters`)
+      .set(auth)
+      .send({ model_id: `${name}:${adapter}` });
     expect(bound.status, JSON.stringify(bound.body)).toBe(200);
     expect(bound.body.model_id).toMatch(new RegExp(`^${name}:old-adapter-`));
   });
@@ -528,7 +617,14 @@ describe('the upload job state machine', () => {
     const modelId = newId('ml', now);
     return t.services.db.write(async (tx) => {
       await tx.model.create({
-        data: { id: modelId, projectId: t.caller.identity.projectId, name: newId('sm', now), type: 'chat', status: status === 'Complete' ? 'ready' : 'pending', createdAt: 0n },
+        data: {
+          id: modelId,
+          projectId: t.caller.identity.projectId,
+          name: newId('sm', now),
+          type: 'chat',
+          status: status === 'Complete' ? 'ready' : 'pending',
+          createdAt: 0n,
+        },
       });
       return tx.modelUploadJob.create({
         data: {
@@ -572,7 +668,9 @@ describe('the upload job state machine', () => {
     const res = await upload({ model_name: fresh('broken'), model_source: 'acme/Qwen2.5-7B-broken' });
     const { job_id: jobId, model_id: modelId } = res.body.data;
     // Corrupt what the job reads, as only a server fault could.
-    await t.services.db.write((tx) => tx.modelUploadJob.update({ where: { id: jobId }, data: { args: JSON.stringify({ modelName: 'x', modelSource: 'no source' }) } }));
+    await t.services.db.write((tx) =>
+      tx.modelUploadJob.update({ where: { id: jobId }, data: { args: JSON.stringify({ modelName: 'x', modelSource: 'no source' }) } }),
+    );
     await t.advance(QUEUED_MS);
     expect((await getJob(jobId)).body.status).toBe('Queued');
     for (let i = 0; i < t.services.config.runner.maxFailures; i++) await t.advance(60_000);
@@ -624,7 +722,10 @@ describe('durability', () => {
   test('an upload survives a restart: a new server on the same database finishes the job', async () => {
     const first = await startTestPlatform();
     try {
-      const up = await first.http.post('/v1/models').set('Authorization', `Bearer ${first.caller.key}`).send({ model_name: 'restart', model_source: 'acme/Mistral-7B-Instruct-v0.3-ft' });
+      const up = await first.http
+        .post('/v1/models')
+        .set('Authorization', `Bearer ${first.caller.key}`)
+        .send({ model_name: 'restart', model_source: 'acme/Mistral-7B-Instruct-v0.3-ft' });
       const jobId = up.body.data.job_id;
       await first.advance(2_000);
       expect((await first.http.get(`/v1/jobs/${jobId}`).set('Authorization', `Bearer ${first.caller.key}`)).body.status).toBe('Running');
@@ -652,7 +753,10 @@ describe('durability', () => {
     try {
       const jobIds: string[] = [];
       for (let i = 0; i < 6; i++) {
-        const res = await one.http.post('/v1/models').set('Authorization', `Bearer ${one.caller.key}`).send({ model_name: `pair-${i}`, model_source: `acme/Qwen2.5-7B-${i}` });
+        const res = await one.http
+          .post('/v1/models')
+          .set('Authorization', `Bearer ${one.caller.key}`)
+          .send({ model_name: `pair-${i}`, model_source: `acme/Qwen2.5-7B-${i}` });
         jobIds.push(res.body.data.job_id);
       }
       for (const step of [2_000, 10_000]) {

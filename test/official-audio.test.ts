@@ -69,7 +69,12 @@ describe('together-ai', () => {
 
 describe('openai', () => {
   test('audio.transcriptions.create: a file (words asked for), then a URL', async () => {
-    const fromFile = await openai.audio.transcriptions.create({ model: MODEL, file: createReadStream(speech), response_format: 'verbose_json', timestamp_granularities: ['word'] });
+    const fromFile = await openai.audio.transcriptions.create({
+      model: MODEL,
+      file: createReadStream(speech),
+      response_format: 'verbose_json',
+      timestamp_granularities: ['word'],
+    });
     expect(fromFile.text).toBe(expected.text);
     expect(fromFile.words?.map((w) => w.word).join(' ')).toBe(expected.text);
     // openai types `file` as an upload; the platform also takes a URL, which the client sends as a text field.

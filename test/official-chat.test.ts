@@ -26,7 +26,14 @@ describe('openai', () => {
     expect(whole.choices[0]!.message.content).toMatch(/^\[local engine\]/);
     expect(whole.usage!.completion_tokens).toBe(16);
 
-    const stream = await openai.chat.completions.create({ model: CHAT, messages: [{ role: 'user', content: 'Hello there' }], max_tokens: 16, seed: 1, stream: true, stream_options: { include_usage: true } });
+    const stream = await openai.chat.completions.create({
+      model: CHAT,
+      messages: [{ role: 'user', content: 'Hello there' }],
+      max_tokens: 16,
+      seed: 1,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
     let text = '';
     let finish: string | null = null;
     let usage: OpenAI.CompletionUsage | undefined | null;
@@ -42,7 +49,9 @@ describe('openai', () => {
     const called = await openai.chat.completions.create({
       model: CHAT,
       messages: [{ role: 'user', content: 'Weather in Paris?' }],
-      tools: [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } }],
+      tools: [
+        { type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } },
+      ],
       tool_choice: { type: 'function', function: { name: 'get_weather' } },
     });
     const call = called.choices[0]!.message.tool_calls![0]!;
@@ -51,11 +60,24 @@ describe('openai', () => {
     const structured = await openai.chat.completions.create({
       model: CHAT,
       messages: [{ role: 'user', content: 'A point' }],
-      response_format: { type: 'json_schema', json_schema: { name: 'point', strict: true, schema: { type: 'object', properties: { x: { type: 'number' }, y: { type: 'number' } }, required: ['x', 'y'], additionalProperties: false } } },
+      response_format: {
+        type: 'json_schema',
+        json_schema: {
+          name: 'point',
+          strict: true,
+          schema: { type: 'object', properties: { x: { type: 'number' }, y: { type: 'number' } }, required: ['x', 'y'], additionalProperties: false },
+        },
+      },
     });
     expect(Object.keys(JSON.parse(structured.choices[0]!.message.content!))).toEqual(['x', 'y']);
 
-    const lp = await openai.chat.completions.create({ model: CHAT, messages: [{ role: 'user', content: 'Hi' }], logprobs: true, top_logprobs: 2, max_tokens: 5 });
+    const lp = await openai.chat.completions.create({
+      model: CHAT,
+      messages: [{ role: 'user', content: 'Hi' }],
+      logprobs: true,
+      top_logprobs: 2,
+      max_tokens: 5,
+    });
     expect(lp.choices[0]!.logprobs!.content!.map((c) => c.token).join('')).toBe(lp.choices[0]!.message.content);
   });
 

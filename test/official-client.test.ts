@@ -89,9 +89,8 @@
 import OpenAI from 'openai';
 import Together from 'together-ai';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { H100, MODEL, PROVISION_MS, STOP_MS, insertUpload, insertV1Endpoint } from './support/endpoints.ts';
+import { H100, insertUpload, insertV1Endpoint, MODEL, PROVISION_MS, STOP_MS } from './support/endpoints.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
-
 
 let t: TestPlatform;
 let projectId: string;
@@ -202,7 +201,13 @@ describe('Dedicated endpoints (v2) through client.beta on <server>/v2', () => {
       config: `projects/${projectId}/configs/${H100}`,
       autoscaling: { minReplicas: 1 }, // maxReplicas defaults to minReplicas, as the SDK documents
     });
-    expect(d).toMatchObject({ endpointId: e.id, name: 'blue', configId: H100, autoscaling: { minReplicas: 1, maxReplicas: 1 }, status: { state: 'DEPLOYMENT_STATE_PROVISIONING' } });
+    expect(d).toMatchObject({
+      endpointId: e.id,
+      name: 'blue',
+      configId: H100,
+      autoscaling: { minReplicas: 1, maxReplicas: 1 },
+      status: { state: 'DEPLOYMENT_STATE_PROVISIONING' },
+    });
     const badConfig = await refusal(
       v2.beta.endpoints.deployments.create(e.id, { name: 'green', model: MODEL, config: 'cr_absent', autoscaling: { minReplicas: 1, maxReplicas: 1 } }),
     );
@@ -210,7 +215,13 @@ describe('Dedicated endpoints (v2) through client.beta on <server>/v2', () => {
     expect(badConfig.error.error).toMatchObject({ code: 'config_not_found', param: 'config' });
 
     // validateOnly (a query parameter the SDK splits out of the params) answers the preview and writes nothing.
-    const preview = await v2.beta.endpoints.deployments.create(e.id, { name: 'preview', model: MODEL, config: H100, autoscaling: { minReplicas: 1 }, validateOnly: true });
+    const preview = await v2.beta.endpoints.deployments.create(e.id, {
+      name: 'preview',
+      model: MODEL,
+      config: H100,
+      autoscaling: { minReplicas: 1 },
+      validateOnly: true,
+    });
     expect(preview).toMatchObject({ name: 'preview', endpointId: e.id });
 
     const listed: string[] = [];
@@ -223,7 +234,11 @@ describe('Dedicated endpoints (v2) through client.beta on <server>/v2', () => {
 
     // Route traffic, then chat through both official clients on <project_slug>/<endpoint_name>.
     const current = await v2.beta.endpoints.retrieve(e.id);
-    const routed = await v2.beta.endpoints.update(e.id, { etag: current.etag, trafficSplit: [{ deploymentId: d.id, weight: 100 }], updateMask: 'trafficSplit' });
+    const routed = await v2.beta.endpoints.update(e.id, {
+      etag: current.etag,
+      trafficSplit: [{ deploymentId: d.id, weight: 100 }],
+      updateMask: 'trafficSplit',
+    });
     expect(routed.trafficSplit).toEqual([{ deploymentId: d.id, weight: 100 }]);
     const viaTogether = await v1.chat.completions.create({ model: 'default/sdk-endpoint', messages: [{ role: 'user', content: 'hello' }] });
     const viaOpenai = await openai.chat.completions.create({ model: 'default/sdk-endpoint', messages: [{ role: 'user', content: 'hello' }] });
@@ -326,7 +341,15 @@ describe('dedicated', () => {
       scalingMetrics: [{ name: 'inflight_requests' as const, type: 'METRIC_TARGET_TYPE_AVERAGE_VALUE' as const, target: 4 }],
     };
     const placement = { inline: { regions: ['local'], constraint: 'ENFORCEMENT_REQUIRED' as const } };
-    const blue = await v2.beta.endpoints.deployments.create(e.id, { name: 'blue', modelId: MODEL, modelRevisionId: revision, configId: H100, autoscaling, placement, enableLora: true });
+    const blue = await v2.beta.endpoints.deployments.create(e.id, {
+      name: 'blue',
+      modelId: MODEL,
+      modelRevisionId: revision,
+      configId: H100,
+      autoscaling,
+      placement,
+      enableLora: true,
+    });
     expect(blue).toMatchObject({
       modelId: MODEL,
       modelRevisionId: revision,
@@ -347,21 +370,38 @@ describe('dedicated', () => {
       validateOnly: true,
     });
     expect(preview).toMatchObject({ autoscaling: { minReplicas: 1, maxReplicas: 1 }, modelRevisionId: revision });
-    const unmet = await refusal(v2.beta.endpoints.deployments.create(e.id, { name: 'x', modelId: MODEL, configId: H100, autoscaling: {}, placement: { profile: 'pp_eu_only' } }));
+    const unmet = await refusal(
+      v2.beta.endpoints.deployments.create(e.id, { name: 'x', modelId: MODEL, configId: H100, autoscaling: {}, placement: { profile: 'pp_eu_only' } }),
+    );
     expect(unmet).toBeInstanceOf(Together.BadRequestError);
     expect(unmet.error.error).toMatchObject({ code: 'placement_profile_not_found', param: 'placement.profile' });
     t.clock.advance(1);
-    const green = await v2.beta.endpoints.deployments.create(e.id, { name: 'green', model: MODEL, config: H100, autoscaling: { minReplicas: 0, maxReplicas: 0 } });
+    const green = await v2.beta.endpoints.deployments.create(e.id, {
+      name: 'green',
+      model: MODEL,
+      config: H100,
+      autoscaling: { minReplicas: 0, maxReplicas: 0 },
+    });
 
     const listed: string[] = [];
-    for await (const d of v2.beta.endpoints.deployments.list(e.id, { filter: 'state=DEPLOYMENT_STATE_STOPPED OR name:blu', orderBy: 'created_at desc', limit: 1 })) listed.push(d.name);
+    for await (const d of v2.beta.endpoints.deployments.list(e.id, {
+      filter: 'state=DEPLOYMENT_STATE_STOPPED OR name:blu',
+      orderBy: 'created_at desc',
+      limit: 1,
+    }))
+      listed.push(d.name);
     expect(listed).toEqual(['green', 'blue']);
     const endpoints: string[] = [];
-    for await (const x of v2.beta.endpoints.list({ filter: 'name="sdk-dedicated*" AND created_at >= "2000-01-01T00:00:00Z"', orderBy: 'name desc' })) endpoints.push(x.name);
+    for await (const x of v2.beta.endpoints.list({ filter: 'name="sdk-dedicated*" AND created_at >= "2000-01-01T00:00:00Z"', orderBy: 'name desc' }))
+      endpoints.push(x.name);
     expect(endpoints).toEqual(['default/sdk-dedicated']);
 
     // The windows alone change no state; LoRA adapters of the model are served on the endpoint once it is READY and routed.
-    const updated = await v2.beta.endpoints.deployments.update(blue.id, { endpointId: e.id, autoscaling: { scaleDownWindow: '600s' }, updateMask: 'autoscaling' });
+    const updated = await v2.beta.endpoints.deployments.update(blue.id, {
+      endpointId: e.id,
+      autoscaling: { scaleDownWindow: '600s' },
+      updateMask: 'autoscaling',
+    });
     expect(updated.autoscaling).toEqual({ ...autoscaling, scaleDownWindow: '600s' });
     await t.advance(PROVISION_MS);
     await v2.beta.endpoints.update(e.id, { trafficSplit: [{ deploymentId: blue.id, weight: 1 }] });
@@ -413,7 +453,7 @@ describe('Inference through openai 6.49', () => {
     expect(viaAdapter.model).toBe(modelId);
   });
 
-  test('stream: true streams the dedicated endpoint\'s answer as chunks', async () => {
+  test("stream: true streams the dedicated endpoint's answer as chunks", async () => {
     const stream = await openai.chat.completions.create({ model: 'default/openai-v1', messages: [{ role: 'user', content: 'x' }], stream: true });
     let text = '';
     for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
@@ -478,16 +518,46 @@ describe('Compute, identity, volumes, secrets and hardware (together-ai)', () =>
     const node = cluster.gpu_worker_nodes.find((n) => n.node_id === 'gpu-node-3-vm1')!;
     const instance_id = node.instance_id!;
     const alert = async (alert_name: string) =>
-      (await t.caller.http.post(`/v1/compute/clusters/${cluster_id}/passive_health_check_alerts`).send({ instance_id, alert_name })).body.node_remediation_intent_id as string;
+      (await t.caller.http.post(`/v1/compute/clusters/${cluster_id}/passive_health_check_alerts`).send({ instance_id, alert_name })).body
+        .node_remediation_intent_id as string;
 
-    const manual = await v1.beta.clusters.remediations.create(instance_id, { cluster_id, mode: 'REMEDIATION_MODE_VM_ONLY', reason: 'GPU fell off the bus', remediation_id: 'sdk-compute-1' });
-    expect(manual).toMatchObject({ state: 'PENDING', trigger: 'REMEDIATION_TRIGGER_MANUAL', reason: 'GPU fell off the bus', requested_by: t.caller.identity.apiKeyId });
-    expect((await v1.beta.clusters.remediations.create(instance_id, { cluster_id, mode: 'REMEDIATION_MODE_VM_ONLY', reason: 'GPU fell off the bus', remediation_id: 'sdk-compute-1' })).id).toBe(manual.id);
+    const manual = await v1.beta.clusters.remediations.create(instance_id, {
+      cluster_id,
+      mode: 'REMEDIATION_MODE_VM_ONLY',
+      reason: 'GPU fell off the bus',
+      remediation_id: 'sdk-compute-1',
+    });
+    expect(manual).toMatchObject({
+      state: 'PENDING',
+      trigger: 'REMEDIATION_TRIGGER_MANUAL',
+      reason: 'GPU fell off the bus',
+      requested_by: t.caller.identity.apiKeyId,
+    });
+    expect(
+      (
+        await v1.beta.clusters.remediations.create(instance_id, {
+          cluster_id,
+          mode: 'REMEDIATION_MODE_VM_ONLY',
+          reason: 'GPU fell off the bus',
+          remediation_id: 'sdk-compute-1',
+        })
+      ).id,
+    ).toBe(manual.id);
     t.clock.advance(10);
 
     const automated = await alert('DmesgXidError');
-    const approved = await v1.beta.clusters.remediations.approve(automated, { cluster_id, instance_id, comment: 'reboot is enough', mode: 'REMEDIATION_MODE_REBOOT_VM' });
-    expect(approved).toMatchObject({ state: 'PENDING', mode: 'REMEDIATION_MODE_REBOOT_VM', review_comment: 'reboot is enough', reviewed_by: t.caller.identity.apiKeyId });
+    const approved = await v1.beta.clusters.remediations.approve(automated, {
+      cluster_id,
+      instance_id,
+      comment: 'reboot is enough',
+      mode: 'REMEDIATION_MODE_REBOOT_VM',
+    });
+    expect(approved).toMatchObject({
+      state: 'PENDING',
+      mode: 'REMEDIATION_MODE_REBOOT_VM',
+      review_comment: 'reboot is enough',
+      reviewed_by: t.caller.identity.apiKeyId,
+    });
     t.clock.advance(10);
     expect((await v1.beta.clusters.remediations.cancel(automated, { cluster_id, instance_id })).state).toBe('CANCELLED');
     t.clock.advance(10);
@@ -504,13 +574,23 @@ describe('Compute, identity, volumes, secrets and hardware (together-ai)', () =>
     const paged: string[] = [];
     let page_token: string | undefined;
     do {
-      const page = await v1.beta.clusters.remediations.list(instance_id, { cluster_id, order_by: 'create_time', page_size: 2, ...(page_token ? { page_token } : {}) });
+      const page = await v1.beta.clusters.remediations.list(instance_id, {
+        cluster_id,
+        order_by: 'create_time',
+        page_size: 2,
+        ...(page_token ? { page_token } : {}),
+      });
       paged.push(...page.remediations.map((r) => r.id));
       page_token = page.has_next ? page.next_page_token : undefined;
     } while (page_token);
     expect(paged).toEqual([manual.id, automated, second]);
 
-    const cancelled = await v1.beta.clusters.remediations.list(instance_id, { cluster_id, state: ['CANCELLED', 'QUARANTINED'], trigger: ['REMEDIATION_TRIGGER_AUTOMATED'], mode: ['REMEDIATION_MODE_REBOOT_VM', 'REMEDIATION_MODE_VM_ONLY'] });
+    const cancelled = await v1.beta.clusters.remediations.list(instance_id, {
+      cluster_id,
+      state: ['CANCELLED', 'QUARANTINED'],
+      trigger: ['REMEDIATION_TRIGGER_AUTOMATED'],
+      mode: ['REMEDIATION_MODE_REBOOT_VM', 'REMEDIATION_MODE_VM_ONLY'],
+    });
     expect(cancelled.remediations.map((r) => r.id).sort()).toEqual([automated, second].sort());
     const quarantining = await v1.beta.clusters.remediations.list(instance_id, { cluster_id, state: ['QUARANTINING'] });
     expect(quarantining).toEqual({ remediations: [], next_page_token: '', has_next: false });
@@ -520,7 +600,11 @@ describe('Compute, identity, volumes, secrets and hardware (together-ai)', () =>
     const created = await v1.beta.jig.volumes.create({ name: 'sdk-models', type: 'readOnly', content: { type: 'files', source_prefix: 'models/' } });
     expect(created).toMatchObject({ object: 'volume', current_version: 1, content: { type: 'files', source_prefix: 'models/', files: [] } });
     expect((await v1.beta.jig.volumes.list()).data!.map((v) => v.name)).toContain('sdk-models');
-    const updated = await v1.beta.jig.volumes.update(created.id!, { name: 'sdk-models-2', type: 'readOnly', content: { type: 'files', source_prefix: 'models/v2/' } });
+    const updated = await v1.beta.jig.volumes.update(created.id!, {
+      name: 'sdk-models-2',
+      type: 'readOnly',
+      content: { type: 'files', source_prefix: 'models/v2/' },
+    });
     expect(updated).toMatchObject({ name: 'sdk-models-2', current_version: 2 });
     expect((await v1.beta.jig.volumes.retrieve(created.id!, { version: 1 })).content!.source_prefix).toBe('models/');
     expect((await v1.beta.jig.volumes.retrieve('sdk-models-2')).content!.source_prefix).toBe('models/v2/');
@@ -546,7 +630,12 @@ describe('Modules models, endpoints (v1) and adapters: every SDK call with reali
   const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
 
   test('models.upload (an ordinary hub repository, the README example, an adapter with base_model), uploads.status, list, endpoints.listHardware({model})', async () => {
-    const plain = await v1.models.upload({ model_name: 'acc-model', model_source: 'acc-org/acc-model', description: 'An ordinary hub repository', hf_token: 'hf_example' });
+    const plain = await v1.models.upload({
+      model_name: 'acc-model',
+      model_source: 'acc-org/acc-model',
+      description: 'An ordinary hub repository',
+      hf_token: 'hf_example',
+    });
     expect(plain.data).toMatchObject({ model_name: 'acc-model', model_source: 'huggingface' });
     expect(plain.data.job_id).toMatch(new RegExp(`^job-${UUID}$`));
     expect(plain.data.model_id).toMatch(new RegExp(`^model-${UUID}$`));
@@ -559,20 +648,33 @@ describe('Modules models, endpoints (v1) and adapters: every SDK call with reali
       description: 'A LoRA adapter for the serverless pool',
     });
     const jobs = [plain, readme, adapter].map((u) => u.data.job_id);
-    for (let i = 0; i < 10 && (await Promise.all(jobs.map((j) => v1.models.uploads.status(j)))).some((s) => s.status !== 'Complete'); i++) await t.advance(60_000);
+    for (let i = 0; i < 10 && (await Promise.all(jobs.map((j) => v1.models.uploads.status(j)))).some((s) => s.status !== 'Complete'); i++)
+      await t.advance(60_000);
     for (const j of jobs) expect(await v1.models.uploads.status(j)).toMatchObject({ job_id: j, status: 'Complete' });
-    expect((await v1.models.uploads.status(adapter.data.job_id)).args).toEqual({ description: 'A LoRA adapter for the serverless pool', modelName: 'default/my-adapter', modelSource: 'acc-org/my-lora' });
+    expect((await v1.models.uploads.status(adapter.data.job_id)).args).toEqual({
+      description: 'A LoRA adapter for the serverless pool',
+      modelName: 'default/my-adapter',
+      modelSource: 'acc-org/my-lora',
+    });
 
     const models = await v1.models.list();
     for (const m of models) expect(SDK_TYPES, m.id).toContain(m.type);
     const ids = models.map((m) => m.id);
-    expect(ids).toEqual(expect.arrayContaining([plain.data.model_id, readme.data.model_id, adapter.data.model_id, 'deepseek-ai/DeepSeek-R1', 'Salesforce/Llama-Rank-v1']));
+    expect(ids).toEqual(
+      expect.arrayContaining([plain.data.model_id, readme.data.model_id, adapter.data.model_id, 'deepseek-ai/DeepSeek-R1', 'Salesforce/Llama-Rank-v1']),
+    );
     const dedicated = (await v1.models.list({ dedicated: true })).map((m) => m.id);
     expect(dedicated).toContain(readme.data.model_id);
     expect(dedicated).not.toContain(plain.data.model_id); // unknown architecture: nothing here runs it
     expect(dedicated).not.toContain(adapter.data.model_id);
 
-    for (const model of ['deepseek-ai/DeepSeek-R1', 'openai/gpt-oss-120b', 'mistralai/Mixtral-8x7B-Instruct-v0.1', 'meta-llama/Llama-2-70b-hf', readme.data.model_id]) {
+    for (const model of [
+      'deepseek-ai/DeepSeek-R1',
+      'openai/gpt-oss-120b',
+      'mistralai/Mixtral-8x7B-Instruct-v0.1',
+      'meta-llama/Llama-2-70b-hf',
+      readme.data.model_id,
+    ]) {
       const hw = await v1.endpoints.listHardware({ model });
       expect(hw.data.length, model).toBeGreaterThan(0);
       for (const h of hw.data) expect(h.availability?.status, `${model} on ${h.id}`).toBe('available');
@@ -583,7 +685,9 @@ describe('Modules models, endpoints (v1) and adapters: every SDK call with reali
   });
 
   test('endpoints.create (the SDK example) is refused; endpoints.list/retrieve/update/delete and endpoints.adapters.add/list/remove on a running one', async () => {
-    const created = await refusal(v1.endpoints.create({ autoscaling: { max_replicas: 5, min_replicas: 2 }, hardware: '1x_nvidia_a100_80gb_sxm', model: 'deepseek-ai/DeepSeek-R1' }));
+    const created = await refusal(
+      v1.endpoints.create({ autoscaling: { max_replicas: 5, min_replicas: 2 }, hardware: '1x_nvidia_a100_80gb_sxm', model: 'deepseek-ai/DeepSeek-R1' }),
+    );
     expect(created).toBeInstanceOf(Together.PermissionDeniedError);
     expect(created.error.error.code).toBe('endpoints_v1_create_access_disabled');
 
@@ -592,14 +696,26 @@ describe('Modules models, endpoints (v1) and adapters: every SDK call with reali
     expect(listed.name).toMatch(/^default\/Meta-Llama-3\.1-8B-Instruct-[0-9a-f]{6}$/);
     const ep = await v1.endpoints.retrieve(row.id);
     expect(ep).toMatchObject({ id: row.id, name: listed.name, model: MODEL, state: 'STARTED', type: 'dedicated', owner: 'default' });
-    const updated = await v1.endpoints.update(ep.id, { display_name: 'Support bot (Llama 3.1 8B)', autoscaling: { min_replicas: 1, max_replicas: 4 }, inactive_timeout: 0 });
+    const updated = await v1.endpoints.update(ep.id, {
+      display_name: 'Support bot (Llama 3.1 8B)',
+      autoscaling: { min_replicas: 1, max_replicas: 4 },
+      inactive_timeout: 0,
+    });
     expect(updated).toMatchObject({ display_name: 'Support bot (Llama 3.1 8B)', autoscaling: { min_replicas: 1, max_replicas: 4 } });
 
-    const lora = await v1.models.upload({ model_name: 'username/support-adapter-abc123', model_source: 'acc-org/support-lora', model_type: 'adapter', base_model: 'meta-llama/Meta-Llama-3.1-8B-Instruct-Reference' });
+    const lora = await v1.models.upload({
+      model_name: 'username/support-adapter-abc123',
+      model_source: 'acc-org/support-lora',
+      model_type: 'adapter',
+      base_model: 'meta-llama/Meta-Llama-3.1-8B-Instruct-Reference',
+    });
     for (let i = 0; i < 10 && (await v1.models.uploads.status(lora.data.job_id)).status !== 'Complete'; i++) await t.advance(60_000);
     const modelId = `${ep.name}:username/support-adapter-abc123`; // the SDK's form: '<endpoint name>:<adapter model name>'
     expect(await v1.endpoints.adapters.add(ep.id, { model_id: modelId })).toEqual({ model_id: modelId });
-    expect(await v1.endpoints.adapters.list(ep.id)).toEqual({ object: 'list', data: [{ model_id: modelId, adapter_name: 'username/support-adapter-abc123', endpoint_name: ep.name }] });
+    expect(await v1.endpoints.adapters.list(ep.id)).toEqual({
+      object: 'list',
+      data: [{ model_id: modelId, adapter_name: 'username/support-adapter-abc123', endpoint_name: ep.name }],
+    });
     expect(await v1.endpoints.adapters.remove(ep.id, { model_id: modelId })).toEqual({ model_id: modelId, deleted: true });
     expect((await v1.endpoints.adapters.list(ep.id)).data).toEqual([]);
 

@@ -48,7 +48,10 @@ test('evals.create, evals.status, evals.retrieve and evals.list', async () => {
   expect(list.map((j) => j.workflow_id)).toContain(id);
 
   const results = await client.files.content((status.results as { result_file_id: string }).result_file_id);
-  const rows = (await results.text()).trim().split('\n').map((l) => JSON.parse(l));
+  const rows = (await results.text())
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
   expect(rows.map((r) => [r.question, r.label])).toEqual([
     ['Is the sky blue?', 'yes'],
     ['Is fire cold?', 'no'],

@@ -14,7 +14,12 @@ beforeAll(async () => {
 afterAll(() => t?.close());
 
 test('upload a fine-tuning dataset, poll it to COMPLETED, read it back, list it, delete it', async () => {
-  const dataset = `${JSON.stringify({ messages: [{ role: 'user', content: 'Hi' }, { role: 'assistant', content: 'Hello!' }] })}\n`;
+  const dataset = `${JSON.stringify({
+    messages: [
+      { role: 'user', content: 'Hi' },
+      { role: 'assistant', content: 'Hello!' },
+    ],
+  })}\n`;
   const form = new FormData();
   form.append('purpose', 'fine-tune');
   form.append('file_name', 'chat.jsonl');

@@ -22,7 +22,14 @@ beforeAll(async () => {
 afterAll(() => t?.close());
 
 test('create, poll until completed, events, checkpoints, metrics, estimate, limits, delete', async () => {
-  const job = await client.fineTuning.create({ model: BASE, training_file: trainingFile, n_epochs: 2, batch_size: 8, suffix: 'sums', lr_scheduler: { lr_scheduler_type: 'cosine', lr_scheduler_args: { min_lr_ratio: 0.1, num_cycles: 0.5 } } });
+  const job = await client.fineTuning.create({
+    model: BASE,
+    training_file: trainingFile,
+    n_epochs: 2,
+    batch_size: 8,
+    suffix: 'sums',
+    lr_scheduler: { lr_scheduler_type: 'cosine', lr_scheduler_args: { min_lr_ratio: 0.1, num_cycles: 0.5 } },
+  });
   expect(job.id).toMatch(/^ft-/);
   expect(job.status).toBe('pending');
   let status = job.status as string;

@@ -14,7 +14,12 @@ beforeAll(async () => {
 afterAll(() => t?.close());
 
 test('submit, poll until done, and read the outputs', async () => {
-  const { requestId } = await client.beta.jig.queue.submit({ model: CHAT, payload: { messages: [{ role: 'user', content: 'from the SDK' }] }, info: { who: 'sdk' }, priority: 3 });
+  const { requestId } = await client.beta.jig.queue.submit({
+    model: CHAT,
+    payload: { messages: [{ role: 'user', content: 'from the SDK' }] },
+    info: { who: 'sdk' },
+    priority: 3,
+  });
   expect(requestId).toMatch(/^req_/);
   const pending = await client.beta.jig.queue.retrieve({ model: CHAT, request_id: requestId });
   expect(pending).toMatchObject({ request_id: requestId, model: CHAT, status: 'pending', priority: 3, info: { who: 'sdk' } });

@@ -10,15 +10,15 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, test } from 'vitest';
 import { hashKey, identityForHash } from '../server/accounts.ts';
 import { ManualClock } from '../server/core/clock.ts';
-import { loadConfig, type Config } from '../server/core/config.ts';
-import { openDatabase, type Database, type Tx } from '../server/db/index.ts';
-import { deploy } from '../server/db/migrations.ts';
-import { providerOf } from '../server/db/urls.ts';
+import { type Config, loadConfig } from '../server/core/config.ts';
 import { createLogger } from '../server/core/log.ts';
 import { root } from '../server/core/paths.ts';
+import { type Database, openDatabase, type Tx } from '../server/db/index.ts';
+import { deploy } from '../server/db/migrations.ts';
+import { providerOf } from '../server/db/urls.ts';
 import { startPlatform } from '../server/platform.ts';
 import { enqueue, type WorkHandler } from '../server/runner/runner.ts';
-import { scratchDatabase, usingPostgres, type ScratchDatabase } from './support/database.ts';
+import { type ScratchDatabase, scratchDatabase, usingPostgres } from './support/database.ts';
 
 const log = createLogger('warn', new Writable({ write: (_c, _e, done) => done() }));
 
@@ -82,7 +82,8 @@ describe('migrations', () => {
         const [{ n }] = await db.prisma.$queryRawUnsafe<any[]>('SELECT count(*)::int AS n FROM "_prisma_migrations"');
         expect(n).toBe(migrationNames('postgresql').length);
       });
-    }));
+    }),
+  );
 });
 
 describe('first start', () => {
@@ -122,7 +123,8 @@ describe('first start', () => {
       } finally {
         await Promise.all(platforms.map((p) => p.close()));
       }
-    }));
+    }),
+  );
 });
 
 describe('restart', () => {
@@ -229,57 +231,59 @@ describe('SQLite write safety (prisma/orm#29933)', () => {
     });
   const countTagged = (db: Database, tag: string) => db.prisma.organization.count({ where: { name: { startsWith: `${tag} ` } } });
 
-  test('500 concurrent writes here and 500 from another process into the same file at once: every row is there', () =>
-    withScratch('sqlite', async ({ url }) => {
-      let db = await openDatabase(url);
-      try {
-        const writer = spawnChild(['--import', 'tsx', 'test/support/sqlite-writer.ts'], { DATABASE_URL: url, COUNT: '500', TAG: 'child' });
-        await writer.waitFor('ready');
-        writer.child.stdin!.write('go\n');
-        // Reads on the read connection go on all the time; they must neither block nor lose anything.
-        let writing = true;
-        const reads = (async () => {
-          let n = 0;
-          while (writing) {
-            await countTagged(db, 'parent');
-            n++;
-            await sleep(1);
-          }
-          return n;
-        })();
-        const results = await Promise.allSettled(Array.from({ length: 500 }, (_, i) => insert(db, 'parent', i)));
-        writing = false;
-        expect(await reads).toBeGreaterThan(0);
-        expect(await writer.exited, writer.errors()).toBe(0);
-        const summary = JSON.parse(writer.output().trim().split('\n').at(-1)!);
-        expect(summary, writer.output()).toMatchObject({ ok: 500, failed: 0 });
-        const failures = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected').map((r) => String(r.reason).slice(0, 300));
-        expect(failures).toEqual([]);
+  test(
+    '500 concurrent writes here and 500 from another process into the same file at once: every row is there',
+    () =>
+      withScratch('sqlite', async ({ url }) => {
+        let db = await openDatabase(url);
+        try {
+          const writer = spawnChild(['--import', 'tsx', 'test/support/sqlite-writer.ts'], { DATABASE_URL: url, COUNT: '500', TAG: 'child' });
+          await writer.waitFor('ready');
+          writer.child.stdin!.write('go\n');
+          // Reads on the read connection go on all the time; they must neither block nor lose anything.
+          let writing = true;
+          const reads = (async () => {
+            let n = 0;
+            while (writing) {
+              await countTagged(db, 'parent');
+              n++;
+              await sleep(1);
+            }
+            return n;
+          })();
+          const results = await Promise.allSettled(Array.from({ length: 500 }, (_, i) => insert(db, 'parent', i)));
+          writing = false;
+          expect(await reads).toBeGreaterThan(0);
+          expect(await writer.exited, writer.errors()).toBe(0);
+          const summary = JSON.parse(writer.output().trim().split('\n').at(-1)!);
+          expect(summary, writer.output()).toMatchObject({ ok: 500, failed: 0 });
+          const failures = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected').map((r) => String(r.reason).slice(0, 300));
+          expect(failures).toEqual([]);
 
-        // The connection is still healthy afterwards: a later write is committed, not left in an abandoned transaction.
-        await db.write((tx) => tx.organization.create({ data: { id: 'org_after', name: 'after 0', createdAt: BigInt(Date.now()) } }));
-        expect(await countTagged(db, 'parent')).toBe(500);
-      } finally {
-        await db.close();
-      }
-      // Counted again through a fresh connection, after this process closed its own.
-      db = await openDatabase(url);
-      try {
-        expect(await countTagged(db, 'parent')).toBe(500);
-        expect(await countTagged(db, 'child')).toBe(500);
-        expect(await countTagged(db, 'after')).toBe(1);
-        expect(await db.prisma.organization.count()).toBe(1001);
-      } finally {
-        await db.close();
-      }
-    }), 60_000);
+          // The connection is still healthy afterwards: a later write is committed, not left in an abandoned transaction.
+          await db.write((tx) => tx.organization.create({ data: { id: 'org_after', name: 'after 0', createdAt: BigInt(Date.now()) } }));
+          expect(await countTagged(db, 'parent')).toBe(500);
+        } finally {
+          await db.close();
+        }
+        // Counted again through a fresh connection, after this process closed its own.
+        db = await openDatabase(url);
+        try {
+          expect(await countTagged(db, 'parent')).toBe(500);
+          expect(await countTagged(db, 'child')).toBe(500);
+          expect(await countTagged(db, 'after')).toBe(1);
+          expect(await db.prisma.organization.count()).toBe(1001);
+        } finally {
+          await db.close();
+        }
+      }),
+    60_000,
+  );
 
   test('the read connection is read-only, and sees what write() committed', () =>
     withScratch('sqlite', ({ url }) =>
       withDatabase(url, async (db) => {
-        await expect(db.prisma.organization.create({ data: { id: 'org_ro', name: 'read-only', createdAt: BigInt(Date.now()) } })).rejects.toThrow(
-          /readonly/i,
-        );
+        await expect(db.prisma.organization.create({ data: { id: 'org_ro', name: 'read-only', createdAt: BigInt(Date.now()) } })).rejects.toThrow(/readonly/i);
         await expect(db.prisma.$executeRawUnsafe(`DELETE FROM "WorkItem"`)).rejects.toThrow(/readonly/i);
         await db.write((tx) => tx.organization.create({ data: { id: 'org_rw', name: 'written', createdAt: BigInt(Date.now()) } }));
         expect(await db.prisma.organization.findUnique({ where: { id: 'org_rw' } })).toMatchObject({ name: 'written' });

@@ -2,8 +2,8 @@
 // processes share one PostgreSQL database, whichever of them is asked, and survive a restart: work accepted by a
 // process that then stops is finished by the next one. PostgreSQL only (TEST_DATABASE_URL); SQLite is one process by design.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { scratchDatabase, usingPostgres, type ScratchDatabase } from './support/database.ts';
-import { startServerProcess, type ServerProcess } from './support/server-process.ts';
+import { type ScratchDatabase, scratchDatabase, usingPostgres } from './support/database.ts';
+import { type ServerProcess, startServerProcess } from './support/server-process.ts';
 
 const FAST = {
   RUNNER_POLL_MS: '50',
@@ -37,7 +37,8 @@ const scenarios: Scenario[] = [
   {
     name: 'model upload',
     start: async (base, key) =>
-      (await call(base, key, '/v1/models', { method: 'POST', body: JSON.stringify({ model_name: `ft-${n++}`, model_source: 'acme/llama-3.1-8b-ft' }) })).data.job_id,
+      (await call(base, key, '/v1/models', { method: 'POST', body: JSON.stringify({ model_name: `ft-${n++}`, model_source: 'acme/llama-3.1-8b-ft' }) })).data
+        .job_id,
     state: async (base, key, id) => (await call(base, key, `/v1/jobs/${id}`)).status,
     done: 'Complete',
   },
@@ -62,7 +63,13 @@ const scenarios: Scenario[] = [
       const { project_id } = await call(base, key, '/v1/whoami');
       const { endpoint, deployment } = await call(base, key, `/v2/projects/${project_id}/deploy`, {
         method: 'POST',
-        body: JSON.stringify({ endpointName: `svc-${n++}`, model: 'meta-llama/Meta-Llama-3.1-8B-Instruct', config: 'cr_llama_3_1_8b_h100', minReplicas: 1, maxReplicas: 1 }),
+        body: JSON.stringify({
+          endpointName: `svc-${n++}`,
+          model: 'meta-llama/Meta-Llama-3.1-8B-Instruct',
+          config: 'cr_llama_3_1_8b_h100',
+          minReplicas: 1,
+          maxReplicas: 1,
+        }),
       });
       return `/v2/projects/${project_id}/endpoints/${endpoint.id}/deployments/${deployment.id}`;
     },

@@ -37,7 +37,16 @@ describe('submit and status', () => {
     expect(Object.keys(res.body)).toEqual(['requestId']);
     const s = await status(model, res.body.requestId);
     expect(s.status).toBe(200);
-    expect(s.body).toMatchObject({ request_id: res.body.requestId, model, status: 'pending', priority: 5, retries: 0, inputs: { prompt: 'hi' }, info: { user: 'u1' }, warnings: [] });
+    expect(s.body).toMatchObject({
+      request_id: res.body.requestId,
+      model,
+      status: 'pending',
+      priority: 5,
+      retries: 0,
+      inputs: { prompt: 'hi' },
+      info: { user: 'u1' },
+      warnings: [],
+    });
     expect(s.body.outputs).toBeUndefined();
     expect(s.body.claimed_at).toBeUndefined();
     expect(s.body.done_at).toBeUndefined();
@@ -98,14 +107,19 @@ describe('the state machine', () => {
     expect((await t.caller.http.get('/v1/queue/metrics').query({ model })).body).toEqual({ messages_running: 0, messages_waiting: 0, total_jobs: 0 });
     // Nothing leaves done.
     expectError(await t.caller.http.post('/v1/queue/cancel').send({ model, request_id: id }), 409, { code: 'invalid_state_transition', param: null });
-    expectError(await t.caller.http.post('/v1/queue/fail').send({ model, request_id: id, claim_token: claimed.claim_token }), 409, { code: 'claim_lost', param: 'claim_token' });
+    expectError(await t.caller.http.post('/v1/queue/fail').send({ model, request_id: id, claim_token: claimed.claim_token }), 409, {
+      code: 'claim_lost',
+      param: 'claim_token',
+    });
   });
 
   test('an explicit fail is final: failed, done_at, info.error, never retried', async () => {
     const model = newQueue();
     const id = await submitted(model, { info: { k: 'v' } });
     const [c] = (await claim({ model })).body.data;
-    const res = await t.caller.http.post('/v1/queue/fail').send({ model, request_id: id, claim_token: c.claim_token, error: { message: 'bad input', code: 'bad' } });
+    const res = await t.caller.http
+      .post('/v1/queue/fail')
+      .send({ model, request_id: id, claim_token: c.claim_token, error: { message: 'bad input', code: 'bad' } });
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ status: 'failed', retries: 0, info: { k: 'v', error: { message: 'bad input', code: 'bad' } } });
     expect(res.body.done_at).toBeDefined();
@@ -132,7 +146,9 @@ describe('the state machine', () => {
       expect(j.done_at).toBeUndefined();
     }
     // The timed-out claims can no longer touch the job.
-    expectError(await t.caller.http.post('/v1/queue/complete').send({ model, request_id: id, claim_token: tokens[0], outputs: {} }), 409, { code: 'claim_lost' });
+    expectError(await t.caller.http.post('/v1/queue/complete').send({ model, request_id: id, claim_token: tokens[0], outputs: {} }), 409, {
+      code: 'claim_lost',
+    });
     expectError(await t.caller.http.post('/v1/queue/heartbeat').send({ model, request_id: id, claim_token: tokens[2] }), 409, { code: 'claim_lost' });
     (await claim({ model, claim_timeout_seconds: 2 })).body.data;
     await t.advance(2000);
@@ -202,7 +218,14 @@ describe('claims', () => {
   test('priority orders claims: higher first, then oldest', async () => {
     const model = newQueue();
     const ids: Record<string, string> = {};
-    for (const [name, priority] of [['low1', 0], ['high1', 10], ['mid', 5], ['high2', 10], ['low2', 0], ['neg', -3]] as const) {
+    for (const [name, priority] of [
+      ['low1', 0],
+      ['high1', 10],
+      ['mid', 5],
+      ['high2', 10],
+      ['low2', 0],
+      ['neg', -3],
+    ] as const) {
       ids[name] = await submitted(model, { priority });
       t.clock.advance(1);
     }
@@ -219,7 +242,11 @@ describe('claims', () => {
     const model = newQueue();
     for (let i = 0; i < 40; i++) await submitted(model);
     const { db } = t.services;
-    const results = await Promise.all(Array.from({ length: 10 }, (_, i) => claimJobs(db, t.clock, { projectId: t.caller.identity.projectId, model, limit: 7, timeoutMs: 10_000, workerId: `w${i}` })));
+    const results = await Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        claimJobs(db, t.clock, { projectId: t.caller.identity.projectId, model, limit: 7, timeoutMs: 10_000, workerId: `w${i}` }),
+      ),
+    );
     const ids = results.flat().map((j) => j.id);
     expect(ids).toHaveLength(40);
     expect(new Set(ids).size).toBe(40);
@@ -238,7 +265,9 @@ describe('claims', () => {
 
   test('complete and fail of an unknown job: 404', async () => {
     const model = newQueue();
-    expectError(await t.caller.http.post('/v1/queue/complete').send({ model, request_id: 'req_nope', claim_token: 'y', outputs: {} }), 404, { param: 'request_id' });
+    expectError(await t.caller.http.post('/v1/queue/complete').send({ model, request_id: 'req_nope', claim_token: 'y', outputs: {} }), 404, {
+      param: 'request_id',
+    });
     expectError(await t.caller.http.post('/v1/queue/fail').send({ model, request_id: 'req_nope', claim_token: 'y' }), 404, { param: 'request_id' });
   });
 });

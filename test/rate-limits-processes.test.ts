@@ -3,9 +3,9 @@
 // without Redis each process counts alone (the control). Each run counts under a key prefix of its own.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { scratchDatabase, type ScratchDatabase } from './support/database.ts';
+import { type ScratchDatabase, scratchDatabase } from './support/database.ts';
 import { limitedOperations } from './support/rate-limited.ts';
-import { startServerProcess, type ServerProcess } from './support/server-process.ts';
+import { type ServerProcess, startServerProcess } from './support/server-process.ts';
 
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const LIMIT = 10;

@@ -3,11 +3,11 @@
 // row's 429 and 503 are observed here, which is what the contract-coverage test counts for them.
 import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, describe, expect, test } from 'vitest';
-import { operations, type OperationId } from '../generated/operations.ts';
+import { type OperationId, operations } from '../generated/operations.ts';
+import type { Identity } from '../server/accounts.ts';
 import { loadConfig, type RateLimitConfig } from '../server/core/config.ts';
 import { createLogger } from '../server/core/log.ts';
-import type { Identity } from '../server/accounts.ts';
-import { estimateTokens, Gate, rateLimitedOperations, RateLimits } from '../server/http/rate-limits.ts';
+import { estimateTokens, Gate, RateLimits, rateLimitedOperations } from '../server/http/rate-limits.ts';
 import { reply } from '../server/http/reply.ts';
 import { expectError } from './support/expect.ts';
 import { deref, operationSpec, spec } from './support/operations.ts';
@@ -227,7 +227,11 @@ test('Redis unreachable: each process counts alone meanwhile, and requests are s
   const identity = { organizationId: `org_${randomUUID()}`, projectSlug: 'default' } as Identity;
   const res = { set: () => res } as never;
   try {
-    const admit = () => new Gate(limits, identity, res).admit('m', { model: 'm' }).then(() => 200, (e) => e.status);
+    const admit = () =>
+      new Gate(limits, identity, res).admit('m', { model: 'm' }).then(
+        () => 200,
+        (e) => e.status,
+      );
     expect([await admit(), await admit(), await admit()]).toEqual([200, 200, 429]);
   } finally {
     await limits.close();

@@ -22,7 +22,11 @@ test('the quick start is two commands: install and start, then the whole suite',
 function start(direct = false) {
   const [, startCommand] = commands[0].split(' && ');
   const [cmd, ...args] = direct ? [process.execPath, '--import', 'tsx', 'server/main.ts'] : startCommand.split(' ');
-  const child = spawn(cmd, args, { cwd: root, env: { ...process.env, PORT: '0', DATABASE_URL: `file:${join(dir, 'readme.db')}` }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(cmd, args, {
+    cwd: root,
+    env: { ...process.env, PORT: '0', DATABASE_URL: `file:${join(dir, 'readme.db')}` },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   let out = '';
   const banner = new Promise<string>((resolve, reject) => {
     child.stdout.on('data', (chunk) => {
@@ -43,7 +47,15 @@ test('npm start prints an address and a key that works; SIGTERM stops it; a rest
 
   const ok = await fetch(`${url}/v1/whoami`, { headers: { Authorization: `Bearer ${key}` } });
   expect(ok.status).toBe(200);
-  expect(Object.keys(await ok.json()).sort()).toEqual(['api_key_id', 'organization_id', 'organization_name', 'project_id', 'project_name', 'project_slug', 'user_id']);
+  expect(Object.keys(await ok.json()).sort()).toEqual([
+    'api_key_id',
+    'organization_id',
+    'organization_name',
+    'project_id',
+    'project_name',
+    'project_slug',
+    'user_id',
+  ]);
   const bad = await fetch(`${url}/v1/whoami`, { headers: { Authorization: 'Bearer tpk_wrong' } });
   expect(bad.status).toBe(401);
   expect(await bad.json()).toEqual({ error: { message: expect.any(String), type: 'invalid_request_error', param: null, code: 'invalid_api_key' } });

@@ -105,7 +105,14 @@ describe('the ranking', () => {
 
     const bySubject = await rerank({ query: 'oracle pricing', documents: emails, rank_fields: ['subject'] });
     expect(bySubject.body.results[0].index).toBe(1);
-    expect(bySubject.body.results.map((r: { relevance_score: number }) => r.relevance_score)).toEqual([...bm25('oracle pricing', emails.map((e) => e.subject))].sort((a, b) => b - a));
+    expect(bySubject.body.results.map((r: { relevance_score: number }) => r.relevance_score)).toEqual(
+      [
+        ...bm25(
+          'oracle pricing',
+          emails.map((e) => e.subject),
+        ),
+      ].sort((a, b) => b - a),
+    );
     const byText = await rerank({ query: 'oracle pricing', documents: emails, rank_fields: ['text'] });
     expect(byText.body.results[0].index).toBe(2);
     // A field some documents lack adds nothing to them; other values rank as their JSON.
@@ -163,6 +170,9 @@ describe('bad input', () => {
     const emb = await rerank({ model: 'BAAI/bge-base-en-v1.5', query: 'x', documents: ['a'] });
     expectError(emb, 400, { param: 'model', code: 'model_not_available' });
     expect(emb.body.error.message).toContain('not a rerank model');
-    expectError(await rerank({ model: 'meta-llama/Meta-Llama-3.1-8B-Instruct', query: 'x', documents: ['a'] }), 400, { param: 'model', code: 'model_not_available' });
+    expectError(await rerank({ model: 'meta-llama/Meta-Llama-3.1-8B-Instruct', query: 'x', documents: ['a'] }), 400, {
+      param: 'model',
+      code: 'model_not_available',
+    });
   });
 });

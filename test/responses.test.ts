@@ -1,10 +1,11 @@
 // Every JSON body a handler answers is checked against the contract before it is sent: a drift is a 500 with the
 // generic message, the cause logged under the request id, never a body the contract does not promise.
-import { afterAll, beforeAll, expect, test } from 'vitest';
-import { responseValidator } from '../server/http/responses.ts';
-import { specPath } from '../server/core/paths.ts';
-import { handlers } from '../server/modules/index.ts';
+
 import { readFileSync } from 'node:fs';
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { specPath } from '../server/core/paths.ts';
+import { responseValidator } from '../server/http/responses.ts';
+import { handlers } from '../server/modules/index.ts';
 import { expectError } from './support/expect.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
 

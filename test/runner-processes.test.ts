@@ -1,17 +1,17 @@
 // The durable runner across real OS processes on PostgreSQL (skipped without TEST_DATABASE_URL): two worker processes
 // (test/support/runner-worker.ts) share the work without completing any item twice, and a worker killed with SIGKILL
 // mid-item loses nothing: the survivor takes its items over once their lease has run out.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { systemClock } from '../server/core/clock.ts';
-import { openDatabase, type Database } from '../server/db/index.ts';
 import { root } from '../server/core/paths.ts';
+import { type Database, openDatabase } from '../server/db/index.ts';
 import { enqueue } from '../server/runner/runner.ts';
-import { scratchDatabase, usingPostgres, type ScratchDatabase } from './support/database.ts';
+import { type ScratchDatabase, scratchDatabase, usingPostgres } from './support/database.ts';
 
 const LEASE_MS = 1500;
 

@@ -1,17 +1,18 @@
 // The durable runner in-process, on SQLite and (TEST_DATABASE_URL) PostgreSQL, with a manual clock: scheduling,
 // multi-step items, retries with backoff and giving up, fencing by attempt number, heartbeats, kinds without a
 // handler, and enqueue's transactional behaviour. Every test uses its own kinds, so they share one database.
-import { setTimeout as sleep } from 'node:timers/promises';
+
 import { Writable } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { ManualClock } from '../server/core/clock.ts';
 import type { RunnerConfig } from '../server/core/config.ts';
-import { openDatabase, type Database, type Tx } from '../server/db/index.ts';
 import { createLogger } from '../server/core/log.ts';
 import { defineMachine } from '../server/core/machine.ts';
-import { enter, progressionWork, type Progression } from '../server/runner/progress.ts';
-import { enqueue, Fenced, Runner, type ClaimedItem } from '../server/runner/runner.ts';
-import { scratchDatabase, type ScratchDatabase } from './support/database.ts';
+import { type Database, openDatabase, type Tx } from '../server/db/index.ts';
+import { enter, type Progression, progressionWork } from '../server/runner/progress.ts';
+import { type ClaimedItem, enqueue, Fenced, Runner } from '../server/runner/runner.ts';
+import { type ScratchDatabase, scratchDatabase } from './support/database.ts';
 
 let scratch: ScratchDatabase;
 let db: Database;
@@ -58,7 +59,12 @@ describe('scheduling', () => {
   test('a scheduled item does not run before its time and runs once the clock reaches it', async () => {
     const clock = new ManualClock();
     const ranAt: number[] = [];
-    const runner = newRunner(clock).register('scheduled', { run: async () => (ranAt.push(clock.now()), {}) });
+    const runner = newRunner(clock).register('scheduled', {
+      run: async () => {
+        ranAt.push(clock.now());
+        return {};
+      },
+    });
     const start = clock.now();
     const id = await add(clock, 'scheduled', { delayMs: 5000 });
 
@@ -266,7 +272,10 @@ describe('fencing', () => {
       },
     });
     const b = newRunner(clock).register('fenced-slow', {
-      run: async (item) => (await gates.b.promise, { apply: (tx) => mark(tx, clock, `slow-B-${item.id}`) }),
+      run: async (item) => {
+        await gates.b.promise;
+        return { apply: (tx) => mark(tx, clock, `slow-B-${item.id}`) };
+      },
     });
 
     for (const o of ['succeed', 'throw'] as const) {
@@ -300,7 +309,12 @@ describe('fencing', () => {
     const clock = new ManualClock();
     const leaseMs = 300; // heartbeat every 100 ms of real time
     const gate = deferred();
-    const a = newRunner(clock, { leaseMs }).register('heartbeat', { run: async () => (await gate.promise, {}) });
+    const a = newRunner(clock, { leaseMs }).register('heartbeat', {
+      run: async () => {
+        await gate.promise;
+        return {};
+      },
+    });
     const b = newRunner(clock, { leaseMs }).register('heartbeat', { run: async () => ({}) });
     const id = await add(clock, 'heartbeat');
     const [itemA] = await a.claim(1);
@@ -423,7 +437,7 @@ describe('polling', () => {
   });
 });
 
-describe('progressions: a declared machine\'s timed steps', () => {
+describe("progressions: a declared machine's timed steps", () => {
   // A subject kept in memory: the runner's side (scheduling, claiming, fencing) is what is under test here.
   const machine = defineMachine({
     name: 'render',
@@ -448,7 +462,13 @@ describe('progressions: a declared machine\'s timed steps', () => {
       load: async (_tx, id) => (subjects.has(id) ? { id, projectId: null, state: subjects.get(id)! } : null),
       steps: {
         queued: (tx, id) => move(tx, id, 'start'),
-        rendering: { work, apply: async (tx, id, file: string) => (await mark(tx, clock, `${id}:${file}`), move(tx, id, 'finish')) },
+        rendering: {
+          work,
+          apply: async (tx, id, file: string) => {
+            await mark(tx, clock, `${id}:${file}`);
+            return move(tx, id, 'finish');
+          },
+        },
       },
     };
   }
@@ -456,7 +476,16 @@ describe('progressions: a declared machine\'s timed steps', () => {
   test('each timed state is left after its duration; a long step works outside the transaction, then commits', async () => {
     const clock = new ManualClock();
     const worked: string[] = [];
-    const runner = newRunner(clock).register(machine.kind, progressionWork(progression(clock, async (id) => (worked.push(id), `${id}.mp4`)), timing(clock)));
+    const runner = newRunner(clock).register(
+      machine.kind,
+      progressionWork(
+        progression(clock, async (id) => {
+          worked.push(id);
+          return `${id}.mp4`;
+        }),
+        timing(clock),
+      ),
+    );
     subjects.set('v1', 'queued');
     await db.write((tx) => enter(tx, timing(clock), machine, { id: 'v1', projectId: null, state: 'queued' }));
     clock.advance(999);
@@ -474,7 +503,16 @@ describe('progressions: a declared machine\'s timed steps', () => {
   test('a subject that moved on before its item came due is left alone, and no long work is done for it', async () => {
     const clock = new ManualClock();
     const worked: string[] = [];
-    const runner = newRunner(clock).register(machine.kind, progressionWork(progression(clock, async (id) => (worked.push(id), 'x')), timing(clock)));
+    const runner = newRunner(clock).register(
+      machine.kind,
+      progressionWork(
+        progression(clock, async (id) => {
+          worked.push(id);
+          return 'x';
+        }),
+        timing(clock),
+      ),
+    );
     subjects.set('v2', 'rendering');
     await db.write((tx) => enter(tx, timing(clock), machine, { id: 'v2', projectId: null, state: 'rendering' }));
     subjects.set('v2', 'gone');
@@ -502,7 +540,9 @@ describe('progressions: a declared machine\'s timed steps', () => {
     await started.promise;
     // The lease runs out (no heartbeat in this test) and another worker claims the same item.
     clock.advance(2_000);
-    const [again] = await newRunner(clock, { leaseMs: 1_000 }).register(machine.kind, progressionWork(slow, timing(clock))).claim(1);
+    const [again] = await newRunner(clock, { leaseMs: 1_000 })
+      .register(machine.kind, progressionWork(slow, timing(clock)))
+      .claim(1);
     expect(again.id).toBe(item.id);
     release.resolve();
     await running;

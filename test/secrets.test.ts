@@ -53,7 +53,13 @@ describe('secrets', () => {
     t.clock.advance(1000);
     const res = await t.http.patch(`${SECRETS}/ROTATE`).set(auth(writer.key)).send({ name: 'ROTATED', value: 'v2', description: 'rotated' });
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ id: created.id, name: 'ROTATED', description: 'rotated', created_by: t.caller.identity.apiKeyId, last_updated_by: writer.identity.apiKeyId });
+    expect(res.body).toMatchObject({
+      id: created.id,
+      name: 'ROTATED',
+      description: 'rotated',
+      created_by: t.caller.identity.apiKeyId,
+      last_updated_by: writer.identity.apiKeyId,
+    });
     expect(res.body.updated_at > created.updated_at).toBe(true);
     const row = await t.services.db.prisma.secret.findUniqueOrThrow({ where: { id: created.id } });
     expect(decryptSecretValue(secretsKey(t.services.config), row)).toBe('v2');
@@ -75,20 +81,40 @@ describe('secrets', () => {
   test("the platform's limits only: a name of any characters (1 to 100), a value of any length, a project_id of any length", async () => {
     const name = 'db password (prod) #1 / é';
     const value = 'v'.repeat(100_000);
-    const res = await t.http.post(SECRETS).set(auth()).send({ name, value, project_id: 'p'.repeat(500) });
+    const res = await t.http
+      .post(SECRETS)
+      .set(auth())
+      .send({ name, value, project_id: 'p'.repeat(500) });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     expect(res.body.name).toBe(name);
     expect((await t.http.get(`${SECRETS}/${encodeURIComponent(name)}`).set(auth())).body.id).toBe(res.body.id);
     const row = await t.services.db.prisma.secret.findUniqueOrThrow({ where: { id: res.body.id } });
     expect(decryptSecretValue(secretsKey(t.services.config), row)).toBe(value);
-    const renamed = await t.http.patch(`${SECRETS}/${res.body.id}`).set(auth()).send({ name: 'n'.repeat(100), value: 'w'.repeat(40_000), project_id: 'q'.repeat(300) });
+    const renamed = await t.http
+      .patch(`${SECRETS}/${res.body.id}`)
+      .set(auth())
+      .send({ name: 'n'.repeat(100), value: 'w'.repeat(40_000), project_id: 'q'.repeat(300) });
     expect(renamed.status, JSON.stringify(renamed.body)).toBe(200);
     expect(renamed.body.name).toBe('n'.repeat(100));
     // What the platform limits stays limited: a name is 1 to 100 characters, a value at least 1, a description at most 500.
-    expectError(await t.http.post(SECRETS).set(auth()).send({ name: 'n'.repeat(101), value: 'x' }), 400, { param: 'name' });
+    expectError(
+      await t.http
+        .post(SECRETS)
+        .set(auth())
+        .send({ name: 'n'.repeat(101), value: 'x' }),
+      400,
+      { param: 'name' },
+    );
     expectError(await t.http.post(SECRETS).set(auth()).send({ name: '', value: 'x' }), 400, { param: 'name' });
     expectError(await t.http.post(SECRETS).set(auth()).send({ name: 'EMPTY', value: '' }), 400, { param: 'value' });
-    expectError(await t.http.patch(`${SECRETS}/${res.body.id}`).set(auth()).send({ name: 'n'.repeat(101) }), 400, { param: 'name' });
+    expectError(
+      await t.http
+        .patch(`${SECRETS}/${res.body.id}`)
+        .set(auth())
+        .send({ name: 'n'.repeat(101) }),
+      400,
+      { param: 'name' },
+    );
     // A path id of any length is looked up.
     expectError(await t.http.get(`${SECRETS}/${'z'.repeat(300)}`).set(auth()), 404, { code: 'not_found', param: 'id' });
   });
@@ -118,12 +144,38 @@ describe('a secret value never leaves the server', () => {
     record(await t.http.patch(`${SECRETS}/${id}`).set(auth()).send({ value, description: 'same value again' }));
     // Refused requests carrying the value: duplicate name, over-long description, unknown field, wrong type, over-long name.
     expectError(record(await t.http.post(SECRETS).set(auth()).send({ name: 'LEAK_CHECK', value })) as any, 409, { code: 'secret_name_taken' });
-    expectError(record(await t.http.post(SECRETS).set(auth()).send({ name: 'LONG', value, description: 'x'.repeat(501) })) as any, 400, { param: 'description' });
+    expectError(
+      record(
+        await t.http
+          .post(SECRETS)
+          .set(auth())
+          .send({ name: 'LONG', value, description: 'x'.repeat(501) }),
+      ) as any,
+      400,
+      { param: 'description' },
+    );
     expectError(record(await t.http.post(SECRETS).set(auth()).send({ name: 'EXTRA', value, secret: value })) as any, 400);
     expectError(record(await t.http.post(SECRETS).set(auth()).send({ name: value, value: 5 })) as any, 400);
-    expectError(record(await t.http.post(SECRETS).set(auth()).send({ name: 'x'.repeat(101), value })) as any, 400, { param: 'name' });
+    expectError(
+      record(
+        await t.http
+          .post(SECRETS)
+          .set(auth())
+          .send({ name: 'x'.repeat(101), value }),
+      ) as any,
+      400,
+      { param: 'name' },
+    );
     expectError(record(await t.http.patch(`${SECRETS}/nope`).set(auth()).send({ value })) as any, 404);
-    expectError(record(await t.http.patch(`${SECRETS}/${id}`).set(auth()).send({ value, description: 'x'.repeat(501) })) as any, 400);
+    expectError(
+      record(
+        await t.http
+          .patch(`${SECRETS}/${id}`)
+          .set(auth())
+          .send({ value, description: 'x'.repeat(501) }),
+      ) as any,
+      400,
+    );
     // A database failure while writing it: the 500 carries nothing, and the logged cause neither.
     const restore = t.breakDatabase();
     try {

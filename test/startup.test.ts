@@ -2,7 +2,7 @@
 // a port that is taken, a database it cannot use, or an unsupported DATABASE_URL each end it with one line that
 // says what to do (no stack trace, no password) and nothing created; a CLI run before the first start does not
 // cost the development key or the catalogue; and `npm install` on the running Node accepts every package.
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { createServer, type Server } from 'node:net';
@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, test } from 'vitest';
-import { bootstrap, developmentKey, DEVELOPMENT_KEY_GRACE_MS } from '../server/bootstrap.ts';
+import { bootstrap, DEVELOPMENT_KEY_GRACE_MS, developmentKey } from '../server/bootstrap.ts';
 import { ManualClock } from '../server/core/clock.ts';
 import { openDatabase } from '../server/db/index.ts';
 import { startServerProcess } from './support/server-process.ts';
@@ -29,7 +29,9 @@ const freshDir = () => {
   dirs.push(dir);
   return dir;
 };
-afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
 
 const running = new Set<ChildProcess>();
 afterAll(() => {
@@ -55,7 +57,10 @@ function spawnServer(env: Record<string, string>, cwd = root): Spawned {
   running.add(child);
   let stdout = '';
   let output = '';
-  child.stdout!.on('data', (c) => ((stdout += c), (output += c)));
+  child.stdout!.on('data', (c) => {
+    stdout += c;
+    output += c;
+  });
   child.stderr!.on('data', (c) => (output += c));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.once('exit', (code, signal) => {
@@ -164,7 +169,10 @@ describe('9. the CLI run before the first start', () => {
   test('the first server start still prints a working development key (project default) and has the catalogue', async () => {
     const dir = freshDir();
     const DATABASE_URL = `file:${join(dir, 'platform.db')}`;
-    const { stdout } = await promisify(execFile)(process.execPath, ['server/cli.js', 'orgs', 'create', 'Acme'], { cwd: root, env: { ...process.env, DATABASE_URL } });
+    const { stdout } = await promisify(execFile)(process.execPath, ['server/cli.js', 'orgs', 'create', 'Acme'], {
+      cwd: root,
+      env: { ...process.env, DATABASE_URL },
+    });
     expect(stdout).toMatch(/created organization/);
 
     const server = await startServerProcess({ DATABASE_URL });
@@ -252,7 +260,10 @@ describe('10. a database the server cannot use ends the start with one line', ()
     const output = p.output();
     expect(code, output).not.toBe(0);
     expect(code, output).not.toBeNull();
-    expect(lines(output).some((l) => l.includes('DATABASE_URL')), output).toBe(true);
+    expect(
+      lines(output).some((l) => l.includes('DATABASE_URL')),
+      output,
+    ).toBe(true);
     expect(output).not.toContain(PASSWORD);
     expect(readdirSync(cwd)).toEqual([]);
   });
@@ -265,7 +276,10 @@ describe('11. every package installs on the running Node', () => {
   test(`no package in package-lock.json declares an engines.node range that excludes Node ${process.version}`, () => {
     const lock = JSON.parse(readFileSync(join(root, 'package-lock.json'), 'utf8'));
     const excluding = Object.entries(lock.packages as Record<string, { engines?: unknown }>)
-      .map(([path, pkg]) => [path || '(root)', pkg.engines && typeof pkg.engines === 'object' && !Array.isArray(pkg.engines) ? (pkg.engines as any).node : undefined])
+      .map(([path, pkg]) => [
+        path || '(root)',
+        pkg.engines && typeof pkg.engines === 'object' && !Array.isArray(pkg.engines) ? (pkg.engines as any).node : undefined,
+      ])
       .filter(([, range]) => typeof range === 'string' && !semver.satisfies(process.version, range))
       .map(([path, range]) => `${path} (node ${range})`);
     expect(excluding).toEqual([]);

@@ -5,9 +5,9 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { createRequire } from 'node:module';
 import Together from 'together-ai';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { costCents } from '../server/modules/videos/rules.ts';
@@ -50,7 +50,15 @@ async function download(url: string, headers: Record<string, string> = {}) {
 async function probe(bytes: Buffer, ext: string) {
   const file = join(t.config.dataDir, `probe-${createHash('sha1').update(bytes).digest('hex')}.${ext}`);
   writeFileSync(file, bytes);
-  const { stdout } = await promisify(execFile)(ffprobe, ['-v', 'error', '-show_entries', 'stream=codec_type,codec_name,width,height,r_frame_rate:format=format_name,duration:format_tags=comment', '-of', 'json', file]);
+  const { stdout } = await promisify(execFile)(ffprobe, [
+    '-v',
+    'error',
+    '-show_entries',
+    'stream=codec_type,codec_name,width,height,r_frame_rate:format=format_name,duration:format_tags=comment',
+    '-of',
+    'json',
+    file,
+  ]);
   return JSON.parse(stdout) as { streams: any[]; format: { format_name: string; duration: string; tags?: { comment?: string } } };
 }
 
@@ -130,22 +138,25 @@ describe('a job is accepted in progress, then rendered into a real video', () =>
 });
 
 describe('the video is served by this server', () => {
-  test.each(['v2', 'v1'])('under /%s: Range requests answer 206 with the part asked, an unsatisfiable one 416; another project sees nothing', async (prefix) => {
-    const done = await rendered({ model: T2V, prompt: 'ranges', ...SMALL }, prefix);
-    expect(done.outputs.video_url).toBe(`${t.url}/${prefix}/videos/${done.id}/content`);
-    const whole = (await download(done.outputs.video_url)).body as Buffer;
-    const part = await download(done.outputs.video_url, { Range: 'bytes=10-99' });
-    expect(part.status).toBe(206);
-    expect(part.headers['content-range']).toBe(`bytes 10-99/${whole.length}`);
-    expect((part.body as Buffer).equals(whole.subarray(10, 100))).toBe(true);
-    expectError(await download(done.outputs.video_url, { Range: `bytes=${whole.length + 10}-` }), 416, { code: 'range_not_satisfiable' });
-    const head = await t.caller.http.head(pathOf(done.outputs.video_url));
-    expect(head.status).toBe(200);
-    expect(Number(head.headers['content-length'])).toBe(whole.length);
-    expectError(await t.other.http.get(pathOf(done.outputs.video_url)), 404, { param: 'id' });
-    expectError(await t.other.http.get(`/${prefix}/videos/${done.id}`), 404);
-    expectError(await t.caller.http.get(`/${prefix}/videos/${done.id}x/content`), 404);
-  });
+  test.each(['v2', 'v1'])(
+    'under /%s: Range requests answer 206 with the part asked, an unsatisfiable one 416; another project sees nothing',
+    async (prefix) => {
+      const done = await rendered({ model: T2V, prompt: 'ranges', ...SMALL }, prefix);
+      expect(done.outputs.video_url).toBe(`${t.url}/${prefix}/videos/${done.id}/content`);
+      const whole = (await download(done.outputs.video_url)).body as Buffer;
+      const part = await download(done.outputs.video_url, { Range: 'bytes=10-99' });
+      expect(part.status).toBe(206);
+      expect(part.headers['content-range']).toBe(`bytes 10-99/${whole.length}`);
+      expect((part.body as Buffer).equals(whole.subarray(10, 100))).toBe(true);
+      expectError(await download(done.outputs.video_url, { Range: `bytes=${whole.length + 10}-` }), 416, { code: 'range_not_satisfiable' });
+      const head = await t.caller.http.head(pathOf(done.outputs.video_url));
+      expect(head.status).toBe(200);
+      expect(Number(head.headers['content-length'])).toBe(whole.length);
+      expectError(await t.other.http.get(pathOf(done.outputs.video_url)), 404, { param: 'id' });
+      expectError(await t.other.http.get(`/${prefix}/videos/${done.id}`), 404);
+      expectError(await t.caller.http.get(`/${prefix}/videos/${done.id}x/content`), 404);
+    },
+  );
 
   test.each(['v2', 'v1'])('under /%s: content before completion is 409 video_not_ready', async (prefix) => {
     const res = await create({ model: T2V, prompt: 'not yet', ...SMALL }, prefix);
@@ -192,13 +203,17 @@ describe('the request rules (400 naming the field, nothing created)', () => {
   });
 
   test('the model must be a video model of the catalogue', async () => {
-    for (const prefix of ['v2', 'v1']) expectError(await create({ model: 'nope/nothing', prompt: 'x' }, prefix), 404, { param: 'model', code: 'model_not_found' });
+    for (const prefix of ['v2', 'v1'])
+      expectError(await create({ model: 'nope/nothing', prompt: 'x' }, prefix), 404, { param: 'model', code: 'model_not_found' });
     expectError(await create({ model: 'meta-llama/Meta-Llama-3.1-8B-Instruct', prompt: 'x' }), 400, { param: 'model', code: 'model_not_available' });
   });
 
   test("media fields follow the model's type", async () => {
     const image = { input_image: 'https://example.invalid/first.png', frame: 'first' };
-    expectError(await create({ model: T2V, prompt: 'x', media: { source_video: 'https://example.invalid/in.mp4' } }), 400, { param: 'media.source_video', code: 'media_not_supported' });
+    expectError(await create({ model: T2V, prompt: 'x', media: { source_video: 'https://example.invalid/in.mp4' } }), 400, {
+      param: 'media.source_video',
+      code: 'media_not_supported',
+    });
     expectError(await create({ model: T2V, prompt: 'x', media: { frame_images: [image] } }), 400, { param: 'media.frame_images' });
     expect((await create({ model: I2V, ...SMALL, media: { frame_images: [image] } })).status).toBe(200);
     expect((await create({ model: EDIT, ...SMALL, media: { source_video: { video: 'https://example.invalid/in.mp4' } } })).status).toBe(200);

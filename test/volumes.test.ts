@@ -33,7 +33,9 @@ describe('volumes', () => {
       content: { type: 'files', source_prefix: 's3://default-project-artifacts/weights/' },
     });
     expect(v.content.files.map((f: any) => f.name)).toEqual(['config.json', 'model.safetensors']);
-    expect(v.version_history).toEqual({ '1': { version: 1, content: { type: 'files', source_prefix: 's3://default-project-artifacts/weights/' }, mounted_by: [] } });
+    expect(v.version_history).toEqual({
+      '1': { version: 1, content: { type: 'files', source_prefix: 's3://default-project-artifacts/weights/' }, mounted_by: [] },
+    });
   });
 
   test('create, then get by id and by name; names are unique per project', async () => {
@@ -61,17 +63,32 @@ describe('volumes', () => {
     const byPath = await createVolume({ name: 'from-files', type: 'readOnly', content: content('models/llama/') });
     expect(byPath.status, JSON.stringify(byPath.body)).toBe(200);
     expect(byPath.body.content).toEqual({ type: 'files', source_prefix: 'models/llama/', files: [] });
-    expect((await createVolume({ name: 'from-bucket', type: 'readOnly', content: content('gs://bucket/w/') })).body.content.source_prefix).toBe('gs://bucket/w/');
+    expect((await createVolume({ name: 'from-bucket', type: 'readOnly', content: content('gs://bucket/w/') })).body.content.source_prefix).toBe(
+      'gs://bucket/w/',
+    );
     const bare = await createVolume({ name: 'everything', type: 'readOnly', content: {} });
     expect(bare.status, JSON.stringify(bare.body)).toBe(200);
     expect(bare.body.content).toEqual({ type: 'files', source_prefix: '', files: [] });
     expect(bare.body.version_history['1'].content).toEqual({ type: 'files', source_prefix: '' });
     // A content is replaced whole: the same (defaulted) content makes no version; a path prefix instead does.
-    expect((await t.http.patch(`${VOLUMES}/everything`).set(auth()).send({ content: { type: 'files' } })).body.current_version).toBe(1);
-    const moved = await t.http.patch(`${VOLUMES}/everything`).set(auth()).send({ content: { source_prefix: 'datasets/' } });
+    expect(
+      (
+        await t.http
+          .patch(`${VOLUMES}/everything`)
+          .set(auth())
+          .send({ content: { type: 'files' } })
+      ).body.current_version,
+    ).toBe(1);
+    const moved = await t.http
+      .patch(`${VOLUMES}/everything`)
+      .set(auth())
+      .send({ content: { source_prefix: 'datasets/' } });
     expect(moved.body).toMatchObject({ current_version: 2, content: { type: 'files', source_prefix: 'datasets/' } });
     // Leaving source_prefix out of a new content is the empty prefix again: a change, so a version.
-    expect((await t.http.patch(`${VOLUMES}/everything`).set(auth()).send({ content: {} })).body).toMatchObject({ current_version: 3, content: { source_prefix: '' } });
+    expect((await t.http.patch(`${VOLUMES}/everything`).set(auth()).send({ content: {} })).body).toMatchObject({
+      current_version: 3,
+      content: { source_prefix: '' },
+    });
   });
 
   test("names: any characters, 1 to 100 on create (the platform's only limits); a rename of any length, and an empty one changes nothing", async () => {
@@ -87,15 +104,22 @@ describe('volumes', () => {
     expect((await t.http.get(`${VOLUMES}/${long}`).set(auth())).body.id).toBe(v.body.id);
     // Path ids of any length are looked up; a version the volume never had (0, negative, huge) is a 404 naming it.
     expectError(await t.http.get(`${VOLUMES}/${'z'.repeat(300)}`).set(auth()), 404, { code: 'not_found', param: 'id' });
-    for (const version of [0, -1, 2_000_000]) expectError(await t.http.get(`${VOLUMES}/${v.body.id}?version=${version}`).set(auth()), 404, { param: 'version' });
+    for (const version of [0, -1, 2_000_000])
+      expectError(await t.http.get(`${VOLUMES}/${v.body.id}?version=${version}`).set(auth()), 404, { param: 'version' });
   });
 
   test('a content change makes a new version; the same content or a rename does not; get ?version= reads history', async () => {
     const v = (await createVolume({ name: 'weights-v', type: 'readOnly', content: content('s3://b/w1/') })).body;
-    const renamed = await t.http.patch(`${VOLUMES}/${v.id}`).set(auth()).send({ name: 'weights-renamed', content: content('s3://b/w1/') });
+    const renamed = await t.http
+      .patch(`${VOLUMES}/${v.id}`)
+      .set(auth())
+      .send({ name: 'weights-renamed', content: content('s3://b/w1/') });
     expect(renamed.status).toBe(200);
     expect(renamed.body).toMatchObject({ name: 'weights-renamed', current_version: 1 });
-    const changed = await t.http.patch(`${VOLUMES}/weights-renamed`).set(auth()).send({ content: content('s3://b/w2/') });
+    const changed = await t.http
+      .patch(`${VOLUMES}/weights-renamed`)
+      .set(auth())
+      .send({ content: content('s3://b/w2/') });
     expect(changed.body.current_version).toBe(2);
     expect(changed.body.content.source_prefix).toBe('s3://b/w2/');
     expect(Object.keys(changed.body.version_history)).toEqual(['1', '2']);
@@ -110,7 +134,10 @@ describe('volumes', () => {
   test('mounted_by names the deployments; a mounted volume cannot be deleted until detached', async () => {
     const v = (await createVolume({ name: 'mounted', type: 'readOnly', content: content('s3://b/m1/') })).body;
     expect(await mount('dep_a', [v.id])).toEqual([v.id]);
-    await t.http.patch(`${VOLUMES}/${v.id}`).set(auth()).send({ content: content('s3://b/m2/') });
+    await t.http
+      .patch(`${VOLUMES}/${v.id}`)
+      .set(auth())
+      .send({ content: content('s3://b/m2/') });
     await mount('dep_b', ['mounted']);
     const got = (await t.http.get(`${VOLUMES}/${v.id}`).set(auth())).body;
     expect(got.mounted_by).toEqual(['dep_a', 'dep_b']);
@@ -138,7 +165,7 @@ describe('volumes', () => {
 });
 
 describe('the official together-ai client (beta.jig.volumes)', () => {
-  test('create with a path prefix in the files (the SDK\'s documented source), and without one', async () => {
+  test("create with a path prefix in the files (the SDK's documented source), and without one", async () => {
     const client = new Together({ apiKey: t.caller.key, baseURL: `${t.url}/v1`, maxRetries: 0 });
     const created = await client.beta.jig.volumes.create({ name: 'sdk-files', type: 'readOnly', content: { type: 'files', source_prefix: 'models/' } });
     expect(created.content).toEqual({ type: 'files', source_prefix: 'models/', files: [] });

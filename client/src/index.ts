@@ -3,8 +3,9 @@
 //
 //   const api = createPlatformClient({ baseUrl: 'http://127.0.0.1:8080', apiKey });
 //   const { data, error } = await api.GET('/v1/whoami');   // error is typed as the envelope: error.error.code
-import createClient from 'openapi-fetch';
+
 import type { Client, ClientOptions } from 'openapi-fetch';
+import createClient from 'openapi-fetch';
 import type { components, paths } from './api.js';
 
 export type { components, paths };

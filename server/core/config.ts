@@ -92,7 +92,9 @@ function capacities(value: string | undefined): Record<string, number> {
     parsed = undefined;
   }
   if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed) || Object.values(parsed).some((v) => typeof v !== 'number' || !(v >= 0))) {
-    throw new Error('RATE_LIMIT_MODEL_CAPACITIES must be a JSON object of model id -> requests per window, e.g. {"meta-llama/Llama-3.3-70B-Instruct-Turbo": 50}');
+    throw new Error(
+      'RATE_LIMIT_MODEL_CAPACITIES must be a JSON object of model id -> requests per window, e.g. {"meta-llama/Llama-3.3-70B-Instruct-Turbo": 50}',
+    );
   }
   return parsed as Record<string, number>;
 }

@@ -31,14 +31,12 @@ function typeFor(status: number): string {
   return 'invalid_request_error';
 }
 
-export const apiError = (status: number, code: string | null, message: string, param: string | null = null) =>
-  new ApiError(status, code, message, param);
+export const apiError = (status: number, code: string | null, message: string, param: string | null = null) => new ApiError(status, code, message, param);
 
 export const badRequest = (message: string, param: string | null = null, code = 'invalid_value') => apiError(400, code, message, param);
 
 /** Absent and "belongs to another project" are the same answer, by design. */
-export const notFound = (what: string, id: string, param: string | null = 'id') =>
-  apiError(404, 'not_found', `No ${what} with id '${id}' was found.`, param);
+export const notFound = (what: string, id: string, param: string | null = 'id') => apiError(404, 'not_found', `No ${what} with id '${id}' was found.`, param);
 
 export const conflict = (message: string, code = 'conflict', param: string | null = null) => apiError(409, code, message, param);
 

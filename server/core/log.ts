@@ -13,7 +13,9 @@ export function redact(value: unknown, depth = 0): unknown {
     const v = (value as Record<string, unknown>)[k];
     const clean = SECRET_NAME.test(k) ? REDACTED : redact(v, depth + 1);
     // Copy only when something changes: most lines (every request line) have nothing to hide.
-    if (clean !== v) (out ??= { ...(value as Record<string, unknown>) })[k] = clean;
+    if (clean === v) continue;
+    out ??= { ...(value as Record<string, unknown>) };
+    out[k] = clean;
   }
   return out ?? value;
 }

@@ -4,8 +4,8 @@
 // shape (core/errors.ts `invalidTransition`), or with the requirement's own error where a machine declares one.
 // The runner's work (runner/progress.ts), the spec's state tables (checked by test/machines.test.ts) and the
 // tests' durations all read these declarations.
-import { duration, type Config } from './config.ts';
-import { invalidTransition, type ApiError } from './errors.ts';
+import { type Config, duration } from './config.ts';
+import { type ApiError, invalidTransition } from './errors.ts';
 
 /** How long a subject stays in a state before the runner takes its timed step: env `DURATION_<NAME>_MS`, else `defaultMs`. */
 export interface Timed {
@@ -54,7 +54,8 @@ export function defineMachine<const S extends string, const E extends string>(sp
   const moves: Move<S, E>[] = [];
   for (const [from, row] of Object.entries(spec.transitions) as [S, Record<E, S>][]) {
     for (const [event, to] of Object.entries(row) as [E, S][]) {
-      if (!states.has(from) || !states.has(to) || !events.has(event)) throw new Error(`${spec.name}: ${from} --${event}--> ${to} names an undeclared state or event`);
+      if (!states.has(from) || !states.has(to) || !events.has(event))
+        throw new Error(`${spec.name}: ${from} --${event}--> ${to} names an undeclared state or event`);
       moves.push({ from, event, to });
     }
   }

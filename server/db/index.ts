@@ -8,11 +8,12 @@
 //   the file's write lock at the start of each transaction (see TAKE_WRITE_LOCK);
 // - reads use a second, read-only connection, which under WAL sees committed data only and cannot write.
 // On PostgreSQL both are the same pool and `write()` is an ordinary interactive transaction.
-import { Mutex } from 'async-mutex';
+
 import { PrismaBetterSqlite3 } from '@prisma/adapter-better-sqlite3';
 import { PrismaPg } from '@prisma/adapter-pg';
-import { PrismaClient as SqliteClient, Prisma } from '../../generated/prisma/sqlite/client/client.ts';
+import { Mutex } from 'async-mutex';
 import { PrismaClient as PgClient } from '../../generated/prisma/postgresql/client/client.ts';
+import { Prisma, PrismaClient as SqliteClient } from '../../generated/prisma/sqlite/client/client.ts';
 import type { Provider } from '../core/paths.ts';
 import { deploy } from './migrations.ts';
 import { preflight } from './preflight.ts';

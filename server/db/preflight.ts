@@ -17,7 +17,10 @@ export async function preflight(provider: Provider, url: string): Promise<void> 
       new Database(file, { timeout: 10_000 }).close();
     } catch (err) {
       const code = (err as { code?: string }).code ?? (err as Error).message;
-      throw new StartError(`${shown}: cannot create or open the SQLite file ${file} (${code}). Point DATABASE_URL at a writable path, e.g. file:./.data/platform.db.`, err);
+      throw new StartError(
+        `${shown}: cannot create or open the SQLite file ${file} (${code}). Point DATABASE_URL at a writable path, e.g. file:./.data/platform.db.`,
+        err,
+      );
     }
     return;
   }

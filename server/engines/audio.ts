@@ -35,7 +35,27 @@ export interface Decoded {
 export function decodeAudio(ffmpeg: string, input: string, pcmPath: string, maxSeconds: number): Promise<Decoded> {
   return new Promise((resolve, reject) => {
     // `-t` bounds the work; a result longer than maxSeconds is refused below.
-    const args = ['-hide_banner', '-nostdin', '-y', '-i', input, '-vn', '-map', '0:a:0', '-ac', '1', '-ar', String(SAMPLE_RATE), '-f', 's16le', '-acodec', 'pcm_s16le', '-t', String(maxSeconds + 1), pcmPath];
+    const args = [
+      '-hide_banner',
+      '-nostdin',
+      '-y',
+      '-i',
+      input,
+      '-vn',
+      '-map',
+      '0:a:0',
+      '-ac',
+      '1',
+      '-ar',
+      String(SAMPLE_RATE),
+      '-f',
+      's16le',
+      '-acodec',
+      'pcm_s16le',
+      '-t',
+      String(maxSeconds + 1),
+      pcmPath,
+    ];
     const child = spawn(ffmpeg, args, { stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';
     child.stderr.on('data', (c) => (stderr = stderr.length < 20_000 ? stderr + c : stderr.slice(0, 10_000) + stderr.slice(-10_000) + c));
@@ -117,9 +137,7 @@ export async function detectSpeech(pcmPath: string): Promise<Segment[]> {
   });
   if (open) segments.push(open);
   const total = levels.length * FRAME_SECONDS;
-  return segments
-    .filter((s) => s.end - s.start >= MIN_SEGMENT_SECONDS)
-    .map((s) => ({ start: round(s.start), end: round(Math.min(s.end, total)) }));
+  return segments.filter((s) => s.end - s.start >= MIN_SEGMENT_SECONDS).map((s) => ({ start: round(s.start), end: round(Math.min(s.end, total)) }));
 }
 
 export const round = (x: number) => Math.round(x * 1000) / 1000;

@@ -11,9 +11,9 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { sample } from 'openapi-sampler';
 import { apiError, badRequest } from '../core/errors.ts';
+import type { Route, UpstreamRoute } from './routes.ts';
 import { decode, encode } from './tokens.ts';
 import { upstreamEvents, upstreamFetch } from './upstream.ts';
-import type { Route, UpstreamRoute } from './routes.ts';
 
 export type TextOperation = 'chat' | 'completion';
 
@@ -32,6 +32,7 @@ export interface Served {
   warnings: string[];
 }
 
+// biome-ignore lint/suspicious/noExplicitAny: a request body, already validated against the contract.
 type Body = Record<string, any>;
 export type Outcome = { kind: 'json'; body: Body } | { kind: 'stream'; chunks: AsyncIterable<Body> };
 
@@ -49,7 +50,12 @@ export interface TextEngine {
   run(op: TextOperation, body: Body, served: Served): Promise<Outcome>;
 }
 
-const LOCAL_RUNTIME: EngineRuntime = { engineType: 'local', engineVersion: 'local-chat-engine-2', functionCallingSupported: true, structuredOutputSupported: true };
+const LOCAL_RUNTIME: EngineRuntime = {
+  engineType: 'local',
+  engineVersion: 'local-chat-engine-2',
+  functionCallingSupported: true,
+  structuredOutputSupported: true,
+};
 
 // ---- the local engine --------------------------------------------------------------------------------------------
 
@@ -89,7 +95,12 @@ function sampleValid(schema: object, param: string, what: string): unknown {
   } catch {
     ok = false;
   }
-  if (!ok) throw badRequest(`The local engine could not produce ${what} valid against the given JSON Schema (it samples the schema and checks the sample; this schema's constraints are beyond it).`, param, 'unsupported_json_schema');
+  if (!ok)
+    throw badRequest(
+      `The local engine could not produce ${what} valid against the given JSON Schema (it samples the schema and checks the sample; this schema's constraints are beyond it).`,
+      param,
+      'unsupported_json_schema',
+    );
   return value;
 }
 
@@ -97,7 +108,13 @@ const textOfContent = (content: unknown): { text: string; skipped: number } => {
   if (content == null) return { text: '', skipped: 0 };
   if (typeof content === 'string') return { text: content, skipped: 0 };
   const parts = content as { type: string; text?: string }[];
-  return { text: parts.filter((p) => p.type === 'text').map((p) => p.text ?? '').join('\n'), skipped: parts.filter((p) => p.type !== 'text').length };
+  return {
+    text: parts
+      .filter((p) => p.type === 'text')
+      .map((p) => p.text ?? '')
+      .join('\n'),
+    skipped: parts.filter((p) => p.type !== 'text').length,
+  };
 };
 
 /** Each message as one line `<role>: <text>` (tool calls as JSON), then the tools' definitions. */
@@ -134,10 +151,15 @@ function forcedFunction(body: Body): { name: string; parameters: object } | null
   if (choice == null || choice === 'auto' || choice === 'none') return null;
   const find = (name: string) => {
     const hit = tools.find((t) => t.name === name);
-    if (!hit) throw badRequest(`${param} names '${name}', which is not one of the given tools (${tools.map((t) => t.name).join(', ') || 'none given'}).`, param, 'unknown_tool');
+    if (!hit)
+      throw badRequest(
+        `${param} names '${name}', which is not one of the given tools (${tools.map((t) => t.name).join(', ') || 'none given'}).`,
+        param,
+        'unknown_tool',
+      );
     return hit;
   };
-  let tool;
+  let tool: Body;
   if (choice === 'required') {
     if (!tools.length) throw badRequest(`${param} 'required' needs at least one tool in 'tools'.`, param, 'no_tools');
     tool = tools[0]!;
@@ -212,7 +234,13 @@ function generate(op: TextOperation, body: Body, served: Served): Generation {
       const schema = format.type === 'json_schema' ? (format.json_schema?.schema ?? { type: 'object' }) : format.schema;
       text = JSON.stringify(sampleValid(schema, 'response_format', 'JSON'));
     } else if (format?.type === 'json_object') {
-      text = JSON.stringify({ engine: 'local', model: served_, note: 'No model weights run here: this object is from the deterministic local engine.', last_message: lastUser, ...(n > 1 ? { choice: i + 1 } : {}) });
+      text = JSON.stringify({
+        engine: 'local',
+        model: served_,
+        note: 'No model weights run here: this object is from the deterministic local engine.',
+        last_message: lastUser,
+        ...(n > 1 ? { choice: i + 1 } : {}),
+      });
     } else if (op === 'chat') {
       text =
         `[local engine] This answer comes from this server's deterministic local chat engine, not from ${served_}: ` +
@@ -247,7 +275,16 @@ function logprobsOf(ids: number[], top: number | null) {
     tokens,
     token_ids: ids,
     token_logprobs: ids.map(() => 0),
-    ...(top === null ? {} : { content: tokens.map((token) => ({ token, logprob: 0, bytes: bytesOf(token), top_logprobs: top > 0 ? [{ token, logprob: 0, bytes: bytesOf(token) }] : [] })) }),
+    ...(top === null
+      ? {}
+      : {
+          content: tokens.map((token) => ({
+            token,
+            logprob: 0,
+            bytes: bytesOf(token),
+            top_logprobs: top > 0 ? [{ token, logprob: 0, bytes: bytesOf(token) }] : [],
+          })),
+        }),
   };
 }
 
@@ -272,7 +309,11 @@ function localJson(op: TextOperation, body: Body, served: Served, g: Generation)
   const seed = Number.isInteger(body.seed) ? { seed: body.seed as number } : {};
   const prompt = body.echo ? [{ text: g.promptText, logprobs: { tokens: g.promptIds.map((t) => decode([t])), token_ids: g.promptIds } }] : [];
   const common = { id: served.id, created: served.created, model: served.requested, prompt };
-  const tail = { usage: usageOf(g), system_fingerprint: LOCAL_RUNTIME.engineVersion, ...(g.warnings.length ? { warnings: g.warnings.map((message) => ({ message })) } : {}) };
+  const tail = {
+    usage: usageOf(g),
+    system_fingerprint: LOCAL_RUNTIME.engineVersion,
+    ...(g.warnings.length ? { warnings: g.warnings.map((message) => ({ message })) } : {}),
+  };
   if (op === 'chat') {
     return {
       ...common,
@@ -290,7 +331,13 @@ function localJson(op: TextOperation, body: Body, served: Served, g: Generation)
   return {
     ...common,
     object: 'text.completion',
-    choices: g.choices.map((c, index) => ({ index, text: c.text, finish_reason: c.finishReason, ...(top === null ? {} : { logprobs: logprobsOf(c.ids, null) }), ...seed })),
+    choices: g.choices.map((c, index) => ({
+      index,
+      text: c.text,
+      finish_reason: c.finishReason,
+      ...(top === null ? {} : { logprobs: logprobsOf(c.ids, null) }),
+      ...seed,
+    })),
     ...tail,
   };
 }
@@ -301,12 +348,20 @@ async function* localChunks(op: TextOperation, body: Body, served: Served, g: Ge
   const includeUsage = body.stream_options?.include_usage === true;
   const base = { id: served.id, created: served.created, model: served.requested };
   if (op === 'chat') {
-    const chunk = (choices: Body[], usage: Body | null = null) => ({ ...base, object: 'chat.completion.chunk', system_fingerprint: LOCAL_RUNTIME.engineVersion, choices, usage });
+    const chunk = (choices: Body[], usage: Body | null = null) => ({
+      ...base,
+      object: 'chat.completion.chunk',
+      system_fingerprint: LOCAL_RUNTIME.engineVersion,
+      choices,
+      usage,
+    });
     for (const [index, c] of g.choices.entries()) {
       yield chunk([{ index, delta: { role: 'assistant', content: '' }, finish_reason: null, logprobs: null }]);
       if (c.toolCall) yield chunk([{ index, delta: { role: 'assistant', content: null, tool_calls: [c.toolCall] }, finish_reason: null, logprobs: null }]);
       for (const id of c.ids) {
-        yield chunk([{ index, delta: { role: 'assistant', content: decode([id]) }, finish_reason: null, logprobs: top === null ? null : logprobsOf([id], top) }]);
+        yield chunk([
+          { index, delta: { role: 'assistant', content: decode([id]) }, finish_reason: null, logprobs: top === null ? null : logprobsOf([id], top) },
+        ]);
       }
       yield chunk([{ index, delta: { role: 'assistant' }, finish_reason: c.finishReason, logprobs: null, ...seed }]);
     }
@@ -317,7 +372,14 @@ async function* localChunks(op: TextOperation, body: Body, served: Served, g: Ge
     ...base,
     object: 'completion.chunk',
     token: id === null ? { id: -1, text: '', logprob: 0, special: true } : { id, text: decode([id]), logprob: 0, special: false },
-    choices: [{ index, text: id === null ? '' : decode([id]), finish_reason: finish, ...(top === null ? {} : { logprobs: id === null ? null : logprobsOf([id], null) }) }],
+    choices: [
+      {
+        index,
+        text: id === null ? '' : decode([id]),
+        finish_reason: finish,
+        ...(top === null ? {} : { logprobs: id === null ? null : logprobsOf([id], null) }),
+      },
+    ],
     usage,
     finish_reason: finish,
     ...seed,
@@ -326,7 +388,8 @@ async function* localChunks(op: TextOperation, body: Body, served: Served, g: Ge
     for (const id of c.ids) yield chunk(index, id, null);
     yield chunk(index, null, c.finishReason);
   }
-  if (includeUsage) yield { ...base, object: 'completion.chunk', token: { id: -1, text: '', logprob: 0, special: true }, choices: [], usage: usageOf(g), finish_reason: null };
+  if (includeUsage)
+    yield { ...base, object: 'completion.chunk', token: { id: -1, text: '', logprob: 0, special: true }, choices: [], usage: usageOf(g), finish_reason: null };
 }
 
 export const localTextEngine: TextEngine = {
@@ -350,7 +413,12 @@ export async function localChat(model: string, body: Body): Promise<Body> {
 // ---- the upstream engine -----------------------------------------------------------------------------------------
 
 /** Forwards the request whole (with the route's model name) and relays the answer, its chunks as they come. */
-const upstreamRuntime = (route: UpstreamRoute): EngineRuntime => ({ engineType: 'upstream', engineVersion: route.url, functionCallingSupported: true, structuredOutputSupported: true });
+const upstreamRuntime = (route: UpstreamRoute): EngineRuntime => ({
+  engineType: 'upstream',
+  engineVersion: route.url,
+  functionCallingSupported: true,
+  structuredOutputSupported: true,
+});
 
 /** The runtime a route's text engine reports, without making the engine. */
 export const textRuntime = (route: Route): EngineRuntime => (route.engine === 'upstream' ? upstreamRuntime(route) : LOCAL_RUNTIME);
@@ -370,7 +438,8 @@ export function upstreamTextEngine(route: UpstreamRoute): TextEngine {
       return {
         kind: 'stream',
         chunks: (async function* () {
-          for await (const event of upstreamEvents(res)) yield event && typeof event === 'object' && 'choices' in event ? { ...(event as Body), model: served.requested } : (event as Body);
+          for await (const event of upstreamEvents(res))
+            yield event && typeof event === 'object' && 'choices' in event ? { ...(event as Body), model: served.requested } : (event as Body);
         })(),
       };
     },

@@ -95,7 +95,8 @@ const malformed = (route: UpstreamRoute, why: string) =>
 
 /** A vector as an upstream sends it: an array of numbers, or base64 of little-endian float32. */
 function vectorFrom(route: UpstreamRoute, embedding: unknown, i: number): Float32Array {
-  if (Array.isArray(embedding) && embedding.length > 0 && embedding.every((x) => typeof x === 'number' && Number.isFinite(x))) return Float32Array.from(embedding);
+  if (Array.isArray(embedding) && embedding.length > 0 && embedding.every((x) => typeof x === 'number' && Number.isFinite(x)))
+    return Float32Array.from(embedding);
   if (typeof embedding === 'string') {
     const bytes = Buffer.from(embedding, 'base64');
     if (bytes.length > 0 && bytes.length % 4 === 0) return Float32Array.from({ length: bytes.length / 4 }, (_, k) => bytes.readFloatLE(k * 4));
@@ -113,15 +114,18 @@ export function upstreamEmbeddingsEngine(route: UpstreamRoute): EmbeddingsEngine
       if (!Array.isArray(body?.data)) throw malformed(route, 'no data list');
       if (body.data.length !== input.length) throw malformed(route, `${body.data.length} vectors for ${input.length} inputs`);
       const vectors: Float32Array[] = new Array(input.length);
+      // biome-ignore lint/suspicious/noExplicitAny: an upstream's answer, checked field by field below.
       body.data.forEach((d: any, i: number) => {
         const at = typeof d?.index === 'number' ? d.index : i;
-        if (!Number.isInteger(at) || at < 0 || at >= input.length || vectors[at]) throw malformed(route, `data[${i}].index ${d?.index} does not name one input`);
+        if (!Number.isInteger(at) || at < 0 || at >= input.length || vectors[at])
+          throw malformed(route, `data[${i}].index ${d?.index} does not name one input`);
         vectors[at] = vectorFrom(route, d?.embedding, i);
       });
       const counted = body.usage?.prompt_tokens;
       return {
         vectors,
-        promptTokens: typeof counted === 'number' && Number.isInteger(counted) && counted >= 0 ? counted : input.reduce((sum, text) => sum + countTokens(text), 0),
+        promptTokens:
+          typeof counted === 'number' && Number.isInteger(counted) && counted >= 0 ? counted : input.reduce((sum, text) => sum + countTokens(text), 0),
         engine: 'upstream',
       };
     },

@@ -82,7 +82,10 @@ export function localVerdict(task: JudgeTask): string {
       return answer({ label: winners[0], explanation: `Occurrences of each label in the response: ${figures}.` });
     }
     case 'score': {
-      if (task.reference === undefined) throw new Error(`The ${LOCAL_JUDGE} scores against the row's reference, and this row has none (no reference, ground_truth, expected or answer column).`);
+      if (task.reference === undefined)
+        throw new Error(
+          `The ${LOCAL_JUDGE} scores against the row's reference, and this row has none (no reference, ground_truth, expected or answer column).`,
+        );
       const f1 = wordF1(task.response, task.reference);
       const score = round(task.min + f1 * (task.max - task.min), 2);
       return answer({ score, explanation: `Word-overlap F1 with the reference: ${round(f1, 4)}, scaled to ${task.min}..${task.max}.` });
@@ -158,7 +161,10 @@ export function openAiCompatibleEngine(name: 'upstream' | 'external', route: Ups
         if (!(err instanceof UpstreamFailure) || !RETRIED.has(err.upstreamStatus)) throw err;
         if (attempt >= attempts) {
           exhausted ??= new RetriesExhausted(
-            `The ${name} server at ${route.url} answered ${err.upstreamStatus} (${err.upstreamStatus === 429 ? 'too many requests' : 'service unavailable'}) to ${attempts} attempt${attempts === 1 ? '' : 's'} in a row: ${err.upstreamMessage}`.slice(0, 600),
+            `The ${name} server at ${route.url} answered ${err.upstreamStatus} (${err.upstreamStatus === 429 ? 'too many requests' : 'service unavailable'}) to ${attempts} attempt${attempts === 1 ? '' : 's'} in a row: ${err.upstreamMessage}`.slice(
+              0,
+              600,
+            ),
           );
           throw exhausted;
         }
@@ -169,10 +175,7 @@ export function openAiCompatibleEngine(name: 'upstream' | 'external', route: Ups
   const complete = async (call: ChatCall): Promise<string> => {
     const res = await fetchRetrying({
       model: route.model ?? call.model,
-      messages: [
-        ...(call.system ? [{ role: 'system', content: call.system }] : []),
-        { role: 'user', content: call.user },
-      ],
+      messages: [...(call.system ? [{ role: 'system', content: call.system }] : []), { role: 'user', content: call.user }],
       max_tokens: call.maxTokens,
       temperature: call.temperature,
       stream: false,

@@ -26,7 +26,7 @@ export function stem(word: string): string {
 export function words(text: string): string[] {
   // Only text outside ASCII can carry accents; folding costs a normalisation, so plain text skips it.
   const lower = text.toLowerCase();
-  const folded = /[^\x00-\x7f]/.test(lower) ? lower.normalize('NFKD').replace(ACCENTS, '') : lower;
+  const folded = /[^\p{ASCII}]/u.test(lower) ? lower.normalize('NFKD').replace(ACCENTS, '') : lower;
   return folded.match(WORD) ?? [];
 }
 

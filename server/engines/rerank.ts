@@ -103,9 +103,12 @@ export function upstreamRerankEngine(route: UpstreamRoute): RerankEngine {
       const body = (await res.json().catch(() => null)) as { results?: unknown; usage?: { prompt_tokens?: unknown; total_tokens?: unknown } } | null;
       if (!Array.isArray(body?.results)) throw malformed(route, 'no results list');
       const seen = new Set<number>();
+      // biome-ignore lint/suspicious/noExplicitAny: an upstream's answer, checked field by field below.
       const results = body.results.map((r: any, i: number) => {
-        if (!Number.isInteger(r?.index) || r.index < 0 || r.index >= documents.length || seen.has(r.index)) throw malformed(route, `results[${i}].index ${r?.index} names no document`);
-        if (typeof r.relevance_score !== 'number' || !Number.isFinite(r.relevance_score)) throw malformed(route, `results[${i}].relevance_score is not a number`);
+        if (!Number.isInteger(r?.index) || r.index < 0 || r.index >= documents.length || seen.has(r.index))
+          throw malformed(route, `results[${i}].index ${r?.index} names no document`);
+        if (typeof r.relevance_score !== 'number' || !Number.isFinite(r.relevance_score))
+          throw malformed(route, `results[${i}].relevance_score is not a number`);
         seen.add(r.index);
         return { index: r.index as number, score: r.relevance_score as number };
       });

@@ -37,7 +37,13 @@ export interface EngineRoutes {
   routeFor(capability: Capability, model: string): Route;
 }
 
-const glob = (pattern: string) => new RegExp(`^${pattern.split('*').map((p) => p.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`);
+const glob = (pattern: string) =>
+  new RegExp(
+    `^${pattern
+      .split('*')
+      .map((p) => p.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
+      .join('.*')}$`,
+  );
 
 export function loadEngineRoutes(env: NodeJS.ProcessEnv = process.env): EngineRoutes {
   let raw: string | undefined = env.ENGINES;
@@ -58,19 +64,29 @@ export function loadEngineRoutes(env: NodeJS.ProcessEnv = process.env): EngineRo
       throw new StartError(`${source} is not valid JSON: ${(err as Error).message}.`, err);
     }
     if (!Array.isArray(parsed.routes)) throw new StartError(`${source} must be {"routes": [...]}.`);
+    // biome-ignore lint/suspicious/noExplicitAny: a configured route, checked field by field below.
     parsed.routes.forEach((r: any, i: number) => {
       const where = `${source}: routes[${i}]`;
-      if (!Array.isArray(r?.models) || !r.models.every((m: unknown) => typeof m === 'string')) throw new StartError(`${where}.models must be a list of model id globs.`);
+      if (!Array.isArray(r?.models) || !r.models.every((m: unknown) => typeof m === 'string'))
+        throw new StartError(`${where}.models must be a list of model id globs.`);
       if (r.capabilities !== undefined && (!Array.isArray(r.capabilities) || r.capabilities.some((c: string) => !CAPABILITIES.includes(c as Capability)))) {
         throw new StartError(`${where}.capabilities must list some of ${CAPABILITIES.join(', ')}.`);
       }
       let route: Route;
       if (r.engine === 'local') route = { engine: 'local' };
       else if (r.engine === 'upstream') {
-        if (typeof r.url !== 'string' || !/^https?:\/\//.test(r.url)) throw new StartError(`${where}.url must be the upstream's http(s) base URL, e.g. http://127.0.0.1:8000/v1.`);
+        if (typeof r.url !== 'string' || !/^https?:\/\//.test(r.url))
+          throw new StartError(`${where}.url must be the upstream's http(s) base URL, e.g. http://127.0.0.1:8000/v1.`);
         const apiKey = typeof r.apiKeyEnv === 'string' ? env[r.apiKeyEnv] : typeof r.apiKey === 'string' ? r.apiKey : undefined;
-        if (r.timeoutMs !== undefined && !(Number.isInteger(r.timeoutMs) && r.timeoutMs > 0)) throw new StartError(`${where}.timeoutMs must be a positive whole number of milliseconds.`);
-        route = { engine: 'upstream', url: r.url.replace(/\/+$/, ''), apiKey, model: typeof r.model === 'string' ? r.model : undefined, timeoutMs: r.timeoutMs };
+        if (r.timeoutMs !== undefined && !(Number.isInteger(r.timeoutMs) && r.timeoutMs > 0))
+          throw new StartError(`${where}.timeoutMs must be a positive whole number of milliseconds.`);
+        route = {
+          engine: 'upstream',
+          url: r.url.replace(/\/+$/, ''),
+          apiKey,
+          model: typeof r.model === 'string' ? r.model : undefined,
+          timeoutMs: r.timeoutMs,
+        };
       } else throw new StartError(`${where}.engine must be "local" or "upstream".`);
       entries.push({ models: r.models.map(glob), capabilities: r.capabilities, route });
     });

@@ -5,7 +5,7 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
-import { detectSpeech, round, type Decoded, type Segment } from './audio.ts';
+import { type Decoded, detectSpeech, round, type Segment } from './audio.ts';
 
 export interface TranscriptWord {
   word: string;
@@ -92,7 +92,7 @@ export async function transcribeLocally(recogniser: string | undefined, audio: D
     });
     grouped[best].push(w.word);
   }
-  segments.forEach((s, i) => (s.text = grouped[i].join(' ')));
+  for (const [i, s] of segments.entries()) s.text = grouped[i].join(' ');
   return {
     language: 'en',
     duration: round(audio.duration),

@@ -16,13 +16,24 @@ export async function upstreamFetch(route: UpstreamRoute, path: string, body: un
   try {
     res = await fetch(`${route.url}${path}`, {
       method: 'POST',
-      headers: { ...(route.apiKey ? { Authorization: `Bearer ${route.apiKey}` } : {}), ...(form ? {} : { 'Content-Type': 'application/json' }), Accept: 'application/json, text/event-stream' },
+      headers: {
+        ...(route.apiKey ? { Authorization: `Bearer ${route.apiKey}` } : {}),
+        ...(form ? {} : { 'Content-Type': 'application/json' }),
+        Accept: 'application/json, text/event-stream',
+      },
       body: form ? body : JSON.stringify(body),
       signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
     });
   } catch (err) {
-    if (timeout.aborted) throw new ApiError(504, 'upstream_timeout', `The upstream engine at ${route.url} did not answer within ${limit / 1000} s.`, null, 'server_error');
-    throw new ApiError(502, 'upstream_unreachable', `The upstream engine at ${route.url} could not be reached (${(err as Error).message}).`, null, 'server_error');
+    if (timeout.aborted)
+      throw new ApiError(504, 'upstream_timeout', `The upstream engine at ${route.url} did not answer within ${limit / 1000} s.`, null, 'server_error');
+    throw new ApiError(
+      502,
+      'upstream_unreachable',
+      `The upstream engine at ${route.url} could not be reached (${(err as Error).message}).`,
+      null,
+      'server_error',
+    );
   }
   if (res.ok) return res;
   const text = await res.text().catch(() => '');
@@ -62,8 +73,7 @@ export async function* upstreamEvents(res: Response): AsyncGenerator<unknown> {
   let buffer = '';
   for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
     buffer += decoder.decode(chunk, { stream: true });
-    let end: number;
-    while ((end = buffer.search(/\r?\n\r?\n/)) >= 0) {
+    for (let end = buffer.search(/\r?\n\r?\n/); end >= 0; end = buffer.search(/\r?\n\r?\n/)) {
       const block = buffer.slice(0, end);
       buffer = buffer.slice(end).replace(/^\r?\n\r?\n/, '');
       const data = block

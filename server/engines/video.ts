@@ -51,7 +51,22 @@ export function renderArgs(spec: VideoSpec, out: string): string[] {
     if (spec.audio) args.push('-c:a', 'aac', '-b:a', '128k');
   } else {
     const cpuUsed = spec.steps >= 35 ? 5 : spec.steps >= 20 ? 7 : 8;
-    args.push('-c:v', 'libvpx-vp9', '-crf', String(spec.quality), '-b:v', '0', '-deadline', 'realtime', '-cpu-used', String(cpuUsed), '-row-mt', '0', '-threads', '1');
+    args.push(
+      '-c:v',
+      'libvpx-vp9',
+      '-crf',
+      String(spec.quality),
+      '-b:v',
+      '0',
+      '-deadline',
+      'realtime',
+      '-cpu-used',
+      String(cpuUsed),
+      '-row-mt',
+      '0',
+      '-threads',
+      '1',
+    );
     if (spec.audio) args.push('-c:a', 'libopus', '-b:a', '96k');
   }
   // No timestamps or encoder versions in the file, so the same request gives the same bytes.

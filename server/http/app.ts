@@ -8,18 +8,17 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { join } from 'node:path';
 import express, { type RequestHandler } from 'express';
-import { operations, type OperationId } from '../../generated/operations.ts';
+import { type OperationId, operations } from '../../generated/operations.ts';
 import { apiError } from '../core/errors.ts';
 import { specPath } from '../core/paths.ts';
 import { handlers, signed, uploads } from '../modules/index.ts';
 import type { Services } from '../modules/types.ts';
 import { authenticate, type KeyCache } from './auth.ts';
 import { errorHandler } from './error-handler.ts';
-import { Gate, rateLimitedOperations, type RateLimits } from './rate-limits.ts';
 import { refuseControlCharacters, refuseNonFinite } from './input.ts';
 import { multipartBodies, type Upload } from './multipart.ts';
+import { Gate, type RateLimits, rateLimitedOperations } from './rate-limits.ts';
 import { receiveBody } from './raw-body.ts';
 import { send } from './reply.ts';
 import { responseValidator } from './responses.ts';
@@ -94,7 +93,14 @@ interface Matched {
 
 export function createApp(options: AppOptions): express.Express {
   const { config, log, db, keys, limits, observe } = options;
-  const services: Services = { config: options.config, db: options.db, clock: options.clock, log: options.log, runner: options.runner, engines: options.engines };
+  const services: Services = {
+    config: options.config,
+    db: options.db,
+    clock: options.clock,
+    log: options.log,
+    runner: options.runner,
+    engines: options.engines,
+  };
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
@@ -108,7 +114,7 @@ export function createApp(options: AppOptions): express.Express {
     const method = req.method;
     res.on('finish', () => {
       // The validator has already matched most requests; only those it never saw (e.g. refused keys) are matched here.
-      const operationId = ((req as any).openapi as Matched | undefined)?.schema?.operationId ?? matchOperation(req.method, req.path);
+      const operationId = (req as { openapi?: Matched }).openapi?.schema?.operationId ?? matchOperation(req.method, req.path);
       observe?.(operationId, res.statusCode);
       log.info({ requestId, method, path: req.path, operationId, status: res.statusCode, ms: Number(process.hrtime.bigint() - started) / 1e6 }, 'request');
     });
@@ -158,7 +164,7 @@ export function createApp(options: AppOptions): express.Express {
 
   // Dispatch by the operation the validator matched: one lookup per request, not a scan of a route per operation.
   app.use((async (req, res, next) => {
-    const matched = (req as any).openapi as Matched | undefined;
+    const matched = (req as { openapi?: Matched }).openapi;
     const operationId = matched?.schema?.operationId;
     if (!operationId) return next();
     const params = { ...matched!.pathParams, ...req.params };
@@ -170,7 +176,9 @@ export function createApp(options: AppOptions): express.Express {
       req.resume();
       throw err;
     };
-    const identity = check ? await check(services, { params: params as Record<string, string>, query: req.query as Record<string, unknown> }).catch(refuse) : req.identity!;
+    const identity = check
+      ? await check(services, { params: params as Record<string, string>, query: req.query as Record<string, unknown> }).catch(refuse)
+      : req.identity!;
     const raw = rawRules[operationId];
     const files = raw ? { [raw.field]: await receiveBody(req, res, raw, config) } : ((req as { uploads?: Record<string, Upload> }).uploads ?? {});
     const handler = handlers[operationId] as (ctx: unknown) => Promise<unknown>;

@@ -6,7 +6,7 @@
 import type { RequestHandler } from 'express';
 import pg from 'pg';
 import type { Logger } from 'pino';
-import { hashKey, identityForHash, KEY_REVOKED_CHANNEL, type Identity } from '../accounts.ts';
+import { hashKey, type Identity, identityForHash, KEY_REVOKED_CHANNEL } from '../accounts.ts';
 import type { Clock } from '../core/clock.ts';
 import { apiError } from '../core/errors.ts';
 import type { Database } from '../db/index.ts';

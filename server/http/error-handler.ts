@@ -8,6 +8,7 @@ import { ApiError, apiError, badRequest, internalError } from '../core/errors.ts
 const LOCATIONS = new Set(['body', 'query', 'params', 'path', 'headers']);
 
 /** Maps express-openapi-validator and body-parser errors (and anything else) onto ApiError. */
+// biome-ignore lint/suspicious/noExplicitAny: anything can be thrown; its fields are probed below.
 export function toApiError(err: any): ApiError {
   if (err instanceof ApiError) return err;
   const status: number = Number(err?.status ?? err?.statusCode) || 500;
@@ -18,12 +19,19 @@ export function toApiError(err: any): ApiError {
   if (err?.type === 'encoding.unsupported' || err?.type === 'charset.unsupported') return apiError(415, 'unsupported_media_type', String(err.message));
   if (status === 404) return apiError(404, 'not_found', `No route ${err?.path ?? ''} exists.`.replace('  ', ' '), null);
   if (status === 405) return apiError(405, 'method_not_allowed', 'This route does not accept that HTTP method.');
-  if (status === 415) return apiError(415, 'unsupported_media_type', "The request body's media type is not one this operation takes (application/json, unless its contract says otherwise).");
+  if (status === 415)
+    return apiError(
+      415,
+      'unsupported_media_type',
+      "The request body's media type is not one this operation takes (application/json, unless its contract says otherwise).",
+    );
   if (status === 416) return apiError(416, 'range_not_satisfiable', 'The requested range lies outside the file.');
 
   // Validator errors: the first error's path names where (/body/media/frame_images/0/frame) and its keyword why.
   const first = Array.isArray(err?.errors) ? err.errors[0] : undefined;
-  const [where, ...rest] = String(first?.path ?? '').split('/').filter(Boolean);
+  const [where, ...rest] = String(first?.path ?? '')
+    .split('/')
+    .filter(Boolean);
   const param = where && LOCATIONS.has(where) && rest.length ? rest.join('.') : null;
   let code = String(first?.errorCode ?? '').replace(/\.openapi\.\w+$/, '') || 'invalid_request';
   let message: string = String(first?.message ?? err?.message ?? 'Invalid request.');

@@ -16,7 +16,10 @@ export function checkEtag(given: string | undefined, current: string): void {
 export function masked<T extends Record<string, unknown>>(body: T, mask: string | undefined, allowed: readonly string[]): Partial<T> {
   if (mask === undefined) return body;
   const out: Partial<T> = {};
-  for (const field of mask.split(',').map((f) => f.trim()).filter(Boolean)) {
+  for (const field of mask
+    .split(',')
+    .map((f) => f.trim())
+    .filter(Boolean)) {
     if (!allowed.includes(field)) throw badRequest(`'${field}' cannot be updated (one of: ${allowed.join(', ')}).`, 'updateMask', 'invalid_update_mask');
     if (body[field] === undefined) throw badRequest(`'updateMask' names '${field}', which the body does not carry.`, 'updateMask', 'invalid_update_mask');
     (out as Record<string, unknown>)[field] = body[field];

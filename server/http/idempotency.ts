@@ -5,7 +5,7 @@
 // project and the operation. Two requests racing with one key: the second's insert of the key fails on its
 // primary key, its writes roll back, and it answers the first one's response.
 import { createHash } from 'node:crypto';
-import { instant, type Clock } from '../core/clock.ts';
+import { type Clock, instant } from '../core/clock.ts';
 import { taken } from '../core/errors.ts';
 import type { Database, Tx } from '../db/index.ts';
 import { isUniqueViolation } from './unique.ts';

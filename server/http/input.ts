@@ -7,7 +7,9 @@
 import type { RequestHandler } from 'express';
 import { badRequest, invalidCharacters } from '../core/errors.ts';
 
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is this guard's purpose.
 const ANY_CONTROL = /[\u0000-\u001f\u007f]/;
+// biome-ignore lint/suspicious/noControlCharactersInRegex: as above; tab, newline and carriage return are allowed in bodies.
 const BODY_CONTROL = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/;
 
 /** The first place in `value` (a dotted path under `at`) whose string or key breaks `rule`, or undefined. */

@@ -10,9 +10,9 @@ import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import busboy from 'busboy';
 import type { Request, RequestHandler } from 'express';
-import { operations, type OperationId } from '../../generated/operations.ts';
+import { type OperationId, operations } from '../../generated/operations.ts';
 import type { Config } from '../core/config.ts';
-import { ApiError, apiError, badRequest } from '../core/errors.ts';
+import { type ApiError, apiError, badRequest } from '../core/errors.ts';
 import { refResolver, type SpecDocument as Spec } from './spec-ref.ts';
 
 export interface Upload {
@@ -48,6 +48,7 @@ function scalarFields(spec: Spec, operationId: OperationId): Map<string, string>
   const { path, method } = operations[operationId];
   const schema = resolve(resolve(spec.paths[path]?.[method]?.requestBody)?.content?.['multipart/form-data']?.schema);
   const out = new Map<string, string>();
+  // biome-ignore lint/suspicious/noExplicitAny: a property of the contract can be any JSON Schema.
   for (const [name, prop] of Object.entries<any>(schema?.properties ?? {})) {
     const type = resolve(prop)?.type;
     if (type === 'number' || type === 'integer' || type === 'boolean') out.set(name, type);
@@ -190,10 +191,7 @@ function parse(req: Request, rule: Rule, tmpDir: string, onResponseEnd: (event: 
     bb.on('fieldsLimit', () => fail(badRequest('The multipart body has too many fields.', null, 'invalid_multipart')));
     bb.on('error', (err: Error) => reject(failure ?? badRequest(`The multipart body cannot be read: ${err.message}.`, null, 'invalid_multipart')));
     bb.on('close', () => {
-      Promise.all(writes).then(
-        () => (failure ? reject(failure) : resolve({ body, uploads })),
-        reject,
-      );
+      Promise.all(writes).then(() => (failure ? reject(failure) : resolve({ body, uploads })), reject);
     });
     // A client that goes away mid-body ends the parse (the temporary file goes with the response).
     req.once('close', () => {

@@ -10,7 +10,7 @@
 import type { Response } from 'express';
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { RateLimiterMemory, RateLimiterRedis, type RateLimiterAbstract, type RateLimiterRes } from 'rate-limiter-flexible';
+import { type RateLimiterAbstract, RateLimiterMemory, RateLimiterRedis, type RateLimiterRes } from 'rate-limiter-flexible';
 import type { OperationId } from '../../generated/operations.ts';
 import type { Identity } from '../accounts.ts';
 import type { RateLimitConfig } from '../core/config.ts';
@@ -160,7 +160,9 @@ export class RateLimits {
     const bucket = Math.floor(now / span);
     const elapsed = (now - bucket * span) / span;
     const [rPrev, rCur, tPrev, tCur] = await Promise.all(
-      [`${key}:r:${bucket - 1}`, `${key}:r:${bucket}`, `${key}:t:${bucket - 1}`, `${key}:t:${bucket}`].map((k) => this.usage.get(k).then((r) => r?.consumedPoints ?? 0)),
+      [`${key}:r:${bucket - 1}`, `${key}:r:${bucket}`, `${key}:t:${bucket - 1}`, `${key}:t:${bucket}`].map((k) =>
+        this.usage.get(k).then((r) => r?.consumedPoints ?? 0),
+      ),
     );
     // Successes over the last usage window (the previous bucket weighted by how much of it is still inside), per request window.
     const perWindow = (prev: number, cur: number) => ((prev * (1 - elapsed) + cur) * c.windowSeconds) / c.usageWindowSeconds;
@@ -206,8 +208,8 @@ export class RateLimits {
   }
 
   private write(limiter: 'tokens' | 'usage', key: string, points: number, counted?: Counted): void {
-    if (limiter === 'tokens') return this.adjust('tokens', key, counted!, -points);
-    this.usage.penalty(key, points).catch((err: unknown) => this.log.warn({ err: String(err) }, 'rate limits: usage not recorded'));
+    if (limiter === 'tokens') this.adjust('tokens', key, counted!, -points);
+    else this.usage.penalty(key, points).catch((err: unknown) => this.log.warn({ err: String(err) }, 'rate limits: usage not recorded'));
   }
 
   private flush(): void {
@@ -284,7 +286,12 @@ export class Gate {
     }
   }
 
-  private async attempt(key: string, model: string | undefined, estimate: number, dedicated: boolean): Promise<{ error: ApiError; waitMs: number } | undefined> {
+  private async attempt(
+    key: string,
+    model: string | undefined,
+    estimate: number,
+    dedicated: boolean,
+  ): Promise<{ error: ApiError; waitMs: number } | undefined> {
     const L = this.limits;
     const [limits, requests, tokens, capacity] = await Promise.all([
       L.limitsFor(key, dedicated),

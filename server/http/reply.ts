@@ -35,7 +35,8 @@ export class Reply<B = unknown> {
 export const reply = {
   json: <B>(value: B, init: Init = {}) => new Reply<B>({ kind: 'json', value }, init.status, init.headers ?? {}),
   empty: (status = 204, headers: Record<string, string> = {}) => new Reply<never>({ kind: 'empty' }, status, headers),
-  text: (value: string | Buffer, contentType: string, init: Init = {}) => new Reply<never>({ kind: 'text', value, contentType }, init.status, init.headers ?? {}),
+  text: (value: string | Buffer, contentType: string, init: Init = {}) =>
+    new Reply<never>({ kind: 'text', value, contentType }, init.status, init.headers ?? {}),
   /** Server-Sent Events: each item as `data: <json>`, then `data: [DONE]`. */
   sse: (events: AsyncIterable<unknown>, init: Init = {}) => new Reply<never>({ kind: 'sse', events }, init.status, init.headers ?? {}),
   /** A file from disk, streamed, with Range requests, Last-Modified and HEAD handled. */

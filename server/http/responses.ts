@@ -1,12 +1,14 @@
+// biome-ignore-all lint/suspicious/noExplicitAny: a node of the contract can be any JSON Schema or OpenAPI object.
 // Response validation: every JSON body a handler answers is checked against the schema the spec documents for its
 // operation and status, before it is sent; a body that drifts from the contract is a server fault (500, the cause
 // logged). One Ajv validator per (operation, status), compiled on first use, with the spec itself as the schema
 // store. express-openapi-validator's own response hook does the same check, but negotiates the content type and
 // looks the validator up again on every response, which cost more than the check itself.
+
+import type { ValidateFunction } from 'ajv';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
-import type { ValidateFunction } from 'ajv';
-import { operations, type OperationId } from '../../generated/operations.ts';
+import { type OperationId, operations } from '../../generated/operations.ts';
 
 const ROOT = 'contract:';
 const pointer = (...parts: string[]) => parts.map((p) => p.replace(/~/g, '~0').replace(/\//g, '~1')).join('/');
@@ -25,7 +27,8 @@ export function responseValidator(spec: { paths: Record<string, Record<string, a
       const { path, method } = operations[operationId];
       // A response given by reference (`$ref: '#/components/responses/...'`) is validated where it is defined.
       const response = spec.paths[path]?.[method]?.responses?.[String(status)];
-      const at: string[] = typeof response?.$ref === 'string' ? response.$ref.replace(/^#\//, '').split('/') : ['paths', path, method, 'responses', String(status)];
+      const at: string[] =
+        typeof response?.$ref === 'string' ? response.$ref.replace(/^#\//, '').split('/') : ['paths', path, method, 'responses', String(status)];
       const resolved = at.reduce((node: any, key) => node?.[key], spec);
       v = resolved?.content?.['application/json'] ? ajv.compile({ $ref: `${ROOT}#/${pointer(...at, 'content', 'application/json', 'schema')}` }) : null;
       compiled.set(key, v);

@@ -1,3 +1,4 @@
+// biome-ignore-all lint/suspicious/noExplicitAny: express-openapi-validator's route metadata is untyped.
 // Request validation against the contract: express-openapi-validator (pinned), configured here.
 //
 // Its route lookup (applyOpenApiMetadata) compiles a path-to-regexp for every route of the spec on every request
@@ -33,7 +34,10 @@ function metadata(context: any, responseApiDoc: any): RequestHandler {
     Object.entries<any>(context.expressRouteMap).map(([expressRoute, methods]) => {
       const openApiRoute: string = methods._openApiRoute;
       const pathKey = openApiRoute.substring(methods.basePath.length);
-      const { regexp, keys } = pathToRegexp(expressRoute, { sensitive: !!req.app.enabled('case sensitive routing'), strict: !!req.app.enabled('strict routing') });
+      const { regexp, keys } = pathToRegexp(expressRoute, {
+        sensitive: !!req.app.enabled('case sensitive routing'),
+        strict: !!req.app.enabled('strict routing'),
+      });
       const schemas = new Map(
         METHODS.map((m) => [m, { schema: context.apiDoc.paths[pathKey][m.toLowerCase()], responseSchema: responseApiDoc?.paths[pathKey][m.toLowerCase()] }]),
       );
@@ -60,7 +64,11 @@ function metadata(context: any, responseApiDoc: any): RequestHandler {
         throw new types.MethodNotAllowed({
           path: req.path,
           message: `${req.method} method not allowed`,
-          headers: { Allow: Object.keys(context.openApiRouteMap[route.openApiRoute]).filter((k) => httpMethods.has(k.toLowerCase())).join(', ') },
+          headers: {
+            Allow: Object.keys(context.openApiRouteMap[route.openApiRoute])
+              .filter((k) => httpMethods.has(k.toLowerCase()))
+              .join(', '),
+          },
         });
       }
       req.openapi = { expressRoute: route.expressRoute, openApiRoute: route.openApiRoute, pathParams, schema: found.schema, serial: context.serial };

@@ -2,7 +2,6 @@
 // may refer to rows an earlier one seeded (the catalogue before the endpoints that serve it).
 import type { ModuleName, OperationId } from '../../generated/operations.ts';
 import type { UploadRule } from '../http/multipart.ts';
-import type { SignedCheck, UploadContext } from './types.ts';
 import { adapters } from './adapters/index.ts';
 import { audio } from './audio/index.ts';
 import { compute } from './compute/index.ts';
@@ -16,13 +15,33 @@ import { hardware } from './hardware/index.ts';
 import { identity } from './identity/index.ts';
 import { inference } from './inference/index.ts';
 import { models } from './models/index.ts';
-import { rerank } from './rerank/index.ts';
 import { queue } from './queue/index.ts';
+import { rerank } from './rerank/index.ts';
 import { secrets } from './secrets/index.ts';
+import type { SignedCheck, UploadContext } from './types.ts';
 import { videos } from './videos/index.ts';
 import { volumes } from './volumes/index.ts';
 
-export const modules = [identity, hardware, models, compute, volumes, secrets, endpoints, adapters, dedicated, inference, embeddings, rerank, audio, videos, files, fineTuning, evaluation, queue] as const;
+export const modules = [
+  identity,
+  hardware,
+  models,
+  compute,
+  volumes,
+  secrets,
+  endpoints,
+  adapters,
+  dedicated,
+  inference,
+  embeddings,
+  rerank,
+  audio,
+  videos,
+  files,
+  fineTuning,
+  evaluation,
+  queue,
+] as const;
 
 // Every module of the spec is listed: a tag file without its line here fails `tsc`.
 type Listed = (typeof modules)[number]['name'];
@@ -33,7 +52,10 @@ void complete;
 export const handlers: Record<string, (ctx: never) => Promise<unknown>> = Object.fromEntries(modules.flatMap((m) => Object.entries(m.handlers)));
 
 /** Upload rules of the operations that take a multipart file, by operationId. */
-export const uploads: Partial<Record<OperationId, UploadRule<UploadContext>>> = Object.assign({}, ...modules.map((m) => ('uploads' in m ? m.uploads : undefined) ?? {}));
+export const uploads: Partial<Record<OperationId, UploadRule<UploadContext>>> = Object.assign(
+  {},
+  ...modules.map((m) => ('uploads' in m ? m.uploads : undefined) ?? {}),
+);
 
 /** The checks of the operations authorised by a signed URL instead of a key, by operationId. */
 export const signed: Partial<Record<OperationId, SignedCheck>> = Object.assign({}, ...modules.map((m) => ('signed' in m ? m.signed : undefined) ?? {}));

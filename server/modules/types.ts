@@ -2,11 +2,12 @@
 // A module is one spec tag file: `spec/tags/<name>.yaml` is implemented by `server/modules/<name>/`, whose
 // index.ts exports one descriptor: its handlers (a named function per operationId of that tag file, checked
 // against the generated operation table), its seed, the runner work it brings, and its test fixtures.
-import type { Logger } from 'pino';
+
 import type { IncomingHttpHeaders } from 'node:http';
+import type { PlatformClient } from '@inference-platform/client';
+import type { Logger } from 'pino';
 import type { components, operations as Operations, Readable, Writable } from '../../generated/api.d.ts';
 import type { ModuleName, OperationId, operations } from '../../generated/operations.ts';
-import type { PlatformClient } from '@inference-platform/client';
 import type { Identity } from '../accounts.ts';
 import type { Clock } from '../core/clock.ts';
 import type { Config } from '../core/config.ts';
@@ -32,7 +33,15 @@ type Op<K extends OperationId> = Operations[K];
 type Part<T, K extends string> = T extends { [P in K]?: infer V } ? (undefined extends V ? Exclude<V, undefined> | undefined : V) : undefined;
 type JsonOf<T> = T extends { content: { 'application/json': infer B } } ? B : T extends { content: { 'multipart/form-data': infer B } } ? B : undefined;
 // 302: an operation whose success is a redirect (the signed upload's POST) answers its body with it.
-type SuccessOf<R> = R extends { 200: infer S } ? S : R extends { 201: infer S } ? S : R extends { 202: infer S } ? S : R extends { 302: infer S } ? S : undefined;
+type SuccessOf<R> = R extends { 200: infer S }
+  ? S
+  : R extends { 201: infer S }
+    ? S
+    : R extends { 202: infer S }
+      ? S
+      : R extends { 302: infer S }
+        ? S
+        : undefined;
 
 /** A schema of the spec as a response carries it (read-only fields included): what a module's wire.ts builds. */
 export type Wire<K extends keyof components['schemas']> = Readable<components['schemas'][K]>;

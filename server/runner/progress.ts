@@ -19,6 +19,7 @@ export interface Subject {
 }
 
 /** A step made inside the runner's fenced commit: it moves the subject (its module's `move`), or answers `wait` to try again after the same delay. */
+// biome-ignore lint/suspicious/noConfusingVoidType: a step that returns nothing (void) moved its subject; only 'wait' means more.
 export type Step = (tx: Tx, id: string) => Promise<void | 'wait'>;
 
 /**
@@ -28,6 +29,7 @@ export type Step = (tx: Tx, id: string) => Promise<void | 'wait'>;
  */
 export interface LongStep<T> {
   work(id: string): Promise<T>;
+  // biome-ignore lint/suspicious/noConfusingVoidType: as Step.
   apply(tx: Tx, id: string, result: T): Promise<void | 'wait'>;
 }
 
@@ -36,6 +38,7 @@ export interface Progression<S extends string> {
   /** The subject as the given reader (a transaction, or the database for a look before long work) sees it; null when it no longer exists. */
   load(tx: Tx | Db, id: string): Promise<Subject | null>;
   /** The timed step out of each timed state. */
+  // biome-ignore lint/suspicious/noExplicitAny: each long step has its own result type.
   steps: { [F in S]?: Step | LongStep<any> };
   /** When the runner gives up on a step that keeps failing: typically the machine's failure event. */
   giveUp?(tx: Tx, id: string, error: string): Promise<void>;

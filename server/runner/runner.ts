@@ -27,6 +27,7 @@ export interface ClaimedItem {
   kind: string;
   subjectId: string;
   projectId: string | null;
+  // biome-ignore lint/suspicious/noExplicitAny: each work kind reads its own payload shape.
   payload: any;
   attempt: number;
   failures: number;
@@ -143,7 +144,10 @@ export class Runner {
     const pg = this.db.provider === 'postgresql';
     // One placeholder per occurrence, values in order of appearance: SQLite's `?` takes the next value each time.
     const args: unknown[] = [];
-    const p = (value: unknown) => (args.push(value), pg ? `$${args.length}` : '?');
+    const p = (value: unknown) => {
+      args.push(value);
+      return pg ? `$${args.length}` : '?';
+    };
     const sql = `UPDATE "WorkItem" SET "state" = 'running', "attempt" = "attempt" + 1, "leaseOwner" = ${p(this.owner)},
         "leaseUntil" = ${p(leaseUntil)}, "heartbeatAt" = ${p(now)}, "updatedAt" = ${p(now)}
       WHERE "id" IN (
@@ -152,6 +156,7 @@ export class Runner {
           AND "kind" IN (${kinds.map((k) => p(k)).join(', ')})
         ORDER BY "runAt", "id" LIMIT ${p(limit)}${pg ? ' FOR UPDATE SKIP LOCKED' : ''})
       RETURNING ${RETURNED}`;
+    // biome-ignore lint/suspicious/noExplicitAny: raw rows, read by column below.
     const rows = await this.db.write((tx) => tx.$queryRawUnsafe<any[]>(sql, ...args));
     return rows.map((r) => ({
       id: r.id,

@@ -2,12 +2,13 @@
 // `npm run migrate:deploy [-- <database url>]`: applies the committed migrations (the server also does it at start).
 // `npm run migrate:squash`: rewrites the whole history as one `init` migration (only before any release is deployed).
 // `migrate.ts check`: fails when prisma/models/*.prisma has changes no migration covers (CI runs it).
-import { create, deploy, pendingChanges } from '../db/migrations.ts';
-import { providerOf } from '../db/urls.ts';
+
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadConfig } from '../core/config.ts';
 import { PROVIDERS, root } from '../core/paths.ts';
+import { create, deploy, pendingChanges } from '../db/migrations.ts';
+import { providerOf } from '../db/urls.ts';
 
 const [command, arg] = process.argv.slice(2);
 if (command === 'create') {

@@ -9,7 +9,11 @@ import { createLogger } from '../../server/core/log.ts';
 import { Gate, RateLimits } from '../../server/http/rate-limits.ts';
 
 const N = Number(process.env.BENCH_LIMITER_REQUESTS ?? 3000);
-const body = { model: 'meta-llama/Llama-3.3-70B-Instruct-Turbo', messages: [{ role: 'user', content: 'Say something short about rate limits.' }], max_tokens: 64 };
+const body = {
+  model: 'meta-llama/Llama-3.3-70B-Instruct-Turbo',
+  messages: [{ role: 'user', content: 'Say something short about rate limits.' }],
+  max_tokens: 64,
+};
 const answer = { usage: { prompt_tokens: 9, completion_tokens: 40, total_tokens: 49 } };
 const res = { set: () => res } as never;
 const identity = { organizationId: 'org_bench', projectSlug: 'default' } as Identity;
@@ -42,9 +46,11 @@ async function run(store: 'memory' | 'redis') {
   }
   const cpu = process.cpuUsage(cpu0);
   const t0 = performance.now();
-  await Promise.all(Array.from({ length: 16 }, async () => {
-    for (let i = 0; i < N / 16; i++) await one();
-  }));
+  await Promise.all(
+    Array.from({ length: 16 }, async () => {
+      for (let i = 0; i < N / 16; i++) await one();
+    }),
+  );
   const concurrentRate = N / ((performance.now() - t0) / 1000);
   const mean = times.reduce((a, b) => a + b, 0) / times.length;
   console.log(

@@ -56,8 +56,16 @@ export async function queueBench(rounds: number): Promise<boolean> {
     const checked = setting.cpuCap !== undefined;
     const met = two >= 1.7 * one;
     if (checked && capApplied) ok &&= met;
-    const verdict = !checked ? 'information (bounded by the cores left beside PostgreSQL and the drivers)' : !capApplied ? 'not measured: this machine lets no cgroup be made' : met ? 'met' : 'MISSED';
-    console.log(`RESULT queue throughput, ${setting.name}: one process ${one} jobs/s, two processes ${two} jobs/s, ratio ${(two / one).toFixed(2)}  target ratio >= 1.7: ${verdict}`);
+    const verdict = !checked
+      ? 'information (bounded by the cores left beside PostgreSQL and the drivers)'
+      : !capApplied
+        ? 'not measured: this machine lets no cgroup be made'
+        : met
+          ? 'met'
+          : 'MISSED';
+    console.log(
+      `RESULT queue throughput, ${setting.name}: one process ${one} jobs/s, two processes ${two} jobs/s, ratio ${(two / one).toFixed(2)}  target ratio >= 1.7: ${verdict}`,
+    );
   }
   return ok;
 }

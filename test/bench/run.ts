@@ -4,7 +4,7 @@
 // driven by autocannon in rounds that alternate the two servers, so that whatever else this 2-core machine does
 // weighs on both alike. Reports req/s, p50/p99 and the servers' CPU per request (from /proc: steadier than req/s on
 // a shared machine), and the median round's ratio against the scenario's target.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -59,7 +59,14 @@ interface Sample {
   cpuPerRequest: number;
 }
 
-async function measure(url: string, method: string, headers: Record<string, string>, body: string | undefined, pid: number, connections: number): Promise<Sample> {
+async function measure(
+  url: string,
+  method: string,
+  headers: Record<string, string>,
+  body: string | undefined,
+  pid: number,
+  connections: number,
+): Promise<Sample> {
   const before = cpuMicros(pid);
   const r = await autocannon({ url, method: method as 'GET', headers, body, connections, duration: DURATION });
   if (r.non2xx || r.errors) throw new Error(`${url}: ${r.non2xx} non-2xx responses, ${r.errors} errors`);

@@ -21,7 +21,11 @@ export interface Scenario {
 
 // The rate limiter's own cost: the same chat completion with the limiter off, in memory and in Redis, with limits
 // too high to refuse anything (so every request goes the whole way through the limiter's counting).
-const chat = { model: 'meta-llama/Llama-3.3-70B-Instruct-Turbo', messages: [{ role: 'user', content: 'Say something short about rate limits.' }], max_tokens: 64 };
+const chat = {
+  model: 'meta-llama/Llama-3.3-70B-Instruct-Turbo',
+  messages: [{ role: 'user', content: 'Say something short about rate limits.' }],
+  max_tokens: 64,
+};
 const unlimited = {
   RATE_LIMITS: 'on',
   RATE_LIMIT_BASE_REQUESTS: '1000000000',
@@ -50,7 +54,10 @@ const SENTENCES = [
 const INPUTS = Array.from({ length: 16 }, (_, i) => `${SENTENCES[i % 4]} (passage ${i + 1})`);
 /** 1,000 short documents (about 10 words each) over a small vocabulary, so that the query's terms recur. */
 const WORDS = ['llama', 'camelid', 'andes', 'peru', 'wool', 'desert', 'camel', 'panda', 'bamboo', 'china', 'river', 'mountain', 'farm', 'herd', 'alpaca'];
-const DOCUMENTS = Array.from({ length: 1000 }, (_, i) => `Document ${i}: the ${Array.from({ length: 8 }, (_, k) => WORDS[(i * 7 + k * 11) % WORDS.length]).join(' ')}.`);
+const DOCUMENTS = Array.from(
+  { length: 1000 },
+  (_, i) => `Document ${i}: the ${Array.from({ length: 8 }, (_, k) => WORDS[(i * 7 + k * 11) % WORDS.length]).join(' ')}.`,
+);
 
 export const scenarios: Scenario[] = [
   { name: 'whoami', method: 'GET', path: '/v1/whoami', target: { ratio: 0.65 } },
@@ -65,7 +72,10 @@ export const scenarios: Scenario[] = [
       model: 'meta-llama/Llama-3.3-70B-Instruct-Turbo',
       messages: [
         { role: 'system', content: 'You are a helpful assistant.' },
-        { role: 'user', content: 'Tell me about the history of the printing press in Europe, from Gutenberg to the industrial presses of the nineteenth century.' },
+        {
+          role: 'user',
+          content: 'Tell me about the history of the printing press in Europe, from Gutenberg to the industrial presses of the nineteenth century.',
+        },
       ],
       max_tokens: 64,
     },
@@ -73,11 +83,21 @@ export const scenarios: Scenario[] = [
   },
   limiter('limits off', { RATE_LIMITS: 'off' }),
   limiter('limits in memory', { ...unlimited, REDIS_URL: '' }, 'limiter: chat, limits off'),
-  limiter('limits in Redis', { ...unlimited, REDIS_URL: process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379', RATE_LIMIT_KEY_PREFIX: `bench-${process.pid}` }, 'limiter: chat, limits off'),
+  limiter(
+    'limits in Redis',
+    { ...unlimited, REDIS_URL: process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379', RATE_LIMIT_KEY_PREFIX: `bench-${process.pid}` },
+    'limiter: chat, limits off',
+  ),
   // The bare route parses the same request and answers the same 16 x 768 floats from memory (about 40 KB of JSON:
   // most of a lexical vector's dimensions are 0); the whole stack also validates both, looks the model up, counts
   // the tokens and computes the 16 vectors.
-  { name: 'embeddings (16 inputs, 768 floats each)', method: 'POST', path: '/v1/embeddings', body: { model: 'BAAI/bge-base-en-v1.5', input: INPUTS }, target: { ratio: 0.35 } },
+  {
+    name: 'embeddings (16 inputs, 768 floats each)',
+    method: 'POST',
+    path: '/v1/embeddings',
+    body: { model: 'BAAI/bge-base-en-v1.5', input: INPUTS },
+    target: { ratio: 0.35 },
+  },
   // Every document is scored and all 1,000 results answered (about 60 KB); the bare route answers the same from memory.
   {
     name: 'rerank (1,000 short documents)',

@@ -9,7 +9,19 @@ import { localVideoEngine, renderArgs, type VideoSpec } from '../../server/engin
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const SECONDS = 4;
-const base: VideoSpec = { prompt: 'a lighthouse at dusk, waves rolling in', width: 1280, height: 720, seconds: SECONDS, fps: 24, steps: 20, seed: 42, guidanceScale: 8, outputFormat: 'MP4', quality: 20, audio: false };
+const base: VideoSpec = {
+  prompt: 'a lighthouse at dusk, waves rolling in',
+  width: 1280,
+  height: 720,
+  seconds: SECONDS,
+  fps: 24,
+  steps: 20,
+  seed: 42,
+  guidanceScale: 8,
+  outputFormat: 'MP4',
+  quality: 20,
+  audio: false,
+};
 const cases: [string, VideoSpec][] = [
   ['MP4 720p 24 fps, 20 steps', base],
   ['MP4 720p 24 fps, 50 steps, audio', { ...base, steps: 50, audio: true }],
@@ -36,12 +48,14 @@ export async function benchVideo(): Promise<void> {
         renders.push(await timed(() => engine.render(spec, join(dir, `out-${round}`))));
         // The same arguments up to the encoder, then the null muxer.
         const args = renderArgs(spec, 'unused');
-        const upToCodec = args.slice(0, args.findIndex((a) => a === '-c:v'));
+        const upToCodec = args.slice(0, args.indexOf('-c:v'));
         pictures.push(await timed(() => runFfmpeg(ffmpeg, [...upToCodec, '-f', 'null', '-'])));
       }
       const render = median(renders) / SECONDS;
       const picture = median(pictures) / SECONDS;
-      console.log(`RESULT video ${name}: ${render.toFixed(3)} s of render per second of output (picture alone ${picture.toFixed(3)} s; encoding ×${(render / picture).toFixed(1)})`);
+      console.log(
+        `RESULT video ${name}: ${render.toFixed(3)} s of render per second of output (picture alone ${picture.toFixed(3)} s; encoding ×${(render / picture).toFixed(1)})`,
+      );
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });

@@ -13,9 +13,15 @@ const seen = new Set(existsSync(file) ? readFileSync(file, 'utf8').split('\n').f
 const documented = new Set(Object.entries(operations).flatMap(([id, op]) => op.statuses.map((s) => `${id} ${s}`)));
 
 test('every documented (operation, status) was exercised by the suite', () => {
-  expect([...documented].filter((pair) => !seen.has(pair)), 'documented responses no test observed').toEqual([]);
+  expect(
+    [...documented].filter((pair) => !seen.has(pair)),
+    'documented responses no test observed',
+  ).toEqual([]);
 });
 
 test('every (operation, status) the suite observed is documented', () => {
-  expect([...seen].filter((pair) => !documented.has(pair)), 'responses the spec does not document').toEqual([]);
+  expect(
+    [...seen].filter((pair) => !documented.has(pair)),
+    'responses the spec does not document',
+  ).toEqual([]);
 });

@@ -38,7 +38,10 @@ function resolve(doc: Doc, node: any): any {
   let n = node;
   for (let guard = 0; n && typeof n === 'object' && typeof n.$ref === 'string' && guard < 32; guard++) {
     const { $ref, ...siblings } = n;
-    const target = $ref.replace(/^#\//, '').split('/').reduce((x: any, k: string) => x?.[k.replace(/~1/g, '/').replace(/~0/g, '~')], doc);
+    const target = $ref
+      .replace(/^#\//, '')
+      .split('/')
+      .reduce((x: any, k: string) => x?.[k.replace(/~1/g, '/').replace(/~0/g, '~')], doc);
     n = Object.keys(siblings).length ? { ...target, ...siblings } : target;
   }
   return n;
@@ -74,7 +77,8 @@ function types(s: Schema): Set<string> {
 const covered = (t: string, accepted: Set<string>) => accepted.has(t) || (t === 'integer' && accepted.has('number'));
 const variants = (s: Schema): any[] | undefined => s.oneOf ?? s.anyOf;
 const enumOf = (s: Schema): unknown[] | undefined => s.enum ?? (s.const !== undefined ? [s.const] : undefined);
-const free = (s: Schema) => Object.keys(s).filter((k) => !['description', 'title', 'examples', 'default', 'deprecated', 'readOnly', 'writeOnly'].includes(k)).length === 0;
+const free = (s: Schema) =>
+  Object.keys(s).filter((k) => !['description', 'title', 'examples', 'default', 'deprecated', 'readOnly', 'writeOnly'].includes(k)).length === 0;
 
 type Sink = (field: string, kind: string, detail: string) => void;
 
@@ -132,7 +136,8 @@ export function accepts(doc: { theirs: Doc; ours: Doc }, theirs: any, ours: any,
       if (!(name in o.properties)) report(`${field}.${name}`, 'unknown', 'the platform accepts this field; this server does not declare it');
       else accepts(doc, prop, o.properties[name], `${field}.${name}`, report);
     }
-    for (const name of o.required ?? []) if (!(p.required ?? []).includes(name)) report(`${field}.${name}`, 'required', 'required here, optional on the platform');
+    for (const name of o.required ?? [])
+      if (!(p.required ?? []).includes(name)) report(`${field}.${name}`, 'required', 'required here, optional on the platform');
   } else if (p.properties && o.additionalProperties === false) {
     report(field, 'unknown', 'the platform accepts an object with fields; this server accepts none');
   }
@@ -250,7 +255,14 @@ export function compare(theirsDoc: Doc, oursDoc: Doc, ours: { id: string; op: an
   const ourStatus = success(ours.op);
   const theirJson = theirStatus && resolve(theirsDoc, theirs.op.responses[theirStatus])?.content?.['application/json']?.schema;
   const ourJson = ourStatus && resolve(oursDoc, ours.op.responses[ourStatus])?.content?.['application/json']?.schema;
-  if (theirJson && !ourJson) problems.push({ operation: ours.id, side: 'response', field: 'response', kind: 'missing', detail: `the platform answers ${theirStatus} with JSON; this server documents no JSON success` });
+  if (theirJson && !ourJson)
+    problems.push({
+      operation: ours.id,
+      side: 'response',
+      field: 'response',
+      kind: 'missing',
+      detail: `the platform answers ${theirStatus} with JSON; this server documents no JSON success`,
+    });
   else if (theirJson && ourJson) provides(doc, theirJson, ourJson, 'response', sink('response'));
   return problems;
 }

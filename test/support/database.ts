@@ -1,9 +1,10 @@
 // A fresh, empty database for each test platform: a SQLite file in the temp folder, or, when TEST_DATABASE_URL
 // names a PostgreSQL server, a new database on it (dropped again on cleanup).
+
+import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { pgConfig } from '../../server/db/urls.ts';
 

@@ -5,8 +5,12 @@ import type { Database } from '../../server/db/index.ts';
 export async function databaseDigest(db: Database): Promise<string> {
   const tables: { name: string }[] =
     db.provider === 'postgresql'
-      ? await db.prisma.$queryRawUnsafe(`SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'public' AND table_name <> '_prisma_migrations' ORDER BY 1`)
-      : await db.prisma.$queryRawUnsafe(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name <> '_prisma_migrations' ORDER BY 1`);
+      ? await db.prisma.$queryRawUnsafe(
+          `SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'public' AND table_name <> '_prisma_migrations' ORDER BY 1`,
+        )
+      : await db.prisma.$queryRawUnsafe(
+          `SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name <> '_prisma_migrations' ORDER BY 1`,
+        );
   const hash = createHash('sha256');
   for (const { name } of tables) {
     const rows = await db.prisma.$queryRawUnsafe<unknown[]>(`SELECT * FROM "${name}" ORDER BY 1`);

@@ -7,7 +7,11 @@ export const jsonl = (rows: unknown[] | string) => (typeof rows === 'string' ? r
 
 /** Uploads `rows` as `name` for `purpose`; answers the file's id (its validation runs on the runner, later). */
 export async function uploadFile(caller: Caller, purpose: 'fine-tune' | 'eval', rows: unknown[] | string, name = 'd.jsonl'): Promise<string> {
-  const res = await caller.http.post('/v1/files/upload').field('purpose', purpose).field('file_name', name).attach('file', Buffer.from(jsonl(rows)), name);
+  const res = await caller.http
+    .post('/v1/files/upload')
+    .field('purpose', purpose)
+    .field('file_name', name)
+    .attach('file', Buffer.from(jsonl(rows)), name);
   expect(res.status, JSON.stringify(res.body)).toBe(200);
   return res.body.id as string;
 }

@@ -1,6 +1,7 @@
 // The generated operation table, with what the generic contract tests need to call any operation.
-import { operations, type OperationId } from '../../generated/operations.ts';
+
 import { readFileSync } from 'node:fs';
+import { type OperationId, operations } from '../../generated/operations.ts';
 import { specPath } from '../../server/core/paths.ts';
 
 export const spec = JSON.parse(readFileSync(specPath, 'utf8'));
@@ -15,7 +16,10 @@ export function operationSpec(id: OperationId): any {
 export function deref(schema: any): any {
   while (schema && typeof schema === 'object' && typeof schema.$ref === 'string') {
     const { $ref, ...siblings } = schema;
-    const target = $ref.replace(/^#\//, '').split('/').reduce((node: any, key: string) => node[key.replace(/~1/g, '/').replace(/~0/g, '~')], spec);
+    const target = $ref
+      .replace(/^#\//, '')
+      .split('/')
+      .reduce((node: any, key: string) => node[key.replace(/~1/g, '/').replace(/~0/g, '~')], spec);
     schema = { ...target, ...siblings };
   }
   return schema;
@@ -51,13 +55,17 @@ export function keyless(id: OperationId): boolean {
  * small file for each binary field) added to a supertest request; for one whose body is the file itself
  * (`application/octet-stream`), a small file. Other operations' requests are returned as they are.
  */
-export function withMultipart<R extends { field(name: string, value: string): R; attach(name: string, file: Buffer, filename: string): R; set(name: string, value: string): R; send(body: Buffer): R }>(
-  id: OperationId,
-  req: R,
-  sample: (schema: any) => unknown,
-): R {
+export function withMultipart<
+  R extends {
+    field(name: string, value: string): R;
+    attach(name: string, file: Buffer, filename: string): R;
+    set(name: string, value: string): R;
+    send(body: Buffer): R;
+  },
+>(id: OperationId, req: R, sample: (schema: any) => unknown): R {
   const body = deref(operationSpec(id).requestBody);
-  if (body?.content?.['application/octet-stream'] && Object.keys(body.content).length === 1) return req.set('Content-Type', 'application/octet-stream').send(Buffer.from('{"text": "x"}\n'));
+  if (body?.content?.['application/octet-stream'] && Object.keys(body.content).length === 1)
+    return req.set('Content-Type', 'application/octet-stream').send(Buffer.from('{"text": "x"}\n'));
   const schema = deref(body?.content?.['multipart/form-data']?.schema);
   if (!schema || body?.content?.['application/json']) return req;
   const props = Object.entries<any>(schema.properties ?? {}).map(([name, s]) => [name, deref(s)] as const);

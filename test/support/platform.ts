@@ -8,15 +8,15 @@ import { appendFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import supertest from 'supertest';
 import { createPlatformClient, type PlatformClient } from '@inference-platform/client';
-import { createApiKey, createOrganization, createProject, hashKey, identityForHash, type Identity } from '../../server/accounts.ts';
+import supertest from 'supertest';
+import { createApiKey, createOrganization, createProject, hashKey, type Identity, identityForHash } from '../../server/accounts.ts';
 import { ManualClock } from '../../server/core/clock.ts';
-import { loadConfig, type Config } from '../../server/core/config.ts';
+import { type Config, loadConfig } from '../../server/core/config.ts';
 import { createLogger } from '../../server/core/log.ts';
 import type { FixtureKit } from '../../server/modules/types.ts';
-import { startPlatform, type Platform } from '../../server/platform.ts';
-import { scratchDatabase, type ScratchDatabase } from './database.ts';
+import { type Platform, startPlatform } from '../../server/platform.ts';
+import { type ScratchDatabase, scratchDatabase } from './database.ts';
 
 export interface Caller {
   key: string;

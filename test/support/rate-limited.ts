@@ -37,7 +37,8 @@ function silenceWav(seconds = 0.5): Buffer {
 }
 const WAV = silenceWav();
 /** Audio: `model` before `file`, as the platform asks; `text` is the prompt (what the recogniser would read). */
-const audio = (path: string) => (c: Caller, model: string, text: string) => c.http.post(path).field('model', model).field('prompt', text).attach('file', WAV, 'silence.wav');
+const audio = (path: string) => (c: Caller, model: string, text: string) =>
+  c.http.post(path).field('model', model).field('prompt', text).attach('file', WAV, 'silence.wav');
 
 export const limitedOperations: Partial<Record<OperationId, LimitedOperation>> = {
   createChatCompletion: {

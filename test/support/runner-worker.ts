@@ -7,9 +7,9 @@ import { appendFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { systemClock } from '../../server/core/clock.ts';
-import { openDatabase } from '../../server/db/index.ts';
 import { createLogger } from '../../server/core/log.ts';
-import { enqueue, Runner, type ClaimedItem, type Step } from '../../server/runner/runner.ts';
+import { openDatabase } from '../../server/db/index.ts';
+import { type ClaimedItem, enqueue, Runner, type Step } from '../../server/runner/runner.ts';
 
 const env = (name: string, fallback?: string) => {
   const value = process.env[name] ?? fallback;

@@ -6,7 +6,10 @@ const typesOf = (s: any): string[] => (Array.isArray(s.type) ? s.type : s.type ?
 
 function sampleString(s: any): string {
   if (s.pattern) {
-    const [value] = fc.sample(fc.stringMatching(new RegExp(s.pattern)).filter((v) => v.length >= (s.minLength ?? 0) && v.length <= (s.maxLength ?? Infinity)), { numRuns: 1, seed: 42 });
+    const [value] = fc.sample(
+      fc.stringMatching(new RegExp(s.pattern)).filter((v) => v.length >= (s.minLength ?? 0) && v.length <= (s.maxLength ?? Infinity)),
+      { numRuns: 1, seed: 42 },
+    );
     return value;
   }
   switch (s.format) {
@@ -170,7 +173,14 @@ function children(s: any, path: Path): Breakage[] {
         out.push(
           required
             ? b
-            : { ...b, apply: (valid, r) => b.apply(setAt(valid, [...path, name], (parent, key) => (parent[key] = sample(prop))), r) },
+            : {
+                ...b,
+                apply: (valid, r) =>
+                  b.apply(
+                    setAt(valid, [...path, name], (parent, key) => (parent[key] = sample(prop))),
+                    r,
+                  ),
+              },
         );
       }
     }
@@ -194,7 +204,14 @@ function children(s: any, path: Path): Breakage[] {
     const length = Math.max(1, s.minItems ?? 0);
     for (const b of breakages(items, [...path, 0], false)) {
       if (b.kind === 'missing') continue;
-      out.push({ ...b, apply: (valid, r) => b.apply(setAt(valid, path, (parent, key) => (parent[key] = Array.from({ length }, () => sample(items)))), r) });
+      out.push({
+        ...b,
+        apply: (valid, r) =>
+          b.apply(
+            setAt(valid, path, (parent, key) => (parent[key] = Array.from({ length }, () => sample(items)))),
+            r,
+          ),
+      });
     }
   }
   return out;

@@ -1,5 +1,5 @@
 // A real server process (`node --import tsx server/main.ts`), as `npm start` runs it, on a given database.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { root } from '../../server/core/paths.ts';
 
 export interface ServerProcess {

@@ -1,8 +1,9 @@
 // A second process writing the same SQLite file, for test/persistence.test.ts: opens the database through
 // openDatabase (as the CLI would), prints `ready`, and on a `go` line on stdin runs COUNT concurrent write
 // transactions, each reading and then inserting an organization named `<TAG> <i>`. Prints a JSON summary and exits.
-import { createInterface } from 'node:readline';
+
 import { once } from 'node:events';
+import { createInterface } from 'node:readline';
 import { openDatabase } from '../../server/db/index.ts';
 
 const url = process.env.DATABASE_URL!;

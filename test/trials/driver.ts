@@ -33,13 +33,21 @@ async function run() {
         continue;
       }
       appendFileSync(out, data.map((j: { request_id: string }) => `${j.request_id}\n`).join(''));
-      for (const j of data) await call('POST', '/v1/queue/complete', { model, request_id: j.request_id, claim_token: j.claim_token, outputs: { by: `${name}w${w}` } });
+      for (const j of data)
+        await call('POST', '/v1/queue/complete', { model, request_id: j.request_id, claim_token: j.claim_token, outputs: { by: `${name}w${w}` } });
     }
   });
   await Promise.all([submitters, ...workers]);
 }
 
 createInterface({ input: process.stdin }).on('line', (line) => {
-  if (line.trim() === 'go') run().then(() => process.exit(0), (err) => (console.error(err), process.exit(1)));
+  if (line.trim() === 'go')
+    run().then(
+      () => process.exit(0),
+      (err) => {
+        console.error(err);
+        process.exit(1);
+      },
+    );
 });
 console.log('ready');

@@ -16,9 +16,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { root } from '../../server/core/paths.ts';
-import { openDatabase, type Database } from '../../server/db/index.ts';
+import { type Database, openDatabase } from '../../server/db/index.ts';
 import { capCpu } from '../support/cpu-cap.ts';
-import { startServerProcess, type ServerProcess } from '../support/server-process.ts';
+import { type ServerProcess, startServerProcess } from '../support/server-process.ts';
 
 const CHAT = 'meta-llama/Llama-3.3-70B-Instruct-Turbo';
 const VIDEO = 'Wan-AI/Wan2.2-T2V-A14B';
@@ -26,7 +26,14 @@ const DEPLOY_MODEL = 'meta-llama/Meta-Llama-3.1-8B-Instruct';
 const DEPLOY_CONFIG = 'cr_llama_3_1_8b_h100';
 const FINE_TUNE_BASE = 'meta-llama/Meta-Llama-3.1-8B-Instruct-Reference';
 /** A small conversation dataset: a fine-tune of it plans a few steps, checkpoints and evaluations. */
-const DATASET = Array.from({ length: 12 }, (_, i) => JSON.stringify({ messages: [{ role: 'user', content: `Question ${i}?` }, { role: 'assistant', content: `Answer ${i}.` }] })).join('\n');
+const DATASET = Array.from({ length: 12 }, (_, i) =>
+  JSON.stringify({
+    messages: [
+      { role: 'user', content: `Question ${i}?` },
+      { role: 'assistant', content: `Answer ${i}.` },
+    ],
+  }),
+).join('\n');
 const EVAL_INPUT = Array.from({ length: 8 }, (_, i) => JSON.stringify({ question: `Is ${i} even?`, response: i % 2 ? 'no' : 'yes' })).join('\n');
 
 /** Durations short enough for many trials, long enough that a kill lands in the middle of the work. */
@@ -125,12 +132,22 @@ export async function killTrials(options: { databaseUrl: string; trials: number;
       // One job of every kind, then a kill at a random moment while they run.
       const q = await call(server, key, 'POST', '/v1/queue/submit', { model: CHAT, payload: { messages: [{ role: 'user', content: `trial ${trial}` }] } });
       created.queue.push(q.requestId);
-      const v = await call(server, key, 'POST', '/v2/videos', { model: VIDEO, prompt: `trial ${trial}`, width: 64, height: 64, seconds: '1', fps: 8, seed: trial });
+      const v = await call(server, key, 'POST', '/v2/videos', {
+        model: VIDEO,
+        prompt: `trial ${trial}`,
+        width: 64,
+        height: 64,
+        seconds: '1',
+        fps: 8,
+        seed: trial,
+      });
       created.videos.push(v.id);
       const u = await call(server, key, 'POST', '/v1/models', { model_name: `trial-${Date.now()}-${trial}`, model_source: `acme/trial-${trial}` });
       created.uploads.push(u.data.job_id);
       const instance = instances[0]!;
-      const r = await call(server, key, 'POST', `/v1/compute/clusters/${cluster.cluster_id}/instances/${instance}/remediations`, { mode: 'REMEDIATION_MODE_REBOOT_VM' });
+      const r = await call(server, key, 'POST', `/v1/compute/clusters/${cluster.cluster_id}/instances/${instance}/remediations`, {
+        mode: 'REMEDIATION_MODE_REBOOT_VM',
+      });
       created.remediations.push(`${cluster.cluster_id}/${instance}/${r.id}`);
       // A deployment holds hardware while it runs: each trial has its own endpoint, deleted (releasing it) once checked.
       const endpoint = (await call(server, key, 'POST', `/v2/projects/${project}/endpoints`, { name: `trial-${trial}-${Date.now()}` })).id as string;
@@ -141,11 +158,24 @@ export async function killTrials(options: { databaseUrl: string; trials: number;
         autoscaling: { minReplicas: 1, maxReplicas: 1 },
       });
       created.deployments.push(d.id);
-      const ft = await call(server, key, 'POST', '/v1/fine-tunes', { model: FINE_TUNE_BASE, training_file: trainingFile, n_epochs: 2, n_checkpoints: 2, n_evals: 0, suffix: `t${trial}` });
+      const ft = await call(server, key, 'POST', '/v1/fine-tunes', {
+        model: FINE_TUNE_BASE,
+        training_file: trainingFile,
+        n_epochs: 2,
+        n_checkpoints: 2,
+        n_evals: 0,
+        suffix: `t${trial}`,
+      });
       created.fineTunes.push(ft.id);
       const ev = await call(server, key, 'POST', '/v1/evaluation', {
         type: 'classify',
-        parameters: { judge: { model: CHAT, model_source: 'serverless', system_template: 'Judge: {{ question }}' }, labels: ['yes', 'no'], pass_labels: ['yes'], model_to_evaluate: 'response', input_data_file_path: evalInput },
+        parameters: {
+          judge: { model: CHAT, model_source: 'serverless', system_template: 'Judge: {{ question }}' },
+          labels: ['yes', 'no'],
+          pass_labels: ['yes'],
+          model_to_evaluate: 'response',
+          input_data_file_path: evalInput,
+        },
       });
       created.evaluations.push(ev.workflow_id);
       created.files.push(await upload(server, key, 'fine-tune', `trial-${trial}.jsonl`, DATASET));
@@ -205,7 +235,10 @@ async function settle(db: Database, c: Created, timeoutMs: number): Promise<void
       (await db.prisma.file.count({ where: { id: { in: c.files }, status: 'PENDING' } }));
     if (busy === 0) return;
     if (Date.now() + 200 > until) {
-      const items = await db.prisma.workItem.findMany({ where: { state: { in: ['queued', 'running'] } }, select: { kind: true, state: true, failures: true, lastError: true, runAt: true } });
+      const items = await db.prisma.workItem.findMany({
+        where: { state: { in: ['queued', 'running'] } },
+        select: { kind: true, state: true, failures: true, lastError: true, runAt: true },
+      });
       console.log(`still busy: ${JSON.stringify(items, (_k, v) => (typeof v === 'bigint' ? Number(v) - Date.now() : v))}`);
     }
     await sleep(100);
@@ -224,11 +257,26 @@ async function check(db: Database, c: Created, dataDir: string): Promise<{ lost:
   };
   const jobs = await db.prisma.queueJob.findMany({ where: { id: { in: c.queue } } });
   await expectAll('queue job', c.queue, jobs, (j) => j.status === 'done' && j.outputs !== null);
-  await expectAll('video', c.videos, await db.prisma.video.findMany({ where: { id: { in: c.videos } } }), (v) => v.status === 'completed' && !!v.file && (v.bytes ?? 0) > 0);
+  await expectAll(
+    'video',
+    c.videos,
+    await db.prisma.video.findMany({ where: { id: { in: c.videos } } }),
+    (v) => v.status === 'completed' && !!v.file && (v.bytes ?? 0) > 0,
+  );
   await expectAll('upload', c.uploads, await db.prisma.modelUploadJob.findMany({ where: { id: { in: c.uploads } } }), (u) => u.status === 'Complete');
-  await expectAll('remediation', ids(c.remediations), await db.prisma.remediation.findMany({ where: { id: { in: ids(c.remediations) } } }), (r) => r.state === 'SUCCEEDED');
+  await expectAll(
+    'remediation',
+    ids(c.remediations),
+    await db.prisma.remediation.findMany({ where: { id: { in: ids(c.remediations) } } }),
+    (r) => r.state === 'SUCCEEDED',
+  );
   // Deployments are checked READY at the end of their trial (their endpoint is deleted then).
-  await expectAll('file', c.files, await db.prisma.file.findMany({ where: { id: { in: c.files } } }), (f) => f.status === 'COMPLETED' && JSON.parse(f.report ?? '{}').valid === true);
+  await expectAll(
+    'file',
+    c.files,
+    await db.prisma.file.findMany({ where: { id: { in: c.files } } }),
+    (f) => f.status === 'COMPLETED' && JSON.parse(f.report ?? '{}').valid === true,
+  );
 
   // A fine-tune ends completed once: each checkpoint once (one final), each event of a step once, one catalogue model.
   const fineTunes = await db.prisma.fineTune.findMany({ where: { id: { in: c.fineTunes } } });
@@ -236,13 +284,15 @@ async function check(db: Database, c: Created, dataDir: string): Promise<{ lost:
   for (const j of fineTunes) {
     const checkpoints = await db.prisma.fineTuneCheckpoint.findMany({ where: { jobId: j.id } });
     const steps = checkpoints.map((k) => `${k.type} ${k.step}`);
-    if (new Set(steps).size !== steps.length || checkpoints.filter((k) => k.type === 'Final').length !== 1) doubled.push(`fine-tune ${j.id}: checkpoints ${steps.join(', ')}`);
+    if (new Set(steps).size !== steps.length || checkpoints.filter((k) => k.type === 'Final').length !== 1)
+      doubled.push(`fine-tune ${j.id}: checkpoints ${steps.join(', ')}`);
     const events = await db.prisma.fineTuneEvent.findMany({ where: { jobId: j.id }, orderBy: { id: 'asc' } });
     const keys = events.map((e) => `${e.type} ${JSON.parse(e.data).step ?? ''}`);
     const repeated = keys.filter((k, i) => keys.indexOf(k) !== i);
     if (repeated.length > 0) doubled.push(`fine-tune ${j.id}: events repeated: ${repeated.join(', ')}`);
     const saved = events.filter((e) => e.type === 'checkpoint_save').length;
-    if (j.status === 'completed' && saved !== checkpoints.length - 1) doubled.push(`fine-tune ${j.id}: ${saved} checkpoint_save events for ${checkpoints.length - 1} intermediate checkpoints`);
+    if (j.status === 'completed' && saved !== checkpoints.length - 1)
+      doubled.push(`fine-tune ${j.id}: ${saved} checkpoint_save events for ${checkpoints.length - 1} intermediate checkpoints`);
     for (const type of ['job_start', 'training_complete', 'job_complete']) {
       const n = events.filter((e) => e.type === type).length;
       if (j.status === 'completed' && n !== 1) doubled.push(`fine-tune ${j.id}: ${n} ${type} events`);
@@ -257,7 +307,8 @@ async function check(db: Database, c: Created, dataDir: string): Promise<{ lost:
   const resultFiles = await db.prisma.file.findMany({ where: { filename: { in: c.evaluations.map((id) => `${id}-results.jsonl`) } } });
   for (const e of evaluations) {
     const mine = resultFiles.filter((f) => f.filename === `${e.id}-results.jsonl`);
-    if (e.status === 'completed' && (mine.length !== 1 || mine[0]!.id !== e.resultFileId)) doubled.push(`evaluation ${e.id}: result files ${mine.map((f) => f.id).join(', ') || 'none'} (job names ${e.resultFileId})`);
+    if (e.status === 'completed' && (mine.length !== 1 || mine[0]!.id !== e.resultFileId))
+      doubled.push(`evaluation ${e.id}: result files ${mine.map((f) => f.id).join(', ') || 'none'} (job names ${e.resultFileId})`);
     for (const f of mine) if (!existsSync(join(dataDir, f.path))) lost.push(`evaluation ${e.id}: result file ${f.id} has no bytes`);
     const statuses = (JSON.parse(e.statusUpdates) as { status: string }[]).map((u) => u.status);
     if (new Set(statuses).size !== statuses.length) doubled.push(`evaluation ${e.id}: status updates ${statuses.join(', ')}`);
@@ -267,7 +318,8 @@ async function check(db: Database, c: Created, dataDir: string): Promise<{ lost:
   const filesDir = join(dataDir, 'files');
   if (existsSync(filesDir)) {
     for (const projectDir of readdirSync(filesDir)) {
-      for (const name of readdirSync(join(filesDir, projectDir))) if (!rows.has(join('files', projectDir, name))) doubled.push(`stray file bytes: files/${projectDir}/${name}`);
+      for (const name of readdirSync(join(filesDir, projectDir)))
+        if (!rows.has(join('files', projectDir, name))) doubled.push(`stray file bytes: files/${projectDir}/${name}`);
     }
   }
 
@@ -317,7 +369,14 @@ export interface TwoProcessResult {
  * process (test/trials/driver.ts). Every claim is recorded, and counted here. `cpuCap` caps each server process at
  * that many cores (test/support/cpu-cap.ts) where the machine allows it.
  */
-export async function queueThroughput(options: { databaseUrl: string; processes: number; jobs: number; workersPerProcess?: number; batch?: number; cpuCap?: number }): Promise<TwoProcessResult> {
+export async function queueThroughput(options: {
+  databaseUrl: string;
+  processes: number;
+  jobs: number;
+  workersPerProcess?: number;
+  batch?: number;
+  cpuCap?: number;
+}): Promise<TwoProcessResult> {
   const dataDir = mkdtempSync(join(tmpdir(), 'trials-data-'));
   const env = { DATABASE_URL: options.databaseUrl, DATA_DIR: dataDir, RUNNER_POLL_MS: '200' };
   const first = await startServerProcess(env);
@@ -336,7 +395,17 @@ export async function queueThroughput(options: { databaseUrl: string; processes:
       const share = Math.floor(options.jobs / servers.length) + (si < options.jobs % servers.length ? 1 : 0);
       const child = spawn(process.execPath, ['--import', 'tsx', 'test/trials/driver.ts'], {
         cwd: root,
-        env: { ...process.env, URL: s.url, KEY: key, MODEL: model, JOBS: String(share), WORKERS: String(options.workersPerProcess ?? 4), BATCH: String(batch), OUT: out, NAME: `p${si}` },
+        env: {
+          ...process.env,
+          URL: s.url,
+          KEY: key,
+          MODEL: model,
+          JOBS: String(share),
+          WORKERS: String(options.workersPerProcess ?? 4),
+          BATCH: String(batch),
+          OUT: out,
+          NAME: `p${si}`,
+        },
         stdio: ['pipe', 'pipe', 'inherit'],
       });
       const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));

@@ -1,6 +1,7 @@
 // Module `adapters`: LoRA adapters bound to v1 dedicated endpoints.
-import { badRequest } from '../../core/errors.ts';
+
 import { instant } from '../../core/clock.ts';
+import { badRequest } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
 import { findV1Endpoint } from '../endpoints/rows.ts';
 import { qualifiedName } from '../endpoints/wire.ts';
@@ -13,7 +14,10 @@ export async function listAdapters({ db, params, identity }: Context<'listAdapte
   const bindings = await db.prisma.adapterBinding.findMany({ where: { endpointId: e.id }, orderBy: { id: 'asc' } });
   const models = new Map((await db.prisma.model.findMany({ where: { id: { in: bindings.map((b) => b.adapterModelId) } } })).map((m) => [m.id, m]));
   const name = qualifiedName(identity.projectSlug, e.name);
-  return { object: 'list' as const, data: bindings.filter((b) => models.has(b.adapterModelId)).map((b) => adapterBindingWire(name, models.get(b.adapterModelId)!)) };
+  return {
+    object: 'list' as const,
+    data: bindings.filter((b) => models.has(b.adapterModelId)).map((b) => adapterBindingWire(name, models.get(b.adapterModelId)!)),
+  };
 }
 
 export async function addAdapter({ db, clock, params, body, identity }: Context<'addAdapter'>) {

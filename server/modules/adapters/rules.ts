@@ -25,7 +25,9 @@ export interface Served {
  * an adapter for the serverless `...-Reference` or `...-Turbo` model fits one serving the dedicated base model).
  */
 export const fitsEndpoint = (adapter: Model, served: Served) =>
-  adapter.baseModelId === served.modelId || adapter.loraModel === served.modelId || (adapter.architecture !== null && adapter.architecture === served.architecture);
+  adapter.baseModelId === served.modelId ||
+  adapter.loraModel === served.modelId ||
+  (adapter.architecture !== null && adapter.architecture === served.architecture);
 
 /** Splits and checks a `model_id`; answers the adapter it names (403 when it is not the caller's ready adapter). */
 export async function adapterOfModelId(db: Db | Tx, projectId: string, endpointName: string, modelId: string): Promise<Model> {
@@ -34,7 +36,8 @@ export async function adapterOfModelId(db: Db | Tx, projectId: string, endpointN
     throw badRequest(`'model_id' must be '<endpoint name>:<adapter>', e.g. '${endpointName}:my-adapter'.`, 'model_id', 'invalid_model_id');
   }
   const prefix = modelId.slice(0, colon);
-  if (prefix !== endpointName) throw badRequest(`'model_id' names endpoint '${prefix}', but this endpoint is '${endpointName}'.`, 'model_id', 'endpoint_name_mismatch');
+  if (prefix !== endpointName)
+    throw badRequest(`'model_id' names endpoint '${prefix}', but this endpoint is '${endpointName}'.`, 'model_id', 'endpoint_name_mismatch');
   const ref = modelId.slice(colon + 1);
   const adapter = await findAdapter(db, projectId, ref);
   if (!adapter) throw forbidden(`No uploaded adapter '${ref}' whose upload completed exists in this project.`, 'adapter_not_found', 'model_id');

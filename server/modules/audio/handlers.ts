@@ -7,12 +7,12 @@ import { badRequest } from '../../core/errors.ts';
 import { decodeAudio, UnsupportedAudio } from '../../engines/audio.ts';
 import { ffmpegPath } from '../../engines/ffmpeg.ts';
 import type { UpstreamRoute } from '../../engines/routes.ts';
-import { findRecogniser, transcribeLocally, type Transcript } from '../../engines/transcription.ts';
+import { findRecogniser, type Transcript, transcribeLocally } from '../../engines/transcription.ts';
 import { upstreamFetch } from '../../engines/upstream.ts';
 import type { Upload } from '../../http/multipart.ts';
 import type { Context } from '../types.ts';
 import { audioUrl, DEFAULT_MODEL, downloadAudio, MAX_SECONDS, transcriptionModel } from './rules.ts';
-import { transcriptReply, type ResponseFormat } from './wire.ts';
+import { type ResponseFormat, transcriptReply } from './wire.ts';
 
 type Ctx = Context<'createTranscription'> | Context<'createTranslation'>;
 type Task = 'transcribe' | 'translate';
@@ -39,9 +39,7 @@ async function run(ctx: Ctx, task: Task) {
   const granularities = body.timestamp_granularities === undefined ? ['segment'] : [body.timestamp_granularities].flat();
   const route = ctx.engines.routeFor('transcription', model.id);
   const transcript =
-    route.engine === 'upstream'
-      ? await upstream(route, task, model.id, body, upload, url!, format)
-      : await local(ctx, task, body, upload, url);
+    route.engine === 'upstream' ? await upstream(route, task, model.id, body, upload, url!, format) : await local(ctx, task, body, upload, url);
   return transcriptReply(transcript, format, task, granularities.includes('word'));
 }
 
@@ -56,11 +54,12 @@ async function local(ctx: Ctx, task: Task, body: Fields, upload: Upload | undefi
       input = `${work}.in`;
       await downloadAudio(url!, input, ctx.config.audioUrlLimit);
     }
-    let decoded;
+    let decoded: Awaited<ReturnType<typeof decodeAudio>>;
     try {
       decoded = await decodeAudio(ffmpegPath(ctx.config.ffmpegPath), input, `${work}.pcm`, MAX_SECONDS);
     } catch (err) {
-      if (err instanceof UnsupportedAudio) throw badRequest(`'file' cannot be used: ${err.message}. Send wav, mp3, m4a, webm, flac, ogg, opus or aac audio.`, 'file', 'unsupported_format');
+      if (err instanceof UnsupportedAudio)
+        throw badRequest(`'file' cannot be used: ${err.message}. Send wav, mp3, m4a, webm, flac, ogg, opus or aac audio.`, 'file', 'unsupported_format');
       throw err;
     }
     if (decoded.duration > MAX_SECONDS) throw badRequest(`The audio is over the ${MAX_SECONDS / 3600}-hour limit.`, 'file', 'audio_too_long');
@@ -73,7 +72,15 @@ async function local(ctx: Ctx, task: Task, body: Fields, upload: Upload | undefi
 }
 
 /** The same request to an upstream OpenAI-compatible server: the file as uploaded (or its URL), the same fields. */
-async function upstream(route: UpstreamRoute, task: Task, model: string, body: Fields, upload: Upload | undefined, url: URL, format: ResponseFormat): Promise<Transcript> {
+async function upstream(
+  route: UpstreamRoute,
+  task: Task,
+  model: string,
+  body: Fields,
+  upload: Upload | undefined,
+  url: URL,
+  format: ResponseFormat,
+): Promise<Transcript> {
   const form = new FormData();
   // The model first, as the platform asks, then the audio.
   form.append('model', route.model ?? model);
@@ -86,7 +93,10 @@ async function upstream(route: UpstreamRoute, task: Task, model: string, body: F
   }
   for (const g of body.timestamp_granularities === undefined ? [] : [body.timestamp_granularities].flat()) form.append('timestamp_granularities[]', g);
   const res = await upstreamFetch(route, task === 'transcribe' ? '/audio/transcriptions' : '/audio/translations', form);
-  const answer = (await res.json()) as Partial<Transcript> & { segments?: { start: number; end: number; text: string }[]; words?: { word: string; start: number; end: number }[] };
+  const answer = (await res.json()) as Partial<Transcript> & {
+    segments?: { start: number; end: number; text: string }[];
+    words?: { word: string; start: number; end: number }[];
+  };
   return {
     language: answer.language ?? body.language ?? 'en',
     duration: answer.duration ?? 0,

@@ -13,7 +13,12 @@ const mb = (bytes: number) => (bytes >= 1024 ** 3 ? `${Math.round((bytes / 1024 
 
 /** The 413 of a binary upload over the limit: send a URL instead. */
 export const uploadTooLarge = (limit: number, urlLimit: number) =>
-  apiError(413, 'file_too_large', `The audio file is over the ${mb(limit)} limit of a binary upload. Send the audio's public http(s) URL in 'file' instead (up to ${mb(urlLimit)}).`, 'file');
+  apiError(
+    413,
+    'file_too_large',
+    `The audio file is over the ${mb(limit)} limit of a binary upload. Send the audio's public http(s) URL in 'file' instead (up to ${mb(urlLimit)}).`,
+    'file',
+  );
 
 /** The catalogue model that serves the task: 404 when unknown, 400 when it does not transcribe (or translate). */
 export async function transcriptionModel(db: Db, projectId: string, id: string, task: 'transcribe' | 'translate') {
@@ -21,7 +26,11 @@ export async function transcriptionModel(db: Db, projectId: string, id: string, 
   if (!model) throw apiError(404, 'model_not_found', `The model '${id}' does not exist or is not available to this project.`, 'model');
   const needed = task === 'transcribe' ? 'transcription' : 'translation';
   if (!capabilities(model).includes(needed)) {
-    throw badRequest(`'${id}' is a ${model.type} model that does not ${task === 'transcribe' ? 'transcribe' : 'translate'} audio; use a model such as ${DEFAULT_MODEL}.`, 'model', 'model_not_available');
+    throw badRequest(
+      `'${id}' is a ${model.type} model that does not ${task === 'transcribe' ? 'transcribe' : 'translate'} audio; use a model such as ${DEFAULT_MODEL}.`,
+      'model',
+      'model_not_available',
+    );
   }
   return model;
 }

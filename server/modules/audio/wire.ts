@@ -32,8 +32,16 @@ export function transcriptReply(t: Transcript, format: ResponseFormat, task: 'tr
     case 'text':
       return reply.text(t.text, 'text/plain; charset=utf-8', { headers });
     case 'srt':
-      return reply.text(t.segments.map((s, i) => `${i + 1}\n${clock(s.start, ',')} --> ${clock(s.end, ',')}\n${s.text}\n`).join('\n'), 'text/plain; charset=utf-8', { headers });
+      return reply.text(
+        t.segments.map((s, i) => `${i + 1}\n${clock(s.start, ',')} --> ${clock(s.end, ',')}\n${s.text}\n`).join('\n'),
+        'text/plain; charset=utf-8',
+        { headers },
+      );
     case 'vtt':
-      return reply.text(`WEBVTT\n\n${t.segments.map((s) => `${clock(s.start, '.')} --> ${clock(s.end, '.')}\n${s.text}\n`).join('\n')}`, 'text/vtt; charset=utf-8', { headers });
+      return reply.text(
+        `WEBVTT\n\n${t.segments.map((s) => `${clock(s.start, '.')} --> ${clock(s.end, '.')}\n${s.text}\n`).join('\n')}`,
+        'text/vtt; charset=utf-8',
+        { headers },
+      );
   }
 }

@@ -19,11 +19,7 @@ export interface HostSnapshot {
   vmCount: number;
 }
 
-export type RemediationPlan =
-  | { kind: 'replace'; hostId: string }
-  | { kind: 'evict' }
-  | { kind: 'reboot' }
-  | { kind: 'fail'; message: string };
+export type RemediationPlan = { kind: 'replace'; hostId: string } | { kind: 'evict' } | { kind: 'reboot' } | { kind: 'fail'; message: string };
 
 export interface ClusterEngine {
   plan(input: { mode: string; instanceName: string; unrecoverable: boolean; vmHostId: string | null; hosts: HostSnapshot[] }): RemediationPlan;
@@ -50,9 +46,7 @@ export const localClusterEngine: ClusterEngine = {
       }
       case 'REMEDIATION_MODE_HOST_AWARE': {
         const [best] = available(vmHostId);
-        return best
-          ? { kind: 'replace', hostId: best.h.id }
-          : { kind: 'fail', message: `No host other than the instance's own has room for a new VM.` };
+        return best ? { kind: 'replace', hostId: best.h.id } : { kind: 'fail', message: `No host other than the instance's own has room for a new VM.` };
       }
       default:
         return { kind: 'fail', message: `Mode ${mode} is not supported.` };

@@ -6,7 +6,7 @@ import { injectPassiveHealthCheckAlert, resolvePassiveHealthCheckAlert } from '.
 import { getCluster, listClusterInstances, listClusters } from './handlers/clusters.ts';
 import { approveRemediation, cancelRemediation, createRemediation, getRemediation, listRemediations, rejectRemediation } from './handlers/remediations.ts';
 import { remediationMachine, remediationProgression } from './machine.ts';
-import { createCluster, type ClusterSpec } from './rows.ts';
+import { type ClusterSpec, createCluster } from './rows.ts';
 import data from './seed.json' with { type: 'json' };
 
 /** The default project's cluster (seed.json). */

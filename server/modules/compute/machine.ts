@@ -8,7 +8,7 @@ import { newId } from '../../core/ids.ts';
 import { defineMachine } from '../../core/machine.ts';
 import type { Tx } from '../../db/index.ts';
 import { enter, type Progression, type Timing } from '../../runner/progress.ts';
-import { localClusterEngine, type ClusterEngine } from './engine.ts';
+import { type ClusterEngine, localClusterEngine } from './engine.ts';
 import { afterBoot } from './phases.ts';
 import { vmKey } from './rows.ts';
 
@@ -102,7 +102,10 @@ export function remediationProgression(timing: Timing, engine: ClusterEngine = l
         const now = instant(timing.clock);
         // Remediations of one instance run one at a time: claim the instance with a compare-and-set, so two workers
         // cannot start two of them at once; the loser waits for its next turn.
-        const claimed = await tx.computeInstance.updateMany({ where: { id: r.instanceId, status: { not: 'REMEDIATING' } }, data: { status: 'REMEDIATING', updatedAt: now } });
+        const claimed = await tx.computeInstance.updateMany({
+          where: { id: r.instanceId, status: { not: 'REMEDIATING' } },
+          data: { status: 'REMEDIATING', updatedAt: now },
+        });
         if (claimed.count === 0) return 'wait';
         await move(tx, timing, r, 'start', { startTime: now });
         // HOST_AWARE cordons the host first, so nothing new lands on it while the VM moves.
@@ -119,11 +122,13 @@ export function remediationProgression(timing: Timing, engine: ClusterEngine = l
       const r = await remediation(tx, id);
       if (r.state !== 'RUNNING') return;
       await move(tx, timing, r, 'fail', { errorMessage: 'The remediation could not be completed.' });
-      await tx.computeInstance.updateMany({ where: { id: r.instanceId, status: 'REMEDIATING' }, data: { status: 'RUNNING', updatedAt: instant(timing.clock) } });
+      await tx.computeInstance.updateMany({
+        where: { id: r.instanceId, status: 'REMEDIATING' },
+        data: { status: 'RUNNING', updatedAt: instant(timing.clock) },
+      });
     },
   };
 }
-
 
 /** Applies the engine's plan for the remediation's mode to its instance, and moves it to SUCCEEDED or FAILED. */
 async function finish(tx: Tx, timing: Timing, engine: ClusterEngine, r: Remediation): Promise<void> {
@@ -136,7 +141,13 @@ async function finish(tx: Tx, timing: Timing, engine: ClusterEngine, r: Remediat
     instanceName: instance.name,
     unrecoverable: instance.unrecoverable,
     vmHostId: vm?.hostId ?? null,
-    hosts: hosts.map((h) => ({ id: h.id, name: h.name, cordoned: h.cordoned, vmCapacity: h.vmCapacity, vmCount: live.filter((v) => v.hostId === h.id).length })),
+    hosts: hosts.map((h) => ({
+      id: h.id,
+      name: h.name,
+      cordoned: h.cordoned,
+      vmCapacity: h.vmCapacity,
+      vmCount: live.filter((v) => v.hostId === h.id).length,
+    })),
   });
   const now = instant(timing.clock);
   if (plan.kind === 'fail') {
@@ -145,7 +156,10 @@ async function finish(tx: Tx, timing: Timing, engine: ClusterEngine, r: Remediat
     return;
   }
   if (plan.kind === 'reboot') {
-    await tx.computeVm.update({ where: { id: vm!.id }, data: { bootCount: { increment: 1 }, lastBootAt: now, phaseTransitions: afterBoot(vm!.phaseTransitions, now) } });
+    await tx.computeVm.update({
+      where: { id: vm!.id },
+      data: { bootCount: { increment: 1 }, lastBootAt: now, phaseTransitions: afterBoot(vm!.phaseTransitions, now) },
+    });
     await tx.computeInstance.update({ where: { id: instance.id }, data: { status: 'RUNNING', updatedAt: now } });
   } else {
     if (vm) await tx.computeVm.update({ where: { id: vm.id }, data: { deletedAt: now } });

@@ -30,6 +30,7 @@ export function nodePhases(stored: string): PhaseTransition<NodePhase>[] {
 export function clusterPhases(cluster: Cluster, hosts: ComputeHost[]): PhaseTransition<ClusterPhase>[] {
   const phases: PhaseTransition<ClusterPhase>[] = [{ phase: 'CLUSTER_PHASE_READY', at: cluster.createdAt }];
   const cordons = hosts.filter((h) => h.cordoned).map((h) => h.cordonedAt ?? cluster.createdAt);
+  // biome-ignore lint/complexity/useMathMinMax: the instants are bigints, which Math.min does not take.
   if (cordons.length) phases.push({ phase: 'CLUSTER_PHASE_DEGRADED', at: cordons.reduce((a, b) => (b < a ? b : a)) });
   return phases;
 }

@@ -1,6 +1,6 @@
 // Clusters, their hosts, instances and VMs: created by the seed (and by the tests' fixtures for other projects),
 // and looked up only through the project-scoped path.
-import { instant, type Clock } from '../../core/clock.ts';
+import { type Clock, instant } from '../../core/clock.ts';
 import { newId } from '../../core/ids.ts';
 import type { Db, Tx } from '../../db/index.ts';
 import { owned } from '../../http/scope.ts';
@@ -24,7 +24,12 @@ export interface ClusterSpec {
 /** A VM's id: unique within its cluster by name. */
 export const vmKey = (clusterId: string, name: string) => `${clusterId}/${name}`;
 
-export async function createCluster(tx: Tx, clock: Clock, projectId: string, spec: ClusterSpec): Promise<{ clusterId: string; instanceIds: Record<string, string> }> {
+export async function createCluster(
+  tx: Tx,
+  clock: Clock,
+  projectId: string,
+  spec: ClusterSpec,
+): Promise<{ clusterId: string; instanceIds: Record<string, string> }> {
   const now = instant(clock);
   const clusterId = newId('cluster', clock.now());
   const billingType = spec.billing_type ?? 'RESERVED';
@@ -58,7 +63,17 @@ export async function createCluster(tx: Tx, clock: Clock, projectId: string, spe
     instanceIds[i.name] = id;
     const vmName = `${i.name}-vm1`;
     await tx.computeVm.create({
-      data: { id: vmKey(clusterId, vmName), name: vmName, projectId, clusterId, instanceId: id, hostId, createdAt: now, lastBootAt: now, phaseTransitions: afterBoot('[]', now) },
+      data: {
+        id: vmKey(clusterId, vmName),
+        name: vmName,
+        projectId,
+        clusterId,
+        instanceId: id,
+        hostId,
+        createdAt: now,
+        lastBootAt: now,
+        phaseTransitions: afterBoot('[]', now),
+      },
     });
     await tx.computeInstance.create({
       data: {
@@ -90,10 +105,15 @@ export async function findInstance(db: Db | Tx, projectId: string, clusterId: st
 
 export async function findRemediation(db: Db | Tx, projectId: string, params: { cluster_id: string; instance_id: string; remediation_id: string }) {
   const instance = await findInstance(db, projectId, params.cluster_id, params.instance_id);
-  const r = await owned(db.remediation, projectId, { id: params.remediation_id, instanceId: instance.id }, {
-    what: 'remediation',
-    id: params.remediation_id,
-    param: 'remediation_id',
-  });
+  const r = await owned(
+    db.remediation,
+    projectId,
+    { id: params.remediation_id, instanceId: instance.id },
+    {
+      what: 'remediation',
+      id: params.remediation_id,
+      param: 'remediation_id',
+    },
+  );
   return { r, instance };
 }

@@ -1,7 +1,7 @@
 // The lifecycle events feed of v2 endpoints (GET .../endpoints/{id}/events). Every change to an endpoint or its
 // deployments records its event in the change's own transaction.
 import type { DedicatedEndpoint, Deployment } from '../../../generated/prisma/sqlite/client/client.ts';
-import { instant, type Clock } from '../../core/clock.ts';
+import { type Clock, instant } from '../../core/clock.ts';
 import { newId } from '../../core/ids.ts';
 import type { Tx } from '../../db/index.ts';
 import { deploymentMachine } from './machine.ts';
@@ -61,7 +61,13 @@ export async function recordDeploymentChange(tx: Tx, clock: Clock, source: Event
   const record = (f: Omit<EventFields, 'deploymentId'>) => recordEvent(tx, clock, source, d.projectId, d.endpointId, { ...f, deploymentId: d.id });
   if (!before) {
     const replicas = d.state === 'DEPLOYMENT_STATE_STOPPED' ? 0 : desiredReplicas(d);
-    return record({ type: 'deployment.created', name: d.name, status: d.state, newReplicas: replicas, message: `Deployment '${d.name}' created: ${d.message}` });
+    return record({
+      type: 'deployment.created',
+      name: d.name,
+      status: d.state,
+      newReplicas: replicas,
+      message: `Deployment '${d.name}' created: ${d.message}`,
+    });
   }
   if (!after) return record({ type: 'deployment.deleted', name: d.name, message: `Deployment '${d.name}' deleted.` });
   if (before.state !== after.state) {
@@ -70,11 +76,18 @@ export async function recordDeploymentChange(tx: Tx, clock: Clock, source: Event
     return record({ type: 'deployment.state_changed', level, status: after.state, reason, message: after.message });
   }
   if (after.state === 'DEPLOYMENT_STATE_READY' && before.readyReplicas !== after.readyReplicas) {
-    return record({ type: 'deployment.scaled', status: after.state, oldReplicas: before.readyReplicas, newReplicas: after.readyReplicas, message: after.message });
+    return record({
+      type: 'deployment.scaled',
+      status: after.state,
+      oldReplicas: before.readyReplicas,
+      newReplicas: after.readyReplicas,
+      message: after.message,
+    });
   }
   const autoscaled = AUTOSCALING_COLUMNS.some((f) => before[f] !== after[f]);
   const paths = [...(before.name !== after.name ? ['name'] : []), ...(autoscaled ? ['autoscaling'] : [])];
-  if (paths.length) return record({ type: 'deployment.updated', status: after.state, paths, message: `Deployment '${after.name}' changed: ${paths.join(', ')}.` });
+  if (paths.length)
+    return record({ type: 'deployment.updated', status: after.state, paths, message: `Deployment '${after.name}' changed: ${paths.join(', ')}.` });
 }
 
 /** Records an endpoint's creation (no `before`) or which of its fields a write changed (nothing when none did). */

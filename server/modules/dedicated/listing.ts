@@ -199,7 +199,11 @@ function parseOrder<T>(orderBy: string | undefined, fields: Fields<T>): { keys: 
     const [given = '', direction, ...extra] = part.trim().split(/\s+/);
     const name = ALIASES[given] ?? given;
     if (!ORDERABLE.has(name) || !fields[name] || extra.length > 0 || (direction !== undefined && direction !== 'asc' && direction !== 'desc')) {
-      throw badRequest(`'orderBy' must be 'field [asc|desc]', comma-separated, over created_at, updated_at and name; '${part.trim()}' is not.`, 'orderBy', 'invalid_order_by');
+      throw badRequest(
+        `'orderBy' must be 'field [asc|desc]', comma-separated, over created_at, updated_at and name; '${part.trim()}' is not.`,
+        'orderBy',
+        'invalid_order_by',
+      );
     }
     return { name, key: { field: fields[name]!, desc: direction === 'desc' } };
   });

@@ -23,7 +23,11 @@ export type Placement = NonNullable<RequestBody<'createDeployment'>['placement']
 export function checkPlacement(placement: Placement | undefined): void {
   if (placement === undefined) return;
   if ('profile' in placement) {
-    throw badRequest(`No placement profile '${placement.profile}' exists: this server has no saved placement profiles.`, 'placement.profile', 'placement_profile_not_found');
+    throw badRequest(
+      `No placement profile '${placement.profile}' exists: this server has no saved placement profiles.`,
+      'placement.profile',
+      'placement_profile_not_found',
+    );
   }
   const { regions = [], constraint = 'ENFORCEMENT_REQUIRED', compliancePolicy } = placement.inline;
   if (compliancePolicy?.hipaa) {
@@ -60,12 +64,15 @@ export async function place(tx: Tx, clock: Clock, d: Deployment): Promise<{ hard
   if (!config || !model) return { failure: 'The model or config no longer exists.' };
   const candidates = await matchingHardware(tx, config, model.minGpuMemory);
   if (candidates.length === 0) {
-    const wanted = Object.entries(selectorsOf(config)).map(([k, v]) => `${k}=${v}`).join(', ');
+    const wanted = Object.entries(selectorsOf(config))
+      .map(([k, v]) => `${k}=${v}`)
+      .join(', ');
     return { failure: `No hardware configuration matches config ${config.id}'s selectors (${wanted}) and holds ${model.id}.` };
   }
   const replicas = desiredReplicas(d);
   for (const h of candidates) {
-    if (await reserveIfFree(tx, clock, { projectId: d.projectId, hardwareId: h.id, replicas, ownerKind: DEPLOYMENT_OWNER, ownerId: d.id })) return { hardware: h };
+    if (await reserveIfFree(tx, clock, { projectId: d.projectId, hardwareId: h.id, replicas, ownerKind: DEPLOYMENT_OWNER, ownerId: d.id }))
+      return { hardware: h };
   }
   return { failure: `Insufficient capacity: no free ${candidates.map((h) => h.id).join(' or ')} capacity for ${replicas} replica(s).` };
 }

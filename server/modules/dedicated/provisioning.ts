@@ -1,9 +1,10 @@
 // The runner's timed steps of deployments: PROVISIONING places the replicas (placement.ts) and ends READY, or
 // FAILED with the reason; STOPPING releases them and ends STOPPED.
-import { release } from '../hardware/capacity.ts';
+
 import type { Progression, Timing } from '../../runner/progress.ts';
+import { release } from '../hardware/capacity.ts';
 import { recordDeploymentChange } from './events.ts';
-import { deploymentMachine, moveDeployment, type DeploymentState } from './machine.ts';
+import { type DeploymentState, deploymentMachine, moveDeployment } from './machine.ts';
 import { DEPLOYMENT_OWNER, place } from './placement.ts';
 import { desiredReplicas } from './traffic.ts';
 

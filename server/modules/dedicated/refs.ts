@@ -85,9 +85,15 @@ export async function resolveModel(db: Db | Tx, projectId: string, ref: string, 
   }
   if (model.modelType === 'adapter') throw badRequest(`'${id}' is an adapter; bind it to an endpoint of its base model instead.`, param, 'model_is_adapter');
   if (model.status !== 'ready') throw badRequest(`Model '${id}' has not finished uploading (status ${model.status}).`, param, 'model_not_ready');
-  const base = model.architecture ? await db.model.findFirst({ where: { projectId: null, architecture: model.architecture, minGpuMemory: { not: null } } }) : null;
+  const base = model.architecture
+    ? await db.model.findFirst({ where: { projectId: null, architecture: model.architecture, minGpuMemory: { not: null } } })
+    : null;
   if (!base || model.minGpuMemory === null) {
-    throw badRequest(`Model '${id}' is not a fine-tuned variant of a base architecture this platform serves on dedicated hardware.`, param, 'unsupported_architecture');
+    throw badRequest(
+      `Model '${id}' is not a fine-tuned variant of a base architecture this platform serves on dedicated hardware.`,
+      param,
+      'unsupported_architecture',
+    );
   }
   return model;
 }

@@ -1,7 +1,7 @@
 // Writing v2 endpoints and deployments, and reading them back whole (with their siblings and mounted volumes) for
 // the wire.
 import type { DedicatedEndpoint, Deployment, Model, ModelConfig } from '../../../generated/prisma/sqlite/client/client.ts';
-import { instant, type Clock } from '../../core/clock.ts';
+import { type Clock, instant } from '../../core/clock.ts';
 import { newId } from '../../core/ids.ts';
 import type { Db, Tx } from '../../db/index.ts';
 import { newEtag } from '../../http/etag.ts';
@@ -18,7 +18,9 @@ import { deploymentWire, v2EndpointWire } from './wire.ts';
 export async function createEndpointRow(tx: Tx, clock: Clock, projectId: string, name: string, visibility: string, param: string): Promise<DedicatedEndpoint> {
   await checkNameFree(tx, projectId, name, param);
   const now = instant(clock);
-  const e = await tx.dedicatedEndpoint.create({ data: { id: newId('ep', clock.now()), projectId, name, visibility, etag: newEtag(), createdAt: now, updatedAt: now } });
+  const e = await tx.dedicatedEndpoint.create({
+    data: { id: newId('ep', clock.now()), projectId, name, visibility, etag: newEtag(), createdAt: now, updatedAt: now },
+  });
   await recordEndpointChange(tx, clock, null, e);
   return e;
 }

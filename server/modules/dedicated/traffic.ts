@@ -31,7 +31,8 @@ export interface Viewer {
 
 /** A deployment serves an adapter when it has LoRA enabled and its model is the adapter's base (or LoRA pool). */
 /** Whether a deployment (whose model is of `architecture`) serves an adapter: LoRA enabled, and the adapter fits its model. */
-export const servesAdapter = (d: Deployment, adapter: Model, architecture: string | null) => d.enableLora && fitsEndpoint(adapter, { modelId: d.modelId, architecture });
+export const servesAdapter = (d: Deployment, adapter: Model, architecture: string | null) =>
+  d.enableLora && fitsEndpoint(adapter, { modelId: d.modelId, architecture });
 
 /** Whether a deployment holds (or is getting) replicas. */
 export const isRunning = (d: Deployment) => !['DEPLOYMENT_STATE_STOPPED', 'DEPLOYMENT_STATE_FAILED'].includes(d.state);

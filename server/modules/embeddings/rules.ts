@@ -9,13 +9,16 @@ export function acceptInput(input: string | string[], contextLength: number | nu
   const texts = typeof input === 'string' ? [input] : input;
   const at = (i: number) => (typeof input === 'string' ? 'input' : `input[${i}]`);
   if (texts.length === 0) throw badRequest('input is an empty list: give a text, or a list of 1 to 2048 texts.', 'input', 'invalid_input');
-  if (texts.length > MAX_INPUTS) throw badRequest(`input holds ${texts.length} texts; at most ${MAX_INPUTS} are embedded per request.`, 'input', 'too_many_inputs');
+  if (texts.length > MAX_INPUTS)
+    throw badRequest(`input holds ${texts.length} texts; at most ${MAX_INPUTS} are embedded per request.`, 'input', 'too_many_inputs');
   texts.forEach((text, i) => {
-    if (text.trim() === '') throw badRequest(`${at(i)} is empty: every text to embed needs at least one character that is not white space.`, 'input', 'invalid_input');
+    if (text.trim() === '')
+      throw badRequest(`${at(i)} is empty: every text to embed needs at least one character that is not white space.`, 'input', 'invalid_input');
     // A token is at least one byte, so only a text longer in bytes than the context can exceed it.
     if (contextLength !== null && Buffer.byteLength(text) > contextLength) {
       const tokens = countTokens(text);
-      if (tokens > contextLength) throw badRequest(`${at(i)} is ${tokens} tokens long; this model reads at most ${contextLength} tokens per text.`, 'input', 'input_too_long');
+      if (tokens > contextLength)
+        throw badRequest(`${at(i)} is ${tokens} tokens long; this model reads at most ${contextLength} tokens per text.`, 'input', 'input_too_long');
     }
   });
   return texts;

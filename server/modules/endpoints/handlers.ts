@@ -48,7 +48,8 @@ export async function updateEndpoint({ db, clock, params, body, identity }: Cont
     const to = event ? v1EndpointMachine.next(e.state, event) : e.state;
     const min = body.autoscaling?.min_replicas ?? e.minReplicas;
     const max = body.autoscaling?.max_replicas ?? e.maxReplicas;
-    if (max < 1) throw badRequest("'max_replicas' must be at least 1; stop the endpoint with state STOPPED.", 'autoscaling.max_replicas', 'invalid_autoscaling');
+    if (max < 1)
+      throw badRequest("'max_replicas' must be at least 1; stop the endpoint with state STOPPED.", 'autoscaling.max_replicas', 'invalid_autoscaling');
     if (min > max) throw badRequest("'min_replicas' must not exceed 'max_replicas'.", 'autoscaling.min_replicas', 'invalid_autoscaling');
 
     if (e.state === 'STARTED' && to === 'STOPPED') await release(tx, clock, V1_OWNER, e.id);

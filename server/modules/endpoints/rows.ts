@@ -2,7 +2,7 @@
 // project, and the tests do, through this same function. New rows are named `<model>-<hash>` like the platform's.
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { V1Endpoint } from '../../../generated/prisma/sqlite/client/client.ts';
-import { instant, type Clock } from '../../core/clock.ts';
+import { type Clock, instant } from '../../core/clock.ts';
 import type { Db, Tx } from '../../db/index.ts';
 import { owned } from '../../http/scope.ts';
 import { reserve } from '../hardware/capacity.ts';
@@ -35,7 +35,10 @@ export const newV1EndpointName = (model: string) => `${model.split('/').at(-1)}-
 async function freeName(tx: Tx, projectId: string, model: string): Promise<string> {
   for (;;) {
     const name = newV1EndpointName(model);
-    const [v1, v2] = await Promise.all([tx.v1Endpoint.findFirst({ where: { projectId, name } }), tx.dedicatedEndpoint.findFirst({ where: { projectId, name } })]);
+    const [v1, v2] = await Promise.all([
+      tx.v1Endpoint.findFirst({ where: { projectId, name } }),
+      tx.dedicatedEndpoint.findFirst({ where: { projectId, name } }),
+    ]);
     if (!v1 && !v2) return name;
   }
 }

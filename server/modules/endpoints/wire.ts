@@ -36,7 +36,12 @@ export function v1EndpointListItemWire(e: V1Endpoint, projectSlug: string): Wire
   };
 }
 
-export function v1EndpointUsageWire(e: V1Endpoint, centsPerMinute: number, runningReplicas: number, u: { replicaMinutes: number; cents: number }): Wire<'V1EndpointUsage'> {
+export function v1EndpointUsageWire(
+  e: V1Endpoint,
+  centsPerMinute: number,
+  runningReplicas: number,
+  u: { replicaMinutes: number; cents: number },
+): Wire<'V1EndpointUsage'> {
   return {
     object: 'endpoint.usage',
     endpoint_id: e.id,

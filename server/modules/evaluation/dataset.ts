@@ -1,10 +1,11 @@
 // An evaluation's files, through the Files module: the input file (a file of the job's project) read a row at a
 // time (JSON Lines, or CSV with a header line), and the result file, whose bytes are written by the long step and
 // whose row is committed with the job's move.
-import { createInterface } from 'node:readline';
-import { parse } from 'csv-parse';
+
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { parse } from 'csv-parse';
 import type { Tx } from '../../db/index.ts';
 import { findFile, readFileContent } from '../files/index.ts';
 import { fileLocation, recordFile, type StoreServices } from '../files/store.ts';

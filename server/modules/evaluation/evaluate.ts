@@ -4,19 +4,25 @@
 // wrong ends the job `user_error`; a failed call only fails its row.
 import { Semaphore } from 'async-mutex';
 import type { EvaluationJob } from '../../../generated/prisma/sqlite/client/client.ts';
-import { RetriesExhausted, localJudgeEngine, openAiCompatibleEngine, type ChatCall, type JudgeEngine, type JudgeTask } from '../../engines/judge.ts';
+import { type ChatCall, type JudgeEngine, type JudgeTask, localJudgeEngine, openAiCompatibleEngine, RetriesExhausted } from '../../engines/judge.ts';
 import type { Services } from '../types.ts';
-import { InputError, inputRows, placeResultFile, type PlacedFile } from './dataset.ts';
+import { InputError, inputRows, type PlacedFile, placeResultFile } from './dataset.ts';
 import {
-  DEFAULT_MAX_TOKENS,
-  DEFAULT_TEMPERATURE,
-  MAX_ROWS,
-  PROMPT_COLUMNS,
-  REFERENCE_COLUMNS,
   classifyResults,
   columnText,
   compareResults,
+  DEFAULT_MAX_TOKENS,
+  DEFAULT_TEMPERATURE,
+  type EvaluationType,
   instructions,
+  type Judge,
+  MAX_ROWS,
+  type ModelRequest,
+  type Outcome,
+  type Parameters,
+  PROMPT_COLUMNS,
+  REFERENCE_COLUMNS,
+  type Row,
   readLabel,
   readScore,
   readWinner,
@@ -25,14 +31,8 @@ import {
   scoreResults,
   unflip,
   userMessage,
-  workersOf,
-  type EvaluationType,
-  type Judge,
-  type ModelRequest,
-  type Outcome,
-  type Parameters,
-  type Row,
   type Winner,
+  workersOf,
 } from './rules.ts';
 
 export type Evaluated =

@@ -3,7 +3,11 @@ import { storeFile } from '../files/store.ts';
 import type { FixtureKit, Fixtures } from '../types.ts';
 
 const ownersJob = async ({ owner, services }: FixtureKit) => {
-  const file = await storeFile(services, { projectId: owner.projectId, filename: 'fixture.jsonl', purpose: 'eval', fileType: 'jsonl' }, '{"response": "yes"}\n');
+  const file = await storeFile(
+    services,
+    { projectId: owner.projectId, filename: 'fixture.jsonl', purpose: 'eval', fileType: 'jsonl' },
+    '{"response": "yes"}\n',
+  );
   const { data, error } = await owner.api.POST('/v1/evaluation', {
     body: {
       type: 'classify',

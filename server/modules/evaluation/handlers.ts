@@ -9,7 +9,7 @@ import { resolveTarget } from '../inference/targets.ts';
 import type { Context } from '../types.ts';
 import { inputExists } from './dataset.ts';
 import { evaluationMachine, type StatusUpdate } from './machine.ts';
-import { MODEL_SOURCES, STATUSES, accept } from './rules.ts';
+import { accept, MODEL_SOURCES, STATUSES } from './rules.ts';
 import { evaluationStatusWire, evaluationWire } from './wire.ts';
 
 /** The most jobs one list answers. */
@@ -17,7 +17,11 @@ const MAX_LIMIT = 100;
 
 /** The serverless models that judge: the catalogue's serverless chat models with the `judge` capability. */
 async function serverlessJudges(db: Database): Promise<string[]> {
-  const chat = await db.prisma.model.findMany({ where: { projectId: null, serverless: true, type: 'chat' }, select: { id: true, capabilities: true }, orderBy: { id: 'asc' } });
+  const chat = await db.prisma.model.findMany({
+    where: { projectId: null, serverless: true, type: 'chat' },
+    select: { id: true, capabilities: true },
+    orderBy: { id: 'asc' },
+  });
   return chat.filter((m) => (JSON.parse(m.capabilities) as string[]).includes('judge')).map((m) => m.id);
 }
 
@@ -34,7 +38,11 @@ export async function createEvaluationJob(ctx: Context<'createEvaluationJob'>) {
     );
   });
   if (!(await inputExists(ctx, identity.projectId, p.input_data_file_path))) {
-    throw badRequest(`No file '${p.input_data_file_path}' exists in this project: upload the input with POST /v1/files/upload.`, 'parameters.input_data_file_path', 'file_not_found');
+    throw badRequest(
+      `No file '${p.input_data_file_path}' exists in this project: upload the input with POST /v1/files/upload.`,
+      'parameters.input_data_file_path',
+      'file_not_found',
+    );
   }
   const now = instant(clock);
   const updates: StatusUpdate[] = [{ status: 'pending', message: 'The job was accepted.', at: Number(now) }];
@@ -73,7 +81,8 @@ export async function getAllEvaluationJobs(ctx: Context<'getAllEvaluationJobs'>)
 
 export async function getModelList(ctx: Context<'getModelList'>) {
   const source = ctx.query.model_source ?? 'all';
-  if (!(MODEL_SOURCES as readonly string[]).includes(source)) throw badRequest(`'model_source' must be one of ${MODEL_SOURCES.join(', ')} (got '${source}').`, 'model_source');
+  if (!(MODEL_SOURCES as readonly string[]).includes(source))
+    throw badRequest(`'model_source' must be one of ${MODEL_SOURCES.join(', ')} (got '${source}').`, 'model_source');
   const { db, identity } = ctx;
   const serverless = source === 'all' || source === 'serverless' ? await serverlessJudges(db) : [];
   const dedicated =

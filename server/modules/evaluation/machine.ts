@@ -11,7 +11,7 @@ import type { Tx } from '../../db/index.ts';
 import { enter, type Progression, type Timing } from '../../runner/progress.ts';
 import type { Services } from '../types.ts';
 import { recordResultFile } from './dataset.ts';
-import { evaluate, type Evaluated } from './evaluate.ts';
+import { type Evaluated, evaluate } from './evaluate.ts';
 
 export const evaluationMachine = defineMachine({
   name: 'evaluation',
@@ -41,7 +41,14 @@ export interface StatusUpdate {
 }
 
 /** Moves a job by `event`, records the move in its status updates, and schedules the new state's timed step. */
-export async function moveEvaluation(tx: Tx, timing: Timing, job: EvaluationJob, event: EvaluationEvent, message: string, data: Partial<EvaluationJob> = {}): Promise<EvaluationJob> {
+export async function moveEvaluation(
+  tx: Tx,
+  timing: Timing,
+  job: EvaluationJob,
+  event: EvaluationEvent,
+  message: string,
+  data: Partial<EvaluationJob> = {},
+): Promise<EvaluationJob> {
   const status = evaluationMachine.next(job.status, event);
   const now = instant(timing.clock);
   const updates: StatusUpdate[] = [...JSON.parse(job.statusUpdates), { status, message, at: Number(now) }];
@@ -72,7 +79,9 @@ export function evaluationProgression(services: Services): Progression<Evaluatio
         async apply(tx, id, done: Evaluated) {
           const job = await tx.evaluationJob.findUniqueOrThrow({ where: { id } });
           if (done.outcome !== 'completed') {
-            await moveEvaluation(tx, services, job, done.outcome === 'user_error' ? 'reject' : 'fail', done.message, { results: JSON.stringify({ error: done.message }) });
+            await moveEvaluation(tx, services, job, done.outcome === 'user_error' ? 'reject' : 'fail', done.message, {
+              results: JSON.stringify({ error: done.message }),
+            });
             return;
           }
           await recordResultFile(tx, services, job.projectId, done.resultFile);

@@ -2,8 +2,8 @@
 // read, how the two passes of a comparison are reconciled, and the results' figures. Everything a request can get
 // wrong is checked before anything is stored (400 naming the field); everything here but `accept` is pure.
 import nunjucks from 'nunjucks';
-import { badRequest } from '../../core/errors.ts';
 import type { components } from '../../../generated/api.d.ts';
+import { badRequest } from '../../core/errors.ts';
 import type { JudgeTask } from '../../engines/judge.ts';
 import type { RequestBody } from '../types.ts';
 
@@ -35,7 +35,11 @@ export const workersOf = (m: Pick<Judge, 'model_source' | 'num_workers'>): numbe
 const templates = new nunjucks.Environment(null, { autoescape: false, throwOnUndefined: true });
 
 /** nunjucks' message without its noise (it names no file: templates here are strings). */
-const templateError = (err: unknown) => (err as Error).message.replace(/\(unknown path\)|Template render error:/g, '').replace(/\s+/g, ' ').trim();
+const templateError = (err: unknown) =>
+  (err as Error).message
+    .replace(/\(unknown path\)|Template render error:/g, '')
+    .replace(/\s+/g, ' ')
+    .trim();
 
 /** A template's text with the row's columns filled in; throws saying what is wrong. */
 export function render(template: string, row: Row): string {
@@ -63,9 +67,12 @@ async function checkModel(m: Judge | ModelRequest, param: string, known: Known):
   checkTemplate(m.system_template, `${param}.system_template`);
   if ('input_template' in m) checkTemplate(m.input_template, `${param}.input_template`);
   if (m.model_source === 'external') {
-    if (m.external_base_url === undefined) throw badRequest(`An external model needs 'external_base_url', the base URL of its OpenAI-compatible server.`, `${param}.external_base_url`, 'required');
-    if (!/^https?:\/\/[^\s/]+/.test(m.external_base_url)) throw badRequest(`'external_base_url' must be an http(s) URL (got '${m.external_base_url}').`, `${param}.external_base_url`);
-    if (m.external_api_token === undefined) throw badRequest(`An external model needs 'external_api_token', its server's bearer token.`, `${param}.external_api_token`, 'required');
+    if (m.external_base_url === undefined)
+      throw badRequest(`An external model needs 'external_base_url', the base URL of its OpenAI-compatible server.`, `${param}.external_base_url`, 'required');
+    if (!/^https?:\/\/[^\s/]+/.test(m.external_base_url))
+      throw badRequest(`'external_base_url' must be an http(s) URL (got '${m.external_base_url}').`, `${param}.external_base_url`);
+    if (m.external_api_token === undefined)
+      throw badRequest(`An external model needs 'external_api_token', its server's bearer token.`, `${param}.external_api_token`, 'required');
     return;
   }
   const role = 'input_template' in m ? 'model' : 'judge';
@@ -96,7 +103,10 @@ export async function accept(type: EvaluationType, p: Parameters, known: Known):
     }
     if (!(p.min_score! < p.max_score!)) throw badRequest(`'min_score' (${p.min_score}) must be below 'max_score' (${p.max_score}).`, 'parameters.min_score');
     if (p.pass_threshold! < p.min_score! || p.pass_threshold! > p.max_score!) {
-      throw badRequest(`'pass_threshold' (${p.pass_threshold}) must lie from min_score to max_score (${p.min_score} to ${p.max_score}).`, 'parameters.pass_threshold');
+      throw badRequest(
+        `'pass_threshold' (${p.pass_threshold}) must lie from min_score to max_score (${p.min_score} to ${p.max_score}).`,
+        'parameters.pass_threshold',
+      );
     }
   }
   await checkModel(p.judge, 'parameters.judge', known);
@@ -104,7 +114,8 @@ export async function accept(type: EvaluationType, p: Parameters, known: Known):
   for (const f of evaluated) {
     const m = p[f];
     if (m === undefined) {
-      if (type === 'compare') throw badRequest(`A compare evaluation needs '${f}': a column of responses, or a model that generates them.`, `parameters.${f}`, 'required');
+      if (type === 'compare')
+        throw badRequest(`A compare evaluation needs '${f}': a column of responses, or a model that generates them.`, `parameters.${f}`, 'required');
       continue;
     }
     if (typeof m === 'string') {
@@ -164,26 +175,39 @@ function jsonField(text: string, key: string): { found: boolean; value?: unknown
   return { found: false };
 }
 
-const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 export function readLabel(answer: string, labels: string[]): Reading<string> {
   const json = jsonField(answer, 'label');
   if (json.found) {
     if (typeof json.value === 'string' && labels.includes(json.value)) return { ok: true, value: json.value };
     const explanation = typeof json.object?.explanation === 'string' ? ` ${json.object.explanation}` : '';
-    return { ok: false, why: 'invalid', detail: json.value === null ? `The judge gave no label.${explanation}` : `The judge's label ${JSON.stringify(json.value)} is not one of the labels.` };
+    return {
+      ok: false,
+      why: 'invalid',
+      detail: json.value === null ? `The judge gave no label.${explanation}` : `The judge's label ${JSON.stringify(json.value)} is not one of the labels.`,
+    };
   }
   // A bare answer: the one label it names as a whole word.
-  const named = labels.filter((l) => new RegExp(`(^|[^\\p{L}\\p{N}])${escape(l)}($|[^\\p{L}\\p{N}])`, 'iu').test(answer));
+  const named = labels.filter((l) => new RegExp(`(^|[^\\p{L}\\p{N}])${escapeRegExp(l)}($|[^\\p{L}\\p{N}])`, 'iu').test(answer));
   if (named.length === 1) return { ok: true, value: named[0]! };
-  return { ok: false, why: 'invalid', detail: named.length ? `The answer names several labels (${named.join(', ')}).` : 'The answer names none of the labels.' };
+  return {
+    ok: false,
+    why: 'invalid',
+    detail: named.length ? `The answer names several labels (${named.join(', ')}).` : 'The answer names none of the labels.',
+  };
 }
 
 export function readScore(answer: string, min: number, max: number): Reading<number> {
   const json = jsonField(answer, 'score');
   const value = json.found ? json.value : /^\s*-?\d+(\.\d+)?\s*$/.test(answer) ? Number(answer) : undefined;
   const n = typeof value === 'string' && /^\s*-?\d+(\.\d+)?\s*$/.test(value) ? Number(value) : value;
-  if (typeof n !== 'number' || !Number.isFinite(n)) return { ok: false, why: 'invalid', detail: json.found ? `The judge's score ${JSON.stringify(json.value)} is not a number.` : 'The answer holds no score.' };
+  if (typeof n !== 'number' || !Number.isFinite(n))
+    return {
+      ok: false,
+      why: 'invalid',
+      detail: json.found ? `The judge's score ${JSON.stringify(json.value)} is not a number.` : 'The answer holds no score.',
+    };
   if (n < min || n > max) return { ok: false, why: 'invalid', detail: `The judge's score ${n} lies outside ${min}..${max}.` };
   return { ok: true, value: n };
 }
@@ -228,7 +252,12 @@ function failures(outcomes: Outcome<unknown>[]): Counts {
   };
 }
 
-export function classifyResults(outcomes: Outcome<string>[], labels: string[], passLabels: string[], resultFileId: string): components['schemas']['EvaluationClassifyResults'] {
+export function classifyResults(
+  outcomes: Outcome<string>[],
+  labels: string[],
+  passLabels: string[],
+  resultFileId: string,
+): components['schemas']['EvaluationClassifyResults'] {
   const counts = Object.fromEntries(labels.map((l) => [l, 0]));
   const valid = outcomes.flatMap((o) => ('value' in o ? [o.value] : []));
   for (const v of valid) counts[v]!++;

@@ -10,7 +10,7 @@ import { holderOf } from './in-use.ts';
 import { AWAITING_BYTES } from './machine.ts';
 import { checkPurpose, type FileType, type Purpose } from './rules.ts';
 import { uploadUrl } from './signature.ts';
-import { filePath, newFileId, placeFile, receiveBytes, recordFile, recordUpload, removeBytes, type NewFile } from './store.ts';
+import { filePath, type NewFile, newFileId, placeFile, receiveBytes, recordFile, recordUpload, removeBytes } from './store.ts';
 import { fileWire } from './wire.ts';
 
 /** The fields every upload takes, checked alike (the contract has checked their types). */
@@ -83,7 +83,12 @@ export async function deleteFile(ctx: Context<'deleteFile'>) {
   await ctx.db.write(async (tx) => {
     // Checked in the transaction that deletes: a job created meanwhile finds the file gone (and is refused, or fails).
     const holder = await holderOf(tx, f.projectId, f.id);
-    if (holder) throw conflict(`File '${f.id}' is read by ${holder.what} '${holder.id}', which is ${holder.status}: it can be deleted once the job has ended.`, 'file_in_use', 'id');
+    if (holder)
+      throw conflict(
+        `File '${f.id}' is read by ${holder.what} '${holder.id}', which is ${holder.status}: it can be deleted once the job has ended.`,
+        'file_in_use',
+        'id',
+      );
     const { count } = await tx.file.deleteMany({ where: { id: f.id, projectId: f.projectId } });
     if (count === 0) throw apiError(404, 'not_found', `No file '${f.id}' was found.`, 'id');
   });
@@ -93,6 +98,7 @@ export async function deleteFile(ctx: Context<'deleteFile'>) {
 
 export async function getFileContent(ctx: Context<'getFileContent'>) {
   const f = await find(ctx);
-  if (f.status === AWAITING_BYTES) throw conflict(`File '${f.id}' has no content yet: its bytes have not been uploaded to its upload URL.`, 'file_not_uploaded', 'id');
+  if (f.status === AWAITING_BYTES)
+    throw conflict(`File '${f.id}' has no content yet: its bytes have not been uploaded to its upload URL.`, 'file_not_uploaded', 'id');
   return reply.file(filePath(ctx.config, f), f.fileType === 'parquet' ? 'application/octet-stream' : 'text/plain; charset=utf-8');
 }

@@ -8,8 +8,8 @@ import { createFileUpload, deleteFile, getFileContent, listFiles, putFileContent
 import { fileMachine, fileProgression } from './machine.ts';
 import { verifyUpload } from './signature.ts';
 
-export { findFile, readFileContent, storeFile, filePath, type File, type NewFile } from './store.ts';
-export { datasetRows, sampleTokens, type Report } from './rules.ts';
+export { datasetRows, type Report, sampleTokens } from './rules.ts';
+export { type File, filePath, findFile, type NewFile, readFileContent, storeFile } from './store.ts';
 
 const tooLarge = (c: Config) => apiError(413, 'file_too_large', `The file is larger than this server takes (${c.filesMaxBytes} bytes).`, 'file');
 

@@ -11,7 +11,7 @@ import { invalidTransition } from '../../core/errors.ts';
 import { defineMachine } from '../../core/machine.ts';
 import type { Database, Tx } from '../../db/index.ts';
 import { enter, type Progression, type Timing } from '../../runner/progress.ts';
-import { validateDataset, type FileType, type Purpose, type Report } from './rules.ts';
+import { type FileType, type Purpose, type Report, validateDataset } from './rules.ts';
 
 export const fileMachine = defineMachine({
   name: 'file',

@@ -65,7 +65,8 @@ function messagesText(messages: unknown, sample: Sample, requireAssistant: boole
     if (!('role' in m)) throw new Bad(`${at} missing \`role\`.`);
     if (typeof m.role !== 'string' || !ROLES.includes(m.role)) throw new Bad(`${at} invalid role \`${String(m.role)}\`; roles are ${ROLES.join(', ')}.`);
     if (m.role === 'system' && i > 0) throw new Bad(`${at} a system message may only come first.`);
-    if (previous !== null && m.role === previous) throw new Bad(`${at} after the optional system message, roles must alternate between user and assistant (two ${m.role} messages in a row).`);
+    if (previous !== null && m.role === previous)
+      throw new Bad(`${at} after the optional system message, roles must alternate between user and assistant (two ${m.role} messages in a row).`);
     if (!('content' in m) && !('tool_calls' in m)) throw new Bad(`${at} missing \`content\`.`);
     if ('weight' in m) {
       if (m.weight !== 0 && m.weight !== 1) throw new Bad(`${at} \`weight\` must be 0 or 1 (found ${JSON.stringify(m.weight)}).`);
@@ -164,7 +165,7 @@ const intList = (v: unknown): number[] | undefined => {
 /** The rows of a pre-tokenized parquet dataset, a row group at a time (the reader fetches byte ranges, not the file). */
 async function* parquetRows(path: string): AsyncGenerator<Row> {
   const file = await asyncBufferFromFile(path);
-  let metadata;
+  let metadata: Awaited<ReturnType<typeof parquetMetadataAsync>>;
   try {
     metadata = await parquetMetadataAsync(file);
   } catch (e) {
@@ -173,7 +174,8 @@ async function* parquetRows(path: string): AsyncGenerator<Row> {
   const columns = parquetSchema(metadata).children.map((c) => c.element.name);
   if (!columns.includes('input_ids')) return yield { line: 0, error: 'a parquet dataset needs an `input_ids` column (pre-tokenized rows).' };
   const extra = columns.filter((c) => !PARQUET_COLUMNS.includes(c));
-  if (extra.length) return yield { line: 0, error: `unexpected column(s) ${extra.map((c) => `\`${c}\``).join(', ')}: only ${PARQUET_COLUMNS.join(', ')} are taken.` };
+  if (extra.length)
+    return yield { line: 0, error: `unexpected column(s) ${extra.map((c) => `\`${c}\``).join(', ')}: only ${PARQUET_COLUMNS.join(', ')} are taken.` };
   let rowStart = 0;
   for (const group of metadata.row_groups) {
     const rowEnd = rowStart + Number(group.num_rows);

@@ -34,14 +34,31 @@ export async function verifyUpload(services: Services, request: { params: Record
   const expires = Number(request.query.expires);
   const given = request.query.signature;
   const want = Buffer.from(sign(services.config, id, expires));
-  if (typeof given !== 'string' || given.length === 0) throw forbidden('The upload URL has no signature: PUT to the `Location` POST /v1/files answered, as given.', 'invalid_signature', 'signature');
+  if (typeof given !== 'string' || given.length === 0)
+    throw forbidden('The upload URL has no signature: PUT to the `Location` POST /v1/files answered, as given.', 'invalid_signature', 'signature');
   if (!(given.length === want.length && timingSafeEqual(Buffer.from(given), want))) {
-    throw forbidden('The upload URL\'s signature is not valid for this file and expiry: PUT to the `Location` POST /v1/files answered, as given.', 'invalid_signature', 'signature');
+    throw forbidden(
+      "The upload URL's signature is not valid for this file and expiry: PUT to the `Location` POST /v1/files answered, as given.",
+      'invalid_signature',
+      'signature',
+    );
   }
-  if (services.clock.now() >= expires * 1000) throw forbidden(`The upload URL expired at ${new Date(expires * 1000).toISOString()}: start the upload again with POST /v1/files.`, 'signature_expired', 'expires');
+  if (services.clock.now() >= expires * 1000)
+    throw forbidden(
+      `The upload URL expired at ${new Date(expires * 1000).toISOString()}: start the upload again with POST /v1/files.`,
+      'signature_expired',
+      'expires',
+    );
   const f = await services.db.prisma.file.findUnique({ where: { id } });
   if (!f) throw notFound('file', id);
   if (f.status !== AWAITING_BYTES) throw alreadyUploaded(id);
   const project = await services.db.prisma.project.findUniqueOrThrow({ where: { id: f.projectId }, include: { organization: true } });
-  return { apiKeyId: '', projectId: project.id, projectName: project.name, projectSlug: project.slug, organizationId: project.organizationId, organizationName: project.organization.name };
+  return {
+    apiKeyId: '',
+    projectId: project.id,
+    projectName: project.name,
+    projectSlug: project.slug,
+    organizationId: project.organizationId,
+    organizationName: project.organization.name,
+  };
 }

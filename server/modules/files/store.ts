@@ -42,7 +42,17 @@ export interface NewFile {
 export async function recordFile(tx: Tx, services: Pick<Services, 'clock' | 'config'>, id: string, input: NewFile, bytes: number): Promise<File> {
   const status = input.purpose === 'fine-tune' ? 'PENDING' : 'COMPLETED';
   const f = await tx.file.create({
-    data: { id, projectId: input.projectId, filename: input.filename, purpose: input.purpose, fileType: input.fileType, bytes: BigInt(bytes), path: fileLocation(input.projectId, id), status, createdAt: instant(services.clock) },
+    data: {
+      id,
+      projectId: input.projectId,
+      filename: input.filename,
+      purpose: input.purpose,
+      fileType: input.fileType,
+      bytes: BigInt(bytes),
+      path: fileLocation(input.projectId, id),
+      status,
+      createdAt: instant(services.clock),
+    },
   });
   await enter(tx, services, fileMachine, { id, projectId: f.projectId, state: status });
   return f;
@@ -54,7 +64,17 @@ export async function recordFile(tx: Tx, services: Pick<Services, 'clock' | 'con
  */
 export async function recordUpload(tx: Tx, services: Pick<Services, 'clock' | 'config'>, id: string, input: NewFile): Promise<File> {
   const f = await tx.file.create({
-    data: { id, projectId: input.projectId, filename: input.filename, purpose: input.purpose, fileType: input.fileType, bytes: 0n, path: fileLocation(input.projectId, id), status: AWAITING_BYTES, createdAt: instant(services.clock) },
+    data: {
+      id,
+      projectId: input.projectId,
+      filename: input.filename,
+      purpose: input.purpose,
+      fileType: input.fileType,
+      bytes: 0n,
+      path: fileLocation(input.projectId, id),
+      status: AWAITING_BYTES,
+      createdAt: instant(services.clock),
+    },
   });
   await enter(tx, services, fileMachine, { id, projectId: f.projectId, state: AWAITING_BYTES });
   return f;
@@ -89,7 +109,8 @@ export async function receiveBytes(services: StoreServices, f: File, from: strin
   }
 }
 
-export const alreadyUploaded = (id: string) => conflict(`The bytes of file '${id}' have already been uploaded: an upload URL is good for one upload.`, 'file_already_uploaded', 'id');
+export const alreadyUploaded = (id: string) =>
+  conflict(`The bytes of file '${id}' have already been uploaded: an upload URL is good for one upload.`, 'file_already_uploaded', 'id');
 
 /** Moves bytes written elsewhere (an upload) to the file's place. */
 export async function placeFile(services: StoreServices, projectId: string, id: string, from: string): Promise<void> {

@@ -19,7 +19,7 @@ async function ownersJob({ owner, services }: FixtureKit, run = false) {
 async function ownersCompletedJob(kit: FixtureKit) {
   const id = await ownersJob(kit, true);
   const { clock, db, runner } = kit.services;
-  if (!(clock instanceof ManualClock)) throw new Error('a completed job needs the tests\' manual clock');
+  if (!(clock instanceof ManualClock)) throw new Error("a completed job needs the tests' manual clock");
   for (let i = 0; i < 5 && (await db.prisma.fineTune.findUniqueOrThrow({ where: { id } })).status !== 'completed'; i++) {
     clock.advance(1000);
     await runner.drain();

@@ -15,7 +15,7 @@ import type { Context, Services } from '../types.ts';
 import { archiveMembers, type CheckpointType } from './download.ts';
 import { fineTuneMachine, moveFineTune, record } from './machine.ts';
 import { firstSamples, preview } from './preview.ts';
-import { accept, fineTunable, limitsOf, outputName, pricePerMillion, type Accepted } from './rules.ts';
+import { type Accepted, accept, fineTunable, limitsOf, outputName, pricePerMillion } from './rules.ts';
 import { checkpointWire, eventWire, fineTuneTruncatedWire, fineTuneWire } from './wire.ts';
 
 const newFineTuneId = (nowMs: number) => newId('ft', nowMs).replace(/^ft_/, 'ft-');
@@ -32,7 +32,8 @@ async function datasetFile(services: Pick<Services, 'db'>, projectId: string, id
   const f = await findFile(services, projectId, id);
   if (!f) throw apiError(404, 'file_not_found', `No file '${id}' was found.`, field);
   if (f.purpose !== 'fine-tune') throw badRequest(`File '${id}' was uploaded for '${f.purpose}', not 'fine-tune'.`, field, 'wrong_purpose');
-  if (f.status === 'INVALID_FORMAT' || f.status === 'FAILED') throw badRequest(`File '${id}' is ${f.status}: see its validation_report.`, field, 'file_invalid');
+  if (f.status === 'INVALID_FORMAT' || f.status === 'FAILED')
+    throw badRequest(`File '${id}' is ${f.status}: see its validation_report.`, field, 'file_invalid');
   return f;
 }
 
@@ -46,7 +47,8 @@ export async function createFineTune(ctx: Context<'createFineTune'>) {
     const [jobId] = body.from_checkpoint.split(':');
     const from = await db.prisma.fineTune.findFirst({ where: { id: jobId, projectId: identity.projectId } });
     if (!from) throw apiError(404, 'checkpoint_not_found', `No fine-tuning job '${jobId}' was found.`, 'from_checkpoint');
-    if (from.status !== 'completed') throw badRequest(`Job '${jobId}' is ${from.status}: only a completed job's checkpoints can be continued from.`, 'from_checkpoint');
+    if (from.status !== 'completed')
+      throw badRequest(`Job '${jobId}' is ${from.status}: only a completed job's checkpoints can be continued from.`, 'from_checkpoint');
   }
   const now = instant(clock);
   const id = newFineTuneId(clock.now());
@@ -82,7 +84,15 @@ const find = (ctx: { db: Services['db']; identity: { projectId: string }; params
 export async function listFineTunes(ctx: Context<'listFineTunes'>) {
   const jobs = await ctx.db.prisma.fineTune.findMany({ where: { projectId: ctx.identity.projectId }, orderBy: { id: 'desc' } });
   const events = await ctx.db.prisma.fineTuneEvent.findMany({ where: { jobId: { in: jobs.map((j) => j.id) } }, orderBy: { id: 'asc' } });
-  return { object: 'list' as const, data: jobs.map((j) => fineTuneTruncatedWire(j, events.filter((e) => e.jobId === j.id))) };
+  return {
+    object: 'list' as const,
+    data: jobs.map((j) =>
+      fineTuneTruncatedWire(
+        j,
+        events.filter((e) => e.jobId === j.id),
+      ),
+    ),
+  };
 }
 
 export async function retrieveFineTune(ctx: Context<'retrieveFineTune'>) {
@@ -106,7 +116,9 @@ export async function cancelFineTune(ctx: Context<'cancelFineTune'>) {
   return ctx.db.write(async (tx) => {
     const current = await tx.fineTune.findUniqueOrThrow({ where: { id: job.id } });
     const moved = await moveFineTune(tx, ctx, current, 'cancel', {}, [
-      current.status === 'running' ? { type: 'cancel_requested', message: 'Cancellation requested.' } : { type: 'job_stopped', message: 'Job cancelled before training started.' },
+      current.status === 'running'
+        ? { type: 'cancel_requested', message: 'Cancellation requested.' }
+        : { type: 'job_stopped', message: 'Job cancelled before training started.' },
     ]);
     return fineTuneTruncatedWire(moved, await eventsOf(tx, job.id));
   });
@@ -124,7 +136,10 @@ export async function deleteFineTune(ctx: Context<'deleteFineTune'>) {
 
 /** Dollars of credit the project has left: FINE_TUNE_CREDIT_LIMIT less its jobs' prices (cancelled and failed jobs cost nothing). */
 async function remainingCredit(ctx: Context<'estimateFineTunePrice'>): Promise<number> {
-  const spent = await ctx.db.prisma.fineTune.aggregate({ where: { projectId: ctx.identity.projectId, status: { notIn: ['cancelled', 'error'] } }, _sum: { totalPriceCents: true } });
+  const spent = await ctx.db.prisma.fineTune.aggregate({
+    where: { projectId: ctx.identity.projectId, status: { notIn: ['cancelled', 'error'] } },
+    _sum: { totalPriceCents: true },
+  });
   return ctx.config.fineTuneCreditLimit - (spent._sum.totalPriceCents ?? 0) / 100;
 }
 
@@ -143,8 +158,14 @@ export async function estimateFineTunePrice(ctx: Context<'estimateFineTunePrice'
   if (!train) throw apiError(404, 'file_not_found', `No file '${body.training_file}' was found.`, 'training_file');
   const validation = body.validation_file ? await findFile(ctx, identity.projectId, body.validation_file) : null;
   if (body.validation_file && !validation) throw apiError(404, 'file_not_found', `No file '${body.validation_file}' was found.`, 'validation_file');
-  const unavailable = (reason: 'train_file_not_validated' | 'eval_file_not_validated' | 'train_file_invalid' | 'eval_file_invalid' | 'multimodal_dataset') => ({ estimation_available: false as const, unavailable_reason: reason });
-  for (const [f, which] of [[train, 'train'], [validation, 'eval']] as const) {
+  const unavailable = (reason: 'train_file_not_validated' | 'eval_file_not_validated' | 'train_file_invalid' | 'eval_file_invalid' | 'multimodal_dataset') => ({
+    estimation_available: false as const,
+    unavailable_reason: reason,
+  });
+  for (const [f, which] of [
+    [train, 'train'],
+    [validation, 'eval'],
+  ] as const) {
     if (!f) continue;
     if (f.status === 'PENDING') return unavailable(`${which}_file_not_validated`);
     if (f.status !== 'COMPLETED' || f.purpose !== 'fine-tune') return unavailable(`${which}_file_invalid`);
@@ -171,9 +192,16 @@ export async function previewFineTune(ctx: Context<'previewFineTune'>) {
   const trainOnInputs = body.train_on_inputs ?? false;
   const f = await findFile(ctx, identity.projectId, body.training_file);
   if (!f) throw apiError(404, 'file_not_found', `No file '${body.training_file}' was found.`, 'training_file');
-  if (f.status === 'PENDING') throw badRequest(`File '${f.id}' is still being validated: preview it once its processing_status is COMPLETED.`, 'training_file', 'file_not_ready');
-  if (f.status !== 'COMPLETED' || f.purpose !== 'fine-tune') throw badRequest(`File '${f.id}' is not a valid fine-tuning dataset (${f.purpose}, ${f.status}).`, 'training_file', 'file_invalid');
-  if (f.fileType !== 'jsonl') throw badRequest(`File '${f.id}' is ${f.fileType}: pre-tokenized rows have no preview; the preview takes JSON Lines datasets.`, 'training_file', 'preview_not_available');
+  if (f.status === 'PENDING')
+    throw badRequest(`File '${f.id}' is still being validated: preview it once its processing_status is COMPLETED.`, 'training_file', 'file_not_ready');
+  if (f.status !== 'COMPLETED' || f.purpose !== 'fine-tune')
+    throw badRequest(`File '${f.id}' is not a valid fine-tuning dataset (${f.purpose}, ${f.status}).`, 'training_file', 'file_invalid');
+  if (f.fileType !== 'jsonl')
+    throw badRequest(
+      `File '${f.id}' is ${f.fileType}: pre-tokenized rows have no preview; the preview takes JSON Lines datasets.`,
+      'training_file',
+      'preview_not_available',
+    );
   const maxSeq = limitsOf(model).max_seq_length_sft;
   const { format, rows } = preview(await firstSamples(filePath(ctx.config, f), body.top_k ?? 5), trainOnInputs, maxSeq);
   return { model: model.id, dataset_format: format, max_seq_length: maxSeq, train_on_inputs: trainOnInputs, rows };
@@ -207,20 +235,32 @@ export async function downloadFineTune(ctx: Context<'downloadFineTune'>) {
   const { ft_id: id, checkpoint_step: step, checkpoint } = ctx.query;
   const job = await owned(ctx.db.prisma.fineTune, ctx.identity.projectId, { id }, { what: 'fine-tuning job', id, param: 'ft_id' });
   const lora = (JSON.parse(job.params) as Accepted).trainingType.type === 'Lora';
-  if (checkpoint === 'adapter' && !lora) throw badRequest(`Job '${job.id}' trained the full model, so it has no adapter: ask for 'merged' or 'model_output_path'.`, 'checkpoint');
+  if (checkpoint === 'adapter' && !lora)
+    throw badRequest(`Job '${job.id}' trained the full model, so it has no adapter: ask for 'merged' or 'model_output_path'.`, 'checkpoint');
   const type: CheckpointType = checkpoint ?? (lora ? 'merged' : 'model_output_path');
-  if (step !== undefined && step < 0) throw badRequest(`'checkpoint_step' must be a step of the job's checkpoint list, or 0 for the final model (got ${step}).`, 'checkpoint_step');
-  let saved;
+  if (step !== undefined && step < 0)
+    throw badRequest(`'checkpoint_step' must be a step of the job's checkpoint list, or 0 for the final model (got ${step}).`, 'checkpoint_step');
+  let saved: Awaited<ReturnType<typeof ctx.db.prisma.fineTuneCheckpoint.findFirstOrThrow>> | undefined;
   if (!step) {
     if (job.status !== 'completed') {
-      throw badRequest(`Job '${job.id}' is ${job.status}: only a completed job has a final model (an earlier checkpoint is asked for by its checkpoint_step).`, 'ft_id', 'fine_tune_not_completed');
+      throw badRequest(
+        `Job '${job.id}' is ${job.status}: only a completed job has a final model (an earlier checkpoint is asked for by its checkpoint_step).`,
+        'ft_id',
+        'fine_tune_not_completed',
+      );
     }
     saved = await ctx.db.prisma.fineTuneCheckpoint.findFirstOrThrow({ where: { jobId: job.id, type: 'Final' } });
   } else {
     // An intermediate checkpoint and the final model (early stopping's best step) may share a step: the final wins.
     const rows = await ctx.db.prisma.fineTuneCheckpoint.findMany({ where: { jobId: job.id, step }, orderBy: { type: 'asc' } });
     saved = rows.find((c) => c.type === 'Final') ?? rows[0];
-    if (!saved) throw apiError(404, 'checkpoint_not_found', `Job '${job.id}' has no checkpoint at step ${step}: see GET /v1/fine-tunes/${job.id}/checkpoints.`, 'checkpoint_step');
+    if (!saved)
+      throw apiError(
+        404,
+        'checkpoint_not_found',
+        `Job '${job.id}' has no checkpoint at step ${step}: see GET /v1/fine-tunes/${job.id}/checkpoints.`,
+        'checkpoint_step',
+      );
   }
   const members = archiveMembers(job, saved, type);
   return reply.stream(tar(members), 'application/octet-stream', {

@@ -13,8 +13,8 @@ import {
   listFineTuneCheckpoints,
   listFineTuneEvents,
   listFineTuneModels,
-  previewFineTune,
   listFineTunes,
+  previewFineTune,
   retrieveFineTune,
 } from './handlers.ts';
 import { fineTuneMachine, fineTuneProgression } from './machine.ts';

@@ -11,11 +11,11 @@ import { apiError, invalidTransition } from '../../core/errors.ts';
 import { defineMachine } from '../../core/machine.ts';
 import type { Database, Tx } from '../../db/index.ts';
 import { enter, type Progression, type Timing } from '../../runner/progress.ts';
-import { datasetRows, filePath, sampleTokens, type Report } from '../files/index.ts';
+import { datasetRows, filePath, type Report, sampleTokens } from '../files/index.ts';
 import type { FileType, Purpose } from '../files/rules.ts';
 import { createUploadedModel } from '../models/catalogue.ts';
 import type { Accepted } from './rules.ts';
-import { earlyStop, learningRateAt, plan, simulateCurves, stepTokens, type Curves, type Dataset, type Plan } from './training.ts';
+import { type Curves, type Dataset, earlyStop, learningRateAt, type Plan, plan, simulateCurves, stepTokens } from './training.ts';
 
 export const fineTuneMachine = defineMachine({
   name: 'fine-tune',
@@ -65,7 +65,14 @@ export async function record(tx: Tx, timing: Timing, jobId: string, events: Even
 }
 
 /** Moves a job by `event` (with `data` and `events`) and schedules the new state's timed step. */
-export async function moveFineTune(tx: Tx, timing: Timing, job: FineTune, event: FineTuneEvent, data: Partial<FineTune> = {}, events: EventInput[] = []): Promise<FineTune> {
+export async function moveFineTune(
+  tx: Tx,
+  timing: Timing,
+  job: FineTune,
+  event: FineTuneEvent,
+  data: Partial<FineTune> = {},
+  events: EventInput[] = [],
+): Promise<FineTune> {
   const status = fineTuneMachine.next(job.status, event);
   const { count } = await tx.fineTune.updateMany({ where: { id: job.id, status: job.status }, data: { ...data, status, updatedAt: instant(timing.clock) } });
   if (count === 0) throw invalidTransition(fineTuneMachine.name, job.status, event);
@@ -86,7 +93,8 @@ async function loadDataset(services: Services, fileId: string, maxSeq: number): 
   const hash = createHash('sha256');
   for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer);
   const tokens: number[] = [];
-  for await (const row of datasetRows(path, f.fileType as FileType, f.purpose as Purpose)) if ('sample' in row) tokens.push(Math.min(maxSeq, sampleTokens(row.sample)));
+  for await (const row of datasetRows(path, f.fileType as FileType, f.purpose as Purpose))
+    if ('sample' in row) tokens.push(Math.min(maxSeq, sampleTokens(row.sample)));
   return { tokens, digest: hash.digest('hex'), lines: tokens.length, bytes: f.bytes };
 }
 
@@ -107,7 +115,15 @@ async function train(services: Services, job: FineTune): Promise<Trained> {
   const trainSet = await loadDataset(services, job.trainingFile, a.maxSeqLength);
   const validation = job.validationFile ? await loadDataset(services, job.validationFile, a.maxSeqLength) : null;
   const p = plan(trainSet.tokens.length, a.batchSize, a.nEpochs, a.nEvals, a.nCheckpoints);
-  const schedule = { learningRate: a.learningRate, warmupRatio: a.warmupRatio, scheduler: { type: a.lrScheduler.lr_scheduler_type, minLrRatio: a.lrScheduler.lr_scheduler_args.min_lr_ratio, numCycles: a.lrScheduler.lr_scheduler_args.num_cycles ?? 0.5 } };
+  const schedule = {
+    learningRate: a.learningRate,
+    warmupRatio: a.warmupRatio,
+    scheduler: {
+      type: a.lrScheduler.lr_scheduler_type,
+      minLrRatio: a.lrScheduler.lr_scheduler_args.min_lr_ratio,
+      numCycles: a.lrScheduler.lr_scheduler_args.num_cycles ?? 0.5,
+    },
+  };
   const curves = curveHook.override?.(job, p) ?? simulateCurves(trainSet, validation, p, schedule, a.randomSeed);
   const evals = p.evalSteps.map((step, i) => ({ step, loss: curves.eval[i]! }));
   const early = a.earlyStopping.enabled ? earlyStop(evals, a.earlyStopping, p.totalSteps) : null;
@@ -134,7 +150,16 @@ async function train(services: Services, job: FineTune): Promise<Trained> {
     }
     metrics.push(row);
   }
-  return { plan: p, endStep, tokenCount: tokens + evalTokens, evalTokenCount: evalTokens, metrics, early, lines: trainSet.lines, bytes: String(trainSet.bytes) };
+  return {
+    plan: p,
+    endStep,
+    tokenCount: tokens + evalTokens,
+    evalTokenCount: evalTokens,
+    metrics,
+    early,
+    lines: trainSet.lines,
+    bytes: String(trainSet.bytes),
+  };
 }
 
 const isPreference = (r: Report) => r.dataset_format === 'PREFERENCE';
@@ -163,7 +188,11 @@ export function fineTuneProgression(services: Services): Progression<(typeof fin
           if (f.status !== 'COMPLETED') return void (await fail(tx, job, `The ${field} file ${f.id} is ${f.status}: see its validation_report.`));
           const report = JSON.parse(f.report!) as Report;
           if (isPreference(report) !== (a.trainingMethod.method === 'dpo')) {
-            return void (await fail(tx, job, `The ${field} file ${f.id} is a ${report.dataset_format} dataset; ${a.trainingMethod.method === 'dpo' ? 'DPO needs a preference dataset' : 'SFT needs a conversation, instruction, text or tokenized dataset'}.`));
+            return void (await fail(
+              tx,
+              job,
+              `The ${field} file ${f.id} is a ${report.dataset_format} dataset; ${a.trainingMethod.method === 'dpo' ? 'DPO needs a preference dataset' : 'SFT needs a conversation, instruction, text or tokenized dataset'}.`,
+            ));
           }
         }
         await moveFineTune(tx, services, job, 'queue', {}, [
@@ -194,7 +223,7 @@ export function fineTuneProgression(services: Services): Progression<(typeof fin
           ];
           await tx.fineTuneCheckpoint.createMany({ data: checkpoints });
           const epochs = Math.floor(r.endStep / r.plan.stepsPerEpoch);
-          const price = Math.ceil(JSON.parse(job.params).pricePerMillion * r.tokenCount / 1e4 - 1e-9);
+          const price = Math.ceil((JSON.parse(job.params).pricePerMillion * r.tokenCount) / 1e4 - 1e-9);
           await moveFineTune(
             tx,
             services,
@@ -214,8 +243,17 @@ export function fineTuneProgression(services: Services): Progression<(typeof fin
               bestMetric: r.early ? r.early.bestMetric : null,
             },
             [
-              ...Array.from({ length: epochs }, (_, i) => ({ type: 'epoch_complete', message: `Epoch ${i + 1}/${a.nEpochs} completed.`, step: (i + 1) * r.plan.stepsPerEpoch })),
-              ...intermediate.map((step) => ({ type: 'checkpoint_save', message: `Checkpoint saved at step ${step}.`, step, checkpoint_path: `${job.id}:${step}` })),
+              ...Array.from({ length: epochs }, (_, i) => ({
+                type: 'epoch_complete',
+                message: `Epoch ${i + 1}/${a.nEpochs} completed.`,
+                step: (i + 1) * r.plan.stepsPerEpoch,
+              })),
+              ...intermediate.map((step) => ({
+                type: 'checkpoint_save',
+                message: `Checkpoint saved at step ${step}.`,
+                step,
+                checkpoint_path: `${job.id}:${step}`,
+              })),
               ...(r.early?.stopped
                 ? [
                     {
@@ -227,7 +265,12 @@ export function fineTuneProgression(services: Services): Progression<(typeof fin
                     },
                   ]
                 : []),
-              { type: 'training_complete', message: `Training completed: ${r.endStep} steps, ${r.tokenCount} tokens.`, token_count: r.tokenCount, total_steps: r.endStep },
+              {
+                type: 'training_complete',
+                message: `Training completed: ${r.endStep} steps, ${r.tokenCount} tokens.`,
+                token_count: r.tokenCount,
+                total_steps: r.endStep,
+              },
               { type: 'model_compressing', message: 'Compressing the model.' },
             ],
           );

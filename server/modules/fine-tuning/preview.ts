@@ -1,3 +1,4 @@
+// biome-ignore-all lint/suspicious/noExplicitAny: a dataset row is any JSON object, checked field by field where it is read.
 // The tokenized preview of a training file's first rows (POST /v1/fine-tunes/preview): what the local engine can
 // compute exactly. Each row is rendered as text segments, each marked trained or not (the loss mask), tokenized with
 // the server's tokenizer (cl100k_base, engines/tokens.ts: not the model's own), labelled (-100 where masked) and
@@ -19,7 +20,8 @@ interface Segment {
 export const IGNORED = -100;
 
 const isObject = (v: unknown): v is Record<string, any> => typeof v === 'object' && v !== null && !Array.isArray(v);
-const text = (content: unknown) => (typeof content === 'string' ? content : Array.isArray(content) ? content.map((p) => (isObject(p) && typeof p.text === 'string' ? p.text : '')).join(' ') : '');
+const text = (content: unknown) =>
+  typeof content === 'string' ? content : Array.isArray(content) ? content.map((p) => (isObject(p) && typeof p.text === 'string' ? p.text : '')).join(' ') : '';
 
 /**
  * A validated sample as segments: a conversation's messages each on a `<role>:` line (the assistant's content
@@ -34,7 +36,14 @@ export function segmentsOf(sample: Record<string, any>, trainOnInputs: boolean):
     ]);
     return { format: 'conversation', segments };
   }
-  if (typeof sample.prompt === 'string') return { format: 'instruction', segments: [{ text: sample.prompt, trained: trainOnInputs }, { text: sample.completion, trained: true }] };
+  if (typeof sample.prompt === 'string')
+    return {
+      format: 'instruction',
+      segments: [
+        { text: sample.prompt, trained: trainOnInputs },
+        { text: sample.completion, trained: true },
+      ],
+    };
   return { format: 'general', segments: [{ text: sample.text, trained: true }] };
 }
 
@@ -87,7 +96,11 @@ export async function firstSamples(path: string, topK: number): Promise<Record<s
 /** The preview of `samples`: one format for all (the file's, as its validation found it), each row tokenized. */
 export function preview(samples: Record<string, any>[], trainOnInputs: boolean, maxSeq: number): { format: Format; rows: Row[] } {
   if (samples.some((s) => 'preferred_output' in s)) {
-    throw badRequest('A preference (DPO) dataset has no SFT preview: the preview takes conversation, instruction and plain-text datasets.', 'training_file', 'preview_not_available');
+    throw badRequest(
+      'A preference (DPO) dataset has no SFT preview: the preview takes conversation, instruction and plain-text datasets.',
+      'training_file',
+      'preview_not_available',
+    );
   }
   const rows = samples.map((s) => segmentsOf(s, trainOnInputs));
   return { format: rows[0]?.format ?? 'general', rows: rows.map((r) => tokenizeRow(r.segments, maxSeq)) };

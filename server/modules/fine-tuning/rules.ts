@@ -27,7 +27,13 @@ export function limitsOf(m: Model): Limits {
   const context = m.contextLength ?? 8192;
   return {
     model_name: m.id,
-    lora_training: { max_batch_size: max, max_batch_size_dpo: dpo, min_batch_size: 8, max_rank: 64, target_modules: ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'] },
+    lora_training: {
+      max_batch_size: max,
+      max_batch_size_dpo: dpo,
+      min_batch_size: 8,
+      max_rank: 64,
+      target_modules: ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'],
+    },
     ...(size <= 100 && { full_training: { max_batch_size: max, max_batch_size_dpo: dpo, min_batch_size: 8 } }),
     max_num_epochs: 20,
     max_num_evals: 100,
@@ -107,8 +113,18 @@ export function accept(body: Body, model: Model): Accepted {
     : (() => {
         const lora = tt as { lora_r: number; lora_alpha: number; lora_dropout?: number; lora_trainable_modules?: string };
         const modules = lora.lora_trainable_modules ?? 'all-linear';
-        const unknown = modules === 'all-linear' ? [] : modules.split(',').map((s) => s.trim()).filter((s) => !limits.lora_training.target_modules.includes(s));
-        if (unknown.length) throw badRequest(`'lora_trainable_modules' must be 'all-linear' or a comma-separated list of ${limits.lora_training.target_modules.join(', ')} (unknown: ${unknown.join(', ')}).`, 'training_type.lora_trainable_modules');
+        const unknown =
+          modules === 'all-linear'
+            ? []
+            : modules
+                .split(',')
+                .map((s) => s.trim())
+                .filter((s) => !limits.lora_training.target_modules.includes(s));
+        if (unknown.length)
+          throw badRequest(
+            `'lora_trainable_modules' must be 'all-linear' or a comma-separated list of ${limits.lora_training.target_modules.join(', ')} (unknown: ${unknown.join(', ')}).`,
+            'training_type.lora_trainable_modules',
+          );
         return {
           type: 'Lora',
           lora_r: int(lora.lora_r, 1, limits.lora_training.max_rank, 'training_type.lora_r'),
@@ -119,7 +135,13 @@ export function accept(body: Body, model: Model): Accepted {
       })();
   const trainingMethod = dpo
     ? (() => {
-        const d = tm as { dpo_beta?: number; rpo_alpha?: number; dpo_normalize_logratios_by_length?: boolean; dpo_reference_free?: boolean; simpo_gamma?: number };
+        const d = tm as {
+          dpo_beta?: number;
+          rpo_alpha?: number;
+          dpo_normalize_logratios_by_length?: boolean;
+          dpo_reference_free?: boolean;
+          simpo_gamma?: number;
+        };
         const beta = d.dpo_beta ?? 0.1;
         if (!(beta > 0)) throw badRequest(`'dpo_beta' must be above 0 (got ${beta}).`, 'training_method.dpo_beta');
         return {
@@ -142,8 +164,17 @@ export function accept(body: Body, model: Model): Accepted {
   const args = (sched.lr_scheduler_args ?? {}) as { min_lr_ratio?: number; num_cycles?: number };
   const lrScheduler: Accepted['lrScheduler'] =
     sched.lr_scheduler_type === 'cosine'
-      ? { lr_scheduler_type: 'cosine', lr_scheduler_args: { min_lr_ratio: range(args.min_lr_ratio ?? 0, 0, 1, 'lr_scheduler.lr_scheduler_args.min_lr_ratio'), num_cycles: range(args.num_cycles ?? 0.5, 0.01, 100, 'lr_scheduler.lr_scheduler_args.num_cycles') } }
-      : { lr_scheduler_type: 'linear', lr_scheduler_args: { min_lr_ratio: range(args.min_lr_ratio ?? 0, 0, 1, 'lr_scheduler.lr_scheduler_args.min_lr_ratio') } };
+      ? {
+          lr_scheduler_type: 'cosine',
+          lr_scheduler_args: {
+            min_lr_ratio: range(args.min_lr_ratio ?? 0, 0, 1, 'lr_scheduler.lr_scheduler_args.min_lr_ratio'),
+            num_cycles: range(args.num_cycles ?? 0.5, 0.01, 100, 'lr_scheduler.lr_scheduler_args.num_cycles'),
+          },
+        }
+      : {
+          lr_scheduler_type: 'linear',
+          lr_scheduler_args: { min_lr_ratio: range(args.min_lr_ratio ?? 0, 0, 1, 'lr_scheduler.lr_scheduler_args.min_lr_ratio') },
+        };
 
   // Early stopping (2.11): a validation file, and room for the warm-up, the reference and `patience` evaluations.
   const enabled = body.early_stopping_enabled ?? false;
@@ -160,7 +191,8 @@ export function accept(body: Body, model: Model): Accepted {
       );
     }
   }
-  if (body.suffix !== undefined && !/^[\w.-]{1,64}$/.test(body.suffix)) throw badRequest("'suffix' must be 1 to 64 letters, digits, '_', '-' or '.'.", 'suffix');
+  if (body.suffix !== undefined && !/^[\w.-]{1,64}$/.test(body.suffix))
+    throw badRequest("'suffix' must be 1 to 64 letters, digits, '_', '-' or '.'.", 'suffix');
   return {
     nEpochs,
     nCheckpoints,

@@ -5,7 +5,14 @@ import type { Wire } from '../types.ts';
 import type { Accepted } from './rules.ts';
 
 export function eventWire(e: FineTuneEvent): Wire<'FineTuneEvent'> {
-  return { object: 'fine-tune-event', created_at: iso(e.createdAt), level: e.level as Wire<'FineTuneEvent'>['level'], message: e.message, type: e.type as Wire<'FineTuneEvent'>['type'], ...JSON.parse(e.data) };
+  return {
+    object: 'fine-tune-event',
+    created_at: iso(e.createdAt),
+    level: e.level as Wire<'FineTuneEvent'>['level'],
+    message: e.message,
+    type: e.type as Wire<'FineTuneEvent'>['type'],
+    ...JSON.parse(e.data),
+  };
 }
 
 export function checkpointWire(c: FineTuneCheckpoint, jobId: string): Wire<'FineTuneCheckpoint'> {
@@ -54,7 +61,11 @@ export function fineTuneTruncatedWire(j: FineTune, events: FineTuneEvent[]): Wir
     ...(a.hfModelRevision !== null && { hf_model_revision: a.hfModelRevision }),
     progress: finished ? { estimate_available: true, seconds_remaining: 0 } : { estimate_available: false, seconds_remaining: 0 },
     early_stopping_enabled: a.earlyStopping.enabled,
-    ...(a.earlyStopping.enabled && { early_stopping_patience: a.earlyStopping.patience, early_stopping_min_delta: a.earlyStopping.minDelta, early_stopping_warmup_evals: a.earlyStopping.warmupEvals }),
+    ...(a.earlyStopping.enabled && {
+      early_stopping_patience: a.earlyStopping.patience,
+      early_stopping_min_delta: a.earlyStopping.minDelta,
+      early_stopping_warmup_evals: a.earlyStopping.warmupEvals,
+    }),
     ...(j.earlyStopped !== null && { early_stopped: j.earlyStopped }),
     ...(j.bestStep !== null && { early_stopping_best_step: j.bestStep }),
     ...(j.earlyStopped !== null && { early_stopping_best_metric: j.bestMetric }),

@@ -1,7 +1,7 @@
 // Hardware capacity and per-minute billing, shared by everything that runs replicas. A running replica holds a
 // HardwareReservation; availability is capacity minus the GPUs of open reservations; cost is the minutes each
 // reservation was held times the hardware's price when it started.
-import { instant, type Clock } from '../../core/clock.ts';
+import { type Clock, instant } from '../../core/clock.ts';
 import { newId } from '../../core/ids.ts';
 import type { Db, Tx } from '../../db/index.ts';
 
@@ -32,11 +32,7 @@ export async function reserveIfFree(tx: Tx, clock: Clock, input: ReserveInput): 
  * Starts `replicas` replicas of `owner` on `hardwareId` without checking capacity: only for the seed and for tests
  * that set up a state. Everything else calls `reserveIfFree`.
  */
-export async function reserve(
-  tx: Tx,
-  clock: Clock,
-  input: ReserveInput,
-): Promise<void> {
+export async function reserve(tx: Tx, clock: Clock, input: ReserveInput): Promise<void> {
   const hardware = await tx.hardware.findUniqueOrThrow({ where: { id: input.hardwareId } });
   for (let i = 0; i < input.replicas; i++) {
     await tx.hardwareReservation.create({

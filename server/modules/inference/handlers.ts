@@ -3,7 +3,7 @@
 import { unixSeconds } from '../../core/clock.ts';
 import { badRequest } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
-import { localTextEngine, upstreamTextEngine, type TextOperation } from '../../engines/chat.ts';
+import { localTextEngine, type TextOperation, upstreamTextEngine } from '../../engines/chat.ts';
 import { reply } from '../../http/reply.ts';
 import { catalogueModel } from '../models/catalogue.ts';
 import type { Context } from '../types.ts';
@@ -17,8 +17,12 @@ async function infer(op: TextOperation, { db, clock, body, identity, engines }: 
   const warnings: string[] = [];
   if (body.safety_model !== undefined) {
     const safety = await catalogueModel(db.prisma, body.safety_model);
-    if (!safety || safety.type !== 'moderation') {
-      throw badRequest(`safety_model '${body.safety_model}' is not a moderation model of the catalogue (e.g. Meta-Llama/Llama-Guard-7b).`, 'safety_model', 'model_not_supported');
+    if (safety?.type !== 'moderation') {
+      throw badRequest(
+        `safety_model '${body.safety_model}' is not a moderation model of the catalogue (e.g. Meta-Llama/Llama-Guard-7b).`,
+        'safety_model',
+        'model_not_supported',
+      );
     }
   }
   const route = engines.routeFor('chat', target.model);

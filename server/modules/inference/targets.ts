@@ -6,8 +6,8 @@ import type { Identity } from '../../accounts.ts';
 import { apiError, badRequest } from '../../core/errors.ts';
 import type { Database } from '../../db/index.ts';
 import { findAdapter } from '../adapters/rules.ts';
-import { canonicalModelId, catalogueModel } from '../models/catalogue.ts';
 import { routeRequest, servesAdapter } from '../dedicated/traffic.ts';
+import { catalogueModel } from '../models/catalogue.ts';
 
 export interface Target {
   /** A deployment id, a v1 endpoint id, or `serverless`. */
@@ -37,12 +37,18 @@ const OPERATIONS_OF: Record<string, string> = {
 export async function resolveTarget(db: Database, identity: Identity, model: string, operation: keyof typeof SERVES): Promise<Target> {
   const found = await findTarget(db, identity, model, operation);
   if (found.contextLength !== undefined) return found as Target;
-  const row = (await catalogueModel(db.prisma, found.model)) ?? (await db.prisma.model.findUnique({ where: { id: found.model }, select: { contextLength: true } }));
+  const row =
+    (await catalogueModel(db.prisma, found.model)) ?? (await db.prisma.model.findUnique({ where: { id: found.model }, select: { contextLength: true } }));
   return { ...found, contextLength: row?.contextLength ?? null };
 }
 
 /** 404 when nothing has that name, 400 when it is a model of another type, 503 when it exists but cannot serve now. */
-async function findTarget(db: Database, identity: Identity, model: string, operation: keyof typeof SERVES): Promise<Omit<Target, 'contextLength'> & { contextLength?: number | null }> {
+async function findTarget(
+  db: Database,
+  identity: Identity,
+  model: string,
+  operation: keyof typeof SERVES,
+): Promise<Omit<Target, 'contextLength'> & { contextLength?: number | null }> {
   const unknown = () => apiError(404, 'model_not_found', `The model '${model}' does not exist or is not available to this project.`, 'model');
   const notReady = (why: string) => apiError(503, 'endpoint_not_ready', `Endpoint '${model}' cannot serve requests now: ${why}.`, 'model');
   const { projectId, projectSlug } = identity;
@@ -61,10 +67,17 @@ async function findTarget(db: Database, identity: Identity, model: string, opera
       const adapter = adapterRef === undefined ? null : await findAdapter(db.prisma, projectId, adapterRef);
       if (adapterRef !== undefined && !adapter) throw unknown();
       const loraNotEnabled = (where: string) =>
-        badRequest(`${where} serves no LoRA adapter of ${adapter!.baseModelId ?? adapter!.loraModel}: deploy it with enableLora: true.`, 'model', 'lora_not_enabled');
+        badRequest(
+          `${where} serves no LoRA adapter of ${adapter!.baseModelId ?? adapter!.loraModel}: deploy it with enableLora: true.`,
+          'model',
+          'lora_not_enabled',
+        );
       const deployments = await db.prisma.deployment.findMany({ where: { endpointId: v2.id } });
       const architectures = new Map(
-        (await db.prisma.model.findMany({ where: { id: { in: deployments.map((d) => d.modelId) } }, select: { id: true, architecture: true } })).map((m) => [m.id, m.architecture]),
+        (await db.prisma.model.findMany({ where: { id: { in: deployments.map((d) => d.modelId) } }, select: { id: true, architecture: true } })).map((m) => [
+          m.id,
+          m.architecture,
+        ]),
       );
       const accepts = adapter ? (d: (typeof deployments)[number]) => servesAdapter(d, adapter, architectures.get(d.modelId) ?? null) : undefined;
       if (deploymentName !== undefined) {

@@ -1,6 +1,7 @@
 // Module `inference`: an upstream engine's answer in this contract's shape. The local engine already answers in it
 // (engines/chat.ts); an upstream OpenAI-compatible server may add fields (vLLM's `stop_reason`, `service_tier`,
 // ...) or leave some out, so its answer keeps the fields the contract names and fills the required ones it lacks.
+// biome-ignore lint/suspicious/noExplicitAny: a request or engine body, already validated against the contract.
 type Body = Record<string, any>;
 
 const FINISH = new Set(['stop', 'eos', 'length', 'tool_calls', 'function_call']);
@@ -14,7 +15,12 @@ function usage(u: Body | null | undefined) {
 }
 
 const toolCalls = (calls: Body[] | undefined) =>
-  calls?.map((c, i) => ({ index: Number.isInteger(c.index) ? c.index : i, id: String(c.id ?? ''), type: 'function' as const, function: { name: String(c.function?.name ?? ''), arguments: String(c.function?.arguments ?? '') } }));
+  calls?.map((c, i) => ({
+    index: Number.isInteger(c.index) ? c.index : i,
+    id: String(c.id ?? ''),
+    type: 'function' as const,
+    function: { name: String(c.function?.name ?? ''), arguments: String(c.function?.arguments ?? '') },
+  }));
 
 export function fromUpstream(op: 'chat' | 'completion', b: Body): Body {
   const common = {

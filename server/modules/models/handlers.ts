@@ -22,7 +22,10 @@ export async function listModels({ db, query, identity }: Context<'listModels'>)
     db.prisma.model.findMany({ where: { projectId: identity.projectId, status: 'ready', ...deployable } }),
   ]);
   // Sorted here, not by the database, so SQLite and PostgreSQL (whose collation may ignore case) agree.
-  return [...catalogue.sort(byId).map((m) => modelInfoWire(m)), ...uploads.sort(oldestFirst).map((m) => modelInfoWire(m, { organization: identity.organizationName }))];
+  return [
+    ...catalogue.sort(byId).map((m) => modelInfoWire(m)),
+    ...uploads.sort(oldestFirst).map((m) => modelInfoWire(m, { organization: identity.organizationName })),
+  ];
 }
 
 const nameTaken = (name: string) => taken(`This project already has a model named '${name}'.`, 'model_name_taken', 'model_name');

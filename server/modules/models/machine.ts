@@ -36,7 +36,10 @@ export async function moveJob(tx: Tx, timing: Timing, job: ModelUploadJob, event
   const now = instant(timing.clock);
   const updates = [...JSON.parse(job.statusUpdates), { status: to, message, timestamp: iso(now) }];
   // Compare-and-set on the state: a job that moved meanwhile is refused like any other disallowed move.
-  const { count } = await tx.modelUploadJob.updateMany({ where: { id: job.id, status: from }, data: { status: to, statusUpdates: JSON.stringify(updates), updatedAt: now } });
+  const { count } = await tx.modelUploadJob.updateMany({
+    where: { id: job.id, status: from },
+    data: { status: to, statusUpdates: JSON.stringify(updates), updatedAt: now },
+  });
   if (count === 0) throw invalidTransition(uploadJobMachine.name, from, event);
   if (to === 'Complete') await tx.model.update({ where: { id: job.modelId }, data: { status: 'ready' } });
   if (to === 'Failed') await tx.model.deleteMany({ where: { id: job.modelId, status: 'pending' } });

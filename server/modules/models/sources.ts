@@ -50,7 +50,10 @@ export const resolves = (source: Source) => !source.segments.some((s) => s.toLow
 
 /** The served base architecture a source's name says it fine-tunes (longest match), if any. */
 export function architectureOf(source: Source, architectures: string[]): string | undefined {
-  const name = source.segments.at(-1)!.toLowerCase().replace(/[_\s]+/g, '-');
+  const name = source.segments
+    .at(-1)!
+    .toLowerCase()
+    .replace(/[_\s]+/g, '-');
   return architectures.filter((a) => name.includes(a)).sort((a, b) => b.length - a.length)[0];
 }
 

@@ -4,8 +4,9 @@
 // architecture is read from the source's name when it names one this platform serves, and the model then inherits
 // that architecture's type, context length and hardware needs. Only v2 model creation requires a served base
 // architecture (`requireServedArchitecture`); v1 uploads (POST /v1/models) do not.
-import type { Db } from '../../db/index.ts';
+
 import { badRequest } from '../../core/errors.ts';
+import type { Db } from '../../db/index.ts';
 import type { RequestBody } from '../types.ts';
 import { canonicalModelId, capabilities } from './catalogue.ts';
 import { architectureOf, parseSource, type Source } from './sources.ts';
@@ -61,17 +62,28 @@ export async function planUpload(db: Db, body: UploadBody, options: PlanOptions)
       // Nothing can be read offline about what it is: listed as a language model, not deployable.
       return { source, type: UNKNOWN_ARCHITECTURE_KIND, architecture: null, baseModelId: null, loraModel: null, minGpuMemory: null, contextLength: null };
     }
-    const base = baseOf(catalogue.filter((m) => m.architecture === architecture), architecture);
+    const base = baseOf(
+      catalogue.filter((m) => m.architecture === architecture),
+      architecture,
+    );
     return { source, type: base.type, architecture, baseModelId: base.id, loraModel: null, minGpuMemory: base.minGpuMemory, contextLength: base.contextLength };
   }
 
   if (body.base_model === undefined && body.lora_model === undefined) {
-    throw badRequest("An adapter names the model it applies to: 'base_model' (serverless pool) or 'lora_model' (dedicated pool).", 'base_model', 'base_model_required');
+    throw badRequest(
+      "An adapter names the model it applies to: 'base_model' (serverless pool) or 'lora_model' (dedicated pool).",
+      'base_model',
+      'base_model_required',
+    );
   }
   const servedBase = body.base_model === undefined ? undefined : catalogue.find((m) => m.id === canonicalModelId(body.base_model!));
   if (body.base_model !== undefined && !(servedBase?.serverless && capabilities(servedBase).includes('lora'))) {
     const lora = catalogue.filter((m) => m.serverless && capabilities(m).includes('lora')).map((m) => m.id);
-    throw badRequest(`'${body.base_model}' is not a served model that runs adapters serverless (one of: ${lora.join(', ')}).`, 'base_model', 'base_model_not_served');
+    throw badRequest(
+      `'${body.base_model}' is not a served model that runs adapters serverless (one of: ${lora.join(', ')}).`,
+      'base_model',
+      'base_model_not_served',
+    );
   }
   const pool = body.lora_model === undefined ? undefined : catalogue.find((m) => m.id === canonicalModelId(body.lora_model!));
   if (body.lora_model !== undefined && pool?.minGpuMemory == null) {
@@ -85,7 +97,15 @@ export async function planUpload(db: Db, body: UploadBody, options: PlanOptions)
     );
   }
   const base = (servedBase ?? pool)!;
-  return { source, type: base.type, architecture: base.architecture!, baseModelId: base.id, loraModel: pool?.id ?? null, minGpuMemory: null, contextLength: base.contextLength };
+  return {
+    source,
+    type: base.type,
+    architecture: base.architecture!,
+    baseModelId: base.id,
+    loraModel: pool?.id ?? null,
+    minGpuMemory: null,
+    contextLength: base.contextLength,
+  };
 }
 
 /**
@@ -94,6 +114,12 @@ export async function planUpload(db: Db, body: UploadBody, options: PlanOptions)
  * else the first by id.
  */
 function baseOf<M extends { id: string; serverless: boolean }>(family: M[], architecture: string): M {
-  const namedAfter = (m: M) => m.id.split('/').at(-1)!.toLowerCase().replace(/[_\s]+/g, '-').includes(architecture);
+  const namedAfter = (m: M) =>
+    m.id
+      .split('/')
+      .at(-1)!
+      .toLowerCase()
+      .replace(/[_\s]+/g, '-')
+      .includes(architecture);
   return family.find((m) => !m.serverless) ?? family.find(namedAfter) ?? family[0]!;
 }

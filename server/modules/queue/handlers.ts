@@ -63,7 +63,11 @@ export async function cancelQueueJob({ db, clock, identity, body }: Context<'can
 
 export async function getQueueMetrics({ db, identity, query }: Context<'getQueueMetrics'>) {
   const { model } = queueOf(query.model);
-  const counts = await db.prisma.queueJob.groupBy({ by: ['status'], where: { projectId: identity.projectId, model, status: { in: ['pending', 'running'] } }, _count: { _all: true } });
+  const counts = await db.prisma.queueJob.groupBy({
+    by: ['status'],
+    where: { projectId: identity.projectId, model, status: { in: ['pending', 'running'] } },
+    _count: { _all: true },
+  });
   const of = (s: string) => counts.find((c) => c.status === s)?._count._all ?? 0;
   return { messages_running: of('running'), messages_waiting: of('pending'), total_jobs: of('running') + of('pending') };
 }
@@ -72,31 +76,52 @@ export async function clearQueue({ db, clock, identity, body }: Context<'clearQu
   const { model } = queueOf(body.model);
   const status = queueMachine.next('pending', 'cancel');
   const now = instant(clock);
-  const { count } = await db.write((tx) => tx.queueJob.updateMany({ where: { projectId: identity.projectId, model, status: 'pending' }, data: { status, doneAt: now, updatedAt: now } }));
+  const { count } = await db.write((tx) =>
+    tx.queueJob.updateMany({ where: { projectId: identity.projectId, model, status: 'pending' }, data: { status, doneAt: now, updatedAt: now } }),
+  );
   return { canceled_count: count };
 }
 
 export async function claimQueueJobs({ db, clock, config, identity, body }: Context<'claimQueueJobs'>) {
   const { model } = queueOf(body.model);
   const timeoutMs = body.claim_timeout_seconds === undefined ? claimTimeoutMs(config) : Math.round(body.claim_timeout_seconds * 1000);
-  const jobs = await claimJobs(db, clock, { projectId: identity.projectId, model, limit: body.max_jobs ?? 1, timeoutMs, workerId: body.worker_id ?? `key:${identity.apiKeyId}` });
+  const jobs = await claimJobs(db, clock, {
+    projectId: identity.projectId,
+    model,
+    limit: body.max_jobs ?? 1,
+    timeoutMs,
+    workerId: body.worker_id ?? `key:${identity.apiKeyId}`,
+  });
   return { object: 'list' as const, data: jobs.map(claimedJobWire) };
 }
 
 export async function heartbeatQueueJob({ db, clock, identity, body }: Context<'heartbeatQueueJob'>) {
-  return queueJobWire(await db.write(async (tx) => heartbeatJob(tx, clock, await findJob(tx, identity.projectId, body.request_id, body.model), body.claim_token, body.info)));
+  return queueJobWire(
+    await db.write(async (tx) => heartbeatJob(tx, clock, await findJob(tx, identity.projectId, body.request_id, body.model), body.claim_token, body.info)),
+  );
 }
 
 export async function completeQueueJob({ db, clock, identity, body }: Context<'completeQueueJob'>) {
   const finish = { event: 'complete' as const, outputs: body.outputs };
   // The common case, a running job completed by its claim, is one conditional UPDATE; anything else (a retry, a
   // lost claim, an absent job) is told apart by the full move.
-  const [done] = await completeHeld(db, clock, { projectId: identity.projectId, requestId: body.request_id, model: queueOf(body.model).model, token: body.claim_token }, finish);
+  const [done] = await completeHeld(
+    db,
+    clock,
+    { projectId: identity.projectId, requestId: body.request_id, model: queueOf(body.model).model, token: body.claim_token },
+    finish,
+  );
   if (done) return queueJobWire(done);
-  return queueJobWire(await db.write(async (tx) => finishJob(tx, clock, await findJob(tx, identity.projectId, body.request_id, body.model), body.claim_token, finish)));
+  return queueJobWire(
+    await db.write(async (tx) => finishJob(tx, clock, await findJob(tx, identity.projectId, body.request_id, body.model), body.claim_token, finish)),
+  );
 }
 
 export async function failQueueJob({ db, clock, identity, body }: Context<'failQueueJob'>) {
   const error = { message: body.error?.message ?? 'The worker failed the job.', code: body.error?.code ?? 'worker_failed' };
-  return queueJobWire(await db.write(async (tx) => finishJob(tx, clock, await findJob(tx, identity.projectId, body.request_id, body.model), body.claim_token, { event: 'fail', error })));
+  return queueJobWire(
+    await db.write(async (tx) =>
+      finishJob(tx, clock, await findJob(tx, identity.projectId, body.request_id, body.model), body.claim_token, { event: 'fail', error }),
+    ),
+  );
 }

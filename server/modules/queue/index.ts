@@ -1,13 +1,33 @@
 // Module `queue` (spec/tags/queue.yaml): queue jobs per model (machine.ts), worked by the built-in chat workers on
 // the durable runner (worker.ts) or by the caller's own workers through the worker API (handlers.ts).
 import type { ModuleDescriptor } from '../types.ts';
-import { cancelQueueJob, claimQueueJobs, clearQueue, completeQueueJob, failQueueJob, getQueueJobStatus, getQueueMetrics, heartbeatQueueJob, submitQueueJob } from './handlers.ts';
+import {
+  cancelQueueJob,
+  claimQueueJobs,
+  clearQueue,
+  completeQueueJob,
+  failQueueJob,
+  getQueueJobStatus,
+  getQueueMetrics,
+  heartbeatQueueJob,
+  submitQueueJob,
+} from './handlers.ts';
 import { queueMachine, WORK_KIND } from './machine.ts';
 import { builtInWorker, claimTimeoutCheck } from './worker.ts';
 
 export const queue: ModuleDescriptor<'queue'> = {
   name: 'queue',
-  handlers: { submitQueueJob, getQueueJobStatus, cancelQueueJob, getQueueMetrics, clearQueue, claimQueueJobs, heartbeatQueueJob, completeQueueJob, failQueueJob },
+  handlers: {
+    submitQueueJob,
+    getQueueJobStatus,
+    cancelQueueJob,
+    getQueueMetrics,
+    clearQueue,
+    claimQueueJobs,
+    heartbeatQueueJob,
+    completeQueueJob,
+    failQueueJob,
+  },
   machines: [queueMachine],
   work: (services) => ({ [WORK_KIND]: builtInWorker(services), [queueMachine.kind]: claimTimeoutCheck(services) }),
   fixtures: async () => (await import('./fixtures.ts')).fixtures,

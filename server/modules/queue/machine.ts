@@ -46,7 +46,10 @@ export async function claimJobs(db: Database, clock: Clock, o: ClaimOptions): Pr
   const token = randomUUID();
   const pg = db.provider === 'postgresql';
   const args: unknown[] = [];
-  const p = (value: unknown) => (args.push(value), pg ? `$${args.length}` : '?');
+  const p = (value: unknown) => {
+    args.push(value);
+    return pg ? `$${args.length}` : '?';
+  };
   queueMachine.next('pending', 'claim');
   const set = `"status" = 'running', "claimToken" = ${p(token)}, "workerId" = ${p(o.workerId)}, "claimTimeoutMs" = ${p(o.timeoutMs)},
     "claimUntil" = ${p(now + o.timeoutMs)}, "claimedAt" = ${p(now)}, "updatedAt" = ${p(now)}`;
@@ -65,7 +68,11 @@ export async function claimJobs(db: Database, clock: Clock, o: ClaimOptions): Pr
 }
 
 export const claimLost = (id: string) =>
-  conflict(`The claim on queue job '${id}' no longer holds: it timed out (the job went back to the queue) or the job has finished.`, 'claim_lost', 'claim_token');
+  conflict(
+    `The claim on queue job '${id}' no longer holds: it timed out (the job went back to the queue) or the job has finished.`,
+    'claim_lost',
+    'claim_token',
+  );
 
 const json = (s: string | null) => (s ? JSON.parse(s) : {});
 
@@ -82,10 +89,7 @@ export async function finishJob(tx: Tx, clock: Clock, job: QueueJob, token: stri
   if (job.status !== 'running') throw claimLost(job.id);
   const status = queueMachine.next(job.status, finish.event);
   const now = clock.now();
-  const data =
-    finish.event === 'complete'
-      ? { outputs: JSON.stringify(finish.outputs) }
-      : { info: JSON.stringify({ ...json(job.info), error: finish.error }) };
+  const data = finish.event === 'complete' ? { outputs: JSON.stringify(finish.outputs) } : { info: JSON.stringify({ ...json(job.info), error: finish.error }) };
   const { count } = await tx.queueJob.updateMany({
     where: { id: job.id, status: 'running', claimToken: token },
     data: { ...data, status, doneAt: BigInt(now), claimUntil: null, updatedAt: BigInt(now) },
@@ -95,7 +99,12 @@ export async function finishJob(tx: Tx, clock: Clock, job: QueueJob, token: stri
 }
 
 /** Completes the job if `token` still holds it, in one statement; answers the job done, or nothing if it did not hold. */
-export async function completeHeld(db: Database, clock: Clock, held: { projectId: string; requestId: string; model: string; token: string }, finish: Extract<Finish, { event: 'complete' }>): Promise<QueueJob[]> {
+export async function completeHeld(
+  db: Database,
+  clock: Clock,
+  held: { projectId: string; requestId: string; model: string; token: string },
+  finish: Extract<Finish, { event: 'complete' }>,
+): Promise<QueueJob[]> {
   const status = queueMachine.next('running', finish.event);
   const now = BigInt(clock.now());
   return db.writeStatement((c) =>
@@ -146,7 +155,12 @@ export async function heldByClaim(db: Database, clock: Clock, check: ClaimCheck)
  * Applies run-out claim timeouts: back to `pending` with `retries` + 1 (and the retry in `info.retry_history`) while
  * retries < 3, else `failed` for good. A job returned to a queue with a built-in worker schedules that worker again.
  */
-export async function expireClaims(tx: Tx, clock: Clock, jobs: QueueJob[], hasBuiltIn: (tx: Tx, projectId: string, model: string) => Promise<boolean>): Promise<number> {
+export async function expireClaims(
+  tx: Tx,
+  clock: Clock,
+  jobs: QueueJob[],
+  hasBuiltIn: (tx: Tx, projectId: string, model: string) => Promise<boolean>,
+): Promise<number> {
   const now = clock.now();
   let moved = 0;
   for (const job of jobs) {
@@ -168,7 +182,10 @@ export async function expireClaims(tx: Tx, clock: Clock, jobs: QueueJob[], hasBu
           }
         : {
             doneAt: BigInt(now),
-            info: JSON.stringify({ ...info, error: { message: `No status update within the claim timeout, after ${MAX_RETRIES} retries: failed permanently.`, code: 'retries_exhausted' } }),
+            info: JSON.stringify({
+              ...info,
+              error: { message: `No status update within the claim timeout, after ${MAX_RETRIES} retries: failed permanently.`, code: 'retries_exhausted' },
+            }),
           };
     // Fenced by the claim: a heartbeat or a completion that got in first wins.
     const { count } = await tx.queueJob.updateMany({

@@ -28,16 +28,20 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 /** A built-in chat job's payload as a chat completion request; refuses (400 naming `payload.<field>`) what it cannot run. */
 export function chatRequestOf(model: string, payload: Record<string, unknown>): Record<string, unknown> {
   const { messages, max_tokens, stop, n, seed } = payload;
-  if (!Array.isArray(messages) || messages.length === 0) throw badRequest("A chat model's job needs 'payload.messages': a non-empty list of {role, content}.", 'payload.messages');
+  if (!Array.isArray(messages) || messages.length === 0)
+    throw badRequest("A chat model's job needs 'payload.messages': a non-empty list of {role, content}.", 'payload.messages');
   messages.forEach((m, i) => {
     if (!isObject(m) || typeof m.role !== 'string' || typeof m.content !== 'string') {
       throw badRequest(`'payload.messages.${i}' must be {role, content} with string values.`, `payload.messages.${i}`);
     }
   });
-  if (max_tokens !== undefined && !(Number.isInteger(max_tokens) && (max_tokens as number) >= 1)) throw badRequest("'payload.max_tokens' must be a positive integer.", 'payload.max_tokens');
+  if (max_tokens !== undefined && !(Number.isInteger(max_tokens) && (max_tokens as number) >= 1))
+    throw badRequest("'payload.max_tokens' must be a positive integer.", 'payload.max_tokens');
   const stops = stop === undefined ? [] : typeof stop === 'string' ? [stop] : stop;
-  if (!Array.isArray(stops) || !stops.every((s) => typeof s === 'string')) throw badRequest("'payload.stop' must be a string or a list of strings.", 'payload.stop');
-  if (n !== undefined && !(Number.isInteger(n) && (n as number) >= 1 && (n as number) <= 16)) throw badRequest("'payload.n' must be an integer from 1 to 16.", 'payload.n');
+  if (!Array.isArray(stops) || !stops.every((s) => typeof s === 'string'))
+    throw badRequest("'payload.stop' must be a string or a list of strings.", 'payload.stop');
+  if (n !== undefined && !(Number.isInteger(n) && (n as number) >= 1 && (n as number) <= 16))
+    throw badRequest("'payload.n' must be an integer from 1 to 16.", 'payload.n');
   if (seed !== undefined && !Number.isInteger(seed)) throw badRequest("'payload.seed' must be an integer.", 'payload.seed');
   return {
     model,

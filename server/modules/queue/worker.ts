@@ -3,26 +3,36 @@
 // timeout's check. The built-in worker claims like any other worker, so its jobs time out and return to the queue
 // the same way when its process dies mid-job.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ApiError } from '../../core/errors.ts';
 import { duration } from '../../core/config.ts';
+import { ApiError } from '../../core/errors.ts';
 import { localChat } from '../../engines/chat.ts';
 import type { WorkHandler } from '../../runner/runner.ts';
 import type { Services } from '../types.ts';
-import { claimJobs, claimTimeoutMs, expireClaims, finishJob, heartbeatJob, heldByClaim, type ClaimCheck, type Finish } from './machine.ts';
+import { type ClaimCheck, claimJobs, claimTimeoutMs, expireClaims, type Finish, finishJob, heartbeatJob, heldByClaim } from './machine.ts';
 import { builtInModel, chatRequestOf } from './rules.ts';
 
-export const hasBuiltIn = async (tx: Parameters<typeof builtInModel>[0], projectId: string, model: string) => (await builtInModel(tx, projectId, model)) !== null;
+export const hasBuiltIn = async (tx: Parameters<typeof builtInModel>[0], projectId: string, model: string) =>
+  (await builtInModel(tx, projectId, model)) !== null;
 
 export function builtInWorker(services: Services): WorkHandler {
   const { db, clock, config, log } = services;
   return {
     run: async (item) => {
       const timeoutMs = claimTimeoutMs(config);
-      const [job] = await claimJobs(db, clock, { projectId: item.projectId!, model: item.payload.model, limit: 1, timeoutMs, workerId: `built-in:${services.runner.owner}` });
+      const [job] = await claimJobs(db, clock, {
+        projectId: item.projectId!,
+        model: item.payload.model,
+        limit: 1,
+        timeoutMs,
+        workerId: `built-in:${services.runner.owner}`,
+      });
       if (!job) return {};
       const token = job.claimToken!;
       // Status updates while the job runs, so a live worker's claim never times out.
-      const beat = setInterval(() => void db.write(async (tx) => heartbeatJob(tx, clock, (await tx.queueJob.findUniqueOrThrow({ where: { id: job.id } })), token)).catch(() => {}), Math.max(20, timeoutMs / 3));
+      const beat = setInterval(
+        () => void db.write(async (tx) => heartbeatJob(tx, clock, await tx.queueJob.findUniqueOrThrow({ where: { id: job.id } }), token)).catch(() => {}),
+        Math.max(20, timeoutMs / 3),
+      );
       let outcome: Finish;
       try {
         const workMs = duration(config, 'queue_work', 0);
@@ -32,7 +42,11 @@ export function builtInWorker(services: Services): WorkHandler {
         outcome = {
           event: 'complete',
           outputs: {
-            choices: answer.choices.map((c: { index: number; message: { content: string | null }; finish_reason: string }) => ({ index: c.index, text: c.message.content ?? '', finish_reason: c.finish_reason })),
+            choices: answer.choices.map((c: { index: number; message: { content: string | null }; finish_reason: string }) => ({
+              index: c.index,
+              text: c.message.content ?? '',
+              finish_reason: c.finish_reason,
+            })),
             usage: answer.usage,
             system_fingerprint: answer.system_fingerprint,
           },

@@ -19,21 +19,34 @@ export function acceptRerank(body: RequestBody<'rerank'>, contextLength: number 
   const { query, documents, rank_fields: rankFields, top_n: topN } = body;
   if (query.trim() === '') throw badRequest('query is empty: give the text to rank the documents against.', 'query', 'invalid_query');
   if (documents.length === 0) throw badRequest('documents is empty: give 1 to 10,000 documents to rank.', 'documents', 'invalid_documents');
-  if (documents.length > MAX_DOCUMENTS) throw badRequest(`documents holds ${documents.length} documents; at most ${MAX_DOCUMENTS} are ranked per request.`, 'documents', 'too_many_documents');
+  if (documents.length > MAX_DOCUMENTS)
+    throw badRequest(`documents holds ${documents.length} documents; at most ${MAX_DOCUMENTS} are ranked per request.`, 'documents', 'too_many_documents');
   if (topN !== undefined && topN < 1) throw badRequest(`top_n is ${topN}: ask for at least 1 result (or omit it for all of them).`, 'top_n', 'invalid_top_n');
 
   let texts: string[];
   if (typeof documents[0] === 'string') {
-    if (rankFields !== undefined) throw badRequest('rank_fields applies to object documents; these documents are strings, ranked on their whole text.', 'rank_fields', 'invalid_rank_fields');
+    if (rankFields !== undefined)
+      throw badRequest(
+        'rank_fields applies to object documents; these documents are strings, ranked on their whole text.',
+        'rank_fields',
+        'invalid_rank_fields',
+      );
     texts = documents as string[];
   } else {
     const objects = documents as Record<string, unknown>[];
     if (rankFields !== undefined) {
-      if (rankFields.length === 0) throw badRequest('rank_fields is empty: name the fields to rank on, or omit it to rank on all of them.', 'rank_fields', 'invalid_rank_fields');
+      if (rankFields.length === 0)
+        throw badRequest('rank_fields is empty: name the fields to rank on, or omit it to rank on all of them.', 'rank_fields', 'invalid_rank_fields');
       const missing = rankFields.filter((f) => !objects.some((o) => Object.hasOwn(o, f)));
-      if (missing.length) throw badRequest(`rank_fields names ${missing.map((f) => `'${f}'`).join(', ')}, which no document has.`, 'rank_fields', 'invalid_rank_fields');
+      if (missing.length)
+        throw badRequest(`rank_fields names ${missing.map((f) => `'${f}'`).join(', ')}, which no document has.`, 'rank_fields', 'invalid_rank_fields');
     }
-    texts = objects.map((o) => (rankFields ?? Object.keys(o)).filter((f) => Object.hasOwn(o, f)).map((f) => valueText(o[f])).join('\n'));
+    texts = objects.map((o) =>
+      (rankFields ?? Object.keys(o))
+        .filter((f) => Object.hasOwn(o, f))
+        .map((f) => valueText(o[f]))
+        .join('\n'),
+    );
   }
 
   // Each pair (query, document) must fit the model's context. A token is at least one byte, so only pairs longer
@@ -46,7 +59,11 @@ export function acceptRerank(body: RequestBody<'rerank'>, contextLength: number 
       queryTokens ??= countTokens(query);
       const tokens = queryTokens + countTokens(text);
       if (tokens > contextLength) {
-        throw badRequest(`documents[${i}] with the query is ${tokens} tokens long; this model reads at most ${contextLength} tokens per query and document.`, 'documents', 'document_too_long');
+        throw badRequest(
+          `documents[${i}] with the query is ${tokens} tokens long; this model reads at most ${contextLength} tokens per query and document.`,
+          'documents',
+          'document_too_long',
+        );
       }
     });
   }

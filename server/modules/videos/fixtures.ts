@@ -2,7 +2,9 @@
 import type { FixtureKit, Fixtures } from '../types.ts';
 
 const ownersVideo = async ({ owner }: FixtureKit) => {
-  const { data } = await owner.api.POST('/v2/videos', { body: { model: 'Wan-AI/Wan2.2-T2V-A14B', prompt: 'a fixture', width: 64, height: 64, seconds: '1', fps: 4 } });
+  const { data } = await owner.api.POST('/v2/videos', {
+    body: { model: 'Wan-AI/Wan2.2-T2V-A14B', prompt: 'a fixture', width: 64, height: 64, seconds: '1', fps: 4 },
+  });
   return data!.id;
 };
 

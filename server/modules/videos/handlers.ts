@@ -52,7 +52,8 @@ const find = (ctx: Context<'retrieveVideo'> | Context<'getVideoContent'>) =>
 
 async function content(ctx: Context<'getVideoContent'>) {
   const v = await find(ctx);
-  if (v.status !== 'completed' || !v.file) throw conflict(`Video '${v.id}' is ${v.status}: it has no content${v.status === 'in_progress' ? ' yet' : ''}.`, 'video_not_ready', 'id');
+  if (v.status !== 'completed' || !v.file)
+    throw conflict(`Video '${v.id}' is ${v.status}: it has no content${v.status === 'in_progress' ? ' yet' : ''}.`, 'video_not_ready', 'id');
   return reply.file(join(ctx.config.dataDir, v.file), v.file.endsWith('.webm') ? 'video/webm' : 'video/mp4');
 }
 

@@ -43,7 +43,10 @@ interface Rendered {
   bytes: number;
 }
 
-export function videoProgression(services: Timing & { db: Database; config: Pick<Config, 'dataDir' | 'ffmpegPath'> }, engine?: VideoEngine): Progression<(typeof videoMachine.states)[number]> {
+export function videoProgression(
+  services: Timing & { db: Database; config: Pick<Config, 'dataDir' | 'ffmpegPath'> },
+  engine?: VideoEngine,
+): Progression<(typeof videoMachine.states)[number]> {
   const render = engine ?? localVideoEngine(ffmpegPath(services.config.ffmpegPath));
   return {
     machine: videoMachine,

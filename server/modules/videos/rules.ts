@@ -39,7 +39,10 @@ function size(body: Body): { width: number; height: number } {
     throw badRequest("'width' and 'height' go together: give both, or neither (and 'resolution'/'ratio').", body.width === undefined ? 'width' : 'height');
   }
   if (body.width !== undefined && body.height !== undefined) {
-    for (const [field, v] of [['width', body.width], ['height', body.height]] as const) {
+    for (const [field, v] of [
+      ['width', body.width],
+      ['height', body.height],
+    ] as const) {
       if (v < 64 || v > 3840 || v % 2 !== 0) throw badRequest(`'${field}' must be an even number of pixels from 64 to 3840 (got ${v}).`, field);
     }
     return { width: body.width, height: body.height };
@@ -50,7 +53,8 @@ function size(body: Body): { width: number; height: number } {
   const ratio = body.ratio ?? DEFAULTS.ratio;
   const m = /^(\d{1,3}):(\d{1,3})$/.exec(ratio);
   const [w, h] = m ? [Number(m[1]), Number(m[2])] : [0, 0];
-  if (!w || !h || Math.max(w, h) / Math.min(w, h) > 4) throw badRequest(`'ratio' must be 'W:H' with whole numbers no more than 4:1 apart, e.g. '16:9' (got '${ratio}').`, 'ratio');
+  if (!w || !h || Math.max(w, h) / Math.min(w, h) > 4)
+    throw badRequest(`'ratio' must be 'W:H' with whole numbers no more than 4:1 apart, e.g. '16:9' (got '${ratio}').`, 'ratio');
   // The shorter side is the resolution; the longer follows the ratio (even, for the encoders).
   return w >= h ? { width: even((short * w) / h), height: short } : { width: short, height: even((short * h) / w) };
 }
@@ -71,7 +75,11 @@ export function accept(body: Body, model: Model): Accepted {
     if (value === undefined) continue;
     const takers = MEDIA_TYPES[field]!;
     if (!takers.some((t) => types.includes(t))) {
-      throw badRequest(`${model.id} (${types.join(', ')}) does not take media.${field}; it is taken by ${takers.join(' or ')} models.`, `media.${field}`, 'media_not_supported');
+      throw badRequest(
+        `${model.id} (${types.join(', ')}) does not take media.${field}; it is taken by ${takers.join(' or ')} models.`,
+        `media.${field}`,
+        'media_not_supported',
+      );
     }
   }
   const visualMedia = ['frame_images', 'reference_images', 'reference_videos', 'source_video', 'frame_videos'].some((f) => media[f] !== undefined);
@@ -79,13 +87,15 @@ export function accept(body: Body, model: Model): Accepted {
 
   const seconds = body.seconds ?? DEFAULTS.seconds;
   const duration = /^\d+(\.\d+)?$/.test(seconds) ? Number(seconds) : NaN;
-  if (!(duration > 0 && duration <= MAX_SECONDS)) throw badRequest(`'seconds' must be a number of seconds above 0 and at most ${MAX_SECONDS}, as a string (got '${seconds}').`, 'seconds');
+  if (!(duration > 0 && duration <= MAX_SECONDS))
+    throw badRequest(`'seconds' must be a number of seconds above 0 and at most ${MAX_SECONDS}, as a string (got '${seconds}').`, 'seconds');
   const fps = body.fps ?? DEFAULTS.fps;
   if (fps < 1 || fps > 60) throw badRequest(`'fps' must be from 1 to 60 (got ${fps}).`, 'fps');
   const outputFormat = body.output_format ?? DEFAULTS.outputFormat;
   const quality = body.output_quality ?? DEFAULTS.quality;
   const worst = outputFormat === 'MP4' ? 51 : 63;
-  if (quality < 0 || quality > worst) throw badRequest(`'output_quality' for ${outputFormat} must be from 0 (best) to ${worst} (got ${quality}).`, 'output_quality');
+  if (quality < 0 || quality > worst)
+    throw badRequest(`'output_quality' for ${outputFormat} must be from 0 (best) to ${worst} (got ${quality}).`, 'output_quality');
   const guidanceScale = body.guidance_scale ?? DEFAULTS.guidanceScale;
   if (!(guidanceScale >= 0 && guidanceScale <= 100)) throw badRequest(`'guidance_scale' must be from 0 to 100 (got ${guidanceScale}).`, 'guidance_scale');
   const seed = body.seed ?? randomInt(0, 2 ** 31);

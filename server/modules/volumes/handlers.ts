@@ -5,7 +5,7 @@ import { conflict, notFound } from '../../core/errors.ts';
 import type { Db, Tx } from '../../db/index.ts';
 import { uniquely } from '../../http/unique.ts';
 import type { Context } from '../types.ts';
-import { contentOf, createVolumeRow, findVolume, refuseTakenName, volumeNameTaken, type VolumeContentSpec } from './rows.ts';
+import { contentOf, createVolumeRow, findVolume, refuseTakenName, type VolumeContentSpec, volumeNameTaken } from './rows.ts';
 import { volumeWire } from './wire.ts';
 
 async function volumeView(db: Db | Tx, v: Volume, version?: number) {

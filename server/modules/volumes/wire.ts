@@ -20,7 +20,10 @@ export function volumeWire(v: Volume, versions: VolumeVersion[], mounts: VolumeM
         {
           version: ver.version,
           content: { type: ver.contentType as 'files', source_prefix: ver.sourcePrefix },
-          mounted_by: mounts.filter((m) => m.version === ver.version).map((m) => m.deploymentId).sort(),
+          mounted_by: mounts
+            .filter((m) => m.version === ver.version)
+            .map((m) => m.deploymentId)
+            .sort(),
         },
       ]),
     ),

@@ -61,11 +61,16 @@ export async function resolvePassiveHealthCheckAlert(ctx: Context<'resolvePassiv
   const { db, clock, identity, params } = ctx;
   const alert = await db.write(async (tx) => {
     await findCluster(tx, identity.projectId, params.cluster_id);
-    let a = await owned(tx.passiveHealthCheckAlert, identity.projectId, { id: params.alert_id, clusterId: params.cluster_id }, {
-      what: 'passive health check alert',
-      id: params.alert_id,
-      param: 'alert_id',
-    });
+    let a = await owned(
+      tx.passiveHealthCheckAlert,
+      identity.projectId,
+      { id: params.alert_id, clusterId: params.cluster_id },
+      {
+        what: 'passive health check alert',
+        id: params.alert_id,
+        param: 'alert_id',
+      },
+    );
     if (a.resolvedAt === null) {
       a = await tx.passiveHealthCheckAlert.update({ where: { id: a.id }, data: { resolvedAt: instant(clock) } });
       if (a.remediationId) await autoResolveIfCleared(tx, ctx, a.remediationId);

@@ -15,7 +15,8 @@ const UNSUPPORTED_MODE = 'REMEDIATION_MODE_HOST_POWER_CYCLE';
 
 /** The official client allows a mode the platform does not run: refused before anything is stored. */
 export function refuseUnsupportedMode(mode: string | undefined): void {
-  if (mode === UNSUPPORTED_MODE) throw badRequest(`${UNSUPPORTED_MODE} is not supported by this platform; use another mode.`, 'mode', 'unsupported_remediation_mode');
+  if (mode === UNSUPPORTED_MODE)
+    throw badRequest(`${UNSUPPORTED_MODE} is not supported by this platform; use another mode.`, 'mode', 'unsupported_remediation_mode');
 }
 
 async function remediationView(db: Db | Tx, r: Remediation, instanceName?: string) {
@@ -59,9 +60,18 @@ export async function listRemediations({ db, identity, params, query }: Context<
     },
   });
   const page = pageOf(rows, orderOf(query.order_by), pageSizeOf(query.page_size), query.page_token);
-  const alerts = await db.prisma.passiveHealthCheckAlert.findMany({ where: { remediationId: { in: page.rows.map((r) => r.id) } }, orderBy: [{ startedAt: 'asc' }, { id: 'asc' }] });
+  const alerts = await db.prisma.passiveHealthCheckAlert.findMany({
+    where: { remediationId: { in: page.rows.map((r) => r.id) } },
+    orderBy: [{ startedAt: 'asc' }, { id: 'asc' }],
+  });
   return {
-    remediations: page.rows.map((r) => remediationWire(r, instance.name, alerts.filter((a) => a.remediationId === r.id))),
+    remediations: page.rows.map((r) =>
+      remediationWire(
+        r,
+        instance.name,
+        alerts.filter((a) => a.remediationId === r.id),
+      ),
+    ),
     next_page_token: page.nextToken,
     has_next: page.hasNext,
   };

@@ -9,8 +9,8 @@ import { uniquely } from '../../../http/unique.ts';
 import { release, reserveIfFree } from '../../hardware/capacity.ts';
 import type { Context } from '../../types.ts';
 import { recordDeploymentChange, recordEndpointChange } from '../events.ts';
-import { listPage, unqualified, type Fields } from '../listing.ts';
-import { deploymentMachine, moveDeployment, type DeploymentEvent } from '../machine.ts';
+import { type Fields, listPage, unqualified } from '../listing.ts';
+import { type DeploymentEvent, deploymentMachine, moveDeployment } from '../machine.ts';
 import { checkPlacement, DEPLOYMENT_OWNER } from '../placement.ts';
 import {
   checkAutoscaling,
@@ -47,7 +47,10 @@ export async function listDeployments(ctx: Context<'listDeployments'>) {
   const e = await findEndpoint(ctx.db.prisma, projectId, ctx.params.endpointId);
   const all = await deploymentsOf(ctx.db.prisma, e.id);
   const p = listPage(all, ctx.query, deploymentFields(projectId, `${ctx.identity.projectSlug}/${e.name}/`));
-  const mounts = await mountsOf(ctx.db.prisma, p.rows.map((d) => d.id));
+  const mounts = await mountsOf(
+    ctx.db.prisma,
+    p.rows.map((d) => d.id),
+  );
   return listWire(
     p.rows.map((d) => deploymentWire(d, e, all, ctx, mounts.get(d.id)!)),
     p.next,
@@ -174,7 +177,11 @@ export async function deleteDeployment(ctx: Context<'deleteDeployment'>) {
     const e = await tx.dedicatedEndpoint.findUniqueOrThrow({ where: { id: d.endpointId } });
     const split = splitOf(e);
     if (split.some((s) => s.deploymentId === d.id && s.weight > 0)) {
-      throw conflict(`Deployment '${d.id}' still receives traffic; route the endpoint's traffic elsewhere first.`, 'deployment_receives_traffic', 'deploymentId');
+      throw conflict(
+        `Deployment '${d.id}' still receives traffic; route the endpoint's traffic elsewhere first.`,
+        'deployment_receives_traffic',
+        'deploymentId',
+      );
     }
     if (split.some((s) => s.deploymentId === d.id)) {
       const next = await tx.dedicatedEndpoint.update({

@@ -9,9 +9,19 @@ import { uniquely } from '../../../http/unique.ts';
 import { usage } from '../../hardware/capacity.ts';
 import type { Context } from '../../types.ts';
 import { recordEndpointChange } from '../events.ts';
-import { listPage, unqualified, type Fields } from '../listing.ts';
+import { type Fields, listPage, unqualified } from '../listing.ts';
 import { DEPLOYMENT_OWNER } from '../placement.ts';
-import { checkAutoscaling, checkName, checkNameFree, checkProject, deploymentsOf, endpointNameOf, endpointNameTaken, findEndpoint, resolveModelAndConfig } from '../refs.ts';
+import {
+  checkAutoscaling,
+  checkName,
+  checkNameFree,
+  checkProject,
+  deploymentsOf,
+  endpointNameOf,
+  endpointNameTaken,
+  findEndpoint,
+  resolveModelAndConfig,
+} from '../refs.ts';
 import { createEndpointRow, endpointView, insertDeployment, mountsOf, releaseAll } from '../rows.ts';
 import type { SplitEntry } from '../traffic.ts';
 import { deploymentUsageWire, deploymentWire, endpointEventWire, listWire, v2EndpointWire } from '../wire.ts';
@@ -40,7 +50,10 @@ export async function deployModel(ctx: Context<'deployModel'>) {
           trafficMode: 'TRAFFIC_MODE_LIVE',
           volumes: body.volumes,
         });
-        const routed = await tx.dedicatedEndpoint.update({ where: { id: endpoint.id }, data: { trafficSplit: JSON.stringify([{ deploymentId: deployment.id, weight: 100 }]) } });
+        const routed = await tx.dedicatedEndpoint.update({
+          where: { id: endpoint.id },
+          data: { trafficSplit: JSON.stringify([{ deploymentId: deployment.id, weight: 100 }]) },
+        });
         return { endpoint: routed, deployment, volumes: (await mountsOf(tx, [deployment.id])).get(deployment.id)! };
       }),
     () => endpointNameTaken(endpointName, 'endpointName'),
@@ -90,9 +103,11 @@ export async function getV2Endpoint(ctx: Context<'getV2Endpoint'>) {
 function checkSplit(split: SplitEntry[], mine: Set<string>): SplitEntry[] {
   const seen = new Set<string>();
   split.forEach((s, i) => {
-    if (!mine.has(s.deploymentId)) throw badRequest(`'${s.deploymentId}' is not a deployment of this endpoint.`, `trafficSplit.${i}.deploymentId`, 'unknown_deployment');
+    if (!mine.has(s.deploymentId))
+      throw badRequest(`'${s.deploymentId}' is not a deployment of this endpoint.`, `trafficSplit.${i}.deploymentId`, 'unknown_deployment');
     if (seen.has(s.deploymentId)) throw badRequest(`'${s.deploymentId}' appears twice in the split.`, `trafficSplit.${i}.deploymentId`, 'duplicate_deployment');
-    if (s.weight < 0) throw badRequest('A weight must not be negative (0 leaves the deployment unrouted).', `trafficSplit.${i}.weight`, 'invalid_traffic_split');
+    if (s.weight < 0)
+      throw badRequest('A weight must not be negative (0 leaves the deployment unrouted).', `trafficSplit.${i}.weight`, 'invalid_traffic_split');
     seen.add(s.deploymentId);
   });
   if (split.length > 0 && !split.some((s) => s.weight > 0)) {
@@ -178,7 +193,9 @@ async function eventFilter(ctx: Context<'listV2EndpointEvents'>, endpointId: str
   if (deploymentIds) {
     const known = new Set([
       ...(await deploymentsOf(db.prisma, endpointId)).map((d) => d.id),
-      ...(await db.prisma.endpointEvent.findMany({ where: { endpointId, deploymentId: { in: deploymentIds } }, select: { deploymentId: true } })).map((v) => v.deploymentId),
+      ...(await db.prisma.endpointEvent.findMany({ where: { endpointId, deploymentId: { in: deploymentIds } }, select: { deploymentId: true } })).map(
+        (v) => v.deploymentId,
+      ),
     ]);
     const unknown = deploymentIds.find((id) => !known.has(id));
     if (unknown !== undefined) throw badRequest(`'${unknown}' is not a deployment of this endpoint.`, 'deploymentIds', 'unknown_deployment');
@@ -187,7 +204,9 @@ async function eventFilter(ctx: Context<'listV2EndpointEvents'>, endpointId: str
   const kinds = asList(query.sourceKinds) ?? (deploymentIds ? ['SOURCE_KIND_DEPLOYMENT'] : ['SOURCE_KIND_ENDPOINT', 'SOURCE_KIND_DEPLOYMENT']);
   where.OR = [
     ...(kinds.includes('SOURCE_KIND_ENDPOINT') ? [{ sourceKind: 'SOURCE_KIND_ENDPOINT' }] : []),
-    ...(kinds.includes('SOURCE_KIND_DEPLOYMENT') ? [{ sourceKind: 'SOURCE_KIND_DEPLOYMENT', ...(deploymentIds && { deploymentId: { in: deploymentIds } }) }] : []),
+    ...(kinds.includes('SOURCE_KIND_DEPLOYMENT')
+      ? [{ sourceKind: 'SOURCE_KIND_DEPLOYMENT', ...(deploymentIds && { deploymentId: { in: deploymentIds } }) }]
+      : []),
   ];
   if (types) where.type = { in: types };
   if (query.minLevel) where.level = { in: LEVELS.slice(LEVELS.indexOf(query.minLevel)) };
