@@ -7,10 +7,11 @@ import Together from 'together-ai';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { newId } from '../server/core/ids.ts';
 import { createLogger } from '../server/core/log.ts';
-import { moveJob, uploadJobMachine } from '../server/modules/models/machine.ts';
+import { uploadJobMachine, uploadJobs } from '../server/modules/models/machine.ts';
 import { architectureOf, parseSource } from '../server/modules/models/sources.ts';
 import { planUpload } from '../server/modules/models/upload.ts';
 import { startPlatform } from '../server/platform.ts';
+import { transition } from '../server/runner/progress.ts';
 import { H100, insertUpload, insertV1Endpoint, MODEL } from './support/endpoints.ts';
 import { expectError } from './support/expect.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
@@ -647,7 +648,7 @@ describe('the upload job state machine', () => {
       const to = allowed ? uploadJobMachine.next(from, event) : undefined;
       test(`${from} --${event}--> ${to ?? 'refused'}`, async () => {
         const job = await jobIn(from);
-        const attempt = t.services.db.write((tx) => moveJob(tx, t.services, job, event, 'test'));
+        const attempt = t.services.db.write((tx) => transition(tx, t.services, uploadJobs, job, event, { note: 'test' }));
         if (!allowed) {
           await expect(attempt).rejects.toMatchObject({ status: 409, code: 'invalid_state_transition', param: null });
           expect((await t.services.db.prisma.modelUploadJob.findUniqueOrThrow({ where: { id: job.id } })).status).toBe(from);
@@ -683,8 +684,8 @@ describe('the upload job state machine', () => {
 
   test('a stale job (moved meanwhile) is refused', async () => {
     const job = await jobIn('Queued');
-    await t.services.db.write((tx) => moveJob(tx, t.services, job, 'start', 'first'));
-    await expect(t.services.db.write((tx) => moveJob(tx, t.services, job, 'start', 'again'))).rejects.toMatchObject({ status: 409 });
+    await t.services.db.write((tx) => transition(tx, t.services, uploadJobs, job, 'start', { note: 'first' }));
+    await expect(t.services.db.write((tx) => transition(tx, t.services, uploadJobs, job, 'start', { note: 'again' }))).rejects.toMatchObject({ status: 409 });
   });
 });
 

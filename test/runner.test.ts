@@ -10,7 +10,7 @@ import type { RunnerConfig } from '../server/core/config.ts';
 import { createLogger } from '../server/core/log.ts';
 import { defineMachine } from '../server/core/machine.ts';
 import { type Database, openDatabase, type Tx } from '../server/db/index.ts';
-import { enter, type Progression, progressionWork } from '../server/runner/progress.ts';
+import { enter, type Progression, progressionWork, stored } from '../server/runner/progress.ts';
 import { type ClaimedItem, enqueue, Fenced, Runner } from '../server/runner/runner.ts';
 import { type ScratchDatabase, scratchDatabase } from './support/database.ts';
 
@@ -457,9 +457,12 @@ describe("progressions: a declared machine's timed steps", () => {
       await mark(tx, clock, `${id}:${to}`);
       await enter(tx, timing(clock), machine, { id, projectId: null, state: to });
     };
+    type Subject = { id: string; projectId: string | null; state: string };
+    const find = async ({ where: { id } }: { where: { id: string } }): Promise<Subject | null> =>
+      subjects.has(id) ? { id, projectId: null, state: subjects.get(id)! } : null;
+    const table = { findUnique: find, findUniqueOrThrow: async (args: { where: { id: string } }) => (await find(args))!, updateManyAndReturn: async () => [] };
     return {
-      machine,
-      load: async (_tx, id) => (subjects.has(id) ? { id, projectId: null, state: subjects.get(id)! } : null),
+      stored: stored<Subject>()({ machine, table: () => table, field: 'state' }),
       steps: {
         queued: (tx, id) => move(tx, id, 'start'),
         rendering: {

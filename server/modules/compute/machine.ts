@@ -3,11 +3,10 @@
 // no other remediation of its instance is running, and finishes it through the cluster engine (engine.ts).
 import type { ComputeInstance, Remediation } from '../../../generated/prisma/sqlite/client/client.ts';
 import { instant } from '../../core/clock.ts';
-import { invalidTransition } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
 import { defineMachine } from '../../core/machine.ts';
 import type { Tx } from '../../db/index.ts';
-import { enter, type Progression, type Timing } from '../../runner/progress.ts';
+import { enter, type Progression, stored, type Timing, transition } from '../../runner/progress.ts';
 import { type ClusterEngine, localClusterEngine } from './engine.ts';
 import { afterBoot } from './phases.ts';
 import { vmKey } from './rows.ts';
@@ -67,35 +66,27 @@ export async function insertRemediation(tx: Tx, timing: Timing, r: NewRemediatio
   return row;
 }
 
-/** Moves a remediation by `event` (with `data`), stamps its times, and schedules the new state's timed step. */
-export async function move(tx: Tx, timing: Timing, r: Remediation, event: RemediationEvent, data: Partial<Remediation> = {}): Promise<Remediation> {
-  const state = remediationMachine.next(r.state, event);
-  const now = instant(timing.clock);
-  const { count } = await tx.remediation.updateMany({
-    where: { id: r.id, state: r.state },
-    data: { ...data, state, updateTime: now, ...(remediationMachine.isTerminal(state) ? { endTime: now } : {}) },
-  });
-  if (count === 0) throw invalidTransition(remediationMachine.name, r.state, event); // it moved meanwhile
-  await enter(tx, timing, remediationMachine, { id: r.id, projectId: r.projectId, state });
-  return tx.remediation.findUniqueOrThrow({ where: { id: r.id } });
-}
+/** Every move stamps the update time, and the end time on entering a terminal state. */
+export const remediations = stored<Remediation>()({
+  machine: remediationMachine,
+  table: (c) => c.remediation,
+  field: 'state',
+  stamp: (_r, move, now) => ({ updateTime: now, ...(remediationMachine.isTerminal(move.to) ? { endTime: now } : {}) }),
+});
 
 /** Auto-resolves an open remediation once every alert linked to it has resolved (before it runs). */
 export async function autoResolveIfCleared(tx: Tx, timing: Timing, remediationId: string): Promise<void> {
   const r = await tx.remediation.findUnique({ where: { id: remediationId } });
   if (!r || !remediationMachine.can(r.state, 'alert_resolved')) return;
-  if ((await tx.passiveHealthCheckAlert.count({ where: { remediationId, resolvedAt: null } })) === 0) await move(tx, timing, r, 'alert_resolved');
+  if ((await tx.passiveHealthCheckAlert.count({ where: { remediationId, resolvedAt: null } })) === 0)
+    await transition(tx, timing, remediations, r, 'alert_resolved');
 }
 
 /** The runner's timed steps: PENDING -> RUNNING (when the instance is free) -> SUCCEEDED | FAILED. */
 export function remediationProgression(timing: Timing, engine: ClusterEngine = localClusterEngine): Progression<(typeof remediationMachine.states)[number]> {
   const remediation = (tx: Tx, id: string) => tx.remediation.findUniqueOrThrow({ where: { id } });
   return {
-    machine: remediationMachine,
-    load: async (tx, id) => {
-      const r = await tx.remediation.findUnique({ where: { id } });
-      return r && { id: r.id, projectId: r.projectId, state: r.state };
-    },
+    stored: remediations,
     steps: {
       PENDING: async (tx, id) => {
         const r = await remediation(tx, id);
@@ -107,7 +98,7 @@ export function remediationProgression(timing: Timing, engine: ClusterEngine = l
           data: { status: 'REMEDIATING', updatedAt: now },
         });
         if (claimed.count === 0) return 'wait';
-        await move(tx, timing, r, 'start', { startTime: now });
+        await transition(tx, timing, remediations, r, 'start', { data: { startTime: now } });
         // HOST_AWARE cordons the host first, so nothing new lands on it while the VM moves.
         const instance = await tx.computeInstance.findUniqueOrThrow({ where: { id: r.instanceId } });
         if (r.mode === 'REMEDIATION_MODE_HOST_AWARE' && instance.vmId) {
@@ -121,7 +112,7 @@ export function remediationProgression(timing: Timing, engine: ClusterEngine = l
     giveUp: async (tx, id) => {
       const r = await remediation(tx, id);
       if (r.state !== 'RUNNING') return;
-      await move(tx, timing, r, 'fail', { errorMessage: 'The remediation could not be completed.' });
+      await transition(tx, timing, remediations, r, 'fail', { data: { errorMessage: 'The remediation could not be completed.' } });
       await tx.computeInstance.updateMany({
         where: { id: r.instanceId, status: 'REMEDIATING' },
         data: { status: 'RUNNING', updatedAt: instant(timing.clock) },
@@ -151,7 +142,7 @@ async function finish(tx: Tx, timing: Timing, engine: ClusterEngine, r: Remediat
   });
   const now = instant(timing.clock);
   if (plan.kind === 'fail') {
-    await move(tx, timing, r, 'fail', { errorMessage: plan.message });
+    await transition(tx, timing, remediations, r, 'fail', { data: { errorMessage: plan.message } });
     await tx.computeInstance.update({ where: { id: instance.id }, data: { status: vm ? 'RUNNING' : 'EVICTED', updatedAt: now } });
     return;
   }
@@ -185,5 +176,5 @@ async function finish(tx: Tx, timing: Timing, engine: ClusterEngine, r: Remediat
       await tx.computeInstance.update({ where: { id: instance.id }, data: { status: 'RUNNING', vmId, vmGeneration: generation, updatedAt: now } });
     }
   }
-  await move(tx, timing, r, 'succeed');
+  await transition(tx, timing, remediations, r, 'succeed');
 }

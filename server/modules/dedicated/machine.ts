@@ -2,12 +2,9 @@
 // here. Every move bumps the deployment's epoch, so a timed step scheduled for an earlier visit of a state (a
 // deployment stopped and started again while provisioning) is skipped.
 import type { Deployment } from '../../../generated/prisma/sqlite/client/client.ts';
-import { instant } from '../../core/clock.ts';
-import { invalidTransition } from '../../core/errors.ts';
 import { defineMachine } from '../../core/machine.ts';
-import type { Tx } from '../../db/index.ts';
 import { newEtag } from '../../http/etag.ts';
-import { enter, type Timing } from '../../runner/progress.ts';
+import { stored } from '../../runner/progress.ts';
 
 export const deploymentMachine = defineMachine({
   name: 'deployment',
@@ -39,15 +36,11 @@ export const deploymentMachine = defineMachine({
 export type DeploymentState = (typeof deploymentMachine.states)[number];
 export type DeploymentEvent = (typeof deploymentMachine.events)[number];
 
-/** Moves a deployment by `event` (with `data`), bumps its epoch and etag, and schedules the new state's timed step. */
-export async function moveDeployment(tx: Tx, timing: Timing, d: Deployment, event: DeploymentEvent, data: Partial<Deployment> = {}): Promise<Deployment> {
-  const state = deploymentMachine.next(d.state, event);
-  const epoch = d.epoch + 1;
-  const { count } = await tx.deployment.updateMany({
-    where: { id: d.id, state: d.state, epoch: d.epoch },
-    data: { ...data, state, epoch, etag: newEtag(), updatedAt: instant(timing.clock) },
-  });
-  if (count === 0) throw invalidTransition(deploymentMachine.name, d.state, event); // it moved meanwhile
-  await enter(tx, timing, deploymentMachine, { id: d.id, projectId: d.projectId, state, epoch });
-  return tx.deployment.findUniqueOrThrow({ where: { id: d.id } });
-}
+/** Every move bumps the deployment's epoch and etag and stamps its update time. */
+export const deployments = stored<Deployment>()({
+  machine: deploymentMachine,
+  table: (c) => c.deployment,
+  field: 'state',
+  epoch: 'epoch',
+  stamp: (_d, _m, now) => ({ etag: newEtag(), updatedAt: now }),
+});

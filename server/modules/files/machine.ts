@@ -7,10 +7,9 @@
 import { join } from 'node:path';
 import type { File } from '../../../generated/prisma/sqlite/client/client.ts';
 import type { Config } from '../../core/config.ts';
-import { invalidTransition } from '../../core/errors.ts';
 import { defineMachine } from '../../core/machine.ts';
-import type { Database, Tx } from '../../db/index.ts';
-import { enter, type Progression, type Timing } from '../../runner/progress.ts';
+import type { Database } from '../../db/index.ts';
+import { type Progression, stored, type Timing, transition } from '../../runner/progress.ts';
 import { type FileType, type Purpose, type Report, validateDataset } from './rules.ts';
 
 export const fileMachine = defineMachine({
@@ -32,22 +31,11 @@ export const AWAITING_BYTES = 'UPLOADING';
 
 export type FileEvent = (typeof fileMachine.events)[number];
 
-/** Moves a file by `event` (with `data`) and schedules the new state's timed step. */
-export async function moveFile(tx: Tx, timing: Timing, f: File, event: FileEvent, data: Partial<File> = {}): Promise<File> {
-  const status = fileMachine.next(f.status, event);
-  const { count } = await tx.file.updateMany({ where: { id: f.id, status: f.status }, data: { ...data, status } });
-  if (count === 0) throw invalidTransition(fileMachine.name, f.status, event);
-  await enter(tx, timing, fileMachine, { id: f.id, projectId: f.projectId, state: status });
-  return tx.file.findUniqueOrThrow({ where: { id: f.id } });
-}
+export const files = stored<File>()({ machine: fileMachine, table: (c) => c.file, field: 'status' });
 
 export function fileProgression(services: Timing & { db: Database; config: Pick<Config, 'dataDir'> }): Progression<(typeof fileMachine.states)[number]> {
   return {
-    machine: fileMachine,
-    load: async (db, id) => {
-      const f = await db.file.findUnique({ where: { id } });
-      return f && { id: f.id, projectId: f.projectId, state: f.status };
-    },
+    stored: files,
     steps: {
       // The upload URL has expired with the bytes still missing: the record goes (only a file still waiting).
       UPLOADING: async (tx, id) => {
@@ -60,14 +48,14 @@ export function fileProgression(services: Timing & { db: Database; config: Pick<
         },
         async apply(tx, id, report: Report) {
           const f = await tx.file.findUniqueOrThrow({ where: { id } });
-          await moveFile(tx, services, f, report.valid ? 'validate' : 'reject', { report: JSON.stringify(report) });
+          await transition(tx, services, files, f, report.valid ? 'validate' : 'reject', { data: { report: JSON.stringify(report) } });
         },
       },
     },
     giveUp: async (tx, id, error) => {
       const f = await tx.file.findUniqueOrThrow({ where: { id } });
       const report: Report = { valid: false, file_id: id, error: `The file could not be read: ${error.slice(0, 500)}` };
-      await moveFile(tx, services, f, 'fail', { report: JSON.stringify(report) });
+      await transition(tx, services, files, f, 'fail', { data: { report: JSON.stringify(report) } });
     },
   };
 }

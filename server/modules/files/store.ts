@@ -11,9 +11,9 @@ import { instant } from '../../core/clock.ts';
 import { conflict, notFound } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
 import type { Tx } from '../../db/index.ts';
-import { enter } from '../../runner/progress.ts';
+import { enter, transition } from '../../runner/progress.ts';
 import type { Services } from '../types.ts';
-import { AWAITING_BYTES, fileMachine, moveFile } from './machine.ts';
+import { AWAITING_BYTES, fileMachine, files } from './machine.ts';
 import type { FileType, Purpose } from './rules.ts';
 
 export type { File };
@@ -101,7 +101,7 @@ export async function receiveBytes(services: StoreServices, f: File, from: strin
       const now = await tx.file.findUnique({ where: { id: f.id } });
       if (!now) throw notFound('file', f.id);
       if (now.status !== AWAITING_BYTES) throw alreadyUploaded(f.id);
-      return moveFile(tx, services, now, now.purpose === 'fine-tune' ? 'receive' : 'accept', { bytes: BigInt(bytes) });
+      return transition(tx, services, files, now, now.purpose === 'fine-tune' ? 'receive' : 'accept', { data: { bytes: BigInt(bytes) } });
     });
   } catch (e) {
     await rm(to, { force: true });

@@ -7,10 +7,10 @@ import { createReadStream } from 'node:fs';
 import type { FineTune, Prisma } from '../../../generated/prisma/sqlite/client/client.ts';
 import { instant } from '../../core/clock.ts';
 import type { Config } from '../../core/config.ts';
-import { apiError, invalidTransition } from '../../core/errors.ts';
+import { apiError } from '../../core/errors.ts';
 import { defineMachine } from '../../core/machine.ts';
 import type { Database, Tx } from '../../db/index.ts';
-import { enter, type Progression, type Timing } from '../../runner/progress.ts';
+import { type Progression, stored, type Timing, transition } from '../../runner/progress.ts';
 import { datasetRows, filePath, type Report, sampleTokens } from '../files/index.ts';
 import type { FileType, Purpose } from '../files/rules.ts';
 import { createUploadedModel } from '../models/catalogue.ts';
@@ -64,7 +64,14 @@ export async function record(tx: Tx, timing: Timing, jobId: string, events: Even
   });
 }
 
-/** Moves a job by `event` (with `data` and `events`) and schedules the new state's timed step. */
+export const fineTunes = stored<FineTune>()({
+  machine: fineTuneMachine,
+  table: (c) => c.fineTune,
+  field: 'status',
+  stamp: (_j, _m, now) => ({ updatedAt: now }),
+});
+
+/** Moves a job by `event` (with `data`), and records the move's `events` in the job's event list. */
 export async function moveFineTune(
   tx: Tx,
   timing: Timing,
@@ -73,12 +80,9 @@ export async function moveFineTune(
   data: Partial<FineTune> = {},
   events: EventInput[] = [],
 ): Promise<FineTune> {
-  const status = fineTuneMachine.next(job.status, event);
-  const { count } = await tx.fineTune.updateMany({ where: { id: job.id, status: job.status }, data: { ...data, status, updatedAt: instant(timing.clock) } });
-  if (count === 0) throw invalidTransition(fineTuneMachine.name, job.status, event);
+  const moved = await transition(tx, timing, fineTunes, job, event, { data });
   if (events.length) await record(tx, timing, job.id, events);
-  await enter(tx, timing, fineTuneMachine, { id: job.id, projectId: job.projectId, state: status });
-  return tx.fineTune.findUniqueOrThrow({ where: { id: job.id } });
+  return moved;
 }
 
 /** For tests: replaces the simulated curves of a job (a hand-computed curve, to check early stopping's rules). */
@@ -169,11 +173,7 @@ export function fineTuneProgression(services: Services): Progression<(typeof fin
   const fail = (tx: Tx, job: FineTune, error: string) =>
     moveFineTune(tx, services, job, 'fail', { error }, [{ type: 'job_error', level: 'error', message: error }]);
   return {
-    machine: fineTuneMachine,
-    load: async (db, id) => {
-      const j = await db.fineTune.findUnique({ where: { id } });
-      return j && { id: j.id, projectId: j.projectId, state: j.status };
-    },
+    stored: fineTunes,
     steps: {
       // Waits for the files' validation, then checks them against the training method.
       pending: async (tx, id) => {

@@ -1,11 +1,10 @@
 // The upload job's state machine, and the runner's steps that move it: Queued -> Running -> Complete | Failed.
 // Failed straight from Queued happens only when the runner gives up on a step that keeps failing.
 import type { ModelUploadJob } from '../../../generated/prisma/sqlite/client/client.ts';
-import { instant, iso } from '../../core/clock.ts';
-import { invalidTransition } from '../../core/errors.ts';
+import { iso } from '../../core/clock.ts';
 import { defineMachine } from '../../core/machine.ts';
 import type { Tx } from '../../db/index.ts';
-import { enter, type Progression, type Timing } from '../../runner/progress.ts';
+import { type Progression, stored, type Timing, transition } from '../../runner/progress.ts';
 import { parseSource, resolves, SOURCE_LABEL } from './sources.ts';
 
 export const uploadJobMachine = defineMachine({
@@ -27,25 +26,22 @@ export const uploadJobMachine = defineMachine({
 export type UploadEvent = (typeof uploadJobMachine.events)[number];
 
 /**
- * Moves a job by `event` inside `tx`, appending a status update, and schedules the new state's timed step. Complete
- * makes its model ready; Failed deletes its pending model (the name is free again; the job keeps what was asked).
+ * Every move appends a status update with the mover's message. Complete makes the job's model ready; Failed deletes
+ * its pending model (the name is free again; the job keeps what was asked).
  */
-export async function moveJob(tx: Tx, timing: Timing, job: ModelUploadJob, event: UploadEvent, message: string): Promise<ModelUploadJob> {
-  const from = job.status;
-  const to = uploadJobMachine.next(from, event);
-  const now = instant(timing.clock);
-  const updates = [...JSON.parse(job.statusUpdates), { status: to, message, timestamp: iso(now) }];
-  // Compare-and-set on the state: a job that moved meanwhile is refused like any other disallowed move.
-  const { count } = await tx.modelUploadJob.updateMany({
-    where: { id: job.id, status: from },
-    data: { status: to, statusUpdates: JSON.stringify(updates), updatedAt: now },
-  });
-  if (count === 0) throw invalidTransition(uploadJobMachine.name, from, event);
-  if (to === 'Complete') await tx.model.update({ where: { id: job.modelId }, data: { status: 'ready' } });
-  if (to === 'Failed') await tx.model.deleteMany({ where: { id: job.modelId, status: 'pending' } });
-  await enter(tx, timing, uploadJobMachine, { id: job.id, projectId: job.projectId, state: to });
-  return tx.modelUploadJob.findUniqueOrThrow({ where: { id: job.id } });
-}
+export const uploadJobs = stored<ModelUploadJob>()({
+  machine: uploadJobMachine,
+  table: (c) => c.modelUploadJob,
+  field: 'status',
+  stamp: (job, move, now, message = '') => ({
+    statusUpdates: JSON.stringify([...JSON.parse(job.statusUpdates), { status: move.to, message, timestamp: iso(now) }]),
+    updatedAt: now,
+  }),
+  onEnter: {
+    Complete: async (tx, job) => void (await tx.model.update({ where: { id: job.modelId }, data: { status: 'ready' } })),
+    Failed: async (tx, job) => void (await tx.model.deleteMany({ where: { id: job.modelId, status: 'pending' } })),
+  },
+});
 
 /** The runner's timed steps of upload jobs. */
 export function uploadProgression(timing: Timing): Progression<(typeof uploadJobMachine.states)[number]> {
@@ -58,24 +54,22 @@ export function uploadProgression(timing: Timing): Progression<(typeof uploadJob
     return { modelSource, source };
   };
   return {
-    machine: uploadJobMachine,
-    load: async (tx, id) => {
-      const j = await tx.modelUploadJob.findUnique({ where: { id } });
-      return j && { id: j.id, projectId: j.projectId, state: j.status };
-    },
+    stored: uploadJobs,
     steps: {
       Queued: async (tx, id) => {
         const j = await job(tx, id);
-        await moveJob(tx, timing, j, 'start', `Fetching and checking the weights from ${SOURCE_LABEL[sourceOf(j).source.kind]}.`);
+        await transition(tx, timing, uploadJobs, j, 'start', { note: `Fetching and checking the weights from ${SOURCE_LABEL[sourceOf(j).source.kind]}.` });
       },
       Running: async (tx, id) => {
         const j = await job(tx, id);
         const { modelSource, source } = sourceOf(j);
-        if (resolves(source)) return void (await moveJob(tx, timing, j, 'complete', 'Upload complete: the model is in the catalogue.'));
+        if (resolves(source))
+          return void (await transition(tx, timing, uploadJobs, j, 'complete', { note: 'Upload complete: the model is in the catalogue.' }));
         const missing = source.kind === 'huggingface' ? `Repository not found: ${modelSource}.` : `Object not found: ${modelSource}.`;
-        await moveJob(tx, timing, j, 'fail', missing);
+        await transition(tx, timing, uploadJobs, j, 'fail', { note: missing });
       },
     },
-    giveUp: async (tx, id) => void (await moveJob(tx, timing, await job(tx, id), 'fail', 'The upload failed on the server; please upload again.')),
+    giveUp: async (tx, id) =>
+      void (await transition(tx, timing, uploadJobs, await job(tx, id), 'fail', { note: 'The upload failed on the server; please upload again.' })),
   };
 }

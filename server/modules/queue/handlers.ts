@@ -5,9 +5,10 @@ import { instant } from '../../core/clock.ts';
 import { newId } from '../../core/ids.ts';
 import type { Db, Tx } from '../../db/index.ts';
 import { owned } from '../../http/scope.ts';
+import { transition } from '../../runner/progress.ts';
 import { enqueue } from '../../runner/runner.ts';
 import type { Context } from '../types.ts';
-import { claimJobs, claimTimeoutMs, completeHeld, finishJob, heartbeatJob, queueMachine, WORK_KIND } from './machine.ts';
+import { claimJobs, claimTimeoutMs, completeHeld, finishJob, heartbeatJob, queueJobs, queueMachine, WORK_KIND } from './machine.ts';
 import { builtInModel, chatRequestOf, queueOf } from './rules.ts';
 import { claimedJobWire, queueJobWire } from './wire.ts';
 
@@ -47,16 +48,12 @@ export async function getQueueJobStatus({ db, identity, query }: Context<'getQue
   return queueJobWire(await findJob(db.prisma, identity.projectId, query.request_id, query.model));
 }
 
-export async function cancelQueueJob({ db, clock, identity, body }: Context<'cancelQueueJob'>) {
+export async function cancelQueueJob(ctx: Context<'cancelQueueJob'>) {
+  const { db, identity, body } = ctx;
   return db.write(async (tx) => {
     const job = await findJob(tx, identity.projectId, body.request_id, body.model);
     // A cancel retried after it succeeded answers the same.
-    if (job.status === 'canceled') return { status: 'canceled' as const };
-    const status = queueMachine.next(job.status, 'cancel');
-    const now = instant(clock);
-    const { count } = await tx.queueJob.updateMany({ where: { id: job.id, status: job.status }, data: { status, doneAt: now, updatedAt: now } });
-    // Claimed in the meantime: refused as the state it is now in.
-    if (count === 0) queueMachine.next((await tx.queueJob.findUniqueOrThrow({ where: { id: job.id } })).status, 'cancel');
+    if (job.status !== 'canceled') await transition(tx, ctx, queueJobs, job, 'cancel');
     return { status: 'canceled' as const };
   });
 }
@@ -74,6 +71,7 @@ export async function getQueueMetrics({ db, identity, query }: Context<'getQueue
 
 export async function clearQueue({ db, clock, identity, body }: Context<'clearQueue'>) {
   const { model } = queueOf(body.model);
+  // Every pending job of the queue at once: one set-based statement with the table's move (and the stamps of queueJobs).
   const status = queueMachine.next('pending', 'cancel');
   const now = instant(clock);
   const { count } = await db.write((tx) =>
@@ -101,27 +99,29 @@ export async function heartbeatQueueJob({ db, clock, identity, body }: Context<'
   );
 }
 
-export async function completeQueueJob({ db, clock, identity, body }: Context<'completeQueueJob'>) {
+export async function completeQueueJob(ctx: Context<'completeQueueJob'>) {
+  const { db, identity, body } = ctx;
   const finish = { event: 'complete' as const, outputs: body.outputs };
   // The common case, a running job completed by its claim, is one conditional UPDATE; anything else (a retry, a
   // lost claim, an absent job) is told apart by the full move.
-  const [done] = await completeHeld(
+  const done = await completeHeld(
     db,
-    clock,
+    ctx,
     { projectId: identity.projectId, requestId: body.request_id, model: queueOf(body.model).model, token: body.claim_token },
     finish,
   );
   if (done) return queueJobWire(done);
   return queueJobWire(
-    await db.write(async (tx) => finishJob(tx, clock, await findJob(tx, identity.projectId, body.request_id, body.model), body.claim_token, finish)),
+    await db.write(async (tx) => finishJob(tx, ctx, await findJob(tx, identity.projectId, body.request_id, body.model), body.claim_token, finish)),
   );
 }
 
-export async function failQueueJob({ db, clock, identity, body }: Context<'failQueueJob'>) {
+export async function failQueueJob(ctx: Context<'failQueueJob'>) {
+  const { db, identity, body } = ctx;
   const error = { message: body.error?.message ?? 'The worker failed the job.', code: body.error?.code ?? 'worker_failed' };
   return queueJobWire(
     await db.write(async (tx) =>
-      finishJob(tx, clock, await findJob(tx, identity.projectId, body.request_id, body.model), body.claim_token, { event: 'fail', error }),
+      finishJob(tx, ctx, await findJob(tx, identity.projectId, body.request_id, body.model), body.claim_token, { event: 'fail', error }),
     ),
   );
 }

@@ -9,6 +9,7 @@ import type { Config } from '../../core/config.ts';
 import { conflict } from '../../core/errors.ts';
 import { defineMachine } from '../../core/machine.ts';
 import type { Database, Tx } from '../../db/index.ts';
+import { stored, type Timing, transition, transitionIfStill } from '../../runner/progress.ts';
 import { enqueue } from '../../runner/runner.ts';
 
 export const queueMachine = defineMachine({
@@ -22,6 +23,18 @@ export const queueMachine = defineMachine({
     running: { complete: 'done', fail: 'failed', claim_timeout: 'pending', retries_exhausted: 'failed' },
   },
   timed: { running: { duration: 'queue_claim_timeout', defaultMs: 60_000 } },
+});
+
+/**
+ * Every move stamps the update time, and the done time on entering a terminal state. A claim moves jobs into
+ * `running` in one set-based statement (claimJobs) that schedules the claim's own timeout check: no single-row
+ * transition enters `running`, so the machine's timed step there is always the claim's.
+ */
+export const queueJobs = stored<QueueJob>()({
+  machine: queueMachine,
+  table: (c) => c.queueJob,
+  field: 'status',
+  stamp: (_j, move, now) => ({ updatedAt: now, ...(queueMachine.isTerminal(move.to) ? { doneAt: now } : {}) }),
 });
 
 /** Claim timeouts a job survives; the next one fails it for good. */
@@ -50,8 +63,7 @@ export async function claimJobs(db: Database, clock: Clock, o: ClaimOptions): Pr
     args.push(value);
     return pg ? `$${args.length}` : '?';
   };
-  queueMachine.next('pending', 'claim');
-  const set = `"status" = 'running', "claimToken" = ${p(token)}, "workerId" = ${p(o.workerId)}, "claimTimeoutMs" = ${p(o.timeoutMs)},
+  const set = `"status" = ${p(queueMachine.next('pending', 'claim'))}, "claimToken" = ${p(token)}, "workerId" = ${p(o.workerId)}, "claimTimeoutMs" = ${p(o.timeoutMs)},
     "claimUntil" = ${p(now + o.timeoutMs)}, "claimedAt" = ${p(now)}, "updatedAt" = ${p(now)}`;
   const pick = `SELECT "id" FROM "QueueJob" WHERE "projectId" = ${p(o.projectId)} AND "model" = ${p(o.model)} AND "status" = 'pending'
     ORDER BY "priority" DESC, "createdAt", "id" LIMIT ${p(o.limit)}`;
@@ -82,35 +94,34 @@ export type Finish = { event: 'complete'; outputs: Record<string, unknown> } | {
  * Completes or fails the job `token` holds. A retry of the same move by the same claim answers the job again;
  * anything else without the claim is `claim_lost`.
  */
-export async function finishJob(tx: Tx, clock: Clock, job: QueueJob, token: string, finish: Finish): Promise<QueueJob> {
+export async function finishJob(tx: Tx, timing: Timing, job: QueueJob, token: string, finish: Finish): Promise<QueueJob> {
   if (job.claimToken !== token) throw claimLost(job.id);
   const target = finish.event === 'complete' ? 'done' : 'failed';
   if (job.status === target) return job;
   if (job.status !== 'running') throw claimLost(job.id);
-  const status = queueMachine.next(job.status, finish.event);
-  const now = clock.now();
-  const data = finish.event === 'complete' ? { outputs: JSON.stringify(finish.outputs) } : { info: JSON.stringify({ ...json(job.info), error: finish.error }) };
-  const { count } = await tx.queueJob.updateMany({
-    where: { id: job.id, status: 'running', claimToken: token },
-    data: { ...data, status, doneAt: BigInt(now), claimUntil: null, updatedAt: BigInt(now) },
+  return transition(tx, timing, queueJobs, job, finish.event, {
+    where: { claimToken: token },
+    data: { ...finishData(job, finish), claimUntil: null },
+    refused: () => claimLost(job.id),
   });
-  if (count === 0) throw claimLost(job.id);
-  return tx.queueJob.findUniqueOrThrow({ where: { id: job.id } });
 }
+
+const finishData = (job: Pick<QueueJob, 'info'>, finish: Finish) =>
+  finish.event === 'complete' ? { outputs: JSON.stringify(finish.outputs) } : { info: JSON.stringify({ ...json(job.info), error: finish.error }) };
 
 /** Completes the job if `token` still holds it, in one statement; answers the job done, or nothing if it did not hold. */
 export async function completeHeld(
   db: Database,
-  clock: Clock,
+  timing: Timing,
   held: { projectId: string; requestId: string; model: string; token: string },
   finish: Extract<Finish, { event: 'complete' }>,
-): Promise<QueueJob[]> {
-  const status = queueMachine.next('running', finish.event);
-  const now = BigInt(clock.now());
+): Promise<QueueJob | null> {
+  // The row as the claim left it: the move's compare-and-set checks it, so nothing is read first.
+  const claimed = { id: held.requestId, projectId: held.projectId, status: 'running' } as QueueJob;
   return db.writeStatement((c) =>
-    c.queueJob.updateManyAndReturn({
-      where: { id: held.requestId, projectId: held.projectId, model: held.model, status: 'running', claimToken: held.token },
-      data: { outputs: JSON.stringify(finish.outputs), status, doneAt: now, claimUntil: null, updatedAt: now },
+    transitionIfStill(c, timing, queueJobs, claimed, finish.event, {
+      where: { projectId: held.projectId, model: held.model, claimToken: held.token },
+      data: { ...finishData(claimed, finish), claimUntil: null },
     }),
   );
 }
@@ -157,15 +168,14 @@ export async function heldByClaim(db: Database, clock: Clock, check: ClaimCheck)
  */
 export async function expireClaims(
   tx: Tx,
-  clock: Clock,
+  timing: Timing,
   jobs: QueueJob[],
   hasBuiltIn: (tx: Tx, projectId: string, model: string) => Promise<boolean>,
 ): Promise<number> {
-  const now = clock.now();
+  const now = timing.clock.now();
   let moved = 0;
   for (const job of jobs) {
     const event = job.retries < MAX_RETRIES ? 'claim_timeout' : 'retries_exhausted';
-    const status = queueMachine.next(job.status, event);
     const info = json(job.info);
     const data =
       event === 'claim_timeout'
@@ -181,21 +191,20 @@ export async function expireClaims(
             }),
           }
         : {
-            doneAt: BigInt(now),
             info: JSON.stringify({
               ...info,
               error: { message: `No status update within the claim timeout, after ${MAX_RETRIES} retries: failed permanently.`, code: 'retries_exhausted' },
             }),
           };
     // Fenced by the claim: a heartbeat or a completion that got in first wins.
-    const { count } = await tx.queueJob.updateMany({
-      where: { id: job.id, status: 'running', claimToken: job.claimToken, claimUntil: { lte: BigInt(now) } },
-      data: { ...data, status, claimToken: null, claimUntil: null, updatedAt: BigInt(now) },
+    const next = await transitionIfStill(tx, timing, queueJobs, job, event, {
+      where: { claimToken: job.claimToken, claimUntil: { lte: BigInt(now) } },
+      data: { ...data, claimToken: null, claimUntil: null },
     });
-    if (count === 0) continue;
+    if (!next) continue;
     moved++;
-    if (status === 'pending' && (await hasBuiltIn(tx, job.projectId, job.model))) {
-      await enqueue(tx, clock, { kind: WORK_KIND, subjectId: job.id, projectId: job.projectId, payload: { model: job.model } });
+    if (next.status === 'pending' && (await hasBuiltIn(tx, job.projectId, job.model))) {
+      await enqueue(tx, timing.clock, { kind: WORK_KIND, subjectId: job.id, projectId: job.projectId, payload: { model: job.model } });
     }
   }
   return moved;

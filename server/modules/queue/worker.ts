@@ -59,7 +59,7 @@ export function builtInWorker(services: Services): WorkHandler {
         clearInterval(beat);
       }
       try {
-        await db.write(async (tx) => finishJob(tx, clock, await tx.queueJob.findUniqueOrThrow({ where: { id: job.id } }), token, outcome));
+        await db.write(async (tx) => finishJob(tx, services, await tx.queueJob.findUniqueOrThrow({ where: { id: job.id } }), token, outcome));
       } catch (err) {
         // The claim timed out meanwhile: the job is back in the queue (or finished by another), not ours to finish.
         if (err instanceof ApiError && err.code === 'claim_lost') log.warn({ job: job.id }, 'built-in queue worker lost its claim');
@@ -78,7 +78,7 @@ export function claimTimeoutCheck(services: Services): WorkHandler {
       const check = item.payload as ClaimCheck;
       const { expired, nextInMs } = await heldByClaim(db, clock, check);
       return {
-        apply: async (tx) => void (expired.length && (await expireClaims(tx, clock, expired, hasBuiltIn))),
+        apply: async (tx) => void (expired.length && (await expireClaims(tx, services, expired, hasBuiltIn))),
         ...(nextInMs !== undefined && { againInMs: nextInMs }),
       };
     },

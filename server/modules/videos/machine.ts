@@ -6,12 +6,11 @@ import { dirname, join } from 'node:path';
 import type { Video } from '../../../generated/prisma/sqlite/client/client.ts';
 import { instant } from '../../core/clock.ts';
 import type { Config } from '../../core/config.ts';
-import { invalidTransition } from '../../core/errors.ts';
 import { defineMachine } from '../../core/machine.ts';
-import type { Database, Tx } from '../../db/index.ts';
+import type { Database } from '../../db/index.ts';
 import { ffmpegPath } from '../../engines/ffmpeg.ts';
 import { localVideoEngine, type VideoEngine, type VideoSpec } from '../../engines/video.ts';
-import { enter, type Progression, type Timing } from '../../runner/progress.ts';
+import { type Progression, stored, type Timing, transition } from '../../runner/progress.ts';
 import { costCents } from './rules.ts';
 
 export const videoMachine = defineMachine({
@@ -29,14 +28,7 @@ export type VideoEvent = (typeof videoMachine.events)[number];
 /** Where a job's video is kept, relative to DATA_DIR. */
 export const videoFile = (v: Pick<Video, 'projectId' | 'id'>, format: string) => join('videos', v.projectId, `${v.id}.${format === 'WEBM' ? 'webm' : 'mp4'}`);
 
-/** Moves a job by `event` (with `data`) and schedules the new state's timed step. */
-export async function moveVideo(tx: Tx, timing: Timing, v: Video, event: VideoEvent, data: Partial<Video> = {}): Promise<Video> {
-  const status = videoMachine.next(v.status, event);
-  const { count } = await tx.video.updateMany({ where: { id: v.id, status: v.status }, data: { ...data, status } });
-  if (count === 0) throw invalidTransition(videoMachine.name, v.status, event);
-  await enter(tx, timing, videoMachine, { id: v.id, projectId: v.projectId, state: status });
-  return tx.video.findUniqueOrThrow({ where: { id: v.id } });
-}
+export const videos = stored<Video>()({ machine: videoMachine, table: (c) => c.video, field: 'status' });
 
 interface Rendered {
   file: string;
@@ -49,11 +41,7 @@ export function videoProgression(
 ): Progression<(typeof videoMachine.states)[number]> {
   const render = engine ?? localVideoEngine(ffmpegPath(services.config.ffmpegPath));
   return {
-    machine: videoMachine,
-    load: async (db, id) => {
-      const v = await db.video.findUnique({ where: { id } });
-      return v && { id: v.id, projectId: v.projectId, state: v.status };
-    },
+    stored: videos,
     steps: {
       in_progress: {
         async work(id): Promise<Rendered> {
@@ -67,21 +55,16 @@ export function videoProgression(
         async apply(tx, id, rendered: Rendered) {
           const v = await tx.video.findUniqueOrThrow({ where: { id } });
           const { spec, pricePerSecond } = JSON.parse(v.params) as { spec: VideoSpec; pricePerSecond: number };
-          await moveVideo(tx, services, v, 'render', {
-            file: rendered.file,
-            bytes: rendered.bytes,
-            costCents: costCents(pricePerSecond, spec),
-            completedAt: instant(services.clock),
+          await transition(tx, services, videos, v, 'render', {
+            data: { file: rendered.file, bytes: rendered.bytes, costCents: costCents(pricePerSecond, spec), completedAt: instant(services.clock) },
           });
         },
       },
     },
     giveUp: async (tx, id, error) => {
       const v = await tx.video.findUniqueOrThrow({ where: { id } });
-      await moveVideo(tx, services, v, 'fail', {
-        errorCode: 'render_failed',
-        errorMessage: `The video could not be rendered: ${error.slice(0, 500)}`,
-        completedAt: instant(services.clock),
+      await transition(tx, services, videos, v, 'fail', {
+        data: { errorCode: 'render_failed', errorMessage: `The video could not be rendered: ${error.slice(0, 500)}`, completedAt: instant(services.clock) },
       });
     },
   };

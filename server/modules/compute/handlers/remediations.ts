@@ -5,9 +5,10 @@ import { instant } from '../../../core/clock.ts';
 import { badRequest } from '../../../core/errors.ts';
 import type { Db, Tx } from '../../../db/index.ts';
 import { idempotent } from '../../../http/idempotency.ts';
+import { transition } from '../../../runner/progress.ts';
 import type { Context } from '../../types.ts';
 import { orderOf, pageOf, pageSizeOf } from '../listing.ts';
-import { insertRemediation, move } from '../machine.ts';
+import { insertRemediation, remediations } from '../machine.ts';
 import { findInstance, findRemediation } from '../rows.ts';
 import { remediationWire } from '../wire.ts';
 
@@ -90,7 +91,7 @@ async function review(ctx: ReviewContext, event: 'approve' | 'reject' | 'cancel'
   return db.write(async (tx) => {
     const { r, instance } = await findRemediation(tx, identity.projectId, ctx.params);
     const reviewed = event === 'cancel' ? {} : { reviewedBy: identity.apiKeyId, reviewTime: instant(clock), reviewComment: extra.comment ?? null };
-    const next = await move(tx, ctx, r, event, { ...reviewed, ...(extra.mode ? { mode: extra.mode } : {}) });
+    const next = await transition(tx, ctx, remediations, r, event, { data: { ...reviewed, ...(extra.mode ? { mode: extra.mode } : {}) } });
     return remediationView(tx, next, instance.name);
   });
 }

@@ -6,11 +6,12 @@ import { apiError, conflict } from '../../../core/errors.ts';
 import type { Tx } from '../../../db/index.ts';
 import { checkEtag, masked, newEtag } from '../../../http/etag.ts';
 import { uniquely } from '../../../http/unique.ts';
+import { transition } from '../../../runner/progress.ts';
 import { release, reserveIfFree } from '../../hardware/capacity.ts';
 import type { Context } from '../../types.ts';
 import { recordDeploymentChange, recordEndpointChange } from '../events.ts';
 import { type Fields, listPage, unqualified } from '../listing.ts';
-import { type DeploymentEvent, deploymentMachine, moveDeployment } from '../machine.ts';
+import { type DeploymentEvent, deploymentMachine, deployments } from '../machine.ts';
 import { checkPlacement, DEPLOYMENT_OWNER } from '../placement.ts';
 import {
   checkAutoscaling,
@@ -159,7 +160,7 @@ export async function updateDeployment(ctx: Context<'updateDeployment'>) {
           data = { ...data, ...wanted, ...change.data };
         }
         const next = event
-          ? await moveDeployment(tx, ctx, d, event, data)
+          ? await transition(tx, ctx, deployments, d, event, { data })
           : await tx.deployment.update({ where: { id: d.id }, data: { ...data, etag: newEtag(), updatedAt: instant(clock) } });
         await recordDeploymentChange(tx, clock, 'api', d, next);
         return next;
