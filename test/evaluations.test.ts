@@ -612,7 +612,7 @@ describe('the request rules: 400 naming the field, nothing created', () => {
 });
 
 describe('lists, the model list, and scoping', () => {
-  test('newest first, at most limit, filtered by status; a bad status or limit is a 400', async () => {
+  test('newest first, at most limit (0: the default, 10), filtered by status; a bad status or a negative limit is a 400', async () => {
     const caller = await t.newCaller();
     const file = await input([{ question: 'q', response: 'yes' }], caller);
     const ids: string[] = [];
@@ -640,7 +640,8 @@ describe('lists, the model list, and scoping', () => {
     expect((await list('?status=completed')).body.map((j: any) => j.workflow_id)).toEqual([...ids].reverse());
     expect((await list('?status=completed')).body[0].results.label_counts).toBe(JSON.stringify({ yes: 1, no: 0 }));
     expectError(await list('?status=done'), 400, { param: 'status' });
-    expectError(await list('?limit=0'), 400, { param: 'limit' });
+    expect((await list('?limit=0')).body).toHaveLength(3);
+    expectError(await list('?limit=-1'), 400, { code: 'invalid_limit', param: 'limit' });
     // Another project's list does not show them.
     expect((await t.other.http.get('/v1/evaluation')).body.map((j: any) => j.workflow_id)).not.toContain(ids[0]);
   });

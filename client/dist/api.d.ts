@@ -609,7 +609,7 @@ export interface paths {
         /**
          * List evaluation jobs
          * @description The caller's project's jobs, newest first, as a bare array (as the platform answers): at most `limit`
-         *     (default 10; a larger limit than 100 reads as 100, one below 1 is a 400 naming `limit`), only those in
+         *     (the contract's **Lists**, with a default of 10: absent or 0 is 10, at most 100, negative is 400), only those in
          *     `status` when it is given (one of the job statuses; another value is a 400 naming `status`).
          */
         get: operations["getAllEvaluationJobs"];
@@ -4709,7 +4709,7 @@ export interface components {
         /** @description The caller's project id; any other answers 404. */
         ProjectId: string;
         V2EndpointId: string;
-        /** @description Page size: 50 when absent or 0, at most 100 (more gives 100); negative is 400 `invalid_limit`. */
+        /** @description Page size (the contract's **Lists**: 50 when absent or 0, at most 100, negative is 400 `invalid_limit`). */
         Limit: number;
         /** @description The `next_cursor` of the previous page (the tag's **Lists**). */
         After: string;
@@ -5008,22 +5008,16 @@ export interface operations {
     listRemediations: {
         parameters: {
             query?: {
-                /**
-                 * @description Remediations per page, as the platform's list APIs read it: absent, `0` or negative is the default page
-                 *     size, 50; above 100 is 100 (the largest page). Any integer is accepted.
-                 */
+                /** @description Remediations per page (the contract's **Lists**; default 50). */
                 page_size?: number;
                 /** @description `next_page_token` of the previous page; empty or absent: the first page. */
                 page_token?: string;
                 /**
-                 * @description An ordering expression: comma-separated terms `field [asc|desc]` (direction in any case, `asc` when
-                 *     left out, so `create_time` alone is ascending), e.g. `update_time desc` or `state, create_time desc`.
-                 *     The fields are the remediation's `id`, `create_time`, `update_time`, `start_time`, `end_time`,
-                 *     `review_time`, `state`, `mode`, `trigger`, `reason`, `requested_by`, `reviewed_by` and
-                 *     `error_message`; an absent value sorts before any present one (last when descending); strings sort by
-                 *     code point. Ties are broken by `id` (creation order) in the first term's direction. Any string is
-                 *     accepted, as on the platform: a term naming another field, or not of that form, is ignored, and an
-                 *     expression with no term left (or absent, or empty) is the default, `create_time desc`.
+                 * @description An order (the contract's **Lists**), e.g. `update_time desc` or `state, create_time desc`, over the
+                 *     remediation's `id`, `create_time`, `update_time`, `start_time`, `end_time`, `review_time`, `state`,
+                 *     `mode`, `trigger`, `reason`, `requested_by`, `reviewed_by` and `error_message`; an absent value sorts
+                 *     before any present one (last when descending); strings sort by code point. Absent or empty: newest first,
+                 *     `create_time desc`.
                  */
                 order_by?: string;
                 state?: components["schemas"]["RemediationStateFilter"][];
@@ -5992,7 +5986,7 @@ export interface operations {
             query?: {
                 /** @description Only jobs in this status: `pending`, `queued`, `running`, `completed`, `error` or `user_error`. */
                 status?: string;
-                /** @description How many jobs at most (100 at most are answered). */
+                /** @description How many jobs at most (the contract's **Lists**; default 10, at most 100). */
                 limit?: number;
             };
             header?: never;
@@ -7355,7 +7349,7 @@ export interface operations {
             query?: {
                 referenceModelId?: string;
                 referenceModel?: string;
-                /** @description Page size: 50 when absent or 0, at most 100 (more gives 100); negative is 400 `invalid_limit`. */
+                /** @description Page size (the contract's **Lists**: 50 when absent or 0, at most 100, negative is 400 `invalid_limit`). */
                 limit?: components["parameters"]["Limit"];
                 /** @description The `next_cursor` of the previous page (the tag's **Lists**). */
                 after?: components["parameters"]["After"];
@@ -7457,7 +7451,7 @@ export interface operations {
     listV2Endpoints: {
         parameters: {
             query?: {
-                /** @description Page size: 50 when absent or 0, at most 100 (more gives 100); negative is 400 `invalid_limit`. */
+                /** @description Page size (the contract's **Lists**: 50 when absent or 0, at most 100, negative is 400 `invalid_limit`). */
                 limit?: components["parameters"]["Limit"];
                 /** @description The `next_cursor` of the previous page (the tag's **Lists**). */
                 after?: components["parameters"]["After"];
@@ -7649,7 +7643,7 @@ export interface operations {
     listDeployments: {
         parameters: {
             query?: {
-                /** @description Page size: 50 when absent or 0, at most 100 (more gives 100); negative is 400 `invalid_limit`. */
+                /** @description Page size (the contract's **Lists**: 50 when absent or 0, at most 100, negative is 400 `invalid_limit`). */
                 limit?: components["parameters"]["Limit"];
                 /** @description The `next_cursor` of the previous page (the tag's **Lists**). */
                 after?: components["parameters"]["After"];
@@ -7849,7 +7843,7 @@ export interface operations {
     listV2EndpointEvents: {
         parameters: {
             query?: {
-                /** @description Page size: 50 when absent or 0, at most 100 (more gives 100); negative is 400 `invalid_limit`. */
+                /** @description Page size (the contract's **Lists**: 50 when absent or 0, at most 100, negative is 400 `invalid_limit`). */
                 limit?: components["parameters"]["Limit"];
                 /** @description The `next_cursor` of the previous page (the tag's **Lists**). */
                 after?: components["parameters"]["After"];

@@ -3,6 +3,7 @@ import { instant } from '../../core/clock.ts';
 import { badRequest } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
 import type { Database } from '../../db/index.ts';
+import { pageSize } from '../../http/list.ts';
 import { owned } from '../../http/scope.ts';
 import { enter } from '../../runner/progress.ts';
 import { resolveTarget } from '../inference/targets.ts';
@@ -13,7 +14,6 @@ import { accept, MODEL_SOURCES, STATUSES } from './rules.ts';
 import { evaluationStatusWire, evaluationWire } from './wire.ts';
 
 /** The most jobs one list answers. */
-const MAX_LIMIT = 100;
 
 /** The serverless models that judge: the catalogue's serverless chat models with the `judge` capability. */
 async function serverlessJudges(db: Database): Promise<string[]> {
@@ -66,15 +66,15 @@ export async function createEvaluationJob(ctx: Context<'createEvaluationJob'>) {
 }
 
 export async function getAllEvaluationJobs(ctx: Context<'getAllEvaluationJobs'>) {
-  const { status, limit = 10 } = ctx.query;
+  const { status } = ctx.query;
+  const limit = pageSize(ctx.query.limit, 'limit', 10);
   if (status !== undefined && !(STATUSES as readonly string[]).includes(status)) {
     throw badRequest(`'status' must be one of ${STATUSES.join(', ')} (got '${status}').`, 'status');
   }
-  if (limit < 1) throw badRequest(`'limit' must be at least 1 (got ${limit}).`, 'limit');
   const rows = await ctx.db.prisma.evaluationJob.findMany({
     where: { projectId: ctx.identity.projectId, ...(status !== undefined && { status }) },
     orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
-    take: Math.min(limit, MAX_LIMIT),
+    take: limit,
   });
   return rows.map(evaluationWire);
 }

@@ -5,9 +5,10 @@ import { instant } from '../../../core/clock.ts';
 import { badRequest } from '../../../core/errors.ts';
 import type { Db, Tx } from '../../../db/index.ts';
 import { idempotent } from '../../../http/idempotency.ts';
+import { listPage } from '../../../http/list.ts';
 import { transition } from '../../../runner/progress.ts';
 import type { Context } from '../../types.ts';
-import { orderOf, pageOf, pageSizeOf } from '../listing.ts';
+import { REMEDIATION_LIST } from '../listing.ts';
 import { insertRemediation, remediations } from '../machine.ts';
 import { findInstance, findRemediation } from '../rows.ts';
 import { remediationWire } from '../wire.ts';
@@ -60,7 +61,7 @@ export async function listRemediations({ db, identity, params, query }: Context<
       ...(modes?.length ? { mode: { in: modes } } : {}),
     },
   });
-  const page = pageOf(rows, orderOf(query.order_by), pageSizeOf(query.page_size), query.page_token);
+  const page = listPage(rows, { size: query.page_size, cursor: query.page_token, order: query.order_by }, REMEDIATION_LIST);
   const alerts = await db.prisma.passiveHealthCheckAlert.findMany({
     where: { remediationId: { in: page.rows.map((r) => r.id) } },
     orderBy: [{ startedAt: 'asc' }, { id: 'asc' }],
@@ -73,8 +74,8 @@ export async function listRemediations({ db, identity, params, query }: Context<
         alerts.filter((a) => a.remediationId === r.id),
       ),
     ),
-    next_page_token: page.nextToken,
-    has_next: page.hasNext,
+    next_page_token: page.next,
+    has_next: page.next !== '',
   };
 }
 

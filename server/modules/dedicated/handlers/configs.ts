@@ -2,7 +2,7 @@
 import type { ModelConfig } from '../../../../generated/prisma/sqlite/client/client.ts';
 import { notFound } from '../../../core/errors.ts';
 import type { Db } from '../../../db/index.ts';
-import { cut, pageArgs, pageSize } from '../../../http/page.ts';
+import { cut, pageArgs, pageSize } from '../../../http/list.ts';
 import { visibleOrNull } from '../../../http/scope.ts';
 import type { Context } from '../../types.ts';
 import { matchingHardware } from '../placement.ts';

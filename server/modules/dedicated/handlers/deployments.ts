@@ -5,12 +5,13 @@ import { instant } from '../../../core/clock.ts';
 import { apiError, conflict } from '../../../core/errors.ts';
 import type { Tx } from '../../../db/index.ts';
 import { checkEtag, masked, newEtag } from '../../../http/etag.ts';
+import { type Fields, listPage } from '../../../http/list.ts';
 import { uniquely } from '../../../http/unique.ts';
 import { transition } from '../../../runner/progress.ts';
 import { release, reserveIfFree } from '../../hardware/capacity.ts';
 import type { Context } from '../../types.ts';
 import { recordDeploymentChange, recordEndpointChange } from '../events.ts';
-import { type Fields, listPage, unqualified } from '../listing.ts';
+import { unqualified, V2_LIST, v2Query } from '../listing.ts';
 import { type DeploymentEvent, deploymentMachine, deployments } from '../machine.ts';
 import { checkPlacement, DEPLOYMENT_OWNER } from '../placement.ts';
 import {
@@ -36,8 +37,8 @@ import { deploymentWire, listWire } from '../wire.ts';
 function deploymentFields(projectId: string, qualifier: string): Fields<Deployment> {
   return {
     name: { kind: 'string', get: (d) => d.name, value: (v) => unqualified(v, qualifier) },
-    state: { kind: 'enum', get: (d) => d.state, values: deploymentMachine.states },
-    model: { kind: 'string', get: (d) => d.modelId, value: (v) => parseModelRef(projectId, v).id || null },
+    state: { kind: 'enum', get: (d) => d.state, values: deploymentMachine.states, orderable: false },
+    model: { kind: 'string', get: (d) => d.modelId, value: (v) => parseModelRef(projectId, v).id || null, orderable: false },
     created_at: { kind: 'time', get: (d) => Number(d.createdAt) },
     updated_at: { kind: 'time', get: (d) => Number(d.updatedAt) },
   };
@@ -47,7 +48,7 @@ export async function listDeployments(ctx: Context<'listDeployments'>) {
   const projectId = checkProject(ctx);
   const e = await findEndpoint(ctx.db.prisma, projectId, ctx.params.endpointId);
   const all = await deploymentsOf(ctx.db.prisma, e.id);
-  const p = listPage(all, ctx.query, deploymentFields(projectId, `${ctx.identity.projectSlug}/${e.name}/`));
+  const p = listPage(all, v2Query(ctx.query), { ...V2_LIST, fields: deploymentFields(projectId, `${ctx.identity.projectSlug}/${e.name}/`) });
   const mounts = await mountsOf(
     ctx.db.prisma,
     p.rows.map((d) => d.id),

@@ -4,12 +4,12 @@ import type { DedicatedEndpoint, Prisma } from '../../../../generated/prisma/sql
 import { instant } from '../../../core/clock.ts';
 import { badRequest } from '../../../core/errors.ts';
 import { checkEtag, masked, newEtag } from '../../../http/etag.ts';
-import { cut, pageSize } from '../../../http/page.ts';
+import { cut, type Fields, listPage, pageSize } from '../../../http/list.ts';
 import { uniquely } from '../../../http/unique.ts';
 import { usage } from '../../hardware/capacity.ts';
 import type { Context } from '../../types.ts';
 import { recordEndpointChange } from '../events.ts';
-import { type Fields, listPage, unqualified } from '../listing.ts';
+import { unqualified, V2_LIST, v2Query } from '../listing.ts';
 import { DEPLOYMENT_OWNER } from '../placement.ts';
 import {
   checkAutoscaling,
@@ -74,7 +74,7 @@ const endpointFields = (projectSlug: string): Fields<DedicatedEndpoint> => ({
 export async function listV2Endpoints(ctx: Context<'listV2Endpoints'>) {
   const projectId = checkProject(ctx);
   const all = await ctx.db.prisma.dedicatedEndpoint.findMany({ where: { projectId } });
-  const p = listPage(all, ctx.query, endpointFields(ctx.identity.projectSlug));
+  const p = listPage(all, v2Query(ctx.query), { ...V2_LIST, fields: endpointFields(ctx.identity.projectSlug) });
   const data = [];
   for (const e of p.rows) data.push(await endpointView(ctx.db.prisma, e, ctx.identity.projectSlug));
   return listWire(data, p.next);
