@@ -1,6 +1,7 @@
 // The architecture's rules, checked by test/architecture.test.ts (and `npx depcruise server client`): no import
 // cycle anywhere in server/ or client/ (type-only imports included), and the layers import only downwards:
-// core <- db <- runner <- http <- modules, engines below modules, entry points (main, cli, platform, bootstrap) on top.
+// core <- db <- runner <- http <- modules, engines below modules, entry points (main, cli, platform, bootstrap,
+// accounts) on top; and modules meet at each other's index.ts.
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
   forbidden: [
@@ -36,7 +37,22 @@ module.exports = {
       severity: 'error',
       comment: 'Modules are assembled by the platform; they never import the app, the platform or the entry points.',
       from: { path: '^server/modules/' },
-      to: { path: '^server/(http/app|http/auth|http/error-handler|platform|main|cli|bootstrap)\\.ts$' },
+      to: { path: '^server/(http/app|http/auth|http/error-handler|platform|main|cli|bootstrap|accounts)\\.ts$' },
+    },
+    {
+      name: 'http-below-the-entry-points',
+      severity: 'error',
+      comment: 'The pipeline and its kit serve the modules; the entry points and account management assemble and use them.',
+      from: { path: '^server/http/' },
+      to: { path: '^server/(platform|main|cli|bootstrap|accounts)\\.ts$' },
+    },
+    {
+      name: 'modules-meet-at-their-index',
+      severity: 'error',
+      comment:
+        "A module offers the others what its index.ts exports; its other files are its own. Test fixtures may use another module's fixtures.",
+      from: { path: '^server/modules/([^/]+)/', pathNot: '/fixtures\\.ts$' },
+      to: { path: '^server/modules/[^/]+/', pathNot: ['^server/modules/$1/', '^server/modules/[^/]+/index\\.ts$'] },
     },
     {
       name: 'client-is-self-contained',

@@ -1,24 +1,12 @@
 // Organizations, projects and API keys. A key is random, shown once, stored only as its SHA-256 (a fast hash is
 // right for 256 bits of randomness: there is nothing to brute-force), and revocable.
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { type Clock, instant } from './core/clock.ts';
 import { badRequest, conflict, notFound } from './core/errors.ts';
+import { hashKey } from './core/identity.ts';
 import { newId } from './core/ids.ts';
 import type { Database, Tx } from './db/index.ts';
-
-export const KEY_REVOKED_CHANNEL = 'api_key_revoked';
-
-/** Who a request is, as resolved from its key: everything whoami reports, and the project every lookup is scoped to. */
-export interface Identity {
-  apiKeyId: string;
-  projectId: string;
-  projectName: string;
-  projectSlug: string;
-  organizationId: string;
-  organizationName: string;
-}
-
-export const hashKey = (secret: string) => createHash('sha256').update(secret).digest('hex');
+import { KEY_REVOKED_CHANNEL } from './db/keys.ts';
 
 // DNS label: lowercase letters, digits and inner hyphens, at most 63 characters.
 const SLUG = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
@@ -89,17 +77,4 @@ export async function revokeApiKey(db: Database, clock: Clock, id: string) {
     if (db.provider === 'postgresql') await tx.$executeRawUnsafe(`SELECT pg_notify('${KEY_REVOKED_CHANNEL}', $1)`, key.hash);
     return revoked;
   });
-}
-
-export async function identityForHash(db: Database, hash: string): Promise<Identity | null> {
-  const key = await db.prisma.apiKey.findUnique({ where: { hash }, include: { project: { include: { organization: true } } } });
-  if (!key || key.revokedAt) return null;
-  return {
-    apiKeyId: key.id,
-    projectId: key.projectId,
-    projectName: key.project.name,
-    projectSlug: key.project.slug,
-    organizationId: key.project.organizationId,
-    organizationName: key.project.organization.name,
-  };
 }

@@ -1,6 +1,7 @@
-// The architecture, checked on every run: no import cycle in server/ or client/ (type-only imports included) and
-// the layers of .dependency-cruiser.cjs; one module folder per spec tag file, each exporting its descriptor, all of
-// them in the registry; and every handler a named function (so a request can be followed into it by name).
+// The architecture, checked on every run: no import cycle in server/ or client/ (type-only imports included), the
+// layers of .dependency-cruiser.cjs, and modules meeting only at each other's index.ts; one module folder per spec
+// tag file, each exporting its descriptor, all of them in the registry; and every handler a named function (so a
+// request can be followed into it by name).
 import { readdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';

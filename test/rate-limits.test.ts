@@ -4,8 +4,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, describe, expect, test } from 'vitest';
 import { type OperationId, operations } from '../generated/operations.ts';
-import type { Identity } from '../server/accounts.ts';
 import { loadConfig, type RateLimitConfig } from '../server/core/config.ts';
+import type { Identity } from '../server/core/identity.ts';
 import { createLogger } from '../server/core/log.ts';
 import { estimateTokens, Gate, RateLimits, rateLimitedOperations } from '../server/http/rate-limits.ts';
 import { reply } from '../server/http/reply.ts';

@@ -6,10 +6,11 @@
 import type { RequestHandler } from 'express';
 import pg from 'pg';
 import type { Logger } from 'pino';
-import { hashKey, type Identity, identityForHash, KEY_REVOKED_CHANNEL } from '../accounts.ts';
 import type { Clock } from '../core/clock.ts';
 import { apiError } from '../core/errors.ts';
+import { hashKey, type Identity } from '../core/identity.ts';
 import type { Database } from '../db/index.ts';
+import { identityForHash, KEY_REVOKED_CHANNEL } from '../db/keys.ts';
 import { pgConfig } from '../db/urls.ts';
 
 declare module 'express-serve-static-core' {

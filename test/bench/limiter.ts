@@ -3,8 +3,8 @@
 // one request at a time and 16 at a time, in memory and in Redis (REDIS_URL, default the local one), with limits
 // too high to refuse anything. `npm run bench -- limiter` measures the same through the whole HTTP stack.
 import { performance } from 'node:perf_hooks';
-import type { Identity } from '../../server/accounts.ts';
 import { loadConfig } from '../../server/core/config.ts';
+import type { Identity } from '../../server/core/identity.ts';
 import { createLogger } from '../../server/core/log.ts';
 import { Gate, RateLimits } from '../../server/http/rate-limits.ts';
 

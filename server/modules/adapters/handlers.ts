@@ -3,8 +3,7 @@
 import { instant } from '../../core/clock.ts';
 import { badRequest } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
-import { findV1Endpoint } from '../endpoints/rows.ts';
-import { qualifiedName } from '../endpoints/wire.ts';
+import { findV1Endpoint, qualifiedName } from '../endpoints/index.ts';
 import type { Context } from '../types.ts';
 import { adapterOfModelId, fitsEndpoint } from './rules.ts';
 import { adapterBindingWire } from './wire.ts';

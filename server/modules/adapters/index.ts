@@ -2,6 +2,9 @@
 import type { ModuleDescriptor } from '../types.ts';
 import { addAdapter, listAdapters, removeAdapter } from './handlers.ts';
 
+// What this module offers the others.
+export { findAdapter, fitsEndpoint } from './rules.ts';
+
 export const adapters: ModuleDescriptor<'adapters'> = {
   name: 'adapters',
   handlers: { listAdapters, addAdapter, removeAdapter },

@@ -2,7 +2,7 @@
 import { createWriteStream } from 'node:fs';
 import { ApiError, apiError, badRequest } from '../../core/errors.ts';
 import type { Db } from '../../db/index.ts';
-import { capabilities, findModel } from '../models/catalogue.ts';
+import { capabilities, findModel } from '../models/index.ts';
 
 /** The platform's default model when `model` is absent. */
 export const DEFAULT_MODEL = 'openai/whisper-large-v3';

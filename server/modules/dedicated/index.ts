@@ -23,6 +23,9 @@ import { deploymentProgression } from './provisioning.ts';
 import { revisionOf } from './refs.ts';
 import data from './seed.json' with { type: 'json' };
 
+// What this module offers the others.
+export { routeRequest, servesAdapter } from './traffic.ts';
+
 /** The published configs (seed.json), with their certification records; a config whose model the catalogue lacks is left out. */
 async function seed({ tx, clock }: SeedContext): Promise<void> {
   for (const c of data.configs) {

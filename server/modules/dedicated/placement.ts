@@ -5,7 +5,7 @@ import type { Deployment, Hardware, ModelConfig } from '../../../generated/prism
 import type { Clock } from '../../core/clock.ts';
 import { badRequest } from '../../core/errors.ts';
 import type { Db, Tx } from '../../db/index.ts';
-import { canRun, reserveIfFree } from '../hardware/capacity.ts';
+import { canRun, reserveIfFree } from '../hardware/index.ts';
 import type { RequestBody } from '../types.ts';
 import { desiredReplicas } from './traffic.ts';
 

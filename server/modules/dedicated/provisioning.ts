@@ -2,7 +2,7 @@
 // FAILED with the reason; STOPPING releases them and ends STOPPED.
 
 import { type Progression, type Timing, transition } from '../../runner/progress.ts';
-import { release } from '../hardware/capacity.ts';
+import { release } from '../hardware/index.ts';
 import { recordDeploymentChange } from './events.ts';
 import { type DeploymentState, deployments } from './machine.ts';
 import { DEPLOYMENT_OWNER, place } from './placement.ts';

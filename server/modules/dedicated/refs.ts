@@ -8,7 +8,7 @@ import type { DedicatedEndpoint, Deployment, Model, ModelConfig } from '../../..
 import { badRequest, notFound, taken } from '../../core/errors.ts';
 import type { Db, Tx } from '../../db/index.ts';
 import { owned, visibleOrNull } from '../../http/scope.ts';
-import { canonicalModelId } from '../models/catalogue.ts';
+import { canonicalModelId } from '../models/index.ts';
 
 /** `{projectId}` must be the caller's: any other answers exactly like an absent resource. */
 export function checkProject(ctx: { params: { projectId: string }; identity: { projectId: string } }): string {

@@ -6,7 +6,7 @@ import type { DedicatedEndpoint, Deployment, Model } from '../../../generated/pr
 import type { Tx } from '../../db/index.ts';
 import { textRuntime } from '../../engines/chat.ts';
 import type { EngineRoutes } from '../../engines/routes.ts';
-import { fitsEndpoint } from '../adapters/rules.ts';
+import { fitsEndpoint } from '../adapters/index.ts';
 
 export interface SplitEntry {
   deploymentId: string;

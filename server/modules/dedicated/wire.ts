@@ -3,7 +3,7 @@
 // formats. Optional fields are absent rather than null, and strings the platform always sends are "" when empty.
 import type { DedicatedEndpoint, Deployment, EndpointEvent, Hardware, ModelConfig } from '../../../generated/prisma/sqlite/client/client.ts';
 import { iso } from '../../core/clock.ts';
-import { isUploadedModelId } from '../models/catalogue.ts';
+import { isUploadedModelId } from '../models/index.ts';
 import type { Wire } from '../types.ts';
 import { desiredReplicas, isRunning, runtimeOf, splitOf, trafficShares, type Viewer } from './traffic.ts';
 

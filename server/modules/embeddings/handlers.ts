@@ -1,6 +1,6 @@
 // Module `embeddings`: parse -> the model (a serverless embedding model) -> the limits -> the engine -> the wire.
 import { embeddingsEngineFor } from '../../engines/embeddings.ts';
-import { serverlessModel } from '../models/catalogue.ts';
+import { serverlessModel } from '../models/index.ts';
 import type { Context } from '../types.ts';
 import { acceptInput } from './rules.ts';
 import { embeddingsWire } from './wire.ts';

@@ -2,7 +2,7 @@
 // stopped; none starts again (machine.ts).
 import { instant } from '../../core/clock.ts';
 import { apiError, badRequest } from '../../core/errors.ts';
-import { release, reserveIfFree, usage } from '../hardware/capacity.ts';
+import { release, reserveIfFree, usage } from '../hardware/index.ts';
 import type { Context } from '../types.ts';
 import { requestedEvent, v1Disabled, v1EndpointMachine } from './machine.ts';
 import { findV1Endpoint, V1_OWNER, v1Replicas } from './rows.ts';

@@ -6,6 +6,10 @@ import { v1EndpointMachine } from './machine.ts';
 import { createV1Endpoint, type V1EndpointSpec } from './rows.ts';
 import data from './seed.json' with { type: 'json' };
 
+// What this module offers the others.
+export { findV1Endpoint } from './rows.ts';
+export { qualifiedName } from './wire.ts';
+
 /** The default project's v1 endpoints (seed.json); one whose model or hardware the catalogue lacks is left out. */
 async function seed({ tx, clock, projectId }: SeedContext): Promise<void> {
   for (const e of data.v1Endpoints as V1EndpointSpec[]) {

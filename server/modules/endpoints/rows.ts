@@ -5,7 +5,7 @@ import type { V1Endpoint } from '../../../generated/prisma/sqlite/client/client.
 import { type Clock, instant } from '../../core/clock.ts';
 import type { Db, Tx } from '../../db/index.ts';
 import { owned } from '../../http/scope.ts';
-import { reserve } from '../hardware/capacity.ts';
+import { reserve } from '../hardware/index.ts';
 import type { V1State } from './machine.ts';
 
 export const V1_OWNER = 'v1_endpoint';

@@ -7,8 +7,7 @@ import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { parse } from 'csv-parse';
 import type { Tx } from '../../db/index.ts';
-import { findFile, readFileContent } from '../files/index.ts';
-import { fileLocation, recordFile, type StoreServices } from '../files/store.ts';
+import { fileLocation, findFile, readFileContent, recordFile, type StoreServices } from '../files/index.ts';
 
 /** Whether the project has that file (another project's file is absent). */
 export async function inputExists(services: Pick<StoreServices, 'db'>, projectId: string, fileId: string): Promise<boolean> {

@@ -6,7 +6,7 @@ import type { Database } from '../../db/index.ts';
 import { pageSize } from '../../http/list.ts';
 import { owned } from '../../http/scope.ts';
 import { enter } from '../../runner/progress.ts';
-import { resolveTarget } from '../inference/targets.ts';
+import { resolveTarget } from '../inference/index.ts';
 import type { Context } from '../types.ts';
 import { inputExists } from './dataset.ts';
 import { evaluationMachine, type StatusUpdate } from './machine.ts';

@@ -4,10 +4,10 @@
 // database, without a key of its own to configure. The URL expires with the file's UPLOADING state (the same
 // duration, rounded down to whole seconds), so a URL never outlives the record it uploads to.
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import type { Identity } from '../../accounts.ts';
 import type { Config } from '../../core/config.ts';
 import { forbidden, notFound } from '../../core/errors.ts';
-import { secretsKey } from '../secrets/crypto.ts';
+import type { Identity } from '../../core/identity.ts';
+import { secretsKey } from '../secrets/index.ts';
 import type { Services } from '../types.ts';
 import { AWAITING_BYTES, fileMachine } from './machine.ts';
 import { alreadyUploaded } from './store.ts';

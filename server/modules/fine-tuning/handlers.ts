@@ -10,7 +10,7 @@ import { reply } from '../../http/reply.ts';
 import { owned } from '../../http/scope.ts';
 import { enter } from '../../runner/progress.ts';
 import { filePath, findFile, type Report } from '../files/index.ts';
-import { findModel } from '../models/catalogue.ts';
+import { findModel } from '../models/index.ts';
 import type { Context, Services } from '../types.ts';
 import { archiveMembers, type CheckpointType } from './download.ts';
 import { fineTuneMachine, moveFineTune, record } from './machine.ts';

@@ -11,9 +11,9 @@ import { apiError } from '../../core/errors.ts';
 import { defineMachine } from '../../core/machine.ts';
 import type { Database, Tx } from '../../db/index.ts';
 import { type Progression, stored, type Timing, transition } from '../../runner/progress.ts';
+import type { FileType, Purpose } from '../files/index.ts';
 import { datasetRows, filePath, type Report, sampleTokens } from '../files/index.ts';
-import type { FileType, Purpose } from '../files/rules.ts';
-import { createUploadedModel } from '../models/catalogue.ts';
+import { createUploadedModel } from '../models/index.ts';
 import type { Accepted } from './rules.ts';
 import { type Curves, type Dataset, earlyStop, learningRateAt, type Plan, plan, simulateCurves, stepTokens } from './training.ts';
 

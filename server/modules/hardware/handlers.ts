@@ -1,6 +1,6 @@
 // Module `hardware`: the configurations dedicated replicas run on, with availability when a model is named.
 import { apiError, badRequest } from '../../core/errors.ts';
-import { findModel } from '../models/catalogue.ts';
+import { findModel } from '../models/index.ts';
 import type { Context } from '../types.ts';
 import { availabilityOf, canRun, gpusInUse } from './capacity.ts';
 import { hardwareCatalogue } from './catalogue.ts';

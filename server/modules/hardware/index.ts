@@ -5,6 +5,9 @@ import type { ModuleDescriptor, SeedContext } from '../types.ts';
 import { listHardware } from './handlers.ts';
 import data from './seed.json' with { type: 'json' };
 
+// What this module offers the others.
+export { canRun, release, reserve, reserveIfFree, usage } from './capacity.ts';
+
 /** The platform's hardware configurations (seed.json). */
 async function seed({ tx, clock }: SeedContext): Promise<void> {
   for (const h of data.hardware) await tx.hardware.create({ data: { ...h, updatedAt: instant(clock) } });

@@ -1,5 +1,5 @@
 // Module `identity` (spec/tags/identity.yaml): which API key, project and organization authenticate a request.
-import type { Identity } from '../../accounts.ts';
+import type { Identity } from '../../core/identity.ts';
 import type { Context, ModuleDescriptor, ResponseBody } from '../types.ts';
 
 /** `user_id` is the key's id: keys act for no user here, so the authenticated principal is the key itself. */

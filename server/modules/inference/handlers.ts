@@ -5,7 +5,7 @@ import { badRequest } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
 import { localTextEngine, type TextOperation, upstreamTextEngine } from '../../engines/chat.ts';
 import { reply } from '../../http/reply.ts';
-import { catalogueModel } from '../models/catalogue.ts';
+import { catalogueModel } from '../models/index.ts';
 import type { Context } from '../types.ts';
 import { resolveTarget } from './targets.ts';
 import { fromUpstream } from './wire.ts';

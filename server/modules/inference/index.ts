@@ -3,6 +3,9 @@
 import type { ModuleDescriptor } from '../types.ts';
 import { createChatCompletion, createCompletion } from './handlers.ts';
 
+// What this module offers the others.
+export { resolveTarget } from './targets.ts';
+
 export const inference: ModuleDescriptor<'inference'> = {
   name: 'inference',
   handlers: { createChatCompletion, createCompletion },

@@ -2,12 +2,13 @@
 // routed by its traffic split, or a running v1 endpoint), one v2 deployment (`.../<deployment_name>`), an adapter
 // (`...:<adapter>`: bound to a v1 endpoint, or served by v2 deployments with LoRA enabled), or a serverless model of
 // a type the operation takes.
-import type { Identity } from '../../accounts.ts';
+
 import { apiError, badRequest } from '../../core/errors.ts';
+import type { Identity } from '../../core/identity.ts';
 import type { Database } from '../../db/index.ts';
-import { findAdapter } from '../adapters/rules.ts';
-import { routeRequest, servesAdapter } from '../dedicated/traffic.ts';
-import { catalogueModel } from '../models/catalogue.ts';
+import { findAdapter } from '../adapters/index.ts';
+import { routeRequest, servesAdapter } from '../dedicated/index.ts';
+import { catalogueModel } from '../models/index.ts';
 
 export interface Target {
   /** A deployment id, a v1 endpoint id, or `serverless`. */

@@ -7,6 +7,9 @@ import { seedCatalogue } from './catalogue.ts';
 import { getJob, listJobs, listModels, uploadModel } from './handlers.ts';
 import { uploadJobMachine, uploadProgression } from './machine.ts';
 
+// What this module offers the others.
+export { canonicalModelId, capabilities, catalogueModel, createUploadedModel, findModel, isUploadedModelId, serverlessModel } from './catalogue.ts';
+
 export const models: ModuleDescriptor<'models'> = {
   name: 'models',
   handlers: { listModels, uploadModel, listJobs, getJob },

@@ -3,7 +3,7 @@
 import type { Model } from '../../../generated/prisma/sqlite/client/client.ts';
 import { badRequest } from '../../core/errors.ts';
 import type { Db, Tx } from '../../db/index.ts';
-import { canonicalModelId, findModel } from '../models/catalogue.ts';
+import { canonicalModelId, findModel } from '../models/index.ts';
 
 export const MAX_MODEL_LENGTH = 256;
 

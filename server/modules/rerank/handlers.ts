@@ -2,7 +2,7 @@
 // engine -> the wire.
 import { newId } from '../../core/ids.ts';
 import { rerankEngineFor } from '../../engines/rerank.ts';
-import { serverlessModel } from '../models/catalogue.ts';
+import { serverlessModel } from '../models/index.ts';
 import type { Context } from '../types.ts';
 import { acceptRerank } from './rules.ts';
 import { rerankWire } from './wire.ts';

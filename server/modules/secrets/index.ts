@@ -2,6 +2,9 @@
 import type { ModuleDescriptor } from '../types.ts';
 import { createSecret, deleteSecret, getSecret, listSecrets, updateSecret } from './handlers.ts';
 
+// What this module offers the others.
+export { secretsKey } from './crypto.ts';
+
 export const secrets: ModuleDescriptor<'secrets'> = {
   name: 'secrets',
   handlers: { listSecrets, createSecret, getSecret, updateSecret, deleteSecret },

@@ -9,7 +9,7 @@ import { originOf } from '../../http/origin.ts';
 import { reply } from '../../http/reply.ts';
 import { owned } from '../../http/scope.ts';
 import { enter } from '../../runner/progress.ts';
-import { findModel } from '../models/catalogue.ts';
+import { findModel } from '../models/index.ts';
 import type { Context } from '../types.ts';
 import { videoMachine } from './machine.ts';
 import { accept } from './rules.ts';

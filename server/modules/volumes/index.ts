@@ -6,6 +6,9 @@ import { createVolume, deleteVolume, getVolume, listVolumes, updateVolume } from
 import { createVolumeRow } from './rows.ts';
 import data from './seed.json' with { type: 'json' };
 
+// What this module offers the others.
+export { attachVolumes, detachVolumes } from './rows.ts';
+
 /** The default project's volumes (seed.json). */
 async function seed({ tx, clock, projectId }: SeedContext): Promise<void> {
   for (const v of data.volumes) await createVolumeRow(tx, instant(clock), projectId, v);

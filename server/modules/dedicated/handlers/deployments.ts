@@ -8,7 +8,7 @@ import { checkEtag, masked, newEtag } from '../../../http/etag.ts';
 import { type Fields, listPage } from '../../../http/list.ts';
 import { uniquely } from '../../../http/unique.ts';
 import { transition } from '../../../runner/progress.ts';
-import { release, reserveIfFree } from '../../hardware/capacity.ts';
+import { release, reserveIfFree } from '../../hardware/index.ts';
 import type { Context } from '../../types.ts';
 import { recordDeploymentChange, recordEndpointChange } from '../events.ts';
 import { unqualified, V2_LIST, v2Query } from '../listing.ts';

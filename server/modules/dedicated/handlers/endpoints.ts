@@ -6,7 +6,7 @@ import { badRequest } from '../../../core/errors.ts';
 import { checkEtag, masked, newEtag } from '../../../http/etag.ts';
 import { cut, type Fields, listPage, pageSize } from '../../../http/list.ts';
 import { uniquely } from '../../../http/unique.ts';
-import { usage } from '../../hardware/capacity.ts';
+import { usage } from '../../hardware/index.ts';
 import type { Context } from '../../types.ts';
 import { recordEndpointChange } from '../events.ts';
 import { unqualified, V2_LIST, v2Query } from '../listing.ts';
