@@ -5,7 +5,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { retryDelayMs } from '../server/engines/judge.ts';
+import { retryDelayMs, retryHook } from '../server/engines/judge.ts';
 import { storeFile } from '../server/modules/files/store.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
 
@@ -18,6 +18,12 @@ const RETRY = { attempts: ATTEMPTS, baseMs: 5, maxMs: 1500 };
 type Reply = { status: number; headers?: Record<string, string> };
 const scripts = new Map<string, Reply[] | 'always-429' | 'always-503'>();
 const calls = new Map<string, number[]>();
+/** The waits the judge planned before each retry, by scenario: what is checked, rather than the clock's gaps. */
+const waits = new Map<string, number[]>();
+retryHook.onWait = (url, ms) => {
+  const scenario = new URL(url).pathname.split('/')[1]!;
+  waits.set(scenario, [...(waits.get(scenario) ?? []), ms]);
+};
 
 let judge: Server;
 let judgeUrl: string;
@@ -100,7 +106,8 @@ describe('429 and 503 are retried', () => {
     expect(job.status).toBe('completed');
     expect(job.results).toMatchObject({ judge_fail_count: 0, pass_percentage: 100 });
     expect(calls.get('seconds')).toHaveLength(3);
-    // Retry-After honoured: not the 5 ms backoff.
+    // Retry-After honoured: not the 5 ms backoff (a sleep never ends early, so the gaps are at least the waits).
+    expect(waits.get('seconds')).toEqual([1000, 1000]);
     for (const gap of gaps('seconds')) expect(gap).toBeGreaterThanOrEqual(950);
   });
 
@@ -109,8 +116,8 @@ describe('429 and 503 are retried', () => {
     const job = await evaluate(external('date'));
     expect(job.status).toBe('completed');
     expect(calls.get('date')).toHaveLength(2);
+    expect(waits.get('date')).toEqual([RETRY.maxMs]);
     expect(gaps('date')[0]).toBeGreaterThanOrEqual(RETRY.maxMs - 50);
-    expect(gaps('date')[0]).toBeLessThan(RETRY.maxMs + 1000);
   });
 
   test('without Retry-After: exponential backoff from JUDGE_RETRY_BASE_MS; an upstream route is retried too', async () => {
@@ -118,7 +125,12 @@ describe('429 and 503 are retried', () => {
     const job = await evaluate({ model: ROUTED, model_source: 'serverless' });
     expect(job.status).toBe('completed');
     expect(calls.get('routed')).toHaveLength(3);
-    for (const gap of gaps('routed')) expect(gap).toBeLessThan(500);
+    // Backoff from 5 ms with jitter (a half to the whole): 2.5-5 ms, then 5-10 ms.
+    const [first, second] = waits.get('routed')!;
+    expect(first).toBeGreaterThanOrEqual(2.5);
+    expect(first).toBeLessThanOrEqual(5);
+    expect(second).toBeGreaterThanOrEqual(5);
+    expect(second).toBeLessThanOrEqual(10);
   });
 
   test('a server that always answers 429: JUDGE_RETRY_ATTEMPTS calls, then the job fails (error) naming the status', async () => {

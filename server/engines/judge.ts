@@ -147,6 +147,9 @@ export function retryDelayMs(policy: RetryPolicy, attempt: number, retryAfter: s
   return Math.min(policy.maxMs, ms);
 }
 
+/** For tests: told of every wait before a retry (the server's URL and the wait), so a test checks what was planned, not the clock. */
+export const retryHook: { onWait?: (url: string, ms: number) => void } = {};
+
 /** An OpenAI-compatible server (an upstream route, or an external judge): its `/chat/completions`, answered whole. */
 export function openAiCompatibleEngine(name: 'upstream' | 'external', route: UpstreamRoute, policy: RetryPolicy = DEFAULT_RETRY): JudgeEngine {
   const attempts = Math.max(1, Math.floor(policy.attempts));
@@ -168,7 +171,9 @@ export function openAiCompatibleEngine(name: 'upstream' | 'external', route: Ups
           );
           throw exhausted;
         }
-        await sleep(retryDelayMs(policy, attempt, err.retryAfter));
+        const wait = retryDelayMs(policy, attempt, err.retryAfter);
+        retryHook.onWait?.(route.url, wait);
+        await sleep(wait);
       }
     }
   };
