@@ -74,7 +74,14 @@ export function multipartBodies<Ctx>(
   const tmpDir = join(config.dataDir, 'tmp');
   const scalars = new Map(Object.keys(rules).map((op) => [op, scalarFields(spec, op as OperationId)]));
   let made = false;
+  // Only a request to an upload operation's path can be one: the full match (which of several operations a path
+  // means) is made for those alone, not for every request.
+  const candidates = Object.keys(rules).map((op) => {
+    const { method, path } = operations[op as OperationId];
+    return { method: method.toUpperCase(), pattern: new RegExp(`^${path.replace(/\{\w+\}/g, '[^/]+')}/?$`) };
+  });
   return (req, res, next) => {
+    if (!candidates.some((c) => c.method === req.method && c.pattern.test(req.path))) return next();
     const op = matchOperation(req.method, req.path);
     const found = op && rules[op];
     if (!found) return next();

@@ -49,20 +49,50 @@ export const reply = {
 /** Checks a JSON body against the contract before it is sent (http/responses.ts); absent: no check. */
 export type CheckResponse = (status: number, body: unknown) => void;
 
+/**
+ * A body that never changes (a catalogue read once): frozen all the way down, so the pipeline checks it against
+ * the contract and serialises it once, then sends the same text each time it is answered.
+ */
+export function constant<T>(body: T): T {
+  if (typeof body === 'object' && body !== null && !Object.isFrozen(body)) {
+    for (const v of Object.values(body)) constant(v);
+    Object.freeze(body);
+  }
+  return body;
+}
+
+/** The text of each constant body, per status, once checked. */
+const sentBefore = new WeakMap<object, Map<number, string>>();
+
+function sendJson(res: Response, status: number, body: unknown, check?: CheckResponse): void {
+  if (typeof body !== 'object' || body === null || !Object.isFrozen(body)) {
+    check?.(status, body);
+    return void res.status(status).json(body);
+  }
+  const texts = sentBefore.get(body) ?? new Map<number, string>();
+  sentBefore.set(body, texts);
+  let text = texts.get(status);
+  if (text === undefined) {
+    check?.(status, body);
+    text = JSON.stringify(body);
+    texts.set(status, text);
+  }
+  if (!res.get('Content-Type')) res.set('Content-Type', 'application/json; charset=utf-8');
+  res.status(status).send(text);
+}
+
 /** Sends a handler's result: a plain value is the JSON body (none when undefined) with `successStatus`. */
 export async function send(req: Request, res: Response, result: unknown, successStatus: number, log: Logger, check?: CheckResponse): Promise<void> {
   if (!(result instanceof Reply)) {
     if (result === undefined || successStatus === 204) return void res.status(successStatus).end();
-    check?.(successStatus, result);
-    return void res.status(successStatus).json(result);
+    return sendJson(res, successStatus, result, check);
   }
   const status = result.status ?? successStatus;
   res.set(result.headers);
   const c = result.content;
   switch (c.kind) {
     case 'json':
-      check?.(status, c.value);
-      return void res.status(status).json(c.value);
+      return sendJson(res, status, c.value, check);
     case 'empty':
       return void res.status(status).end();
     case 'text':

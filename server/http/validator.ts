@@ -81,9 +81,20 @@ function metadata(context: any, responseApiDoc: any): RequestHandler {
   };
 }
 
-/** The validator's middlewares for `spec`, for requests (responses are checked where they are sent: responses.ts). */
-export function validator(spec: object): RequestHandler[] {
-  const middlewares = OpenApiValidator.middleware({
+type Oav = {
+  metadataMiddleware: typeof metadata;
+  requestValidationMiddleware: (apiDoc: unknown) => RequestHandler;
+};
+
+/**
+ * The validator's request checks for `spec`, as one middleware (responses are checked where they are sent:
+ * responses.ts). The library installs four layers (path params, route lookup, security, request validation), each
+ * waiting on its spec-loading promise on every request; only the lookup and the validation do anything here (no
+ * Express route takes path parameters, security is the pipeline's). So the first request goes through the library's
+ * layers, which build both (captured below), and every later one calls them directly, in one synchronous step.
+ */
+export function validator(spec: object): RequestHandler {
+  const layers = OpenApiValidator.middleware({
     apiSpec: structuredClone(spec) as never,
     validateRequests: { allowUnknownQueryParameters: false },
     validateResponses: false,
@@ -91,8 +102,36 @@ export function validator(spec: object): RequestHandler[] {
     validateApiSpec: false,
     // Multipart bodies are parsed by the operations that take them, not on every request.
     fileUploader: false,
-  });
-  // The instance the call above made (the library keeps the last one here), whose route lookup is replaced.
-  (OpenApiValidator.middleware as unknown as { _oav: { metadataMiddleware: typeof metadata } })._oav.metadataMiddleware = metadata;
-  return middlewares as RequestHandler[];
+  }) as RequestHandler[];
+  // The instance the call above made (the library keeps the last one here): its route lookup is replaced, and the
+  // two middlewares it builds on the first request are kept.
+  const oav = (OpenApiValidator.middleware as unknown as { _oav: Oav })._oav;
+  let lookup: RequestHandler | undefined;
+  let validate: RequestHandler | undefined;
+  oav.metadataMiddleware = (context, responseApiDoc) => (lookup = metadata(context, responseApiDoc));
+  const build = oav.requestValidationMiddleware.bind(oav);
+  oav.requestValidationMiddleware = (apiDoc) => (validate = build(apiDoc));
+  const first: RequestHandler = (req, res, next) => {
+    let i = 0;
+    const step = (err?: unknown): void => {
+      if (err || i === layers.length) next(err);
+      else layers[i++]!(req, res, step);
+    };
+    step();
+  };
+  return (req, res, next) => {
+    if (!lookup || !validate) return first(req, res, next);
+    try {
+      lookup(req, res, (err?: unknown) => {
+        if (err) return next(err);
+        try {
+          validate!(req, res, next);
+        } catch (e) {
+          next(e);
+        }
+      });
+    } catch (e) {
+      next(e);
+    }
+  };
 }

@@ -4,13 +4,14 @@
 // counted per request from the open reservations.
 import type { Hardware } from '../../../generated/prisma/sqlite/client/client.ts';
 import type { Database } from '../../db/index.ts';
+import { constant } from '../../http/reply.ts';
 import { hardwareWire } from './wire.ts';
 
 interface Catalogue {
   /** Every configuration, ordered by id. */
   rows: Hardware[];
-  /** The wire shape of each, without availability, in the same order. */
-  listed: ReturnType<typeof hardwareWire>[];
+  /** The answer of a list without a model: constant, so the pipeline checks and serialises it once. */
+  list: { object: 'list'; data: ReturnType<typeof hardwareWire>[] };
 }
 
 const catalogues = new WeakMap<Database, Promise<Catalogue>>();
@@ -21,7 +22,7 @@ export function hardwareCatalogue(db: Database): Promise<Catalogue> {
     // Sorted here, not by the database, so SQLite and PostgreSQL (whose collation may ignore case) agree.
     catalogue = db.prisma.hardware.findMany().then((rows) => {
       rows.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-      return { rows, listed: rows.map((h) => hardwareWire(h)) };
+      return { rows, list: constant({ object: 'list' as const, data: rows.map((h) => hardwareWire(h)) }) };
     });
     catalogues.set(db, catalogue);
     // A failed read is not remembered: the next request asks again.

@@ -7,9 +7,9 @@ import { hardwareCatalogue } from './catalogue.ts';
 import { hardwareWire } from './wire.ts';
 
 export async function listHardware({ db, query, identity }: Context<'listHardware'>) {
-  const { rows: hardware, listed } = await hardwareCatalogue(db);
+  const { rows: hardware, list } = await hardwareCatalogue(db);
   // An empty `model` is no filter, as an absent one.
-  if (query.model === undefined || query.model === '') return { object: 'list' as const, data: listed };
+  if (query.model === undefined || query.model === '') return list;
 
   const model = await findModel(db.prisma, identity.projectId, query.model);
   if (!model) throw apiError(404, 'model_not_found', `No model '${query.model}' was found.`, 'model');

@@ -1,5 +1,6 @@
 // Module `identity` (spec/tags/identity.yaml): which API key, project and organization authenticate a request.
 import type { Identity } from '../../core/identity.ts';
+import { constant } from '../../http/reply.ts';
 import type { Context, ModuleDescriptor, ResponseBody } from '../types.ts';
 
 /** `user_id` is the key's id: keys act for no user here, so the authenticated principal is the key itself. */
@@ -15,8 +16,13 @@ export function identityWire(i: Identity): ResponseBody<'whoami'> {
   };
 }
 
+// The key cache hands out the same identity object while a key stays cached: its answer is made once.
+const answers = new WeakMap<Identity, ResponseBody<'whoami'>>();
+
 export async function whoami({ identity }: Context<'whoami'>) {
-  return identityWire(identity);
+  const body = answers.get(identity) ?? constant(identityWire(identity));
+  answers.set(identity, body);
+  return body;
 }
 
 export const identity: ModuleDescriptor<'identity'> = {
