@@ -7,6 +7,9 @@ import { seedCatalogue } from './catalogue.ts';
 import { getJob, listJobs, listModels, uploadModel } from './handlers.ts';
 import { uploadJobMachine, uploadProgression } from './machine.ts';
 
+// What other modules look up in the catalogue.
+export { catalogueModel, findModel, notServerless, serverlessModel } from './catalogue.ts';
+
 export const models: ModuleDescriptor<'models'> = {
   name: 'models',
   handlers: { listModels, uploadModel, listJobs, getJob },
