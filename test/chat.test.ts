@@ -183,6 +183,72 @@ describe('chat completions on the local engine', () => {
     });
   });
 
+  test('schemas of drafts 04, 06, 07, 2019-09 and 2020-12 (by $schema, or none) are read in their draft, in tools and response_format', async () => {
+    const object = (positive: object) => ({
+      type: 'object',
+      properties: { city: { type: 'string', minLength: 2 }, n: { type: 'number', ...positive } },
+      required: ['city', 'n'],
+    });
+    const drafts: [string | undefined, object][] = [
+      // draft-04's exclusiveMinimum is a boolean beside minimum; from draft-06 on it is a number.
+      ['http://json-schema.org/draft-04/schema#', object({ minimum: 0, exclusiveMinimum: true })],
+      ['http://json-schema.org/draft-06/schema#', object({ exclusiveMinimum: 0 })],
+      ['http://json-schema.org/draft-07/schema#', object({ exclusiveMinimum: 0 })],
+      ['https://json-schema.org/draft-07/schema', object({ exclusiveMinimum: 0 })],
+      ['https://json-schema.org/draft/2019-09/schema', object({ exclusiveMinimum: 0 })],
+      ['https://json-schema.org/draft/2020-12/schema', object({ exclusiveMinimum: 0 })],
+      [undefined, object({ exclusiveMinimum: 0 })],
+    ];
+    for (const [$schema, body] of drafts) {
+      const schema = $schema === undefined ? body : { $schema, ...body };
+      const tools = [{ type: 'function', function: { name: 'find', parameters: schema } }];
+      const called = await chat({ model: CHAT, messages: hi, tools, tool_choice: 'required' });
+      expect(called.status, `${$schema}: ${JSON.stringify(called.body)}`).toBe(200);
+      expect(JSON.parse(called.body.choices[0].message.tool_calls[0].function.arguments)).toMatchObject({ city: expect.any(String), n: expect.any(Number) });
+      const structured = await chat({ model: CHAT, messages: hi, response_format: { type: 'json_schema', json_schema: { name: 'x', schema } } });
+      expect(structured.status, `${$schema}: ${JSON.stringify(structured.body)}`).toBe(200);
+      expect(JSON.parse(structured.body.choices[0].message.content).n).toBeGreaterThan(0);
+      const together = await chat({ model: CHAT, messages: hi, response_format: { type: 'json_object', schema } });
+      expect(together.status).toBe(200);
+    }
+
+    // zod's draft-07 with a reused schema: $ref into `definitions` is followed.
+    const point = { type: 'object', properties: { x: { type: 'number' } }, required: ['x'], additionalProperties: false };
+    const refs = {
+      $schema: 'http://json-schema.org/draft-07/schema#',
+      type: 'object',
+      properties: { from: { $ref: '#/definitions/point' }, to: { $ref: '#/definitions/point' } },
+      required: ['from', 'to'],
+      definitions: { point },
+    };
+    const routed = await chat({ model: CHAT, messages: hi, response_format: { type: 'json_schema', json_schema: { name: 'route', schema: refs } } });
+    expect(JSON.parse(routed.body.choices[0].message.content)).toEqual({ from: { x: 0 }, to: { x: 0 } });
+    // The same `$id` in two requests: each request's schema is its own.
+    const withId = { $id: 'https://example.com/schemas/point', ...point };
+    for (let i = 0; i < 2; i++)
+      expect((await chat({ model: CHAT, messages: hi, response_format: { type: 'json_schema', json_schema: { name: 'p', schema: withId } } })).status).toBe(
+        200,
+      );
+
+    // A $schema naming no known draft, or a schema that is not valid in its draft, is 400 invalid_json_schema.
+    const unknown = await chat({
+      model: CHAT,
+      messages: hi,
+      response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { $schema: 'https://example.com/my-dialect', type: 'object' } } },
+    });
+    expectError(unknown, 400, { param: 'response_format', code: 'invalid_json_schema' });
+    expect(unknown.body.error.message).toMatch(/"https:\/\/example.com\/my-dialect" names no JSON Schema draft/);
+    const draft04 = { $schema: 'http://json-schema.org/draft-04/schema#', ...object({ exclusiveMinimum: 0 }) };
+    const invalid = await chat({
+      model: CHAT,
+      messages: hi,
+      tools: [{ type: 'function', function: { name: 'find', parameters: draft04 } }],
+      tool_choice: 'required',
+    });
+    expectError(invalid, 400, { param: 'tools', code: 'invalid_json_schema' });
+    expect(invalid.body.error.message).toMatch(/not a valid draft-04 JSON Schema/);
+  });
+
   test('tools: a forced or required call gives tool_calls whose arguments validate; auto answers with text', async () => {
     const parameters = {
       type: 'object',

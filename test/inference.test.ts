@@ -6,7 +6,7 @@ import Together from 'together-ai';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { countTokens } from '../server/engines/tokens.ts';
 import { pickByWeight } from '../server/modules/dedicated/traffic.ts';
-import { H100 as CONFIG, MODEL, PROVISION_MS, seededV1Endpoints } from './support/endpoints.ts';
+import { H100 as CONFIG, insertUpload, MODEL, PROVISION_MS, seededV1Endpoints } from './support/endpoints.ts';
 import { expectError } from './support/expect.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
 
@@ -142,17 +142,67 @@ describe('v1 endpoints and serverless models', () => {
     expect(err.code).toBe('endpoint_not_ready');
   });
 
-  test('a serverless chat model answers through the same engine; a model of another type is 400, others 404 model_not_found', async () => {
+  test('a serverless chat model answers through the same engine; a model of another type is 400, unknown names 404 model_not_found', async () => {
     const res = await chat({ model: 'meta-llama/Llama-3.3-70B-Instruct-Turbo', messages: hi });
     expect(res.status).toBe(200);
     expect(res.headers['x-served-by']).toBe('serverless');
     expectError(await chat({ model: 'BAAI/bge-base-en-v1.5', messages: hi }), 400, { code: 'model_not_supported', param: 'model' });
-    for (const model of ['meta-llama/Meta-Llama-3.1-8B-Instruct', 'default/no-such-endpoint', 'other-project/chat-app', 'default/a/b/c']) {
+    for (const model of ['default/no-such-endpoint', 'other-project/chat-app', 'default/a/b/c']) {
       expectError(await chat({ model, messages: hi }), 404, { code: 'model_not_found', param: 'model' });
     }
     const err: any = await openai.chat.completions.create({ model: 'nope/nope', messages: [{ role: 'user', content: 'x' }] }).catch((e) => e);
     expect(err).toBeInstanceOf(OpenAI.NotFoundError);
     expect(err.param).toBe('model');
+  });
+
+  test('a listed model that is not served serverless answers 400 model_not_available on every inference operation, saying how to run it', async () => {
+    const complete = (body: object) => t.http.post('/v1/completions').set(auth()).send(body);
+    const listed = (await t.http.get('/v1/models').set(auth())).body as { id: string; type: string }[];
+    const dedicatedOnly = [
+      'Qwen/Qwen2.5-72B-Instruct',
+      'meta-llama/Llama-3.3-70B-Instruct',
+      'meta-llama/Meta-Llama-3.1-8B-Instruct',
+      'Qwen/Qwen2.5-7B-Instruct',
+      'mistralai/Mistral-7B-Instruct-v0.3',
+    ];
+    expect(listed.map((m) => m.id)).toEqual(expect.arrayContaining(dedicatedOnly));
+    for (const model of dedicatedOnly) {
+      for (const res of [await chat({ model, messages: hi }), await complete({ model, prompt: 'x' })]) {
+        expectError(res, 400, { type: 'invalid_request_error', code: 'model_not_available', param: 'model' });
+        expect(res.body.error.message).toBe(
+          `Unable to access non-serverless model '${model}': it is not served serverless, only on a dedicated endpoint. Deploy it on one (POST /v2/projects/{projectId}/deploy) and send the endpoint as the model: 'default/<endpoint_name>'.`,
+        );
+      }
+      // Embeddings and rerank say so too (it is not of their type either).
+      expectError(await t.http.post('/v1/embeddings').set(auth()).send({ model, input: 'x' }), 400, { code: 'model_not_available', param: 'model' });
+      expectError(
+        await t.http
+          .post('/v1/rerank')
+          .set(auth())
+          .send({ model, query: 'x', documents: ['y'] }),
+        400,
+        { code: 'model_not_available', param: 'model' },
+      );
+    }
+    // Every chat model the list shows is either served serverless or says why not: none is an unknown name.
+    for (const m of listed.filter((x) => x.type === 'chat')) {
+      const res = await chat({ model: m.id, messages: hi, max_tokens: 1 });
+      expect([200, 400], `${m.id}: ${JSON.stringify(res.body)}`).toContain(res.status);
+      if (res.status === 400) expect(res.body.error.code).toBe('model_not_available');
+    }
+    // The project's own upload is listed, and runs only on a dedicated endpoint.
+    const upload = await insertUpload(t, projectId);
+    expectError(await chat({ model: upload.id, messages: hi }), 400, { code: 'model_not_available', param: 'model' });
+    expectError(await chat({ model: (await insertUpload(t, t.other.identity.projectId)).id, messages: hi }), 404, { code: 'model_not_found', param: 'model' });
+
+    const viaOpenAI: any = await openai.chat.completions
+      .create({ model: 'Qwen/Qwen2.5-72B-Instruct', messages: [{ role: 'user', content: 'x' }] })
+      .catch((e) => e);
+    expect(viaOpenAI).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(viaOpenAI).toMatchObject({ status: 400, code: 'model_not_available', type: 'invalid_request_error', param: 'model' });
+    const viaTogether: any = await together.completions.create({ model: 'Qwen/Qwen2.5-72B-Instruct', prompt: 'x' }).catch((e) => e);
+    expect(viaTogether).toBeInstanceOf(Together.BadRequestError);
+    expect(viaTogether.error.error.code).toBe('model_not_available');
   });
 
   test("another project's endpoint is not addressable, even by its own name", async () => {

@@ -1215,6 +1215,11 @@ export interface paths {
          *     full model whose source names no architecture this server serves is listed as `type` `language` with no
          *     `context_length` (nothing more can be known of it offline), and is not in the `dedicated=true` list.
          *
+         *     As on the platform, not every listed model is served serverless: some catalogue models (e.g.
+         *     `Qwen/Qwen2.5-72B-Instruct`, `meta-llama/Llama-3.3-70B-Instruct`) and every upload run only on dedicated
+         *     endpoints, and an inference call naming one answers 400 `model_not_available` saying how to run it (see
+         *     the Inference tag).
+         *
          *     **`type` and `kind`.** `type` is always one of the public platform's seven values, which its clients
          *     accept. A model's own kind is `kind`: the same value where the seven name it, and otherwise `audio`
          *     (transcription and speech synthesis, e.g. `openai/whisper-large-v3`, `cartesia/sonic`), answered as `type`
@@ -4837,9 +4842,17 @@ export interface operations {
                     "text/event-stream": components["schemas"]["ChatCompletionChunk"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The request does not match the contract, or a rule of the tag refuses it: among others `model_not_available` (a listed model that is not served serverless: run it on a dedicated endpoint), `model_not_supported` (a model of another type), `context_length_exceeded`, `invalid_json_schema`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorData"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
-            /** @description `model_not_found`: no endpoint, deployment, adapter or serverless model of that name for the caller. */
+            /** @description `model_not_found`: no endpoint, deployment, adapter or listed model of that name for the caller. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4896,9 +4909,17 @@ export interface operations {
                     "text/event-stream": components["schemas"]["CompletionChunk"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The request does not match the contract, or a rule of the tag refuses it: among others `model_not_available` (a listed model that is not served serverless: run it on a dedicated endpoint), `model_not_supported` (a model of another type), `context_length_exceeded`, `invalid_json_schema`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorData"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
-            /** @description `model_not_found`: no endpoint, deployment, adapter or serverless model of that name for the caller. */
+            /** @description `model_not_found`: no endpoint, deployment, adapter or listed model of that name for the caller. */
             404: {
                 headers: {
                     [name: string]: unknown;

@@ -5,12 +5,12 @@
 // The local engine has no model weights. It is greedy with one candidate per step, so what it reports follows from
 // that: the text says it is local, every emitted token has log probability 0, and sampling parameters cannot change
 // the answer. Tokens are counted with a real tokenizer (engines/tokens.ts); JSON output and tool arguments are
-// sampled from the caller's schema and checked with Ajv before they are sent.
+// sampled from the caller's schema and checked with Ajv (in the schema's own draft, json-schema.ts) before they are
+// sent.
 import { createHash } from 'node:crypto';
-import { Ajv2020 } from 'ajv/dist/2020.js';
-import addFormats from 'ajv-formats';
 import { sample } from 'openapi-sampler';
 import { apiError, badRequest } from '../core/errors.ts';
+import { SchemaProblem, validatorOf } from './json-schema.ts';
 import type { Route, UpstreamRoute } from './routes.ts';
 import { decode, encode } from './tokens.ts';
 import { upstreamEvents, upstreamFetch } from './upstream.ts';
@@ -82,16 +82,21 @@ interface Generation {
   warnings: string[];
 }
 
-const ajv = new Ajv2020({ strict: false, allErrors: false });
-(addFormats as unknown as (a: Ajv2020) => void)(ajv);
-
 /** A value valid against `schema` (sampled, then checked), or a 400 naming `param`. */
 function sampleValid(schema: object, param: string, what: string): unknown {
+  let valid: (value: unknown) => boolean;
+  try {
+    valid = validatorOf(schema);
+  } catch (e) {
+    if (!(e instanceof SchemaProblem)) throw e;
+    throw badRequest(`The JSON Schema for ${what} cannot be used: ${e.message}.`, param, 'invalid_json_schema');
+  }
   let value: unknown;
   let ok = false;
   try {
-    value = sample(schema as never, { skipReadOnly: true, quiet: true });
-    ok = ajv.validate(schema, value);
+    // The schema is also the document its local `$ref`s (`#/definitions/...`, `#/$defs/...`) point into.
+    value = sample(schema as never, { skipReadOnly: true, quiet: true }, schema as never);
+    ok = valid(value);
   } catch {
     ok = false;
   }

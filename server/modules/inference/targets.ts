@@ -8,7 +8,7 @@ import type { Identity } from '../../core/identity.ts';
 import type { Database } from '../../db/index.ts';
 import { findAdapter } from '../adapters/index.ts';
 import { routeRequest, servesAdapter } from '../dedicated/index.ts';
-import { catalogueModel } from '../models/index.ts';
+import { catalogueModel, findModel, notServerless } from '../models/index.ts';
 
 export interface Target {
   /** A deployment id, a v1 endpoint id, or `serverless`. */
@@ -43,7 +43,10 @@ export async function resolveTarget(db: Database, identity: Identity, model: str
   return { ...found, contextLength: row?.contextLength ?? null };
 }
 
-/** 404 when nothing has that name, 400 when it is a model of another type, 503 when it exists but cannot serve now. */
+/**
+ * 404 when nothing has that name, 400 when it is a model of another type or one not served serverless, 503 when it
+ * exists but cannot serve now.
+ */
 async function findTarget(
   db: Database,
   identity: Identity,
@@ -112,15 +115,18 @@ async function findTarget(
     throw unknown();
   }
 
-  const serverless = await catalogueModel(db.prisma, model);
-  if (!serverless?.serverless) throw unknown();
-  if (!(SERVES[operation] as readonly string[]).includes(serverless.type)) {
-    const where = OPERATIONS_OF[serverless.type];
+  // A model that is listed (the catalogue, or the project's own uploads) but not served serverless is not an
+  // unknown name: it is 400 `model_not_available`, saying how to run it, as on the platform.
+  const listed = await findModel(db.prisma, projectId, model);
+  if (!listed) throw unknown();
+  if (!(SERVES[operation] as readonly string[]).includes(listed.type)) {
+    const where = OPERATIONS_OF[listed.type];
     throw badRequest(
-      `'${model}' is a${/^[aeiou]/.test(serverless.type) ? 'n' : ''} ${serverless.type} model: ${operation === 'chat' ? 'chat completions take' : 'completions take'} ${SERVES[operation].join(', ')} models${where ? `; use ${where}` : ''}.`,
+      `'${model}' is a${/^[aeiou]/.test(listed.type) ? 'n' : ''} ${listed.type} model: ${operation === 'chat' ? 'chat completions take' : 'completions take'} ${SERVES[operation].join(', ')} models${where ? `; use ${where}` : ''}.`,
       'model',
       'model_not_supported',
     );
   }
-  return { servedBy: 'serverless', model: serverless.id, contextLength: serverless.contextLength };
+  if (!listed.serverless) throw notServerless(model, projectSlug);
+  return { servedBy: 'serverless', model: listed.id, contextLength: listed.contextLength };
 }

@@ -175,6 +175,17 @@ export async function serverlessModel(db: Db | Tx, projectId: string, id: string
   if (!model) throw apiError(404, 'model_not_found', `The model '${id}' does not exist or is not available to this project.`, 'model');
   if (model.type !== type)
     throw badRequest(`'${id}' is a ${model.type} model, not a${/^[aeiou]/.test(type) ? 'n' : ''} ${type} model.`, 'model', 'model_not_available');
-  if (!model.serverless) throw badRequest(`'${id}' is not served serverless: deploy it on a dedicated endpoint.`, 'model', 'model_not_available');
+  if (!model.serverless) throw notServerless(id);
   return model;
 }
+
+/**
+ * The platform's answer to a serverless call of a model it lists but serves only on dedicated endpoints (a catalogue
+ * model that is not serverless, or a project's upload): 400 `model_not_available`, saying how to run it.
+ */
+export const notServerless = (id: string, projectSlug = '<project_slug>') =>
+  badRequest(
+    `Unable to access non-serverless model '${id}': it is not served serverless, only on a dedicated endpoint. Deploy it on one (POST /v2/projects/{projectId}/deploy) and send the endpoint as the model: '${projectSlug}/<endpoint_name>'.`,
+    'model',
+    'model_not_available',
+  );

@@ -8,7 +8,16 @@ import { getJob, listJobs, listModels, uploadModel } from './handlers.ts';
 import { uploadJobMachine, uploadProgression } from './machine.ts';
 
 // What this module offers the others.
-export { canonicalModelId, capabilities, catalogueModel, createUploadedModel, findModel, isUploadedModelId, serverlessModel } from './catalogue.ts';
+export {
+  canonicalModelId,
+  capabilities,
+  catalogueModel,
+  createUploadedModel,
+  findModel,
+  isUploadedModelId,
+  notServerless,
+  serverlessModel,
+} from './catalogue.ts';
 
 export const models: ModuleDescriptor<'models'> = {
   name: 'models',
