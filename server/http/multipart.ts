@@ -120,6 +120,9 @@ interface Rule {
 function parse(req: Request, rule: Rule, tmpDir: string, onResponseEnd: (event: 'close', f: () => void) => unknown) {
   return new Promise<{ body: Record<string, unknown>; uploads: Record<string, Upload> }>((resolve, reject) => {
     const body: Record<string, unknown> = {};
+    // The text fields so far are the request's body even when the parse is refused (a 413's rate-limit headers are
+    // those of the `model` sent before the file).
+    req.body = body;
     const uploads: Record<string, Upload> = {};
     const writes: Promise<void>[] = [];
     // An ApiError, or what writing the upload to disk threw (answered as the generic 500, logged with its path).
