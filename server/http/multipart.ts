@@ -5,7 +5,8 @@
 // file name as a placeholder string (the contract's `format: binary`), and the handler finds the file in
 // `ctx.uploads`. The temporary file is removed once the response is finished.
 import { randomUUID } from 'node:crypto';
-import { createWriteStream, mkdirSync, rmSync } from 'node:fs';
+import { createWriteStream, mkdirSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import busboy from 'busboy';
@@ -180,7 +181,8 @@ function parse(req: Request, rule: Rule, tmpDir: string, onResponseEnd: (event: 
         return tooLarge();
       }
       const path = join(tmpDir, `upload-${randomUUID()}`);
-      onResponseEnd('close', () => rmSync(path, { force: true }));
+      // A cleanup that fails (say, DATA_DIR/tmp made a file) must not bring the process down.
+      onResponseEnd('close', () => rm(path, { force: true }).catch(() => {}));
       const upload: Upload = { path, filename: info.filename || 'upload', mimeType: info.mimeType, bytes: 0 };
       uploads[name] = upload;
       put(name, upload.filename);

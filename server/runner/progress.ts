@@ -5,6 +5,7 @@
 // state, or another `epoch` of the same state) does nothing: the move that left the state scheduled what follows.
 import type { Clock } from '../core/clock.ts';
 import type { Config } from '../core/config.ts';
+import { withoutPaths } from '../core/errors.ts';
 import type { Machine } from '../core/machine.ts';
 import type { Database, Db, Tx } from '../db/index.ts';
 import { enqueue, type WorkHandler } from './runner.ts';
@@ -84,7 +85,8 @@ export function progressionWork<S extends string>(p: Progression<S>, services: T
       };
     },
     giveUp: async (item, error, tx) => {
-      if (p.giveUp && current(await p.load(tx, item.subjectId), item.payload)) await p.giveUp(tx, item.subjectId, error);
+      // The error becomes the subject's message to its owner: whatever failed (fs, ffmpeg) must not name server paths.
+      if (p.giveUp && current(await p.load(tx, item.subjectId), item.payload)) await p.giveUp(tx, item.subjectId, withoutPaths(error));
     },
   };
 }
