@@ -252,17 +252,27 @@ describe('audio by URL', () => {
   );
 });
 
-/** Streams `total` bytes of a file part (no Content-Length: chunked), stopping once an answer arrives. */
+/**
+ * Streams `total` bytes of a file part (no Content-Length: chunked), stopping once an answer arrives. The part
+ * begins with `opts.start` (e.g. a WAV header), then 7s; `opts.fields` are sent between `model` and the file.
+ */
 function streamUpload(
   total: number,
   declareLength: boolean,
   model = MODEL,
   path = '/v1/audio/transcriptions',
+  opts: { start?: Buffer; fields?: Record<string, string> } = {},
 ): Promise<{ status: number; body: any; sent: number }> {
   const boundary = 'xxBOUNDARYxx';
-  const head = Buffer.from(
-    `--${boundary}\r\nContent-Disposition: form-data; name="model"\r\n\r\n${model}\r\n--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.wav"\r\nContent-Type: audio/wav\r\n\r\n`,
-  );
+  const field = (name: string, value: string) => `--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`;
+  const fields = Object.entries({ model, ...opts.fields })
+    .map(([k, v]) => field(k, v))
+    .join('');
+  const head = Buffer.concat([
+    Buffer.from(`${fields}--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.wav"\r\nContent-Type: audio/wav\r\n\r\n`),
+    opts.start ?? Buffer.alloc(0),
+  ]);
+  const first = opts.start?.length ?? 0;
   const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
   const url = new URL(path, t.url);
   return new Promise((resolve, reject) => {
@@ -273,7 +283,7 @@ function streamUpload(
       headers: {
         Authorization: `Bearer ${t.caller.key}`,
         'Content-Type': `multipart/form-data; boundary=${boundary}`,
-        ...(declareLength ? { 'Content-Length': String(head.length + total + tail.length) } : {}),
+        ...(declareLength ? { 'Content-Length': String(head.length - first + total + tail.length) } : {}),
       },
     });
     req.on('response', (res) => {
@@ -288,6 +298,7 @@ function streamUpload(
     req.on('error', (err) => (answered ? undefined : reject(err)));
     const chunk = Buffer.alloc(1024 * 1024, 7);
     req.write(head);
+    sent = first;
     const pump = () => {
       while (!answered && sent < total) {
         const n = Math.min(chunk.length, total - sent);
@@ -329,6 +340,68 @@ describe('the 80 MB limit of a binary upload', () => {
     },
     60_000,
   );
+});
+
+/** The 44-byte header of a 16 kHz mono 16-bit PCM WAV file whose samples take `dataBytes`. */
+function wavHeader(dataBytes: number): Buffer {
+  const b = Buffer.alloc(44);
+  b.write('RIFF', 0);
+  b.writeUInt32LE(36 + dataBytes, 4);
+  b.write('WAVEfmt ', 8);
+  b.writeUInt32LE(16, 16);
+  b.writeUInt16LE(1, 20);
+  b.writeUInt16LE(1, 22);
+  b.writeUInt32LE(16000, 24);
+  b.writeUInt32LE(32000, 28);
+  b.writeUInt16LE(2, 32);
+  b.writeUInt16LE(16, 34);
+  b.write('data', 36);
+  b.writeUInt32LE(dataBytes, 40);
+  return b;
+}
+/** A silent WAV file of exactly `bytes` bytes. */
+const wavOf = (bytes: number) => Buffer.concat([wavHeader(bytes - 44), Buffer.alloc(bytes - 44)]);
+
+describe('the limit is inclusive, and holds at any size', () => {
+  const LIMIT = 80 * 1024 * 1024;
+
+  test('exactly 80 MB (83,886,080 bytes) is transcribed; one byte more is 413', async () => {
+    // A constant signal (the streamed 7s): decoded and measured, no speech found; German, so no recogniser runs.
+    const fields = { language: 'de', response_format: 'verbose_json' };
+    const at = await streamUpload(LIMIT, false, MODEL, '/v1/audio/transcriptions', { start: wavHeader(LIMIT - 44), fields });
+    expect(at.status, JSON.stringify(at.body)).toBe(200);
+    expect(at.body.duration).toBeCloseTo((LIMIT - 44) / 32000, 2);
+    const over = await streamUpload(LIMIT + 1, false, MODEL, '/v1/audio/transcriptions', { start: wavHeader(LIMIT + 1 - 44), fields });
+    expect(over.status).toBe(413);
+    expect(over.body.error).toMatchObject({ code: 'file_too_large', param: 'file' });
+  }, 120_000);
+
+  describe('AUDIO_UPLOAD_LIMIT_BYTES=1000', () => {
+    let small: TestPlatform;
+    beforeAll(async () => {
+      small = await startTestPlatform({ config: { audioUploadLimit: 1000, pocketsphinxPath: 'off' } });
+    });
+    afterAll(() => small?.close());
+
+    const send = (bytes: number, model: boolean, path = '/v1/audio/transcriptions') => {
+      let req = small.caller.http.post(path);
+      if (model) req = req.field('model', MODEL);
+      return req.attach('file', wavOf(bytes), 'short.wav');
+    };
+
+    test.each([
+      ['model before the file', true],
+      ['no model', false],
+    ])('%s: exactly the limit is transcribed; 1,001, 4,096 and 100,000 bytes are 413, nothing kept', async (_, model) => {
+      for (const path of ['/v1/audio/transcriptions', '/v1/audio/translations']) {
+        const at = await send(1000, model, path);
+        expect(at.status, JSON.stringify(at.body)).toBe(200);
+        for (const bytes of [1001, 4096, 100_000]) expectError(await send(bytes, model, path), 413, { code: 'file_too_large', param: 'file' });
+      }
+      for (let i = 0; i < 50 && readdirSync(join(small.config.dataDir, 'tmp')).length; i++) await new Promise((r) => setTimeout(r, 20));
+      expect(readdirSync(join(small.config.dataDir, 'tmp'))).toEqual([]);
+    });
+  });
 });
 
 describe('bad input', () => {

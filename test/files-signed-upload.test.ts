@@ -311,6 +311,19 @@ describe('the size limit (FILES_MAX_BYTES)', () => {
     // At the limit: taken.
     expect((await put(url, `{"text": "${'y'.repeat(64 - 13)}"}\n`)).status).toBe(200);
   });
+
+  test('exactly the limit while streaming without a length: taken', async () => {
+    const { url } = await begin({}, small.caller, small);
+    const line = Buffer.from(`{"text": "${'y'.repeat(64 - 13)}"}\n`);
+    const res = await fetch(url, {
+      method: 'PUT',
+      headers: { 'Content-Type': 'application/octet-stream' },
+      body: Readable.toWeb(Readable.from([line.subarray(0, 40), line.subarray(40)])) as ReadableStream,
+      duplex: 'half',
+    } as RequestInit);
+    expect(res.status).toBe(200);
+    expect((await res.json()).bytes).toBe(64);
+  });
 });
 
 describe('the official client (together-ai 0.52.0)', () => {

@@ -323,6 +323,15 @@ describe('limits and failures', () => {
     await settles(() => incoming(small), []);
   });
 
+  test('exactly FILES_MAX_BYTES is taken; one byte more is 413', async () => {
+    const line = (bytes: number) => `{"text": "${'y'.repeat(bytes - 13)}"}\n`;
+    expect(line(1000)).toHaveLength(1000);
+    const at = await upload(line(1000), {}, small);
+    expect(at.status, JSON.stringify(at.body)).toBe(200);
+    expect(at.body.bytes).toBe(1000);
+    expectError(await upload(line(1001), {}, small), 413, { code: 'file_too_large', param: 'file' });
+  });
+
   test('a dataset whose bytes cannot be read: FAILED, with the reason', async () => {
     const res = await upload(jsonl({ text: 'x' }), {}, small);
     const { rmSync } = await import('node:fs');

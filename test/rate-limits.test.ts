@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, describe, expect, test } from 'vitest';
 import { type OperationId, operations } from '../generated/operations.ts';
-import { loadConfig, type RateLimitConfig } from '../server/core/config.ts';
+import { type Config, loadConfig, type RateLimitConfig } from '../server/core/config.ts';
 import type { Identity } from '../server/core/identity.ts';
 import { createLogger } from '../server/core/log.ts';
 import { estimateTokens, Gate, RateLimits, rateLimitedOperations } from '../server/http/rate-limits.ts';
@@ -24,12 +24,15 @@ const base = loadConfig({}).rateLimits;
 const limitsConfig = (over: Partial<RateLimitConfig>): RateLimitConfig => ({ ...base, keyPrefix: `test-${randomUUID()}`, ...over });
 
 let platforms: TestPlatform[] = [];
-async function platform(store: keyof typeof STORES, over: Partial<RateLimitConfig>): Promise<TestPlatform> {
+async function platform(store: keyof typeof STORES, over: Partial<RateLimitConfig>, config: Partial<Config> = {}): Promise<TestPlatform> {
   // The limiter keeps nothing in the database (its counters are in memory or Redis), so these platforms start on
   // SQLite whatever TEST_DATABASE_URL says: on PostgreSQL each start would make a database for nothing.
   // No speech recogniser either: the audio rows are about their limits, and PocketSphinx loading its model for every
   // request (seconds on a busy machine) would keep their traffic below the rates these tests need.
-  const t = await startTestPlatform({ database: 'sqlite', config: { redisUrl: STORES[store], pocketsphinxPath: 'off', rateLimits: limitsConfig(over) } });
+  const t = await startTestPlatform({
+    database: 'sqlite',
+    config: { redisUrl: STORES[store], pocketsphinxPath: 'off', rateLimits: limitsConfig(over), ...config },
+  });
   platforms.push(t);
   return t;
 }
@@ -218,6 +221,41 @@ describe.each(Object.keys(STORES) as (keyof typeof STORES)[])('the %s store', (s
         expectError(await row.request(t.caller, model, 'Hi'), 429, { code: 'dynamic_request_limited' });
       });
     }
+  });
+});
+
+describe('x-ratelimit-reset is on every answer of a limited operation, whatever its status', () => {
+  // Every row in memory; a JSON and a multipart one in Redis.
+  const cases = (Object.keys(STORES) as (keyof typeof STORES)[]).flatMap((store) =>
+    rows.filter(([id]) => store === 'memory' || id === 'createChatCompletion' || id === 'createTranscription').map(([id, row]) => [store, id, row] as const),
+  );
+  test.each(cases)('%s store, %s: 400 of the contract, 401, 404 model, 413, 415', async (store, id, row) => {
+    const t = await platform(store, { windowSeconds: 60 }, { bodyLimit: 4000, audioUploadLimit: 20_000 });
+    const path = operations[id].path;
+    const multipart = id === 'createTranscription' || id === 'createTranslation';
+    const post = (c = t.caller) => c.http.post(path);
+    // A counted request opens the caller's window on the model: the refusals that follow report what is left of it.
+    expect((await row.request(t.caller, row.model, 'Hi')).status).toBe(200);
+    const refusals = {
+      400: await (multipart ? post().field('model', row.model) : post().send({ model: row.model })),
+      401: await t.http.post(path).send({ model: row.model }),
+      404: await row.request(t.caller, 'nobody/none', 'Hi'),
+      413: await (multipart
+        ? post().field('model', row.model).attach('file', Buffer.alloc(50_000), 'big.wav')
+        : post().send({ model: row.model, input: 'x'.repeat(5000) })),
+      415: await (multipart ? post().send({ model: row.model }) : post().set('Content-Type', 'text/plain').send('Hi')),
+    };
+    for (const [status, res] of Object.entries(refusals)) {
+      expect(res.status, `${status}: ${JSON.stringify(res.body)}`).toBe(Number(status));
+      expect(res.headers['x-ratelimit-reset'], status).toMatch(/^\d+(\.\d+)?$/);
+      expect(num(res, 'x-ratelimit-reset'), status).toBeLessThanOrEqual(60);
+    }
+    // The same model's window: the seconds left in it. No caller (401), or a body never read so no model (a JSON
+    // body too large, or of another media type): nothing to wait for.
+    const known = multipart ? ([400, 413, 415] as const) : ([400] as const);
+    for (const status of known) expect(num(refusals[status], 'x-ratelimit-reset'), String(status)).toBeGreaterThan(0);
+    expect(refusals[401].headers['x-ratelimit-reset']).toBe('0');
+    if (!multipart) for (const status of [413, 415] as const) expect(refusals[status].headers['x-ratelimit-reset'], String(status)).toBe('0');
   });
 });
 

@@ -4745,7 +4745,7 @@ export interface components {
         "X-RateLimit-Limit": number;
         /** @description Requests left in the current window. */
         "X-RateLimit-Remaining": number;
-        /** @description Seconds until the request window ends (the suggested retry interval); on a 429 or 503, the seconds to wait. */
+        /** @description Seconds until the request window ends (the suggested retry interval); on a 429 or 503, the seconds to wait; `0` when no window is open (see "Rate limits"). */
         "X-RateLimit-Reset": number;
         /** @description Tokens this organization may use on this model per window. */
         "X-TokenLimit-Limit": number;

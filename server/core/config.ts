@@ -1,6 +1,6 @@
 // All configuration comes from the environment, read once here; every duration is configurable so that tests and
 // deployments can run the same code at other speeds.
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { root } from './paths.ts';
 
 export interface Config {
@@ -118,7 +118,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     engines: env.ENGINES || undefined,
     enginesFile: env.ENGINES_FILE || undefined,
     redisUrl: env.REDIS_URL || undefined,
-    dataDir: env.DATA_DIR || join(root, '.data'),
+    // Absolute, so that every path under it is one (and messages can be cleared of them: errors.ts withoutPaths).
+    dataDir: resolve(env.DATA_DIR || join(root, '.data')),
     filesMaxBytes: num(env.FILES_MAX_BYTES, 5 * 1024 ** 3),
     fineTuneCreditLimit: num(env.FINE_TUNE_CREDIT_LIMIT, 100),
     ffmpegPath: env.FFMPEG_PATH || undefined,

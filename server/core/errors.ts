@@ -63,6 +63,22 @@ export const invalidCharacters = (param: string | null) =>
     'invalid_characters',
   );
 
+// An absolute path in a tool's or the file system's text: after the start of a line, a space, a quote, a bracket, `=`
+// or a comma, up to the next space, quote, bracket or colon (ffmpeg writes `<path>: <reason>`). A URL's path follows
+// its host, so it stays.
+const ABSOLUTE_PATH = /(^|[\s'"`([=,])\/[^\s'"`()[\]<>,;:]+/gm;
+
+/**
+ * Text a tool or the file system wrote (ffmpeg's stderr, an fs error's message: ENOENT, ENOTDIR... name the path),
+ * made fit for a message: each path of `names` replaced by what the caller knows it as (the file name they sent, a
+ * file id), then any other absolute path by `<server path>`. Messages name the caller's things, never the server's.
+ */
+export function withoutPaths(text: string, names: Record<string, string> = {}): string {
+  let out = text;
+  for (const [path, name] of Object.entries(names).sort(([a], [b]) => b.length - a.length)) out = out.split(path).join(name);
+  return out.replace(ABSOLUTE_PATH, '$1<server path>');
+}
+
 export const internalError = () => new ApiError(500, 'internal_error', 'The server had an error while processing your request.');
 
 /**

@@ -4,7 +4,8 @@
 // control-character guard; validation of the request against the spec; the rate limits of the operations the spec
 // marks `x-rate-limited` (rate-limits.ts: admitted before the handler, settled from its answer's `usage` after); the
 // operation's handler, whose result `send` writes (JSON bodies checked against the spec first, responses.ts); and
-// one error handler that writes the envelope for anything that went wrong on the way.
+// one error handler that writes the envelope for anything that went wrong on the way (after the limited operations'
+// refusals are given their `x-ratelimit-reset`).
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -18,7 +19,7 @@ import { authenticate, type KeyCache } from './auth.ts';
 import { errorHandler } from './error-handler.ts';
 import { refuseControlCharacters, refuseNonFinite } from './input.ts';
 import { multipartBodies, type Upload } from './multipart.ts';
-import { Gate, type RateLimits, rateLimitedOperations } from './rate-limits.ts';
+import { Gate, type RateLimits, rateLimitedOperations, resetOnRefusals } from './rate-limits.ts';
 import { receiveBody } from './raw-body.ts';
 import { send } from './reply.ts';
 import { responseValidator } from './responses.ts';
@@ -201,6 +202,7 @@ export function createApp(options: AppOptions): express.Express {
   app.use(((req) => {
     throw apiError(404, 'not_found', `No route ${req.method} ${req.path} exists.`);
   }) as RequestHandler);
+  app.use(resetOnRefusals(limits, limited, (req) => (req as { openapi?: Matched }).openapi?.schema?.operationId ?? matchOperation(req.method, req.path)));
   app.use(errorHandler(log));
   return app;
 }

@@ -12,7 +12,9 @@ const LOCATIONS = new Set(['body', 'query', 'params', 'path', 'headers']);
 export function toApiError(err: any): ApiError {
   if (err instanceof ApiError) return err;
   const status: number = Number(err?.status ?? err?.statusCode) || 500;
-  if (status >= 500) return internalError();
+  // A system error (a file's bytes missing when sent: ENOENT with a 404 status) is the server's failure, and its
+  // fields name server paths.
+  if (status >= 500 || err?.syscall !== undefined) return internalError();
 
   if (err?.type === 'entity.parse.failed') return badRequest('The request body is not valid JSON.', null, 'invalid_json');
   if (err?.type === 'entity.too.large' || status === 413) return apiError(413, 'body_too_large', 'The request body is larger than this server accepts.');

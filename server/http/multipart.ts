@@ -5,7 +5,8 @@
 // file name as a placeholder string (the contract's `format: binary`), and the handler finds the file in
 // `ctx.uploads`. The temporary file is removed once the response is finished.
 import { randomUUID } from 'node:crypto';
-import { createWriteStream, mkdirSync, rmSync } from 'node:fs';
+import { createWriteStream, mkdirSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import busboy from 'busboy';
@@ -127,13 +128,19 @@ interface Rule {
 function parse(req: Request, rule: Rule, tmpDir: string, onResponseEnd: (event: 'close', f: () => void) => unknown) {
   return new Promise<{ body: Record<string, unknown>; uploads: Record<string, Upload> }>((resolve, reject) => {
     const body: Record<string, unknown> = {};
+    // The text fields so far are the request's body even when the parse is refused (a 413's rate-limit headers are
+    // those of the `model` sent before the file).
+    req.body = body;
     const uploads: Record<string, Upload> = {};
     const writes: Promise<void>[] = [];
-    let failure: ApiError | undefined;
-    const fail = (e: ApiError) => (failure ??= e);
+    // An ApiError, or what writing the upload to disk threw (answered as the generic 500, logged with its path).
+    let failure: unknown;
+    const fail = (e: unknown) => (failure ??= e);
     let bb: busboy.Busboy;
     try {
-      bb = busboy({ headers: req.headers, limits: { fileSize: rule.maxBytes, fieldSize: FIELD_LIMIT, files: 1, fields: 100, parts: 101 } });
+      // busboy's `limit` fires when a file reaches `fileSize`: one byte more than the limit, so a file of exactly
+      // `maxBytes` is taken.
+      bb = busboy({ headers: req.headers, limits: { fileSize: rule.maxBytes + 1, fieldSize: FIELD_LIMIT, files: 1, fields: 100, parts: 101 } });
     } catch (err) {
       return reject(badRequest(`The multipart body cannot be read: ${(err as Error).message}.`, null, 'invalid_multipart'));
     }
@@ -168,30 +175,42 @@ function parse(req: Request, rule: Rule, tmpDir: string, onResponseEnd: (event: 
         );
       } else store(name, stream, info);
     });
-    const store = (name: string, stream: Readable, info: busboy.FileInfo) => {
+    const store = (name: string, stream: Readable & { truncated?: boolean }, info: busboy.FileInfo) => {
+      // Answered at once: the rest of the body is discarded as it arrives (the caller's error handler resumes it).
+      const tooLarge = () => {
+        req.unpipe(bb);
+        reject(rule.tooLarge());
+      };
+      // While `beforeFile` ran, busboy went on filling the paused part's buffer: a limit smaller than that buffer may
+      // already have been passed, its `limit` event gone before any listener (busboy marks the stream `truncated`).
+      if (stream.truncated) {
+        stream.resume();
+        return tooLarge();
+      }
       const path = join(tmpDir, `upload-${randomUUID()}`);
-      onResponseEnd('close', () => rmSync(path, { force: true }));
+      // A cleanup that fails (say, DATA_DIR/tmp made a file) must not bring the process down.
+      onResponseEnd('close', () => rm(path, { force: true }).catch(() => {}));
       const upload: Upload = { path, filename: info.filename || 'upload', mimeType: info.mimeType, bytes: 0 };
       uploads[name] = upload;
       put(name, upload.filename);
       const out = createWriteStream(path);
       stream.on('data', (chunk: Buffer) => (upload.bytes += chunk.length));
       stream.on('limit', () => {
-        // Answered at once: the rest of the body is discarded as it arrives (the caller's error handler resumes it).
         stream.unpipe(out);
-        out.end();
         req.unpipe(bb);
-        reject(rule.tooLarge());
+        // Known at once (the parse must not end well meanwhile); answered once the file is closed (it may still be
+        // opening), so that the cleanup at the response's end finds it.
+        fail(rule.tooLarge());
+        out.end();
+        out.once('close', tooLarge);
       });
       stream.pipe(out);
       writes.push(
+        // Settled once the file is closed: the handler reads it whole, and a refusal's cleanup finds it.
         new Promise<void>((done, broke) => {
-          out.on('finish', done);
           out.on('close', done);
           out.on('error', broke);
-        }).catch((err) => {
-          fail(apiError(500, 'internal_error', `The upload could not be stored: ${(err as Error).message}`));
-        }),
+        }).catch((err) => void fail(err)),
       );
     };
     bb.on('filesLimit', () => fail(badRequest(`Send one '${rule.field}' only.`, rule.field, 'invalid_value')));

@@ -7,7 +7,7 @@
 // limit; in memory otherwise). Its limiters are used as atomic counters with an unreachable ceiling: the limit is
 // dynamic, so the decision is taken here against the counts they return, and a refused request's points are given
 // back.
-import type { Response } from 'express';
+import type { ErrorRequestHandler, Request, Response } from 'express';
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { type RateLimiterAbstract, RateLimiterMemory, RateLimiterRedis, type RateLimiterRes } from 'rate-limiter-flexible';
@@ -230,6 +230,12 @@ export class RateLimits {
     this.later('usage', `${key}:t:${bucket}`, Math.round(tokens));
   }
 
+  /** Milliseconds until the key's current request window ends, 0 when none is open; counts nothing. */
+  async msBeforeReset(key: string): Promise<number> {
+    const res = await this.requests.get(key).catch(() => null);
+    return Math.max(0, res?.msBeforeNext ?? 0);
+  }
+
   /** Takes a place in the key's wait queue if there is one and the wait is short enough; false when refused at once. */
   async wait(key: string, ms: number): Promise<boolean> {
     const waiting = this.waiting.get(key) ?? 0;
@@ -247,6 +253,32 @@ export class RateLimits {
 }
 
 const seconds = (ms: number) => Math.max(0, Math.ceil(ms) / 1000);
+
+/** The counters' key: per organization x `model` string. */
+const keyOf = (identity: Identity, model: string) => `${identity.organizationId}:${model}`;
+
+/**
+ * Every answer of a limited operation carries `x-ratelimit-reset`, a refusal made before the request was counted
+ * included (400 of the contract, 401, 413, 415, a model refused while the body streams): the seconds until the
+ * caller's current window on the request's `model` (or the operation's default) ends, 0 when none is open or there
+ * is no caller. An error handler, before the one that writes the envelope.
+ */
+export function resetOnRefusals(
+  limits: RateLimits,
+  limited: Map<OperationId, string | undefined>,
+  operationOf: (req: Request) => OperationId | undefined,
+): ErrorRequestHandler {
+  return async (err, req, res, next) => {
+    const op = limited.size ? operationOf(req) : undefined;
+    const carried = err instanceof ApiError && 'x-ratelimit-reset' in err.headers;
+    if (op && limited.has(op) && !carried && !res.headersSent && !res.hasHeader('x-ratelimit-reset')) {
+      const model = typeof req.body?.model === 'string' ? req.body.model : limited.get(op);
+      const ms = req.identity && model !== undefined ? await limits.msBeforeReset(keyOf(req.identity, model)) : 0;
+      res.set('x-ratelimit-reset', String(seconds(ms)));
+    }
+    next(err);
+  };
+}
 
 /** One limited request: admitted once by the pipeline (on the body's `model`, JSON or multipart), then settled or failed. */
 export class Gate {
@@ -277,7 +309,7 @@ export class Gate {
   async admit(model: string, body: unknown): Promise<void> {
     if (this.admitted) return;
     const dedicated = this.limits.isDedicated(this.identity, model);
-    const key = `${this.identity.organizationId}:${model}`;
+    const key = keyOf(this.identity, model);
     const estimate = estimateTokens(body);
     for (let attempt = 0; ; attempt++) {
       const refusal = await this.attempt(key, dedicated ? undefined : model, estimate, dedicated);

@@ -4,7 +4,8 @@
 // held in memory; the temporary file is removed once the response is finished.
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
-import { createWriteStream, mkdirSync, rmSync } from 'node:fs';
+import { createWriteStream, mkdirSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { Request, Response } from 'express';
@@ -24,7 +25,8 @@ export async function receiveBody<C>(req: Request, res: Response, rule: UploadRu
   const tmpDir = join(config.dataDir, 'tmp');
   mkdirSync(tmpDir, { recursive: true });
   const path = join(tmpDir, `upload-${randomUUID()}`);
-  res.once('close', () => rmSync(path, { force: true }));
+  // A cleanup that fails (say, DATA_DIR/tmp made a file) must not bring the process down.
+  res.once('close', () => rm(path, { force: true }).catch(() => {}));
   const upload: Upload = { path, filename: rule.field, mimeType: req.headers['content-type'] ?? 'application/octet-stream', bytes: 0 };
   // Leaving the loop early (over the limit) must not destroy the request: its answer still has to be sent.
   const chunks = req.iterator({ destroyOnReturn: false });

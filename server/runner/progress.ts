@@ -9,7 +9,7 @@
 // the state scheduled what follows.
 import type { Clock } from '../core/clock.ts';
 import type { Config } from '../core/config.ts';
-import { invalidTransition } from '../core/errors.ts';
+import { invalidTransition, withoutPaths } from '../core/errors.ts';
 import type { Machine, Move } from '../core/machine.ts';
 import type { Database, Db, Tx } from '../db/index.ts';
 import { enqueue, type WorkHandler } from './runner.ts';
@@ -193,7 +193,8 @@ export function progressionWork<S extends string>(p: Progression<S>, services: T
       };
     },
     giveUp: async (item, error, tx) => {
-      if (p.giveUp && current(await load(p.stored, tx, item.subjectId), item.payload)) await p.giveUp(tx, item.subjectId, error);
+      // The error becomes the subject's message to its owner: whatever failed (fs, ffmpeg) must not name server paths.
+      if (p.giveUp && current(await load(p.stored, tx, item.subjectId), item.payload)) await p.giveUp(tx, item.subjectId, withoutPaths(error));
     },
   };
 }

@@ -3,7 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, openAsBlob, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { badRequest } from '../../core/errors.ts';
+import { badRequest, withoutPaths } from '../../core/errors.ts';
 import { decodeAudio, UnsupportedAudio } from '../../engines/audio.ts';
 import { ffmpegPath } from '../../engines/ffmpeg.ts';
 import type { UpstreamRoute } from '../../engines/routes.ts';
@@ -58,8 +58,11 @@ async function local(ctx: Ctx, task: Task, body: Fields, upload: Upload | undefi
     try {
       decoded = await decodeAudio(ffmpegPath(ctx.config.ffmpegPath), input, `${work}.pcm`, MAX_SECONDS);
     } catch (err) {
-      if (err instanceof UnsupportedAudio)
-        throw badRequest(`'file' cannot be used: ${err.message}. Send wav, mp3, m4a, webm, flac, ogg, opus or aac audio.`, 'file', 'unsupported_format');
+      if (err instanceof UnsupportedAudio) {
+        // ffmpeg's words name its input and output files: the caller's upload (or URL), and no path of the server.
+        const why = withoutPaths(err.message, { [input]: upload ? upload.filename : url!.href, [`${work}.pcm`]: 'the decoded audio' });
+        throw badRequest(`'file' cannot be used: ${why}. Send wav, mp3, m4a, webm, flac, ogg, opus or aac audio.`, 'file', 'unsupported_format');
+      }
       throw err;
     }
     if (decoded.duration > MAX_SECONDS) throw badRequest(`The audio is over the ${MAX_SECONDS / 3600}-hour limit.`, 'file', 'audio_too_long');

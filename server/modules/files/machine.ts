@@ -7,6 +7,7 @@
 import { join } from 'node:path';
 import type { File } from '../../../generated/prisma/sqlite/client/client.ts';
 import type { Config } from '../../core/config.ts';
+import { withoutPaths } from '../../core/errors.ts';
 import { defineMachine } from '../../core/machine.ts';
 import type { Database } from '../../db/index.ts';
 import { type Progression, stored, type Timing, transition } from '../../runner/progress.ts';
@@ -44,7 +45,13 @@ export function fileProgression(services: Timing & { db: Database; config: Pick<
       PENDING: {
         async work(id): Promise<Report> {
           const f = await services.db.prisma.file.findUniqueOrThrow({ where: { id } });
-          return validateDataset(join(services.config.dataDir, f.path), f.fileType as FileType, f.purpose as Purpose, f.id);
+          const path = join(services.config.dataDir, f.path);
+          try {
+            return await validateDataset(path, f.fileType as FileType, f.purpose as Purpose, f.id);
+          } catch (err) {
+            // A read that fails (ENOENT...) names the file's place on disk: the report names the file.
+            throw new Error(withoutPaths(err instanceof Error ? err.message : String(err), { [path]: f.id }));
+          }
         },
         async apply(tx, id, report: Report) {
           const f = await tx.file.findUniqueOrThrow({ where: { id } });
