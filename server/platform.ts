@@ -63,6 +63,13 @@ async function listen(config: Config): Promise<Server> {
         );
       else if (err.code === 'EACCES')
         reject(new StartError(`Port ${config.port} needs privileges this process lacks: choose another port with PORT (e.g. PORT=8080).`, err));
+      else if (['EADDRNOTAVAIL', 'ENOTFOUND', 'EAI_AGAIN', 'EAI_FAIL', 'EAI_NONAME', 'EINVAL'].includes(err.code ?? ''))
+        reject(
+          new StartError(
+            `HOST=${config.host} cannot be listened on (${err.code}): it is not an address of this machine. Set HOST to one of its addresses (127.0.0.1, the default; 0.0.0.0 for every interface).`,
+            err,
+          ),
+        );
       else reject(err);
     });
     server.listen(config.port, config.host, () => resolve());
@@ -86,7 +93,7 @@ export async function startPlatform(
     const keys = new KeyCache(db, clock, config.keyCacheTtlMs, log);
     await keys.listen();
     const runner = new Runner(db, clock, config.runner, log);
-    const engines = loadEngineRoutes({ ENGINES: config.engines, ENGINES_FILE: config.enginesFile });
+    const engines = loadEngineRoutes(config.engines);
     limits = RateLimits.create(config.rateLimits, config.redisUrl, log);
     await limits.ready();
     const services: AppOptions = { config, db, clock, log, runner, engines, keys, limits, observe: options.observe };
