@@ -37,12 +37,16 @@ function parserFailure(err: NodeJS.ErrnoException): { status: number; code: stri
   return { status: 400, code: 'malformed_request', message: 'The request is not valid HTTP/1.1.' };
 }
 
-/** Takes the port; the app is attached once the rest has started (until then a request answers 503). */
-async function listen(config: Config): Promise<Server> {
-  const server = createServer((_req, res) => {
+/**
+ * Takes the port; the app is attached once the rest has started. Until then every API request answers 503
+ * `starting`, and `/healthz` answers 503 `{"status": "starting"}`: healthy means ready to serve the API.
+ */
+export async function listen(config: Pick<Config, 'host' | 'port'>): Promise<Server> {
+  const server = createServer((req, res) => {
+    const health = /^\/healthz\/?(\?|$)/.test(req.url ?? '');
     res
       .writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' })
-      .end(JSON.stringify(apiError(503, 'starting', 'The server is starting; retry in a moment.').body));
+      .end(JSON.stringify(health ? { status: 'starting' } : apiError(503, 'starting', 'The server is starting; retry in a moment.').body));
   });
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
     if (!socket.writable || err.code === 'ECONNRESET') return void socket.destroy();

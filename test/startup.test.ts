@@ -1,7 +1,8 @@
 // The server process from the outside, as `npm start` runs it: its log lines reach stdout promptly and on shutdown;
 // a port that is taken, a database it cannot use, an unsupported DATABASE_URL, or any variable it cannot use each
-// end it with one line that says what to do (no stack trace, no password), exit code 1 and nothing created; a CLI
-// run before the first start does not cost the development key or the catalogue; and `npm install` on the running Node accepts every package.
+// end it with one line that says what to do (no stack trace, no password), exit code 1 and nothing created; while
+// it starts, /healthz says so (503) as every API request does; a CLI run before the first start does not cost the
+// development key or the catalogue; and `npm install` on the running Node accepts every package.
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -14,6 +15,7 @@ import { afterAll, describe, expect, test } from 'vitest';
 import { bootstrap, DEVELOPMENT_KEY_GRACE_MS, developmentKey } from '../server/bootstrap.ts';
 import { ManualClock } from '../server/core/clock.ts';
 import { openDatabase } from '../server/db/index.ts';
+import { listen } from '../server/platform.ts';
 import { startServerProcess } from './support/server-process.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -306,6 +308,35 @@ describe('a variable the server cannot use ends the start with one line naming i
       expect.soft(existsSync(join(root, 'sqlite:foo.db')), 'a SQLite file named after the URL in the project').toBe(false);
     });
   }
+});
+
+// ---------------------------------------------------------------------------------------------------------------
+// Healthy means ready
+
+describe('while the server starts', () => {
+  test('/healthz answers 503 {"status": "starting"} as every API request answers 503 starting; once started, 200', async () => {
+    // The port as the start takes it first, before the database and the rest.
+    const server = await listen({ host: '127.0.0.1', port: 0 });
+    try {
+      const url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+      const health = await fetch(`${url}/healthz`);
+      expect(health.status).toBe(503);
+      expect(health.headers.get('retry-after')).toBe('1');
+      expect(await health.json()).toEqual({ status: 'starting' });
+      const api = await fetch(`${url}/v1/whoami`);
+      expect(api.status).toBe(503);
+      expect(await api.json()).toEqual({ error: { message: expect.any(String), type: 'server_error', param: null, code: 'starting' } });
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+    const started = await startServerProcess({ DATABASE_URL: `file:${join(freshDir(), 'platform.db')}` });
+    try {
+      expect((await fetch(`${started.url}/healthz`)).status).toBe(200);
+      expect((await fetch(`${started.url}/v1/whoami`, { headers: { Authorization: `Bearer ${started.key}` } })).status).toBe(200);
+    } finally {
+      await started.stop();
+    }
+  });
 });
 
 // ---------------------------------------------------------------------------------------------------------------
