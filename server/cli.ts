@@ -6,7 +6,7 @@ import { createApiKey, createOrganization, createProject, listApiKeys, revokeApi
 import { bootstrap } from './bootstrap.ts';
 import { iso, systemClock } from './core/clock.ts';
 import { loadConfig } from './core/config.ts';
-import { ApiError, StartError } from './core/errors.ts';
+import { ApiError, startFailure } from './core/errors.ts';
 import { type Database, openDatabase } from './db/index.ts';
 
 const USAGE = `usage: inference-platform <command> [options]
@@ -40,15 +40,13 @@ if (values.help || !noun) {
   process.exit(noun ? 0 : 2);
 }
 
-const config = loadConfig();
 const clock = systemClock;
 let db: Database;
 try {
-  db = await openDatabase(config.databaseUrl);
+  db = await openDatabase(loadConfig().databaseUrl);
   await bootstrap(db, clock);
 } catch (err) {
-  console.error(err instanceof StartError ? err.message : `error: ${(err as Error).message}`);
-  if (config.logLevel === 'debug' || !(err instanceof StartError)) console.error((err as Error).stack);
+  console.error(startFailure(err, process.env.LOG_LEVEL === 'debug'));
   process.exit(1);
 }
 const projectRef = async (ref = 'default') => {

@@ -1,26 +1,31 @@
 // `npm start`: the platform on the configured database (a SQLite file by default), until SIGTERM or SIGINT. A start
-// that cannot happen (port taken, database unusable) says why in one line and exits 1; the stack only at
-// LOG_LEVEL=debug.
-import { loadConfig } from './core/config.ts';
-import { StartError } from './core/errors.ts';
+// that cannot happen (a variable that cannot be used, port taken, database unusable) says why in one line and exits
+// 1; the stack only at LOG_LEVEL=debug.
+import { type Config, loadConfig, unknownVariables } from './core/config.ts';
+import { startFailure } from './core/errors.ts';
 import { createLogger } from './core/log.ts';
 import { type Platform, startPlatform } from './platform.ts';
 
-const config = loadConfig();
-const log = createLogger(config.logLevel);
-
-function fail(err: unknown): never {
-  const known = err instanceof StartError;
-  console.error(known ? err.message : `The platform could not start: ${(err as Error)?.message ?? err}`);
-  if (config.logLevel === 'debug' || !known) console.error((known && err.cause instanceof Error ? err.cause : (err as Error))?.stack);
+function fail(err: unknown, debug: boolean): never {
+  console.error(startFailure(err, debug));
   process.exit(1);
 }
+
+let config: Config;
+try {
+  config = loadConfig();
+} catch (err) {
+  fail(err, process.env.LOG_LEVEL === 'debug');
+}
+const log = createLogger(config.logLevel);
+// A variable that looks like ours but is not read is most likely misspelt; the environment is shared, so only a warning.
+for (const variable of unknownVariables()) log.warn({ variable }, `${variable} is not a setting of this server and is ignored (see README.md, Configuration)`);
 
 let platform: Platform;
 try {
   platform = await startPlatform(config, { log });
 } catch (err) {
-  fail(err);
+  fail(err, config.logLevel === 'debug');
 }
 
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {

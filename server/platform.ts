@@ -37,12 +37,16 @@ function parserFailure(err: NodeJS.ErrnoException): { status: number; code: stri
   return { status: 400, code: 'malformed_request', message: 'The request is not valid HTTP/1.1.' };
 }
 
-/** Takes the port; the app is attached once the rest has started (until then a request answers 503). */
-async function listen(config: Config): Promise<Server> {
-  const server = createServer((_req, res) => {
+/**
+ * Takes the port; the app is attached once the rest has started. Until then every API request answers 503
+ * `starting`, and `/healthz` answers 503 `{"status": "starting"}`: healthy means ready to serve the API.
+ */
+export async function listen(config: Pick<Config, 'host' | 'port'>): Promise<Server> {
+  const server = createServer((req, res) => {
+    const health = /^\/healthz\/?(\?|$)/.test(req.url ?? '');
     res
       .writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' })
-      .end(JSON.stringify(apiError(503, 'starting', 'The server is starting; retry in a moment.').body));
+      .end(JSON.stringify(health ? { status: 'starting' } : apiError(503, 'starting', 'The server is starting; retry in a moment.').body));
   });
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
     if (!socket.writable || err.code === 'ECONNRESET') return void socket.destroy();
@@ -63,6 +67,13 @@ async function listen(config: Config): Promise<Server> {
         );
       else if (err.code === 'EACCES')
         reject(new StartError(`Port ${config.port} needs privileges this process lacks: choose another port with PORT (e.g. PORT=8080).`, err));
+      else if (['EADDRNOTAVAIL', 'ENOTFOUND', 'EAI_AGAIN', 'EAI_FAIL', 'EAI_NONAME', 'EINVAL'].includes(err.code ?? ''))
+        reject(
+          new StartError(
+            `HOST=${config.host} cannot be listened on (${err.code}): it is not an address of this machine. Set HOST to one of its addresses (127.0.0.1, the default; 0.0.0.0 for every interface).`,
+            err,
+          ),
+        );
       else reject(err);
     });
     server.listen(config.port, config.host, () => resolve());
@@ -86,7 +97,7 @@ export async function startPlatform(
     const keys = new KeyCache(db, clock, config.keyCacheTtlMs, log);
     await keys.listen();
     const runner = new Runner(db, clock, config.runner, log);
-    const engines = loadEngineRoutes({ ENGINES: config.engines, ENGINES_FILE: config.enginesFile });
+    const engines = loadEngineRoutes(config.engines);
     limits = RateLimits.create(config.rateLimits, config.redisUrl, log);
     await limits.ready();
     const services: AppOptions = { config, db, clock, log, runner, engines, keys, limits, observe: options.observe };

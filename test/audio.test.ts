@@ -470,9 +470,9 @@ describe('the upstream engine: a second server process as the upstream', () => {
     upstream = await startServerProcess({ DATABASE_URL: upstreamDb.url, DATA_DIR: join(dir, 'upstream-data') });
     front = await startTestPlatform({
       config: {
-        engines: JSON.stringify({
+        engines: {
           routes: [{ models: ['openai/*'], capabilities: ['transcription'], engine: 'upstream', url: `${upstream.url}/v1`, apiKey: upstream.key }],
-        }),
+        },
       },
     });
   }, SLOW);
@@ -514,7 +514,7 @@ describe('the upstream engine: a second server process as the upstream', () => {
     'an upstream that cannot be reached: 502',
     async () => {
       const down = await startTestPlatform({
-        config: { engines: JSON.stringify({ routes: [{ models: ['*'], engine: 'upstream', url: 'http://127.0.0.1:1/v1' }] }) },
+        config: { engines: { routes: [{ models: ['*'], engine: 'upstream', url: 'http://127.0.0.1:1/v1' }] } },
       });
       try {
         expectError(await transcribe({ model: MODEL }, speech, undefined, down.caller.http), 502, { code: 'upstream_unreachable' });

@@ -540,7 +540,7 @@ describe('the upstream engine: another instance of this server', () => {
     vllmUrl = `http://127.0.0.1:${(vllm.address() as AddressInfo).port}/v1`;
     front = await startTestPlatform({
       config: {
-        engines: JSON.stringify({
+        engines: {
           routes: [
             { models: ['meta-llama/*'], capabilities: ['chat'], engine: 'upstream', url: `${upstream.url}/v1`, apiKey: upstream.key },
             // The upstream's own name for the model differs from the one the caller uses.
@@ -548,7 +548,7 @@ describe('the upstream engine: another instance of this server', () => {
             { models: ['Qwen/*'], capabilities: ['chat'], engine: 'upstream', url: 'http://127.0.0.1:9/v1' },
             { models: ['deepseek-ai/*'], capabilities: ['chat'], engine: 'upstream', url: vllmUrl, apiKey: 'vllm-key', model: 'deepseek-v3' },
           ],
-        }),
+        },
       },
     });
   }, 60_000);

@@ -55,8 +55,11 @@ function installed(dir: string): string[] {
 
 const readJson = (file: string) => JSON.parse(readFileSync(file, 'utf8'));
 
-test('the tarball holds the built client and its package.json only', () => {
-  expect(packed).toEqual(['dist/api.d.ts', 'dist/index.d.ts', 'dist/index.js', 'package.json']);
+test('the tarball holds the built client, its README and its package.json (with a license) only', () => {
+  expect(packed).toEqual(['README.md', 'dist/api.d.ts', 'dist/index.d.ts', 'dist/index.js', 'package.json']);
+  const client = readJson(join(app, 'node_modules/@inference-platform/client/package.json'));
+  // The same terms as the contract it is generated from.
+  expect(client.license).toBe(readJson(join(root, 'generated/openapi.json')).info.license.identifier);
 });
 
 test('installed from the tarball, it brings openapi-fetch and nothing of the server', () => {

@@ -34,10 +34,10 @@ beforeAll(async () => {
   nonsense = createServer((_req, res) => hang || res.writeHead(nonsenseStatus, { 'Content-Type': 'application/json' }).end(JSON.stringify(nonsenseBody)));
   await new Promise<void>((resolve) => nonsense.listen(0, '127.0.0.1', resolve));
   const fake = `http://127.0.0.1:${(nonsense.address() as { port: number }).port}/v1`;
-  const up = { engine: 'upstream', url: `${upstream.url}/v1`, apiKey: upstream.key };
+  const up = { engine: 'upstream', url: `${upstream.url}/v1`, apiKey: upstream.key } as const;
   t = await startTestPlatform({
     config: {
-      engines: JSON.stringify({
+      engines: {
         routes: [
           { models: ['BAAI/*', 'Salesforce/*'], capabilities: ['embeddings', 'rerank'], ...up },
           // The upstream knows the model by another name.
@@ -48,7 +48,7 @@ beforeAll(async () => {
           { models: ['Alibaba-NLP/*'], capabilities: ['embeddings'], engine: 'upstream', url: 'http://127.0.0.1:9/v1' },
           { models: ['togethercomputer/*'], capabilities: ['embeddings'], engine: 'upstream', url: fake, timeoutMs: 500 },
         ],
-      }),
+      },
     },
   });
 }, 60_000);

@@ -66,7 +66,7 @@ let stub: Stub;
 beforeAll(async () => {
   stub = await startStub();
   t = await startTestPlatform({
-    config: { engines: JSON.stringify({ routes: [{ models: [ROUTED], capabilities: ['chat'], engine: 'upstream', url: stub.url, apiKey: 'routed-key' }] }) },
+    config: { engines: { routes: [{ models: [ROUTED], capabilities: ['chat'], engine: 'upstream', url: stub.url, apiKey: 'routed-key' }] } },
   });
 });
 afterAll(async () => {

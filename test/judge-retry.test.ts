@@ -57,7 +57,7 @@ beforeAll(async () => {
   t = await startTestPlatform({
     config: {
       judgeRetry: RETRY,
-      engines: JSON.stringify({ routes: [{ models: [ROUTED], capabilities: ['chat'], engine: 'upstream', url: `${judgeUrl}/routed/v1`, apiKey: 'k' }] }),
+      engines: { routes: [{ models: [ROUTED], capabilities: ['chat'], engine: 'upstream', url: `${judgeUrl}/routed/v1`, apiKey: 'k' }] },
     },
   });
 });

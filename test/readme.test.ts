@@ -1,17 +1,20 @@
 // The README's quick start, as a newcomer runs it: its first command's `npm start` (install is already done here)
 // prints an address and a development key with which whoami answers; a bad key gets the 401 envelope; SIGTERM
 // stops it; a second start on the same database prints no new key, and shuts down cleanly (exit 0) on SIGTERM.
+// And its Configuration tables list exactly the variables of the configuration's schema, with their defaults.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, test } from 'vitest';
+import { variables } from '../server/core/config.ts';
 import { root } from '../server/core/paths.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'platform-readme-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-const quickStart = readFileSync(join(root, 'README.md'), 'utf8').match(/## Quick start[\s\S]*?```(?:sh|bash)\n([\s\S]*?)```/)![1];
+const readme = readFileSync(join(root, 'README.md'), 'utf8');
+const quickStart = readme.match(/## Quick start[\s\S]*?```(?:sh|bash)\n([\s\S]*?)```/)![1];
 const commands = quickStart.split('\n').filter((l) => l.trim() && !l.trim().startsWith('#'));
 
 test('the quick start is two commands: install and start, then the whole suite', () => {
@@ -71,4 +74,52 @@ test('npm start prints an address and a key that works; SIGTERM stops it; a rest
   expect(again).toMatch(/existing database/);
   second.child.kill('SIGTERM');
   expect(await second.exited).toBe(0); // graceful: the server closed, the runner stopped, the database closed
+});
+
+/** Splits a cell at `, ` outside code spans and parentheses: `a`, `b` (gloss, more) -> ['`a`', '`b` (gloss, more)']. */
+function splitList(cell: string): string[] {
+  const parts = [''];
+  let depth = 0;
+  let code = false;
+  for (let i = 0; i < cell.length; i++) {
+    const c = cell[i]!;
+    if (c === '`') code = !code;
+    else if (!code && c === '(') depth++;
+    else if (!code && c === ')') depth--;
+    if (!code && depth === 0 && cell.startsWith(', ', i)) {
+      parts.push('');
+      i++;
+      continue;
+    }
+    parts[parts.length - 1] += c;
+  }
+  return parts.map((p) => p.trim());
+}
+
+test("the Configuration tables list exactly the schema's variables, each with the schema's default", () => {
+  // Every table headed `| variable | default | meaning |`, wherever it is in the README.
+  const rows = [...readme.matchAll(/^\| variable \| default \| meaning \|\n\|[-|]+\|\n((?:\|.*\|\n?)+)/gm)].flatMap((m) =>
+    m[1]!
+      .trim()
+      .split('\n')
+      .map((line) => line.split(' | ').map((c) => c.replace(/^\|\s*|\s*\|$/g, '').trim())),
+  );
+  expect(rows.length).toBeGreaterThan(0);
+  const documented = new Map<string, string>();
+  for (const [names, defaults] of rows) {
+    const listed = [...names!.matchAll(/`([^`]+)`/g)].map((m) => m[1]!);
+    const cells = listed.length === 1 ? [defaults!] : splitList(defaults!);
+    expect(cells, `the default cell of ${names} gives one default per variable`).toHaveLength(listed.length);
+    for (const [i, name] of listed.entries()) documented.set(name, cells[i]!);
+  }
+  // Per-step durations are declared by the machines (and listed in the spec); the README names the family.
+  expect(documented.get('DURATION_<NAME>_MS')).toBe('per step');
+  const inReadme = [...documented.keys()].filter((name) => !name.startsWith('DURATION_')).sort();
+  expect(inReadme, 'variables in the README and in the schema').toEqual(variables.map((v) => v.name).sort());
+  for (const v of variables) {
+    const cell = documented.get(v.name)!;
+    // The default as one would set it (a gloss in parentheses may follow), or `unset` for an optional variable.
+    const expected = v.default === undefined ? 'unset' : `\`${v.default}\``;
+    expect(cell === expected || cell.startsWith(`${expected} (`), `${v.name}: README says ${cell}, the schema ${expected}`).toBe(true);
+  }
 });

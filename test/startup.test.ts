@@ -1,7 +1,8 @@
 // The server process from the outside, as `npm start` runs it: its log lines reach stdout promptly and on shutdown;
-// a port that is taken, a database it cannot use, or an unsupported DATABASE_URL each end it with one line that
-// says what to do (no stack trace, no password) and nothing created; a CLI run before the first start does not
-// cost the development key or the catalogue; and `npm install` on the running Node accepts every package.
+// a port that is taken, a database it cannot use, an unsupported DATABASE_URL, or any variable it cannot use each
+// end it with one line that says what to do (no stack trace, no password), exit code 1 and nothing created; while
+// it starts, /healthz says so (503) as every API request does; a CLI run before the first start does not cost the
+// development key or the catalogue; and `npm install` on the running Node accepts every package.
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -14,6 +15,7 @@ import { afterAll, describe, expect, test } from 'vitest';
 import { bootstrap, DEVELOPMENT_KEY_GRACE_MS, developmentKey } from '../server/bootstrap.ts';
 import { ManualClock } from '../server/core/clock.ts';
 import { openDatabase } from '../server/db/index.ts';
+import { listen } from '../server/platform.ts';
 import { startServerProcess } from './support/server-process.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -105,8 +107,11 @@ describe('7. log lines reach stdout without waiting for a buffer to fill', () =>
   let url: string;
 
   test("a request's log line is on stdout within 1 second, while the server keeps running", async () => {
-    p = spawnServer({ DATABASE_URL: `file:${join(freshDir(), 'logs.db')}`, LOG_LEVEL: 'info' });
+    // A misspelt variable (RATE_LIMIT_WINDOW_SECONDS meant) is not read: the start warns and goes on.
+    p = spawnServer({ DATABASE_URL: `file:${join(freshDir(), 'logs.db')}`, LOG_LEVEL: 'info', RATE_LIMITS_WINDOW: '5' });
     expect(await until(() => /Development API key.*\n/.test(p.stdout()), 30_000), p.output()).toBe(true);
+    const warning = lines(p.stdout()).find((l) => l.includes('RATE_LIMITS_WINDOW'));
+    expect(warning && JSON.parse(warning), p.stdout()).toMatchObject({ level: 40, variable: 'RATE_LIMITS_WINDOW' });
     url = p.stdout().match(/listening on (http:\/\/\S+)/)![1];
     const key = p.stdout().match(/(tpk_[\w-]+)/)![1];
 
@@ -266,6 +271,71 @@ describe('10. a database the server cannot use ends the start with one line', ()
     ).toBe(true);
     expect(output).not.toContain(PASSWORD);
     expect(readdirSync(cwd)).toEqual([]);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------------------------
+// Variables it cannot use
+
+const badVariables: { env: Record<string, string>; names: string }[] = [
+  { env: { PORT: 'abc' }, names: 'PORT' },
+  { env: { PORT: '99999' }, names: 'PORT' },
+  // An address this machine does not have (TEST-NET-1): refused when the port is taken.
+  { env: { HOST: '192.0.2.1' }, names: 'HOST' },
+  { env: { HOST: 'not a host' }, names: 'HOST' },
+  { env: { LOG_LEVEL: 'verbose' }, names: 'LOG_LEVEL' },
+  { env: { DATABASE_URL: 'sqlite:foo.db' }, names: 'DATABASE_URL' },
+  { env: { RUNNER_POLL_MS: 'fast' }, names: 'RUNNER_POLL_MS' },
+  { env: { RUNNER_LEASE_MS: '-5' }, names: 'RUNNER_LEASE_MS' },
+];
+
+describe('a variable the server cannot use ends the start with one line naming it', () => {
+  for (const bad of badVariables) {
+    const shown = Object.entries(bad.env)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(' ');
+    test(`${shown}: exit 1, one line naming ${bad.names}, no stack trace, nothing created`, async () => {
+      const cwd = freshDir();
+      const p = spawnServer({ DATABASE_URL: `file:${join(cwd, 'platform.db')}`, ...bad.env }, cwd);
+      const { code } = await expectToEnd(p, () => `\nand it created in its working directory: ${JSON.stringify(readdirSync(cwd, { recursive: true }))}`);
+      const output = p.output();
+      expect(code, output).toBe(1);
+      const out = lines(output);
+      expect.soft(out, output).toHaveLength(1);
+      expect.soft(out[0]).toMatch(new RegExp(`^${bad.names}\\b`));
+      expect.soft(output).not.toMatch(STACK_LINE);
+      expect.soft(readdirSync(cwd), 'files created in the working directory').toEqual([]);
+      expect.soft(existsSync(join(root, 'sqlite:foo.db')), 'a SQLite file named after the URL in the project').toBe(false);
+    });
+  }
+});
+
+// ---------------------------------------------------------------------------------------------------------------
+// Healthy means ready
+
+describe('while the server starts', () => {
+  test('/healthz answers 503 {"status": "starting"} as every API request answers 503 starting; once started, 200', async () => {
+    // The port as the start takes it first, before the database and the rest.
+    const server = await listen({ host: '127.0.0.1', port: 0 });
+    try {
+      const url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+      const health = await fetch(`${url}/healthz`);
+      expect(health.status).toBe(503);
+      expect(health.headers.get('retry-after')).toBe('1');
+      expect(await health.json()).toEqual({ status: 'starting' });
+      const api = await fetch(`${url}/v1/whoami`);
+      expect(api.status).toBe(503);
+      expect(await api.json()).toEqual({ error: { message: expect.any(String), type: 'server_error', param: null, code: 'starting' } });
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+    const started = await startServerProcess({ DATABASE_URL: `file:${join(freshDir(), 'platform.db')}` });
+    try {
+      expect((await fetch(`${started.url}/healthz`)).status).toBe(200);
+      expect((await fetch(`${started.url}/v1/whoami`, { headers: { Authorization: `Bearer ${started.key}` } })).status).toBe(200);
+    } finally {
+      await started.stop();
+    }
   });
 });
 

@@ -3,11 +3,15 @@
 //
 //   const api = createPlatformClient({ baseUrl: 'http://127.0.0.1:8080', apiKey });
 //   const { data, error } = await api.GET('/v1/whoami');   // error is typed as the envelope: error.error.code
-import createClient from 'openapi-fetch';
+import createClient, { mergeHeaders } from 'openapi-fetch';
 export function createPlatformClient({ baseUrl, apiKey, headers, ...rest }) {
+    // `headers` may be any form fetch takes: a Headers instance and a list of pairs are read as fetch reads them
+    // (openapi-fetch's merge reads only plain objects); a plain object keeps openapi-fetch's rules (null removes a
+    // header, a list repeats it). Headers given here win over the key's Authorization.
+    const given = headers instanceof Headers || Array.isArray(headers) ? new Headers(headers) : headers;
     return createClient({
         baseUrl: baseUrl.replace(/\/+$/, ''),
-        headers: { ...(apiKey ? { Authorization: `Bearer ${apiKey}` } : {}), ...headers },
+        headers: mergeHeaders(apiKey ? { Authorization: `Bearer ${apiKey}` } : undefined, given),
         ...rest,
     });
 }

@@ -5,7 +5,7 @@
 //   const { data, error } = await api.GET('/v1/whoami');   // error is typed as the envelope: error.error.code
 
 import type { Client, ClientOptions } from 'openapi-fetch';
-import createClient from 'openapi-fetch';
+import createClient, { mergeHeaders } from 'openapi-fetch';
 import type { components, paths } from './api.js';
 
 export type { components, paths };
@@ -19,9 +19,13 @@ export interface PlatformClientOptions extends Omit<ClientOptions, 'baseUrl'> {
 }
 
 export function createPlatformClient({ baseUrl, apiKey, headers, ...rest }: PlatformClientOptions): PlatformClient {
+  // `headers` may be any form fetch takes: a Headers instance and a list of pairs are read as fetch reads them
+  // (openapi-fetch's merge reads only plain objects); a plain object keeps openapi-fetch's rules (null removes a
+  // header, a list repeats it). Headers given here win over the key's Authorization.
+  const given = headers instanceof Headers || Array.isArray(headers) ? new Headers(headers) : headers;
   return createClient<paths>({
     baseUrl: baseUrl.replace(/\/+$/, ''),
-    headers: { ...(apiKey ? { Authorization: `Bearer ${apiKey}` } : {}), ...(headers as Record<string, string> | undefined) },
+    headers: mergeHeaders(apiKey ? { Authorization: `Bearer ${apiKey}` } : undefined, given),
     ...rest,
   });
 }

@@ -1,6 +1,12 @@
-// All configuration comes from the environment, read once here; every duration is configurable so that tests and
+// All configuration comes from the environment, read once at start through one schema (zod): every variable is
+// typed, ranged and defaulted here, and nowhere else. A value that cannot be used stops the start with one line
+// naming the variable (core/errors.ts StartError); README.md's Configuration tables list exactly these variables
+// and defaults (test/readme.test.ts compares them both ways). Every duration is configurable so that tests and
 // deployments can run the same code at other speeds.
-import { join, resolve } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { z } from 'zod';
+import { StartError } from './errors.ts';
 import { root } from './paths.ts';
 
 export interface Config {
@@ -17,11 +23,10 @@ export interface Config {
   runner: RunnerConfig;
   /** Durations of simulated work (upload, provisioning, ...), by name: env `DURATION_<NAME>_MS`. See `duration()`. */
   durations: Record<string, number>;
-  /** Key that encrypts secret values at rest (32 bytes, base64 or hex); a fixed development key when unset. */
+  /** Key that encrypts secret values at rest (32 bytes, base64 or hex); empty: a fixed development key. */
   secretsKey: string;
-  /** Engine routes (server/engines/routes.ts): JSON, or a file of it; unset: every model on the local engines. */
-  engines?: string;
-  enginesFile?: string;
+  /** Engine routes (server/engines/routes.ts), from ENGINES or ENGINES_FILE; unset: every model on the local engines. */
+  engines?: EnginesConfig;
   /** Redis, for state several processes must share fast (the serverless rate limits). */
   redisUrl?: string;
   /** Where the platform keeps what it produces and what is uploaded (files, videos), beside the SQLite file by default. */
@@ -81,81 +86,350 @@ export interface RunnerConfig {
   maxFailures: number;
 }
 
-const num = (value: string | undefined, fallback: number) => (value === undefined || value === '' ? fallback : Number(value));
-/** `RATE_LIMIT_MODEL_CAPACITIES`: a JSON object of model id -> requests per window. */
-function capacities(value: string | undefined): Record<string, number> {
-  if (!value) return {};
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(value);
-  } catch {
-    parsed = undefined;
-  }
-  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed) || Object.values(parsed).some((v) => typeof v !== 'number' || !(v >= 0))) {
-    throw new Error(
-      'RATE_LIMIT_MODEL_CAPACITIES must be a JSON object of model id -> requests per window, e.g. {"meta-llama/Llama-3.3-70B-Instruct-Turbo": 50}',
-    );
-  }
-  return parsed as Record<string, number>;
-}
-const bool = (value: string | undefined, fallback: boolean) => (value === undefined || value === '' ? fallback : !/^(0|false|no|off)$/i.test(value));
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
 
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  return {
-    host: env.HOST ?? '127.0.0.1',
-    port: num(env.PORT, 8080),
-    databaseUrl: env.DATABASE_URL || `file:${join(root, '.data/platform.db')}`,
-    logLevel: env.LOG_LEVEL ?? 'info',
-    bodyLimit: num(env.BODY_LIMIT_BYTES, 10 * 1024 * 1024),
-    validateResponses: bool(env.VALIDATE_RESPONSES, true),
-    keyCacheTtlMs: num(env.KEY_CACHE_TTL_MS, 30_000),
-    durations: Object.fromEntries(
-      Object.entries(env)
-        .filter(([k, v]) => /^DURATION_[A-Z0-9_]+_MS$/.test(k) && v !== '')
-        .map(([k, v]) => [k.slice('DURATION_'.length, -'_MS'.length).toLowerCase(), Number(v)]),
+// ---------------------------------------------------------------------------------------------------------------
+// Engine routes (ENGINES / ENGINES_FILE): their JSON's shape is part of the schema, so a wrong route stops the start
+// before anything is created. server/engines/routes.ts turns the routes into lookups.
+
+export const CAPABILITIES = ['chat', 'embeddings', 'rerank', 'transcription'] as const;
+export type Capability = (typeof CAPABILITIES)[number];
+
+const routeCommon = {
+  models: z.array(z.string(), { error: 'must be a list of model id globs' }),
+  capabilities: z.array(z.enum(CAPABILITIES), { error: `must list some of ${CAPABILITIES.join(', ')}` }).optional(),
+};
+// Strict objects: a misspelt field (`timeout`, `apikey`) is refused rather than silently ignored.
+const engineRoute = z.discriminatedUnion(
+  'engine',
+  [
+    z.strictObject({ ...routeCommon, engine: z.literal('local') }),
+    z.strictObject({
+      ...routeCommon,
+      engine: z.literal('upstream'),
+      url: z.string({ error: "must be the upstream's http(s) base URL, e.g. http://127.0.0.1:8000/v1" }).regex(/^https?:\/\/\S+$/i, {
+        error: "must be the upstream's http(s) base URL, e.g. http://127.0.0.1:8000/v1",
+      }),
+      apiKey: z.string().optional(),
+      /** The name of another environment variable holding the key (so the key need not be in the JSON). */
+      apiKeyEnv: z.string().optional(),
+      model: z.string().optional(),
+      timeoutMs: z
+        .int({ error: 'must be a positive whole number of milliseconds' })
+        .positive({ error: 'must be a positive whole number of milliseconds' })
+        .optional(),
+    }),
+  ],
+  { error: 'must be "local" or "upstream"' },
+);
+const enginesJson = z.strictObject({ routes: z.array(engineRoute, { error: 'must be a list of routes' }) }, { error: 'must be {"routes": [...]}' });
+
+export type EngineRouteConfig = { models: string[]; capabilities?: Capability[] } & (
+  | { engine: 'local' }
+  | { engine: 'upstream'; url: string; apiKey?: string; model?: string; timeoutMs?: number }
+);
+export interface EnginesConfig {
+  routes: EngineRouteConfig[];
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The schema. Each variable is read from its text: a default is given as the text one would set (so the README can
+// show it as is), and goes through the same checks as a set value.
+
+interface VariableDoc {
+  /** What a usable value is, for the one-line error: "<NAME>=<value> is not valid: it must be <expected>". */
+  expected: string;
+  /** The default, as text; none: the variable is optional (the README says `unset`). */
+  default?: string;
+  /** Never echoed in a message: a secret, or JSON too long to repeat. */
+  hidden?: boolean;
+}
+const variableDocs = new Map<z.ZodType, VariableDoc>();
+const documented = <S extends z.ZodType>(schema: S, doc: VariableDoc): S => {
+  variableDocs.set(schema, doc);
+  return schema;
+};
+
+/** A variable with a default. */
+const given = <T extends z.ZodType<unknown, string>>(fallback: string, parser: T, expected: string) =>
+  documented(z.string().default(fallback).pipe(parser), { expected, default: fallback });
+/** A variable that may be unset. */
+const optional = <T extends z.ZodType<unknown, string>>(parser: T, expected: string, hidden = false) => documented(parser.optional(), { expected, hidden });
+
+const MAX = Number.MAX_SAFE_INTEGER;
+const whole = (min: number, max = MAX) =>
+  z
+    .string()
+    .trim()
+    .regex(/^[+-]?\d+$/)
+    .transform(Number)
+    .pipe(z.number().min(min).max(max));
+const decimal = (min: number) =>
+  z
+    .string()
+    .trim()
+    .regex(/^[+-]?(\d+(\.\d*)?|\.\d+)$/)
+    .transform(Number)
+    .pipe(z.number().min(min));
+const atLeast = (min: number, unit = '') => `a whole number${unit}, at least ${min}`;
+const flag = z.stringbool({ truthy: ['1', 'true', 'yes', 'on'], falsy: ['0', 'false', 'no', 'off'] });
+const FLAG = 'on or off (or true/false, yes/no, 1/0)';
+
+/** Marks an issue whose message is complete (else the message is the variable's `expected`). */
+const OWN = { own: true };
+
+/** A JSON value in a variable, parsed then checked against `shape`. */
+const json = <T extends z.ZodType>(shape: T) =>
+  z
+    .string()
+    .transform((text, ctx) => {
+      try {
+        return JSON.parse(text) as unknown;
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', message: `is not valid JSON (${(err as Error).message})`, params: OWN });
+        return z.NEVER;
+      }
+    })
+    .pipe(shape);
+
+/** A file of JSON named by the variable, read at start. */
+const jsonFile = <T extends z.ZodType>(shape: T) =>
+  z
+    .string()
+    .transform((path, ctx) => {
+      try {
+        return readFileSync(path, 'utf8');
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', message: `cannot be read (${(err as NodeJS.ErrnoException).code}): point it at a JSON file`, params: OWN });
+        return z.NEVER;
+      }
+    })
+    .pipe(json(shape));
+
+// `file:<path>` or a bare path is SQLite, `postgres://` PostgreSQL; any other scheme (`sqlite:`, `mysql://`) is
+// refused rather than taken for a file name. A relative path is the checkout's (where `npm start` runs), so the
+// server and the CLI agree wherever they are started from.
+const DATABASE_URL_EXPECTED = 'file:<path> (SQLite) or postgres://user@host:5432/database (PostgreSQL)';
+const databaseUrl = z
+  .string()
+  .refine((url) => /^postgres(ql)?:\/\/\S+$/i.test(url) || url.startsWith('file:') || !/^[a-z][a-z0-9+.-]+:/i.test(url))
+  .transform((url) => (/^postgres/i.test(url) ? url : `file:${resolve(root, url.replace(/^file:/, ''))}`));
+const SECRETS_KEY_EXPECTED = '32 bytes, as base64 or 64 hex digits (e.g. openssl rand -base64 32)';
+const secretsKey = z
+  .string()
+  .trim()
+  .refine((raw) => (/^[0-9a-f]{64}$/i.test(raw) ? true : /^[A-Za-z0-9+/_-]{43}=?$/.test(raw) && Buffer.from(raw, 'base64').length === 32));
+
+const schema = z
+  .object({
+    PORT: given('8080', whole(0, 65535), 'a whole number from 0 to 65535 (0: any free port)'),
+    HOST: given('127.0.0.1', z.union([z.ipv4(), z.ipv6(), z.hostname()]), 'an IP address or a host name of this machine'),
+    DATABASE_URL: given('file:.data/platform.db', databaseUrl, DATABASE_URL_EXPECTED),
+    LOG_LEVEL: given('info', z.enum(LOG_LEVELS), `one of ${LOG_LEVELS.join(', ')}`),
+    BODY_LIMIT_BYTES: given('10485760', whole(1), atLeast(1, ' of bytes')),
+    VALIDATE_RESPONSES: given('true', flag, FLAG),
+    KEY_CACHE_TTL_MS: given('30000', whole(0), atLeast(0, ' of milliseconds')),
+    RUNNER_ENABLED: given('true', flag, FLAG),
+    RUNNER_POLL_MS: given('250', whole(1), atLeast(1, ' of milliseconds')),
+    RUNNER_LEASE_MS: given('30000', whole(1), atLeast(1, ' of milliseconds')),
+    RUNNER_BATCH: given('8', whole(1), atLeast(1)),
+    RUNNER_MAX_FAILURES: given('5', whole(1), atLeast(1)),
+    SECRETS_KEY: optional(secretsKey, SECRETS_KEY_EXPECTED, true),
+    ENGINES: optional(json(enginesJson), 'JSON: {"routes": [...]}', true),
+    ENGINES_FILE: optional(jsonFile(enginesJson), 'a JSON file: {"routes": [...]}'),
+    REDIS_URL: optional(z.string().regex(/^rediss?:\/\/\S*$/i), 'a redis:// or rediss:// URL'),
+    DATA_DIR: given(
+      '.data',
+      z
+        .string()
+        .min(1)
+        .transform((dir) => resolve(root, dir)),
+      'a folder',
     ),
-    secretsKey: env.SECRETS_KEY ?? '',
-    engines: env.ENGINES || undefined,
-    enginesFile: env.ENGINES_FILE || undefined,
-    redisUrl: env.REDIS_URL || undefined,
-    // Absolute, so that every path under it is one (and messages can be cleared of them: errors.ts withoutPaths).
-    dataDir: resolve(env.DATA_DIR || join(root, '.data')),
-    filesMaxBytes: num(env.FILES_MAX_BYTES, 5 * 1024 ** 3),
-    fineTuneCreditLimit: num(env.FINE_TUNE_CREDIT_LIMIT, 100),
-    ffmpegPath: env.FFMPEG_PATH || undefined,
-    pocketsphinxPath: env.POCKETSPHINX_PATH || undefined,
-    audioUploadLimit: num(env.AUDIO_UPLOAD_LIMIT_BYTES, 80 * 1024 * 1024),
-    audioUrlLimit: num(env.AUDIO_URL_LIMIT_BYTES, 1024 * 1024 * 1024),
-    judgeRetry: {
-      attempts: Math.max(1, Math.floor(num(env.JUDGE_RETRY_ATTEMPTS, 5))),
-      baseMs: num(env.JUDGE_RETRY_BASE_MS, 1000),
-      maxMs: num(env.JUDGE_RETRY_MAX_MS, 30_000),
+    FILES_MAX_BYTES: given('5368709120', whole(1), atLeast(1, ' of bytes')),
+    FINE_TUNE_CREDIT_LIMIT: given('100', decimal(0), 'a number of US dollars, at least 0'),
+    FFMPEG_PATH: optional(z.string(), 'the path of an ffmpeg binary'),
+    POCKETSPHINX_PATH: optional(z.string(), 'the path of pocketsphinx_continuous, or off'),
+    AUDIO_UPLOAD_LIMIT_BYTES: given('83886080', whole(1), atLeast(1, ' of bytes')),
+    AUDIO_URL_LIMIT_BYTES: given('1073741824', whole(1), atLeast(1, ' of bytes')),
+    JUDGE_RETRY_ATTEMPTS: given('5', whole(1), atLeast(1)),
+    JUDGE_RETRY_BASE_MS: given('1000', whole(0), atLeast(0, ' of milliseconds')),
+    JUDGE_RETRY_MAX_MS: given('30000', whole(0), atLeast(0, ' of milliseconds')),
+    RATE_LIMITS: given('on', flag, FLAG),
+    RATE_LIMIT_WINDOW_SECONDS: given('1', whole(1), atLeast(1, ' of seconds')),
+    RATE_LIMIT_BASE_REQUESTS: given('10', whole(1), atLeast(1)),
+    RATE_LIMIT_BASE_TOKENS: given('20000', whole(1), atLeast(1)),
+    RATE_LIMIT_MAX_REQUESTS: given('1000', whole(1), atLeast(1)),
+    RATE_LIMIT_MAX_TOKENS: given('2000000', whole(1), atLeast(1)),
+    RATE_LIMIT_GROWTH: given('2', decimal(1), 'a number, at least 1'),
+    RATE_LIMIT_USAGE_WINDOW_SECONDS: given('60', whole(1), atLeast(1, ' of seconds')),
+    RATE_LIMIT_QUEUE_SIZE: given('8', whole(0), atLeast(0)),
+    RATE_LIMIT_QUEUE_WAIT_MS: given('1000', whole(0), atLeast(0, ' of milliseconds')),
+    RATE_LIMIT_MODEL_CAPACITY: given('500', whole(0), atLeast(0)),
+    RATE_LIMIT_MODEL_CAPACITIES: optional(
+      json(z.record(z.string(), z.int().min(0), { error: 'must be an object of model id -> requests per window' })),
+      'a JSON object of model id -> requests per window, e.g. {"meta-llama/Llama-3.3-70B-Instruct-Turbo": 50}',
+      true,
+    ),
+    RATE_LIMIT_DEDICATED_REQUESTS: given('1000', whole(1), atLeast(1)),
+    RATE_LIMIT_DEDICATED_TOKENS: given('2000000', whole(1), atLeast(1)),
+    RATE_LIMIT_KEY_PREFIX: given('ratelimit', z.string().min(1), 'a non-empty prefix'),
+  })
+  // Rules between variables, once each is usable on its own.
+  .superRefine(
+    (v, ctx) => {
+      const notAbove = (low: keyof typeof v, high: keyof typeof v) => {
+        if ((v[low] as number) > (v[high] as number))
+          ctx.addIssue({ code: 'custom', path: [low], message: `must not exceed ${high} (${v[high]})`, params: OWN });
+      };
+      notAbove('RATE_LIMIT_BASE_REQUESTS', 'RATE_LIMIT_MAX_REQUESTS');
+      notAbove('RATE_LIMIT_BASE_TOKENS', 'RATE_LIMIT_MAX_TOKENS');
+      notAbove('JUDGE_RETRY_BASE_MS', 'JUDGE_RETRY_MAX_MS');
+      if (v.ENGINES && v.ENGINES_FILE)
+        ctx.addIssue({ code: 'custom', path: ['ENGINES'], message: 'and ENGINES_FILE are both set: set one of them', params: OWN });
     },
+    { when: (payload) => payload.issues.length === 0 },
+  );
+
+/** `DURATION_<NAME>_MS`: one per timed step, declared by each machine (and a few modules) with its own default. */
+const DURATION = /^DURATION_([A-Z0-9_]+)_MS$/;
+const durationMs = whole(0);
+const DURATION_EXPECTED = atLeast(0, ' of milliseconds');
+
+/** Every variable of the schema, with its default as text (none: optional). The README lists exactly these. */
+export const variables: { name: string; default?: string }[] = Object.entries(schema.shape).map(([name, field]) => ({
+  name,
+  default: variableDocs.get(field)?.default,
+}));
+
+/** The URL with its password replaced, for messages and logs. */
+export function maskUrl(url: string): string {
+  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/@]*):[^@/]*@/i, '$1:****@');
+}
+
+/** The variable as a message shows it: its value unless hidden or long, and never a URL's password. */
+function shown(name: string, value: string | undefined, doc: VariableDoc | undefined): string {
+  if (value === undefined || doc?.hidden || value.length > 80) return name;
+  return `${name}=${maskUrl(value)}`;
+}
+
+function describeIssue(issue: z.core.$ZodIssue, env: Record<string, string>): { name: string; line: string } {
+  const [name, ...path] = issue.path.map(String);
+  const doc = DURATION.test(name) ? { expected: DURATION_EXPECTED } : variableDocs.get(schema.shape[name as keyof typeof schema.shape]);
+  const variable = shown(name, env[name], doc);
+  // Inside a JSON value the issue says what is wrong and where; a rule of the variable's own says it whole.
+  if (path.length > 0) {
+    const where = path
+      .map((p) => (/^\d+$/.test(p) ? `[${p}]` : /^[A-Za-z_]\w*$/.test(p) ? `.${p}` : `[${JSON.stringify(p)}]`))
+      .join('')
+      .replace(/^\./, '');
+    // Our messages read on from the field ("url must be ..."); zod's own are sentences ("Invalid input: ...").
+    return { name, line: `${variable} is not valid: ${where}${/^[A-Z]/.test(issue.message) ? ':' : ''} ${issue.message}.` };
+  }
+  if (issue.code === 'custom' && issue.params?.own) return { name, line: `${variable} ${issue.message}.` };
+  const fallback = DURATION.test(name) ? " for the step's default" : doc?.default === undefined ? '' : ` for the default, ${doc.default}`;
+  return { name, line: `${variable} is not valid: it must be ${doc?.expected ?? 'valid'}; fix it, or unset it${fallback}.` };
+}
+
+/**
+ * The configuration from the environment. A variable set to the empty string counts as unset. Throws a StartError
+ * with one line per unusable variable.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const set = Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => e[1] !== undefined && e[1] !== ''));
+  const problems = new Map<string, string>();
+  const report = (issue: z.core.$ZodIssue) => {
+    const { name, line } = describeIssue(issue, set);
+    if (!problems.has(name)) problems.set(name, line);
+  };
+  const parsed = schema.safeParse(set);
+  for (const issue of parsed.error?.issues ?? []) report(issue);
+  const durations: Record<string, number> = {};
+  for (const [name, value] of Object.entries(set)) {
+    const step = DURATION.exec(name);
+    if (!step) continue;
+    const ms = durationMs.safeParse(value);
+    if (ms.success) durations[step[1].toLowerCase()] = ms.data;
+    else report({ ...ms.error.issues[0], path: [name] });
+  }
+  const v = parsed.data;
+  let engines: EnginesConfig | undefined;
+  const routes = v?.ENGINES ?? v?.ENGINES_FILE;
+  if (routes) {
+    const source = v?.ENGINES ? 'ENGINES' : 'ENGINES_FILE';
+    engines = {
+      routes: routes.routes.map(({ ...route }, i) => {
+        if (route.engine !== 'upstream' || route.apiKeyEnv === undefined) return route;
+        const { apiKeyEnv, ...rest } = route;
+        const fail = (message: string) => report({ code: 'custom', path: [source, 'routes', i, 'apiKeyEnv'], message, input: apiKeyEnv, params: OWN });
+        if (rest.apiKey !== undefined) fail('cannot be given with apiKey: give one of them');
+        else if (set[apiKeyEnv] === undefined) fail(`names ${apiKeyEnv}, which is not set`);
+        return { ...rest, apiKey: set[apiKeyEnv] };
+      }),
+    };
+  }
+  if (problems.size || !v) throw new StartError([...problems.values()].join('\n'));
+  return {
+    host: v.HOST,
+    port: v.PORT,
+    databaseUrl: v.DATABASE_URL,
+    logLevel: v.LOG_LEVEL,
+    bodyLimit: v.BODY_LIMIT_BYTES,
+    validateResponses: v.VALIDATE_RESPONSES,
+    keyCacheTtlMs: v.KEY_CACHE_TTL_MS,
+    durations,
+    secretsKey: v.SECRETS_KEY ?? '',
+    engines,
+    redisUrl: v.REDIS_URL,
+    dataDir: v.DATA_DIR,
+    filesMaxBytes: v.FILES_MAX_BYTES,
+    fineTuneCreditLimit: v.FINE_TUNE_CREDIT_LIMIT,
+    ffmpegPath: v.FFMPEG_PATH,
+    pocketsphinxPath: v.POCKETSPHINX_PATH,
+    audioUploadLimit: v.AUDIO_UPLOAD_LIMIT_BYTES,
+    audioUrlLimit: v.AUDIO_URL_LIMIT_BYTES,
+    judgeRetry: { attempts: v.JUDGE_RETRY_ATTEMPTS, baseMs: v.JUDGE_RETRY_BASE_MS, maxMs: v.JUDGE_RETRY_MAX_MS },
     rateLimits: {
-      enabled: bool(env.RATE_LIMITS, true),
-      windowSeconds: Math.max(1, Math.round(num(env.RATE_LIMIT_WINDOW_SECONDS, 1))),
-      baseRequests: num(env.RATE_LIMIT_BASE_REQUESTS, 10),
-      baseTokens: num(env.RATE_LIMIT_BASE_TOKENS, 20_000),
-      maxRequests: num(env.RATE_LIMIT_MAX_REQUESTS, 1000),
-      maxTokens: num(env.RATE_LIMIT_MAX_TOKENS, 2_000_000),
-      growth: num(env.RATE_LIMIT_GROWTH, 2),
-      usageWindowSeconds: Math.max(1, Math.round(num(env.RATE_LIMIT_USAGE_WINDOW_SECONDS, 60))),
-      queueSize: num(env.RATE_LIMIT_QUEUE_SIZE, 8),
-      queueWaitMs: num(env.RATE_LIMIT_QUEUE_WAIT_MS, 1000),
-      modelCapacity: num(env.RATE_LIMIT_MODEL_CAPACITY, 500),
-      modelCapacities: capacities(env.RATE_LIMIT_MODEL_CAPACITIES),
-      dedicatedRequests: num(env.RATE_LIMIT_DEDICATED_REQUESTS, 1000),
-      dedicatedTokens: num(env.RATE_LIMIT_DEDICATED_TOKENS, 2_000_000),
-      keyPrefix: env.RATE_LIMIT_KEY_PREFIX || 'ratelimit',
+      enabled: v.RATE_LIMITS,
+      windowSeconds: v.RATE_LIMIT_WINDOW_SECONDS,
+      baseRequests: v.RATE_LIMIT_BASE_REQUESTS,
+      baseTokens: v.RATE_LIMIT_BASE_TOKENS,
+      maxRequests: v.RATE_LIMIT_MAX_REQUESTS,
+      maxTokens: v.RATE_LIMIT_MAX_TOKENS,
+      growth: v.RATE_LIMIT_GROWTH,
+      usageWindowSeconds: v.RATE_LIMIT_USAGE_WINDOW_SECONDS,
+      queueSize: v.RATE_LIMIT_QUEUE_SIZE,
+      queueWaitMs: v.RATE_LIMIT_QUEUE_WAIT_MS,
+      modelCapacity: v.RATE_LIMIT_MODEL_CAPACITY,
+      modelCapacities: v.RATE_LIMIT_MODEL_CAPACITIES ?? {},
+      dedicatedRequests: v.RATE_LIMIT_DEDICATED_REQUESTS,
+      dedicatedTokens: v.RATE_LIMIT_DEDICATED_TOKENS,
+      keyPrefix: v.RATE_LIMIT_KEY_PREFIX,
     },
     runner: {
-      enabled: bool(env.RUNNER_ENABLED, true),
-      pollMs: num(env.RUNNER_POLL_MS, 250),
-      leaseMs: num(env.RUNNER_LEASE_MS, 30_000),
-      batch: num(env.RUNNER_BATCH, 8),
-      maxFailures: num(env.RUNNER_MAX_FAILURES, 5),
+      enabled: v.RUNNER_ENABLED,
+      pollMs: v.RUNNER_POLL_MS,
+      leaseMs: v.RUNNER_LEASE_MS,
+      batch: v.RUNNER_BATCH,
+      maxFailures: v.RUNNER_MAX_FAILURES,
     },
   };
+}
+
+// The families of this server's variables, by first word (RATE_LIMIT_WINDOW_SECONDS: RATE); DURATION_ is the steps'.
+const FAMILIES = new Set(['DURATION', ...variables.map((v) => v.name.split('_')[0])]);
+
+/**
+ * Variables that look like this server's (the first word of one of its own, e.g. `RATE_LIMITS_WINDOW`) but are not
+ * read: most likely a misspelling. The start warns about them rather than refusing, since the environment is shared
+ * with other programs.
+ */
+export function unknownVariables(env: NodeJS.ProcessEnv = process.env): string[] {
+  const known = new Set(variables.map((v) => v.name));
+  return Object.keys(env)
+    .filter((name) => !known.has(name) && !DURATION.test(name) && FAMILIES.has(name.split('_')[0]))
+    .sort();
 }
 
 /** How long a named step of simulated work takes: `DURATION_<NAME>_MS` when set, else the module's default. */

@@ -93,3 +93,13 @@ export class StartError extends Error {
     super(message);
   }
 }
+
+/**
+ * What an entry point prints when it cannot start: a StartError's line, with the stack only when `debug`; anything
+ * else (a bug) with its stack.
+ */
+export function startFailure(err: unknown, debug: boolean): string {
+  if (!(err instanceof StartError)) return `The platform could not start: ${(err as Error)?.message ?? err}\n${(err as Error)?.stack ?? ''}`.trimEnd();
+  if (!debug) return err.message;
+  return `${err.message}\n${(err.cause instanceof Error ? err.cause : err).stack}`;
+}

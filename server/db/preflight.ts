@@ -4,9 +4,10 @@ import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import pg from 'pg';
+import { maskUrl } from '../core/config.ts';
 import { StartError } from '../core/errors.ts';
 import type { Provider } from '../core/paths.ts';
-import { maskUrl, pgConfig, sqliteFile } from './urls.ts';
+import { pgConfig, sqliteFile } from './urls.ts';
 
 export async function preflight(provider: Provider, url: string): Promise<void> {
   const shown = `DATABASE_URL=${maskUrl(url)}`;

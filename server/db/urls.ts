@@ -1,12 +1,17 @@
 // Database URLs: `file:<path>` (or a bare path) is SQLite; `postgres://` or `postgresql://` is PostgreSQL; any other
-// scheme is refused rather than mistaken for a file name.
+// scheme (`mysql://`, `sqlite:`) is refused rather than mistaken for a file name (the configuration's schema,
+// core/config.ts, refuses the same at start).
 import type { PoolConfig } from 'pg';
+import { maskUrl } from '../core/config.ts';
 import { StartError } from '../core/errors.ts';
 import type { Provider } from '../core/paths.ts';
 
+/** A URL scheme (two characters at least: `C:\\data` is a path). */
+const SCHEME = /^[a-z][a-z0-9+.-]+:/i;
+
 export function providerOf(url: string): Provider {
   if (/^postgres(ql)?:\/\//i.test(url)) return 'postgresql';
-  if (url.startsWith('file:') || !/^[a-z][a-z0-9+.-]*:\/\//i.test(url)) return 'sqlite';
+  if (url.startsWith('file:') || !SCHEME.test(url)) return 'sqlite';
   throw new StartError(
     `DATABASE_URL=${maskUrl(url)} names a database this platform does not support: use file:<path> (SQLite, the default) or postgres://user@host:5432/database (PostgreSQL).`,
   );
@@ -14,11 +19,6 @@ export function providerOf(url: string): Provider {
 
 export function sqliteFile(url: string): string {
   return url.replace(/^file:/, '');
-}
-
-/** The URL with its password replaced, for messages and logs. */
-export function maskUrl(url: string): string {
-  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/@]*):[^@/]*@/i, '$1:****@');
 }
 
 /** Discrete fields rather than a connection string, so that nothing in the URL overrides what we set. */
