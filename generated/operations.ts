@@ -2,7 +2,7 @@
 export const operations = {
   addAdapter: {"method":"post","path":"/v1/endpoints/{endpointId}/adapters","tag":"Adapters","module":"adapters","statuses":[200,400,401,403,404,413,415,500]},
   approveRemediation: {"method":"post","path":"/v1/compute/clusters/{cluster_id}/instances/{instance_id}/remediations/{remediation_id}/approve","tag":"Compute","module":"compute","statuses":[200,400,401,404,409,413,415,500]},
-  cancelFineTune: {"method":"post","path":"/v1/fine-tunes/{id}/cancel","tag":"Fine-tuning","module":"fine-tuning","statuses":[200,400,401,404,500]},
+  cancelFineTune: {"method":"post","path":"/v1/fine-tunes/{id}/cancel","tag":"Fine-tuning","module":"fine-tuning","statuses":[200,400,401,404,409,500]},
   cancelQueueJob: {"method":"post","path":"/v1/queue/cancel","tag":"Queue","module":"queue","statuses":[200,400,401,404,409,413,415,500]},
   cancelRemediation: {"method":"post","path":"/v1/compute/clusters/{cluster_id}/instances/{instance_id}/remediations/{remediation_id}/cancel","tag":"Compute","module":"compute","statuses":[200,400,401,404,409,500]},
   claimQueueJobs: {"method":"post","path":"/v1/queue/claim","tag":"Queue","module":"queue","statuses":[200,400,401,413,415,500]},

@@ -227,7 +227,7 @@ describe('durability and the files a job reads', () => {
 });
 
 describe('cancel and delete', () => {
-  test('running -> cancel_requested -> cancelled; pending -> cancelled at once; a finished job cannot be cancelled (400)', async () => {
+  test('running -> cancel_requested -> cancelled; pending -> cancelled at once; a finished job cannot be cancelled (409, param null)', async () => {
     const job = (await create({})).body;
     await t.advance(0);
     expect((await get(job.id)).body.status).toBe('running');
@@ -239,7 +239,10 @@ describe('cancel and delete', () => {
     expect(after.status).toBe('cancelled');
     expect(after.token_count).toBeUndefined();
     expect(after.events.slice(-2).map((e: { type: string }) => e.type)).toEqual(['cancel_requested', 'job_stopped']);
-    expectError(await t.caller.http.post(`/v1/fine-tunes/${job.id}/cancel`), 400, { code: 'invalid_state_transition', param: 'id' });
+    const refused = await t.caller.http.post(`/v1/fine-tunes/${job.id}/cancel`);
+    expectError(refused, 409, { code: 'invalid_state_transition', type: 'invalid_request_error', param: null });
+    expect(refused.headers['x-should-retry']).toBe('false');
+    expect((await get(job.id)).body.status).toBe('cancelled');
 
     const pending = (await create({})).body;
     expect((await t.caller.http.post(`/v1/fine-tunes/${pending.id}/cancel`)).body.status).toBe('cancelled');

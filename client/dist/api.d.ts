@@ -891,7 +891,8 @@ export interface paths {
         /**
          * Cancel a fine-tuning job
          * @description Cancels the job: `pending` or `queued` -> `cancelled`, `running` -> `cancel_requested` (the runner then stops it:
-         *     `cancelled`). Any other state answers 400 `invalid_state_transition` naming `id`. No request body.
+         *     `cancelled`). Any other state is refused as every machine refuses a move its table does not allow: 409
+         *     `invalid_state_transition`, `param` null, nothing changed. No request body.
          */
         post: operations["cancelFineTune"];
         delete?: never;
@@ -6518,6 +6519,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             500: components["responses"]["InternalError"];
         };
     };

@@ -7,7 +7,7 @@ import { createReadStream } from 'node:fs';
 import type { FineTune, Prisma } from '../../../generated/prisma/sqlite/client/client.ts';
 import { instant } from '../../core/clock.ts';
 import type { Config } from '../../core/config.ts';
-import { apiError, invalidTransition } from '../../core/errors.ts';
+import { invalidTransition } from '../../core/errors.ts';
 import { defineMachine } from '../../core/machine.ts';
 import type { Database, Tx } from '../../db/index.ts';
 import { enter, type Progression, type Timing } from '../../runner/progress.ts';
@@ -39,8 +39,6 @@ export const fineTuneMachine = defineMachine({
     uploading: { duration: 'fine_tune_upload', defaultMs: 0 },
     cancel_requested: { duration: 'fine_tune_cancel', defaultMs: 0 },
   },
-  // The platform answers a cancel it cannot make with 400.
-  refusals: { cancel: (from) => apiError(400, 'invalid_state_transition', `A fine-tuning job that is ${from} cannot be cancelled.`, 'id') },
 });
 
 export type FineTuneEvent = (typeof fineTuneMachine.events)[number];
