@@ -196,6 +196,10 @@ describe('a job runs through its states on the runner, from the real dataset', (
     expect(failed.status).toBe('error');
     expect(failed.error).toMatch(/DPO needs a preference dataset/);
     expect(failed.events.at(-1)).toMatchObject({ type: 'job_error', level: 'error' });
+    const instructions = await uploadDataset([{ prompt: 'Say hi. ', completion: 'Hi.' }]);
+    const dpoOnInstructions = (await create({ training_file: instructions, training_method: { method: 'dpo' } })).body;
+    await t.advance(0);
+    expect((await get(dpoOnInstructions.id)).body.error).toMatch(/is an INSTRUCTION dataset; DPO needs a preference dataset/);
 
     const bad = await uploadDataset([{ nope: 1 }], false);
     const doomed = (await create({ training_file: bad })).body;

@@ -7,7 +7,7 @@ import { createReadStream } from 'node:fs';
 import type { FineTune, Prisma } from '../../../generated/prisma/sqlite/client/client.ts';
 import { instant } from '../../core/clock.ts';
 import type { Config } from '../../core/config.ts';
-import { invalidTransition } from '../../core/errors.ts';
+import { invalidTransition, withArticle } from '../../core/errors.ts';
 import { defineMachine } from '../../core/machine.ts';
 import type { Database, Tx } from '../../db/index.ts';
 import { enter, type Progression, type Timing } from '../../runner/progress.ts';
@@ -189,7 +189,7 @@ export function fineTuneProgression(services: Services): Progression<(typeof fin
             return void (await fail(
               tx,
               job,
-              `The ${field} file ${f.id} is a ${report.dataset_format} dataset; ${a.trainingMethod.method === 'dpo' ? 'DPO needs a preference dataset' : 'SFT needs a conversation, instruction, text or tokenized dataset'}.`,
+              `The ${field} file ${f.id} is ${withArticle(report.dataset_format ?? 'unknown')} dataset; ${a.trainingMethod.method === 'dpo' ? 'DPO needs a preference dataset' : 'SFT needs a conversation, instruction, text or tokenized dataset'}.`,
             ));
           }
         }

@@ -4,7 +4,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { Model } from '../../../generated/prisma/sqlite/client/client.ts';
 import { type Clock, instant } from '../../core/clock.ts';
-import { apiError, badRequest } from '../../core/errors.ts';
+import { apiError, badRequest, withArticle } from '../../core/errors.ts';
 import type { Db, Tx } from '../../db/index.ts';
 import type { SeedContext } from '../types.ts';
 import data from './seed.json' with { type: 'json' };
@@ -173,8 +173,7 @@ function catalogueModels(db: Db): Promise<Map<string, Model>> {
 export async function serverlessModel(db: Db | Tx, projectId: string, id: string, type: string): Promise<Model> {
   const model = await findModel(db, projectId, id);
   if (!model) throw apiError(404, 'model_not_found', `The model '${id}' does not exist or is not available to this project.`, 'model');
-  if (model.type !== type)
-    throw badRequest(`'${id}' is a ${model.type} model, not a${/^[aeiou]/.test(type) ? 'n' : ''} ${type} model.`, 'model', 'model_not_available');
+  if (model.type !== type) throw badRequest(`'${id}' is ${withArticle(model.type)} model, not ${withArticle(type)} model.`, 'model', 'model_not_available');
   if (!model.serverless) throw badRequest(`'${id}' is not served serverless: deploy it on a dedicated endpoint.`, 'model', 'model_not_available');
   return model;
 }
