@@ -234,7 +234,7 @@ export interface paths {
         /**
          * Approve a remediation
          * @description PENDING_APPROVAL to PENDING; sets `reviewed_by` (the caller's API key id), `review_time` and
-         *     `review_comment`, and `mode` when given (HOST_POWER_CYCLE is refused with 400 `unsupported_remediation_mode`,
+         *     `review_comment`, and `mode` when given (one of the four; HOST_POWER_CYCLE is refused with 400 naming `mode`,
          *     as the platform refuses it as an approval override). From any other state: 409 `invalid_state_transition`.
          */
         post: operations["approveRemediation"];
@@ -2189,12 +2189,18 @@ export interface components {
             end: number;
         };
         /**
-         * @description VM_ONLY: new VM on any available host. HOST_AWARE: cordon the host, new VM on a different host.
-         *     EVICT_WITHOUT_REPLACEMENT: delete the VM, no replacement. REBOOT_VM: reboot the same VM. HOST_POWER_CYCLE:
-         *     listed because the official SDK sends it; refused with 400 `unsupported_remediation_mode`.
+         * @description The four modes of the requirements. VM_ONLY: new VM on any available host. HOST_AWARE: cordon the host, new
+         *     VM on a different host. EVICT_WITHOUT_REPLACEMENT: delete the VM, no replacement. REBOOT_VM: reboot the same
+         *     VM. Any other value, `REMEDIATION_MODE_HOST_POWER_CYCLE` (which the official SDK's types allow) included, is
+         *     refused with 400 (`code` `enum`, `param` naming the field), whose message lists these four.
          * @enum {string}
          */
-        RemediationMode: "REMEDIATION_MODE_VM_ONLY" | "REMEDIATION_MODE_HOST_AWARE" | "REMEDIATION_MODE_EVICT_WITHOUT_REPLACEMENT" | "REMEDIATION_MODE_REBOOT_VM" | "REMEDIATION_MODE_HOST_POWER_CYCLE";
+        RemediationMode: "REMEDIATION_MODE_VM_ONLY" | "REMEDIATION_MODE_HOST_AWARE" | "REMEDIATION_MODE_EVICT_WITHOUT_REPLACEMENT" | "REMEDIATION_MODE_REBOOT_VM";
+        /**
+         * @description A mode to list by; `REMEDIATION_MODE_HOST_POWER_CYCLE`, the platform's fifth, matches nothing (no remediation has it here).
+         * @enum {string}
+         */
+        RemediationModeFilter: "REMEDIATION_MODE_VM_ONLY" | "REMEDIATION_MODE_HOST_AWARE" | "REMEDIATION_MODE_EVICT_WITHOUT_REPLACEMENT" | "REMEDIATION_MODE_REBOOT_VM" | "REMEDIATION_MODE_HOST_POWER_CYCLE";
         /** @enum {string} */
         RemediationState: "PENDING_APPROVAL" | "PENDING" | "RUNNING" | "SUCCEEDED" | "FAILED" | "CANCELLED" | "AUTO_RESOLVED";
         /**
@@ -5029,7 +5035,7 @@ export interface operations {
                 order_by?: string;
                 state?: components["schemas"]["RemediationStateFilter"][];
                 trigger?: components["schemas"]["RemediationTrigger"][];
-                mode?: components["schemas"]["RemediationMode"][];
+                mode?: components["schemas"]["RemediationModeFilter"][];
             };
             header?: never;
             path: {
