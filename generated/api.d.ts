@@ -1574,7 +1574,9 @@ export interface paths {
          *
          *     **Deprecated fields.** The top-level `frame_images` and `reference_images` are still accepted, read as
          *     `media.frame_images` and `media.reference_images` (given both ways, 400 naming the top-level field); the job
-         *     then carries a `warnings` entry saying so, and the response a `Warning` header.
+         *     then carries a `warnings` entry saying so, and the response a `Warning` header. The top-level `frame_images`
+         *     is read in the requirements' shape, an array holding an array of frame images (`[[{input_image, frame}]]`),
+         *     and in the flat shape of `media.frame_images`; either is flattened, in order.
          */
         post: operations["createVideoV1"];
         delete?: never;
@@ -1995,7 +1997,9 @@ export interface paths {
          *
          *     **Deprecated fields.** The top-level `frame_images` and `reference_images` are still accepted, read as
          *     `media.frame_images` and `media.reference_images` (given both ways, 400 naming the top-level field); the job
-         *     then carries a `warnings` entry saying so, and the response a `Warning` header.
+         *     then carries a `warnings` entry saying so, and the response a `Warning` header. The top-level `frame_images`
+         *     is read in the requirements' shape, an array holding an array of frame images (`[[{input_image, frame}]]`),
+         *     and in the flat shape of `media.frame_images`; either is flattened, in order.
          */
         post: operations["createVideo"];
         delete?: never;
@@ -4400,9 +4404,11 @@ export interface components {
             media?: components["schemas"]["VideoMedia"];
             /**
              * @deprecated
-             * @description Deprecated; use `media.frame_images`.
+             * @description Deprecated; use `media.frame_images`. Read in either shape: the requirements' (an array holding an array
+             *     of frame images, `[[{input_image, frame}, ...]]`) or the flat one (`[{input_image, frame}, ...]`), flattened
+             *     in order into `media.frame_images`.
              */
-            frame_images?: components["schemas"]["VideoFrameImageInput"][];
+            frame_images?: (components["schemas"]["VideoFrameImageInput"] | components["schemas"]["VideoFrameImageInput"][])[];
             /**
              * @deprecated
              * @description Deprecated; use `media.reference_images`.
