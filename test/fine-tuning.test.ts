@@ -151,6 +151,7 @@ describe('a job runs through its states on the runner, from the real dataset', (
 
     const model = await t.services.db.prisma.model.findFirst({ where: { projectId: t.caller.identity.projectId, name: job.model_output_name } });
     expect(model).toMatchObject({ modelType: 'adapter', baseModelId: BASE, status: 'ready', sourceKind: 'fine-tune', source: job.id });
+    expect(model!.id).toMatch(/^ml_[0-9a-z]{26}$/);
     expect((await t.caller.http.get('/v1/fine-tunes')).body.data.map((j: { id: string }) => j.id)).toContain(job.id);
   });
 

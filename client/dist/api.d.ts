@@ -1140,7 +1140,7 @@ export interface paths {
          *     start or stop.
          *
          *     `model` is a catalogue model id (e.g. `meta-llama/Meta-Llama-3.1-8B-Instruct`, or an alias of one) or the
-         *     id (`model-<uuid>`, `ml_...` for older uploads) of a completed upload of the caller's project. The public
+         *     id (`ml_...`) of a completed upload of the caller's project. The public
          *     platform declares only 403 and 500 here; this
          *     server answers what the model lookup finds: 404 `model_not_found` (param `model`) for a model that does
          *     not exist, belongs to another project or has not finished uploading, and 400 `model_not_available`
@@ -1211,7 +1211,7 @@ export interface paths {
          * @description Lists the platform's catalogue (serverless models and base architectures, by id) followed by the caller's
          *     project's completed uploads (oldest first), as a bare array like the public platform. Uploads still
          *     running, failed uploads and other projects' uploads are not listed. An uploaded model's `id` is its
-         *     `model-<uuid>` id and its `display_name` the `model_name` it was uploaded with; its `type` and
+         *     `ml_...` id and its `display_name` the `model_name` it was uploaded with; its `type` and
          *     `context_length` are those of the base architecture it fine-tunes (for an adapter: of its base model). A
          *     full model whose source names no architecture this server serves is listed as `type` `language` with no
          *     `context_length` (nothing more can be known of it offline), and is not in the `dedicated=true` list.
@@ -2453,7 +2453,7 @@ export interface components {
          */
         QualifiedEndpointName: string;
         /**
-         * @description A catalogue model id (or an alias of one), an uploaded model's id (`model-<uuid>`; `ml_...` for older uploads), or `projects/{projectId}/models/{modelId}` (or `models/{modelId}`), optionally followed by `/revisions/{revisionId}`.
+         * @description A catalogue model id (or an alias of one), an uploaded model's id (`ml_...`), or `projects/{projectId}/models/{modelId}` (or `models/{modelId}`), optionally followed by `/revisions/{revisionId}`.
          * @example meta-llama/Meta-Llama-3.1-8B-Instruct-Turbo
          */
         ModelRef: string;
@@ -4022,7 +4022,7 @@ export interface components {
         };
         ModelInfo: {
             /**
-             * @description A catalogue model's public name, or an upload's id (`model-<uuid>`; `ml_...` for older uploads).
+             * @description A catalogue model's public name, or a project model's id (`ml_...`).
              * @example meta-llama/Meta-Llama-3.1-8B-Instruct-Turbo
              */
             id: string;
@@ -4091,8 +4091,8 @@ export interface components {
                 job_id: string;
                 model_name: string;
                 /**
-                 * @description The uploaded model's id (`model-<uuid>`).
-                 * @example model-3e0a7c9d-5b2f-4c61-9d8e-7f1a2b3c4d5e
+                 * @description The uploaded model's id (`ml_...`).
+                 * @example ml_01kb2x3y4z5a6b7c8d9e0f1g2h
                  */
                 model_id: string;
                 /**
