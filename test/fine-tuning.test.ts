@@ -210,6 +210,24 @@ describe('a job runs through its states on the runner, from the real dataset', (
   });
 });
 
+describe('the owner', () => {
+  test("owner_address: the owning project's address (0x and 40 hex digits), the same on every answer and every job of the project, another for another project", async () => {
+    const job = (await create({})).body;
+    expect(job.owner_address).toMatch(/^0x[0-9a-f]{40}$/);
+    expect((await get(job.id)).body.owner_address).toBe(job.owner_address);
+    const listed = (await t.caller.http.get('/v1/fine-tunes')).body.data.find((j: { id: string }) => j.id === job.id);
+    expect(listed.owner_address).toBe(job.owner_address);
+    expect((await create({})).body.owner_address).toBe(job.owner_address);
+    const other = await t.newCaller();
+    const file = await uploadFile(other, 'fine-tune', TRAIN);
+    await t.advance(0);
+    const theirs = await other.http.post('/v1/fine-tunes').send({ model: BASE, training_file: file });
+    expect(theirs.status, JSON.stringify(theirs.body)).toBe(200);
+    expect(theirs.body.owner_address).toMatch(/^0x[0-9a-f]{40}$/);
+    expect(theirs.body.owner_address).not.toBe(job.owner_address);
+  });
+});
+
 describe('durability and the files a job reads', () => {
   test('a job survives a restart of the server mid-run, and finishes the same', async () => {
     const job = (await create({ batch_size: 8, random_seed: 3 })).body;

@@ -3421,6 +3421,7 @@ export interface components {
             started_at?: string;
             /** @description The API key that created the job. */
             user_id: string;
+            /** @description The owner's address: the owning project's, `0x` and 40 hex digits (the form of the platform's account addresses), derived from the project's id, so every job of a project has the same one. */
             owner_address?: string;
             /** @description US cents, rounded up: the tokens trained (and evaluated) at the model's price. */
             total_price?: number;
@@ -3477,6 +3478,7 @@ export interface components {
             started_at?: string;
             /** @description The API key that created the job. */
             user_id: string;
+            /** @description The owner's address: the owning project's, `0x` and 40 hex digits (the form of the platform's account addresses), derived from the project's id, so every job of a project has the same one. */
             owner_address?: string;
             /** @description US cents, rounded up: the tokens trained (and evaluated) at the model's price. */
             total_price?: number;

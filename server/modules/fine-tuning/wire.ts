@@ -2,7 +2,7 @@
 import type { FineTune, FineTuneCheckpoint, FineTuneEvent } from '../../../generated/prisma/sqlite/client/client.ts';
 import { iso } from '../../core/clock.ts';
 import type { Wire } from '../types.ts';
-import type { Accepted } from './rules.ts';
+import { type Accepted, ownerAddress } from './rules.ts';
 
 export function eventWire(e: FineTuneEvent): Wire<'FineTuneEvent'> {
   return {
@@ -30,6 +30,7 @@ export function fineTuneTruncatedWire(j: FineTune, events: FineTuneEvent[]): Wir
     updated_at: iso(j.updatedAt),
     ...(j.startedAt !== null && { started_at: iso(j.startedAt) }),
     user_id: j.userId,
+    owner_address: ownerAddress(j.projectId),
     ...(j.totalPriceCents !== null && { total_price: j.totalPriceCents }),
     ...(j.tokenCount !== null && { token_count: j.tokenCount }),
     events: events.map(eventWire),
