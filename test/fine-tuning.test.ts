@@ -172,6 +172,39 @@ describe('a job runs through its states on the runner, from the real dataset', (
     expect(b[0]).toBeGreaterThan(a[0]);
   });
 
+  test('the learning rate sets how fast the loss falls, above the default as below it: each rate its own curve', async () => {
+    const run = async (learning_rate: number) => {
+      const res = await create({ batch_size: 8, n_epochs: 2, random_seed: 7, learning_rate, warmup_ratio: 0 });
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      await t.advance(0);
+      await t.advance(1000);
+      return (await t.caller.http.get(`/v1/fine-tunes/${res.body.id}/metrics`)).body.metrics.map((m: any) => m['train/loss']) as number[];
+    };
+    const rates = [1e-6, 1e-5, 1e-4, 1e-3, 1e-2];
+    const curves = [];
+    for (const rate of rates) curves.push(await run(rate));
+    // The same noise (same data and seed) on every curve: at each step, a higher rate is strictly lower.
+    for (let i = 1; i < rates.length; i++) {
+      for (let step = 0; step < curves[i]!.length; step++) expect(curves[i]![step], `${rates[i]} at step ${step + 1}`).toBeLessThan(curves[i - 1]![step]!);
+    }
+  });
+
+  test('eval_steps is the planned interval between evaluations, also when early stopping halted the run', async () => {
+    // 20 samples, batches of 8: 3 steps per epoch; 10 epochs: 30 steps; 6 evaluations, every 5 steps.
+    expect(plan(20, 8, 10, 6, 1).evalSteps).toEqual([5, 10, 15, 20, 25, 30]);
+    const run = async (early: boolean) => {
+      curveHook.override = (_job, p) => ({ train: Array(p.totalSteps).fill(1), eval: [3.0, 2.0, 2.1, 2.0, 0.5, 0.4] });
+      const job = (await create({ batch_size: 8, n_epochs: 10, n_evals: 6, validation_file: validation, early_stopping_enabled: early })).body;
+      await t.advance(0);
+      await t.advance(1000);
+      return (await get(job.id)).body;
+    };
+    expect(await run(false)).toMatchObject({ status: 'completed', eval_steps: 5 });
+    // Halted at the fourth evaluation (step 20): the evaluations still ran every 5 steps.
+    const halted = await run(true);
+    expect(halted).toMatchObject({ status: 'completed', early_stopped: true, early_stopping_best_step: 20, eval_steps: 5 });
+  });
+
   test('full training of a model that allows it: the output is a model, not an adapter', async () => {
     const res = await create({ training_type: { type: 'Full' }, batch_size: 8 });
     expect(res.body.training_type).toEqual({ type: 'Full' });

@@ -3525,6 +3525,7 @@ export interface components {
             model_output_path?: string;
             trainingfile_numlines?: number;
             trainingfile_size?: number;
+            /** @description Steps between evaluations, as planned (steps per epoch x `n_epochs` / `n_evals`, rounded); early stopping ends a run sooner, not its evaluations' spacing. */
             eval_steps?: number;
             train_on_inputs?: boolean | "auto";
             multimodal_params?: components["schemas"]["MultimodalParams"];

@@ -3,6 +3,7 @@ import type { FineTune, FineTuneCheckpoint, FineTuneEvent } from '../../../gener
 import { iso } from '../../core/clock.ts';
 import type { Wire } from '../types.ts';
 import { type Accepted, ownerAddress } from './rules.ts';
+import { evalInterval, plan } from './training.ts';
 
 export function eventWire(e: FineTuneEvent): Wire<'FineTuneEvent'> {
   return {
@@ -83,7 +84,8 @@ export function fineTuneWire(j: FineTune, events: FineTuneEvent[]): Wire<'FineTu
     ...(j.status === 'completed' && { model_output_path: j.outputName }),
     ...(j.trainingLines !== null && { trainingfile_numlines: j.trainingLines }),
     ...(j.trainingBytes !== null && { trainingfile_size: Number(j.trainingBytes) }),
-    ...(j.totalSteps !== null && a.nEvals > 0 && { eval_steps: Math.max(1, Math.round(j.totalSteps / a.nEvals)) }),
+    // As planned: early stopping ends a run sooner, not its evaluations' spacing.
+    ...(j.trainingLines !== null && a.nEvals > 0 && { eval_steps: evalInterval(plan(j.trainingLines, a.batchSize, a.nEpochs, a.nEvals, a.nCheckpoints)) }),
     train_on_inputs: a.trainOnInputs,
     ...(a.multimodalParams !== null && { multimodal_params: a.multimodalParams }),
     ...(j.epochsCompleted !== null && { epochs_completed: j.epochsCompleted }),
