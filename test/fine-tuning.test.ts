@@ -45,6 +45,7 @@ beforeAll(async () => {
 
 const create = (body: object) => t.caller.http.post('/v1/fine-tunes').send({ model: BASE, training_file: train, ...body });
 const get = (id: string) => t.caller.http.get(`/v1/fine-tunes/${id}`);
+const estimate = (body: object) => t.caller.http.post('/v1/fine-tunes/estimate-price').send(body);
 
 describe('a job runs through its states on the runner, from the real dataset', () => {
   test('pending -> queued -> running -> compressing -> uploading -> completed: tokens, price, checkpoints, events, metrics, the model', async () => {
@@ -497,6 +498,106 @@ describe('estimate-price, supported models, limits', () => {
     });
     expectError(await t.caller.http.post('/v1/fine-tunes/estimate-price').send({ training_file: 'file-nope' }), 404, { param: 'training_file' });
     expectError(await t.caller.http.post('/v1/fine-tunes/estimate-price').send({ training_file: train, n_epochs: 0 }), 400, { param: 'n_epochs' });
+  });
+
+  test('takes every parameter of job creation, checked by the same rules (400 naming the field, nothing created)', async () => {
+    const schemas = (await t.http.get('/openapi.json')).body.components.schemas;
+    const creation = Object.keys(schemas.CreateFineTuneBody.properties).sort();
+    expect(Object.keys(schemas.EstimateFineTunePriceBody.properties).sort()).toEqual(creation);
+    expect(schemas.EstimateFineTunePriceBody.required).toEqual(['training_file']);
+    const done = (await create({ batch_size: 8 })).body;
+    await t.advance(0);
+    await t.advance(1000);
+    const everything = {
+      model: BASE,
+      training_file: train,
+      validation_file: validation,
+      packing: false,
+      max_seq_length: 512,
+      n_epochs: 2,
+      n_checkpoints: 2,
+      n_evals: 2,
+      batch_size: 8,
+      gradient_accumulation_steps: 1,
+      learning_rate: 1e-4,
+      lr_scheduler: { lr_scheduler_type: 'cosine', lr_scheduler_args: { min_lr_ratio: 0.1, num_cycles: 0.5 } },
+      warmup_ratio: 0.1,
+      max_grad_norm: 1,
+      weight_decay: 0.01,
+      random_seed: 5,
+      early_stopping_enabled: false,
+      early_stopping_patience: 2,
+      early_stopping_min_delta: 0,
+      early_stopping_warmup_evals: 1,
+      suffix: 'estimated',
+      wandb_api_key: 'wandb-key',
+      wandb_base_url: 'https://wandb.example',
+      wandb_project_name: 'p',
+      wandb_name: 'n',
+      wandb_entity: 'e',
+      train_on_inputs: 'auto',
+      training_method: { method: 'sft', train_on_inputs: 'auto' },
+      training_type: { type: 'Lora', lora_r: 8, lora_alpha: 16, lora_dropout: 0, lora_trainable_modules: 'all-linear' },
+      multimodal_params: { train_vision: false },
+      from_checkpoint: done.id,
+      from_hf_model: 'acme/base',
+      hf_model_revision: 'main',
+      hf_api_token: 'hf_token',
+      hf_output_repo_name: 'acme/out',
+    };
+    expect(Object.keys(everything).sort()).toEqual(creation);
+    const res = await estimate(everything);
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body.estimation_available).toBe(true);
+    const before = await t.services.db.prisma.fineTune.count();
+    for (const [body, param] of [
+      [{ batch_size: 4 }, 'batch_size'],
+      [{ max_seq_length: 10 }, 'max_seq_length'],
+      [{ learning_rate: 1 }, 'learning_rate'],
+      [{ suffix: 'has space' }, 'suffix'],
+      [{ n_evals: 2 }, 'validation_file'],
+      [{ early_stopping_enabled: true, validation_file: validation, n_evals: 3 }, 'n_evals'],
+      [{ training_type: { type: 'Lora', lora_r: 128, lora_alpha: 16 } }, 'training_type.lora_r'],
+    ] as const) {
+      expectError(await estimate({ training_file: train, ...body }), 400, { param });
+    }
+    expectError(await estimate({ training_file: train, from_checkpoint: 'ft-nope:3' }), 404, { param: 'from_checkpoint' });
+    expect(await t.services.db.prisma.fineTune.count()).toBe(before);
+  });
+
+  test('max_seq_length, packing, n_epochs and n_evals change the estimate as they change the job; a job run to its end costs its estimate', async () => {
+    // Samples of 150 to 1,050 tokens: max_seq_length 512 cuts the longer ones; batches of 8 (2 steps an epoch) mix lengths, so
+    // without packing each batch is padded to its longest sample.
+    const texts = Array.from({ length: 10 }, (_, i) => `${'word '.repeat(150 + 100 * i)}end`);
+    const long = await uploadDataset(texts.map((text) => ({ text })));
+    const tokens = texts.map((text) => countTokens(text));
+    const evalTokens = VALID.reduce((n, _, i) => n + sampleTokens(100 + i, ' (held out)'), 0);
+    const batches = [tokens.slice(0, 8), tokens.slice(8)];
+    const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+    const base = { training_file: long, model: BASE, batch_size: 8 };
+    const count = async (body: object) => {
+      const res = await estimate({ ...base, ...body });
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      return [res.body.estimated_train_token_count, res.body.estimated_eval_token_count];
+    };
+    expect(await count({})).toEqual([sum(tokens), 0]);
+    expect(await count({ n_epochs: 3 })).toEqual([3 * sum(tokens), 0]);
+    expect(await count({ max_seq_length: 512 })).toEqual([sum(tokens.map((n) => Math.min(n, 512))), 0]);
+    expect(await count({ packing: false })).toEqual([sum(batches.map((b) => b.length * Math.max(...b))), 0]);
+    expect(await count({ packing: false, max_seq_length: 512 })).toEqual([sum(batches.map((b) => b.length * Math.min(512, Math.max(...b)))), 0]);
+    expect(await count({ validation_file: validation, n_evals: 2 })).toEqual([sum(tokens), 2 * evalTokens]);
+    expect(await count({ validation_file: validation, n_evals: 1 })).toEqual([sum(tokens), evalTokens]);
+
+    const params = { ...base, packing: false, max_seq_length: 512, n_epochs: 2, n_evals: 2, validation_file: validation };
+    const quoted = (await estimate(params)).body;
+    const job = (await t.caller.http.post('/v1/fine-tunes').send(params)).body;
+    await t.advance(0);
+    await t.advance(1000);
+    const ran = (await get(job.id)).body;
+    expect(ran.status).toBe('completed');
+    expect(ran.token_count).toBe(quoted.estimated_train_token_count + quoted.estimated_eval_token_count);
+    expect(ran.total_price / 100).toBeGreaterThanOrEqual(quoted.estimated_total_price);
+    expect(ran.total_price / 100 - quoted.estimated_total_price).toBeLessThan(0.01);
   });
 
   test('supported models and their limits; a model that cannot be fine-tuned: 404 naming model_name', async () => {

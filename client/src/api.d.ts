@@ -976,10 +976,17 @@ export interface paths {
         put?: never;
         /**
          * Estimate the price of a fine-tuning job
-         * @description The price the job would have, from the training file's tokens (as validated) x `n_epochs`, and the validation
-         *     file's x `n_evals`: `{estimation_available: true, estimated_total_price, allowed_to_proceed, user_limit,
-         *     estimated_train_token_count, estimated_eval_token_count}`. When a file is not validated yet or invalid, or is
-         *     multimodal: `{estimation_available: false, unavailable_reason}`. `model` defaults to the first supported model.
+         * @description The price the job would have. Takes the same parameters as job creation (`model` optional: the first
+         *     supported model by default), checked by the same rules: 400 naming the field, 404 for an unknown model, file
+         *     or `from_checkpoint`. The estimate is the whole run the job would make (early stopping can only end it
+         *     sooner): every step's batch, each sample cut to `max_seq_length` and, with `packing` false, padded to the
+         *     batch's longest, over `n_epochs` (`estimated_train_token_count`), plus the validation file's tokens at each
+         *     evaluation (`estimated_eval_token_count`), at the model's price for the training type and method. These are
+         *     the tokens the job counts, so a job that runs to its end is charged the estimate (rounded up to the cent):
+         *     `{estimation_available: true, estimated_total_price, allowed_to_proceed, user_limit,
+         *     estimated_train_token_count, estimated_eval_token_count}`. The other parameters (learning rate, schedule,
+         *     checkpoints, names, tracker and hub fields) do not change the price. When a file is not validated yet or
+         *     invalid, or is multimodal: `{estimation_available: false, unavailable_reason}`.
          */
         post: operations["estimateFineTunePrice"];
         delete?: never;
@@ -3295,8 +3302,12 @@ export interface components {
             training_file: string;
             /** @description A `fine-tune` file to evaluate on. */
             validation_file?: string;
-            /** @default true */
+            /**
+             * @description Whether samples are packed into full sequences. `false`: each batch is padded to its longest sample (cut to `max_seq_length`), and the padding is processed, counted in `token_count` and priced.
+             * @default true
+             */
             packing: boolean;
+            /** @description Each sample is cut to this many tokens (512 up to the model's maximum for the method, which is the default). */
             max_seq_length?: number;
             /** @description A model of `GET /v1/fine-tunes/models/supported`. */
             model: string;
@@ -3393,21 +3404,70 @@ export interface components {
             num_trained_tokens: number;
             truncated: boolean;
         };
+        /** @description The parameters of job creation (`CreateFineTuneBody`), `model` optional (the first supported model by default). */
         EstimateFineTunePriceBody: {
             /** @description A `fine-tune` file of this project (`file-...`). */
             training_file: string;
             /** @description A `fine-tune` file to evaluate on. */
             validation_file?: string;
+            /**
+             * @description Whether samples are packed into full sequences. `false`: each batch is padded to its longest sample (cut to `max_seq_length`), and the padding is processed, counted in `token_count` and priced.
+             * @default true
+             */
+            packing: boolean;
+            /** @description Each sample is cut to this many tokens (512 up to the model's maximum for the method, which is the default). */
+            max_seq_length?: number;
             /** @description A model of `GET /v1/fine-tunes/models/supported`. */
             model?: string;
             /** @default 1 */
             n_epochs: number;
+            /** @default 1 */
+            n_checkpoints: number;
             /** @default 0 */
             n_evals: number;
+            /** @default max */
+            batch_size: number | "max";
+            gradient_accumulation_steps?: number;
+            /** @default 0.00001 */
+            learning_rate: number;
+            lr_scheduler?: components["schemas"]["LRScheduler"];
+            /** @default 0 */
+            warmup_ratio: number;
+            /** @default 1 */
+            max_grad_norm: number;
+            /** @default 0 */
+            weight_decay: number;
+            random_seed?: number | null;
+            /** @default false */
+            early_stopping_enabled: boolean;
+            /** @default 2 */
+            early_stopping_patience: number;
+            /** @default 0 */
+            early_stopping_min_delta: number;
+            /** @default 1 */
+            early_stopping_warmup_evals: number | null;
+            suffix?: string;
+            /** @description Accepted; not kept (this server calls no experiment tracker). */
+            wandb_api_key?: $Write<string>;
+            wandb_base_url?: string;
+            wandb_project_name?: string;
+            wandb_name?: string;
+            wandb_entity?: string;
+            /**
+             * @deprecated
+             * @default auto
+             */
+            train_on_inputs: boolean | "auto";
             training_method?: components["schemas"]["TrainingMethodSFT"] | components["schemas"]["TrainingMethodDPO"];
             training_type?: components["schemas"]["FullTrainingType"] | components["schemas"]["LoRATrainingType"] | null;
+            multimodal_params?: components["schemas"]["MultimodalParams"];
             /** @description A completed job of this project (`ft-...`, or `ft-...:<step>`) to continue from. */
             from_checkpoint?: string;
+            from_hf_model?: string;
+            hf_model_revision?: string;
+            /** @description Accepted; not kept. */
+            hf_api_token?: $Write<string>;
+            hf_output_repo_name?: string;
         };
         FineTuneTruncated: {
             /** @description `ft-...`. */

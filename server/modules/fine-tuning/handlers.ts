@@ -13,9 +13,10 @@ import { filePath, findFile, type Report } from '../files/index.ts';
 import { findModel } from '../models/catalogue.ts';
 import type { Context, Services } from '../types.ts';
 import { archiveMembers, type CheckpointType } from './download.ts';
-import { fineTuneMachine, moveFineTune, record } from './machine.ts';
+import { fineTuneMachine, loadDataset, moveFineTune, record } from './machine.ts';
 import { firstSamples, preview } from './preview.ts';
-import { type Accepted, accept, fineTunable, limitsOf, outputName, pricePerMillion } from './rules.ts';
+import { type Accepted, accept, fineTunable, limitsOf, outputName, priceOf, pricePerMillion } from './rules.ts';
+import { plan, runTokens } from './training.ts';
 import { checkpointWire, eventWire, fineTuneTruncatedWire, fineTuneWire } from './wire.ts';
 
 const newFineTuneId = (nowMs: number) => newId('ft', nowMs).replace(/^ft_/, 'ft-');
@@ -37,19 +38,23 @@ async function datasetFile(services: Pick<Services, 'db'>, projectId: string, id
   return f;
 }
 
+/** `from_checkpoint`: a completed job of the project (404 when there is none, 400 when it has not completed). */
+async function checkpointSource(db: Db, projectId: string, fromCheckpoint: string | undefined): Promise<void> {
+  if (!fromCheckpoint) return;
+  const [jobId] = fromCheckpoint.split(':');
+  const from = await db.fineTune.findFirst({ where: { id: jobId, projectId } });
+  if (!from) throw apiError(404, 'checkpoint_not_found', `No fine-tuning job '${jobId}' was found.`, 'from_checkpoint');
+  if (from.status !== 'completed')
+    throw badRequest(`Job '${jobId}' is ${from.status}: only a completed job's checkpoints can be continued from.`, 'from_checkpoint');
+}
+
 export async function createFineTune(ctx: Context<'createFineTune'>) {
   const { db, clock, identity, body } = ctx;
   const model = await supportedModel(db.prisma, identity.projectId, body.model, 'model');
   const accepted = accept(body, model);
   await datasetFile(ctx, identity.projectId, body.training_file, 'training_file');
   if (body.validation_file) await datasetFile(ctx, identity.projectId, body.validation_file, 'validation_file');
-  if (body.from_checkpoint) {
-    const [jobId] = body.from_checkpoint.split(':');
-    const from = await db.prisma.fineTune.findFirst({ where: { id: jobId, projectId: identity.projectId } });
-    if (!from) throw apiError(404, 'checkpoint_not_found', `No fine-tuning job '${jobId}' was found.`, 'from_checkpoint');
-    if (from.status !== 'completed')
-      throw badRequest(`Job '${jobId}' is ${from.status}: only a completed job's checkpoints can be continued from.`, 'from_checkpoint');
-  }
+  await checkpointSource(db.prisma, identity.projectId, body.from_checkpoint);
   const now = instant(clock);
   const id = newFineTuneId(clock.now());
   const params = { ...accepted, pricePerMillion: pricePerMillion(model, accepted.trainingType.type === 'Full', accepted.trainingMethod.method === 'dpo') };
@@ -150,14 +155,13 @@ async function supportedModels(db: Db) {
 export async function estimateFineTunePrice(ctx: Context<'estimateFineTunePrice'>) {
   const { body, identity } = ctx;
   const model = body.model ? await supportedModel(ctx.db.prisma, identity.projectId, body.model, 'model') : (await supportedModels(ctx.db.prisma))[0]!;
-  const nEpochs = body.n_epochs ?? 1;
-  const nEvals = body.n_evals ?? 0;
-  if (!(Number.isInteger(nEpochs) && nEpochs >= 1)) throw badRequest(`'n_epochs' must be an integer from 1 (got ${nEpochs}).`, 'n_epochs');
-  if (!(Number.isInteger(nEvals) && nEvals >= 0)) throw badRequest(`'n_evals' must be a non-negative integer (got ${nEvals}).`, 'n_evals');
+  // The job's own parameters and rules: what creation would refuse, the estimate refuses alike.
+  const accepted = accept(body, model);
   const train = await findFile(ctx, identity.projectId, body.training_file);
   if (!train) throw apiError(404, 'file_not_found', `No file '${body.training_file}' was found.`, 'training_file');
   const validation = body.validation_file ? await findFile(ctx, identity.projectId, body.validation_file) : null;
   if (body.validation_file && !validation) throw apiError(404, 'file_not_found', `No file '${body.validation_file}' was found.`, 'validation_file');
+  await checkpointSource(ctx.db.prisma, identity.projectId, body.from_checkpoint);
   const unavailable = (reason: 'train_file_not_validated' | 'eval_file_not_validated' | 'train_file_invalid' | 'eval_file_invalid' | 'multimodal_dataset') => ({
     estimation_available: false as const,
     unavailable_reason: reason,
@@ -171,18 +175,20 @@ export async function estimateFineTunePrice(ctx: Context<'estimateFineTunePrice'
     if (f.status !== 'COMPLETED' || f.purpose !== 'fine-tune') return unavailable(`${which}_file_invalid`);
     if ((JSON.parse(f.report!) as Report).dataset_is_multimodal) return unavailable('multimodal_dataset');
   }
-  const tokens = (f: typeof validation) => (f ? ((JSON.parse(f.report!) as Report).token_count ?? 0) : 0);
-  const trainTokens = tokens(train) * nEpochs;
-  const evalTokens = tokens(validation) * nEvals;
-  const price = ((trainTokens + evalTokens) / 1e6) * pricePerMillion(model, body.training_type?.type === 'Full', body.training_method?.method === 'dpo');
+  // The tokens the job would count over its whole run: the same datasets, plan and steps as training (machine.ts).
+  const trainSet = await loadDataset(ctx, train.id, accepted.maxSeqLength);
+  const validationSet = validation ? await loadDataset(ctx, validation.id, accepted.maxSeqLength) : null;
+  const run = plan(trainSet.tokens.length, accepted.batchSize, accepted.nEpochs, accepted.nEvals, accepted.nCheckpoints);
+  const tokens = runTokens(trainSet, validationSet, run, accepted.packing);
+  const price = priceOf(model, accepted, tokens.train + tokens.eval);
   const limit = await remainingCredit(ctx);
   return {
     estimation_available: true as const,
     estimated_total_price: Math.round(price * 1e6) / 1e6,
     allowed_to_proceed: price <= limit,
     user_limit: Math.round(limit * 100) / 100,
-    estimated_train_token_count: trainTokens,
-    estimated_eval_token_count: evalTokens,
+    estimated_train_token_count: tokens.train,
+    estimated_eval_token_count: tokens.eval,
   };
 }
 

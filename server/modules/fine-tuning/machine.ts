@@ -85,7 +85,7 @@ export const curveHook: { override?: (job: FineTune, plan: Plan) => Curves | und
 type Services = Timing & { db: Database; config: Pick<Config, 'dataDir'> };
 
 /** A stored dataset as training reads it: each valid sample's tokens (cut to `maxSeq`), and a digest of its bytes. */
-async function loadDataset(services: Services, fileId: string, maxSeq: number): Promise<Dataset & { lines: number; bytes: bigint }> {
+export async function loadDataset(services: Services, fileId: string, maxSeq: number): Promise<Dataset & { lines: number; bytes: bigint }> {
   const f = await services.db.prisma.file.findUniqueOrThrow({ where: { id: fileId } });
   const path = filePath(services.config, f);
   const hash = createHash('sha256');
@@ -132,7 +132,7 @@ async function train(services: Services, job: FineTune): Promise<Trained> {
   let evalTokens = 0;
   const metrics: Record<string, number>[] = [];
   for (let step = 1; step <= endStep; step++) {
-    const t = stepTokens(trainSet, p, step);
+    const t = stepTokens(trainSet, p, step, a.packing);
     tokens += t;
     const row: Record<string, number> = {
       'train/loss': curves.train[step - 1]!,

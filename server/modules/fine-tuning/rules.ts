@@ -6,7 +6,8 @@ import type { Model } from '../../../generated/prisma/sqlite/client/client.ts';
 import { badRequest } from '../../core/errors.ts';
 import type { RequestBody, Wire } from '../types.ts';
 
-type Body = RequestBody<'createFineTune'>;
+/** A job's parameters: creation's body, which the estimate takes too (its `model` is looked up by the caller). */
+type Body = Omit<RequestBody<'createFineTune'>, 'model'>;
 export type Limits = Wire<'FineTuneModelLimits'>;
 
 /** Billions of parameters, read from the architecture's name (`llama-3.1-8b` 8, `mixtral-8x7b` 56, `deepseek-v3` 671). */

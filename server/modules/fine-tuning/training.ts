@@ -45,12 +45,22 @@ export function plan(samples: number, batchSize: number, epochs: number, nEvals:
 /** Steps between evaluations, as planned (the first evaluation's step): what the run was set to, wherever it ended. */
 export const evalInterval = (p: Plan): number | undefined => p.evalSteps[0];
 
-/** The tokens step `step` (1-based) processes: its batch of samples, in dataset order, epoch after epoch. */
-export function stepTokens(train: Dataset, p: Plan, step: number): number {
+/**
+ * The tokens step `step` (1-based) processes: its batch of samples, in dataset order, epoch after epoch. Packed, the
+ * samples' own tokens; without packing, each sample padded to the batch's longest, the padding processed too.
+ */
+export function stepTokens(train: Dataset, p: Plan, step: number, packing = true): number {
   const start = ((step - 1) % p.stepsPerEpoch) * p.batchSize;
-  let sum = 0;
-  for (let i = start; i < Math.min(start + p.batchSize, train.tokens.length); i++) sum += train.tokens[i]!;
-  return sum;
+  const batch = train.tokens.slice(start, Math.min(start + p.batchSize, train.tokens.length));
+  return packing ? batch.reduce((a, b) => a + b, 0) : batch.length * Math.max(0, ...batch);
+}
+
+/** The tokens a whole run processes: every step's batch, and the validation set at each evaluation (what an estimate prices). */
+export function runTokens(train: Dataset, validation: Dataset | null, p: Plan, packing: boolean): { train: number; eval: number } {
+  let tokens = 0;
+  for (let step = 1; step <= p.totalSteps; step++) tokens += stepTokens(train, p, step, packing);
+  const perEval = validation ? validation.tokens.reduce((a, b) => a + b, 0) : 0;
+  return { train: tokens, eval: perEval * p.evalSteps.length };
 }
 
 /** The learning rate at `step`: linear warmup over warmup_ratio of the steps, then the scheduler's decay. */
