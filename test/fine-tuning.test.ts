@@ -244,6 +244,54 @@ describe('a job runs through its states on the runner, from the real dataset', (
   });
 });
 
+describe("the requirements' unprefixed paths", () => {
+  const TWINS = [
+    ['post', '/fine-tunes/{id}/cancel', '/v1/fine-tunes/{id}/cancel'],
+    ['post', '/fine-tunes/estimate-price', '/v1/fine-tunes/estimate-price'],
+    ['get', '/fine-tunes/{id}/metrics', '/v1/fine-tunes/{id}/metrics'],
+  ] as const;
+
+  test('the contract documents each as its /v1 form: same parameters, body and responses, an operation of its own', async () => {
+    const spec = (await t.http.get('/openapi.json')).body;
+    for (const [method, bare, v1] of TWINS) {
+      const [a, b] = [spec.paths[bare]?.[method], spec.paths[v1][method]];
+      expect(a, `${method.toUpperCase()} ${bare}`).toBeDefined();
+      expect(a.operationId).not.toBe(b.operationId);
+      for (const part of ['parameters', 'requestBody', 'responses', 'security']) expect(a[part], `${bare} ${part}`).toEqual(b[part]);
+    }
+  });
+
+  test('POST /fine-tunes/estimate-price, GET /fine-tunes/{id}/metrics and POST /fine-tunes/{id}/cancel answer as their /v1 forms', async () => {
+    const body = { training_file: train, validation_file: validation, model: BASE, n_epochs: 2, n_evals: 1 };
+    const bare = await t.caller.http.post('/fine-tunes/estimate-price').send(body);
+    expect(bare.status, JSON.stringify(bare.body)).toBe(200);
+    expect(bare.body).toEqual((await estimate(body)).body);
+    expectError(await t.caller.http.post('/fine-tunes/estimate-price').send({ training_file: 'file-nope' }), 404, { param: 'training_file' });
+
+    const done = (await create({ batch_size: 8 })).body;
+    await t.advance(0);
+    await t.advance(1000);
+    const metrics = await t.caller.http.get(`/fine-tunes/${done.id}/metrics`).query({ global_step_from: 2 });
+    expect(metrics.status).toBe(200);
+    expect(metrics.body.metrics.length).toBeGreaterThan(0);
+    expect(metrics.body).toEqual((await t.caller.http.get(`/v1/fine-tunes/${done.id}/metrics`).query({ global_step_from: 2 })).body);
+    expectError(await t.caller.http.get('/fine-tunes/ft-nope/metrics'), 404, { param: 'id' });
+
+    const running = (await create({})).body;
+    await t.advance(0);
+    const cancelled = await t.caller.http.post(`/fine-tunes/${running.id}/cancel`);
+    expect(cancelled.status).toBe(200);
+    expect(cancelled.body).toMatchObject({ id: running.id, status: 'cancel_requested' });
+    await t.advance(1000);
+    expectError(await t.caller.http.post(`/fine-tunes/${running.id}/cancel`), 409, { code: 'invalid_state_transition', param: null });
+    expectError(await t.caller.http.post('/fine-tunes/ft-nope/cancel'), 404, { param: 'id' });
+
+    // Keyed like every operation; other unprefixed paths are not routes.
+    expectError(await t.http.post('/fine-tunes/estimate-price').send(body), 401, { code: 'missing_api_key' });
+    expectError(await t.caller.http.get(`/fine-tunes/${done.id}`), 404, { code: 'not_found' });
+  });
+});
+
 describe('the owner', () => {
   test("owner_address: the owning project's address (0x and 40 hex digits), the same on every answer and every job of the project, another for another project", async () => {
     const job = (await create({})).body;

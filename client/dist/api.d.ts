@@ -14,6 +14,81 @@ export type Writable<T> = T extends $Read<any> ? never : T extends $Write<infer 
     [K in keyof T as NonNullable<T[K]> extends $Read<any> ? K : never]?: never;
 } : T;
 export interface paths {
+    "/fine-tunes/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a fine-tuning job (the requirements' path, without /v1)
+         * @description Cancels the job: `pending` or `queued` -> `cancelled`, `running` -> `cancel_requested` (the runner then stops it:
+         *     `cancelled`). Any other state is refused as every machine refuses a move its table does not allow: 409
+         *     `invalid_state_transition`, `param` null, nothing changed. No request body.
+         */
+        post: operations["cancelFineTuneUnprefixed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/fine-tunes/{id}/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A fine-tuning job's training metrics (the requirements' path, without /v1)
+         * @description The training metrics, one row per step in order (`train/loss`, `train/learning_rate`, `train/epoch`,
+         *     `train/tokens`, `train/global_step`; `eval/loss` on evaluation steps), empty until the job has trained. Filters:
+         *     `global_step_from`/`_to`, `logged_at_from`/`_to` (each step is logged one simulated second after the previous,
+         *     from `started_at`), and `resolution` (at most that many rows, evenly picked, evaluation rows kept).
+         */
+        get: operations["getFineTuneMetricsUnprefixed"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/fine-tunes/estimate-price": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Estimate the price of a fine-tuning job (the requirements' path, without /v1)
+         * @description The price the job would have. Takes the same parameters as job creation (`model` optional: the first
+         *     supported model by default), checked by the same rules: 400 naming the field, 404 for an unknown model, file
+         *     or `from_checkpoint`. The estimate is the whole run the job would make (early stopping can only end it
+         *     sooner): every step's batch, each sample cut to `max_seq_length` and, with `packing` false, padded to the
+         *     batch's longest, over `n_epochs` (`estimated_train_token_count`), plus the validation file's tokens at each
+         *     evaluation (`estimated_eval_token_count`), at the model's price for the training type and method. These are
+         *     the tokens the job counts, so a job that runs to its end is charged the estimate (rounded up to the cent):
+         *     `{estimation_available: true, estimated_total_price, allowed_to_proceed, user_limit,
+         *     estimated_train_token_count, estimated_eval_token_count}`. The other parameters (learning rate, schedule,
+         *     checkpoints, names, tracker and hub fields) do not change the price. When a file is not validated yet or
+         *     invalid, or is multimodal: `{estimation_available: false, unavailable_reason}`.
+         */
+        post: operations["estimateFineTunePriceUnprefixed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/audio/transcriptions": {
         parameters: {
             query?: never;
@@ -4831,6 +4906,102 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    cancelFineTuneUnprefixed: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The job's id (`ft-...`). */
+                id: components["parameters"]["FineTuneId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The job, `cancel_requested` or `cancelled`. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FineTuneTruncated"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getFineTuneMetricsUnprefixed: {
+        parameters: {
+            query?: {
+                /** @description First step. */
+                global_step_from?: number;
+                /** @description Last step. */
+                global_step_to?: number;
+                /** @description Earliest. */
+                logged_at_from?: string;
+                /** @description Latest. */
+                logged_at_to?: string;
+                /** @description At most this many rows, evenly picked (evaluation rows always kept). */
+                resolution?: number;
+            };
+            header?: never;
+            path: {
+                /** @description The job's id (`ft-...`). */
+                id: components["parameters"]["FineTuneId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The metrics. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FineTuneMetrics"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    estimateFineTunePriceUnprefixed: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EstimateFineTunePriceBody"];
+            };
+        };
+        responses: {
+            /** @description The estimate. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FineTunePriceEstimate"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+        };
+    };
     createTranscription: {
         parameters: {
             query?: never;

@@ -1,5 +1,6 @@
 // Module `fine-tuning`: create (rules.ts), list, get, events, checkpoints, cancel, delete, estimate-price, metrics,
-// download (download.ts), supported models and limits. The runner moves jobs (machine.ts).
+// download (download.ts), supported models and limits. The runner moves jobs (machine.ts). Cancel, estimate-price
+// and metrics also serve the requirements' unprefixed paths (`...Unprefixed` operations, at the end).
 import type { Model } from '../../../generated/prisma/sqlite/client/client.ts';
 import { instant } from '../../core/clock.ts';
 import { apiError, badRequest } from '../../core/errors.ts';
@@ -116,7 +117,7 @@ export async function listFineTuneCheckpoints(ctx: Context<'listFineTuneCheckpoi
   return { object: 'list' as const, data: rows.map((c) => checkpointWire(c, job.id)) };
 }
 
-export async function cancelFineTune(ctx: Context<'cancelFineTune'>) {
+export async function cancelFineTune(ctx: Context<'cancelFineTune' | 'cancelFineTuneUnprefixed'>) {
   const job = await find(ctx);
   return ctx.db.write(async (tx) => {
     const current = await tx.fineTune.findUniqueOrThrow({ where: { id: job.id } });
@@ -140,7 +141,7 @@ export async function deleteFineTune(ctx: Context<'deleteFineTune'>) {
 }
 
 /** Dollars of credit the project has left: FINE_TUNE_CREDIT_LIMIT less its jobs' prices (cancelled and failed jobs cost nothing). */
-async function remainingCredit(ctx: Context<'estimateFineTunePrice'>): Promise<number> {
+async function remainingCredit(ctx: Context<'estimateFineTunePrice' | 'estimateFineTunePriceUnprefixed'>): Promise<number> {
   const spent = await ctx.db.prisma.fineTune.aggregate({
     where: { projectId: ctx.identity.projectId, status: { notIn: ['cancelled', 'error'] } },
     _sum: { totalPriceCents: true },
@@ -152,7 +153,7 @@ async function supportedModels(db: Db) {
   return (await db.model.findMany({ where: { projectId: null }, orderBy: { id: 'asc' } })).filter(fineTunable);
 }
 
-export async function estimateFineTunePrice(ctx: Context<'estimateFineTunePrice'>) {
+export async function estimateFineTunePrice(ctx: Context<'estimateFineTunePrice' | 'estimateFineTunePriceUnprefixed'>) {
   const { body, identity } = ctx;
   const model = body.model ? await supportedModel(ctx.db.prisma, identity.projectId, body.model, 'model') : (await supportedModels(ctx.db.prisma))[0]!;
   // The job's own parameters and rules: what creation would refuse, the estimate refuses alike.
@@ -213,7 +214,7 @@ export async function previewFineTune(ctx: Context<'previewFineTune'>) {
   return { model: model.id, dataset_format: format, max_seq_length: maxSeq, train_on_inputs: trainOnInputs, rows };
 }
 
-export async function getFineTuneMetrics(ctx: Context<'getFineTuneMetrics'>) {
+export async function getFineTuneMetrics(ctx: Context<'getFineTuneMetrics' | 'getFineTuneMetricsUnprefixed'>) {
   const job = await find(ctx);
   const q = ctx.query;
   let rows: Record<string, number>[] = job.metrics ? JSON.parse(job.metrics) : [];
@@ -284,4 +285,18 @@ export async function getFineTuneModelLimits(ctx: Context<'getFineTuneModelLimit
   const model = await findModel(ctx.db.prisma, ctx.identity.projectId, ctx.query.model_name);
   if (!model || !fineTunable(model)) throw apiError(404, 'model_not_found', `'${ctx.query.model_name}' is not a model that can be fine-tuned.`, 'model_name');
   return limitsOf(model);
+}
+
+// The requirements' paths without /v1 (POST /fine-tunes/{id}/cancel, POST /fine-tunes/estimate-price,
+// GET /fine-tunes/{id}/metrics): operations of their own, each answered by its /v1 form's handler.
+export async function cancelFineTuneUnprefixed(ctx: Context<'cancelFineTuneUnprefixed'>) {
+  return cancelFineTune(ctx);
+}
+
+export async function estimateFineTunePriceUnprefixed(ctx: Context<'estimateFineTunePriceUnprefixed'>) {
+  return estimateFineTunePrice(ctx);
+}
+
+export async function getFineTuneMetricsUnprefixed(ctx: Context<'getFineTuneMetricsUnprefixed'>) {
+  return getFineTuneMetrics(ctx);
 }
