@@ -445,18 +445,25 @@ describe('passive health-check alerts (the control-plane hook)', () => {
     expect((await t.http.get(remPath(c, i)).set(auth())).body.remediations).toEqual([]);
   });
 
-  test('HOST_POWER_CYCLE is refused on create, on approve and for an alert, storing nothing', async () => {
+  test('a mode outside the four is refused (400 naming the field, listing exactly the four): HOST_POWER_CYCLE too, on create, approve and alert, storing nothing', async () => {
     const { c, i } = await freshInstance();
-    expectError(await create(c, i, { mode: 'REMEDIATION_MODE_HOST_POWER_CYCLE' }), 400, { code: 'unsupported_remediation_mode', param: 'mode' });
-    expectError(await injectAlert(c, { instance_id: i, alert_name: 'X', remediation_mode: 'REMEDIATION_MODE_HOST_POWER_CYCLE' }), 400, {
-      code: 'unsupported_remediation_mode',
-      param: 'mode',
-    });
+    const FOUR = 'REMEDIATION_MODE_VM_ONLY, REMEDIATION_MODE_HOST_AWARE, REMEDIATION_MODE_EVICT_WITHOUT_REPLACEMENT, REMEDIATION_MODE_REBOOT_VM';
+    const refusedListingFour = (res: any, param: string) => {
+      expectError(res, 400, { code: 'enum', param });
+      expect(res.body.error.message).toMatch(new RegExp(`allowed values: ${FOUR}\\.$`));
+    };
+    for (const mode of ['REMEDIATION_MODE_REBOOT', 'REMEDIATION_MODE_HOST_POWER_CYCLE']) {
+      refusedListingFour(await create(c, i, { mode }), 'mode');
+      refusedListingFour(await injectAlert(c, { instance_id: i, alert_name: 'X', remediation_mode: mode }), 'remediation_mode');
+    }
     expect((await t.http.get(remPath(c, i)).set(auth())).body.remediations).toEqual([]);
     const alert = (await injectAlert(c, { instance_id: i, alert_name: 'X' })).body;
-    const res = await act(c, i, alert.node_remediation_intent_id, 'approve', { mode: 'REMEDIATION_MODE_HOST_POWER_CYCLE' });
-    expectError(res, 400, { code: 'unsupported_remediation_mode', param: 'mode' });
+    refusedListingFour(await act(c, i, alert.node_remediation_intent_id, 'approve', { mode: 'REMEDIATION_MODE_HOST_POWER_CYCLE' }), 'mode');
     expect((await get(c, i, alert.node_remediation_intent_id)).body.state).toBe('PENDING_APPROVAL');
+    // As a list filter it is a value like any other: no remediation has it.
+    const filtered = await t.http.get(remPath(c, i)).query({ mode: 'REMEDIATION_MODE_HOST_POWER_CYCLE' }).set(auth());
+    expect(filtered.status).toBe(200);
+    expect(filtered.body.remediations).toEqual([]);
   });
 });
 

@@ -3,6 +3,7 @@
 // the routes no operation owns.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { operations } from '../generated/operations.ts';
+import { invalidTransition } from '../server/core/errors.ts';
 import { expectError } from './support/expect.ts';
 import { deref, fillPath, jsonBodySchema, keyless, operationIds, operationSpec, pathParamNames, withMultipart } from './support/operations.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
@@ -119,5 +120,32 @@ describe('routes outside the contract', () => {
   test('the Authorization header never reaches a log line', async () => {
     await t.http.get('/v1/whoami').set(auth());
     expect(t.logs.join('\n')).not.toContain(t.caller.key);
+  });
+});
+
+describe("messages name a kind with its article: 'an' before a vowel", () => {
+  const auth = () => ({ Authorization: `Bearer ${t.caller.key}` });
+  const EMBEDDING = 'BAAI/bge-base-en-v1.5';
+
+  test('an embedding model where a rerank, video or transcription model is needed: "is an embedding model"', async () => {
+    const rerank = await t.http
+      .post('/v1/rerank')
+      .set(auth())
+      .send({ model: EMBEDDING, query: 'q', documents: ['d'] });
+    expectError(rerank, 400, { code: 'model_not_available', param: 'model' });
+    const video = await t.http.post('/v2/videos').set(auth()).send({ model: EMBEDDING, prompt: 'p' });
+    expectError(video, 400, { code: 'model_not_available', param: 'model' });
+    const audio = await t.http.post('/v1/audio/transcriptions').set(auth()).field('model', EMBEDDING).field('file', 'https://example.com/a.wav');
+    expectError(audio, 400, { code: 'model_not_available', param: 'model' });
+    for (const res of [rerank, video, audio]) {
+      expect(res.body.error.message).toContain(`'${EMBEDDING}' is an embedding model`);
+      expect(res.body.error.message).not.toMatch(/\ba [aeiou]/i);
+    }
+  });
+
+  test('a state machine names its subject with its article: "An evaluation in state ...", "A video in state ..."', () => {
+    expect(invalidTransition('evaluation', 'completed', 'cancel').message).toBe('An evaluation in state completed cannot cancel.');
+    expect(invalidTransition('upload job', 'Complete', 'start').message).toBe('An upload job in state Complete cannot start.');
+    expect(invalidTransition('video', 'completed', 'render').message).toBe('A video in state completed cannot render.');
   });
 });

@@ -45,6 +45,7 @@ beforeAll(async () => {
 
 const create = (body: object) => t.caller.http.post('/v1/fine-tunes').send({ model: BASE, training_file: train, ...body });
 const get = (id: string) => t.caller.http.get(`/v1/fine-tunes/${id}`);
+const estimate = (body: object) => t.caller.http.post('/v1/fine-tunes/estimate-price').send(body);
 
 describe('a job runs through its states on the runner, from the real dataset', () => {
   test('pending -> queued -> running -> compressing -> uploading -> completed: tokens, price, checkpoints, events, metrics, the model', async () => {
@@ -151,6 +152,7 @@ describe('a job runs through its states on the runner, from the real dataset', (
 
     const model = await t.services.db.prisma.model.findFirst({ where: { projectId: t.caller.identity.projectId, name: job.model_output_name } });
     expect(model).toMatchObject({ modelType: 'adapter', baseModelId: BASE, status: 'ready', sourceKind: 'fine-tune', source: job.id });
+    expect(model!.id).toMatch(/^ml_[0-9a-z]{26}$/);
     expect((await t.caller.http.get('/v1/fine-tunes')).body.data.map((j: { id: string }) => j.id)).toContain(job.id);
   });
 
@@ -169,6 +171,39 @@ describe('a job runs through its states on the runner, from the real dataset', (
     const b = await run(longer);
     expect(b).toHaveLength(a.length);
     expect(b[0]).toBeGreaterThan(a[0]);
+  });
+
+  test('the learning rate sets how fast the loss falls, above the default as below it: each rate its own curve', async () => {
+    const run = async (learning_rate: number) => {
+      const res = await create({ batch_size: 8, n_epochs: 2, random_seed: 7, learning_rate, warmup_ratio: 0 });
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      await t.advance(0);
+      await t.advance(1000);
+      return (await t.caller.http.get(`/v1/fine-tunes/${res.body.id}/metrics`)).body.metrics.map((m: any) => m['train/loss']) as number[];
+    };
+    const rates = [1e-6, 1e-5, 1e-4, 1e-3, 1e-2];
+    const curves = [];
+    for (const rate of rates) curves.push(await run(rate));
+    // The same noise (same data and seed) on every curve: at each step, a higher rate is strictly lower.
+    for (let i = 1; i < rates.length; i++) {
+      for (let step = 0; step < curves[i]!.length; step++) expect(curves[i]![step], `${rates[i]} at step ${step + 1}`).toBeLessThan(curves[i - 1]![step]!);
+    }
+  });
+
+  test('eval_steps is the planned interval between evaluations, also when early stopping halted the run', async () => {
+    // 20 samples, batches of 8: 3 steps per epoch; 10 epochs: 30 steps; 6 evaluations, every 5 steps.
+    expect(plan(20, 8, 10, 6, 1).evalSteps).toEqual([5, 10, 15, 20, 25, 30]);
+    const run = async (early: boolean) => {
+      curveHook.override = (_job, p) => ({ train: Array(p.totalSteps).fill(1), eval: [3.0, 2.0, 2.1, 2.0, 0.5, 0.4] });
+      const job = (await create({ batch_size: 8, n_epochs: 10, n_evals: 6, validation_file: validation, early_stopping_enabled: early })).body;
+      await t.advance(0);
+      await t.advance(1000);
+      return (await get(job.id)).body;
+    };
+    expect(await run(false)).toMatchObject({ status: 'completed', eval_steps: 5 });
+    // Halted at the fourth evaluation (step 20): the evaluations still ran every 5 steps.
+    const halted = await run(true);
+    expect(halted).toMatchObject({ status: 'completed', early_stopped: true, early_stopping_best_step: 20, eval_steps: 5 });
   });
 
   test('full training of a model that allows it: the output is a model, not an adapter', async () => {
@@ -196,12 +231,82 @@ describe('a job runs through its states on the runner, from the real dataset', (
     expect(failed.status).toBe('error');
     expect(failed.error).toMatch(/DPO needs a preference dataset/);
     expect(failed.events.at(-1)).toMatchObject({ type: 'job_error', level: 'error' });
+    const instructions = await uploadDataset([{ prompt: 'Say hi. ', completion: 'Hi.' }]);
+    const dpoOnInstructions = (await create({ training_file: instructions, training_method: { method: 'dpo' } })).body;
+    await t.advance(0);
+    expect((await get(dpoOnInstructions.id)).body.error).toMatch(/is an INSTRUCTION dataset; DPO needs a preference dataset/);
 
     const bad = await uploadDataset([{ nope: 1 }], false);
     const doomed = (await create({ training_file: bad })).body;
     await t.advance(0);
     expect((await get(doomed.id)).body).toMatchObject({ status: 'error', error: expect.stringMatching(/INVALID_FORMAT/) });
     expectError(await create({ training_file: bad }), 400, { code: 'file_invalid', param: 'training_file' });
+  });
+});
+
+describe("the requirements' unprefixed paths", () => {
+  const TWINS = [
+    ['post', '/fine-tunes/{id}/cancel', '/v1/fine-tunes/{id}/cancel'],
+    ['post', '/fine-tunes/estimate-price', '/v1/fine-tunes/estimate-price'],
+    ['get', '/fine-tunes/{id}/metrics', '/v1/fine-tunes/{id}/metrics'],
+  ] as const;
+
+  test('the contract documents each as its /v1 form: same parameters, body and responses, an operation of its own', async () => {
+    const spec = (await t.http.get('/openapi.json')).body;
+    for (const [method, bare, v1] of TWINS) {
+      const [a, b] = [spec.paths[bare]?.[method], spec.paths[v1][method]];
+      expect(a, `${method.toUpperCase()} ${bare}`).toBeDefined();
+      expect(a.operationId).not.toBe(b.operationId);
+      for (const part of ['parameters', 'requestBody', 'responses', 'security']) expect(a[part], `${bare} ${part}`).toEqual(b[part]);
+    }
+  });
+
+  test('POST /fine-tunes/estimate-price, GET /fine-tunes/{id}/metrics and POST /fine-tunes/{id}/cancel answer as their /v1 forms', async () => {
+    const body = { training_file: train, validation_file: validation, model: BASE, n_epochs: 2, n_evals: 1 };
+    const bare = await t.caller.http.post('/fine-tunes/estimate-price').send(body);
+    expect(bare.status, JSON.stringify(bare.body)).toBe(200);
+    expect(bare.body).toEqual((await estimate(body)).body);
+    expectError(await t.caller.http.post('/fine-tunes/estimate-price').send({ training_file: 'file-nope' }), 404, { param: 'training_file' });
+
+    const done = (await create({ batch_size: 8 })).body;
+    await t.advance(0);
+    await t.advance(1000);
+    const metrics = await t.caller.http.get(`/fine-tunes/${done.id}/metrics`).query({ global_step_from: 2 });
+    expect(metrics.status).toBe(200);
+    expect(metrics.body.metrics.length).toBeGreaterThan(0);
+    expect(metrics.body).toEqual((await t.caller.http.get(`/v1/fine-tunes/${done.id}/metrics`).query({ global_step_from: 2 })).body);
+    expectError(await t.caller.http.get('/fine-tunes/ft-nope/metrics'), 404, { param: 'id' });
+
+    const running = (await create({})).body;
+    await t.advance(0);
+    const cancelled = await t.caller.http.post(`/fine-tunes/${running.id}/cancel`);
+    expect(cancelled.status).toBe(200);
+    expect(cancelled.body).toMatchObject({ id: running.id, status: 'cancel_requested' });
+    await t.advance(1000);
+    expectError(await t.caller.http.post(`/fine-tunes/${running.id}/cancel`), 409, { code: 'invalid_state_transition', param: null });
+    expectError(await t.caller.http.post('/fine-tunes/ft-nope/cancel'), 404, { param: 'id' });
+
+    // Keyed like every operation; other unprefixed paths are not routes.
+    expectError(await t.http.post('/fine-tunes/estimate-price').send(body), 401, { code: 'missing_api_key' });
+    expectError(await t.caller.http.get(`/fine-tunes/${done.id}`), 404, { code: 'not_found' });
+  });
+});
+
+describe('the owner', () => {
+  test("owner_address: the owning project's address (0x and 40 hex digits), the same on every answer and every job of the project, another for another project", async () => {
+    const job = (await create({})).body;
+    expect(job.owner_address).toMatch(/^0x[0-9a-f]{40}$/);
+    expect((await get(job.id)).body.owner_address).toBe(job.owner_address);
+    const listed = (await t.caller.http.get('/v1/fine-tunes')).body.data.find((j: { id: string }) => j.id === job.id);
+    expect(listed.owner_address).toBe(job.owner_address);
+    expect((await create({})).body.owner_address).toBe(job.owner_address);
+    const other = await t.newCaller();
+    const file = await uploadFile(other, 'fine-tune', TRAIN);
+    await t.advance(0);
+    const theirs = await other.http.post('/v1/fine-tunes').send({ model: BASE, training_file: file });
+    expect(theirs.status, JSON.stringify(theirs.body)).toBe(200);
+    expect(theirs.body.owner_address).toMatch(/^0x[0-9a-f]{40}$/);
+    expect(theirs.body.owner_address).not.toBe(job.owner_address);
   });
 });
 
@@ -227,7 +332,7 @@ describe('durability and the files a job reads', () => {
 });
 
 describe('cancel and delete', () => {
-  test('running -> cancel_requested -> cancelled; pending -> cancelled at once; a finished job cannot be cancelled (400)', async () => {
+  test('running -> cancel_requested -> cancelled; pending -> cancelled at once; a finished job cannot be cancelled (409, param null)', async () => {
     const job = (await create({})).body;
     await t.advance(0);
     expect((await get(job.id)).body.status).toBe('running');
@@ -239,7 +344,10 @@ describe('cancel and delete', () => {
     expect(after.status).toBe('cancelled');
     expect(after.token_count).toBeUndefined();
     expect(after.events.slice(-2).map((e: { type: string }) => e.type)).toEqual(['cancel_requested', 'job_stopped']);
-    expectError(await t.caller.http.post(`/v1/fine-tunes/${job.id}/cancel`), 400, { code: 'invalid_state_transition', param: 'id' });
+    const refused = await t.caller.http.post(`/v1/fine-tunes/${job.id}/cancel`);
+    expectError(refused, 409, { code: 'invalid_state_transition', type: 'invalid_request_error', param: null });
+    expect(refused.headers['x-should-retry']).toBe('false');
+    expect((await get(job.id)).body.status).toBe('cancelled');
 
     const pending = (await create({})).body;
     expect((await t.caller.http.post(`/v1/fine-tunes/${pending.id}/cancel`)).body.status).toBe('cancelled');
@@ -438,6 +546,106 @@ describe('estimate-price, supported models, limits', () => {
     });
     expectError(await t.caller.http.post('/v1/fine-tunes/estimate-price').send({ training_file: 'file-nope' }), 404, { param: 'training_file' });
     expectError(await t.caller.http.post('/v1/fine-tunes/estimate-price').send({ training_file: train, n_epochs: 0 }), 400, { param: 'n_epochs' });
+  });
+
+  test('takes every parameter of job creation, checked by the same rules (400 naming the field, nothing created)', async () => {
+    const schemas = (await t.http.get('/openapi.json')).body.components.schemas;
+    const creation = Object.keys(schemas.CreateFineTuneBody.properties).sort();
+    expect(Object.keys(schemas.EstimateFineTunePriceBody.properties).sort()).toEqual(creation);
+    expect(schemas.EstimateFineTunePriceBody.required).toEqual(['training_file']);
+    const done = (await create({ batch_size: 8 })).body;
+    await t.advance(0);
+    await t.advance(1000);
+    const everything = {
+      model: BASE,
+      training_file: train,
+      validation_file: validation,
+      packing: false,
+      max_seq_length: 512,
+      n_epochs: 2,
+      n_checkpoints: 2,
+      n_evals: 2,
+      batch_size: 8,
+      gradient_accumulation_steps: 1,
+      learning_rate: 1e-4,
+      lr_scheduler: { lr_scheduler_type: 'cosine', lr_scheduler_args: { min_lr_ratio: 0.1, num_cycles: 0.5 } },
+      warmup_ratio: 0.1,
+      max_grad_norm: 1,
+      weight_decay: 0.01,
+      random_seed: 5,
+      early_stopping_enabled: false,
+      early_stopping_patience: 2,
+      early_stopping_min_delta: 0,
+      early_stopping_warmup_evals: 1,
+      suffix: 'estimated',
+      wandb_api_key: 'wandb-key',
+      wandb_base_url: 'https://wandb.example',
+      wandb_project_name: 'p',
+      wandb_name: 'n',
+      wandb_entity: 'e',
+      train_on_inputs: 'auto',
+      training_method: { method: 'sft', train_on_inputs: 'auto' },
+      training_type: { type: 'Lora', lora_r: 8, lora_alpha: 16, lora_dropout: 0, lora_trainable_modules: 'all-linear' },
+      multimodal_params: { train_vision: false },
+      from_checkpoint: done.id,
+      from_hf_model: 'acme/base',
+      hf_model_revision: 'main',
+      hf_api_token: 'hf_token',
+      hf_output_repo_name: 'acme/out',
+    };
+    expect(Object.keys(everything).sort()).toEqual(creation);
+    const res = await estimate(everything);
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body.estimation_available).toBe(true);
+    const before = await t.services.db.prisma.fineTune.count();
+    for (const [body, param] of [
+      [{ batch_size: 4 }, 'batch_size'],
+      [{ max_seq_length: 10 }, 'max_seq_length'],
+      [{ learning_rate: 1 }, 'learning_rate'],
+      [{ suffix: 'has space' }, 'suffix'],
+      [{ n_evals: 2 }, 'validation_file'],
+      [{ early_stopping_enabled: true, validation_file: validation, n_evals: 3 }, 'n_evals'],
+      [{ training_type: { type: 'Lora', lora_r: 128, lora_alpha: 16 } }, 'training_type.lora_r'],
+    ] as const) {
+      expectError(await estimate({ training_file: train, ...body }), 400, { param });
+    }
+    expectError(await estimate({ training_file: train, from_checkpoint: 'ft-nope:3' }), 404, { param: 'from_checkpoint' });
+    expect(await t.services.db.prisma.fineTune.count()).toBe(before);
+  });
+
+  test('max_seq_length, packing, n_epochs and n_evals change the estimate as they change the job; a job run to its end costs its estimate', async () => {
+    // Samples of 150 to 1,050 tokens: max_seq_length 512 cuts the longer ones; batches of 8 (2 steps an epoch) mix lengths, so
+    // without packing each batch is padded to its longest sample.
+    const texts = Array.from({ length: 10 }, (_, i) => `${'word '.repeat(150 + 100 * i)}end`);
+    const long = await uploadDataset(texts.map((text) => ({ text })));
+    const tokens = texts.map((text) => countTokens(text));
+    const evalTokens = VALID.reduce((n, _, i) => n + sampleTokens(100 + i, ' (held out)'), 0);
+    const batches = [tokens.slice(0, 8), tokens.slice(8)];
+    const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+    const base = { training_file: long, model: BASE, batch_size: 8 };
+    const count = async (body: object) => {
+      const res = await estimate({ ...base, ...body });
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      return [res.body.estimated_train_token_count, res.body.estimated_eval_token_count];
+    };
+    expect(await count({})).toEqual([sum(tokens), 0]);
+    expect(await count({ n_epochs: 3 })).toEqual([3 * sum(tokens), 0]);
+    expect(await count({ max_seq_length: 512 })).toEqual([sum(tokens.map((n) => Math.min(n, 512))), 0]);
+    expect(await count({ packing: false })).toEqual([sum(batches.map((b) => b.length * Math.max(...b))), 0]);
+    expect(await count({ packing: false, max_seq_length: 512 })).toEqual([sum(batches.map((b) => b.length * Math.min(512, Math.max(...b)))), 0]);
+    expect(await count({ validation_file: validation, n_evals: 2 })).toEqual([sum(tokens), 2 * evalTokens]);
+    expect(await count({ validation_file: validation, n_evals: 1 })).toEqual([sum(tokens), evalTokens]);
+
+    const params = { ...base, packing: false, max_seq_length: 512, n_epochs: 2, n_evals: 2, validation_file: validation };
+    const quoted = (await estimate(params)).body;
+    const job = (await t.caller.http.post('/v1/fine-tunes').send(params)).body;
+    await t.advance(0);
+    await t.advance(1000);
+    const ran = (await get(job.id)).body;
+    expect(ran.status).toBe('completed');
+    expect(ran.token_count).toBe(quoted.estimated_train_token_count + quoted.estimated_eval_token_count);
+    expect(ran.total_price / 100).toBeGreaterThanOrEqual(quoted.estimated_total_price);
+    expect(ran.total_price / 100 - quoted.estimated_total_price).toBeLessThan(0.01);
   });
 
   test('supported models and their limits; a model that cannot be fine-tuned: 404 naming model_name', async () => {

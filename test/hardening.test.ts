@@ -315,6 +315,28 @@ describe('3. query values: an unencoded / is the same as %2F, and + is a space',
     expect(plain.body).toEqual(encoded.body);
   });
 
+  test('the spec promises it of every query parameter of every operation: allowReserved is true on each', () => {
+    const query = Object.entries<any>(spec.paths).flatMap(([path, item]) =>
+      Object.entries<any>(item).flatMap(([method, op]) =>
+        (op.parameters ?? [])
+          .map(_deref)
+          .filter((p: any) => p.in === 'query')
+          .map((p: any) => ({ where: `${method.toUpperCase()} ${path} ?${p.name}`, allowReserved: p.allowReserved })),
+      ),
+    );
+    expect(query.length).toBeGreaterThan(40);
+    expect(query.filter((q) => q.allowReserved !== true).map((q) => q.where)).toEqual([]);
+  });
+
+  test('GET /v1/fine-tunes/models/limits?model_name=meta-llama/... (slash unencoded) answers 200, the same as the encoded form', async () => {
+    const base = '/v1/fine-tunes/models/limits?model_name=';
+    const encoded = await rawRequest('GET', `${base}meta-llama%2FMeta-Llama-3.1-8B-Instruct-Reference`);
+    expect(encoded.status).toBe(200);
+    const plain = await rawRequest('GET', `${base}meta-llama/Meta-Llama-3.1-8B-Instruct-Reference`);
+    expect(plain.status, plain.text).toBe(200);
+    expect(plain.body).toEqual(encoded.body);
+  });
+
   test('order_by=create_time+desc on the remediations list answers 200, the same as create_time%20desc', async () => {
     const encoded = await rawRequest('GET', `${remediations()}?order_by=create_time%20desc`);
     expect(encoded.status).toBe(200);

@@ -66,3 +66,23 @@ test('a declaration that names an unknown state or event, or lets a terminal sta
   expect(m.delayMs('A', { durations: { a_step: 7 } })).toBe(7);
   expect(m.delayMs('B', { durations: {} })).toBeUndefined();
 });
+
+// One refusal for every machine: 409 invalid_state_transition, param null. The only exception is the one a
+// requirement demands its own error for: starting (restarting) a v1 endpoint is 403 endpoints_v1_create_access_disabled.
+const OWN_REFUSALS: Record<string, { event: string; status: number; code: string }> = {
+  'v1 endpoint': { event: 'start', status: 403, code: 'endpoints_v1_create_access_disabled' },
+};
+
+test.each(declared)('$machine.name: every move its table does not allow is refused with the one 409 (param null)', ({ machine }) => {
+  const own = OWN_REFUSALS[machine.name];
+  for (const from of machine.states) {
+    for (const event of machine.events) {
+      if (machine.can(from, event)) continue;
+      const expected =
+        own?.event === event
+          ? { status: own.status, code: own.code, param: null }
+          : { status: 409, code: 'invalid_state_transition', type: 'invalid_request_error', param: null };
+      expect(() => machine.next(from, event), `${machine.name}: ${from} --${event}-->`).toThrow(expect.objectContaining(expected));
+    }
+  }
+});

@@ -49,6 +49,8 @@ let names = 0;
 const fresh = (prefix = 'm') => `${prefix}-${++names}`;
 /** An id of the platform's form `<prefix>-<uuid>`. */
 const UUID_ID = (prefix: string) => new RegExp(`^${prefix}-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`);
+/** The one id form of a project's models (the requirements: model ids start `ml_`). */
+const MODEL_ID = /^ml_[0-9a-z]{26}$/;
 
 describe('GET /v1/models', () => {
   test('lists the seeded catalogue: chat, the embedding models, rerank, audio, video and base architectures', async () => {
@@ -218,7 +220,7 @@ describe('POST /v1/models: a full model from the hub', () => {
     });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({
-      data: { job_id: expect.stringMatching(UUID_ID('job')), model_name: name, model_id: expect.stringMatching(UUID_ID('model')), model_source: 'huggingface' },
+      data: { job_id: expect.stringMatching(UUID_ID('job')), model_name: name, model_id: expect.stringMatching(MODEL_ID), model_source: 'huggingface' },
       message: expect.any(String),
     });
     const { job_id: jobId, model_id: modelId } = res.body.data;
@@ -523,7 +525,7 @@ describe('POST /v1/models: adapters', () => {
 });
 
 describe('identifiers', () => {
-  test("uploads and jobs made before the platform's id formats (`ml_...`, `job_...`) keep working wherever an id is read", async () => {
+  test("models have one id form, `ml_...` (the requirements'), read wherever an id is; jobs made before the `job-<uuid>` format keep their `job_...` ids", async () => {
     const projectId = t.caller.identity.projectId;
     const auth = { Authorization: `Bearer ${t.caller.key}` };
     const now = t.clock.now();
@@ -561,9 +563,11 @@ describe('identifiers', () => {
     const hw = await t.http.get('/v1/hardware').query({ model }).set(auth);
     expect(hw.status).toBe(200);
 
-    // v2: deployed by id or resource name, and named back as the project's model; a new `model-<uuid>` upload too.
+    // v2: deployed by id or resource name, and named back as the project's model; a new upload has the same form.
     const fresher = await insertUpload(t, projectId);
-    expect(fresher.id).toMatch(UUID_ID('model'));
+    expect(fresher.id).toMatch(MODEL_ID);
+    // The form the platform's examples show is not a model id here: nothing answers to it.
+    expectError(await t.http.get('/v1/hardware').query({ model: 'model-3e0a7c9d-5b2f-4c61-9d8e-7f1a2b3c4d5e' }).set(auth), 404, { param: 'model' });
     const e = await t.http
       .post(`/v2/projects/${projectId}/endpoints`)
       .set(auth)

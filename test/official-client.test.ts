@@ -638,7 +638,7 @@ describe('Modules models, endpoints (v1) and adapters: every SDK call with reali
     });
     expect(plain.data).toMatchObject({ model_name: 'acc-model', model_source: 'huggingface' });
     expect(plain.data.job_id).toMatch(new RegExp(`^job-${UUID}$`));
-    expect(plain.data.model_id).toMatch(new RegExp(`^model-${UUID}$`));
+    expect(plain.data.model_id).toMatch(/^ml_[0-9a-z]{26}$/);
     const readme = await v1.models.upload({ model_name: 'Qwen2.5-72B-Instruct', model_source: 'unsloth/Qwen2.5-72B-Instruct' });
     const adapter = await v1.models.upload({
       model_name: 'default/my-adapter',

@@ -67,3 +67,26 @@ test('cancel a running job: cancel_requested, then cancelled', async () => {
   await t.advance(0);
   expect((await client.fineTuning.retrieve(job.id)).status).toBe('cancelled');
 });
+
+test('the client calls the /v1 forms of cancel, estimate-price and metrics (the server also has them unprefixed)', async () => {
+  const paths: string[] = [];
+  const recording = new Together({
+    apiKey: t.caller.key,
+    baseURL: `${t.url}/v1`,
+    maxRetries: 0,
+    fetch: (url, init) => {
+      paths.push(`${init?.method ?? 'GET'} ${new URL(String(url)).pathname}`);
+      return fetch(url, init);
+    },
+  });
+  const job = await recording.fineTuning.create({ model: BASE, training_file: trainingFile });
+  await recording.fineTuning.estimatePrice({ training_file: trainingFile, model: BASE });
+  await recording.fineTuning.listMetrics(job.id);
+  await recording.fineTuning.cancel(job.id);
+  expect(paths).toEqual([
+    'POST /v1/fine-tunes',
+    'POST /v1/fine-tunes/estimate-price',
+    `GET /v1/fine-tunes/${job.id}/metrics`,
+    `POST /v1/fine-tunes/${job.id}/cancel`,
+  ]);
+});

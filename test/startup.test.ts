@@ -106,7 +106,7 @@ describe('7. log lines reach stdout without waiting for a buffer to fill', () =>
   let p: Spawned;
   let url: string;
 
-  test("a request's log line is on stdout within 1 second, while the server keeps running", async () => {
+  test("a request's log line reaches stdout while the server keeps running, with no more output to fill a buffer", async () => {
     // A misspelt variable (RATE_LIMIT_WINDOW_SECONDS meant) is not read: the start warns and goes on.
     p = spawnServer({ DATABASE_URL: `file:${join(freshDir(), 'logs.db')}`, LOG_LEVEL: 'info', RATE_LIMITS_WINDOW: '5' });
     expect(await until(() => /Development API key.*\n/.test(p.stdout()), 30_000), p.output()).toBe(true);
@@ -119,7 +119,9 @@ describe('7. log lines reach stdout without waiting for a buffer to fill', () =>
     const res = await fetch(`${url}/v1/whoami`, { headers: { Authorization: `Bearer ${key}`, 'x-request-id': requestId } });
     expect(res.status).toBe(200);
     const sent = Date.now();
-    const seen = await until(() => p.stdout().includes(requestId), 1000, 10);
+    // Lines are written at least every 250 ms. A line held until a buffer fills would never come here (nothing else
+    // is written), so the bound only has to be far above 250 ms, not tight: a loaded machine must not fail this.
+    const seen = await until(() => p.stdout().includes(requestId), 15_000, 10);
     expect(seen, `no line with ${requestId} on stdout ${Date.now() - sent} ms after the response; stdout so far:\n${p.stdout()}`).toBe(true);
     const line = lines(p.stdout()).find((l) => l.includes(requestId))!;
     expect(JSON.parse(line)).toMatchObject({ requestId, method: 'GET', path: '/v1/whoami', status: 200, msg: 'request' });

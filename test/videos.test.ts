@@ -227,6 +227,19 @@ describe('the request rules (400 naming the field, nothing created)', () => {
     expect(res.headers.warning).toMatch(/^299 - "'frame_images' is deprecated/);
     expectError(await create({ model: I2V, ...SMALL, frame_images: [image], media: { frame_images: [image] } }), 400, { param: 'frame_images' });
   });
+
+  test("the deprecated frame_images in the requirements' shape (an array holding an array of frame images) is read the same, flattened", async () => {
+    const first = { input_image: 'data:image/png;base64,iVBORw0KGgo=', frame: 0 };
+    const last = { input_image: 'https://example.invalid/last.png', frame: 'last' };
+    const res = await create({ model: I2V, ...SMALL, frame_images: [[first, last]] });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body.warnings).toEqual(["'frame_images' is deprecated: send it as 'media.frame_images'."]);
+    expect(res.headers.warning).toMatch(/^299 - "'frame_images' is deprecated/);
+    const row = await t.services.db.prisma.video.findUniqueOrThrow({ where: { id: res.body.id } });
+    expect(JSON.parse(row.params).media).toEqual({ frame_images: [first, last] });
+    expectError(await create({ model: I2V, ...SMALL, frame_images: [[first], [last]], media: { frame_images: [first] } }), 400, { param: 'frame_images' });
+    expectError(await create({ model: T2V, prompt: 'x', frame_images: [[first]] }), 400, { code: 'media_not_supported' });
+  });
 });
 
 describe('failure and durability', () => {

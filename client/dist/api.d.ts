@@ -14,6 +14,81 @@ export type Writable<T> = T extends $Read<any> ? never : T extends $Write<infer 
     [K in keyof T as NonNullable<T[K]> extends $Read<any> ? K : never]?: never;
 } : T;
 export interface paths {
+    "/fine-tunes/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a fine-tuning job (the requirements' path, without /v1)
+         * @description Cancels the job: `pending` or `queued` -> `cancelled`, `running` -> `cancel_requested` (the runner then stops it:
+         *     `cancelled`). Any other state is refused as every machine refuses a move its table does not allow: 409
+         *     `invalid_state_transition`, `param` null, nothing changed. No request body.
+         */
+        post: operations["cancelFineTuneUnprefixed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/fine-tunes/{id}/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A fine-tuning job's training metrics (the requirements' path, without /v1)
+         * @description The training metrics, one row per step in order (`train/loss`, `train/learning_rate`, `train/epoch`,
+         *     `train/tokens`, `train/global_step`; `eval/loss` on evaluation steps), empty until the job has trained. Filters:
+         *     `global_step_from`/`_to`, `logged_at_from`/`_to` (each step is logged one simulated second after the previous,
+         *     from `started_at`), and `resolution` (at most that many rows, evenly picked, evaluation rows kept).
+         */
+        get: operations["getFineTuneMetricsUnprefixed"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/fine-tunes/estimate-price": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Estimate the price of a fine-tuning job (the requirements' path, without /v1)
+         * @description The price the job would have. Takes the same parameters as job creation (`model` optional: the first
+         *     supported model by default), checked by the same rules: 400 naming the field, 404 for an unknown model, file
+         *     or `from_checkpoint`. The estimate is the whole run the job would make (early stopping can only end it
+         *     sooner): every step's batch, each sample cut to `max_seq_length` and, with `packing` false, padded to the
+         *     batch's longest, over `n_epochs` (`estimated_train_token_count`), plus the validation file's tokens at each
+         *     evaluation (`estimated_eval_token_count`), at the model's price for the training type and method. These are
+         *     the tokens the job counts, so a job that runs to its end is charged the estimate (rounded up to the cent):
+         *     `{estimation_available: true, estimated_total_price, allowed_to_proceed, user_limit,
+         *     estimated_train_token_count, estimated_eval_token_count}`. The other parameters (learning rate, schedule,
+         *     checkpoints, names, tracker and hub fields) do not change the price. When a file is not validated yet or
+         *     invalid, or is multimodal: `{estimation_available: false, unavailable_reason}`.
+         */
+        post: operations["estimateFineTunePriceUnprefixed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/audio/transcriptions": {
         parameters: {
             query?: never;
@@ -234,7 +309,7 @@ export interface paths {
         /**
          * Approve a remediation
          * @description PENDING_APPROVAL to PENDING; sets `reviewed_by` (the caller's API key id), `review_time` and
-         *     `review_comment`, and `mode` when given (HOST_POWER_CYCLE is refused with 400 `unsupported_remediation_mode`,
+         *     `review_comment`, and `mode` when given (one of the four; HOST_POWER_CYCLE is refused with 400 naming `mode`,
          *     as the platform refuses it as an approval override). From any other state: 409 `invalid_state_transition`.
          */
         post: operations["approveRemediation"];
@@ -891,7 +966,8 @@ export interface paths {
         /**
          * Cancel a fine-tuning job
          * @description Cancels the job: `pending` or `queued` -> `cancelled`, `running` -> `cancel_requested` (the runner then stops it:
-         *     `cancelled`). Any other state answers 400 `invalid_state_transition` naming `id`. No request body.
+         *     `cancelled`). Any other state is refused as every machine refuses a move its table does not allow: 409
+         *     `invalid_state_transition`, `param` null, nothing changed. No request body.
          */
         post: operations["cancelFineTune"];
         delete?: never;
@@ -975,10 +1051,17 @@ export interface paths {
         put?: never;
         /**
          * Estimate the price of a fine-tuning job
-         * @description The price the job would have, from the training file's tokens (as validated) x `n_epochs`, and the validation
-         *     file's x `n_evals`: `{estimation_available: true, estimated_total_price, allowed_to_proceed, user_limit,
-         *     estimated_train_token_count, estimated_eval_token_count}`. When a file is not validated yet or invalid, or is
-         *     multimodal: `{estimation_available: false, unavailable_reason}`. `model` defaults to the first supported model.
+         * @description The price the job would have. Takes the same parameters as job creation (`model` optional: the first
+         *     supported model by default), checked by the same rules: 400 naming the field, 404 for an unknown model, file
+         *     or `from_checkpoint`. The estimate is the whole run the job would make (early stopping can only end it
+         *     sooner): every step's batch, each sample cut to `max_seq_length` and, with `packing` false, padded to the
+         *     batch's longest, over `n_epochs` (`estimated_train_token_count`), plus the validation file's tokens at each
+         *     evaluation (`estimated_eval_token_count`), at the model's price for the training type and method. These are
+         *     the tokens the job counts, so a job that runs to its end is charged the estimate (rounded up to the cent):
+         *     `{estimation_available: true, estimated_total_price, allowed_to_proceed, user_limit,
+         *     estimated_train_token_count, estimated_eval_token_count}`. The other parameters (learning rate, schedule,
+         *     checkpoints, names, tracker and hub fields) do not change the price. When a file is not validated yet or
+         *     invalid, or is multimodal: `{estimation_available: false, unavailable_reason}`.
          */
         post: operations["estimateFineTunePrice"];
         delete?: never;
@@ -1139,7 +1222,7 @@ export interface paths {
          *     start or stop.
          *
          *     `model` is a catalogue model id (e.g. `meta-llama/Meta-Llama-3.1-8B-Instruct`, or an alias of one) or the
-         *     id (`model-<uuid>`, `ml_...` for older uploads) of a completed upload of the caller's project. The public
+         *     id (`ml_...`) of a completed upload of the caller's project. The public
          *     platform declares only 403 and 500 here; this
          *     server answers what the model lookup finds: 404 `model_not_found` (param `model`) for a model that does
          *     not exist, belongs to another project or has not finished uploading, and 400 `model_not_available`
@@ -1210,7 +1293,7 @@ export interface paths {
          * @description Lists the platform's catalogue (serverless models and base architectures, by id) followed by the caller's
          *     project's completed uploads (oldest first), as a bare array like the public platform. Uploads still
          *     running, failed uploads and other projects' uploads are not listed. An uploaded model's `id` is its
-         *     `model-<uuid>` id and its `display_name` the `model_name` it was uploaded with; its `type` and
+         *     `ml_...` id and its `display_name` the `model_name` it was uploaded with; its `type` and
          *     `context_length` are those of the base architecture it fine-tunes (for an adapter: of its base model). A
          *     full model whose source names no architecture this server serves is listed as `type` `language` with no
          *     `context_length` (nothing more can be known of it offline), and is not in the `dedicated=true` list.
@@ -1578,7 +1661,9 @@ export interface paths {
          *
          *     **Deprecated fields.** The top-level `frame_images` and `reference_images` are still accepted, read as
          *     `media.frame_images` and `media.reference_images` (given both ways, 400 naming the top-level field); the job
-         *     then carries a `warnings` entry saying so, and the response a `Warning` header.
+         *     then carries a `warnings` entry saying so, and the response a `Warning` header. The top-level `frame_images`
+         *     is read in the requirements' shape, an array holding an array of frame images (`[[{input_image, frame}]]`),
+         *     and in the flat shape of `media.frame_images`; either is flattened, in order.
          */
         post: operations["createVideoV1"];
         delete?: never;
@@ -1999,7 +2084,9 @@ export interface paths {
          *
          *     **Deprecated fields.** The top-level `frame_images` and `reference_images` are still accepted, read as
          *     `media.frame_images` and `media.reference_images` (given both ways, 400 naming the top-level field); the job
-         *     then carries a `warnings` entry saying so, and the response a `Warning` header.
+         *     then carries a `warnings` entry saying so, and the response a `Warning` header. The top-level `frame_images`
+         *     is read in the requirements' shape, an array holding an array of frame images (`[[{input_image, frame}]]`),
+         *     and in the flat shape of `media.frame_images`; either is flattened, in order.
          */
         post: operations["createVideo"];
         delete?: never;
@@ -2193,12 +2280,18 @@ export interface components {
             end: number;
         };
         /**
-         * @description VM_ONLY: new VM on any available host. HOST_AWARE: cordon the host, new VM on a different host.
-         *     EVICT_WITHOUT_REPLACEMENT: delete the VM, no replacement. REBOOT_VM: reboot the same VM. HOST_POWER_CYCLE:
-         *     listed because the official SDK sends it; refused with 400 `unsupported_remediation_mode`.
+         * @description The four modes of the requirements. VM_ONLY: new VM on any available host. HOST_AWARE: cordon the host, new
+         *     VM on a different host. EVICT_WITHOUT_REPLACEMENT: delete the VM, no replacement. REBOOT_VM: reboot the same
+         *     VM. Any other value, `REMEDIATION_MODE_HOST_POWER_CYCLE` (which the official SDK's types allow) included, is
+         *     refused with 400 (`code` `enum`, `param` naming the field), whose message lists these four.
          * @enum {string}
          */
-        RemediationMode: "REMEDIATION_MODE_VM_ONLY" | "REMEDIATION_MODE_HOST_AWARE" | "REMEDIATION_MODE_EVICT_WITHOUT_REPLACEMENT" | "REMEDIATION_MODE_REBOOT_VM" | "REMEDIATION_MODE_HOST_POWER_CYCLE";
+        RemediationMode: "REMEDIATION_MODE_VM_ONLY" | "REMEDIATION_MODE_HOST_AWARE" | "REMEDIATION_MODE_EVICT_WITHOUT_REPLACEMENT" | "REMEDIATION_MODE_REBOOT_VM";
+        /**
+         * @description A mode to list by; `REMEDIATION_MODE_HOST_POWER_CYCLE`, the platform's fifth, matches nothing (no remediation has it here).
+         * @enum {string}
+         */
+        RemediationModeFilter: "REMEDIATION_MODE_VM_ONLY" | "REMEDIATION_MODE_HOST_AWARE" | "REMEDIATION_MODE_EVICT_WITHOUT_REPLACEMENT" | "REMEDIATION_MODE_REBOOT_VM" | "REMEDIATION_MODE_HOST_POWER_CYCLE";
         /** @enum {string} */
         RemediationState: "PENDING_APPROVAL" | "PENDING" | "RUNNING" | "SUCCEEDED" | "FAILED" | "CANCELLED" | "AUTO_RESOLVED";
         /**
@@ -2447,7 +2540,7 @@ export interface components {
          */
         QualifiedEndpointName: string;
         /**
-         * @description A catalogue model id (or an alias of one), an uploaded model's id (`model-<uuid>`; `ml_...` for older uploads), or `projects/{projectId}/models/{modelId}` (or `models/{modelId}`), optionally followed by `/revisions/{revisionId}`.
+         * @description A catalogue model id (or an alias of one), an uploaded model's id (`ml_...`), or `projects/{projectId}/models/{modelId}` (or `models/{modelId}`), optionally followed by `/revisions/{revisionId}`.
          * @example meta-llama/Meta-Llama-3.1-8B-Instruct-Turbo
          */
         ModelRef: string;
@@ -3289,8 +3382,12 @@ export interface components {
             training_file: string;
             /** @description A `fine-tune` file to evaluate on. */
             validation_file?: string;
-            /** @default true */
+            /**
+             * @description Whether samples are packed into full sequences. `false`: each batch is padded to its longest sample (cut to `max_seq_length`), and the padding is processed, counted in `token_count` and priced.
+             * @default true
+             */
             packing: boolean;
+            /** @description Each sample is cut to this many tokens (512 up to the model's maximum for the method, which is the default). */
             max_seq_length?: number;
             /** @description A model of `GET /v1/fine-tunes/models/supported`. */
             model: string;
@@ -3387,21 +3484,70 @@ export interface components {
             num_trained_tokens: number;
             truncated: boolean;
         };
+        /** @description The parameters of job creation (`CreateFineTuneBody`), `model` optional (the first supported model by default). */
         EstimateFineTunePriceBody: {
             /** @description A `fine-tune` file of this project (`file-...`). */
             training_file: string;
             /** @description A `fine-tune` file to evaluate on. */
             validation_file?: string;
+            /**
+             * @description Whether samples are packed into full sequences. `false`: each batch is padded to its longest sample (cut to `max_seq_length`), and the padding is processed, counted in `token_count` and priced.
+             * @default true
+             */
+            packing: boolean;
+            /** @description Each sample is cut to this many tokens (512 up to the model's maximum for the method, which is the default). */
+            max_seq_length?: number;
             /** @description A model of `GET /v1/fine-tunes/models/supported`. */
             model?: string;
             /** @default 1 */
             n_epochs: number;
+            /** @default 1 */
+            n_checkpoints: number;
             /** @default 0 */
             n_evals: number;
+            /** @default max */
+            batch_size: number | "max";
+            gradient_accumulation_steps?: number;
+            /** @default 0.00001 */
+            learning_rate: number;
+            lr_scheduler?: components["schemas"]["LRScheduler"];
+            /** @default 0 */
+            warmup_ratio: number;
+            /** @default 1 */
+            max_grad_norm: number;
+            /** @default 0 */
+            weight_decay: number;
+            random_seed?: number | null;
+            /** @default false */
+            early_stopping_enabled: boolean;
+            /** @default 2 */
+            early_stopping_patience: number;
+            /** @default 0 */
+            early_stopping_min_delta: number;
+            /** @default 1 */
+            early_stopping_warmup_evals: number | null;
+            suffix?: string;
+            /** @description Accepted; not kept (this server calls no experiment tracker). */
+            wandb_api_key?: $Write<string>;
+            wandb_base_url?: string;
+            wandb_project_name?: string;
+            wandb_name?: string;
+            wandb_entity?: string;
+            /**
+             * @deprecated
+             * @default auto
+             */
+            train_on_inputs: boolean | "auto";
             training_method?: components["schemas"]["TrainingMethodSFT"] | components["schemas"]["TrainingMethodDPO"];
             training_type?: components["schemas"]["FullTrainingType"] | components["schemas"]["LoRATrainingType"] | null;
+            multimodal_params?: components["schemas"]["MultimodalParams"];
             /** @description A completed job of this project (`ft-...`, or `ft-...:<step>`) to continue from. */
             from_checkpoint?: string;
+            from_hf_model?: string;
+            hf_model_revision?: string;
+            /** @description Accepted; not kept. */
+            hf_api_token?: $Write<string>;
+            hf_output_repo_name?: string;
         };
         FineTuneTruncated: {
             /** @description `ft-...`. */
@@ -3415,6 +3561,7 @@ export interface components {
             started_at?: string;
             /** @description The API key that created the job. */
             user_id: string;
+            /** @description The owner's address: the owning project's, `0x` and 40 hex digits (the form of the platform's account addresses), derived from the project's id, so every job of a project has the same one. */
             owner_address?: string;
             /** @description US cents, rounded up: the tokens trained (and evaluated) at the model's price. */
             total_price?: number;
@@ -3471,6 +3618,7 @@ export interface components {
             started_at?: string;
             /** @description The API key that created the job. */
             user_id: string;
+            /** @description The owner's address: the owning project's, `0x` and 40 hex digits (the form of the platform's account addresses), derived from the project's id, so every job of a project has the same one. */
             owner_address?: string;
             /** @description US cents, rounded up: the tokens trained (and evaluated) at the model's price. */
             total_price?: number;
@@ -3517,6 +3665,7 @@ export interface components {
             model_output_path?: string;
             trainingfile_numlines?: number;
             trainingfile_size?: number;
+            /** @description Steps between evaluations, as planned (steps per epoch x `n_epochs` / `n_evals`, rounded); early stopping ends a run sooner, not its evaluations' spacing. */
             eval_steps?: number;
             train_on_inputs?: boolean | "auto";
             multimodal_params?: components["schemas"]["MultimodalParams"];
@@ -4016,7 +4165,7 @@ export interface components {
         };
         ModelInfo: {
             /**
-             * @description A catalogue model's public name, or an upload's id (`model-<uuid>`; `ml_...` for older uploads).
+             * @description A catalogue model's public name, or a project model's id (`ml_...`).
              * @example meta-llama/Meta-Llama-3.1-8B-Instruct-Turbo
              */
             id: string;
@@ -4085,8 +4234,8 @@ export interface components {
                 job_id: string;
                 model_name: string;
                 /**
-                 * @description The uploaded model's id (`model-<uuid>`).
-                 * @example model-3e0a7c9d-5b2f-4c61-9d8e-7f1a2b3c4d5e
+                 * @description The uploaded model's id (`ml_...`).
+                 * @example ml_01kb2x3y4z5a6b7c8d9e0f1g2h
                  */
                 model_id: string;
                 /**
@@ -4398,9 +4547,11 @@ export interface components {
             media?: components["schemas"]["VideoMedia"];
             /**
              * @deprecated
-             * @description Deprecated; use `media.frame_images`.
+             * @description Deprecated; use `media.frame_images`. Read in either shape: the requirements' (an array holding an array
+             *     of frame images, `[[{input_image, frame}, ...]]`) or the flat one (`[{input_image, frame}, ...]`), flattened
+             *     in order into `media.frame_images`.
              */
-            frame_images?: components["schemas"]["VideoFrameImageInput"][];
+            frame_images?: (components["schemas"]["VideoFrameImageInput"] | components["schemas"]["VideoFrameImageInput"][])[];
             /**
              * @deprecated
              * @description Deprecated; use `media.reference_images`.
@@ -4760,6 +4911,102 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    cancelFineTuneUnprefixed: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The job's id (`ft-...`). */
+                id: components["parameters"]["FineTuneId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The job, `cancel_requested` or `cancelled`. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FineTuneTruncated"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getFineTuneMetricsUnprefixed: {
+        parameters: {
+            query?: {
+                /** @description First step. */
+                global_step_from?: number;
+                /** @description Last step. */
+                global_step_to?: number;
+                /** @description Earliest. */
+                logged_at_from?: string;
+                /** @description Latest. */
+                logged_at_to?: string;
+                /** @description At most this many rows, evenly picked (evaluation rows always kept). */
+                resolution?: number;
+            };
+            header?: never;
+            path: {
+                /** @description The job's id (`ft-...`). */
+                id: components["parameters"]["FineTuneId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The metrics. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FineTuneMetrics"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    estimateFineTunePriceUnprefixed: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EstimateFineTunePriceBody"];
+            };
+        };
+        responses: {
+            /** @description The estimate. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FineTunePriceEstimate"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+        };
+    };
     createTranscription: {
         parameters: {
             query?: never;
@@ -5043,7 +5290,7 @@ export interface operations {
                 order_by?: string;
                 state?: components["schemas"]["RemediationStateFilter"][];
                 trigger?: components["schemas"]["RemediationTrigger"][];
-                mode?: components["schemas"]["RemediationMode"][];
+                mode?: components["schemas"]["RemediationModeFilter"][];
             };
             header?: never;
             path: {
@@ -6533,6 +6780,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             500: components["responses"]["InternalError"];
         };
     };

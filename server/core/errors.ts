@@ -46,14 +46,27 @@ export const forbidden = (message: string, code: string, param: string | null = 
 export const taken = (message: string, code: string, param: string) =>
   new ApiError(409, code, message, param, 'invalid_request_error', { 'x-should-retry': 'false' });
 
+/** `noun` with its indefinite article, by its first letter ("an embedding", "a chat"): enough for the kinds, formats and machine names messages give. */
+export function withArticle(noun: string, capital = false): string {
+  const article = /^[aeiou]/i.test(noun) ? 'an' : 'a';
+  return `${capital ? article.replace('a', 'A') : article} ${noun}`;
+}
+
 /**
  * A move a state machine's table does not allow. One shape for every machine: 409, `invalid_request_error`,
  * code `invalid_state_transition`, param null (the resource's state, not a request field, is what conflicts).
  */
 export const invalidTransition = (what: string, from: string, event: string) =>
-  new ApiError(409, 'invalid_state_transition', `A ${what} in state ${from} cannot ${event.replace(/_/g, ' ')}.`, null, 'invalid_request_error', {
-    'x-should-retry': 'false',
-  });
+  new ApiError(
+    409,
+    'invalid_state_transition',
+    `${withArticle(what, true)} in state ${from} cannot ${event.replace(/_/g, ' ')}.`,
+    null,
+    'invalid_request_error',
+    {
+      'x-should-retry': 'false',
+    },
+  );
 
 /** A control character where none may be: it would be stored (or refused by PostgreSQL) as given. */
 export const invalidCharacters = (param: string | null) =>

@@ -83,6 +83,9 @@ if (JSON.stringify(unkeyed) !== JSON.stringify(Object.keys(signed).sort())) {
 const signedMethods = new Set(unkeyed.map((id) => operations[id as OperationId].method.toUpperCase()));
 const isSigned = (method: string, path: string) => signedMethods.has(method) && signed[matchOperation(method, path)!] !== undefined;
 
+/** Where API requests go: the first segment of every operation's path (`/v1/`, `/v2/`, and the requirements' `/fine-tunes/`). */
+const apiPrefixes = [...new Set(Object.values(operations).map((op) => `/${op.path.split('/')[1]}/`))];
+
 /** Upload rules by kind: multipart forms (parsed before validation) and raw bodies (read in dispatch). */
 const multipartRules = Object.fromEntries(Object.entries(uploads).filter(([, r]) => !r.raw));
 const rawRules = Object.fromEntries(Object.entries(uploads).filter(([, r]) => r.raw)) as typeof uploads;
@@ -140,7 +143,7 @@ export function createApp(options: AppOptions): express.Express {
   // API requests are authenticated; everything else is an infrastructure route (or a 404). One layer for both.
   const auth = authenticate(keys);
   app.use(((req, res, next) => {
-    if (!req.path.startsWith('/v1/') && !req.path.startsWith('/v2/')) return infra(req, res, next);
+    if (!apiPrefixes.some((p) => req.path.startsWith(p))) return infra(req, res, next);
     return isSigned(req.method, req.path) ? next() : auth(req, res, next);
   }) as RequestHandler);
   const json = express.json({ limit: config.bodyLimit });

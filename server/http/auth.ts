@@ -1,5 +1,5 @@
-// Bearer authentication for every /v1 and /v2 route (but the operations a signed URL authorises: app.ts), before
-// anything else looks at the request. Keys are looked up by hash through a short-lived cache, so most requests cost
+// Bearer authentication for every API route (/v1, /v2, and the requirements' /fine-tunes; but the operations a signed
+// URL authorises: app.ts), before anything else looks at the request. Keys are looked up by hash through a short-lived cache, so most requests cost
 // no database round trip; a revocation clears the entry at once in this process and, on PostgreSQL, in every
 // process (LISTEN/NOTIFY). On SQLite a key revoked by another process (the CLI) stops working when its cache entry
 // expires (KEY_CACHE_TTL_MS).

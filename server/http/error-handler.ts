@@ -42,12 +42,21 @@ export function toApiError(err: any): ApiError {
   return badRequest(message.endsWith('.') ? message : `${message}.`, param, code);
 }
 
+/**
+ * Logs a failure answered with `apiErr` by what it is: an unexpected exception, or a 500 the server built, is an
+ * error, with its stack; a 502-504 the server answers on purpose (an endpoint not ready, a model at capacity, an
+ * upstream that failed or timed out) is routine: a warning, without a stack. 4xx are the caller's and not logged.
+ */
+export function logFailure(log: Logger, err: unknown, apiErr: ApiError, fields: Record<string, unknown>, msg: string): void {
+  if (apiErr.status < 500) return;
+  if (err instanceof ApiError && apiErr.status !== 500) log.warn({ ...fields, status: apiErr.status, code: apiErr.code, message: apiErr.message }, msg);
+  else log.error({ ...fields, err }, msg);
+}
+
 export function errorHandler(log: Logger): ErrorRequestHandler {
   return (err, req, res, _next) => {
     const apiErr = toApiError(err);
-    if (apiErr.status >= 500) {
-      log.error({ err, requestId: res.getHeader('x-request-id'), method: req.method, path: req.path }, 'unhandled error');
-    }
+    logFailure(log, err, apiErr, { requestId: res.getHeader('x-request-id'), method: req.method, path: req.path }, 'request failed');
     if (res.headersSent) return void res.end();
     // The envelope is JSON whatever the handler had set before it failed (e.g. a file's type).
     res.set(apiErr.headers).type('application/json').status(apiErr.status).json(apiErr.body);

@@ -7,7 +7,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Request, Response } from 'express';
 import type { Logger } from 'pino';
-import { toApiError } from './error-handler.ts';
+import { logFailure, toApiError } from './error-handler.ts';
 
 type Content =
   | { kind: 'json'; value: unknown }
@@ -139,7 +139,7 @@ async function streamEvents(req: Request, res: Response, status: number, events:
   } catch (err) {
     // The status line is gone: the failure travels as a last event in the envelope.
     const apiErr = toApiError(err);
-    if (apiErr.status >= 500) log.error({ err, requestId: res.getHeader('x-request-id') }, 'stream failed');
+    logFailure(log, err, apiErr, { requestId: res.getHeader('x-request-id') }, 'stream failed');
     if (!gone) await write(`data: ${JSON.stringify(apiErr.body)}\n\n`).catch(() => {});
   } finally {
     res.end();

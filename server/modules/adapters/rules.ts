@@ -1,6 +1,6 @@
 // The rules of binding a LoRA adapter to a v1 endpoint: `model_id` is `<endpoint name>:<adapter>`, where the
 // endpoint name is the endpoint's own qualified name and the adapter is a completed upload of the caller's project
-// (by name or id: `model-<uuid>`, or `ml_...` for older uploads) whose base is compatible with the endpoint's model:
+// (by name or id, `ml_...`) whose base is compatible with the endpoint's model:
 // the same model, the dedicated LoRA pool it names, or another served model of the same base architecture.
 import type { Model } from '../../../generated/prisma/sqlite/client/client.ts';
 import { badRequest, forbidden } from '../../core/errors.ts';

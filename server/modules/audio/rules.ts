@@ -1,6 +1,6 @@
 // Module `audio`: the rules of a transcription or translation request: which model, which audio, which limits.
 import { createWriteStream } from 'node:fs';
-import { ApiError, apiError, badRequest } from '../../core/errors.ts';
+import { ApiError, apiError, badRequest, withArticle } from '../../core/errors.ts';
 import type { Db } from '../../db/index.ts';
 import { capabilities, findModel } from '../models/index.ts';
 
@@ -27,7 +27,7 @@ export async function transcriptionModel(db: Db, projectId: string, id: string, 
   const needed = task === 'transcribe' ? 'transcription' : 'translation';
   if (!capabilities(model).includes(needed)) {
     throw badRequest(
-      `'${id}' is a ${model.type} model that does not ${task === 'transcribe' ? 'transcribe' : 'translate'} audio; use a model such as ${DEFAULT_MODEL}.`,
+      `'${id}' is ${withArticle(model.type)} model that does not ${task === 'transcribe' ? 'transcribe' : 'translate'} audio; use a model such as ${DEFAULT_MODEL}.`,
       'model',
       'model_not_available',
     );

@@ -1,5 +1,6 @@
 // Module `fine-tuning`: create (rules.ts), list, get, events, checkpoints, cancel, delete, estimate-price, metrics,
-// download (download.ts), supported models and limits. The runner moves jobs (machine.ts).
+// download (download.ts), supported models and limits. The runner moves jobs (machine.ts). Cancel, estimate-price
+// and metrics also serve the requirements' unprefixed paths (`...Unprefixed` operations, at the end).
 import type { Model } from '../../../generated/prisma/sqlite/client/client.ts';
 import { instant } from '../../core/clock.ts';
 import { apiError, badRequest } from '../../core/errors.ts';
@@ -13,9 +14,10 @@ import { filePath, findFile, type Report } from '../files/index.ts';
 import { findModel } from '../models/index.ts';
 import type { Context, Services } from '../types.ts';
 import { archiveMembers, type CheckpointType } from './download.ts';
-import { fineTuneMachine, moveFineTune, record } from './machine.ts';
+import { fineTuneMachine, loadDataset, moveFineTune, record } from './machine.ts';
 import { firstSamples, preview } from './preview.ts';
-import { type Accepted, accept, fineTunable, limitsOf, outputName, pricePerMillion } from './rules.ts';
+import { type Accepted, accept, fineTunable, limitsOf, outputName, priceOf, pricePerMillion } from './rules.ts';
+import { plan, runTokens } from './training.ts';
 import { checkpointWire, eventWire, fineTuneTruncatedWire, fineTuneWire } from './wire.ts';
 
 const newFineTuneId = (nowMs: number) => newId('ft', nowMs).replace(/^ft_/, 'ft-');
@@ -37,19 +39,23 @@ async function datasetFile(services: Pick<Services, 'db'>, projectId: string, id
   return f;
 }
 
+/** `from_checkpoint`: a completed job of the project (404 when there is none, 400 when it has not completed). */
+async function checkpointSource(db: Db, projectId: string, fromCheckpoint: string | undefined): Promise<void> {
+  if (!fromCheckpoint) return;
+  const [jobId] = fromCheckpoint.split(':');
+  const from = await db.fineTune.findFirst({ where: { id: jobId, projectId } });
+  if (!from) throw apiError(404, 'checkpoint_not_found', `No fine-tuning job '${jobId}' was found.`, 'from_checkpoint');
+  if (from.status !== 'completed')
+    throw badRequest(`Job '${jobId}' is ${from.status}: only a completed job's checkpoints can be continued from.`, 'from_checkpoint');
+}
+
 export async function createFineTune(ctx: Context<'createFineTune'>) {
   const { db, clock, identity, body } = ctx;
   const model = await supportedModel(db.prisma, identity.projectId, body.model, 'model');
   const accepted = accept(body, model);
   await datasetFile(ctx, identity.projectId, body.training_file, 'training_file');
   if (body.validation_file) await datasetFile(ctx, identity.projectId, body.validation_file, 'validation_file');
-  if (body.from_checkpoint) {
-    const [jobId] = body.from_checkpoint.split(':');
-    const from = await db.prisma.fineTune.findFirst({ where: { id: jobId, projectId: identity.projectId } });
-    if (!from) throw apiError(404, 'checkpoint_not_found', `No fine-tuning job '${jobId}' was found.`, 'from_checkpoint');
-    if (from.status !== 'completed')
-      throw badRequest(`Job '${jobId}' is ${from.status}: only a completed job's checkpoints can be continued from.`, 'from_checkpoint');
-  }
+  await checkpointSource(db.prisma, identity.projectId, body.from_checkpoint);
   const now = instant(clock);
   const id = newFineTuneId(clock.now());
   const params = { ...accepted, pricePerMillion: pricePerMillion(model, accepted.trainingType.type === 'Full', accepted.trainingMethod.method === 'dpo') };
@@ -111,7 +117,7 @@ export async function listFineTuneCheckpoints(ctx: Context<'listFineTuneCheckpoi
   return { object: 'list' as const, data: rows.map((c) => checkpointWire(c, job.id)) };
 }
 
-export async function cancelFineTune(ctx: Context<'cancelFineTune'>) {
+export async function cancelFineTune(ctx: Context<'cancelFineTune' | 'cancelFineTuneUnprefixed'>) {
   const job = await find(ctx);
   return ctx.db.write(async (tx) => {
     const current = await tx.fineTune.findUniqueOrThrow({ where: { id: job.id } });
@@ -135,7 +141,7 @@ export async function deleteFineTune(ctx: Context<'deleteFineTune'>) {
 }
 
 /** Dollars of credit the project has left: FINE_TUNE_CREDIT_LIMIT less its jobs' prices (cancelled and failed jobs cost nothing). */
-async function remainingCredit(ctx: Context<'estimateFineTunePrice'>): Promise<number> {
+async function remainingCredit(ctx: Context<'estimateFineTunePrice' | 'estimateFineTunePriceUnprefixed'>): Promise<number> {
   const spent = await ctx.db.prisma.fineTune.aggregate({
     where: { projectId: ctx.identity.projectId, status: { notIn: ['cancelled', 'error'] } },
     _sum: { totalPriceCents: true },
@@ -147,17 +153,16 @@ async function supportedModels(db: Db) {
   return (await db.model.findMany({ where: { projectId: null }, orderBy: { id: 'asc' } })).filter(fineTunable);
 }
 
-export async function estimateFineTunePrice(ctx: Context<'estimateFineTunePrice'>) {
+export async function estimateFineTunePrice(ctx: Context<'estimateFineTunePrice' | 'estimateFineTunePriceUnprefixed'>) {
   const { body, identity } = ctx;
   const model = body.model ? await supportedModel(ctx.db.prisma, identity.projectId, body.model, 'model') : (await supportedModels(ctx.db.prisma))[0]!;
-  const nEpochs = body.n_epochs ?? 1;
-  const nEvals = body.n_evals ?? 0;
-  if (!(Number.isInteger(nEpochs) && nEpochs >= 1)) throw badRequest(`'n_epochs' must be an integer from 1 (got ${nEpochs}).`, 'n_epochs');
-  if (!(Number.isInteger(nEvals) && nEvals >= 0)) throw badRequest(`'n_evals' must be a non-negative integer (got ${nEvals}).`, 'n_evals');
+  // The job's own parameters and rules: what creation would refuse, the estimate refuses alike.
+  const accepted = accept(body, model);
   const train = await findFile(ctx, identity.projectId, body.training_file);
   if (!train) throw apiError(404, 'file_not_found', `No file '${body.training_file}' was found.`, 'training_file');
   const validation = body.validation_file ? await findFile(ctx, identity.projectId, body.validation_file) : null;
   if (body.validation_file && !validation) throw apiError(404, 'file_not_found', `No file '${body.validation_file}' was found.`, 'validation_file');
+  await checkpointSource(ctx.db.prisma, identity.projectId, body.from_checkpoint);
   const unavailable = (reason: 'train_file_not_validated' | 'eval_file_not_validated' | 'train_file_invalid' | 'eval_file_invalid' | 'multimodal_dataset') => ({
     estimation_available: false as const,
     unavailable_reason: reason,
@@ -171,18 +176,20 @@ export async function estimateFineTunePrice(ctx: Context<'estimateFineTunePrice'
     if (f.status !== 'COMPLETED' || f.purpose !== 'fine-tune') return unavailable(`${which}_file_invalid`);
     if ((JSON.parse(f.report!) as Report).dataset_is_multimodal) return unavailable('multimodal_dataset');
   }
-  const tokens = (f: typeof validation) => (f ? ((JSON.parse(f.report!) as Report).token_count ?? 0) : 0);
-  const trainTokens = tokens(train) * nEpochs;
-  const evalTokens = tokens(validation) * nEvals;
-  const price = ((trainTokens + evalTokens) / 1e6) * pricePerMillion(model, body.training_type?.type === 'Full', body.training_method?.method === 'dpo');
+  // The tokens the job would count over its whole run: the same datasets, plan and steps as training (machine.ts).
+  const trainSet = await loadDataset(ctx, train.id, accepted.maxSeqLength);
+  const validationSet = validation ? await loadDataset(ctx, validation.id, accepted.maxSeqLength) : null;
+  const run = plan(trainSet.tokens.length, accepted.batchSize, accepted.nEpochs, accepted.nEvals, accepted.nCheckpoints);
+  const tokens = runTokens(trainSet, validationSet, run, accepted.packing);
+  const price = priceOf(model, accepted, tokens.train + tokens.eval);
   const limit = await remainingCredit(ctx);
   return {
     estimation_available: true as const,
     estimated_total_price: Math.round(price * 1e6) / 1e6,
     allowed_to_proceed: price <= limit,
     user_limit: Math.round(limit * 100) / 100,
-    estimated_train_token_count: trainTokens,
-    estimated_eval_token_count: evalTokens,
+    estimated_train_token_count: tokens.train,
+    estimated_eval_token_count: tokens.eval,
   };
 }
 
@@ -207,7 +214,7 @@ export async function previewFineTune(ctx: Context<'previewFineTune'>) {
   return { model: model.id, dataset_format: format, max_seq_length: maxSeq, train_on_inputs: trainOnInputs, rows };
 }
 
-export async function getFineTuneMetrics(ctx: Context<'getFineTuneMetrics'>) {
+export async function getFineTuneMetrics(ctx: Context<'getFineTuneMetrics' | 'getFineTuneMetricsUnprefixed'>) {
   const job = await find(ctx);
   const q = ctx.query;
   let rows: Record<string, number>[] = job.metrics ? JSON.parse(job.metrics) : [];
@@ -278,4 +285,18 @@ export async function getFineTuneModelLimits(ctx: Context<'getFineTuneModelLimit
   const model = await findModel(ctx.db.prisma, ctx.identity.projectId, ctx.query.model_name);
   if (!model || !fineTunable(model)) throw apiError(404, 'model_not_found', `'${ctx.query.model_name}' is not a model that can be fine-tuned.`, 'model_name');
   return limitsOf(model);
+}
+
+// The requirements' paths without /v1 (POST /fine-tunes/{id}/cancel, POST /fine-tunes/estimate-price,
+// GET /fine-tunes/{id}/metrics): operations of their own, each answered by its /v1 form's handler.
+export async function cancelFineTuneUnprefixed(ctx: Context<'cancelFineTuneUnprefixed'>) {
+  return cancelFineTune(ctx);
+}
+
+export async function estimateFineTunePriceUnprefixed(ctx: Context<'estimateFineTunePriceUnprefixed'>) {
+  return estimateFineTunePrice(ctx);
+}
+
+export async function getFineTuneMetricsUnprefixed(ctx: Context<'getFineTuneMetricsUnprefixed'>) {
+  return getFineTuneMetrics(ctx);
 }

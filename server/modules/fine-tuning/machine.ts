@@ -7,7 +7,7 @@ import { createReadStream } from 'node:fs';
 import type { FineTune, Prisma } from '../../../generated/prisma/sqlite/client/client.ts';
 import { instant } from '../../core/clock.ts';
 import type { Config } from '../../core/config.ts';
-import { apiError } from '../../core/errors.ts';
+import { withArticle } from '../../core/errors.ts';
 import { defineMachine } from '../../core/machine.ts';
 import type { Database, Tx } from '../../db/index.ts';
 import { type Progression, stored, type Timing, transition } from '../../runner/progress.ts';
@@ -39,8 +39,6 @@ export const fineTuneMachine = defineMachine({
     uploading: { duration: 'fine_tune_upload', defaultMs: 0 },
     cancel_requested: { duration: 'fine_tune_cancel', defaultMs: 0 },
   },
-  // The platform answers a cancel it cannot make with 400.
-  refusals: { cancel: (from) => apiError(400, 'invalid_state_transition', `A fine-tuning job that is ${from} cannot be cancelled.`, 'id') },
 });
 
 export type FineTuneEvent = (typeof fineTuneMachine.events)[number];
@@ -91,7 +89,7 @@ export const curveHook: { override?: (job: FineTune, plan: Plan) => Curves | und
 type Services = Timing & { db: Database; config: Pick<Config, 'dataDir'> };
 
 /** A stored dataset as training reads it: each valid sample's tokens (cut to `maxSeq`), and a digest of its bytes. */
-async function loadDataset(services: Services, fileId: string, maxSeq: number): Promise<Dataset & { lines: number; bytes: bigint }> {
+export async function loadDataset(services: Services, fileId: string, maxSeq: number): Promise<Dataset & { lines: number; bytes: bigint }> {
   const f = await services.db.prisma.file.findUniqueOrThrow({ where: { id: fileId } });
   const path = filePath(services.config, f);
   const hash = createHash('sha256');
@@ -138,7 +136,7 @@ async function train(services: Services, job: FineTune): Promise<Trained> {
   let evalTokens = 0;
   const metrics: Record<string, number>[] = [];
   for (let step = 1; step <= endStep; step++) {
-    const t = stepTokens(trainSet, p, step);
+    const t = stepTokens(trainSet, p, step, a.packing);
     tokens += t;
     const row: Record<string, number> = {
       'train/loss': curves.train[step - 1]!,
@@ -191,7 +189,7 @@ export function fineTuneProgression(services: Services): Progression<(typeof fin
             return void (await fail(
               tx,
               job,
-              `The ${field} file ${f.id} is a ${report.dataset_format} dataset; ${a.trainingMethod.method === 'dpo' ? 'DPO needs a preference dataset' : 'SFT needs a conversation, instruction, text or tokenized dataset'}.`,
+              `The ${field} file ${f.id} is ${withArticle(report.dataset_format ?? 'unknown')} dataset; ${a.trainingMethod.method === 'dpo' ? 'DPO needs a preference dataset' : 'SFT needs a conversation, instruction, text or tokenized dataset'}.`,
             ));
           }
         }

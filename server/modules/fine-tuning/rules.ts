@@ -1,11 +1,13 @@
 // The rules of a fine-tuning request: which models can be fine-tuned and their limits, every field's range and
 // default, early stopping's preconditions, and the price. Everything is checked before anything is stored; a value
 // out of range answers 400 naming it.
+import { createHash } from 'node:crypto';
 import type { Model } from '../../../generated/prisma/sqlite/client/client.ts';
 import { badRequest } from '../../core/errors.ts';
 import type { RequestBody, Wire } from '../types.ts';
 
-type Body = RequestBody<'createFineTune'>;
+/** A job's parameters: creation's body, which the estimate takes too (its `model` is looked up by the caller). */
+type Body = Omit<RequestBody<'createFineTune'>, 'model'>;
 export type Limits = Wire<'FineTuneModelLimits'>;
 
 /** Billions of parameters, read from the architecture's name (`llama-3.1-8b` 8, `mixtral-8x7b` 56, `deepseek-v3` 671). */
@@ -225,6 +227,12 @@ export function accept(body: Body, model: Model): Accepted {
     trainOnInputs: body.train_on_inputs ?? 'auto',
   };
 }
+
+/**
+ * The job's owner address: the owning project's, `0x` and 40 hex digits (the form of the platform's account
+ * addresses), derived from the project's id so it is the same for every job of the project and never changes.
+ */
+export const ownerAddress = (projectId: string): string => `0x${createHash('sha256').update(`owner:${projectId}`).digest('hex').slice(0, 40)}`;
 
 /** The fine-tuned model's name: `<project slug>/<base model name>-<suffix>-<job id's last 6>`. */
 export function outputName(projectSlug: string, model: Model, suffix: string | null, jobId: string): string {

@@ -42,12 +42,25 @@ export function plan(samples: number, batchSize: number, epochs: number, nEvals:
   return { batchSize, stepsPerEpoch, totalSteps, evalSteps: nEvals > 0 ? spaced(nEvals) : [], checkpointSteps: spaced(Math.max(1, nCheckpoints)) };
 }
 
-/** The tokens step `step` (1-based) processes: its batch of samples, in dataset order, epoch after epoch. */
-export function stepTokens(train: Dataset, p: Plan, step: number): number {
+/** Steps between evaluations, as planned (the first evaluation's step): what the run was set to, wherever it ended. */
+export const evalInterval = (p: Plan): number | undefined => p.evalSteps[0];
+
+/**
+ * The tokens step `step` (1-based) processes: its batch of samples, in dataset order, epoch after epoch. Packed, the
+ * samples' own tokens; without packing, each sample padded to the batch's longest, the padding processed too.
+ */
+export function stepTokens(train: Dataset, p: Plan, step: number, packing = true): number {
   const start = ((step - 1) % p.stepsPerEpoch) * p.batchSize;
-  let sum = 0;
-  for (let i = start; i < Math.min(start + p.batchSize, train.tokens.length); i++) sum += train.tokens[i]!;
-  return sum;
+  const batch = train.tokens.slice(start, Math.min(start + p.batchSize, train.tokens.length));
+  return packing ? batch.reduce((a, b) => a + b, 0) : batch.length * Math.max(0, ...batch);
+}
+
+/** The tokens a whole run processes: every step's batch, and the validation set at each evaluation (what an estimate prices). */
+export function runTokens(train: Dataset, validation: Dataset | null, p: Plan, packing: boolean): { train: number; eval: number } {
+  let tokens = 0;
+  for (let step = 1; step <= p.totalSteps; step++) tokens += stepTokens(train, p, step, packing);
+  const perEval = validation ? validation.tokens.reduce((a, b) => a + b, 0) : 0;
+  return { train: tokens, eval: perEval * p.evalSteps.length };
 }
 
 /** The learning rate at `step`: linear warmup over warmup_ratio of the steps, then the scheduler's decay. */
@@ -72,7 +85,10 @@ export function simulateCurves(train: Dataset, validation: Dataset | null, p: Pl
   const meanTrain = mean(train.tokens);
   const start = 0.8 + 0.35 * Math.log(1 + meanTrain);
   const floor = start * (0.25 + 0.5 / Math.sqrt(1 + train.tokens.length));
-  const rate = 2 + 3 * Math.min(1, Math.sqrt(s.learningRate / 1e-5));
+  // How fast the floor is reached, relative to the default rate 1e-5: as its square root below it, logarithmically
+  // above it (diminishing returns), so every rate draws its own curve and a higher one always falls faster.
+  const relative = s.learningRate / 1e-5;
+  const rate = relative <= 1 ? 2 + 3 * Math.sqrt(relative) : 5 + 1.5 * Math.log(relative);
   const jitter = noise(`${train.digest}:${seed ?? ''}`);
   const trainLoss = (step: number) => floor + (start - floor) * Math.exp((-rate * step) / p.stepsPerEpoch);
   const curve = Array.from({ length: p.totalSteps }, (_, i) => trainLoss(i + 1) + 0.03 * start * (jitter(i) - 0.5));

@@ -2,7 +2,8 @@
 import type { FineTune, FineTuneCheckpoint, FineTuneEvent } from '../../../generated/prisma/sqlite/client/client.ts';
 import { iso } from '../../core/clock.ts';
 import type { Wire } from '../types.ts';
-import type { Accepted } from './rules.ts';
+import { type Accepted, ownerAddress } from './rules.ts';
+import { evalInterval, plan } from './training.ts';
 
 export function eventWire(e: FineTuneEvent): Wire<'FineTuneEvent'> {
   return {
@@ -30,6 +31,7 @@ export function fineTuneTruncatedWire(j: FineTune, events: FineTuneEvent[]): Wir
     updated_at: iso(j.updatedAt),
     ...(j.startedAt !== null && { started_at: iso(j.startedAt) }),
     user_id: j.userId,
+    owner_address: ownerAddress(j.projectId),
     ...(j.totalPriceCents !== null && { total_price: j.totalPriceCents }),
     ...(j.tokenCount !== null && { token_count: j.tokenCount }),
     events: events.map(eventWire),
@@ -82,7 +84,8 @@ export function fineTuneWire(j: FineTune, events: FineTuneEvent[]): Wire<'FineTu
     ...(j.status === 'completed' && { model_output_path: j.outputName }),
     ...(j.trainingLines !== null && { trainingfile_numlines: j.trainingLines }),
     ...(j.trainingBytes !== null && { trainingfile_size: Number(j.trainingBytes) }),
-    ...(j.totalSteps !== null && a.nEvals > 0 && { eval_steps: Math.max(1, Math.round(j.totalSteps / a.nEvals)) }),
+    // As planned: early stopping ends a run sooner, not its evaluations' spacing.
+    ...(j.trainingLines !== null && a.nEvals > 0 && { eval_steps: evalInterval(plan(j.trainingLines, a.batchSize, a.nEpochs, a.nEvals, a.nCheckpoints)) }),
     train_on_inputs: a.trainOnInputs,
     ...(a.multimodalParams !== null && { multimodal_params: a.multimodalParams }),
     ...(j.epochsCompleted !== null && { epochs_completed: j.epochsCompleted }),

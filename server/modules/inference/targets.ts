@@ -3,7 +3,7 @@
 // (`...:<adapter>`: bound to a v1 endpoint, or served by v2 deployments with LoRA enabled), or a serverless model of
 // a type the operation takes.
 
-import { apiError, badRequest } from '../../core/errors.ts';
+import { apiError, badRequest, withArticle } from '../../core/errors.ts';
 import type { Identity } from '../../core/identity.ts';
 import type { Database } from '../../db/index.ts';
 import { findAdapter } from '../adapters/index.ts';
@@ -122,7 +122,7 @@ async function findTarget(
   if (!(SERVES[operation] as readonly string[]).includes(listed.type)) {
     const where = OPERATIONS_OF[listed.type];
     throw badRequest(
-      `'${model}' is a${/^[aeiou]/.test(listed.type) ? 'n' : ''} ${listed.type} model: ${operation === 'chat' ? 'chat completions take' : 'completions take'} ${SERVES[operation].join(', ')} models${where ? `; use ${where}` : ''}.`,
+      `'${model}' is ${withArticle(listed.type)} model: ${operation === 'chat' ? 'chat completions take' : 'completions take'} ${SERVES[operation].join(', ')} models${where ? `; use ${where}` : ''}.`,
       'model',
       'model_not_supported',
     );

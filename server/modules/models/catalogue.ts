@@ -1,10 +1,11 @@
 // The model catalogue: the platform's models (no project; seed.json) and each project's uploads. Other modules look
 // models up here: by id through `canonicalModelId` (an alias answers as its canonical model), and tell an upload's id
 // from a catalogue id with `isUploadedModelId`.
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import type { Model } from '../../../generated/prisma/sqlite/client/client.ts';
 import { type Clock, instant } from '../../core/clock.ts';
-import { apiError, badRequest } from '../../core/errors.ts';
+import { apiError, badRequest, withArticle } from '../../core/errors.ts';
+import { newId } from '../../core/ids.ts';
 import type { Db, Tx } from '../../db/index.ts';
 import type { SeedContext } from '../types.ts';
 import data from './seed.json' with { type: 'json' };
@@ -63,15 +64,14 @@ const ALIASES = new Map<string, string>(Object.entries(data.aliases));
 export const canonicalModelId = (id: string): string => ALIASES.get(id) ?? id;
 
 /**
- * Whether `id` is a project's uploaded model rather than a catalogue model: `model-<uuid>` (uploads through
- * POST /v1/models), or `ml_...` (uploads made before that format, and the prefix v2 models take). Catalogue ids are
- * `<org>/<name>`.
+ * Whether `id` is a project's own model (an upload, or a fine-tuning job's output) rather than a catalogue model:
+ * `ml_...`, the one form of model ids (the requirements': model ids start `ml_`). Catalogue ids are `<org>/<name>`.
  */
-export const isUploadedModelId = (id: string): boolean => id.startsWith('model-') || id.startsWith('ml_');
+export const isUploadedModelId = (id: string): boolean => id.startsWith('ml_');
 
 /**
  * A model the project can use: a catalogue model (by its id or an alias; from memory, see `catalogueModel`), or one
- * of its own completed uploads (`model-...`, the only ids a project's models have).
+ * of its own completed uploads (`ml_...`, the only ids a project's models have).
  */
 export async function findModel(db: Db | Tx, projectId: string, id: string): Promise<Model | null> {
   if (isUploadedModelId(id)) return db.model.findFirst({ where: { id, projectId, status: 'ready' } });
@@ -124,11 +124,11 @@ export interface UploadedModel {
   status: 'pending' | 'ready';
 }
 
-/** A project's uploaded model or adapter (`model-<uuid>`): the upload creates it pending; its job makes it ready. */
+/** A project's uploaded model or adapter (`ml_...`): the upload creates it pending; its job makes it ready. */
 export function createUploadedModel(tx: Tx, clock: Clock, projectId: string, m: UploadedModel): Promise<Model> {
   return tx.model.create({
     data: {
-      id: `model-${randomUUID()}`,
+      id: newId('ml', clock.now()),
       projectId,
       ...m,
       nameKey: nameKey(m.name),
@@ -173,8 +173,7 @@ function catalogueModels(db: Db): Promise<Map<string, Model>> {
 export async function serverlessModel(db: Db | Tx, projectId: string, id: string, type: string): Promise<Model> {
   const model = await findModel(db, projectId, id);
   if (!model) throw apiError(404, 'model_not_found', `The model '${id}' does not exist or is not available to this project.`, 'model');
-  if (model.type !== type)
-    throw badRequest(`'${id}' is a ${model.type} model, not a${/^[aeiou]/.test(type) ? 'n' : ''} ${type} model.`, 'model', 'model_not_available');
+  if (model.type !== type) throw badRequest(`'${id}' is ${withArticle(model.type)} model, not ${withArticle(type)} model.`, 'model', 'model_not_available');
   if (!model.serverless) throw notServerless(id);
   return model;
 }

@@ -3,7 +3,7 @@
 // this server's /v1); the /v1 handlers are the same ones, named for their operation.
 import { join } from 'node:path';
 import { instant } from '../../core/clock.ts';
-import { apiError, badRequest, conflict } from '../../core/errors.ts';
+import { apiError, badRequest, conflict, withArticle } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
 import { originOf } from '../../http/origin.ts';
 import { reply } from '../../http/reply.ts';
@@ -21,7 +21,7 @@ async function create(ctx: Context<'createVideo'> | Context<'createVideoV1'>, ap
   if (body?.model === undefined) throw badRequest("A video job needs 'model', a video model of the catalogue.", 'model', 'required');
   const model = await findModel(db.prisma, identity.projectId, body.model);
   if (!model) throw apiError(404, 'model_not_found', `No model '${body.model}' was found.`, 'model');
-  if (model.type !== 'video') throw badRequest(`'${body.model}' is a ${model.type} model, not a video model.`, 'model', 'model_not_available');
+  if (model.type !== 'video') throw badRequest(`'${body.model}' is ${withArticle(model.type)} model, not a video model.`, 'model', 'model_not_available');
   const accepted = accept(body, model);
   const pricePerSecond = (JSON.parse(model.pricing) as { base?: number }).base ?? 0;
   const video = await db.write(async (tx) => {

@@ -63,11 +63,12 @@ function size(body: Body): { width: number; height: number } {
 export function accept(body: Body, model: Model): Accepted {
   const warnings: string[] = [];
   const media: Record<string, unknown> = { ...(body.media ?? {}) };
-  // The deprecated top-level fields are read as their media.* successors.
+  // The deprecated top-level fields are read as their media.* successors; frame_images also in the requirements'
+  // shape, an array holding an array of frame images, flattened.
   for (const field of ['frame_images', 'reference_images'] as const) {
     if (body[field] === undefined) continue;
     if (media[field] !== undefined) throw badRequest(`'${field}' is deprecated and 'media.${field}' is also given: send only 'media.${field}'.`, field);
-    media[field] = body[field];
+    media[field] = body[field].flat();
     warnings.push(`'${field}' is deprecated: send it as 'media.${field}'.`);
   }
   const types: string[] = JSON.parse(model.capabilities);

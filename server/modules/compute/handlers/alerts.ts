@@ -8,11 +8,9 @@ import type { Context } from '../../types.ts';
 import { autoResolveIfCleared, insertRemediation, OPEN_STATES } from '../machine.ts';
 import { findCluster, findInstance } from '../rows.ts';
 import { alertWire } from '../wire.ts';
-import { refuseUnsupportedMode } from './remediations.ts';
 
 export async function injectPassiveHealthCheckAlert(ctx: Context<'injectPassiveHealthCheckAlert'>) {
   const { db, clock, identity, params, body } = ctx;
-  refuseUnsupportedMode(body.remediation_mode);
   const alert = await db.write(async (tx) => {
     const instance = await findInstance(tx, identity.projectId, params.cluster_id, body.instance_id, 'instance_id');
     const vm = instance.vmId ? await tx.computeVm.findUnique({ where: { id: instance.vmId } }) : null;

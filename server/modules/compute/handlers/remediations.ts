@@ -2,7 +2,6 @@
 // on create is the client's idempotency key.
 import type { Remediation } from '../../../../generated/prisma/sqlite/client/client.ts';
 import { instant } from '../../../core/clock.ts';
-import { badRequest } from '../../../core/errors.ts';
 import type { Db, Tx } from '../../../db/index.ts';
 import { idempotent } from '../../../http/idempotency.ts';
 import { listPage } from '../../../http/list.ts';
@@ -13,14 +12,6 @@ import { insertRemediation, remediations } from '../machine.ts';
 import { findInstance, findRemediation } from '../rows.ts';
 import { remediationWire } from '../wire.ts';
 
-const UNSUPPORTED_MODE = 'REMEDIATION_MODE_HOST_POWER_CYCLE';
-
-/** The official client allows a mode the platform does not run: refused before anything is stored. */
-export function refuseUnsupportedMode(mode: string | undefined): void {
-  if (mode === UNSUPPORTED_MODE)
-    throw badRequest(`${UNSUPPORTED_MODE} is not supported by this platform; use another mode.`, 'mode', 'unsupported_remediation_mode');
-}
-
 async function remediationView(db: Db | Tx, r: Remediation, instanceName?: string) {
   const alerts = await db.passiveHealthCheckAlert.findMany({ where: { remediationId: r.id }, orderBy: [{ startedAt: 'asc' }, { id: 'asc' }] });
   const name = instanceName ?? (await db.computeInstance.findUnique({ where: { id: r.instanceId } }))?.name;
@@ -29,7 +20,6 @@ async function remediationView(db: Db | Tx, r: Remediation, instanceName?: strin
 
 export async function createRemediation(ctx: Context<'createRemediation'>) {
   const { db, clock, identity, params, query, body } = ctx;
-  refuseUnsupportedMode(body.mode);
   // An empty remediation_id is no key, as an absent one.
   const scope = { projectId: identity.projectId, operation: 'createRemediation', key: query.remediation_id || undefined, param: 'remediation_id' };
   const parameters = { cluster_id: params.cluster_id, instance_id: params.instance_id, mode: body.mode, reason: body.reason ?? null };
@@ -98,7 +88,6 @@ async function review(ctx: ReviewContext, event: 'approve' | 'reject' | 'cancel'
 }
 
 export async function approveRemediation(ctx: Context<'approveRemediation'>) {
-  refuseUnsupportedMode(ctx.body?.mode);
   return review(ctx, 'approve', { comment: ctx.body?.comment, mode: ctx.body?.mode });
 }
 
