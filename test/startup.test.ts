@@ -110,6 +110,8 @@ describe('7. log lines reach stdout without waiting for a buffer to fill', () =>
     // A misspelt variable (RATE_LIMIT_WINDOW_SECONDS meant) is not read: the start warns and goes on.
     p = spawnServer({ DATABASE_URL: `file:${join(freshDir(), 'logs.db')}`, LOG_LEVEL: 'info', RATE_LIMITS_WINDOW: '5' });
     expect(await until(() => /Development API key.*\n/.test(p.stdout()), 30_000), p.output()).toBe(true);
+    // The warning is a log line (flushed within 250 ms), the banner a direct write: either may come first.
+    expect(await until(() => p.stdout().includes('RATE_LIMITS_WINDOW'), 15_000), p.output()).toBe(true);
     const warning = lines(p.stdout()).find((l) => l.includes('RATE_LIMITS_WINDOW'));
     expect(warning && JSON.parse(warning), p.stdout()).toMatchObject({ level: 40, variable: 'RATE_LIMITS_WINDOW' });
     url = p.stdout().match(/listening on (http:\/\/\S+)/)![1];
