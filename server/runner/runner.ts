@@ -53,24 +53,25 @@ export class Fenced extends Error {
   }
 }
 
+/** The row of a new work item: what a statement that inserts one itself (a claim's timeout check) writes. */
+export function workItemRow(clock: Clock, input: Omit<WorkItemInput, 'subjectId' | 'payload'>) {
+  const now = clock.now();
+  return {
+    id: newId('work', now),
+    kind: input.kind,
+    projectId: input.projectId ?? null,
+    state: 'queued',
+    runAt: BigInt(now + (input.delayMs ?? 0)),
+    createdAt: BigInt(now),
+    updatedAt: BigInt(now),
+  };
+}
+
 /** Schedules work inside the caller's transaction, so a resource and the work that moves it commit together. */
 export async function enqueue(tx: Tx, clock: Clock, input: WorkItemInput): Promise<string> {
-  const now = clock.now();
-  const id = newId('work', now);
-  await tx.workItem.create({
-    data: {
-      id,
-      kind: input.kind,
-      subjectId: input.subjectId,
-      projectId: input.projectId ?? null,
-      payload: JSON.stringify(input.payload ?? {}),
-      state: 'queued',
-      runAt: BigInt(now + (input.delayMs ?? 0)),
-      createdAt: BigInt(now),
-      updatedAt: BigInt(now),
-    },
-  });
-  return id;
+  const row = workItemRow(clock, input);
+  await tx.workItem.create({ data: { ...row, subjectId: input.subjectId, payload: JSON.stringify(input.payload ?? {}) } });
+  return row.id;
 }
 
 const RETURNED = `"id", "kind", "subjectId", "projectId", "payload", "attempt", "failures"`;

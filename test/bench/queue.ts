@@ -4,7 +4,7 @@
 // whatever else the machine does weighs on both alike. PostgreSQL only (TEST_DATABASE_URL); BENCH_QUEUE_JOBS jobs
 // per run (default 2000).
 //
-// Goal: two processes >= 1.7x one. Measured twice:
+// Goal: two processes >= 1.8x one. Measured twice:
 // - uncapped, as information: on this 2-core machine one server process already takes a whole core, and PostgreSQL
 //   and the load drivers take most of the other, so a second process can add only what is left (with s, p and d the
 //   CPU per job of the servers, PostgreSQL and the drivers, the ratio is at most 2s / (s + p + d));
@@ -14,6 +14,10 @@
 import { scratchDatabase, usingPostgres } from '../support/database.ts';
 import { queueThroughput } from '../trials/trials.ts';
 
+const GOAL = 1.8;
+// On this 2-vCPU machine the capped ratio is held near 1.5 by the kernel, not the claim path: profiles of both runs
+// show the same requests and user-space work per job, while the loopback socket writes (to the drivers and to
+// PostgreSQL, `writev`) cost about twice as much per job with two server processes as with one.
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 export async function queueBench(rounds: number): Promise<boolean> {
@@ -54,7 +58,7 @@ export async function queueBench(rounds: number): Promise<boolean> {
     const one = median(rates.get(`${setting.name} 1`)!);
     const two = median(rates.get(`${setting.name} 2`)!);
     const checked = setting.cpuCap !== undefined;
-    const met = two >= 1.7 * one;
+    const met = two >= GOAL * one;
     if (checked && capApplied) ok &&= met;
     const verdict = !checked
       ? 'information (bounded by the cores left beside PostgreSQL and the drivers)'
@@ -64,7 +68,7 @@ export async function queueBench(rounds: number): Promise<boolean> {
           ? 'met'
           : 'MISSED';
     console.log(
-      `RESULT queue throughput, ${setting.name}: one process ${one} jobs/s, two processes ${two} jobs/s, ratio ${(two / one).toFixed(2)}  target ratio >= 1.7: ${verdict}`,
+      `RESULT queue throughput, ${setting.name}: one process ${one} jobs/s, two processes ${two} jobs/s, ratio ${(two / one).toFixed(2)}  target ratio >= ${GOAL}: ${verdict}`,
     );
   }
   return ok;

@@ -60,8 +60,8 @@ const DOCUMENTS = Array.from(
 );
 
 export const scenarios: Scenario[] = [
-  { name: 'whoami', method: 'GET', path: '/v1/whoami', target: { ratio: 0.65 } },
-  { name: 'hardware (1.7 KB list)', method: 'GET', path: '/v1/hardware', target: { ratio: 0.5 } },
+  { name: 'whoami', method: 'GET', path: '/v1/whoami', target: { ratio: 0.7 } },
+  { name: 'hardware (1.7 KB list)', method: 'GET', path: '/v1/hardware', target: { ratio: 0.6 } },
   {
     // Issue 10: a serverless chat completion on the local engine, 64 tokens out (the long message makes the answer
     // run past 64 tokens, so max_tokens cuts it), whole (not streamed).

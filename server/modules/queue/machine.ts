@@ -10,7 +10,7 @@ import { conflict } from '../../core/errors.ts';
 import { defineMachine } from '../../core/machine.ts';
 import type { Database, Tx } from '../../db/index.ts';
 import { stored, type Timing, transition, transitionIfStill } from '../../runner/progress.ts';
-import { enqueue } from '../../runner/runner.ts';
+import { enqueue, workItemRow } from '../../runner/runner.ts';
 
 export const queueMachine = defineMachine({
   name: 'queue job',
@@ -53,7 +53,12 @@ export interface ClaimOptions {
   workerId: string;
 }
 
-/** Claims up to `limit` pending jobs of a queue, highest priority then oldest first; answers them as claimed. */
+/**
+ * Claims up to `limit` pending jobs of a queue, highest priority then oldest first, and schedules the claim's timeout
+ * check with them; answers them as claimed. On PostgreSQL that is one statement (no transaction round trips): the
+ * rows are picked and locked once, in a CTE (an IN subquery may be planned as a join that picks again), updated, and
+ * the check's work item inserted from what was updated. On SQLite, the same in one serialized write transaction.
+ */
 export async function claimJobs(db: Database, clock: Clock, o: ClaimOptions): Promise<QueueJob[]> {
   const now = clock.now();
   const token = randomUUID();
@@ -67,15 +72,23 @@ export async function claimJobs(db: Database, clock: Clock, o: ClaimOptions): Pr
     "claimUntil" = ${p(now + o.timeoutMs)}, "claimedAt" = ${p(now)}, "updatedAt" = ${p(now)}`;
   const pick = `SELECT "id" FROM "QueueJob" WHERE "projectId" = ${p(o.projectId)} AND "model" = ${p(o.model)} AND "status" = 'pending'
     ORDER BY "priority" DESC, "createdAt", "id" LIMIT ${p(o.limit)}`;
-  // PostgreSQL: the rows are picked and locked once, in a CTE (an IN subquery may be planned as a join that picks again).
-  const sql = pg
-    ? `WITH picked AS (${pick} FOR UPDATE SKIP LOCKED) UPDATE "QueueJob" q SET ${set} FROM picked WHERE q."id" = picked."id" RETURNING q."id"`
-    : `UPDATE "QueueJob" SET ${set} WHERE "id" IN (${pick}) RETURNING "id"`;
+  const order = (a: QueueJob, b: QueueJob) => b.priority - a.priority || Number(a.createdAt - b.createdAt) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+  if (pg) {
+    const check = workItemRow(clock, { kind: SWEEP_KIND, projectId: o.projectId, delayMs: o.timeoutMs });
+    const sql = `WITH picked AS (${pick} FOR UPDATE SKIP LOCKED),
+      claimed AS (UPDATE "QueueJob" q SET ${set} FROM picked WHERE q."id" = picked."id" RETURNING q.*),
+      scheduled AS (INSERT INTO "WorkItem" ("id", "kind", "subjectId", "projectId", "payload", "state", "runAt", "createdAt", "updatedAt")
+        SELECT ${p(check.id)}, ${p(check.kind)}, min("id"), ${p(check.projectId)},
+          json_build_object('ids', json_agg("id"), 'token', ${p(token)}::text)::text, ${p(check.state)}, ${p(check.runAt)}, ${p(check.createdAt)}, ${p(check.updatedAt)}
+        FROM claimed HAVING count(*) > 0)
+      SELECT * FROM claimed`;
+    return (await db.writeStatement((c) => c.$queryRawUnsafe<QueueJob[]>(sql, ...args))).sort(order);
+  }
   return db.write(async (tx) => {
-    const ids = (await tx.$queryRawUnsafe<{ id: string }[]>(sql, ...args)).map((r) => r.id);
+    const ids = (await tx.$queryRawUnsafe<{ id: string }[]>(`UPDATE "QueueJob" SET ${set} WHERE "id" IN (${pick}) RETURNING "id"`, ...args)).map((r) => r.id);
     if (ids.length === 0) return [];
     await scheduleClaimCheck(tx, clock, o.projectId, { ids, token }, o.timeoutMs);
-    return tx.queueJob.findMany({ where: { id: { in: ids } }, orderBy: [{ priority: 'desc' }, { createdAt: 'asc' }, { id: 'asc' }] });
+    return (await tx.queueJob.findMany({ where: { id: { in: ids } } })).sort(order);
   });
 }
 
