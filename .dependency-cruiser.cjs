@@ -1,7 +1,7 @@
 // The architecture's rules, checked by test/architecture.test.ts (and `npx depcruise server client`): no import
 // cycle anywhere in server/ or client/ (type-only imports included), and the layers import only downwards:
-// core <- db <- runner <- http <- modules, engines below modules, entry points (main, cli, platform, bootstrap,
-// accounts) on top; and modules meet at each other's index.ts.
+// core <- db <- runner <- http <- modules, engines below modules, limits (the rate limits' algorithm) below http,
+// entry points (main, cli, platform, bootstrap, accounts) on top; and modules meet at each other's index.ts.
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
   forbidden: [
@@ -24,6 +24,13 @@ module.exports = {
       severity: 'error',
       from: { path: '^server/runner/' },
       to: { path: '^server/(?!core/|db/|runner/)' },
+    },
+    {
+      name: 'limits-below-http',
+      severity: 'error',
+      comment: "The rate limits' algorithm knows nothing of HTTP: the pipeline (http/rate-limits.ts) puts requests through it.",
+      from: { path: '^server/limits/' },
+      to: { path: '^server/(?!core/|engines/|limits/)' },
     },
     {
       name: 'engines-below-modules',

@@ -14,7 +14,7 @@ import { type Database, openDatabase } from './db/index.ts';
 import { loadEngineRoutes } from './engines/routes.ts';
 import { type AppOptions, createApp } from './http/app.ts';
 import { KeyCache } from './http/auth.ts';
-import { RateLimits } from './http/rate-limits.ts';
+import { RateLimits } from './limits/rate-limits.ts';
 import { modules } from './modules/index.ts';
 import { Runner } from './runner/runner.ts';
 

@@ -6,7 +6,8 @@ import { performance } from 'node:perf_hooks';
 import { loadConfig } from '../../server/core/config.ts';
 import type { Identity } from '../../server/core/identity.ts';
 import { createLogger } from '../../server/core/log.ts';
-import { Gate, RateLimits } from '../../server/http/rate-limits.ts';
+import { Gate } from '../../server/http/rate-limits.ts';
+import { RateLimits } from '../../server/limits/rate-limits.ts';
 
 const N = Number(process.env.BENCH_LIMITER_REQUESTS ?? 3000);
 const body = {

@@ -1,0 +1,330 @@
+// Dynamic rate limits of serverless inference, per organization x model: the algorithm (written out in the spec's
+// description, "Rate limits"). The pipeline (http/rate-limits.ts) puts every request of a limited operation through
+// `attempt` before its handler and `settle` after it.
+//
+// Counters are fixed windows of rate-limiter-flexible (in Redis when REDIS_URL is set, so every process shares one
+// limit; in memory otherwise). Its limiters are used as atomic counters with an unreachable ceiling: the limit is
+// dynamic, so the decision is taken here against the counts they return, and a refused request's points are given
+// back.
+import { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import { type RateLimiterAbstract, RateLimiterMemory, RateLimiterRedis, type RateLimiterRes } from 'rate-limiter-flexible';
+import type { RateLimitConfig } from '../core/config.ts';
+import { ApiError } from '../core/errors.ts';
+import type { Identity } from '../core/identity.ts';
+import { countTokens } from '../engines/tokens.ts';
+
+// Body fields that steer a request rather than carry text the model reads.
+const NOT_PROMPT = new Set(['model', 'role', 'user', 'stop', 'encoding_format', 'response_format', 'language', 'file', 'timestamp_granularities']);
+
+/**
+ * Tokens a request is expected to use, before it runs: every string of the body the model reads (not `model`, roles
+ * and other switches), counted with the server's tokenizer, plus `max_tokens` x `n` when given. The response's
+ * `usage.total_tokens` corrects it afterwards.
+ */
+export function estimateTokens(body: unknown): number {
+  let tokens = 0;
+  const walk = (value: unknown): void => {
+    if (typeof value === 'string') tokens += countTokens(value);
+    else if (Array.isArray(value)) value.forEach(walk);
+    else if (value && typeof value === 'object') for (const [k, v] of Object.entries(value)) if (!NOT_PROMPT.has(k)) walk(v);
+  };
+  walk(body);
+  const b = body as { max_tokens?: unknown; n?: unknown } | null;
+  if (typeof b?.max_tokens === 'number') tokens += b.max_tokens * (typeof b.n === 'number' ? b.n : 1);
+  return tokens;
+}
+
+/** How long settled requests' counts are gathered before they are written to Redis. */
+const FLUSH_MS = 50;
+
+// Above any limit: the limiters only count; the decision is ours.
+const UNREACHABLE = Number.MAX_SAFE_INTEGER;
+
+export interface Limits {
+  requests: number;
+  tokens: number;
+}
+
+/** An admitted request: what settling it needs, and the limit headers to send with its answer. */
+export interface Admitted {
+  key: string;
+  estimate: number;
+  limits: Limits;
+  tokens: Counted;
+  headers: Record<string, string>;
+}
+
+export interface Counted {
+  res: RateLimiterRes;
+  /** When this count's window ends (epoch ms): points given back after that would open the next window negative. */
+  endsAt: number;
+}
+
+export class RateLimits {
+  private readonly requests: RateLimiterAbstract;
+  private readonly tokens: RateLimiterAbstract;
+  private readonly capacity: RateLimiterAbstract;
+  /** Successful requests and tokens, in buckets of the usage window (`<key>:<r|t>:<bucket>`), kept two buckets long. */
+  private readonly usage: RateLimiterAbstract;
+  /** Each key's dynamic limits, recomputed at most once per window in each process. */
+  private readonly cache = new Map<string, { limits: Limits; until: number }>();
+  /** Requests of this process waiting in each key's queue. */
+  private readonly waiting = new Map<string, number>();
+
+  private constructor(
+    readonly config: RateLimitConfig,
+    private readonly log: Logger,
+    private readonly redis?: Redis,
+  ) {
+    const make = (name: string, duration: number) => {
+      const opts = { keyPrefix: `${config.keyPrefix}:${name}`, points: UNREACHABLE, duration };
+      // A Redis failure falls back to a per-process count of the same window rather than failing the request.
+      // `rejectIfRedisNotReady`: while the connection is down, at once (not after ioredis's reconnection delay).
+      return redis
+        ? new RateLimiterRedis({ ...opts, storeClient: redis, rejectIfRedisNotReady: true, insuranceLimiter: new RateLimiterMemory(opts) })
+        : new RateLimiterMemory(opts);
+    };
+    this.requests = make('req', config.windowSeconds);
+    this.tokens = make('tok', config.windowSeconds);
+    this.capacity = make('cap', config.windowSeconds);
+    this.usage = make('use', 2 * config.usageWindowSeconds);
+  }
+
+  static create(config: RateLimitConfig, redisUrl: string | undefined, log: Logger): RateLimits {
+    // One connection per process. Auto-pipelining stays off (explicitly): commands go out as issued, in order.
+    const redis =
+      config.enabled && redisUrl
+        ? new Redis(redisUrl, { enableAutoPipelining: false, maxRetriesPerRequest: 1, connectTimeout: 2000, lazyConnect: false })
+        : undefined;
+    redis?.on('error', (err) => log.warn({ err: err.message }, 'rate limits: Redis unavailable; counting in this process meanwhile'));
+    return new RateLimits(config, log, redis);
+  }
+
+  /** Resolves once Redis is connected (or after its connection timeout, counting in the process meanwhile). */
+  ready(): Promise<void> {
+    const redis = this.redis;
+    if (!redis || redis.status === 'ready') return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, 2000);
+      redis.once('ready', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  }
+
+  async close(): Promise<void> {
+    if (!this.redis) return;
+    this.flush();
+    // QUIT waits for a connection that may never come; a connection that is not up is just dropped.
+    if (this.redis.status === 'ready') await this.redis.quit().catch(() => this.redis!.disconnect());
+    else this.redis.disconnect();
+  }
+
+  /** A model string of the caller's project names a dedicated endpoint, which has its known fixed limit. */
+  isDedicated(identity: Identity, model: string): boolean {
+    return model.startsWith(`${identity.projectSlug}/`);
+  }
+
+  /** The organization's limits on this model now: growth x recent successful usage, between the base and the ceiling. */
+  async limitsFor(key: string, dedicated: boolean): Promise<Limits> {
+    const c = this.config;
+    if (dedicated) return { requests: c.dedicatedRequests, tokens: c.dedicatedTokens };
+    const now = Date.now();
+    const cached = this.cache.get(key);
+    if (cached && cached.until > now) return cached.limits;
+    const span = c.usageWindowSeconds * 1000;
+    const bucket = Math.floor(now / span);
+    const elapsed = (now - bucket * span) / span;
+    const [rPrev, rCur, tPrev, tCur] = await Promise.all(
+      [`${key}:r:${bucket - 1}`, `${key}:r:${bucket}`, `${key}:t:${bucket - 1}`, `${key}:t:${bucket}`].map((k) =>
+        this.usage.get(k).then((r) => r?.consumedPoints ?? 0),
+      ),
+    );
+    // Successes over the last usage window (the previous bucket weighted by how much of it is still inside), per request window.
+    const perWindow = (prev: number, cur: number) => ((prev * (1 - elapsed) + cur) * c.windowSeconds) / c.usageWindowSeconds;
+    const dynamic = (prev: number, cur: number, base: number, max: number) => Math.min(max, Math.max(base, Math.ceil(c.growth * perWindow(prev, cur))));
+    const limits = { requests: dynamic(rPrev, rCur, c.baseRequests, c.maxRequests), tokens: dynamic(tPrev, tCur, c.baseTokens, c.maxTokens) };
+    if (this.cache.size > 10_000) this.cache.clear();
+    this.cache.set(key, { limits, until: now + c.windowSeconds * 1000 });
+    return limits;
+  }
+
+  async count(limiter: 'requests' | 'tokens' | 'capacity', key: string, points: number): Promise<Counted> {
+    const res = await this[limiter].consume(key, points).catch((r: unknown) => {
+      // A store failure with no insurance left: count nothing, refuse nothing.
+      if (r instanceof Error) throw r;
+      return r as RateLimiterRes;
+    });
+    return { res, endsAt: Date.now() + res.msBeforeNext };
+  }
+
+  /** Gives points back (or takes more: negative) in a window that is still open; failures only cost accuracy. */
+  adjust(limiter: 'requests' | 'tokens' | 'capacity', key: string, counted: Counted, points: number): void {
+    if (points === 0 || Date.now() >= counted.endsAt - 5) return;
+    const done = points > 0 ? this[limiter].reward(key, points) : this[limiter].penalty(key, -points);
+    done.catch((err: unknown) => this.log.warn({ err: String(err) }, 'rate limits: adjustment lost'));
+  }
+
+  /**
+   * What a settled request changes (its token correction, its recent usage) is summed per key in Redis mode and
+   * written every FLUSH_MS, one command per key instead of three per request: nothing waits for it, and a count that
+   * lands a few milliseconds later changes no decision that matters.
+   */
+  private pending = new Map<string, { limiter: 'tokens' | 'usage'; key: string; points: number; counted?: Counted }>();
+  private flushing?: NodeJS.Timeout;
+
+  private later(limiter: 'tokens' | 'usage', key: string, points: number, counted?: Counted): void {
+    if (points === 0) return;
+    if (!this.redis) return void this.write(limiter, key, points, counted);
+    const id = `${limiter}\n${key}\n${counted ? Math.round(counted.endsAt / 1000) : ''}`;
+    const entry = this.pending.get(id);
+    if (entry) entry.points += points;
+    else this.pending.set(id, { limiter, key, points, counted });
+    this.flushing ??= setTimeout(() => this.flush(), FLUSH_MS);
+  }
+
+  private write(limiter: 'tokens' | 'usage', key: string, points: number, counted?: Counted): void {
+    if (limiter === 'tokens') this.adjust('tokens', key, counted!, -points);
+    else this.usage.penalty(key, points).catch((err: unknown) => this.log.warn({ err: String(err) }, 'rate limits: usage not recorded'));
+  }
+
+  private flush(): void {
+    clearTimeout(this.flushing);
+    this.flushing = undefined;
+    for (const e of this.pending.values()) this.write(e.limiter, e.key, e.points, e.counted);
+    this.pending.clear();
+  }
+
+  /** Charges `points` more tokens (fewer: negative) to a request's window, after its answer. */
+  correctTokens(key: string, counted: Counted, points: number): void {
+    this.later('tokens', key, points, counted);
+  }
+
+  recordSuccess(key: string, tokens: number): void {
+    const bucket = Math.floor(Date.now() / (this.config.usageWindowSeconds * 1000));
+    this.later('usage', `${key}:r:${bucket}`, 1);
+    this.later('usage', `${key}:t:${bucket}`, Math.round(tokens));
+  }
+
+  /** Milliseconds until the key's current request window ends, 0 when none is open; counts nothing. */
+  async msBeforeReset(key: string): Promise<number> {
+    const res = await this.requests.get(key).catch(() => null);
+    return Math.max(0, res?.msBeforeNext ?? 0);
+  }
+
+  /** Takes a place in the key's wait queue if there is one and the wait is short enough; false when refused at once. */
+  async wait(key: string, ms: number): Promise<boolean> {
+    const waiting = this.waiting.get(key) ?? 0;
+    if (ms > this.config.queueWaitMs || waiting >= this.config.queueSize) return false;
+    this.waiting.set(key, waiting + 1);
+    try {
+      await new Promise((resolve) => setTimeout(resolve, ms + 1));
+    } finally {
+      const left = (this.waiting.get(key) ?? 1) - 1;
+      if (left > 0) this.waiting.set(key, left);
+      else this.waiting.delete(key);
+    }
+    return true;
+  }
+
+  /**
+   * One try at admitting a request of `identity` on `model`, expected to use `estimate` tokens: counted against the
+   * organization's dynamic limits on the model (a dedicated endpoint's fixed ones) and the model's live capacity.
+   * Admitted, it answers the limit headers to send; refused, the 429 (`dynamic_request_limited`,
+   * `dynamic_token_limited`) or 503 (`model_overloaded`) with its headers, its points given back, and how long until
+   * the refusing window ends.
+   */
+  async attempt(identity: Identity, requested: string, estimate: number): Promise<{ admitted: Admitted } | { refusal: ApiError; waitMs: number }> {
+    const dedicated = this.isDedicated(identity, requested);
+    const key = keyOf(identity, requested);
+    // A dedicated endpoint has no shared serving capacity to count.
+    const model = dedicated ? undefined : requested;
+    const [limits, requests, tokens, capacity] = await Promise.all([
+      this.limitsFor(key, dedicated),
+      this.count('requests', key, 1),
+      this.count('tokens', key, estimate),
+      model === undefined ? undefined : this.count('capacity', model, 1),
+    ]);
+    const usedR = requests.res.consumedPoints;
+    const usedT = tokens.res.consumedPoints;
+    const headers = (remainingR: number, remainingT: number, resetMs: number) => ({
+      'x-ratelimit-limit': String(limits.requests),
+      'x-ratelimit-remaining': String(Math.max(0, remainingR)),
+      'x-ratelimit-reset': String(seconds(resetMs)),
+      'x-tokenlimit-limit': String(limits.tokens),
+      'x-tokenlimit-remaining': String(Math.max(0, remainingT)),
+    });
+    const giveBack = () => {
+      this.adjust('requests', key, requests, 1);
+      this.adjust('tokens', key, tokens, estimate);
+      if (capacity) this.adjust('capacity', model!, capacity, 1);
+    };
+    const overRequests = usedR > limits.requests;
+    // A request alone in its window always passes the token check, so one larger than the whole limit is not refused forever.
+    const overTokens = usedT > limits.tokens && usedT > estimate;
+    if (overRequests || overTokens) {
+      giveBack();
+      const waitMs = overRequests ? requests.res.msBeforeNext : tokens.res.msBeforeNext;
+      const type = overRequests ? 'dynamic_request_limited' : 'dynamic_token_limited';
+      const what = overRequests ? `${limits.requests} requests` : `${limits.tokens} tokens`;
+      const wait = Math.max(1, Math.ceil(waitMs / 1000));
+      const error = new ApiError(
+        429,
+        type,
+        `Rate limit exceeded for model '${requested}': this organization may send ${what} per ${this.config.windowSeconds} s on it now ` +
+          `(${dedicated ? "the dedicated endpoint's fixed limit" : 'the limit rises with sustained successful traffic'}). Retry in ${seconds(waitMs)} s.`,
+        null,
+        type,
+        {
+          ...headers(limits.requests - usedR + 1, limits.tokens - usedT + estimate, waitMs),
+          'retry-after': String(wait),
+          'retry-after-ms': String(Math.ceil(waitMs)),
+        },
+      );
+      return { refusal: error, waitMs };
+    }
+    const cap = model === undefined ? undefined : (this.config.modelCapacities[model] ?? this.config.modelCapacity);
+    if (capacity && cap !== undefined && capacity.res.consumedPoints > cap) {
+      giveBack();
+      const waitMs = capacity.res.msBeforeNext;
+      const error = new ApiError(
+        503,
+        'model_overloaded',
+        `The model '${model}' is at its serving capacity now; this organization is within its rate limit. Retry in ${seconds(waitMs)} s.`,
+        null,
+        'server_error',
+        {
+          ...headers(limits.requests - usedR + 1, limits.tokens - usedT + estimate, requests.res.msBeforeNext),
+          'retry-after': String(Math.max(1, Math.ceil(waitMs / 1000))),
+          'retry-after-ms': String(Math.ceil(waitMs)),
+        },
+      );
+      return { refusal: error, waitMs };
+    }
+    return { admitted: { key, estimate, limits, tokens, headers: headers(limits.requests - usedR, limits.tokens - usedT, requests.res.msBeforeNext) } };
+  }
+
+  /**
+   * After the answer: the token count corrected from the tokens the request used (when its answer said), and the
+   * success recorded as recent usage; answers the tokens left in the window.
+   */
+  settle(a: Admitted, used: number | undefined): number {
+    const spent = used ?? a.estimate;
+    if (spent !== a.estimate) this.correctTokens(a.key, a.tokens, spent - a.estimate);
+    this.recordSuccess(a.key, spent);
+    return Math.max(0, a.limits.tokens - a.tokens.res.consumedPoints + a.estimate - spent);
+  }
+
+  /** The request failed: its tokens were not used (the request still counts). */
+  release(a: Admitted): void {
+    this.adjust('tokens', a.key, a.tokens, a.estimate);
+  }
+}
+
+/** Seconds (to the millisecond) in a duration, as the limit headers give it. */
+export const seconds = (ms: number) => Math.max(0, Math.ceil(ms) / 1000);
+
+/** The counters' key: per organization x `model` string. */
+export const keyOf = (identity: Identity, model: string) => `${identity.organizationId}:${model}`;
