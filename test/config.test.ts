@@ -51,6 +51,7 @@ const BAD: Record<string, string[]> = {
   RATE_LIMIT_USAGE_WINDOW_SECONDS: ['0'],
   RATE_LIMIT_QUEUE_SIZE: ['-1'],
   RATE_LIMIT_QUEUE_WAIT_MS: ['1s'],
+  RATE_LIMIT_REDIS_TIMEOUT_MS: ['0', 'fast'],
   RATE_LIMIT_MODEL_CAPACITY: ['-1'],
   RATE_LIMIT_MODEL_CAPACITIES: ['{"m": -1}', '[50]', '{"m": 1.5}', 'not json'],
   RATE_LIMIT_DEDICATED_REQUESTS: ['0'],

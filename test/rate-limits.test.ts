@@ -1,7 +1,9 @@
 // Dynamic rate limits (spec: "Rate limits"), through the whole HTTP stack, for every operation the spec marks
 // `x-rate-limited` (one row each in test/support/rate-limited.ts), on both stores: in memory, and in Redis. Every
 // row's 429 and 503 are observed here, which is what the contract-coverage test counts for them.
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { type AddressInfo, createServer } from 'node:net';
 import { afterAll, afterEach, describe, expect, test } from 'vitest';
 import { type OperationId, operations } from '../generated/operations.ts';
 import { type Config, loadConfig, type RateLimitConfig } from '../server/core/config.ts';
@@ -10,7 +12,7 @@ import { createLogger } from '../server/core/log.ts';
 import { Gate, rateLimitedOperations } from '../server/http/rate-limits.ts';
 import { reply } from '../server/http/reply.ts';
 import { estimateTokens, RateLimits } from '../server/limits/rate-limits.ts';
-import { expectError } from './support/expect.ts';
+import { expectError, until } from './support/expect.ts';
 import { deref, operationSpec, spec } from './support/operations.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
 import { limitedOperations } from './support/rate-limited.ts';
@@ -274,6 +276,58 @@ test('Redis unreachable: each process counts alone meanwhile, and requests are s
     expect([await admit(), await admit(), await admit()]).toEqual([200, 200, 429]);
   } finally {
     await limits.close();
+  }
+});
+
+test('a frozen Redis (SIGSTOP) stalls nothing: requests are counted in the process until it answers again, then in Redis', async () => {
+  const port = await new Promise<number>((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as AddressInfo;
+      s.close(() => resolve(port));
+    });
+  });
+  const redis = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  const limits = RateLimits.create(
+    limitsConfig({ baseRequests: 3, maxRequests: 3, windowSeconds: 60, queueSize: 0, redisCommandTimeoutMs: 100 }),
+    `redis://127.0.0.1:${port}`,
+    createLogger('silent'),
+  );
+  let other: RateLimits | undefined;
+  const identity = { organizationId: `org_${randomUUID()}`, projectSlug: 'default' } as Identity;
+  const res = { set: () => res } as never;
+  const admit = (model: string) =>
+    new Gate(limits, identity, res).admit(model, { model }).then(
+      () => 200,
+      (e) => e.status,
+    );
+  try {
+    expect(await until(() => limits.store === 'redis', 20_000)).toBe(true);
+    expect([await admit('m'), await admit('m')]).toEqual([200, 200]);
+    redis.kill('SIGSTOP');
+    // Every request settles while Redis is still frozen (were they waiting on it, this would never return): the
+    // process counts the window afresh (3 more, then 429).
+    const during = [];
+    for (let i = 0; i < 5; i++) during.push(await admit('m'));
+    expect(during).toEqual([200, 200, 200, 429, 429]);
+    expect(await until(() => limits.store === 'fallback', 20_000)).toBe(true);
+    redis.kill('SIGCONT');
+    // Answering again: back to the count every process shares. (Redis also runs the commands that were on their way
+    // when it froze, which timed out here: at most the requests of one timeout are counted twice.) Another process's
+    // limiter on the same Redis sees this one's requests.
+    expect(await until(() => limits.store === 'redis', 30_000)).toBe(true);
+    other = RateLimits.create({ ...limits.config }, `redis://127.0.0.1:${port}`, createLogger('silent'));
+    expect(await until(() => other!.store === 'redis', 20_000)).toBe(true);
+    const elsewhere = (model: string) =>
+      new Gate(other!, identity, res).admit(model, { model }).then(
+        () => 200,
+        (e) => e.status,
+      );
+    expect([await admit('m2'), await admit('m2'), await elsewhere('m2'), await elsewhere('m2')]).toEqual([200, 200, 200, 429]);
+  } finally {
+    redis.kill('SIGCONT');
+    await limits.close();
+    await other?.close();
+    redis.kill('SIGKILL');
   }
 });
 

@@ -16,6 +16,7 @@ import { bootstrap, DEVELOPMENT_KEY_GRACE_MS, developmentKey } from '../server/b
 import { ManualClock } from '../server/core/clock.ts';
 import { openDatabase } from '../server/db/index.ts';
 import { listen } from '../server/platform.ts';
+import { until } from './support/expect.ts';
 import { startServerProcess } from './support/server-process.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -71,15 +72,6 @@ function spawnServer(env: Record<string, string>, cwd = root): Spawned {
     }),
   );
   return { child, stdout: () => stdout, output: () => output, exited };
-}
-
-async function until(check: () => boolean, timeoutMs: number, interval = 20): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) return false;
-    await new Promise((r) => setTimeout(r, interval));
-  }
-  return true;
 }
 
 /** Waits for the process to end by itself. One that starts serving instead is stopped, and reported as such. */

@@ -73,6 +73,8 @@ export interface RateLimitConfig {
   dedicatedTokens: number;
   /** Prefix of the counters' keys (in Redis: several deployments can share one server). */
   keyPrefix: string;
+  /** How long a Redis command may take before the limits count in this process instead (a frozen Redis stalls nothing). */
+  redisCommandTimeoutMs: number;
 }
 
 export interface RunnerConfig {
@@ -275,6 +277,7 @@ const schema = z
     RATE_LIMIT_DEDICATED_REQUESTS: given('1000', whole(1), atLeast(1)),
     RATE_LIMIT_DEDICATED_TOKENS: given('2000000', whole(1), atLeast(1)),
     RATE_LIMIT_KEY_PREFIX: given('ratelimit', z.string().min(1), 'a non-empty prefix'),
+    RATE_LIMIT_REDIS_TIMEOUT_MS: given('250', whole(1), atLeast(1, ' of milliseconds')),
   })
   // Rules between variables, once each is usable on its own.
   .superRefine(
@@ -406,6 +409,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       dedicatedRequests: v.RATE_LIMIT_DEDICATED_REQUESTS,
       dedicatedTokens: v.RATE_LIMIT_DEDICATED_TOKENS,
       keyPrefix: v.RATE_LIMIT_KEY_PREFIX,
+      redisCommandTimeoutMs: v.RATE_LIMIT_REDIS_TIMEOUT_MS,
     },
     runner: {
       enabled: v.RUNNER_ENABLED,

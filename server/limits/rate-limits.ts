@@ -95,10 +95,48 @@ export class RateLimits {
     // One connection per process. Auto-pipelining stays off (explicitly): commands go out as issued, in order.
     const redis =
       config.enabled && redisUrl
-        ? new Redis(redisUrl, { enableAutoPipelining: false, maxRetriesPerRequest: 1, connectTimeout: 2000, lazyConnect: false })
+        ? new Redis(redisUrl, {
+            enableAutoPipelining: false,
+            maxRetriesPerRequest: 1,
+            connectTimeout: 2000,
+            // No command waits on Redis longer than this: past it, the count is this process's (insurance).
+            commandTimeout: config.redisCommandTimeoutMs,
+            lazyConnect: false,
+          })
         : undefined;
     redis?.on('error', (err) => log.warn({ err: err.message }, 'rate limits: Redis unavailable; counting in this process meanwhile'));
-    return new RateLimits(config, log, redis);
+    const limits = new RateLimits(config, log, redis);
+    limits.watch();
+    return limits;
+  }
+
+  private watchdog?: NodeJS.Timeout;
+
+  /**
+   * A Redis that stops answering but keeps its connection (frozen, overloaded) would still look ready, and every
+   * command would wait out its timeout: a ping every timeout's length tells, and one that goes unanswered drops the
+   * connection, so that the counters fall back to this process at once (`rejectIfRedisNotReady`) until a new
+   * connection's ready check is answered.
+   */
+  private watch(): void {
+    const redis = this.redis;
+    if (!redis) return;
+    let pinging = false;
+    this.watchdog = setInterval(() => {
+      if (pinging || redis.status !== 'ready') return;
+      pinging = true;
+      redis
+        .ping()
+        .catch((err: Error) => {
+          if (redis.status !== 'ready') return;
+          this.log.warn({ err: err.message }, 'rate limits: Redis stopped answering; counting in this process until it answers again');
+          redis.disconnect(true);
+        })
+        .finally(() => {
+          pinging = false;
+        });
+    }, this.config.redisCommandTimeoutMs);
+    this.watchdog.unref();
   }
 
   /** Resolves once Redis is connected (or after its connection timeout, counting in the process meanwhile). */
@@ -115,11 +153,18 @@ export class RateLimits {
   }
 
   async close(): Promise<void> {
+    clearInterval(this.watchdog);
     if (!this.redis) return;
     this.flush();
     // QUIT waits for a connection that may never come; a connection that is not up is just dropped.
     if (this.redis.status === 'ready') await this.redis.quit().catch(() => this.redis!.disconnect());
     else this.redis.disconnect();
+  }
+
+  /** Where the counts go now: `memory` (no Redis configured), `redis`, or `fallback` (Redis configured, not answering). */
+  get store(): 'memory' | 'redis' | 'fallback' {
+    if (!this.redis) return 'memory';
+    return this.redis.status === 'ready' ? 'redis' : 'fallback';
   }
 
   /** A model string of the caller's project names a dedicated endpoint, which has its known fixed limit. */

@@ -14,3 +14,13 @@ export function expectError(
   expect(res.body.error.message.length).toBeGreaterThan(0);
   for (const [k, v] of Object.entries(fields)) expect(res.body.error[k], k).toEqual(v);
 }
+
+/** Waits until `check` holds (true) or `timeoutMs` has passed (false): for events of other processes, never as a timing assertion. */
+export async function until(check: () => boolean, timeoutMs: number, interval = 20): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) return false;
+    await new Promise((r) => setTimeout(r, interval));
+  }
+  return true;
+}
