@@ -277,7 +277,7 @@ const schema = z
     RATE_LIMIT_DEDICATED_REQUESTS: given('1000', whole(1), atLeast(1)),
     RATE_LIMIT_DEDICATED_TOKENS: given('2000000', whole(1), atLeast(1)),
     RATE_LIMIT_KEY_PREFIX: given('ratelimit', z.string().min(1), 'a non-empty prefix'),
-    RATE_LIMIT_REDIS_TIMEOUT_MS: given('250', whole(1), atLeast(1, ' of milliseconds')),
+    RATE_LIMIT_REDIS_TIMEOUT_MS: given('1000', whole(1), atLeast(1, ' of milliseconds')),
   })
   // Rules between variables, once each is usable on its own.
   .superRefine(

@@ -114,24 +114,32 @@ export class RateLimits {
 
   /**
    * A Redis that stops answering but keeps its connection (frozen, overloaded) would still look ready, and every
-   * command would wait out its timeout: a ping every timeout's length tells, and one that goes unanswered drops the
-   * connection, so that the counters fall back to this process at once (`rejectIfRedisNotReady`) until a new
-   * connection's ready check is answered.
+   * command would wait out its timeout: a ping every timeout's length tells, and when two in a row go unanswered the
+   * connection is dropped, so that the counters fall back to this process at once (`rejectIfRedisNotReady`) until a
+   * new connection's ready check is answered. (Two, because a busy event loop can fire one timeout before it reads
+   * the answer that came in time.)
    */
   private watch(): void {
     const redis = this.redis;
     if (!redis) return;
     let pinging = false;
+    let missed = 0;
     this.watchdog = setInterval(() => {
       if (pinging || redis.status !== 'ready') return;
       pinging = true;
       redis
         .ping()
-        .catch((err: Error) => {
-          if (redis.status !== 'ready') return;
-          this.log.warn({ err: err.message }, 'rate limits: Redis stopped answering; counting in this process until it answers again');
-          redis.disconnect(true);
-        })
+        .then(
+          () => {
+            missed = 0;
+          },
+          (err: Error) => {
+            if (++missed < 2 || redis.status !== 'ready') return;
+            missed = 0;
+            this.log.warn({ err: err.message }, 'rate limits: Redis stopped answering; counting in this process until it answers again');
+            redis.disconnect(true);
+          },
+        )
         .finally(() => {
           pinging = false;
         });
