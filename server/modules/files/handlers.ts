@@ -54,7 +54,7 @@ export async function createFileUpload(ctx: Context<'createFileUpload'>) {
   const input = newFile(ctx.identity.projectId, purpose as Purpose, filename, field(ctx, 'file_type') as FileType | undefined);
   const id = newFileId(ctx.clock.now());
   const f = await ctx.db.write((tx) => recordUpload(tx, ctx, id, input));
-  return reply.json(fileWire(f), { status: 302, headers: { Location: uploadUrl(ctx, originOf(ctx.headers), id), 'x-together-file-id': id } });
+  return reply.json(fileWire(f), { status: 302, headers: { Location: await uploadUrl(ctx, originOf(ctx.headers), id), 'x-together-file-id': id } });
 }
 
 export async function putFileContent(ctx: Context<'putFileContent'>) {
