@@ -41,6 +41,8 @@ const BAD: Record<string, string[]> = {
   URL_FETCH_ALLOW_HOSTS: ['a b', ',', 'http://x', '127.0.0.1,'],
   URL_FETCH_CONNECT_TIMEOUT_MS: ['0', '5s'],
   URL_FETCH_TIMEOUT_MS: ['-1'],
+  TRUST_PROXY: ['maybe', '10.0.0.0/8'],
+  PUBLIC_BASE_URL: ['ftp://x', 'https://api.example.com/?q', 'https://api.example.com/#top', 'https://u:p@api.example.com', 'not a url'],
   JUDGE_RETRY_ATTEMPTS: ['0', 'three'],
   JUDGE_RETRY_BASE_MS: ['-1'],
   JUDGE_RETRY_MAX_MS: ['soon'],

@@ -1,9 +1,12 @@
 // The URLs this server hands out: a signed upload URL cannot be forged from the source code (without SECRETS_KEY
 // each database signs with its own random key, made at its first start, shared by every process on it, and the
-// start says which key is in use).
+// start says which key is in use); and the origin of absolute URLs (upload URLs, video URLs) comes from the
+// request's Host and X-Forwarded-* headers only behind a proxy (TRUST_PROXY), else from PUBLIC_BASE_URL, else from
+// the address the connection reached.
 import { createHash, createHmac, randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { loadConfig } from '../server/core/config.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
 
 /** POST /v1/files as the official client sends it (redirect not followed), with extra headers. */
@@ -77,5 +80,53 @@ describe('signed upload URLs without SECRETS_KEY', () => {
     } finally {
       await keyed.close();
     }
+  });
+});
+
+describe('the origin of the URLs handed out', () => {
+  const SPOOFED = { Host: 'evil.example', 'X-Forwarded-Proto': 'https', 'X-Forwarded-Host': 'evil.example:8443' };
+
+  test('by default the headers decide nothing: the address the connection reached', async () => {
+    const t = await startTestPlatform();
+    try {
+      const res = await begin(t, SPOOFED);
+      expect(res.headers.location).toMatch(new RegExp(`^${t.url}/v1/files/file-[^/]+/content\\?expires=`));
+      // The video's URL too.
+      const video = await t.caller.http
+        .post('/v2/videos')
+        .set(SPOOFED)
+        .send({ model: 'Wan-AI/Wan2.2-T2V-A14B', prompt: 'a lighthouse', width: 128, height: 72, seconds: '1', fps: 12 });
+      expect(video.status, JSON.stringify(video.body)).toBe(200);
+      await t.advance(0);
+      const done = await t.caller.http.get(`/v2/videos/${video.body.id}`).set(SPOOFED);
+      expect(done.body.outputs.video_url).toBe(`${t.url}/v2/videos/${video.body.id}/content`);
+    } finally {
+      await t.close();
+    }
+  });
+
+  test('PUBLIC_BASE_URL, when set, is the origin', async () => {
+    const t = await startTestPlatform({ config: { publicBaseUrl: loadConfig({ PUBLIC_BASE_URL: 'https://api.example.com/' }).publicBaseUrl } });
+    try {
+      expect((await begin(t, SPOOFED)).headers.location).toMatch(/^https:\/\/api\.example\.com\/v1\/files\/file-[^/]+\/content\?/);
+    } finally {
+      await t.close();
+    }
+  });
+
+  test("TRUST_PROXY on: the proxy's X-Forwarded-Proto and X-Forwarded-Host (else Host) decide", async () => {
+    const t = await startTestPlatform({ config: { trustProxy: true } });
+    try {
+      expect((await begin(t, SPOOFED)).headers.location).toMatch(/^https:\/\/evil\.example:8443\/v1\/files\//);
+      expect((await begin(t, { Host: 'api.example.com' })).headers.location).toMatch(/^http:\/\/api\.example\.com\/v1\/files\//);
+      // A forwarded scheme that is not http(s), or a host that is no host, is not used.
+      expect((await begin(t, { 'X-Forwarded-Proto': 'javascript' })).headers.location).toMatch(new RegExp(`^${t.url}/v1/files/`));
+    } finally {
+      await t.close();
+    }
+  });
+
+  test('TRUST_PROXY and PUBLIC_BASE_URL are not both set', () => {
+    expect(() => loadConfig({ TRUST_PROXY: 'on', PUBLIC_BASE_URL: 'https://api.example.com' })).toThrow(/TRUST_PROXY=on and PUBLIC_BASE_URL are both set/);
   });
 });
