@@ -6,6 +6,7 @@ import { insertApiKey } from './accounts.ts';
 import { type Clock, instant } from './core/clock.ts';
 import { newId } from './core/ids.ts';
 import type { Database, Tx } from './db/index.ts';
+import { ensureUploadKey } from './modules/files/index.ts';
 import { modules } from './modules/index.ts';
 
 export const DEFAULT_PROJECT_SLUG = 'default';
@@ -29,6 +30,7 @@ export async function bootstrap(db: Database, clock: Clock): Promise<{ id: strin
         data: { id: newId('proj', clock.now()), organizationId: org.id, name: 'Default Project', slug: DEFAULT_PROJECT_SLUG, createdAt: instant(clock) },
       });
     }
+    await ensureUploadKey(tx, clock);
     const seeded = new Set((await tx.seedRun.findMany()).map((r) => r.module));
     for (const m of modules) {
       if (!m.seed || seeded.has(m.name)) continue;

@@ -4,7 +4,7 @@
 import { type Config, loadConfig, unknownVariables } from './core/config.ts';
 import { startFailure } from './core/errors.ts';
 import { createLogger } from './core/log.ts';
-import { type Platform, startPlatform } from './platform.ts';
+import { keysInUse, type Platform, startPlatform } from './platform.ts';
 
 function fail(err: unknown, debug: boolean): never {
   console.error(startFailure(err, debug));
@@ -52,6 +52,7 @@ const { url, firstKey } = platform;
 const lines = [
   `Inference platform API listening on ${url}  (database: ${platform.services.db.provider})`,
   `API reference: ${url}/docs   contract: ${url}/openapi.json`,
+  keysInUse(config),
 ];
 if (firstKey) {
   lines.push(`Development API key (shown once; only its hash is stored): ${firstKey}`, `Try: curl -H "Authorization: Bearer ${firstKey}" ${url}/v1/whoami`);

@@ -81,6 +81,13 @@ export async function listen(config: Pick<Config, 'host' | 'port'>): Promise<Ser
   return server;
 }
 
+/** Which keys sign upload URLs and encrypt secret values, as every start says (SECRETS_KEY's value is never shown). */
+export function keysInUse(config: Pick<Config, 'secretsKey'>): string {
+  return config.secretsKey.trim()
+    ? 'Keys: upload URLs are signed and secret values encrypted with SECRETS_KEY.'
+    : "Keys: SECRETS_KEY is unset: upload URLs are signed with this database's own random key; secret values are encrypted with the public development key (set SECRETS_KEY in any shared deployment).";
+}
+
 export async function startPlatform(
   config: Config,
   options: { clock?: Clock; log?: Logger; listen?: boolean; observe?: AppOptions['observe'] } = {},
@@ -93,6 +100,7 @@ export async function startPlatform(
   try {
     db = await openDatabase(config.databaseUrl);
     const project = await bootstrap(db, clock);
+    log.info({ secretsKey: config.secretsKey.trim() ? 'SECRETS_KEY' : 'unset' }, keysInUse(config));
     const key = await developmentKey(db, clock, project.id);
     const keys = new KeyCache(db, clock, config.keyCacheTtlMs, log);
     await keys.listen();

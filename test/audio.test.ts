@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { ffmpegPath } from '../server/engines/ffmpeg.ts';
 import { type ScratchDatabase, scratchDatabase } from './support/database.ts';
 import { expectError } from './support/expect.ts';
-import { startTestPlatform, type TestPlatform } from './support/platform.ts';
+import { localUrls, startTestPlatform, type TestPlatform } from './support/platform.ts';
 import { type ServerProcess, startServerProcess } from './support/server-process.ts';
 
 const MODEL = 'openai/whisper-large-v3';
@@ -79,7 +79,7 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => files.listen(0, '127.0.0.1', r));
   filesUrl = `http://127.0.0.1:${(files.address() as AddressInfo).port}`;
-  t = await startTestPlatform();
+  t = await startTestPlatform({ config: { urlFetch: localUrls } });
 }, 60_000);
 afterAll(async () => {
   await t?.close();
@@ -239,7 +239,7 @@ describe('audio by URL', () => {
   test(
     'no declared length: the cap is enforced while it streams',
     async () => {
-      const small = await startTestPlatform({ config: { audioUrlLimit: 2 * 1024 * 1024 } });
+      const small = await startTestPlatform({ config: { audioUrlLimit: 2 * 1024 * 1024, urlFetch: localUrls } });
       try {
         const res = await transcribe({ model: MODEL, file: `${filesUrl}/endless` }, undefined, undefined, small.caller.http);
         expectError(res, 400, { code: 'file_too_large', param: 'file' });
@@ -467,7 +467,7 @@ describe('the upstream engine: a second server process as the upstream', () => {
   let front: TestPlatform;
   beforeAll(async () => {
     upstreamDb = await scratchDatabase('sqlite');
-    upstream = await startServerProcess({ DATABASE_URL: upstreamDb.url, DATA_DIR: join(dir, 'upstream-data') });
+    upstream = await startServerProcess({ DATABASE_URL: upstreamDb.url, DATA_DIR: join(dir, 'upstream-data'), URL_FETCH_ALLOW_HOSTS: '127.0.0.1' });
     front = await startTestPlatform({
       config: {
         engines: {

@@ -13,7 +13,7 @@ import { findFile, readFileContent } from '../server/modules/files/index.ts';
 import { storeFile } from '../server/modules/files/store.ts';
 import { type ScratchDatabase, scratchDatabase } from './support/database.ts';
 import { expectError } from './support/expect.ts';
-import { type Caller, startTestPlatform, type TestPlatform } from './support/platform.ts';
+import { type Caller, localUrls, startTestPlatform, type TestPlatform } from './support/platform.ts';
 import { type ServerProcess, startServerProcess } from './support/server-process.ts';
 
 const JUDGE = 'meta-llama/Llama-3.3-70B-Instruct-Turbo';
@@ -66,7 +66,10 @@ let stub: Stub;
 beforeAll(async () => {
   stub = await startStub();
   t = await startTestPlatform({
-    config: { engines: { routes: [{ models: [ROUTED], capabilities: ['chat'], engine: 'upstream', url: stub.url, apiKey: 'routed-key' }] } },
+    config: {
+      urlFetch: localUrls,
+      engines: { routes: [{ models: [ROUTED], capabilities: ['chat'], engine: 'upstream', url: stub.url, apiKey: 'routed-key' }] },
+    },
   });
 });
 afterAll(async () => {
@@ -368,7 +371,7 @@ describe('the judge elsewhere', () => {
     });
     expect(job.status).toBe('completed');
     expect(job.results).toMatchObject({ judge_fail_count: 1, pass_percentage: null });
-    expect((await resultRows(job.results.result_file_id))[0].judge_error).toMatch(/upstream/i);
+    expect((await resultRows(job.results.result_file_id))[0].judge_error).toMatch(/external server at .* answered 404 \(Not Found\)/);
     expect(stub.requests[0]!.body).toMatchObject({ max_tokens: 32768, temperature: 0.05 });
   });
 
@@ -420,7 +423,7 @@ describe('the judge elsewhere', () => {
     expect(failed.results).toMatchObject({ A_wins: 0, B_wins: 0, Ties: 0, generation_fail_count: 6, judge_fail_count: 0 });
     expect((await resultRows(failed.results.result_file_id))[0]).toMatchObject({
       generation_error_a: null,
-      generation_error_b: expect.stringMatching(/upstream/i),
+      generation_error_b: expect.stringMatching(/external server at .* answered 404 \(Not Found\)/),
     });
   });
 

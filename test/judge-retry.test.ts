@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { retryDelayMs, retryHook } from '../server/engines/judge.ts';
 import { storeFile } from '../server/modules/files/store.ts';
-import { startTestPlatform, type TestPlatform } from './support/platform.ts';
+import { localUrls, startTestPlatform, type TestPlatform } from './support/platform.ts';
 
 const ROUTED = 'Qwen/Qwen2.5-72B-Instruct-Turbo';
 const ATTEMPTS = 4;
@@ -57,6 +57,7 @@ beforeAll(async () => {
   t = await startTestPlatform({
     config: {
       judgeRetry: RETRY,
+      urlFetch: localUrls,
       engines: { routes: [{ models: [ROUTED], capabilities: ['chat'], engine: 'upstream', url: `${judgeUrl}/routed/v1`, apiKey: 'k' }] },
     },
   });

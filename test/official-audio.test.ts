@@ -11,7 +11,7 @@ import OpenAI from 'openai';
 import Together from 'together-ai';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { ffmpegPath } from '../server/engines/ffmpeg.ts';
-import { startTestPlatform, type TestPlatform } from './support/platform.ts';
+import { localUrls, startTestPlatform, type TestPlatform } from './support/platform.ts';
 
 const MODEL = 'openai/whisper-large-v3';
 let t: TestPlatform;
@@ -33,7 +33,7 @@ beforeAll(async () => {
   files = createServer((_req, res) => res.writeHead(200, { 'Content-Type': 'audio/mpeg' }).end(readFileSync(speech)));
   await new Promise<void>((r) => files.listen(0, '127.0.0.1', r));
   speechUrl = `http://127.0.0.1:${(files.address() as AddressInfo).port}/speech.mp3`;
-  t = await startTestPlatform();
+  t = await startTestPlatform({ config: { urlFetch: localUrls } });
   together = new Together({ apiKey: t.caller.key, baseURL: `${t.url}/v1` });
   openai = new OpenAI({ apiKey: t.caller.key, baseURL: `${t.url}/v1` });
   const res = await t.caller.http.post('/v1/audio/transcriptions').field('model', MODEL).attach('file', speech).field('response_format', 'verbose_json');

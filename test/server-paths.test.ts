@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { parquetWriteBuffer } from 'hyparquet-writer';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { withoutPaths } from '../server/core/errors.ts';
-import { startTestPlatform, type TestPlatform } from './support/platform.ts';
+import { localUrls, startTestPlatform, type TestPlatform } from './support/platform.ts';
 
 const MODEL = 'openai/whisper-large-v3';
 const NOT_AUDIO = Buffer.from('these are not audio bytes\n'.repeat(50));
@@ -18,7 +18,7 @@ let files: Server;
 let filesUrl: string;
 beforeAll(async () => {
   // Failures are given up at the first: the messages they leave are what is read back.
-  t = await startTestPlatform({ config: { pocketsphinxPath: 'off' }, runner: { maxFailures: 1 } });
+  t = await startTestPlatform({ config: { pocketsphinxPath: 'off', urlFetch: localUrls }, runner: { maxFailures: 1 } });
   files = createServer((_req, res) => void res.writeHead(200, { 'Content-Type': 'application/octet-stream' }).end(NOT_AUDIO));
   await new Promise<void>((r) => files.listen(0, '127.0.0.1', r));
   filesUrl = `http://127.0.0.1:${(files.address() as AddressInfo).port}`;

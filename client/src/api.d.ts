@@ -3093,7 +3093,7 @@ export interface components {
             model_source: components["schemas"]["EvaluationModelSource"];
             /** @description external: the bearer token of the external server (never returned). */
             external_api_token?: string;
-            /** @description external: the base URL of the OpenAI-compatible server, e.g. `https://api.example.com/v1`. */
+            /** @description external: the base URL of the OpenAI-compatible server, e.g. `https://api.example.com/v1` (public hosts only, no query or fragment: see the tag). */
             external_base_url?: string;
             /** @description Judge calls at a time. */
             num_workers?: number;
@@ -3115,7 +3115,7 @@ export interface components {
             model_source: components["schemas"]["EvaluationModelSource"];
             /** @description external: the bearer token (never returned). */
             external_api_token?: string;
-            /** @description external: the base URL of the OpenAI-compatible server. */
+            /** @description external: the base URL of the OpenAI-compatible server (public hosts only: see the tag). */
             external_base_url?: string;
             /** @description Generations at a time. */
             num_workers?: number;

@@ -39,6 +39,12 @@ export interface Config {
   ffmpegPath?: string;
   /** The offline speech recogniser (pocketsphinx_continuous); unset: found on the PATH; `off`: none. */
   pocketsphinxPath?: string;
+  /** How this server fetches URLs its callers give it (audio by URL, an evaluation's external server): engines/user-urls.ts. */
+  urlFetch: UrlFetchPolicy;
+  /** Whether a proxy in front sets `X-Forwarded-Proto`/`-Host` (`TRUST_PROXY`): only then do headers decide the absolute URLs handed out. */
+  trustProxy: boolean;
+  /** The origin of the absolute URLs this server hands out when no trusted proxy names it (`PUBLIC_BASE_URL`); unset: the address the caller connected to. */
+  publicBaseUrl?: string;
   /** Largest binary audio upload, in bytes (80 MB); audio by URL is at most `audioUrlLimit` (1 GB). */
   audioUploadLimit: number;
   audioUrlLimit: number;
@@ -75,6 +81,15 @@ export interface RateLimitConfig {
   keyPrefix: string;
   /** How long a Redis command may take before the limits count in this process instead (a frozen Redis stalls nothing). */
   redisCommandTimeoutMs: number;
+}
+
+export interface UrlFetchPolicy {
+  /** Hosts fetched whatever their addresses (tests, local model servers): lower-case names and canonical IP addresses. */
+  allowHosts: string[];
+  /** Longest wait for a connection (the name's resolution included). */
+  connectTimeoutMs: number;
+  /** Longest time one fetch may take, its body included. */
+  timeoutMs: number;
 }
 
 export interface RunnerConfig {
@@ -223,6 +238,23 @@ const secretsKey = z
   .trim()
   .refine((raw) => (/^[0-9a-f]{64}$/i.test(raw) ? true : /^[A-Za-z0-9+/_-]{43}=?$/.test(raw) && Buffer.from(raw, 'base64').length === 32));
 
+// Hosts a user-given URL may name whatever they resolve to, comma-separated, kept in the form a URL's host is
+// compared in (lower case; an IPv6 address without brackets, canonical).
+const ALLOW_HOSTS_EXPECTED = 'host names or IP addresses, separated by commas (e.g. 127.0.0.1,localhost,whisper.internal)';
+const allowHost = z.union([z.ipv4(), z.ipv6(), z.hostname()]);
+const allowHosts = z
+  .string()
+  .transform((list) => list.split(',').map((h) => h.trim().replace(/^\[(.*)\]$/, '$1')))
+  .refine((hosts) => hosts.every((h) => allowHost.safeParse(h).success), { abort: true })
+  .transform((hosts) => hosts.map((h) => new URL(`http://${h.includes(':') ? `[${h}]` : h}/`).hostname.replace(/^\[(.*)\]$/, '$1')));
+const publicBaseUrl = z
+  .url({ protocol: /^https?$/, abort: true })
+  .refine((url) => {
+    const u = new URL(url);
+    return !u.username && !u.password && !url.includes('?') && !url.includes('#');
+  })
+  .transform((url) => url.replace(/\/+$/, ''));
+
 const schema = z
   .object({
     PORT: given('8080', whole(0, 65535), 'a whole number from 0 to 65535 (0: any free port)'),
@@ -255,6 +287,11 @@ const schema = z
     POCKETSPHINX_PATH: optional(z.string(), 'the path of pocketsphinx_continuous, or off'),
     AUDIO_UPLOAD_LIMIT_BYTES: given('83886080', whole(1), atLeast(1, ' of bytes')),
     AUDIO_URL_LIMIT_BYTES: given('1073741824', whole(1), atLeast(1, ' of bytes')),
+    URL_FETCH_ALLOW_HOSTS: optional(allowHosts, ALLOW_HOSTS_EXPECTED),
+    URL_FETCH_CONNECT_TIMEOUT_MS: given('5000', whole(1), atLeast(1, ' of milliseconds')),
+    URL_FETCH_TIMEOUT_MS: given('60000', whole(1), atLeast(1, ' of milliseconds')),
+    TRUST_PROXY: given('off', flag, FLAG),
+    PUBLIC_BASE_URL: optional(publicBaseUrl, 'an http(s) URL without credentials, query or fragment, e.g. https://api.example.com'),
     JUDGE_RETRY_ATTEMPTS: given('5', whole(1), atLeast(1)),
     JUDGE_RETRY_BASE_MS: given('1000', whole(0), atLeast(0, ' of milliseconds')),
     JUDGE_RETRY_MAX_MS: given('30000', whole(0), atLeast(0, ' of milliseconds')),
@@ -289,6 +326,14 @@ const schema = z
       notAbove('RATE_LIMIT_BASE_REQUESTS', 'RATE_LIMIT_MAX_REQUESTS');
       notAbove('RATE_LIMIT_BASE_TOKENS', 'RATE_LIMIT_MAX_TOKENS');
       notAbove('JUDGE_RETRY_BASE_MS', 'JUDGE_RETRY_MAX_MS');
+      if (v.TRUST_PROXY && v.PUBLIC_BASE_URL)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['TRUST_PROXY'],
+          message:
+            'and PUBLIC_BASE_URL are both set: set TRUST_PROXY when a proxy names this server in its headers, PUBLIC_BASE_URL when one fixed address does',
+          params: OWN,
+        });
       if (v.ENGINES && v.ENGINES_FILE)
         ctx.addIssue({ code: 'custom', path: ['ENGINES'], message: 'and ENGINES_FILE are both set: set one of them', params: OWN });
     },
@@ -390,6 +435,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     fineTuneCreditLimit: v.FINE_TUNE_CREDIT_LIMIT,
     ffmpegPath: v.FFMPEG_PATH,
     pocketsphinxPath: v.POCKETSPHINX_PATH,
+    urlFetch: { allowHosts: v.URL_FETCH_ALLOW_HOSTS ?? [], connectTimeoutMs: v.URL_FETCH_CONNECT_TIMEOUT_MS, timeoutMs: v.URL_FETCH_TIMEOUT_MS },
+    trustProxy: v.TRUST_PROXY,
+    publicBaseUrl: v.PUBLIC_BASE_URL,
     audioUploadLimit: v.AUDIO_UPLOAD_LIMIT_BYTES,
     audioUrlLimit: v.AUDIO_URL_LIMIT_BYTES,
     judgeRetry: { attempts: v.JUDGE_RETRY_ATTEMPTS, baseMs: v.JUDGE_RETRY_BASE_MS, maxMs: v.JUDGE_RETRY_MAX_MS },

@@ -3,10 +3,11 @@
 // OpenAI-compatible server chosen by the engine routes (routes.ts), and an external OpenAI-compatible server named by
 // the request. Every engine answers text; the evaluation reads the verdict out of it the same way for all three.
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Config } from '../core/config.ts';
+import type { Config, UrlFetchPolicy } from '../core/config.ts';
 import { localChat } from './chat.ts';
 import type { UpstreamRoute } from './routes.ts';
 import { UpstreamFailure, upstreamFetch } from './upstream.ts';
+import { readCapped, UserUrlError } from './user-urls.ts';
 
 /** What the judge is asked about one row, in the order it is shown (for compare: `first` is shown as response A). */
 export type JudgeTask =
@@ -150,8 +151,20 @@ export function retryDelayMs(policy: RetryPolicy, attempt: number, retryAfter: s
 /** For tests: told of every wait before a retry (the server's URL and the wait), so a test checks what was planned, not the clock. */
 export const retryHook: { onWait?: (url: string, ms: number) => void } = {};
 
-/** An OpenAI-compatible server (an upstream route, or an external judge): its `/chat/completions`, answered whole. */
-export function openAiCompatibleEngine(name: 'upstream' | 'external', route: UpstreamRoute, policy: RetryPolicy = DEFAULT_RETRY): JudgeEngine {
+/** The largest answer read from an external server (a judge's answer is a few KB; 32,768 tokens are about 130 KB). */
+export const EXTERNAL_ANSWER_LIMIT_BYTES = 1024 * 1024;
+
+/**
+ * An OpenAI-compatible server (an upstream route, or an external judge): its `/chat/completions`, answered whole.
+ * An external server (`external`: the caller's URL) is fetched under that policy, and its answer read up to
+ * EXTERNAL_ANSWER_LIMIT_BYTES.
+ */
+export function openAiCompatibleEngine(
+  name: 'upstream' | 'external',
+  route: UpstreamRoute,
+  policy: RetryPolicy = DEFAULT_RETRY,
+  external?: UrlFetchPolicy,
+): JudgeEngine {
   const attempts = Math.max(1, Math.floor(policy.attempts));
   // Once one call has given up, the job fails: the others stop retrying.
   let exhausted: RetriesExhausted | undefined;
@@ -159,12 +172,12 @@ export function openAiCompatibleEngine(name: 'upstream' | 'external', route: Ups
     for (let attempt = 1; ; attempt++) {
       if (exhausted) throw exhausted;
       try {
-        return await upstreamFetch(route, '/chat/completions', body);
+        return await upstreamFetch(route, '/chat/completions', body, { external });
       } catch (err) {
         if (!(err instanceof UpstreamFailure) || !RETRIED.has(err.upstreamStatus)) throw err;
         if (attempt >= attempts) {
           exhausted ??= new RetriesExhausted(
-            `The ${name} server at ${route.url} answered ${err.upstreamStatus} (${err.upstreamStatus === 429 ? 'too many requests' : 'service unavailable'}) to ${attempts} attempt${attempts === 1 ? '' : 's'} in a row: ${err.upstreamMessage}`.slice(
+            `The ${name} server at ${route.url} answered ${err.upstreamStatus} (${err.upstreamStatus === 429 ? 'too many requests' : 'service unavailable'}) to ${attempts} attempt${attempts === 1 ? '' : 's'} in a row${err.upstreamMessage ? `: ${err.upstreamMessage}` : '.'}`.slice(
               0,
               600,
             ),
@@ -185,10 +198,26 @@ export function openAiCompatibleEngine(name: 'upstream' | 'external', route: Ups
       temperature: call.temperature,
       stream: false,
     });
-    const body = (await res.json()) as { choices?: { message?: { content?: unknown } }[] };
+    const body = (external ? await externalAnswer(res) : await res.json()) as { choices?: { message?: { content?: unknown } }[] };
     const content = body.choices?.[0]?.message?.content;
     if (typeof content !== 'string') throw new Error(`The ${name} server at ${route.url} answered without choices[0].message.content.`);
     return content;
+  };
+  /** An external server's answer as JSON; what goes wrong is said without quoting it. */
+  const externalAnswer = async (res: Response): Promise<unknown> => {
+    let text: string;
+    try {
+      text = await readCapped(res.body as unknown as AsyncIterable<Uint8Array> | null, EXTERNAL_ANSWER_LIMIT_BYTES);
+    } catch (err) {
+      throw new Error(
+        `The ${name} server at ${route.url} answered ${res.status}, but ${err instanceof UserUrlError ? err.message : 'its answer could not be read whole'}.`,
+      );
+    }
+    try {
+      return JSON.parse(text);
+    } catch {
+      throw new Error(`The ${name} server at ${route.url} answered ${res.status} with a body that is not JSON.`);
+    }
   };
   return { name, judge: (_task, call) => complete(call), generate: complete };
 }

@@ -20,6 +20,7 @@ import { authenticate, type KeyCache } from './auth.ts';
 import { errorHandler } from './error-handler.ts';
 import { refuseControlCharacters, refuseNonFinite } from './input.ts';
 import { multipartBodies, type Upload } from './multipart.ts';
+import { originOf } from './origin.ts';
 import { Gate, rateLimitedOperations, resetOnRefusals } from './rate-limits.ts';
 import { receiveBody } from './raw-body.ts';
 import { send } from './reply.ts';
@@ -110,6 +111,8 @@ export function createApp(options: AppOptions): express.Express {
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('query parser', 'extended');
+  // X-Forwarded-Proto and X-Forwarded-Host count only behind a proxy that sets them (http/origin.ts).
+  app.set('trust proxy', config.trustProxy);
 
   app.use(((req, res, next) => {
     const incoming = req.get('x-request-id');
@@ -194,7 +197,8 @@ export function createApp(options: AppOptions): express.Express {
     if (gate && model !== undefined) await gate.admit(model, req.body);
     let result: unknown;
     try {
-      result = await handler({ ...services, operationId, params, query: req.query, body: req.body, headers: req.headers, uploads: files, identity });
+      const origin = originOf(config, req);
+      result = await handler({ ...services, operationId, params, query: req.query, body: req.body, headers: req.headers, origin, uploads: files, identity });
     } catch (err) {
       gate?.fail();
       throw err;

@@ -57,6 +57,8 @@ export interface Context<K extends OperationId> extends Services {
   query: QueryParams<K>;
   body: RequestBody<K>;
   headers: IncomingHttpHeaders;
+  /** Where the caller reached this server (`http://host:port`), the origin of the absolute URLs it hands out (http/origin.ts). */
+  origin: string;
   /** Files of a multipart body, by field (operations with an `uploads` rule; http/multipart.ts); empty otherwise. */
   uploads: Record<string, Upload>;
   /** The caller; every resource lookup is scoped to `identity.projectId`. */

@@ -165,3 +165,6 @@ export class TestPlatform {
 }
 
 export const startTestPlatform = (options: TestPlatformOptions = {}) => TestPlatform.start(options);
+
+/** How user-given URLs are fetched when the tests' own servers (on 127.0.0.1) stand for the public ones: `config: { urlFetch: localUrls }`. */
+export const localUrls = loadConfig({ URL_FETCH_ALLOW_HOSTS: '127.0.0.1' }).urlFetch;

@@ -52,7 +52,7 @@ async function local(ctx: Ctx, task: Task, body: Fields, upload: Upload | undefi
     let input = upload?.path;
     if (!input) {
       input = `${work}.in`;
-      await downloadAudio(url!, input, ctx.config.audioUrlLimit);
+      await downloadAudio(url!, input, ctx.config.audioUrlLimit, ctx.config.urlFetch);
     }
     let decoded: Awaited<ReturnType<typeof decodeAudio>>;
     try {

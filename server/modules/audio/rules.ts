@@ -1,7 +1,9 @@
 // Module `audio`: the rules of a transcription or translation request: which model, which audio, which limits.
 import { createWriteStream } from 'node:fs';
+import type { UrlFetchPolicy } from '../../core/config.ts';
 import { ApiError, apiError, badRequest, withArticle } from '../../core/errors.ts';
 import type { Db } from '../../db/index.ts';
+import { fetchUserUrl, UserUrlError } from '../../engines/user-urls.ts';
 import { capabilities, findModel } from '../models/index.ts';
 
 /** The platform's default model when `model` is absent. */
@@ -50,21 +52,24 @@ export function audioUrl(value: unknown): URL {
 }
 
 /**
- * Fetches audio by URL into `path`, as a stream: refused when its `Content-Length` is over `limit`, and stopped as
- * soon as more than `limit` bytes have arrived, so nothing larger is ever held.
+ * Fetches audio by URL into `path`, as a stream, under `policy` (a public address only, checked on every redirect
+ * before connecting; short connect and total time-outs: engines/user-urls.ts): refused when its `Content-Length` is
+ * over `limit`, and stopped as soon as more than `limit` bytes have arrived, so nothing larger is ever held.
  */
-export async function downloadAudio(url: URL, path: string, limit: number): Promise<number> {
+export async function downloadAudio(url: URL, path: string, limit: number, policy: UrlFetchPolicy): Promise<number> {
   const tooLarge = () => badRequest(`The audio at ${url.href} is over the ${mb(limit)} limit of audio by URL.`, 'file', 'file_too_large');
+  const unreachable = (why: string) => badRequest(`The audio at ${url.href} cannot be fetched: ${why}.`, 'file', 'file_unreachable');
   const controller = new AbortController();
-  let res: Response;
+  let res: Awaited<ReturnType<typeof fetchUserUrl>>;
   try {
-    res = await fetch(url, { signal: AbortSignal.any([controller.signal, AbortSignal.timeout(600_000)]), redirect: 'follow' });
+    res = await fetchUserUrl(url, { signal: controller.signal }, policy);
   } catch (err) {
-    throw badRequest(`The audio at ${url.href} cannot be fetched: ${(err as Error).message}.`, 'file', 'file_unreachable');
+    if (err instanceof UserUrlError) throw unreachable(err.message);
+    throw err;
   }
   if (!res.ok || !res.body) {
     controller.abort();
-    throw badRequest(`The audio at ${url.href} cannot be fetched: it answered ${res.status}.`, 'file', 'file_unreachable');
+    throw unreachable(`it answered ${res.status}`);
   }
   const declared = Number(res.headers.get('content-length'));
   if (Number.isFinite(declared) && declared > limit) {
@@ -74,7 +79,7 @@ export async function downloadAudio(url: URL, path: string, limit: number): Prom
   const out = createWriteStream(path);
   let bytes = 0;
   try {
-    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+    for await (const chunk of res.body) {
       bytes += chunk.length;
       if (bytes > limit) throw tooLarge();
       if (!out.write(chunk)) await new Promise<void>((r) => out.once('drain', () => r()));
@@ -82,7 +87,7 @@ export async function downloadAudio(url: URL, path: string, limit: number): Prom
   } catch (err) {
     controller.abort();
     if (err instanceof ApiError) throw err;
-    throw badRequest(`The audio at ${url.href} could not be read whole: ${(err as Error).message}.`, 'file', 'file_unreachable');
+    throw unreachable(`it could not be read whole (the connection failed, or the download took over ${policy.timeoutMs / 1000} s)`);
   } finally {
     await new Promise<void>((r) => out.end(() => r()));
   }

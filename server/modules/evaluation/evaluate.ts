@@ -5,6 +5,7 @@
 import { Semaphore } from 'async-mutex';
 import type { EvaluationJob } from '../../../generated/prisma/sqlite/client/client.ts';
 import { type ChatCall, type JudgeEngine, type JudgeTask, localJudgeEngine, openAiCompatibleEngine, RetriesExhausted } from '../../engines/judge.ts';
+import { UserUrlError } from '../../engines/user-urls.ts';
 import type { Services } from '../types.ts';
 import { InputError, inputRows, type PlacedFile, placeResultFile } from './dataset.ts';
 import {
@@ -43,14 +44,18 @@ export type Evaluated =
 /** The input's fault: ends the job `user_error` with this message. */
 class UserError extends Error {}
 
-/** What ends the whole job rather than failing one row: the input's fault, or a server that kept refusing (429/503). */
-const fatal = (err: unknown) => err instanceof UserError || err instanceof RetriesExhausted;
+/** An external server this server does not call (its host is not public): the caller's to fix, for the whole job. */
+const refusedUrl = (err: unknown): err is UserUrlError => err instanceof UserUrlError && err.kind === 'refused';
+
+/** What ends the whole job rather than failing one row: the input's fault, a refused URL, or a server that kept refusing (429/503). */
+const fatal = (err: unknown) => err instanceof UserError || err instanceof RetriesExhausted || refusedUrl(err);
 
 /** The engine a model runs on: its external server, or wherever the engine routes send it for chat. */
 export function engineFor(services: Pick<Services, 'engines' | 'config'>, m: Judge | ModelRequest): JudgeEngine {
   const retry = services.config.judgeRetry;
   if (m.model_source === 'external') {
-    return openAiCompatibleEngine('external', { engine: 'upstream', url: m.external_base_url!.replace(/\/+$/, ''), apiKey: m.external_api_token }, retry);
+    const route = { engine: 'upstream' as const, url: m.external_base_url!.replace(/\/+$/, ''), apiKey: m.external_api_token };
+    return openAiCompatibleEngine('external', route, retry, services.config.urlFetch);
   }
   const route = services.engines.routeFor('chat', m.model);
   return route.engine === 'upstream' ? openAiCompatibleEngine('upstream', route, retry) : localJudgeEngine;
@@ -135,6 +140,7 @@ export async function evaluate(services: Services, job: EvaluationJob): Promise<
     return { outcome: 'completed', results, resultFile, summary: `Evaluated ${rows.length} rows with the ${judge.name} judge.` };
   } catch (err) {
     if (err instanceof UserError || err instanceof InputError) return { outcome: 'user_error', message: err.message };
+    if (refusedUrl(err)) return { outcome: 'user_error', message: `The evaluation stopped: ${err.message}` };
     // Not repeated by the runner: the retries were made, and the job fails at once saying so.
     if (err instanceof RetriesExhausted) return { outcome: 'error', message: `The evaluation stopped: ${err.message}` };
     throw err;

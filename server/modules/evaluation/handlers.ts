@@ -28,15 +28,20 @@ async function serverlessJudges(db: Database): Promise<string[]> {
 export async function createEvaluationJob(ctx: Context<'createEvaluationJob'>) {
   const { db, clock, identity, body } = ctx;
   const p = body.parameters;
-  await accept(body.type, p, async (source, model, role) => {
-    if (source === 'serverless' && role === 'judge') return (await serverlessJudges(db)).includes(model);
-    if ((source === 'dedicated') !== model.startsWith(`${identity.projectSlug}/`)) return false;
-    // A model exists for the caller when inference could address it (a 503 "not ready now" still exists).
-    return resolveTarget(db, identity, model, 'chat').then(
-      () => true,
-      (err) => err?.status === 503,
-    );
-  });
+  await accept(
+    body.type,
+    p,
+    async (source, model, role) => {
+      if (source === 'serverless' && role === 'judge') return (await serverlessJudges(db)).includes(model);
+      if ((source === 'dedicated') !== model.startsWith(`${identity.projectSlug}/`)) return false;
+      // A model exists for the caller when inference could address it (a 503 "not ready now" still exists).
+      return resolveTarget(db, identity, model, 'chat').then(
+        () => true,
+        (err) => err?.status === 503,
+      );
+    },
+    ctx.config.urlFetch,
+  );
   if (!(await inputExists(ctx, identity.projectId, p.input_data_file_path))) {
     throw badRequest(
       `No file '${p.input_data_file_path}' exists in this project: upload the input with POST /v1/files/upload.`,

@@ -3,8 +3,10 @@
 // wrong is checked before anything is stored (400 naming the field); everything here but `accept` is pure.
 import nunjucks from 'nunjucks';
 import type { components } from '../../../generated/api.d.ts';
+import type { UrlFetchPolicy } from '../../core/config.ts';
 import { badRequest } from '../../core/errors.ts';
 import type { JudgeTask } from '../../engines/judge.ts';
+import { refusedLiteral } from '../../engines/user-urls.ts';
 import type { RequestBody } from '../types.ts';
 
 export type EvaluationType = RequestBody<'createEvaluationJob'>['type'];
@@ -62,15 +64,38 @@ function checkTemplate(template: string, param: string): void {
 /** Whether a serverless or dedicated model exists for the caller, as a judge or as a model under evaluation. */
 export type Known = (source: 'serverless' | 'dedicated', model: string, role: 'judge' | 'model') => Promise<boolean>;
 
+/**
+ * An external server's base URL: http(s); no credentials (the token is `external_api_token`); no query or fragment,
+ * which would choose the path called instead of `/chat/completions`; and not an address this server does not call
+ * (a host name is resolved, and refused the same way, when the job runs: engines/user-urls.ts).
+ */
+function checkBaseUrl(value: string, param: string, policy: UrlFetchPolicy): void {
+  let url: URL | undefined;
+  try {
+    url = new URL(value);
+  } catch {
+    url = undefined;
+  }
+  if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:')) throw badRequest(`'external_base_url' must be an http(s) URL (got '${value}').`, param);
+  if (value.includes('?') || value.includes('#'))
+    throw badRequest("'external_base_url' must not have a query or a fragment: it is the base '/chat/completions' is added to.", param);
+  if (url.username || url.password) throw badRequest("'external_base_url' must not hold credentials: send the token in 'external_api_token'.", param);
+  if (refusedLiteral(url, policy))
+    throw badRequest(
+      `'external_base_url' is not a public internet address, and this server calls only those (got '${url.hostname}').`,
+      param,
+      'url_not_allowed',
+    );
+}
+
 /** Checks a model given by source (the judge, or a model under evaluation). */
-async function checkModel(m: Judge | ModelRequest, param: string, known: Known): Promise<void> {
+async function checkModel(m: Judge | ModelRequest, param: string, known: Known, policy: UrlFetchPolicy): Promise<void> {
   checkTemplate(m.system_template, `${param}.system_template`);
   if ('input_template' in m) checkTemplate(m.input_template, `${param}.input_template`);
   if (m.model_source === 'external') {
     if (m.external_base_url === undefined)
       throw badRequest(`An external model needs 'external_base_url', the base URL of its OpenAI-compatible server.`, `${param}.external_base_url`, 'required');
-    if (!/^https?:\/\/[^\s/]+/.test(m.external_base_url))
-      throw badRequest(`'external_base_url' must be an http(s) URL (got '${m.external_base_url}').`, `${param}.external_base_url`);
+    checkBaseUrl(m.external_base_url, `${param}.external_base_url`, policy);
     if (m.external_api_token === undefined)
       throw badRequest(`An external model needs 'external_api_token', its server's bearer token.`, `${param}.external_api_token`, 'required');
     return;
@@ -87,8 +112,8 @@ async function checkModel(m: Judge | ModelRequest, param: string, known: Known):
   }
 }
 
-/** The checks of a create request that need no file; `known` looks models up. */
-export async function accept(type: EvaluationType, p: Parameters, known: Known): Promise<void> {
+/** The checks of a create request that need no file; `known` looks models up; `policy` is how user-given URLs are fetched. */
+export async function accept(type: EvaluationType, p: Parameters, known: Known, policy: UrlFetchPolicy): Promise<void> {
   if (type === 'classify') {
     if (p.labels === undefined) throw badRequest("A classify evaluation needs 'labels' (at least 2).", 'parameters.labels', 'required');
     if (new Set(p.labels).size !== p.labels.length) throw badRequest("'labels' must be distinct.", 'parameters.labels');
@@ -109,7 +134,7 @@ export async function accept(type: EvaluationType, p: Parameters, known: Known):
       );
     }
   }
-  await checkModel(p.judge, 'parameters.judge', known);
+  await checkModel(p.judge, 'parameters.judge', known, policy);
   const evaluated = type === 'compare' ? (['model_a', 'model_b'] as const) : (['model_to_evaluate'] as const);
   for (const f of evaluated) {
     const m = p[f];
@@ -120,7 +145,7 @@ export async function accept(type: EvaluationType, p: Parameters, known: Known):
     }
     if (typeof m === 'string') {
       if (m.trim() === '') throw badRequest(`'${f}' names a column: it must not be empty.`, `parameters.${f}`);
-    } else await checkModel(m, `parameters.${f}`, known);
+    } else await checkModel(m, `parameters.${f}`, known, policy);
   }
 }
 

@@ -2,7 +2,6 @@
 // official client (POST /v1/files, then the PUT of the bytes, streamed to disk by http/raw-body.ts and authorised
 // by signature.ts), list, get, delete, content.
 import { apiError, badRequest, conflict, notFound } from '../../core/errors.ts';
-import { originOf } from '../../http/origin.ts';
 import { reply } from '../../http/reply.ts';
 import { owned } from '../../http/scope.ts';
 import type { Context } from '../types.ts';
@@ -54,7 +53,7 @@ export async function createFileUpload(ctx: Context<'createFileUpload'>) {
   const input = newFile(ctx.identity.projectId, purpose as Purpose, filename, field(ctx, 'file_type') as FileType | undefined);
   const id = newFileId(ctx.clock.now());
   const f = await ctx.db.write((tx) => recordUpload(tx, ctx, id, input));
-  return reply.json(fileWire(f), { status: 302, headers: { Location: uploadUrl(ctx, originOf(ctx.headers), id), 'x-together-file-id': id } });
+  return reply.json(fileWire(f), { status: 302, headers: { Location: await uploadUrl(ctx, ctx.origin, id), 'x-together-file-id': id } });
 }
 
 export async function putFileContent(ctx: Context<'putFileContent'>) {

@@ -8,8 +8,9 @@ import { createFileUpload, deleteFile, getFileContent, listFiles, putFileContent
 import { fileMachine, fileProgression } from './machine.ts';
 import { verifyUpload } from './signature.ts';
 
-// What this module offers the others.
 export { datasetRows, type FileType, type Purpose, type Report, sampleTokens } from './rules.ts';
+// What this module offers the others.
+export { ensureUploadKey } from './signature.ts';
 export { type File, fileLocation, filePath, findFile, type NewFile, readFileContent, recordFile, type StoreServices, storeFile } from './store.ts';
 
 const tooLarge = (c: Config) => apiError(413, 'file_too_large', `The file is larger than this server takes (${c.filesMaxBytes} bytes).`, 'file');

@@ -1,26 +1,55 @@
 // Upload URLs of signed uploads (POST /v1/files, then PUT /v1/files/{id}/content): the URL's signature is its only
 // authorisation, since the official client sends no key with the PUT. HMAC-SHA256 over the file id and the
-// expiry, keyed by a key derived from SECRETS_KEY: it survives restarts and is the same in every process sharing the
-// database, without a key of its own to configure. The URL expires with the file's UPLOADING state (the same
+// expiry, keyed by a key derived from SECRETS_KEY, or, when SECRETS_KEY is unset, by the database's own random key
+// (made by its first start: `ensureUploadKey`), never by anything the source code knows. Either survives restarts
+// and is the same in every process sharing the database. The URL expires with the file's UPLOADING state (the same
 // duration, rounded down to whole seconds), so a URL never outlives the record it uploads to.
-import { createHmac, timingSafeEqual } from 'node:crypto';
-import type { Config } from '../../core/config.ts';
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { type Clock, instant } from '../../core/clock.ts';
 import { forbidden, notFound } from '../../core/errors.ts';
 import type { Identity } from '../../core/identity.ts';
+import type { Database, Tx } from '../../db/index.ts';
 import { secretsKey } from '../secrets/index.ts';
 import type { Services } from '../types.ts';
 import { AWAITING_BYTES, fileMachine } from './machine.ts';
 import { alreadyUploaded } from './store.ts';
 
-const signingKey = (config: Pick<Config, 'secretsKey'>) => createHmac('sha256', secretsKey(config)).update('inference-platform file upload URLs').digest();
+/** The ServerKey row of the database's own upload-URL key. */
+const KEY_NAME = 'upload-urls';
 
-const sign = (config: Pick<Config, 'secretsKey'>, id: string, expires: number) =>
-  createHmac('sha256', signingKey(config)).update(`PUT /v1/files/${id}/content ${expires}`).digest('base64url');
+/** Makes the database's random upload-URL key when it has none; run by every start (bootstrap's transaction, under its lock). */
+export async function ensureUploadKey(tx: Tx, clock: Clock): Promise<void> {
+  if (await tx.serverKey.findUnique({ where: { name: KEY_NAME } })) return;
+  await tx.serverKey.create({ data: { name: KEY_NAME, value: randomBytes(32).toString('base64'), createdAt: instant(clock) } });
+}
+
+/** The database's own key, read once per process (it never changes). */
+const databaseKeys = new WeakMap<Database, Promise<Buffer>>();
+function databaseKey(db: Database): Promise<Buffer> {
+  let key = databaseKeys.get(db);
+  if (!key) {
+    key = db.prisma.serverKey.findUniqueOrThrow({ where: { name: KEY_NAME } }).then((row) => Buffer.from(row.value, 'base64'));
+    // A failed read (the database away) is not remembered.
+    key.catch(() => databaseKeys.delete(db));
+    databaseKeys.set(db, key);
+  }
+  return key;
+}
+
+async function signingKey(services: Pick<Services, 'config' | 'db'>): Promise<Buffer> {
+  if (!services.config.secretsKey.trim()) return databaseKey(services.db);
+  return createHmac('sha256', secretsKey(services.config)).update('inference-platform file upload URLs').digest();
+}
+
+const sign = async (services: Pick<Services, 'config' | 'db'>, id: string, expires: number) =>
+  createHmac('sha256', await signingKey(services))
+    .update(`PUT /v1/files/${id}/content ${expires}`)
+    .digest('base64url');
 
 /** The upload URL of file `id`, on `origin`, valid for the file's UPLOADING duration from now. */
-export function uploadUrl(services: Pick<Services, 'clock' | 'config'>, origin: string, id: string): string {
+export async function uploadUrl(services: Pick<Services, 'clock' | 'config' | 'db'>, origin: string, id: string): Promise<string> {
   const expires = Math.floor((services.clock.now() + fileMachine.delayMs(AWAITING_BYTES, services.config)!) / 1000);
-  const query = new URLSearchParams({ expires: String(expires), signature: sign(services.config, id, expires) });
+  const query = new URLSearchParams({ expires: String(expires), signature: await sign(services, id, expires) });
   return `${origin}/v1/files/${encodeURIComponent(id)}/content?${query}`;
 }
 
@@ -33,7 +62,7 @@ export async function verifyUpload(services: Services, request: { params: Record
   const { id } = request.params;
   const expires = Number(request.query.expires);
   const given = request.query.signature;
-  const want = Buffer.from(sign(services.config, id, expires));
+  const want = Buffer.from(await sign(services, id, expires));
   if (typeof given !== 'string' || given.length === 0)
     throw forbidden('The upload URL has no signature: PUT to the `Location` POST /v1/files answered, as given.', 'invalid_signature', 'signature');
   if (!(given.length === want.length && timingSafeEqual(Buffer.from(given), want))) {

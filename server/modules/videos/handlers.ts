@@ -5,7 +5,6 @@ import { join } from 'node:path';
 import { instant } from '../../core/clock.ts';
 import { apiError, badRequest, conflict, withArticle } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
-import { originOf } from '../../http/origin.ts';
 import { reply } from '../../http/reply.ts';
 import { owned } from '../../http/scope.ts';
 import { enter } from '../../runner/progress.ts';
@@ -44,7 +43,7 @@ async function create(ctx: Context<'createVideo'> | Context<'createVideoV1'>, ap
     return v;
   });
   const headers: Record<string, string> = accepted.warnings.length ? { Warning: `299 - "${accepted.warnings.join(' ')}"` } : {};
-  return reply.json(videoWire(video, originOf(ctx.headers)), { headers });
+  return reply.json(videoWire(video, ctx.origin), { headers });
 }
 
 const find = (ctx: Context<'retrieveVideo'> | Context<'getVideoContent'>) =>
@@ -66,7 +65,7 @@ export async function createVideoV1(ctx: Context<'createVideoV1'>) {
 }
 
 export async function retrieveVideo(ctx: Context<'retrieveVideo'>) {
-  return videoWire(await find(ctx), originOf(ctx.headers));
+  return videoWire(await find(ctx), ctx.origin);
 }
 
 export async function retrieveVideoV1(ctx: Context<'retrieveVideoV1'>) {

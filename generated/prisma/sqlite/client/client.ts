@@ -62,6 +62,11 @@ export type ApiKey = Prisma.ApiKeyModel
  */
 export type SeedRun = Prisma.SeedRunModel
 /**
+ * Model ServerKey
+ * 
+ */
+export type ServerKey = Prisma.ServerKeyModel
+/**
  * Model Hardware
  * 
  */

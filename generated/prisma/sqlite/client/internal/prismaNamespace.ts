@@ -401,6 +401,7 @@ export const ModelName = {
   Project: 'Project',
   ApiKey: 'ApiKey',
   SeedRun: 'SeedRun',
+  ServerKey: 'ServerKey',
   Hardware: 'Hardware',
   Model: 'Model',
   ModelUploadJob: 'ModelUploadJob',
@@ -445,7 +446,7 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
     omit: GlobalOmitOptions
   }
   meta: {
-    modelProps: "organization" | "project" | "apiKey" | "seedRun" | "hardware" | "model" | "modelUploadJob" | "hardwareReservation" | "cluster" | "computeHost" | "computeInstance" | "computeVm" | "passiveHealthCheckAlert" | "remediation" | "idempotencyRecord" | "v1Endpoint" | "modelConfig" | "dedicatedEndpoint" | "deployment" | "endpointEvent" | "adapterBinding" | "evaluationJob" | "file" | "fineTune" | "fineTuneEvent" | "fineTuneCheckpoint" | "queueJob" | "workItem" | "volume" | "volumeVersion" | "volumeMount" | "secret" | "video"
+    modelProps: "organization" | "project" | "apiKey" | "seedRun" | "serverKey" | "hardware" | "model" | "modelUploadJob" | "hardwareReservation" | "cluster" | "computeHost" | "computeInstance" | "computeVm" | "passiveHealthCheckAlert" | "remediation" | "idempotencyRecord" | "v1Endpoint" | "modelConfig" | "dedicatedEndpoint" | "deployment" | "endpointEvent" | "adapterBinding" | "evaluationJob" | "file" | "fineTune" | "fineTuneEvent" | "fineTuneCheckpoint" | "queueJob" | "workItem" | "volume" | "volumeVersion" | "volumeMount" | "secret" | "video"
     txIsolationLevel: TransactionIsolationLevel
   }
   model: {
@@ -742,6 +743,80 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
         count: {
           args: Prisma.SeedRunCountArgs<ExtArgs>
           result: runtime.Types.Utils.Optional<Prisma.SeedRunCountAggregateOutputType> | number
+        }
+      }
+    }
+    ServerKey: {
+      payload: Prisma.$ServerKeyPayload<ExtArgs>
+      fields: Prisma.ServerKeyFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.ServerKeyFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ServerKeyPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.ServerKeyFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ServerKeyPayload>
+        }
+        findFirst: {
+          args: Prisma.ServerKeyFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ServerKeyPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.ServerKeyFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ServerKeyPayload>
+        }
+        findMany: {
+          args: Prisma.ServerKeyFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ServerKeyPayload>[]
+        }
+        create: {
+          args: Prisma.ServerKeyCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ServerKeyPayload>
+        }
+        createMany: {
+          args: Prisma.ServerKeyCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.ServerKeyCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ServerKeyPayload>[]
+        }
+        delete: {
+          args: Prisma.ServerKeyDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ServerKeyPayload>
+        }
+        update: {
+          args: Prisma.ServerKeyUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ServerKeyPayload>
+        }
+        deleteMany: {
+          args: Prisma.ServerKeyDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.ServerKeyUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.ServerKeyUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ServerKeyPayload>[]
+        }
+        upsert: {
+          args: Prisma.ServerKeyUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ServerKeyPayload>
+        }
+        aggregate: {
+          args: Prisma.ServerKeyAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateServerKey>
+        }
+        groupBy: {
+          args: Prisma.ServerKeyGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.ServerKeyGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.ServerKeyCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.ServerKeyCountAggregateOutputType> | number
         }
       }
     }
@@ -2970,6 +3045,15 @@ export const SeedRunScalarFieldEnum = {
 export type SeedRunScalarFieldEnum = (typeof SeedRunScalarFieldEnum)[keyof typeof SeedRunScalarFieldEnum]
 
 
+export const ServerKeyScalarFieldEnum = {
+  name: 'name',
+  value: 'value',
+  createdAt: 'createdAt'
+} as const
+
+export type ServerKeyScalarFieldEnum = (typeof ServerKeyScalarFieldEnum)[keyof typeof ServerKeyScalarFieldEnum]
+
+
 export const HardwareScalarFieldEnum = {
   id: 'id',
   gpuType: 'gpuType',
@@ -3691,6 +3775,7 @@ export type GlobalOmitConfig = {
   project?: Prisma.ProjectOmit
   apiKey?: Prisma.ApiKeyOmit
   seedRun?: Prisma.SeedRunOmit
+  serverKey?: Prisma.ServerKeyOmit
   hardware?: Prisma.HardwareOmit
   model?: Prisma.ModelOmit
   modelUploadJob?: Prisma.ModelUploadJobOmit

@@ -55,6 +55,7 @@ export const ModelName = {
   Project: 'Project',
   ApiKey: 'ApiKey',
   SeedRun: 'SeedRun',
+  ServerKey: 'ServerKey',
   Hardware: 'Hardware',
   Model: 'Model',
   ModelUploadJob: 'ModelUploadJob',
@@ -140,6 +141,15 @@ export const SeedRunScalarFieldEnum = {
 } as const
 
 export type SeedRunScalarFieldEnum = (typeof SeedRunScalarFieldEnum)[keyof typeof SeedRunScalarFieldEnum]
+
+
+export const ServerKeyScalarFieldEnum = {
+  name: 'name',
+  value: 'value',
+  createdAt: 'createdAt'
+} as const
+
+export type ServerKeyScalarFieldEnum = (typeof ServerKeyScalarFieldEnum)[keyof typeof ServerKeyScalarFieldEnum]
 
 
 export const HardwareScalarFieldEnum = {
