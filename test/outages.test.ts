@@ -1,0 +1,132 @@
+// Outages answered and survived, on real failures rather than injected ones. PostgreSQL: a cluster of this test's
+// own (test/support/private-postgres.ts), stopped and started while the platform runs. SQLite: the database file
+// moved away and back, and made unwritable.
+import { execFileSync } from 'node:child_process';
+import { chmodSync, renameSync, statSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { usingPostgres } from './support/database.ts';
+import { expectError } from './support/expect.ts';
+import { startTestPlatform, type TestPlatform } from './support/platform.ts';
+import { type PrivatePostgres, privatePostgresAvailable, startPrivatePostgres } from './support/private-postgres.ts';
+
+const SECRETS = '/v1/deployments/secrets';
+
+/** The 503 of an outage: the envelope, `Retry-After`, and no word of the server's paths or addresses. */
+function expectOutage(res: { status: number; body: any; headers: Record<string, string> }, code = 'database_unavailable') {
+  expectError(res, 503, { code, type: 'server_error', param: null });
+  expect(res.headers['retry-after']).toBe('1');
+  expect(res.body.error.message).not.toMatch(/\/tmp|127\.0\.0\.1|\.db\b|prisma/i);
+}
+
+describe.runIf(usingPostgres && privatePostgresAvailable)('PostgreSQL stopped and started again', () => {
+  let cluster: PrivatePostgres;
+  let t: TestPlatform;
+  beforeAll(async () => {
+    cluster = await startPrivatePostgres();
+    t = await startTestPlatform({ databaseUrl: cluster.url });
+  });
+  afterAll(async () => {
+    await t?.close();
+    cluster?.destroy();
+  });
+
+  test('while it is down every request answers 503 database_unavailable with Retry-After; once it is back, at once 200, and every acknowledged write is there', async () => {
+    const auth = { Authorization: `Bearer ${t.caller.key}` };
+    const acknowledged: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const res = await t.http
+        .post(SECRETS)
+        .set(auth)
+        .send({ name: `BEFORE_${i}`, value: 'v' });
+      expect(res.status).toBe(200);
+      acknowledged.push(res.body.id);
+    }
+    const fresh = await t.newCaller(t.caller.identity.projectId);
+
+    cluster.stop('fast');
+    try {
+      // A read, a write, a key not cached yet (its lookup needs the database), and the health check.
+      expectOutage(await t.http.get(SECRETS).set(auth));
+      expectOutage(await t.http.post(SECRETS).set(auth).send({ name: 'DURING', value: 'v' }));
+      expectOutage(await t.http.get('/v1/files').set('Authorization', `Bearer ${fresh.key}`));
+      const health = await t.http.get('/healthz');
+      expect(health.status).toBe(503);
+      expect(health.body).toMatchObject({ status: 'unavailable', database: 'postgresql' });
+    } finally {
+      cluster.start();
+    }
+
+    // Recovery is immediate: the first requests after the restart are served.
+    const list = await t.http.get(SECRETS).set(auth);
+    expect(list.status).toBe(200);
+    const after = await t.http.post(SECRETS).set(auth).send({ name: 'AFTER', value: 'v' });
+    expect(after.status).toBe(200);
+    expect((await t.http.get('/healthz')).status).toBe(200);
+    const names = (await t.http.get(SECRETS).set(auth)).body.data.map((s: { name: string }) => s.name);
+    expect(names).toEqual(expect.arrayContaining(['BEFORE_0', 'BEFORE_1', 'BEFORE_2', 'AFTER']));
+    expect(names).not.toContain('DURING');
+  });
+});
+
+describe.runIf(!usingPostgres)('SQLite: the database file moved away, or unwritable', () => {
+  let t: TestPlatform;
+  let file: string;
+  beforeAll(async () => {
+    t = await startTestPlatform();
+    file = t.services.db.url.replace(/^file:/, '');
+  });
+  afterAll(() => t?.close());
+
+  test('moved away: writes answer 503 (none goes to the moved file, where it would be lost at the next start), /healthz says so; moved back, served at once', async () => {
+    const auth = { Authorization: `Bearer ${t.caller.key}` };
+    expect((await t.http.post(SECRETS).set(auth).send({ name: 'BEFORE', value: 'v' })).status).toBe(200);
+    renameSync(file, `${file}.moved`);
+    try {
+      expectOutage(await t.http.post(SECRETS).set(auth).send({ name: 'DURING', value: 'v' }));
+      // The open read connection still reads the file it opened, which holds every acknowledged write.
+      expect((await t.http.get(SECRETS).set(auth)).status).toBe(200);
+      const health = await t.http.get('/healthz');
+      expect(health.status).toBe(503);
+      expect(health.body).toEqual({ status: 'unavailable', database: 'sqlite', reason: expect.stringMatching(/SQLite database file/) });
+      expect(health.body.reason).not.toContain(file);
+    } finally {
+      renameSync(`${file}.moved`, file);
+    }
+    expect((await t.http.post(SECRETS).set(auth).send({ name: 'AFTER', value: 'v' })).status).toBe(200);
+    const names = (await t.http.get(SECRETS).set(auth)).body.data.map((s: { name: string }) => s.name);
+    expect(names).toEqual(expect.arrayContaining(['BEFORE', 'AFTER']));
+    expect(names).not.toContain('DURING');
+    expect((await t.http.get('/healthz')).status).toBe(200);
+  });
+
+  test('an unwritable database file: /healthz answers 503 and says why; writable again, 200', async () => {
+    const lock = makeUnwritable(file);
+    if (!lock) return void console.warn('skipped: this file system cannot make a file unwritable for this user');
+    try {
+      const health = await t.http.get('/healthz');
+      expect(health.status).toBe(503);
+      expect(health.body).toEqual({ status: 'unavailable', database: 'sqlite', reason: expect.stringMatching(/^the SQLite database file is not writable/) });
+    } finally {
+      lock.undo();
+    }
+    expect((await t.http.get('/healthz')).body).toEqual({ status: 'ok', database: 'sqlite' });
+  });
+});
+
+/**
+ * Makes a file unwritable: read-only permissions, or, for root (whom permissions do not stop), the immutable
+ * attribute. Null where neither works (chattr on a file system without attributes, such as tmpfs).
+ */
+function makeUnwritable(path: string): { undo(): void } | null {
+  if (process.getuid?.() !== 0) {
+    const mode = statSync(path).mode;
+    chmodSync(path, 0o444);
+    return { undo: () => chmodSync(path, mode) };
+  }
+  try {
+    execFileSync('chattr', ['+i', path], { stdio: 'ignore' });
+  } catch {
+    return null;
+  }
+  return { undo: () => execFileSync('chattr', ['-i', path], { stdio: 'ignore' }) };
+}
