@@ -3,7 +3,13 @@
 // moved away and back, and made unwritable.
 import { execFileSync } from 'node:child_process';
 import { chmodSync, renameSync, statSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { revokeApiKey } from '../server/accounts.ts';
+import { openDatabase } from '../server/db/index.ts';
+import { KEY_REVOKED_CHANNEL } from '../server/db/keys.ts';
+import { pgConfig } from '../server/db/urls.ts';
 import { usingPostgres } from './support/database.ts';
 import { expectError } from './support/expect.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
@@ -65,6 +71,37 @@ describe.runIf(usingPostgres && privatePostgresAvailable)('PostgreSQL stopped an
     const names = (await t.http.get(SECRETS).set(auth)).body.data.map((s: { name: string }) => s.name);
     expect(names).toEqual(expect.arrayContaining(['BEFORE_0', 'BEFORE_1', 'BEFORE_2', 'AFTER']));
     expect(names).not.toContain('DURING');
+  });
+
+  test('the LISTEN for key revocations comes back after the database restarts: a key revoked by another process is refused at once again', async () => {
+    const caller = await t.newCaller(t.caller.identity.projectId);
+    const whoami = () => t.http.get('/v1/whoami').set('Authorization', `Bearer ${caller.key}`);
+    expect((await whoami()).status).toBe(200);
+
+    // Down for a couple of seconds, as a restart with a checkpoint is: longer than a single quick retry.
+    cluster.stop('fast');
+    await sleep(2000);
+    cluster.start();
+
+    // The listener's session is back on the server (the test's clock never moves, so the key cache's TTL never
+    // expires: only the revocation's NOTIFY can make this process refuse the key).
+    const admin = new pg.Client(pgConfig(cluster.url));
+    await admin.connect();
+    try {
+      const listening = async () =>
+        Number((await admin.query(`SELECT count(*) AS n FROM pg_stat_activity WHERE query = 'LISTEN ${KEY_REVOKED_CHANNEL}'`)).rows[0].n);
+      await expect.poll(listening, { timeout: 30_000, interval: 100 }).toBe(1);
+    } finally {
+      await admin.end();
+    }
+    expect((await whoami()).status).toBe(200);
+    const other = await openDatabase(cluster.url, { migrate: false });
+    try {
+      await revokeApiKey(other, t.clock, caller.identity.apiKeyId);
+    } finally {
+      await other.close();
+    }
+    await expect.poll(async () => (await whoami()).status, { timeout: 10_000, interval: 50 }).toBe(401);
   });
 });
 
