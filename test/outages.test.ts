@@ -2,7 +2,8 @@
 // own (test/support/private-postgres.ts), stopped and started while the platform runs. SQLite: the database file
 // moved away and back, and made unwritable.
 import { execFileSync } from 'node:child_process';
-import { chmodSync, renameSync, statSync } from 'node:fs';
+import { chmodSync, existsSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
@@ -167,3 +168,70 @@ function makeUnwritable(path: string): { undo(): void } | null {
   }
   return { undo: () => execFileSync('chattr', ['-i', path], { stdio: 'ignore' }) };
 }
+
+describe('DATA_DIR/tmp, where uploads are streamed, removed or made unusable while the server runs', () => {
+  let t: TestPlatform;
+  let tmp: string;
+  beforeAll(async () => {
+    t = await startTestPlatform();
+    tmp = join(t.config.dataDir, 'tmp');
+  });
+  afterAll(() => t?.close());
+
+  // Over a megabyte, more than the parser buffers: a write that fails must not leave the rest of the body unread.
+  const ROWS = '{"a": 1}\n'.repeat(120_000);
+  // A hang fails the test (after 20 s) instead of stalling it.
+  const within = () => AbortSignal.timeout(20_000);
+  const multipart = async () => {
+    const form = new FormData();
+    form.set('purpose', 'eval');
+    form.set('file_name', 'rows.jsonl');
+    form.set('file', new Blob([ROWS]), 'rows.jsonl');
+    const res = await fetch(`${t.url}/v1/files/upload`, { method: 'POST', headers: { Authorization: `Bearer ${t.caller.key}` }, body: form, signal: within() });
+    return { status: res.status, headers: Object.fromEntries(res.headers), body: await res.json() };
+  };
+  const signed = async () => {
+    const params = new URLSearchParams({ purpose: 'eval', file_name: 'rows.jsonl', file_type: 'jsonl' });
+    const begin = await fetch(`${t.url}/v1/files?${params}`, { method: 'POST', headers: { Authorization: `Bearer ${t.caller.key}` }, redirect: 'manual' });
+    expect(begin.status).toBe(302);
+    const res = await fetch(begin.headers.get('location')!, {
+      method: 'PUT',
+      headers: { 'Content-Type': 'application/octet-stream' },
+      body: ROWS,
+      signal: within(),
+    });
+    return { status: res.status, headers: Object.fromEntries(res.headers), body: await res.json() };
+  };
+
+  test('removed: the next uploads make it again and are stored', async () => {
+    for (const send of [multipart, signed]) {
+      expect((await send()).status).toBe(200);
+      rmSync(tmp, { recursive: true, force: true });
+      const res = await send();
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      expect(existsSync(tmp)).toBe(true);
+    }
+  });
+
+  test('unusable (a file where the folder should be): uploads answer 503 storage_unavailable at once, naming no server path, and keep nothing', async () => {
+    const before = (await t.caller.http.get('/v1/files')).body.data.length;
+    rmSync(tmp, { recursive: true, force: true });
+    writeFileSync(tmp, 'not a folder');
+    try {
+      for (const send of [multipart, signed]) {
+        const res = await send();
+        expectOutage(res, 'storage_unavailable');
+        expect(JSON.stringify(res.body)).not.toContain(t.config.dataDir);
+        // The file system's own words are in the log, under the request id.
+        const line = t.logs.find((l) => l.includes(res.headers['x-request-id']) && l.includes('request failed'));
+        expect(JSON.parse(line!)).toMatchObject({ level: 40, code: 'storage_unavailable', cause: expect.stringMatching(/^E[A-Z]+ /) });
+      }
+    } finally {
+      rmSync(tmp, { force: true });
+    }
+    // The signed upload's file was recorded before its bytes came, and still awaits them; no upload was kept.
+    const files = (await t.caller.http.get('/v1/files')).body.data;
+    expect(files.filter((f: { bytes: number }) => f.bytes > 0).length).toBe(before);
+    expect((await multipart()).status).toBe(200);
+  });
+});

@@ -57,20 +57,14 @@ export function toApiError(err: any): ApiError {
  */
 export function logFailure(log: Logger, err: unknown, apiErr: ApiError, fields: Record<string, unknown>, msg: string): void {
   if (apiErr.status < 500) return;
-  if (!(err instanceof ApiError) && apiErr.status === 503) {
-    const cause = err as { code?: unknown; message?: unknown };
-    log.warn(
-      {
-        ...fields,
-        status: 503,
-        code: apiErr.code,
-        cause: `${cause?.code ?? ''} ${String(cause?.message ?? err)
-          .trim()
-          .split('\n')
-          .at(-1)}`.trim(),
-      },
-      msg,
-    );
+  // The outage's own words (the driver's, the file system's), on one line.
+  const cause = (err instanceof ApiError ? err.cause : err) as { code?: unknown; message?: unknown } | undefined;
+  if (apiErr.status === 503 && cause !== undefined) {
+    const words = String(cause?.message ?? cause)
+      .trim()
+      .split('\n')
+      .at(-1);
+    log.warn({ ...fields, status: 503, code: apiErr.code, cause: `${cause?.code ?? ''} ${words}`.trim() }, msg);
   } else if (err instanceof ApiError && apiErr.status !== 500) log.warn({ ...fields, status: apiErr.status, code: apiErr.code, message: apiErr.message }, msg);
   else log.error({ ...fields, err }, msg);
 }
