@@ -519,8 +519,9 @@ export interface paths {
          *     (`current_version` + 1, added to `version_history`); the same content, or a name change alone, does not.
          *     `content` is replaced whole: a `source_prefix` it leaves out is the empty prefix, as on create.
          *     Deployments keep the version they mounted. A name taken by another volume answers 409 `volume_name_taken`.
-         *     The platform sets no limit on `name` here: any name is accepted, and an empty one (`""`) leaves the name
-         *     unchanged, as an absent one.
+         *     The platform sets no limit on `name` here; this server keeps the create's 100 characters (names are held
+         *     in a unique index, whose entries PostgreSQL bounds), and an empty one (`""`) leaves the name unchanged,
+         *     as an absent one.
          */
         patch: operations["updateVolume"];
         trace?: never;
@@ -2530,12 +2531,16 @@ export interface components {
         };
         Empty: Record<string, never>;
         /**
-         * @description A name: any non-empty string without `/` or `:` (400 `invalid_name`); unique per project (endpoints) or per endpoint (deployments).
+         * @description A name: any non-empty string without `/` or `:` (400 `invalid_name`) of at most 100 characters (the
+         *     platform's limit on deployment names; names are held in a unique index, whose entries PostgreSQL bounds);
+         *     unique per project (endpoints) or per endpoint (deployments).
          * @example llama-8b-prod
          */
         EndpointName: string;
         /**
-         * @description The endpoint name, bare or as `<project_slug>/<endpoint_name>` (the slug must be the project's): the tag's **Names**.
+         * @description The endpoint name, bare or as `<project_slug>/<endpoint_name>` (the slug must be the project's): the tag's
+         *     **Names**. The name itself is at most 100 characters, as `EndpointName` (400 `maxLength` naming the field);
+         *     with the slug (at most 63) and its `/`, at most 164.
          * @example llama-8b-prod
          */
         QualifiedEndpointName: string;
@@ -5348,8 +5353,9 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description Client-specified idempotency key: any string (the platform sets no length or pattern; the URL's length is
-                 *     bounded by the HTTP server). An empty value (`?remediation_id=`) is no key, as an absent one.
+                 * @description Client-specified idempotency key: any string of at most 255 characters (the platform sets no length or
+                 *     pattern; this server holds keys in a unique index, whose entries PostgreSQL bounds, so it sets Stripe's
+                 *     255). An empty value (`?remediation_id=`) is no key, as an absent one.
                  */
                 remediation_id?: string;
             };
