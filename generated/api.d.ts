@@ -4812,7 +4812,7 @@ export interface components {
         /**
          * @description An outage, not the request's fault: `database_unavailable` (the database cannot be reached or written
          *     now) or `storage_unavailable` (the server's disk cannot take the request's bytes now), `type`
-         *     `server_error`, `param` null. Nothing was changed; retry after `Retry-After` seconds, and the same request
+         *     `server_error`, `param` null. Nothing was changed (see the error table for the one exception); retry after `Retry-After` seconds, and the same request
          *     works once the database or disk is back.
          */
         Unavailable: {

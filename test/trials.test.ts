@@ -39,7 +39,7 @@ describe('durability (sample)', () => {
     { timeout: 120_000 },
     async () => {
       const r = await outageCampaign({ postgresDownMs: 2000, redisFrozenMs: 2000, steadyMs: 1500, concurrency: 4 });
-      expect(r).toMatchObject({ errors500: 0, hung: 0, lost: 0 });
+      expect(r).toMatchObject({ errors500: 0, hung: 0, lost: 0, givenUp: 0, unvalidated: 0 });
       expect(r.acknowledgedWrites).toBeGreaterThan(0);
       // A request begun while PostgreSQL was down answered 503 (or, from the key cache, 200): never anything else.
       expect(Object.keys(r.phases['postgres down']!.statuses).filter((s) => s !== '503' && s !== '200')).toEqual([]);

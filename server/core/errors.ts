@@ -95,11 +95,12 @@ export function withoutPaths(text: string, names: Record<string, string> = {}): 
 export const internalError = () => new ApiError(500, 'internal_error', 'The server had an error while processing your request.');
 
 /**
- * The database cannot be reached or written now (an outage): nothing was written, and the same request will work
- * once it is back. The official clients retry a 503 after `Retry-After`.
+ * The database cannot be reached or written now (an outage): the request's transaction did not commit (save one
+ * whose commit was under way when the connection was lost, which no database client can tell), and the same
+ * request will work once it is back. The official clients retry a 503 after `Retry-After`.
  */
 export const databaseUnavailable = () =>
-  new ApiError(503, 'database_unavailable', 'The database is unavailable; nothing was changed. Retry in a moment.', null, 'server_error', {
+  new ApiError(503, 'database_unavailable', 'The database is unavailable. Retry in a moment.', null, 'server_error', {
     'Retry-After': '1',
   });
 

@@ -51,6 +51,10 @@ export interface OutageResult {
   lost: number;
   /** Writes answered 503 that were stored anyway (a connection lost while its commit was on its way). */
   storedDespite503: number;
+  /** Work items the runner gave up (a dataset validation failed past its retries): the outage must cost none. */
+  givenUp: number;
+  /** Uploaded datasets still not validated a minute after the traffic stopped. */
+  unvalidated: number;
   /** From PostgreSQL accepting connections again to the first database request served after it. */
   postgresRecoveryMs: number | null;
   /** Whether Redis was part of it (a redis-server was found). */
@@ -168,7 +172,8 @@ export async function outageCampaign(options: {
       const boundary = `----outage${randomUUID()}`;
       const name = `outage-${i}.jsonl`;
       const part = (field: string, value: string) => `--${boundary}\r\nContent-Disposition: form-data; name="${field}"\r\n\r\n${value}\r\n`;
-      const body = `${part('purpose', 'eval')}${part('file_name', name)}--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${name}"\r\nContent-Type: application/octet-stream\r\n\r\n{"i": ${i}}\n\r\n--${boundary}--\r\n`;
+      // Fine-tuning datasets, validated on the durable runner: its work goes on through the outages too.
+      const body = `${part('purpose', 'fine-tune')}${part('file_name', name)}--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${name}"\r\nContent-Type: application/octet-stream\r\n\r\n{"text": "row ${i}"}\n\r\n--${boundary}--\r\n`;
       const res = await call('upload', 'POST', '/v1/files/upload', body, { 'Content-Type': `multipart/form-data; boundary=${boundary}` });
       uploads.set(res.json?.id ?? name, res.status);
     }
@@ -211,7 +216,19 @@ export async function outageCampaign(options: {
     const db = await openDatabase(cluster.url, { migrate: false });
     let lost = 0;
     let storedDespite503 = 0;
+    let givenUp = 0;
+    let unvalidated = 0;
     try {
+      // The runner finishes the validations of the datasets uploaded (the outage delays them, and may retry them).
+      const acknowledged = [...uploads].filter(([, s]) => s === 200).map(([id]) => id);
+      const pending = () => db.prisma.file.count({ where: { id: { in: acknowledged }, status: 'PENDING' } });
+      const deadline = Date.now() + 60_000;
+      unvalidated = await pending();
+      while (unvalidated > 0 && Date.now() < deadline) {
+        await sleep(200);
+        unvalidated = await pending();
+      }
+      givenUp = await db.prisma.workItem.count({ where: { state: 'failed' } });
       const storedSecrets = new Set((await db.prisma.secret.findMany({ select: { name: true } })).map((s) => s.name));
       const storedJobs = await db.prisma.queueJob.findMany({ where: { model: QUEUE }, select: { id: true, info: true } });
       const jobIds = new Set(storedJobs.map((j) => j.id));
@@ -251,6 +268,8 @@ export async function outageCampaign(options: {
       acknowledgedWrites: [...secrets.values(), ...jobs.values(), ...uploads.values()].filter((s) => s === 200).length,
       lost,
       storedDespite503,
+      givenUp,
+      unvalidated,
       postgresRecoveryMs: served.length ? Math.min(...served.map((s) => s.ended)) - restartedAt : null,
       redis: redis !== null,
       ms: Date.now() - started,

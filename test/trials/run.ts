@@ -49,7 +49,7 @@ if (!which.has('outage')) {
   const { phases: _, ...figures } = r;
   console.log(`outage campaign: ${JSON.stringify(figures)}`);
   if (!r.redis) console.log('  (no redis-server installed: the Redis freeze was left out)');
-  failed ||= r.errors500 > 0 || r.hung > 0 || r.lost > 0 || r.postgresRecoveryMs === null;
+  failed ||= r.errors500 > 0 || r.hung > 0 || r.lost > 0 || r.givenUp > 0 || r.unvalidated > 0 || r.postgresRecoveryMs === null;
 } else console.log("outage campaign: needs PostgreSQL's server binaries (/usr/lib/postgresql/<version>/bin, or PG_BIN)");
 
 console.log(failed ? 'TRIALS FAILED' : 'trials passed');
