@@ -1,6 +1,6 @@
 // Outages answered and survived, on real failures rather than injected ones. PostgreSQL: a cluster of this test's
 // own (test/support/private-postgres.ts), stopped and started while the platform runs. SQLite: the database file
-// moved away and back, and made unwritable.
+// moved away and back, and made unwritable. Both: DATA_DIR/tmp, where uploads are streamed, removed or made a file.
 import { execFileSync } from 'node:child_process';
 import { chmodSync, existsSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
