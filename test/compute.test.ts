@@ -512,9 +512,13 @@ describe('remediation_id is an idempotency key', () => {
     expect(ok.body.mode).toBe('REMEDIATION_MODE_REBOOT_VM');
   });
 
-  test('a key is any string (the platform sets no length or pattern); an empty one is no key', async () => {
+  test('a key is any string of at most 255 characters (the platform sets no length or pattern; an index holds it here); an empty one is no key', async () => {
     const { c, i } = await freshInstance();
-    for (const key of ['retry node 7 / 2026-11-21 (é)', 'k'.repeat(1000)]) {
+    expectError(await create(c, i, { mode: 'REMEDIATION_MODE_REBOOT_VM' }, { remediation_id: 'k'.repeat(256) }), 400, {
+      code: 'maxLength',
+      param: 'remediation_id',
+    });
+    for (const key of ['retry node 7 / 2026-11-21 (é)', 'k'.repeat(255)]) {
       const first = await create(c, i, { mode: 'REMEDIATION_MODE_REBOOT_VM' }, { remediation_id: key });
       expect(first.status, JSON.stringify(first.body)).toBe(200);
       expect((await create(c, i, { mode: 'REMEDIATION_MODE_REBOOT_VM' }, { remediation_id: key })).body).toEqual(first.body);

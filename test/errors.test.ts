@@ -1,18 +1,22 @@
 // The failures every operation shares, checked for each operation of the generated table: an unknown query
-// parameter, malformed JSON, a body too large, a body that is not JSON, and an unexpected failure inside. Plus
+// parameter, malformed JSON, a body too large, a body that is not JSON, an unexpected failure inside, and a
+// database outage. Plus
 // the routes no operation owns.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { operations } from '../generated/operations.ts';
 import { invalidTransition } from '../server/core/errors.ts';
 import { expectError } from './support/expect.ts';
 import { deref, fillPath, jsonBodySchema, keyless, operationIds, operationSpec, pathParamNames, withMultipart } from './support/operations.ts';
+import { driverOutageError } from './support/outage-error.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
 import { sample } from './support/schema-sample.ts';
 
 const BODY_LIMIT = 4096;
 let t: TestPlatform;
+let outage: unknown;
 beforeAll(async () => {
   t = await startTestPlatform({ config: { bodyLimit: BODY_LIMIT } });
+  outage = await driverOutageError(t.services.db.provider);
 });
 afterAll(() => t?.close());
 
@@ -71,6 +75,24 @@ describe.each(operationIds)('%s', (id) => {
       expectError(res, 500, { code: 'internal_error', type: 'server_error', param: null });
       expect(res.body.error.message).toBe('The server had an error while processing your request.');
       expect(t.logs.some((l) => l.includes(res.headers['x-request-id']) && l.includes('injected by the test'))).toBe(true);
+    } finally {
+      restore();
+    }
+  });
+
+  // The driver's own error for a database that cannot be reached (test/outages.test.ts stops a real one).
+  test.runIf(!keyless(id))('a database outage: 503 database_unavailable with Retry-After, a warning in the log', async () => {
+    const fresh = await t.newCaller(t.caller.identity.projectId);
+    const restore = t.breakDatabase(outage);
+    try {
+      let req = request(id, fresh.key);
+      const body = jsonBodySchema(id);
+      if (body) req = req.send(sample(body));
+      const res = await req;
+      expectError(res, 503, { code: 'database_unavailable', type: 'server_error', param: null });
+      expect(res.headers['retry-after']).toBe('1');
+      const line = t.logs.find((l) => l.includes(res.headers['x-request-id']) && l.includes('request failed'));
+      expect(JSON.parse(line!)).toMatchObject({ level: 40, code: 'database_unavailable' });
     } finally {
       restore();
     }

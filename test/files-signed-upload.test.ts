@@ -10,6 +10,7 @@ import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { findFile } from '../server/modules/files/index.ts';
 import { expectError } from './support/expect.ts';
+import { driverOutageError } from './support/outage-error.ts';
 import { type Caller, startTestPlatform, type TestPlatform } from './support/platform.ts';
 
 let t: TestPlatform;
@@ -265,6 +266,20 @@ describe('the upload URL', () => {
     const restore = t.breakDatabase();
     try {
       expectError(await put(url, dataset), 500, { code: 'internal_error', type: 'server_error', param: null });
+    } finally {
+      restore();
+    }
+    expect((await get(id)).body.bytes).toBe(0);
+    expect(stored()).not.toContain(id);
+  });
+
+  test('a database outage during a signed PUT: 503 database_unavailable with Retry-After, and the file still awaits its bytes', async () => {
+    const { url, id } = await begin();
+    const restore = t.breakDatabase(await driverOutageError(t.services.db.provider));
+    try {
+      const res = await put(url, dataset);
+      expectError(res, 503, { code: 'database_unavailable', type: 'server_error', param: null });
+      expect(res.headers['retry-after']).toBe('1');
     } finally {
       restore();
     }

@@ -87,7 +87,7 @@ describe('audio: ffmpeg and the file system', () => {
   });
 });
 
-describe('uploads the disk refuses to store (ENOTDIR): the generic 500', () => {
+describe('uploads the disk refuses to store (ENOTDIR): 503 storage_unavailable', () => {
   const tmp = () => join(t.config.dataDir, 'tmp');
   beforeAll(() => {
     // DATA_DIR/tmp made a file: every temporary file under it fails to open.
@@ -118,8 +118,8 @@ describe('uploads the disk refuses to store (ENOTDIR): the generic 500', () => {
       body: '{"text": "x"}\n',
     });
     for (const res of [audio, file, { status: put.status, body: await put.json() }]) {
-      expect(res.status, JSON.stringify(res.body)).toBe(500);
-      expect(res.body.error.code).toBe('internal_error');
+      expect(res.status, JSON.stringify(res.body)).toBe(503);
+      expect(res.body.error.code).toBe('storage_unavailable');
       pathFree(res.body);
     }
   });

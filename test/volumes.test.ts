@@ -91,7 +91,7 @@ describe('volumes', () => {
     });
   });
 
-  test("names: any characters, 1 to 100 on create (the platform's only limits); a rename of any length, and an empty one changes nothing", async () => {
+  test("names: any characters, 1 to 100 on create (the platform's only limits) and on a rename (an index holds them here); an empty rename changes nothing", async () => {
     const name = 'Weights (v2) / fp8 é';
     const v = await createVolume({ name, type: 'readOnly', content: content('models/') });
     expect(v.status, JSON.stringify(v.body)).toBe(200);
@@ -99,7 +99,15 @@ describe('volumes', () => {
     const same = await t.http.patch(`${VOLUMES}/${v.body.id}`).set(auth()).send({ name: '' });
     expect(same.status).toBe(200);
     expect(same.body).toMatchObject({ name, current_version: 1 });
-    const long = 'l'.repeat(150);
+    expectError(
+      await t.http
+        .patch(`${VOLUMES}/${v.body.id}`)
+        .set(auth())
+        .send({ name: 'l'.repeat(101) }),
+      400,
+      { code: 'maxLength', param: 'name' },
+    );
+    const long = 'l'.repeat(100);
     expect((await t.http.patch(`${VOLUMES}/${v.body.id}`).set(auth()).send({ name: long })).body.name).toBe(long);
     expect((await t.http.get(`${VOLUMES}/${long}`).set(auth())).body.id).toBe(v.body.id);
     // Path ids of any length are looked up; a version the volume never had (0, negative, huge) is a 404 naming it.

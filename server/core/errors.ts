@@ -95,6 +95,29 @@ export function withoutPaths(text: string, names: Record<string, string> = {}): 
 export const internalError = () => new ApiError(500, 'internal_error', 'The server had an error while processing your request.');
 
 /**
+ * The database cannot be reached or written now (an outage): the request's transaction did not commit (save one
+ * whose commit was under way when the connection was lost, which no database client can tell), and the same
+ * request will work once it is back. The official clients retry a 503 after `Retry-After`.
+ */
+export const databaseUnavailable = () =>
+  new ApiError(503, 'database_unavailable', 'The database is unavailable. Retry in a moment.', null, 'server_error', {
+    'Retry-After': '1',
+  });
+
+/** The server's disk cannot take the request's bytes now (full, read-only, a folder unusable): nothing was kept. */
+export const storageUnavailable = () =>
+  new ApiError(
+    503,
+    'storage_unavailable',
+    "The server's storage cannot take the request's data now; nothing was kept. Retry in a moment.",
+    null,
+    'server_error',
+    {
+      'Retry-After': '1',
+    },
+  );
+
+/**
  * Why the platform could not start, said in one line that names the setting to change (and never a password). The
  * entry points print it and exit non-zero; the stack is logged only at LOG_LEVEL=debug.
  */

@@ -9,6 +9,9 @@
 // - reads use a second, read-only connection, which under WAL sees committed data only and cannot write.
 // On PostgreSQL both are the same pool and `write()` is an ordinary interactive transaction.
 
+import { constants, statSync } from 'node:fs';
+import { access, statfs } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import { PrismaBetterSqlite3 } from '@prisma/adapter-better-sqlite3';
 import { PrismaPg } from '@prisma/adapter-pg';
 import { Mutex } from 'async-mutex';
@@ -16,6 +19,7 @@ import { PrismaClient as PgClient } from '../../generated/prisma/postgresql/clie
 import { Prisma, PrismaClient as SqliteClient } from '../../generated/prisma/sqlite/client/client.ts';
 import type { Provider } from '../core/paths.ts';
 import { deploy } from './migrations.ts';
+import { DatabaseOutage } from './outage.ts';
 import { preflight } from './preflight.ts';
 import { pgConfig, providerOf, sqliteFile } from './urls.ts';
 
@@ -36,6 +40,11 @@ export interface Database {
    * round trips fewer than `write`), on SQLite as `write` does (the one writer connection, behind its mutex).
    */
   writeStatement<T>(fn: (client: Tx) => Promise<T>): Promise<T>;
+  /**
+   * Whether the database can serve reads and writes now: null if so, else why not, in words that name no server
+   * path (the health check shows them to anyone).
+   */
+  health(): Promise<string | null>;
   close(): Promise<void>;
 }
 
@@ -55,16 +64,27 @@ export async function openDatabase(url: string, options: { migrate?: boolean } =
   if (options.migrate !== false) await deploy(provider, url);
 
   if (provider === 'postgresql') {
-    const prisma = new PgClient({ adapter: new PrismaPg({ ...pgConfig(url), max: 10 }) }) as unknown as Db;
+    // A server that does not answer (a cut network rather than a stopped server, which refuses at once) fails a
+    // connection within 5 s, so a request answers 503 rather than waiting for the operating system to give up.
+    const prisma = new PgClient({ adapter: new PrismaPg({ ...pgConfig(url), max: 10, connectionTimeoutMillis: 5_000 }) }) as unknown as Db;
     await prisma.$connect();
-    return {
+    const database: Database = {
       provider,
       url,
       prisma,
       write: (fn) => prisma.$transaction(fn, TX_OPTIONS),
       writeStatement: (fn) => fn(prisma as unknown as Tx),
+      health: async () => {
+        try {
+          await database.prisma.$queryRawUnsafe('SELECT 1');
+          return null;
+        } catch {
+          return 'the PostgreSQL server does not answer';
+        }
+      },
       close: () => prisma.$disconnect(),
     };
+    return database;
   }
 
   const file = sqliteFile(url);
@@ -78,22 +98,61 @@ export async function openDatabase(url: string, options: { migrate?: boolean } =
     adapter: new PrismaBetterSqlite3({ url: file, readonly: true, timeout: SQLITE_BUSY_TIMEOUT_MS }),
   });
   const mutex = new Mutex();
+  // The open connection writes to the file it opened, wherever that goes: a file moved or deleted under the server
+  // would take acknowledged writes with it (lost at the next start). So a write first checks that the file at the
+  // path is still the one open, and is refused as an outage otherwise.
+  const opened = statSync(file);
+  const moved = () => {
+    try {
+      const now = statSync(file);
+      return now.ino !== opened.ino || now.dev !== opened.dev;
+    } catch {
+      return true;
+    }
+  };
   const write: Database['write'] = (fn) =>
-    mutex.runExclusive(() =>
-      writer.$transaction(async (tx) => {
+    mutex.runExclusive(() => {
+      if (moved()) throw new DatabaseOutage('the SQLite database file is no longer at its path');
+      return writer.$transaction(async (tx) => {
         await tx.$executeRawUnsafe(TAKE_WRITE_LOCK);
         return fn(tx);
-      }, TX_OPTIONS),
-    );
-  return {
+      }, TX_OPTIONS);
+    });
+  // The open connections may go on writing a file that has become unwritable, but the next start (and the CLI)
+  // cannot open it, and SQLite may need to create its journal files in the folder: either is a database that will
+  // not serve, which the health check says now rather than at the next start.
+  const health = async (): Promise<string | null> => {
+    try {
+      await database.prisma.$queryRawUnsafe('SELECT 1');
+    } catch {
+      return 'the SQLite database file cannot be read';
+    }
+    if (moved()) return 'the SQLite database file is no longer at its path';
+    for (const [path, what] of [
+      [file, 'file'],
+      [dirname(file), "file's folder"],
+    ]) {
+      try {
+        await access(path, constants.W_OK);
+      } catch (err) {
+        return `the SQLite database ${what} is not writable (${(err as NodeJS.ErrnoException).code})`;
+      }
+    }
+    const space = await statfs(dirname(file));
+    if (space.bavail === 0) return 'the disk holding the SQLite database is full';
+    return null;
+  };
+  const database: Database = {
     provider,
     url,
     prisma: reader,
     write,
     writeStatement: write,
+    health,
     close: async () => {
       await mutex.waitForUnlock();
       await Promise.all([reader.$disconnect(), writer.$disconnect()]);
     },
   };
+  return database;
 }

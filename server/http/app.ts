@@ -134,12 +134,9 @@ export function createApp(options: AppOptions): express.Express {
   // Infrastructure routes, outside the contract and without a key; one layer, so API requests pass it at once.
   const infra = express.Router();
   infra.get('/healthz', async (_req, res) => {
-    try {
-      await db.prisma.$queryRawUnsafe('SELECT 1');
-      res.json({ status: 'ok', database: db.provider });
-    } catch {
-      res.status(503).json({ status: 'unavailable', database: db.provider });
-    }
+    const problem = await db.health();
+    if (problem === null) res.json({ status: 'ok', database: db.provider });
+    else res.status(503).json({ status: 'unavailable', database: db.provider, reason: problem });
   });
   infra.get('/openapi.json', (_req, res) => void res.json(spec));
   infra.get('/docs', (_req, res) => void res.type('html').send(docsPage));

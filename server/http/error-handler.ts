@@ -1,16 +1,22 @@
 // The pipeline's last step: whatever was thrown on the way (an ApiError, the validator's or the body parser's
-// errors, or anything unexpected) is written as the envelope. Unexpected exceptions become a generic 500 whose
-// cause is logged under the request id, and only there.
+// errors, or anything unexpected) is written as the envelope. An outage (the database unreachable or unwritable,
+// the disk full or read-only) is a 503 with Retry-After: the request changed nothing and can simply be sent again.
+// Other unexpected exceptions become a generic 500 whose cause is logged under the request id, and only there.
 import type { ErrorRequestHandler } from 'express';
 import type { Logger } from 'pino';
-import { ApiError, apiError, badRequest, internalError } from '../core/errors.ts';
+import { ApiError, apiError, badRequest, databaseUnavailable, internalError, storageUnavailable } from '../core/errors.ts';
+import { isDatabaseOutage } from '../db/outage.ts';
 
 const LOCATIONS = new Set(['body', 'query', 'params', 'path', 'headers']);
+/** File system errors that say the disk cannot take data now (full, over quota, read-only, out of descriptors, failing). */
+const STORAGE_CODES = new Set(['ENOSPC', 'EDQUOT', 'EROFS', 'EMFILE', 'ENFILE', 'EIO']);
 
 /** Maps express-openapi-validator and body-parser errors (and anything else) onto ApiError. */
 // biome-ignore lint/suspicious/noExplicitAny: anything can be thrown; its fields are probed below.
 export function toApiError(err: any): ApiError {
   if (err instanceof ApiError) return err;
+  if (isDatabaseOutage(err)) return databaseUnavailable();
+  if (err?.syscall !== undefined && STORAGE_CODES.has(err?.code)) return storageUnavailable();
   const status: number = Number(err?.status ?? err?.statusCode) || 500;
   // A system error (a file's bytes missing when sent: ENOENT with a 404 status) is the server's failure, and its
   // fields name server paths.
@@ -45,11 +51,21 @@ export function toApiError(err: any): ApiError {
 /**
  * Logs a failure answered with `apiErr` by what it is: an unexpected exception, or a 500 the server built, is an
  * error, with its stack; a 502-504 the server answers on purpose (an endpoint not ready, a model at capacity, an
- * upstream that failed or timed out) is routine: a warning, without a stack. 4xx are the caller's and not logged.
+ * upstream that failed or timed out) is routine: a warning, without a stack. An outage's 503 is a warning naming
+ * its cause in one line (an outage fails every request: a stack each would flood the log). 4xx are the caller's
+ * and not logged.
  */
 export function logFailure(log: Logger, err: unknown, apiErr: ApiError, fields: Record<string, unknown>, msg: string): void {
   if (apiErr.status < 500) return;
-  if (err instanceof ApiError && apiErr.status !== 500) log.warn({ ...fields, status: apiErr.status, code: apiErr.code, message: apiErr.message }, msg);
+  // The outage's own words (the driver's, the file system's), on one line.
+  const cause = (err instanceof ApiError ? err.cause : err) as { code?: unknown; message?: unknown } | undefined;
+  if (apiErr.status === 503 && cause !== undefined) {
+    const words = String(cause?.message ?? cause)
+      .trim()
+      .split('\n')
+      .at(-1);
+    log.warn({ ...fields, status: 503, code: apiErr.code, cause: `${cause?.code ?? ''} ${words}`.trim() }, msg);
+  } else if (err instanceof ApiError && apiErr.status !== 500) log.warn({ ...fields, status: apiErr.status, code: apiErr.code, message: apiErr.message }, msg);
   else log.error({ ...fields, err }, msg);
 }
 

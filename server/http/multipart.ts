@@ -13,7 +13,7 @@ import busboy from 'busboy';
 import type { Request, RequestHandler } from 'express';
 import { type OperationId, operations } from '../../generated/operations.ts';
 import type { Config } from '../core/config.ts';
-import { type ApiError, apiError, badRequest } from '../core/errors.ts';
+import { type ApiError, apiError, badRequest, storageUnavailable } from '../core/errors.ts';
 import { refResolver, type SpecDocument as Spec } from './spec-ref.ts';
 
 export interface Upload {
@@ -37,6 +37,25 @@ export interface UploadRule<Ctx = never> {
   maxBytes: (config: Config) => number;
   /** The 413 for a file over `maxBytes`. */
   tooLarge: (config: Config) => ApiError;
+}
+
+/**
+ * A new temporary file's path in `tmpDir`, the folder made first (again, if it was removed while the server runs).
+ * A folder that cannot be made (a file in its place, a read-only disk) is the storage's failure: 503, the cause
+ * kept for the log.
+ */
+export function temporaryFile(tmpDir: string, prefix = 'upload'): string {
+  try {
+    mkdirSync(tmpDir, { recursive: true });
+  } catch (err) {
+    throw storageFailure(err);
+  }
+  return join(tmpDir, `${prefix}-${randomUUID()}`);
+}
+
+/** Writing an upload to disk failed: 503 `storage_unavailable` (the file system's words, naming paths, only in the log). */
+export function storageFailure(err: unknown): ApiError {
+  return Object.assign(storageUnavailable(), { cause: err });
 }
 
 /** Largest text field, in bytes. */
@@ -74,7 +93,6 @@ export function multipartBodies<Ctx>(
 ): RequestHandler {
   const tmpDir = join(config.dataDir, 'tmp');
   const scalars = new Map(Object.keys(rules).map((op) => [op, scalarFields(spec, op as OperationId)]));
-  let made = false;
   // Only a request to an upload operation's path can be one: the full match (which of several operations a path
   // means) is made for those alone, not for every request.
   const candidates = Object.keys(rules).map((op) => {
@@ -100,8 +118,6 @@ export function multipartBodies<Ctx>(
     // A declared length already over the limit (with room for the text fields) is refused before anything is read.
     const length = Number(req.headers['content-length']);
     if (Number.isFinite(length) && length > rule.maxBytes + FIELD_LIMIT) return next(rule.tooLarge());
-    if (!made) mkdirSync(tmpDir, { recursive: true });
-    made = true;
     parse(req, rule, tmpDir, res.once.bind(res)).then(
       ({ body, uploads }) => {
         req.body = body;
@@ -133,7 +149,7 @@ function parse(req: Request, rule: Rule, tmpDir: string, onResponseEnd: (event: 
     req.body = body;
     const uploads: Record<string, Upload> = {};
     const writes: Promise<void>[] = [];
-    // An ApiError, or what writing the upload to disk threw (answered as the generic 500, logged with its path).
+    // An ApiError (writing the upload to disk failing among them: 503, the cause logged with its path).
     let failure: unknown;
     const fail = (e: unknown) => (failure ??= e);
     let bb: busboy.Busboy;
@@ -187,7 +203,15 @@ function parse(req: Request, rule: Rule, tmpDir: string, onResponseEnd: (event: 
         stream.resume();
         return tooLarge();
       }
-      const path = join(tmpDir, `upload-${randomUUID()}`);
+      let path: string;
+      try {
+        path = temporaryFile(tmpDir);
+      } catch (err) {
+        // Refused; the part's bytes are read and dropped, so the parse goes on to the end of the body and answers.
+        fail(err);
+        stream.resume();
+        return;
+      }
       // A cleanup that fails (say, DATA_DIR/tmp made a file) must not bring the process down.
       onResponseEnd('close', () => rm(path, { force: true }).catch(() => {}));
       const upload: Upload = { path, filename: info.filename || 'upload', mimeType: info.mimeType, bytes: 0 };
@@ -204,13 +228,19 @@ function parse(req: Request, rule: Rule, tmpDir: string, onResponseEnd: (event: 
         out.end();
         out.once('close', tooLarge);
       });
+      // A write that fails (the folder removed meanwhile, the disk full) must not stop the part being read: piped
+      // into a destroyed file it would never end, and neither would the request.
+      out.on('error', () => {
+        stream.unpipe(out);
+        stream.resume();
+      });
       stream.pipe(out);
       writes.push(
         // Settled once the file is closed: the handler reads it whole, and a refusal's cleanup finds it.
         new Promise<void>((done, broke) => {
           out.on('close', done);
           out.on('error', broke);
-        }).catch((err) => void fail(err)),
+        }).catch((err) => void fail(storageFailure(err))),
       );
     };
     bb.on('filesLimit', () => fail(badRequest(`Send one '${rule.field}' only.`, rule.field, 'invalid_value')));

@@ -2,16 +2,15 @@
 // after the operation's signature check, so nothing of it is stored for a request that is refused. Written to a
 // temporary file as it arrives, its byte limit enforced while it streams (and from `Content-Length` before), never
 // held in memory; the temporary file is removed once the response is finished.
-import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
-import { createWriteStream, mkdirSync } from 'node:fs';
+import { createWriteStream } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { Request, Response } from 'express';
 import type { Config } from '../core/config.ts';
 import { ApiError, badRequest } from '../core/errors.ts';
-import type { Upload, UploadRule } from './multipart.ts';
+import { storageFailure, temporaryFile, type Upload, type UploadRule } from './multipart.ts';
 
 export async function receiveBody<C>(req: Request, res: Response, rule: UploadRule<C>, config: Config): Promise<Upload> {
   const maxBytes = rule.maxBytes(config);
@@ -22,9 +21,12 @@ export async function receiveBody<C>(req: Request, res: Response, rule: UploadRu
     return err;
   };
   if (Number.isFinite(length) && length > maxBytes) throw refuse(rule.tooLarge(config));
-  const tmpDir = join(config.dataDir, 'tmp');
-  mkdirSync(tmpDir, { recursive: true });
-  const path = join(tmpDir, `upload-${randomUUID()}`);
+  let path: string;
+  try {
+    path = temporaryFile(join(config.dataDir, 'tmp'));
+  } catch (err) {
+    throw refuse(err as ApiError);
+  }
   // A cleanup that fails (say, DATA_DIR/tmp made a file) must not bring the process down.
   res.once('close', () => rm(path, { force: true }).catch(() => {}));
   const upload: Upload = { path, filename: rule.field, mimeType: req.headers['content-type'] ?? 'application/octet-stream', bytes: 0 };
@@ -43,8 +45,8 @@ export async function receiveBody<C>(req: Request, res: Response, rule: UploadRu
     // The file may still be opening: once it is closed, the cleanup at the response's end finds it.
     if (!out.closed) await once(out, 'close');
     if (err instanceof ApiError) throw refuse(err);
-    if (!req.complete) throw refuse(badRequest('The request ended before its body did.', null, 'incomplete_body'));
-    throw err;
+    if (!req.complete && !out.errored) throw refuse(badRequest('The request ended before its body did.', null, 'incomplete_body'));
+    throw refuse(storageFailure(err));
   }
   return upload;
 }

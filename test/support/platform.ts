@@ -33,6 +33,8 @@ export interface TestPlatformOptions {
   config?: Partial<Config>;
   /** The database to start on (default: PostgreSQL when TEST_DATABASE_URL is set, else SQLite). */
   database?: 'sqlite' | 'postgresql';
+  /** An existing database to start on instead of a fresh scratch one (left in place on close). */
+  databaseUrl?: string;
   runner?: Partial<Config['runner']>;
 }
 
@@ -51,7 +53,7 @@ export class TestPlatform {
   ) {}
 
   static async start(options: TestPlatformOptions = {}): Promise<TestPlatform> {
-    const scratch = await scratchDatabase(options.database);
+    const scratch = options.databaseUrl ? { url: options.databaseUrl, drop: async () => {} } : await scratchDatabase(options.database);
     const base = loadConfig({});
     const config: Config = {
       ...base,
@@ -145,12 +147,15 @@ export class TestPlatform {
     return { services: this.services, owner: { key: owner.key, projectId: owner.identity.projectId, api: owner.api } };
   }
 
-  /** Makes every database call fail until the returned function is called (for the documented 500s). */
-  breakDatabase(): () => void {
+  /**
+   * Makes every database call fail until the returned function is called: with an unexpected error (for the
+   * documented 500s), or with `error` (e.g. the driver's own outage error, test/support/outage-error.ts).
+   */
+  breakDatabase(error?: unknown): () => void {
     const db = this.services.db;
     const { prisma, write } = db;
     const fail = () => {
-      throw new Error('database is down (injected by the test)');
+      throw error ?? new Error('database is down (injected by the test)');
     };
     db.prisma = new Proxy({}, { get: () => new Proxy(fail, { get: () => fail }) }) as typeof prisma;
     db.write = async () => fail();

@@ -1,25 +1,35 @@
 // `npm run trials`: the full durability trials (test/trials/trials.ts) on the database at TEST_DATABASE_URL (a
 // fresh database is made on it; SQLite in a temporary folder when unset): KILL_TRIALS kill -9 trials (default 100)
-// and, on PostgreSQL, QUEUE_JOBS queue jobs (default 10,000) through two server processes. Exits non-zero on any
-// lost or doubled job.
-import { scratchDatabase } from '../support/database.ts';
+// and, on PostgreSQL, QUEUE_JOBS queue jobs (default 10,000) through two server processes; then the outage campaign
+// (test/trials/outage.ts, on a PostgreSQL cluster and a Redis of its own): PostgreSQL stopped OUTAGE_MS (default
+// 10 s), then Redis frozen as long, under mixed traffic. TRIALS (default `kill,queue,outage`) picks which run.
+// Exits non-zero on any lost or doubled job, and on any 500, unanswered request or lost write in the campaign.
+import { scratchDatabase, usingPostgres } from '../support/database.ts';
+import { privatePostgresAvailable } from '../support/private-postgres.ts';
+import { outageCampaign } from './outage.ts';
 import { killTrials, queueThroughput } from './trials.ts';
 
 const trials = Number(process.env.KILL_TRIALS ?? 100);
 const jobs = Number(process.env.QUEUE_JOBS ?? 10_000);
+const outageMs = Number(process.env.OUTAGE_MS ?? 10_000);
+const which = new Set((process.env.TRIALS ?? 'kill,queue,outage').split(','));
 let failed = false;
 
-const kill = await scratchDatabase();
-try {
-  const r = await killTrials({ databaseUrl: kill.url, trials, log: (line) => console.log(line) });
-  console.log(`kill -9 trials: ${JSON.stringify({ ...r, lost: r.lost.length, doubled: r.doubled.length })}`);
-  for (const line of [...r.lost, ...r.doubled]) console.log(`  ${line}`);
-  failed ||= r.lost.length > 0 || r.doubled.length > 0;
-} finally {
-  await kill.drop();
+if (which.has('kill')) {
+  const kill = await scratchDatabase();
+  try {
+    const r = await killTrials({ databaseUrl: kill.url, trials, log: (line) => console.log(line) });
+    console.log(`kill -9 trials: ${JSON.stringify({ ...r, lost: r.lost.length, doubled: r.doubled.length })}`);
+    for (const line of [...r.lost, ...r.doubled]) console.log(`  ${line}`);
+    failed ||= r.lost.length > 0 || r.doubled.length > 0;
+  } finally {
+    await kill.drop();
+  }
 }
 
-if (kill.url.startsWith('postgres')) {
+if (!which.has('queue')) {
+  // not asked for
+} else if (usingPostgres) {
   const two = await scratchDatabase();
   try {
     const r = await queueThroughput({ databaseUrl: two.url, processes: 2, jobs });
@@ -29,6 +39,18 @@ if (kill.url.startsWith('postgres')) {
     await two.drop();
   }
 } else console.log('two-process queue trial: PostgreSQL only (set TEST_DATABASE_URL)');
+
+if (!which.has('outage')) {
+  // not asked for
+} else if (privatePostgresAvailable) {
+  const r = await outageCampaign({ postgresDownMs: outageMs, redisFrozenMs: outageMs, steadyMs: 5000, log: (line) => console.log(line) });
+  for (const [phase, f] of Object.entries(r.phases))
+    console.log(`  ${phase}: ${f.requests} requests, statuses ${JSON.stringify(f.statuses)}, slowest ${f.slowestMs} ms`);
+  const { phases: _, ...figures } = r;
+  console.log(`outage campaign: ${JSON.stringify(figures)}`);
+  if (!r.redis) console.log('  (no redis-server installed: the Redis freeze was left out)');
+  failed ||= r.errors500 > 0 || r.hung > 0 || r.lost > 0 || r.givenUp > 0 || r.unvalidated > 0 || r.postgresRecoveryMs === null;
+} else console.log("outage campaign: needs PostgreSQL's server binaries (/usr/lib/postgresql/<version>/bin, or PG_BIN)");
 
 console.log(failed ? 'TRIALS FAILED' : 'trials passed');
 process.exit(failed ? 1 : 0);

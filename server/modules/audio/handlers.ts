@@ -1,7 +1,6 @@
 // Module `audio`: transcription and translation. parse -> model -> audio (the upload, or the URL fetched) -> engine
 // (local: decoded, measured, recognised when a recogniser is installed; or an upstream server) -> response format.
-import { randomUUID } from 'node:crypto';
-import { mkdirSync, openAsBlob, rmSync } from 'node:fs';
+import { openAsBlob, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { badRequest, withoutPaths } from '../../core/errors.ts';
 import { decodeAudio, UnsupportedAudio } from '../../engines/audio.ts';
@@ -9,7 +8,7 @@ import { ffmpegPath } from '../../engines/ffmpeg.ts';
 import type { UpstreamRoute } from '../../engines/routes.ts';
 import { findRecogniser, type Transcript, transcribeLocally } from '../../engines/transcription.ts';
 import { upstreamFetch } from '../../engines/upstream.ts';
-import type { Upload } from '../../http/multipart.ts';
+import { temporaryFile, type Upload } from '../../http/multipart.ts';
 import type { Context } from '../types.ts';
 import { audioUrl, DEFAULT_MODEL, downloadAudio, MAX_SECONDS, transcriptionModel } from './rules.ts';
 import { type ResponseFormat, transcriptReply } from './wire.ts';
@@ -45,9 +44,7 @@ async function run(ctx: Ctx, task: Task) {
 
 async function local(ctx: Ctx, task: Task, body: Fields, upload: Upload | undefined, url: URL | undefined): Promise<Transcript> {
   if (body.diarize) throw badRequest('The local engine cannot tell speakers apart: send diarize false (or omit it).', 'diarize', 'diarization_not_supported');
-  const dir = join(ctx.config.dataDir, 'tmp');
-  mkdirSync(dir, { recursive: true });
-  const work = join(dir, `audio-${randomUUID()}`);
+  const work = temporaryFile(join(ctx.config.dataDir, 'tmp'), 'audio');
   try {
     let input = upload?.path;
     if (!input) {

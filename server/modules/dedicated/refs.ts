@@ -35,11 +35,17 @@ export async function checkNameFree(tx: Tx, projectId: string, name: string, par
   if (v1 || v2) throw endpointNameTaken(name, param);
 }
 
+/** Longest name, in characters (the contract's `EndpointName`): names are held in unique indexes, whose entries PostgreSQL bounds. */
+export const MAX_NAME_LENGTH = 100;
+
 /** A name is any non-empty string without `/` or `:`: those delimit `<project_slug>/<endpoint>[/<deployment>][:<adapter>]`. */
 export function checkName(name: string, param: string): string {
   if (name === '' || /[/:]/.test(name)) {
     throw badRequest(`'${name}' is not a name: a name is a non-empty string without '/' or ':' (they delimit inference addresses).`, param, 'invalid_name');
   }
+  // Counted in characters (code points), as the contract's maxLength counts them. A qualified name reaches here
+  // with only its slug checked by the contract's longer bound.
+  if ([...name].length > MAX_NAME_LENGTH) throw badRequest(`'${param}' must be a name of at most ${MAX_NAME_LENGTH} characters.`, param, 'maxLength');
   return name;
 }
 

@@ -9,7 +9,9 @@ export const MAX_MODEL_LENGTH = 256;
 
 /** The queue a model name addresses (an alias is its canonical model's queue), with the notice an alias earns. */
 export function queueOf(model: string, param = 'model'): { model: string; warnings: string[] } {
-  if (model.length < 1 || model.length > MAX_MODEL_LENGTH) throw badRequest(`'${param}' must be a model name of 1 to ${MAX_MODEL_LENGTH} characters.`, param);
+  // In characters (code points), as the contract's maxLength counts them.
+  const length = [...model].length;
+  if (length < 1 || length > MAX_MODEL_LENGTH) throw badRequest(`'${param}' must be a model name of 1 to ${MAX_MODEL_LENGTH} characters.`, param);
   const canonical = canonicalModelId(model);
   return { model: canonical, warnings: canonical === model ? [] : [`'${model}' is a deprecated id of the model '${canonical}': submit to '${canonical}'.`] };
 }
