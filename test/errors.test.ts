@@ -118,13 +118,17 @@ describe('routes outside the contract', () => {
     expect(bad.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
   });
 
-  test('health, contract and reference page need no key', async () => {
+  test('health, contract, reference page and changelog need no key', async () => {
     expect((await t.http.get('/healthz')).body).toEqual({ status: 'ok', database: t.services.db.provider });
     const spec = await t.http.get('/openapi.json');
     expect(spec.body.info.version).toBe('2.0.0');
     expect(spec.body.openapi).toBe('3.1.0');
     const docs = await t.http.get('/docs');
     expect(docs.text).toContain('/docs/redoc.standalone.js');
+    expect(docs.text).toContain('href="/docs/changes"');
+    const changes = await t.http.get('/docs/changes');
+    expect(changes.type).toBe('text/html');
+    expect(changes.text).toContain(`<h2>[${spec.body.info.version}]`);
     const js = await t.http.get('/docs/redoc.standalone.js');
     expect(js.status).toBe(200);
     expect(js.text.length).toBeGreaterThan(100_000);

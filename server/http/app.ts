@@ -10,9 +10,10 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import express, { type RequestHandler } from 'express';
+import { marked } from 'marked';
 import { type OperationId, operations } from '../../generated/operations.ts';
 import { apiError } from '../core/errors.ts';
-import { specPath } from '../core/paths.ts';
+import { changelogPath, specPath } from '../core/paths.ts';
 import type { RateLimits } from '../limits/rate-limits.ts';
 import { handlers, signed, uploads } from '../modules/index.ts';
 import type { Services } from '../modules/types.ts';
@@ -40,7 +41,15 @@ const redocBundle = createRequire(import.meta.url).resolve('redoc/bundles/redoc.
 const docsPage = `<!doctype html>
 <html><head><meta charset="utf-8"><title>${spec.info.title} ${spec.info.version}</title>
 <meta name="viewport" content="width=device-width, initial-scale=1"></head>
-<body><redoc spec-url="/openapi.json"></redoc><script src="/docs/redoc.standalone.js"></script></body></html>`;
+<body><p style="margin:8px 16px;font-family:sans-serif"><a href="/docs/changes">Changes to the contract</a></p>
+<redoc spec-url="/openapi.json"></redoc><script src="/docs/redoc.standalone.js"></script></body></html>`;
+// The changelog (CHANGELOG.md, written by `npm run spec:diff -- --changelog`) beside the reference.
+const changesPage = `<!doctype html>
+<html><head><meta charset="utf-8"><title>${spec.info.title}: changes</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<style>body{font-family:sans-serif;max-width:60em;margin:2em auto;padding:0 1em;line-height:1.5}code{font-size:90%}</style></head>
+<body><p><a href="/docs">The reference</a></p>
+${marked.parse(readFileSync(changelogPath, 'utf8'), { async: false })}</body></html>`;
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
 
@@ -140,6 +149,7 @@ export function createApp(options: AppOptions): express.Express {
   });
   infra.get('/openapi.json', (_req, res) => void res.json(spec));
   infra.get('/docs', (_req, res) => void res.type('html').send(docsPage));
+  infra.get('/docs/changes', (_req, res) => void res.type('html').send(changesPage));
   infra.get('/docs/redoc.standalone.js', (_req, res) => res.sendFile(redocBundle));
   // API requests are authenticated; everything else is an infrastructure route (or a 404). One layer for both.
   const auth = authenticate(keys);
