@@ -1,14 +1,11 @@
 // Token counts. The platform's models each have their own tokenizer, which this offline server does not have; it
 // counts with one real BPE tokenizer for all of them (cl100k_base, through gpt-tokenizer), so usage figures, context
 // lengths and token-based rate limits are real counts of the text, close to (not equal to) each model's own.
-import { decode, encode as encodeWith } from 'gpt-tokenizer/encoding/cl100k_base';
+import vocabulary from 'gpt-tokenizer/bpeRanks/cl100k_base';
+import { decodeGenerator } from 'gpt-tokenizer/encoding/cl100k_base';
 import { CL100K_TOKEN_SPLIT_REGEX } from 'gpt-tokenizer/encodingParams/constants';
 
 export const TOKENIZER = 'cl100k_base';
-
-// Callers' text is plain text: a special token's spelling in it (`<|endoftext|>`) is counted as the characters it
-// is, where the library's default would throw.
-const PLAIN = { disallowedSpecial: new Set<string>() };
 
 // The tokenizer first splits text into pieces (words with their leading space, runs of digits, punctuation, white
 // space) and encodes each piece on its own, so a text's tokens are its pieces' tokens one after the other. Byte-pair
@@ -32,10 +29,58 @@ const PIECE_CACHE_LENGTH = 64;
 // lone surrogates): test/bounded-work.test.ts.
 const SPLIT = new RegExp(CL100K_TOKEN_SPLIT_REGEX.source, 'gu');
 
+// Each token's rank by its bytes (as a latin1 string: one character a byte). The library's own merge looks each
+// candidate pair up through a TextDecoder, which makes it several times slower on text that is not in its caches.
+const RANKS = new Map<string, number>();
+vocabulary.forEach((token, rank) => {
+  RANKS.set(Buffer.from(token as string | number[]).toString('latin1'), rank);
+});
+const starts = new Int32Array(PIECE_BYTES + 1);
+const pairRanks = new Float64Array(PIECE_BYTES);
+
+/** What the merges have done so far: how many pieces were merged, the longest in bytes (the tests' window on the work). */
+export const mergeStats = { pieces: 0, longest: 0 };
+
+/**
+ * Byte-pair merging of one piece (at most PIECE_BYTES bytes): the adjacent pair of lowest rank first, the leftmost
+ * of equals, as the library and tiktoken merge. Callers' text is plain text: a special token's spelling
+ * (`<|endoftext|>`) is the characters it is.
+ */
+function merge(piece: string): number[] {
+  const bytes = Buffer.from(piece, 'utf8').toString('latin1');
+  mergeStats.pieces++;
+  mergeStats.longest = Math.max(mergeStats.longest, bytes.length);
+  const whole = RANKS.get(bytes);
+  if (whole !== undefined) return [whole];
+  let parts = bytes.length;
+  for (let i = 0; i <= parts; i++) starts[i] = i;
+  // The rank of parts i and i + 1 joined (Infinity: not a token).
+  const rankAt = (i: number) => (i + 2 <= parts ? (RANKS.get(bytes.slice(starts[i]!, starts[i + 2]!)) ?? Infinity) : Infinity);
+  for (let i = 0; i < parts - 1; i++) pairRanks[i] = rankAt(i);
+  for (;;) {
+    let lowest = Infinity;
+    let at = -1;
+    for (let i = 0; i < parts - 1; i++)
+      if (pairRanks[i]! < lowest) {
+        lowest = pairRanks[i]!;
+        at = i;
+      }
+    if (at < 0) break;
+    starts.copyWithin(at + 1, at + 2, parts + 1);
+    pairRanks.copyWithin(at + 1, at + 2, parts - 1);
+    parts--;
+    pairRanks[at] = rankAt(at);
+    if (at > 0) pairRanks[at - 1] = rankAt(at - 1);
+  }
+  const ids: number[] = [];
+  for (let i = 0; i < parts; i++) ids.push(RANKS.get(bytes.slice(starts[i]!, starts[i + 1]!))!);
+  return ids;
+}
+
 function tokensOf(piece: string): number[] {
   let ids = PIECES.get(piece);
   if (ids === undefined) {
-    ids = encodeWith(piece, PLAIN);
+    ids = merge(piece);
     if (piece.length <= PIECE_CACHE_LENGTH) {
       if (PIECES.size >= PIECE_CACHE_SIZE) PIECES.clear();
       PIECES.set(piece, ids);
@@ -99,7 +144,15 @@ export function encode(text: string, atMost = Infinity): number[] {
   return out;
 }
 
-export { decode };
+/**
+ * The text of token ids. The library's `decode` copies its byte buffer once per byte-level token (a run of emoji is
+ * all byte-level tokens): quadratic. Its generator decodes token by token.
+ */
+export function decode(ids: number[]): string {
+  let text = '';
+  for (const part of decodeGenerator(ids)) text += part;
+  return text;
+}
 
 /** The number of tokens of `text`; with `atMost`, any number above `atMost` once the text is known to be longer. */
 export function countTokens(text: string, atMost = Infinity): number {
