@@ -175,7 +175,7 @@ describe('bad input', () => {
     const long = 'token '.repeat(600);
     const tooLong = await embed({ model: MODEL, input: ['short', long] });
     expectError(tooLong, 400, { param: 'input', code: 'input_too_long' });
-    expect(tooLong.body.error.message).toBe(`input[1] is ${countTokens(long)} tokens long; this model reads at most 512 tokens per text.`);
+    expect(tooLong.body.error.message).toBe('input[1] is over 512 tokens long; this model reads at most 512 tokens per text.');
     expect((await embed({ model: 'togethercomputer/m2-bert-80M-8k-retrieval', input: long })).status).toBe(200);
     expect((await embed({ model: MODEL, input: Array.from({ length: 2048 }, (_, i) => `text ${i}`) })).body.data).toHaveLength(2048);
   });

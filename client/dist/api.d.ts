@@ -543,8 +543,9 @@ export interface paths {
          *     **Limits** (the platform publishes none; these are this server's): `input` holds 1 to 2048 texts; no
          *     text may be empty or only white space; each text has at most the model's context length in tokens (512
          *     for the BGE models, see the tag). Each is a 400 with `param` `input` and a message naming the text's
-         *     position, its length and the limit; nothing is embedded. Tokens are counted with the cl100k_base BPE
-         *     tokenizer (the same for every model), and `usage.prompt_tokens` is their sum over the inputs (an upstream
+         *     position and the limit it is over (counting stops there: a long text costs the limit's work, not its
+         *     own); nothing is embedded. Tokens are counted with the cl100k_base BPE tokenizer (the same for every
+         *     model; see Inference on very long pre-tokens), and `usage.prompt_tokens` is their sum over the inputs (an upstream
          *     engine's own count when it reports one).
          *
          *     **Models.** A `model` that is not in the catalogue (or another project's upload) is 404
@@ -1600,7 +1601,8 @@ export interface paths {
          *     **Limits** (the platform publishes none; these are this server's): 1 to 10,000 documents (param
          *     `documents`); a query that is not empty or only white space (param `query`); each document within the
          *     model's context together with the query (query tokens + document tokens at most the context length:
-         *     8192 for Llama-Rank), param `documents` with the document's position in the message; `top_n` at least 1
+         *     8192 for Llama-Rank), param `documents` with the document's position and the limit in the message
+         *     (counting stops past the limit: a long document costs the limit's work, not its own); `top_n` at least 1
          *     (param `top_n`). Each is a 400 and nothing is ranked.
          *
          *     **Usage.** Every (query, document) pair is read, so `usage.prompt_tokens` is the query's tokens times the

@@ -190,9 +190,10 @@ function generate(op: TextOperation, body: Body, served: Served): Generation {
   // The prompt as counted, truncated from its start when asked and needed.
   let messages: Body[] = op === 'chat' ? body.messages : [];
   let promptText = op === 'chat' ? transcript(messages, body.tools) : (body.prompt as string);
-  let promptIds = encode(promptText);
+  // Without truncation, counting stops past the budget: a refused prompt costs the budget's work, not its length.
+  let promptIds = encode(promptText, truncate ? Infinity : budget);
   if (promptIds.length > budget) {
-    const overflow = `The prompt is ${promptIds.length} tokens; with max_tokens ${maxTokens ?? 0} the context length of ${served.model} (${ctx} tokens) allows ${budget}.`;
+    const overflow = `The prompt is ${truncate ? promptIds.length : `over ${budget}`} tokens; with max_tokens ${maxTokens ?? 0} the context length of ${served.model} (${ctx} tokens) allows ${budget}.`;
     if (!truncate) throw badRequest(`${overflow} Shorten it, or send context_length_exceeded_behavior: truncate.`, promptParam, 'context_length_exceeded');
     if (op === 'chat') {
       // The oldest non-system messages go first; the last message always stays.
@@ -260,7 +261,7 @@ function generate(op: TextOperation, body: Body, served: Served): Generation {
     let finishReason: Choice['finishReason'] = 'stop';
     const stopAt = Math.min(...stops.map((s) => text.indexOf(s)).filter((k) => k >= 0));
     if (Number.isFinite(stopAt)) text = text.slice(0, stopAt);
-    let ids = encode(text);
+    let ids = encode(text, limit);
     if (ids.length > limit) {
       ids = ids.slice(0, limit);
       text = decode(ids);

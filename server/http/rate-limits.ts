@@ -80,7 +80,7 @@ export class Gate {
    */
   async admit(model: string, body: unknown): Promise<void> {
     if (this.admitted) return;
-    const estimate = estimateTokens(body);
+    const estimate = estimateTokens(body, (await this.limits.tokenLimit(this.identity, model)) + 1);
     for (let attempt = 0; ; attempt++) {
       const outcome = await this.limits.attempt(this.identity, model, estimate);
       if ('admitted' in outcome) {

@@ -20,12 +20,14 @@ const NOT_PROMPT = new Set(['model', 'role', 'user', 'stop', 'encoding_format', 
 /**
  * Tokens a request is expected to use, before it runs: every string of the body the model reads (not `model`, roles
  * and other switches), counted with the server's tokenizer, plus `max_tokens` x `n` when given. The response's
- * `usage.total_tokens` corrects it afterwards.
+ * `usage.total_tokens` corrects it afterwards. Counting stops once the strings are past `atMost` (the key's token
+ * limit: a request over it is decided alike however far over it is), so a long body costs the limit's work.
  */
-export function estimateTokens(body: unknown): number {
+export function estimateTokens(body: unknown, atMost = Infinity): number {
   let tokens = 0;
   const walk = (value: unknown): void => {
-    if (typeof value === 'string') tokens += countTokens(value);
+    if (tokens > atMost) return;
+    if (typeof value === 'string') tokens += countTokens(value, atMost - tokens);
     else if (Array.isArray(value)) value.forEach(walk);
     else if (value && typeof value === 'object') for (const [k, v] of Object.entries(value)) if (!NOT_PROMPT.has(k)) walk(v);
   };
@@ -178,6 +180,11 @@ export class RateLimits {
   /** A model string of the caller's project names a dedicated endpoint, which has its known fixed limit. */
   isDedicated(identity: Identity, model: string): boolean {
     return model.startsWith(`${identity.projectSlug}/`);
+  }
+
+  /** The token limit a request of `identity` on `model` is held to now (what its estimate needs counting up to). */
+  async tokenLimit(identity: Identity, model: string): Promise<number> {
+    return (await this.limitsFor(keyOf(identity, model), this.isDedicated(identity, model))).tokens;
   }
 
   /** The organization's limits on this model now: growth x recent successful usage, between the base and the ceiling. */

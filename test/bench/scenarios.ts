@@ -59,6 +59,9 @@ const DOCUMENTS = Array.from(
   (_, i) => `Document ${i}: the ${Array.from({ length: 8 }, (_, k) => WORDS[(i * 7 + k * 11) % WORDS.length]).join(' ')}.`,
 );
 
+/** 200 KB of random letters without a space: one pre-token, which the tokenizer once merged in quadratic time. */
+const UNBROKEN = Array.from({ length: 200_000 }, (_, i) => String.fromCharCode(97 + ((i * 7919 + ((i * i) % 65_521)) % 26))).join('');
+
 export const scenarios: Scenario[] = [
   { name: 'whoami', method: 'GET', path: '/v1/whoami', target: { ratio: 0.7 } },
   { name: 'hardware (1.7 KB list)', method: 'GET', path: '/v1/hardware', target: { ratio: 0.6 } },
@@ -105,6 +108,16 @@ export const scenarios: Scenario[] = [
     path: '/v1/rerank',
     body: { model: 'Salesforce/Llama-Rank-v1', query: 'llama herds in the andes of peru', documents: DOCUMENTS },
     target: { p50Ms: 20 },
+    connections: 1,
+  },
+  // Issue 17: a 200 KB unbroken chat prompt (within Llama 3.3's 131,072 tokens, so answered) costs a linear pass
+  // of the tokenizer, not a minute; one connection, so p50 is the request's own time.
+  {
+    name: 'chat, 200 KB unbroken prompt',
+    method: 'POST',
+    path: '/v1/chat/completions',
+    body: { model: 'meta-llama/Llama-3.3-70B-Instruct-Turbo', messages: [{ role: 'user', content: UNBROKEN }], max_tokens: 16 },
+    target: { p50Ms: 50 },
     connections: 1,
   },
 ];

@@ -14,12 +14,10 @@ export function acceptInput(input: string | string[], contextLength: number | nu
   texts.forEach((text, i) => {
     if (text.trim() === '')
       throw badRequest(`${at(i)} is empty: every text to embed needs at least one character that is not white space.`, 'input', 'invalid_input');
-    // A token is at least one byte, so only a text longer in bytes than the context can exceed it.
-    if (contextLength !== null && Buffer.byteLength(text) > contextLength) {
-      const tokens = countTokens(text);
-      if (tokens > contextLength)
-        throw badRequest(`${at(i)} is ${tokens} tokens long; this model reads at most ${contextLength} tokens per text.`, 'input', 'input_too_long');
-    }
+    // A token is at least one byte, so only a text longer in bytes than the context can exceed it; counting stops
+    // past the context, so a long text costs the context's work, not its own length.
+    if (contextLength !== null && Buffer.byteLength(text) > contextLength && countTokens(text, contextLength) > contextLength)
+      throw badRequest(`${at(i)} is over ${contextLength} tokens long; this model reads at most ${contextLength} tokens per text.`, 'input', 'input_too_long');
   });
   return texts;
 }

@@ -200,8 +200,8 @@ export function datasetRows(path: string, fileType: FileType, purpose: Purpose):
   return fileType === 'parquet' ? parquetRows(path) : jsonlRows(path, purpose);
 }
 
-/** A sample's tokens, as the server's tokenizer counts them. */
-export const sampleTokens = (s: Sample) => s.tokens ?? countTokens(s.text ?? '');
+/** A sample's tokens, as the server's tokenizer counts them (with `atMost`, any number above it once it is longer). */
+export const sampleTokens = (s: Sample, atMost = Infinity) => s.tokens ?? countTokens(s.text ?? '', atMost);
 
 /** Reads a whole dataset and reports on it. */
 export async function validateDataset(path: string, fileType: FileType, purpose: Purpose, fileId: string): Promise<Report> {

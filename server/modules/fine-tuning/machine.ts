@@ -96,7 +96,7 @@ export async function loadDataset(services: Services, fileId: string, maxSeq: nu
   for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer);
   const tokens: number[] = [];
   for await (const row of datasetRows(path, f.fileType as FileType, f.purpose as Purpose))
-    if ('sample' in row) tokens.push(Math.min(maxSeq, sampleTokens(row.sample)));
+    if ('sample' in row) tokens.push(Math.min(maxSeq, sampleTokens(row.sample, maxSeq)));
   return { tokens, digest: hash.digest('hex'), lines: tokens.length, bytes: f.bytes };
 }
 

@@ -52,9 +52,11 @@ export function tokenizeRow(segments: Segment[], maxSeq: number): Row {
   const ids: number[] = [];
   const trained: boolean[] = [];
   for (const s of segments) {
-    const part = encode(s.text);
+    // Encoding stops once the row is past maxSeq: a long row costs maxSeq's work, not its own length.
+    const part = encode(s.text, maxSeq - ids.length);
     ids.push(...part);
     trained.push(...part.map(() => s.trained));
+    if (ids.length > maxSeq) break;
   }
   const truncated = ids.length > maxSeq;
   const input_ids = ids.slice(0, maxSeq);

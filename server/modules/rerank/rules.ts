@@ -50,17 +50,17 @@ export function acceptRerank(body: RequestBody<'rerank'>, contextLength: number 
   }
 
   // Each pair (query, document) must fit the model's context. A token is at least one byte, so only pairs longer
-  // in bytes than the context are counted.
+  // in bytes than the context are counted, and counting stops past the context: a long document costs the
+  // context's work, not its own length.
   if (contextLength !== null) {
     const queryBytes = Buffer.byteLength(query);
     let queryTokens: number | undefined;
     texts.forEach((text, i) => {
       if (queryBytes + Buffer.byteLength(text) <= contextLength) return;
-      queryTokens ??= countTokens(query);
-      const tokens = queryTokens + countTokens(text);
-      if (tokens > contextLength) {
+      queryTokens ??= countTokens(query, contextLength);
+      if (queryTokens > contextLength || queryTokens + countTokens(text, contextLength - queryTokens) > contextLength) {
         throw badRequest(
-          `documents[${i}] with the query is ${tokens} tokens long; this model reads at most ${contextLength} tokens per query and document.`,
+          `documents[${i}] with the query is over ${contextLength} tokens long; this model reads at most ${contextLength} tokens per query and document.`,
           'documents',
           'document_too_long',
         );
