@@ -122,7 +122,9 @@ describe('the tokenizer', () => {
 
 // Through a real server process, so that a held event loop shows as a /healthz that does not answer (the test's
 // own loop stays free to see it).
-const HEALTH_MS = 2_000;
+// Before the fix these requests held the loop 20 s to minutes; 10 s leaves room for a loaded machine (a test may not
+// depend on its speed) and still fails then.
+const HEALTH_MS = 10_000;
 let db: ScratchDatabase;
 let server: ServerProcess;
 beforeAll(async () => {

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
-import { afterAll, describe, expect, test } from 'vitest';
+import { afterAll, describe, expect, test, vi } from 'vitest';
 import { bootstrap, DEVELOPMENT_KEY_GRACE_MS, developmentKey } from '../server/bootstrap.ts';
 import { ManualClock } from '../server/core/clock.ts';
 import { openDatabase } from '../server/db/index.ts';
@@ -75,7 +75,7 @@ function spawnServer(env: Record<string, string>, cwd = root): Spawned {
 }
 
 /** Waits for the process to end by itself. One that starts serving instead is stopped, and reported as such. */
-async function expectToEnd(p: Spawned, context: () => string = () => '', timeoutMs = 20_000) {
+async function expectToEnd(p: Spawned, context: () => string = () => '', timeoutMs = 120_000) {
   const outcome = await Promise.race([
     p.exited.then((e) => ({ kind: 'exited' as const, ...e })),
     until(() => /listening on http/.test(p.stdout()), timeoutMs).then((started) => ({ kind: started ? ('started' as const) : ('timeout' as const) })),
@@ -87,6 +87,11 @@ async function expectToEnd(p: Spawned, context: () => string = () => '', timeout
   }
   return outcome as { code: number | null; signal: NodeJS.Signals | null };
 }
+
+// Every test here starts node processes (tsx compiles the server each time): seconds on a quiet machine, a minute or
+// more on one running much else. The bounds only matter when something is wrong (a process that never ends), so they
+// are generous: a test may not depend on the machine's speed.
+vi.setConfig({ testTimeout: 300_000 });
 
 const STACK_LINE = /^\s+at\s.+(:\d+:\d+\)?|\(native\)|<anonymous>\)?)$/m;
 const lines = (text: string) => text.split('\n').filter((l) => l.trim() !== '');
@@ -101,9 +106,9 @@ describe('7. log lines reach stdout without waiting for a buffer to fill', () =>
   test("a request's log line reaches stdout while the server keeps running, with no more output to fill a buffer", async () => {
     // A misspelt variable (RATE_LIMIT_WINDOW_SECONDS meant) is not read: the start warns and goes on.
     p = spawnServer({ DATABASE_URL: `file:${join(freshDir(), 'logs.db')}`, LOG_LEVEL: 'info', RATE_LIMITS_WINDOW: '5' });
-    expect(await until(() => /Development API key.*\n/.test(p.stdout()), 30_000), p.output()).toBe(true);
+    expect(await until(() => /Development API key.*\n/.test(p.stdout()), 120_000), p.output()).toBe(true);
     // The warning is a log line (flushed within 250 ms), the banner a direct write: either may come first.
-    expect(await until(() => p.stdout().includes('RATE_LIMITS_WINDOW'), 15_000), p.output()).toBe(true);
+    expect(await until(() => p.stdout().includes('RATE_LIMITS_WINDOW'), 60_000), p.output()).toBe(true);
     const warning = lines(p.stdout()).find((l) => l.includes('RATE_LIMITS_WINDOW'));
     expect(warning && JSON.parse(warning), p.stdout()).toMatchObject({ level: 40, variable: 'RATE_LIMITS_WINDOW' });
     url = p.stdout().match(/listening on (http:\/\/\S+)/)![1];
@@ -115,7 +120,7 @@ describe('7. log lines reach stdout without waiting for a buffer to fill', () =>
     const sent = Date.now();
     // Lines are written at least every 250 ms. A line held until a buffer fills would never come here (nothing else
     // is written), so the bound only has to be far above 250 ms, not tight: a loaded machine must not fail this.
-    const seen = await until(() => p.stdout().includes(requestId), 15_000, 10);
+    const seen = await until(() => p.stdout().includes(requestId), 60_000, 10);
     expect(seen, `no line with ${requestId} on stdout ${Date.now() - sent} ms after the response; stdout so far:\n${p.stdout()}`).toBe(true);
     const line = lines(p.stdout()).find((l) => l.includes(requestId))!;
     expect(JSON.parse(line)).toMatchObject({ requestId, method: 'GET', path: '/v1/whoami', status: 200, msg: 'request' });
@@ -125,7 +130,7 @@ describe('7. log lines reach stdout without waiting for a buffer to fill', () =>
 
   test("on SIGTERM the last lines (the 'shutting down' line) are on stdout before the process exits", async () => {
     p ??= spawnServer({ DATABASE_URL: `file:${join(freshDir(), 'logs.db')}`, LOG_LEVEL: 'info' });
-    expect(await until(() => /(API key|existing database).*\n/.test(p.stdout()), 30_000), p.output()).toBe(true);
+    expect(await until(() => /(API key|existing database).*\n/.test(p.stdout()), 120_000), p.output()).toBe(true);
     p.child.kill('SIGTERM');
     const { code } = await p.exited;
     expect(code).toBe(0);
