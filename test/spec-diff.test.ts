@@ -10,7 +10,6 @@ import { stringify } from 'yaml';
 import { root } from '../server/core/paths.ts';
 import { type Change, compare, report, withSection } from '../server/tools/spec-diff.ts';
 
-// biome-ignore lint/suspicious/noExplicitAny: fixtures are plain JSON.
 type Doc = Record<string, any>;
 const base = (): Doc => ({
   openapi: '3.1.0',
