@@ -61,7 +61,13 @@ describe('v2 reads through client.beta', () => {
     expect(list.data.length).toBe(8);
     const one = await v2.beta.endpoints.hardware.retrieve('2x_nvidia_h100_80gb_sxm');
     expect(one).toEqual(list.data.find((x) => x.id === '2x_nvidia_h100_80gb_sxm'));
-    expect(one).toMatchObject({ gpuType: 'h100-80gb', gpuCount: 2, gpuMemoryGib: 80, priceCentsPerHour: 672, regions: [{ name: 'local', headroom: { relation: 'RELATION_EQ' } }] });
+    expect(one).toMatchObject({
+      gpuType: 'h100-80gb',
+      gpuCount: 2,
+      gpuMemoryGib: 80,
+      priceCentsPerHour: 672,
+      regions: [{ name: 'local', headroom: { relation: 'RELATION_EQ' } }],
+    });
     expect(await refusal(v2.beta.endpoints.hardware.retrieve('1x_absent'))).toBeInstanceOf(Together.NotFoundError);
   });
 

@@ -45,13 +45,18 @@ describe('GET /v2/public/inference-instance-types', () => {
     const types = await ok(await t.caller.http.get('/v2/public/inference-instance-types'));
     expect(types.next_cursor).toBe('');
     expect(types.data.map((x: any) => x.id)).toEqual(v1.map((h: any) => h.id));
-    const seeded = await t.services.db.prisma.hardware.findMany();
+    const { prisma } = t.services.db;
+    const seeded = await prisma.hardware.findMany();
+    // The seeded v1 endpoints' running replicas hold GPUs already.
+    const held = await prisma.hardwareReservation.groupBy({ by: ['hardwareId'], where: { endedAt: null }, _sum: { gpus: true } });
+    expect(held.length).toBeGreaterThan(0);
     for (const h of v1) {
       const x = types.data.find((y: any) => y.id === h.id);
       const row = seeded.find((r) => r.id === h.id)!;
+      const inUse = held.find((r) => r.hardwareId === h.id)?._sum.gpus ?? 0;
       expect(x).toMatchObject({ gpuType: h.specs.gpu_type, gpuCount: h.specs.gpu_count, gpuMemoryGib: h.specs.gpu_memory });
       expect(x.priceCentsPerHour).toBe(Math.round(h.pricing.cents_per_minute * 60));
-      expect(x.regions).toEqual([{ name: 'local', headroom: { value: Math.floor(row.capacityGpus / row.gpuCount), relation: 'RELATION_EQ' } }]);
+      expect(x.regions).toEqual([{ name: 'local', headroom: { value: Math.floor((row.capacityGpus - inUse) / row.gpuCount), relation: 'RELATION_EQ' } }]);
       expect(x.name.length).toBeGreaterThan(0);
       expect(x.description.length).toBeGreaterThan(0);
     }
@@ -67,7 +72,10 @@ describe('GET /v2/public/inference-instance-types', () => {
     await t.advance(PROVISION_MS);
     expect((await ok(await c.http.get(`${base}/endpoints/${e.id}/deployments/${d.id}`))).hardware).toBe('1x_nvidia_l40s_48gb_pcie');
     expect((await get()).regions[0].headroom).toEqual({ value: 0, relation: 'RELATION_EQ' });
-    expect((await ok(await t.other.http.get('/v2/public/inference-instance-types'))).data.find((x: any) => x.id === '1x_nvidia_l40s_48gb_pcie').regions[0].headroom.value).toBe(0);
+    expect(
+      (await ok(await t.other.http.get('/v2/public/inference-instance-types'))).data.find((x: any) => x.id === '1x_nvidia_l40s_48gb_pcie').regions[0].headroom
+        .value,
+    ).toBe(0);
     await ok(await c.http.delete(`${base}/endpoints/${e.id}`));
     expect((await get()).regions[0].headroom.value).toBe(1);
     expectError(await t.caller.http.get('/v2/public/inference-instance-types/1x_nvidia_b200_192gb_sxm'), 404, { param: 'instanceTypeId', code: 'not_found' });
@@ -108,7 +116,7 @@ describe('GET /v2/organizations/{organizationId}/endpoints', () => {
     expect(await ids({ filter: `project_id="${sibling.identity.projectId}"` })).toEqual([siblingShared.id]);
     expect(await ids({ filter: `projectId!="${sibling.identity.projectId}"` })).toEqual([mineShared.id]);
     expect(await ids({ filter: `name="${siblingShared.name}"` })).toEqual([siblingShared.id]);
-    expect(await ids({ filter: `name="${mineShared.name.split('/')[1]}"` })).toEqual([mineShared.id]);
+    expect(await ids({ filter: `name="*/${mineShared.name.split('/')[1]}"` })).toEqual([mineShared.id]);
     expect(await ids({ orderBy: 'created_at desc' })).toEqual([siblingShared.id, mineShared.id]);
     expectError(await t.caller.http.get(path).query({ filter: 'visibility=x' }), 400, { code: 'invalid_filter', param: 'filter' });
 
@@ -134,9 +142,13 @@ describe('GET /v2/public/endpoints', () => {
     expect(listed.map((e) => e.name)).toContain(chat);
     await ok(await t.caller.http.post('/v1/chat/completions').send({ model: chat, messages: [{ role: 'user', content: 'hi' }], max_tokens: 4 }));
 
-    const names = async (query: Record<string, string>) => (await ok(await t.caller.http.get('/v2/public/endpoints').query(query))).data.map((e: any) => e.name);
+    const names = async (query: Record<string, string>) =>
+      (await ok(await t.caller.http.get('/v2/public/endpoints').query(query))).data.map((e: any) => e.name);
     expect(await names({ filter: 'name:Rerank' })).toEqual(['mixedbread-ai/Mxbai-Rerank-Large-V2']);
-    expect(await names({ filter: 'name:Llama-Rank OR name:Rerank', orderBy: 'name desc' })).toEqual(['mixedbread-ai/Mxbai-Rerank-Large-V2', 'Salesforce/Llama-Rank-v1']);
+    expect(await names({ filter: 'name:Llama-Rank OR name:Rerank', orderBy: 'name desc' })).toEqual([
+      'mixedbread-ai/Mxbai-Rerank-Large-V2',
+      'Salesforce/Llama-Rank-v1',
+    ]);
     expectError(await t.caller.http.get('/v2/public/endpoints').query({ orderBy: 'model' }), 400, { code: 'invalid_order_by', param: 'orderBy' });
   });
 });
@@ -207,12 +219,17 @@ describe('GET /v2/supported-models', () => {
       baseModel: `models/${MODEL}`,
     });
     expect(llama).not.toHaveProperty('serverlessEndpoint');
-    // Its B200 config matches no hardware here: no profile.
+    // Its B200 config matches no hardware here: no profile. The Turbo's config serves its architecture: a profile.
     expect(llama.deploymentProfiles.map((p: any) => [p.profileId, p.gpuType, p.gpuCount, p.quantization, p.parallelism])).toEqual([
       ['cr_llama_3_1_8b_a100', 'a100-80gb', 1, 'bf16', 'TP1'],
       ['cr_llama_3_1_8b_h100', 'h100-80gb', 1, 'fp8', 'TP1'],
       ['cr_llama_3_1_8b_l40s', 'l40s-48gb', 1, 'fp8', 'TP1'],
+      ['cr_llama_3_1_8b_turbo_h100', 'h100-80gb', 1, 'fp8', 'TP1'],
     ]);
+    // Certified with the Turbo, deployed as this model.
+    const turboConfig = llama.deploymentProfiles[3];
+    expect(turboConfig.certifiedModelRevisionId).not.toBe(llama.deploymentProfiles[1].certifiedModelRevisionId);
+    expect(turboConfig.model).toBe(llama.deploymentProfiles[1].model);
     expect(llama.deploymentProfiles[1]).toEqual({
       profileId: H100,
       certifiedConfigRevisionId: H100,
@@ -227,7 +244,10 @@ describe('GET /v2/supported-models', () => {
       performanceBenchmarks: { maxContextLength: '131072' },
     });
     const turbo = models.find((m) => m.id === 'meta-llama/Llama-3.3-70B-Instruct-Turbo');
-    expect(turbo).toMatchObject({ serverlessEndpoint: 'meta-llama/Llama-3.3-70B-Instruct-Turbo', products: ['PRODUCT_SERVERLESS', 'PRODUCT_DEDICATED', 'PRODUCT_FINE_TUNING'] });
+    expect(turbo).toMatchObject({
+      serverlessEndpoint: 'meta-llama/Llama-3.3-70B-Instruct-Turbo',
+      products: ['PRODUCT_SERVERLESS', 'PRODUCT_DEDICATED', 'PRODUCT_FINE_TUNING'],
+    });
     // Configs of its architecture serve it too, on two and four H100s.
     expect(turbo.deploymentProfiles.map((p: any) => [p.profileId, p.gpuCount, p.parallelism])).toEqual([
       ['cr_llama_3_3_70b_h100x2', 2, 'TP2'],
@@ -265,7 +285,7 @@ describe('GET /v2/supported-models', () => {
     });
   });
 
-  test('one model by id (the alias too); models outside the list are 404', async () => {
+  test('one model by id; models outside the list are 404', async () => {
     const one = await ok(await t.caller.http.get(`/v2/supported-models/${encodeURIComponent(MODEL)}`));
     expect(one.id).toBe(MODEL);
     expect((await ok(await t.caller.http.get('/v2/supported-models').query({ search: '3.1-8B-Instruct', limit: 1 }))).data[0]).toEqual(one);

@@ -1758,7 +1758,7 @@ export interface paths {
          *
          *     In id order (creation order) unless `orderBy` says otherwise (over `created_at`, `updated_at`, `name`).
          *     `filter` fields (syntax in the tag's **Lists**): `name` (the qualified `<project_slug>/<endpoint_name>`, as
-         *     on the wire; a value without `/` compares the bare endpoint name), `project_id` (or `projectId`),
+         *     on the wire: endpoints of several projects may share a bare name), `project_id` (or `projectId`),
          *     `created_at`, `updated_at`.
          */
         get: operations["listOrganizationEndpoints"];
@@ -3195,7 +3195,7 @@ export interface components {
             /** Format: double */
             decodingSpeedTps?: number;
             timeToFirstTokenMs?: number;
-            /** @description The model's context length */
+            /** @description The model's context length, in tokens, as a decimal string. */
             maxContextLength?: string;
         };
         /** @description A published config on the hardware it is placed on first (`listSupportedModels`). */
