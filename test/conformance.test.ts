@@ -34,7 +34,8 @@ const AREAS = [
   /^\S+ \/v[12]\/(whoami|hardware|models|jobs|endpoints|embeddings|rerank|chat|completions|audio|videos|evaluation|fine-tunes|finetune|files|queue)\b/,
   /^\S+ \/v1\/compute\/clusters\/\{\}\/instances\/\{\}\/remediations/,
   /^\S+ \/v1\/deployments\/(secrets|storage)/,
-  /^\S+ \/v2\/projects\/\{\}\/(endpoints|configs|models)/,
+  /^\S+ \/v2\/projects\/\{\}\/(endpoints|configs|models|placement-profiles)/,
+  /^\S+ \/v2\/(organizations\/\{\}\/endpoints|public\/|supported-models)/,
 ];
 
 describe('conformance with the platform contract', () => {

@@ -622,7 +622,7 @@ describe("the public platform's deployment fields", () => {
     expect((await getDeployment(e.id, d.id)).autoscaling.scaleUpWindow).toBe('60s');
   });
 
-  test("placement: recorded as given; required regions must include this server's region local, and neither HIPAA nor a saved profile can be met", async () => {
+  test("placement: recorded as given; required regions must include this server's region local, and neither HIPAA nor a profile other than pp_local can be met", async () => {
     const e = await createEndpoint();
     const inline = { inline: { regions: ['local'], constraint: 'ENFORCEMENT_REQUIRED' } };
     const here = await createDeployment(e.id, { placement: inline });

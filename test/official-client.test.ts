@@ -72,11 +72,12 @@
 //
 // SDK methods of these areas whose operations this server does NOT implement (outside its scope):
 // - endpoints.listAvzones (GET /v1/clusters/availability-zones).
-// - beta.endpoints.analytics, .listOrgScoped; beta.endpoints.hardware.* (GET /v2/public/inference-instance-types);
-//   beta.endpoints.adapters.* (v2 adapters on deployments); beta.endpoints.rollouts.*, .abExperiments.*,
-//   .shadowExperiments.* (incl. .targets), .placementProfiles.*.
-// - beta.models.create/retrieve/update/list/delete/listFiles/listOrgScoped/listRevisions/listSupported/
-//   retrieveSupported (v2 models; uploads here go through models.upload).
+// - beta.endpoints.analytics; beta.endpoints.adapters.* (v2 adapters on deployments); beta.endpoints.rollouts.*,
+//   .abExperiments.*, .shadowExperiments.* (incl. .targets).
+// - beta.models.create/retrieve/update/list/delete/listFiles/listOrgScoped/listRevisions (v2 models; uploads here go
+//   through models.upload).
+// (beta.endpoints.listOrgScoped, .hardware.*, .placementProfiles.* and beta.models.listSupported/retrieveSupported:
+// test/official-v2-reads.test.ts.)
 // - beta.clusters.create/update/delete/listRegions, beta.clusters.storage.* (cluster lifecycle and storage).
 // - beta.models.remoteUploads.create/retrieve/list/events (v2 remote uploads).
 // - beta.jig.deploy/retrieve/update/list/destroy/retrieveLogs (/v1/deployments[/{id}[/logs]]): Jig containers, not

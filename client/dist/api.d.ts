@@ -1739,6 +1739,39 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/organizations/{organizationId}/endpoints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's organization id (the API key's project's organization); any other answers 404. */
+                organizationId: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * List the endpoints shared with the organization
+         * @description The v2 endpoints every project of the organization may see: those of its projects (the caller's included)
+         *     whose `visibility` is `VISIBILITY_INTERNAL` (shared with the organization). `VISIBILITY_PRIVATE` endpoints
+         *     stay in their project's own list (`listV2Endpoints`) and are not listed here, as on the public platform;
+         *     public endpoints are `listPublicEndpoints`. Each is answered as its own project's list answers it (`name`
+         *     `<project_slug>/<endpoint_name>` with its project's slug, `projectId` its project). `{organizationId}` must
+         *     be the caller's organization: any other id, existing or not, answers 404 exactly like an absent one.
+         *
+         *     In id order (creation order) unless `orderBy` says otherwise (over `created_at`, `updated_at`, `name`).
+         *     `filter` fields (syntax in the tag's **Lists**): `name` (the qualified `<project_slug>/<endpoint_name>`, as
+         *     on the wire: endpoints of several projects may share a bare name), `project_id` (or `projectId`),
+         *     `created_at`, `updated_at`.
+         */
+        get: operations["listOrganizationEndpoints"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/projects/{projectId}/configs": {
         parameters: {
             query?: never;
@@ -2036,6 +2069,200 @@ export interface paths {
          *     deployment's billing leaves this view with it.
          */
         get: operations["getV2EndpointUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/projects/{projectId}/placement-profiles": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List placement profiles
+         * @description The placement profiles a deployment of this project may name as `placement.profile` (the tag's
+         *     **Placement**): this server's dedicated hardware is one pool in one region, so there is exactly one, the
+         *     built-in `pp_local` (name `local`, `preferredRegions` `["local"]`), answered as the project's (its
+         *     `projectId` and `organizationId` are the caller's). Profiles cannot be created here (the public platform
+         *     offers no create operation either). In id order; paging: see `limit` and `after`.
+         */
+        get: operations["listPlacementProfiles"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/projects/{projectId}/placement-profiles/{profileId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                /** @description A placement profile id (`pp_local`, the one profile here); any other answers 404. */
+                profileId: string;
+            };
+            cookie?: never;
+        };
+        /** Get a placement profile */
+        get: operations["getPlacementProfile"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/public/endpoints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the platform's public endpoints
+         * @description What this platform serves to everyone: one public endpoint per model of the serverless catalogue (the models
+         *     `GET /v1/models` lists as serverless; an alias is not listed apart from its model). Its `id` and `name` are
+         *     the model's id, the `model` a serverless inference request sends (e.g.
+         *     `meta-llama/Llama-3.3-70B-Instruct-Turbo`); `projectId` is `""`: a public endpoint belongs to no project
+         *     (the platform serves it); `createdAt` and `updatedAt` are when the catalogue was seeded. The list is the
+         *     same for every caller.
+         *
+         *     In id order unless `orderBy` says otherwise (over `created_at`, `updated_at`, `name`); `filter` fields
+         *     (syntax in the tag's **Lists**): `name`, `created_at`, `updated_at`.
+         */
+        get: operations["listPublicEndpoints"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/public/inference-instance-types": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List inference instance types
+         * @description The hardware configurations of `GET /v1/hardware` in the public platform's v2 shape, ordered by id, with
+         *     the same specs and prices: `id` is the configuration's id (the one `hardware` names on a deployment),
+         *     `gpuType`, `gpuCount` and `gpuMemoryGib` (memory of one GPU) are its specs, `priceCentsPerHour` is its
+         *     price per replica-minute times 60, rounded to the nearest cent (the exact per-minute price, which billing
+         *     uses, is `GET /v1/hardware`'s `pricing.cents_per_minute`). `name` and `description` are made from the specs.
+         *     `regions` is this server's one region, `local` (the tag's **Placement** in Dedicated endpoints), with its
+         *     `headroom`: how many more replicas of this type fit now, exactly (`RELATION_EQ`): the GPUs of the
+         *     configuration's capacity not held by running replicas of any project, divided by `gpuCount`, rounded down.
+         *     It changes as replicas start and stop, as `availability` does on `GET /v1/hardware?model=`. The list is
+         *     short and answered whole (`next_cursor` `""`); the same for every caller.
+         */
+        get: operations["listInferenceInstanceTypes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/public/inference-instance-types/{instanceTypeId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A hardware configuration id, e.g. `2x_nvidia_h100_80gb_sxm`; any other answers 404. */
+                instanceTypeId: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * Get an inference instance type
+         * @description One instance type of `listInferenceInstanceTypes`, with its headroom now.
+         */
+        get: operations["getInferenceInstanceType"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/supported-models": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the models deployable on dedicated hardware
+         * @description The catalogue's base models that can be deployed on a dedicated endpoint here, each with its certified
+         *     deployment profiles: exactly the models a deployment accepts (the tag's **Models**: a catalogue model with a
+         *     minimum GPU memory) for which at least one published config (published for the model or its architecture)
+         *     matches a hardware configuration that can hold it; the rule the deploy path and provisioning apply. A model
+         *     whose only configs match no hardware here (e.g. a B200 config) has no profile from them; a model no config
+         *     serves is not listed. The same for every caller; in id order.
+         *
+         *     Each profile is one such config on the cheapest hardware configuration that matches it and holds the model
+         *     (where provisioning places it first): `profileId` and `certifiedConfigRevisionId` are the config id (a config
+         *     has one revision here), `config` is that id and `model` the model's resource name at its one revision
+         *     (`models/{modelId}/revisions/{revisionId}`), both as `createDeployment` takes them, so a profile deploys as
+         *     given; `certifiedModelRevisionId` is the revision of the model the config was certified with (the config's
+         *     reference model); `modelName` the model id; `gpuType` and `gpuCount` the hardware's; `parallelism` `TP<n>`
+         *     (tensor parallelism over its `n` GPUs); `quantization` the precision of the config's certification;
+         *     `performanceBenchmarks` holds only `maxContextLength` (the model's context length): nothing here measures
+         *     decoding speed or time to first token, so those are absent rather than invented.
+         *
+         *     Filters (combined with AND): `product` keeps the models offered on that product (`products`: always
+         *     `PRODUCT_DEDICATED`; `PRODUCT_SERVERLESS` when also served serverless; `PRODUCT_FINE_TUNING` when
+         *     `POST /v1/fine-tunes` accepts it); `modality` keeps those taking or producing it; `search` keeps those
+         *     whose id, display name, publisher or architecture contains it, ignoring case. `status` is
+         *     `SUPPORTED_MODEL_STATUS_SUPPORTED` for every model (this server recommends and deprecates none).
+         *     Paging: see `limit` and `after` (a model id).
+         */
+        get: operations["listSupportedModels"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/supported-models/{modelId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A catalogue model id (or an alias of one), `/` percent-encoded as the official client sends it (`meta-llama%2FMeta-Llama-3.1-8B-Instruct`). */
+                modelId: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a model deployable on dedicated hardware
+         * @description One model of `listSupportedModels`; a model that is not in that list (unknown, serverless only, an upload, or without a profile) answers 404.
+         */
+        get: operations["getSupportedModel"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2687,7 +2914,7 @@ export interface components {
         Placement: {
             inline: components["schemas"]["InlinePlacement"];
         } | {
-            /** @description A saved placement profile; none exist here (400 `placement_profile_not_found`). */
+            /** @description A saved placement profile's id: `pp_local`, the one profile here (`listPlacementProfiles`); any other is 400 `placement_profile_not_found`. */
             profile: string;
         };
         RuntimeInfo: {
@@ -2918,6 +3145,137 @@ export interface components {
             /** @description In cents, rounded to 1/100 cent. */
             costCents: number;
             deployments: components["schemas"]["DeploymentUsage"][];
+        };
+        /** @description A model the platform serves to everyone (serverless), as a public endpoint. */
+        PublicEndpoint: {
+            /** @description The model id. */
+            id: string;
+            /** @description `""`: a public endpoint belongs to no project. */
+            projectId: string;
+            /**
+             * @description The model id: the `model` a serverless inference request sends.
+             * @example meta-llama/Llama-3.3-70B-Instruct-Turbo
+             */
+            name: string;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+            /** @constant */
+            visibility: "VISIBILITY_PUBLIC";
+        };
+        PublicEndpointList: {
+            /** @constant */
+            object: "list";
+            data: components["schemas"]["PublicEndpoint"][];
+            /** @description `""` on the last page. */
+            next_cursor: string;
+        };
+        PlacementProfile: {
+            /** @example pp_local */
+            id: string;
+            /** @description The caller's project. */
+            projectId: string;
+            /** @description The caller's organization. */
+            organizationId: string;
+            /** @example local */
+            name: string;
+            /** @description Regions in descending preference; this server's one region is `local`. */
+            preferredRegions: string[];
+        };
+        PlacementProfileList: {
+            /** @constant */
+            object: "list";
+            data: components["schemas"]["PlacementProfile"][];
+            /** @description `""` on the last page. */
+            next_cursor: string;
+        };
+        /** @enum {string} */
+        SupportedModelModality: "MODALITY_TEXT" | "MODALITY_IMAGE" | "MODALITY_AUDIO" | "MODALITY_VIDEO";
+        /** @description Only what is known here; speeds are not measured, so they are absent (`listSupportedModels`). */
+        SupportedModelPerformanceBenchmarks: {
+            /** Format: double */
+            decodingSpeedTps?: number;
+            timeToFirstTokenMs?: number;
+            /** @description The model's context length, in tokens, as a decimal string. */
+            maxContextLength?: string;
+        };
+        /** @description A published config on the hardware it is placed on first (`listSupportedModels`). */
+        SupportedModelDeploymentProfile: {
+            /** @example cr_llama_3_1_8b_h100 */
+            profileId: string;
+            /** @description The config id (a config has one revision here). */
+            certifiedConfigRevisionId: string;
+            /** @description The revision of the model the config was certified with. */
+            certifiedModelRevisionId: string;
+            /** @example h100-80gb */
+            gpuType: string;
+            gpuCount: number;
+            /** @example fp8 */
+            quantization: string;
+            performanceBenchmarks: components["schemas"]["SupportedModelPerformanceBenchmarks"];
+            /** @description The config id, as `createDeployment` takes it as `config`. */
+            config: string;
+            /** @description The model at its one revision, `models/{modelId}/revisions/{revisionId}`, as `createDeployment` takes it as `model`. */
+            model: string;
+            /**
+             * @description `TP<n>`: tensor parallelism over the hardware's GPUs.
+             * @example TP1
+             */
+            parallelism: string;
+            /** @description The model id. */
+            modelName: string;
+        };
+        /** @description A catalogue model deployable on dedicated hardware (`listSupportedModels`). */
+        SupportedModel: {
+            /**
+             * @description The catalogue model id
+             * @example meta-llama/Meta-Llama-3.1-8B-Instruct
+             */
+            id: string;
+            /** @description The model id, as inference and deployments name it. */
+            name: string;
+            displayName: string;
+            description?: string;
+            inputModalities: components["schemas"]["SupportedModelModality"][];
+            outputModalities: components["schemas"]["SupportedModelModality"][];
+            products: ("PRODUCT_SERVERLESS" | "PRODUCT_DEDICATED" | "PRODUCT_FINE_TUNING")[];
+            /** @description Chat models: tool calling and structured output, which every engine here takes (a deployment's `runtimeInfo`). */
+            features?: ("FEATURE_TOOL_CALLING" | "FEATURE_STRUCTURED_OUTPUT")[];
+            capabilities: ("CAPABILITY_CHAT" | "CAPABILITY_EMBEDDING" | "CAPABILITY_RERANKING" | "CAPABILITY_IMAGE_GENERATION" | "CAPABILITY_VIDEO_GENERATION")[];
+            /** @example llama-3.1-8b */
+            architecture?: string;
+            /** @description In tokens, as a decimal string; absent when not known. */
+            contextLength?: string;
+            /** @example Meta */
+            publisher: string;
+            /** @enum {string} */
+            status: "SUPPORTED_MODEL_STATUS_SUPPORTED";
+            /** @description The public endpoint serving it serverless (`listPublicEndpoints`); absent when it is dedicated only. */
+            serverlessEndpoint?: string;
+            /** @description Its architecture: models of one family share configs. */
+            familyId?: string;
+            /**
+             * @description The model's kind, as `GET /v1/models` answers it (`kind`).
+             * @example chat
+             */
+            displayType: string;
+            /** @description The model itself (a catalogue model is its architecture's base). */
+            baseModelId: string;
+            /** @description `models/{modelId}`. */
+            baseModel: string;
+            deploymentProfiles: components["schemas"]["SupportedModelDeploymentProfile"][];
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        SupportedModelList: {
+            /** @constant */
+            object: "list";
+            data: components["schemas"]["SupportedModel"][];
+            /** @description `""` on the last page. */
+            next_cursor: string;
         };
         EmbeddingsRequest: {
             /**
@@ -3801,6 +4159,43 @@ export interface components {
                 /** @enum {string} */
                 status: "available" | "insufficient" | "unavailable";
             };
+        };
+        /** @description A hardware configuration in the public platform's v2 shape (`listInferenceInstanceTypes`). */
+        InferenceInstanceType: {
+            /** @example 2x_nvidia_h100_80gb_sxm */
+            id: string;
+            /** @example 2x NVIDIA H100 80GB SXM */
+            name: string;
+            description: string;
+            /** @example h100-80gb */
+            gpuType: string;
+            /** @description GPUs one replica holds. */
+            gpuCount: number;
+            /** @description Memory of one GPU. */
+            gpuMemoryGib: number;
+            /** @description One replica's price per hour, rounded to the nearest cent. */
+            priceCentsPerHour: number;
+            regions: components["schemas"]["InstanceTypeRegion"][];
+        };
+        InstanceTypeRegion: {
+            /** @example local */
+            name: string;
+            /** @description How many more replicas fit in the region now. */
+            headroom: {
+                value: number;
+                /**
+                 * @description Exact here (the capacity is known).
+                 * @enum {string}
+                 */
+                relation: "RELATION_EQ";
+            };
+        };
+        InferenceInstanceTypeList: {
+            /** @constant */
+            object: "list";
+            data: components["schemas"]["InferenceInstanceType"][];
+            /** @description `""`: the list is answered whole. */
+            next_cursor: string;
         };
         Identity: {
             /**
@@ -7714,6 +8109,43 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    listOrganizationEndpoints: {
+        parameters: {
+            query?: {
+                /** @description Page size (the contract's **Lists**: 50 when absent or 0, at most 100, negative is 400 `invalid_limit`). */
+                limit?: components["parameters"]["Limit"];
+                /** @description The `next_cursor` of the previous page (the tag's **Lists**). */
+                after?: components["parameters"]["After"];
+                /** @description AIP-160 expression over `name`, `project_id`, `created_at`, `updated_at` (the tag's **Lists**). */
+                filter?: string;
+                /** @description AIP-132 order: `field [asc|desc]`, comma-separated, over `created_at`, `updated_at` and `name` (the tag's **Lists**). */
+                orderBy?: components["parameters"]["OrderBy"];
+            };
+            header?: never;
+            path: {
+                /** @description The caller's organization id (the API key's project's organization); any other answers 404. */
+                organizationId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of endpoints. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["V2EndpointList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     listConfigs: {
         parameters: {
             query?: {
@@ -8284,6 +8716,214 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["V2EndpointUsage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listPlacementProfiles: {
+        parameters: {
+            query?: {
+                /** @description Page size (the contract's **Lists**: 50 when absent or 0, at most 100, negative is 400 `invalid_limit`). */
+                limit?: components["parameters"]["Limit"];
+                /** @description The `next_cursor` of the previous page (the tag's **Lists**). */
+                after?: components["parameters"]["After"];
+            };
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of placement profiles. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PlacementProfileList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getPlacementProfile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                /** @description A placement profile id (`pp_local`, the one profile here); any other answers 404. */
+                profileId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The placement profile. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PlacementProfile"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listPublicEndpoints: {
+        parameters: {
+            query?: {
+                /** @description Page size (the contract's **Lists**: 50 when absent or 0, at most 100, negative is 400 `invalid_limit`). */
+                limit?: components["parameters"]["Limit"];
+                /** @description The `next_cursor` of the previous page (the tag's **Lists**). */
+                after?: components["parameters"]["After"];
+                /** @description AIP-160 expression over `name`, `created_at`, `updated_at` (the tag's **Lists**). */
+                filter?: string;
+                /** @description AIP-132 order: `field [asc|desc]`, comma-separated, over `created_at`, `updated_at` and `name` (the tag's **Lists**). */
+                orderBy?: components["parameters"]["OrderBy"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of public endpoints. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PublicEndpointList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listInferenceInstanceTypes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every instance type. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InferenceInstanceTypeList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getInferenceInstanceType: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A hardware configuration id, e.g. `2x_nvidia_h100_80gb_sxm`; any other answers 404. */
+                instanceTypeId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The instance type. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InferenceInstanceType"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listSupportedModels: {
+        parameters: {
+            query?: {
+                modality?: "MODALITY_TEXT" | "MODALITY_IMAGE" | "MODALITY_AUDIO" | "MODALITY_VIDEO";
+                product?: "PRODUCT_SERVERLESS" | "PRODUCT_DEDICATED" | "PRODUCT_FINE_TUNING";
+                search?: string;
+                /** @description Page size (the contract's **Lists**: 50 when absent or 0, at most 100, negative is 400 `invalid_limit`). */
+                limit?: components["parameters"]["Limit"];
+                /** @description The `next_cursor` of the previous page (the tag's **Lists**). */
+                after?: components["parameters"]["After"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of supported models. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SupportedModelList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getSupportedModel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A catalogue model id (or an alias of one), `/` percent-encoded as the official client sends it (`meta-llama%2FMeta-Llama-3.1-8B-Instruct`). */
+                modelId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The supported model. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SupportedModel"];
                 };
             };
             400: components["responses"]["BadRequest"];

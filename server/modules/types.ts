@@ -91,6 +91,11 @@ export interface FixtureRequest {
   params: Record<string, string>;
   query?: Record<string, string | number | boolean>;
   body?: unknown;
+  /**
+   * The id names something of the platform's, the same for every caller (an instance type, a catalogue model), not
+   * a project's: the auth matrix expects another project's caller to get the owner's answer instead of a 404.
+   */
+  shared?: true;
 }
 
 /** The slice of a test platform a module's fixtures use (test/support/platform.ts provides it). */

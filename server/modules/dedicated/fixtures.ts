@@ -43,5 +43,13 @@ export const fixtures: Fixtures<'dedicated'> = {
     getDeployment: async (kit) => ({ params: await deployment(kit) }),
     updateDeployment: async (kit) => ({ params: await deployment(kit), body: { name: 'renamed' } }),
     deleteDeployment: async (kit) => ({ params: await deployment(kit) }),
+    listOrganizationEndpoints: async ({ owner, services }) => {
+      const project = await services.db.prisma.project.findUniqueOrThrow({ where: { id: owner.projectId } });
+      return { params: { organizationId: project.organizationId } };
+    },
+    listPlacementProfiles: async ({ owner }) => ({ params: { projectId: owner.projectId } }),
+    getPlacementProfile: async ({ owner }) => ({ params: { projectId: owner.projectId, profileId: 'pp_local' } }),
+    // A catalogue model, the same for every caller.
+    getSupportedModel: async () => ({ params: { modelId: MODEL }, shared: true }),
   },
 };

@@ -2,7 +2,9 @@
 // with the migration's one-call deploy), deployments (handlers/deployments.ts) moved by one machine (machine.ts)
 // and the runner's provisioning onto hardware (provisioning.ts, placement.ts), published configs
 // (handlers/configs.ts), traffic splits and routing (traffic.ts), the lists' filters, orders and pages
-// (listing.ts), and the lifecycle events feed (events.ts).
+// (listing.ts), the lifecycle events feed (events.ts), and the reads of what the platform offers: the organization's
+// and the public endpoints (handlers/endpoints.ts), placement profiles (handlers/placement-profiles.ts) and the
+// models deployable here with their profiles (supported.ts, handlers/supported-models.ts).
 import { instant } from '../../core/clock.ts';
 import { progressionWork } from '../../runner/progress.ts';
 import type { ModuleDescriptor, SeedContext } from '../types.ts';
@@ -14,10 +16,14 @@ import {
   deployModel,
   getV2Endpoint,
   getV2EndpointUsage,
+  listOrganizationEndpoints,
+  listPublicEndpoints,
   listV2EndpointEvents,
   listV2Endpoints,
   updateV2Endpoint,
 } from './handlers/endpoints.ts';
+import { getPlacementProfile, listPlacementProfiles } from './handlers/placement-profiles.ts';
+import { getSupportedModel, listSupportedModels } from './handlers/supported-models.ts';
 import { deploymentMachine } from './machine.ts';
 import { deploymentProgression } from './provisioning.ts';
 import { revisionOf } from './refs.ts';
@@ -71,6 +77,12 @@ export const dedicated: ModuleDescriptor<'dedicated'> = {
     getDeployment,
     updateDeployment,
     deleteDeployment,
+    listOrganizationEndpoints,
+    listPublicEndpoints,
+    listPlacementProfiles,
+    getPlacementProfile,
+    listSupportedModels,
+    getSupportedModel,
   },
   seed,
   machines: [deploymentMachine],

@@ -1,30 +1,34 @@
 // Where a deployment's replicas run: a hardware configuration that matches every selector of its config, holds
 // the model, and has free capacity; the cheapest that fits. All of it is one pool in one region, and a deployment's
-// `placement` must allow that region.
+// `placement` must allow that region, inline or through the one placement profile, which prefers it.
 import type { Deployment, Hardware, ModelConfig } from '../../../generated/prisma/sqlite/client/client.ts';
 import type { Clock } from '../../core/clock.ts';
 import { badRequest } from '../../core/errors.ts';
 import type { Db, Tx } from '../../db/index.ts';
-import { canRun, reserveIfFree } from '../hardware/index.ts';
+import { canRun, REGION, reserveIfFree } from '../hardware/index.ts';
 import type { RequestBody } from '../types.ts';
 import { desiredReplicas } from './traffic.ts';
 
 export const DEPLOYMENT_OWNER = 'deployment';
 
 /** The one region of this server's dedicated hardware (none of which is HIPAA-attested). */
-export const DEDICATED_REGION = 'local';
+export const DEDICATED_REGION = REGION;
+
+/** The one saved placement profile, every project's: it prefers the one region, so it places where inline `[local]` does. */
+export const PLACEMENT_PROFILE = { id: 'pp_local', name: DEDICATED_REGION, preferredRegions: [DEDICATED_REGION] } as const;
 
 export type Placement = NonNullable<RequestBody<'createDeployment'>['placement']>;
 
 /**
- * A placement this server can meet: no saved profile (there are none here), no HIPAA requirement, and required
- * regions (the default constraint) that include this server's region; preferred regions are only a preference.
+ * A placement this server can meet: the one saved profile, or inline with no HIPAA requirement and required regions
+ * (the default constraint) that include this server's region; preferred regions are only a preference.
  */
 export function checkPlacement(placement: Placement | undefined): void {
   if (placement === undefined) return;
   if ('profile' in placement) {
+    if (placement.profile === PLACEMENT_PROFILE.id) return;
     throw badRequest(
-      `No placement profile '${placement.profile}' exists: this server has no saved placement profiles.`,
+      `No placement profile '${placement.profile}' exists: this server's one placement profile is '${PLACEMENT_PROFILE.id}'.`,
       'placement.profile',
       'placement_profile_not_found',
     );
@@ -51,11 +55,18 @@ const SELECTOR_FIELDS: Record<string, (h: Hardware) => string> = {
 
 export const selectorsOf = (c: ModelConfig): Record<string, string> => JSON.parse(c.selectors);
 
+/** Every hardware configuration in the order placement tries them: cheapest first, then by id. */
+export const hardwareByPrice = (db: Db | Tx) => db.hardware.findMany({ orderBy: [{ centsPerMinute: 'asc' }, { id: 'asc' }] });
+
+/** Of `all` (in placement order), the configurations that match every selector of the config and hold the model. */
+export function hardwareFor(config: ModelConfig, minGpuMemory: number | null, all: Hardware[]): Hardware[] {
+  const selectors = Object.entries(selectorsOf(config));
+  return all.filter((h) => selectors.every(([k, v]) => SELECTOR_FIELDS[k]?.(h) === v) && canRun(h, { minGpuMemory }));
+}
+
 /** Hardware configurations that match every selector of the config and hold the model, cheapest first. */
 export async function matchingHardware(db: Db | Tx, config: ModelConfig, minGpuMemory: number | null): Promise<Hardware[]> {
-  const selectors = Object.entries(selectorsOf(config));
-  const all = await db.hardware.findMany({ orderBy: [{ centsPerMinute: 'asc' }, { id: 'asc' }] });
-  return all.filter((h) => selectors.every(([k, v]) => SELECTOR_FIELDS[k]?.(h) === v) && canRun(h, { minGpuMemory }));
+  return hardwareFor(config, minGpuMemory, await hardwareByPrice(db));
 }
 
 /** Provisioning's outcome: the replicas reserved on the first matching hardware with room, or why none could be. */

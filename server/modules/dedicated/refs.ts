@@ -104,13 +104,17 @@ export async function resolveModel(db: Db | Tx, projectId: string, ref: string, 
   return model;
 }
 
+/** Whether `config` serves `model`: published for it, or for a model (`reference`, the config's) of its architecture. */
+export const configServes = (config: ModelConfig, reference: Model | null | undefined, model: Model): boolean =>
+  config.referenceModelId === model.id || (!!reference?.architecture && reference.architecture === model.architecture);
+
 /** The published config a body's `config` names; it must be for the model's architecture. */
 export async function resolveConfig(db: Db | Tx, projectId: string, ref: string, model: Model, param: string): Promise<ModelConfig> {
   const id = configIdOf(projectId, ref);
   const config = id === '' ? null : await visibleOrNull(db.modelConfig, projectId, { id });
   if (!config) throw badRequest(`No published config '${ref}' exists.`, param, 'config_not_found');
   const reference = await db.model.findUnique({ where: { id: config.referenceModelId } });
-  if (config.referenceModelId !== model.id && (!reference?.architecture || reference.architecture !== model.architecture)) {
+  if (!configServes(config, reference, model)) {
     throw badRequest(`Config '${id}' is published for ${config.referenceModelId}, not for ${model.id}'s architecture.`, param, 'config_model_mismatch');
   }
   return config;

@@ -1,10 +1,14 @@
 // Module `dedicated`: rows -> wire shapes (camelCase, as the public platform's v2 API). Everything decided about a
 // deployment (its traffic share, its desired replicas, its runtime) comes in from traffic.ts; this file only
 // formats. Optional fields are absent rather than null, and strings the platform always sends are "" when empty.
-import type { DedicatedEndpoint, Deployment, EndpointEvent, Hardware, ModelConfig } from '../../../generated/prisma/sqlite/client/client.ts';
+import type { DedicatedEndpoint, Deployment, EndpointEvent, Hardware, Model, ModelConfig } from '../../../generated/prisma/sqlite/client/client.ts';
 import { iso } from '../../core/clock.ts';
+import type { Identity } from '../../core/identity.ts';
 import { isUploadedModelId } from '../models/index.ts';
 import type { Wire } from '../types.ts';
+import type { PLACEMENT_PROFILE } from './placement.ts';
+import { revisionOf } from './refs.ts';
+import type { Supported } from './supported.ts';
 import { desiredReplicas, isRunning, runtimeOf, splitOf, trafficShares, type Viewer } from './traffic.ts';
 
 const modelResource = (d: Deployment) => (isUploadedModelId(d.modelId) ? `projects/${d.projectId}/models/${d.modelId}` : `models/${d.modelId}`);
@@ -128,4 +132,74 @@ export function endpointEventWire(v: EndpointEvent, projectSlug: string): Wire<'
 
 export function deploymentUsageWire(d: Deployment, runningReplicas: number, u: { replicaMinutes: number; cents: number }): Wire<'DeploymentUsage'> {
   return { deploymentId: d.id, name: d.name, hardware: d.hardwareId, runningReplicas, replicaMinutes: u.replicaMinutes, costCents: u.cents };
+}
+
+/** A serverless catalogue model as the public endpoint serving it: it belongs to no project. */
+export function publicEndpointWire(m: Model): Wire<'PublicEndpoint'> {
+  return { id: m.id, projectId: '', name: m.id, createdAt: iso(m.createdAt), updatedAt: iso(m.createdAt), visibility: 'VISIBILITY_PUBLIC' };
+}
+
+/** The one placement profile, as the caller's project's. */
+export function placementProfileWire(p: typeof PLACEMENT_PROFILE, identity: Identity): Wire<'PlacementProfile'> {
+  return { id: p.id, projectId: identity.projectId, organizationId: identity.organizationId, name: p.name, preferredRegions: [...p.preferredRegions] };
+}
+
+type SupportedWire = Wire<'SupportedModel'>;
+type Modality = SupportedWire['inputModalities'][number];
+
+/** What each kind of model takes and makes, and the public platform's capability for it (none for audio). */
+const KINDS: Record<string, { input: Modality[]; output: Modality[]; capability?: SupportedWire['capabilities'][number] }> = {
+  chat: { input: ['MODALITY_TEXT'], output: ['MODALITY_TEXT'], capability: 'CAPABILITY_CHAT' },
+  language: { input: ['MODALITY_TEXT'], output: ['MODALITY_TEXT'], capability: 'CAPABILITY_CHAT' },
+  code: { input: ['MODALITY_TEXT'], output: ['MODALITY_TEXT'], capability: 'CAPABILITY_CHAT' },
+  moderation: { input: ['MODALITY_TEXT'], output: ['MODALITY_TEXT'], capability: 'CAPABILITY_CHAT' },
+  embedding: { input: ['MODALITY_TEXT'], output: ['MODALITY_TEXT'], capability: 'CAPABILITY_EMBEDDING' },
+  rerank: { input: ['MODALITY_TEXT'], output: ['MODALITY_TEXT'], capability: 'CAPABILITY_RERANKING' },
+  image: { input: ['MODALITY_TEXT'], output: ['MODALITY_IMAGE'], capability: 'CAPABILITY_IMAGE_GENERATION' },
+  video: { input: ['MODALITY_TEXT', 'MODALITY_IMAGE'], output: ['MODALITY_VIDEO'], capability: 'CAPABILITY_VIDEO_GENERATION' },
+  audio: { input: ['MODALITY_AUDIO', 'MODALITY_TEXT'], output: ['MODALITY_TEXT', 'MODALITY_AUDIO'] },
+};
+
+export const kindOf = (m: Model) => KINDS[m.type] ?? KINDS.chat!;
+
+/** Products are decided by the caller (supported-models handler); this only formats. */
+export function supportedModelWire(s: Supported, products: SupportedWire['products']): SupportedWire {
+  const { model: m } = s;
+  const kind = kindOf(m);
+  const context = m.contextLength === null ? undefined : String(m.contextLength);
+  const chat = kind.capability === 'CAPABILITY_CHAT' && m.type === 'chat';
+  return {
+    id: m.id,
+    name: m.id,
+    displayName: m.displayName ?? m.id,
+    ...(m.description !== null && { description: m.description }),
+    inputModalities: kind.input,
+    outputModalities: kind.output,
+    products,
+    ...(chat && { features: ['FEATURE_TOOL_CALLING', 'FEATURE_STRUCTURED_OUTPUT'] as SupportedWire['features'] }),
+    capabilities: kind.capability ? [kind.capability] : [],
+    ...(m.architecture !== null && { architecture: m.architecture, familyId: m.architecture }),
+    ...(context !== undefined && { contextLength: context }),
+    publisher: m.organization ?? '',
+    status: 'SUPPORTED_MODEL_STATUS_SUPPORTED',
+    ...(m.serverless && { serverlessEndpoint: m.id }),
+    displayType: m.type,
+    baseModelId: m.id,
+    baseModel: `models/${m.id}`,
+    deploymentProfiles: s.profiles.map((p) => ({
+      profileId: p.config.id,
+      certifiedConfigRevisionId: p.config.id,
+      certifiedModelRevisionId: revisionOf(p.config.referenceModelId),
+      gpuType: p.hardware.gpuType,
+      gpuCount: p.hardware.gpuCount,
+      quantization: p.precision,
+      performanceBenchmarks: context === undefined ? {} : { maxContextLength: context },
+      config: p.config.id,
+      model: `models/${m.id}/revisions/${revisionOf(m.id)}`,
+      parallelism: `TP${p.hardware.gpuCount}`,
+      modelName: m.id,
+    })),
+    createdAt: iso(m.createdAt),
+    updatedAt: iso(m.createdAt),
+  };
 }

@@ -22,6 +22,9 @@ import {
 } from './handlers.ts';
 import { fineTuneMachine, fineTuneProgression } from './machine.ts';
 
+// What this module offers the others.
+export { fineTunable } from './rules.ts';
+
 export const fineTuning: ModuleDescriptor<'fine-tuning'> = {
   name: 'fine-tuning',
   handlers: {

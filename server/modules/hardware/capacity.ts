@@ -69,6 +69,12 @@ export async function usage(db: Db | Tx, clock: Clock, ownerKind: string, ownerI
   return { replicaMinutes, cents: Math.round(cents * 100) / 100 };
 }
 
+/** The one region all of this server's hardware is in: every configuration's capacity is one pool there. */
+export const REGION = 'local';
+
+/** How many more replicas of a configuration fit now: its free GPUs over the GPUs one replica holds. */
+export const headroomOf = (h: { capacityGpus: number; gpuCount: number }, inUse: number) => Math.max(0, Math.floor((h.capacityGpus - inUse) / h.gpuCount));
+
 export type AvailabilityStatus = 'available' | 'insufficient' | 'unavailable';
 
 /** Whether one more replica fits (`available`), some GPUs are free but too few for one (`insufficient`), or none are. */

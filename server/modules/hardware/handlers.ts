@@ -1,10 +1,11 @@
-// Module `hardware`: the configurations dedicated replicas run on, with availability when a model is named.
-import { apiError, badRequest } from '../../core/errors.ts';
+// Module `hardware`: the configurations dedicated replicas run on, with availability when a model is named (v1),
+// and as the public platform's v2 inference instance types, with their headroom.
+import { apiError, badRequest, notFound } from '../../core/errors.ts';
 import { findModel } from '../models/index.ts';
 import type { Context } from '../types.ts';
 import { availabilityOf, canRun, gpusInUse } from './capacity.ts';
 import { hardwareCatalogue } from './catalogue.ts';
-import { hardwareWire } from './wire.ts';
+import { hardwareWire, instanceTypeWire } from './wire.ts';
 
 export async function listHardware({ db, query, identity }: Context<'listHardware'>) {
   const { rows: hardware, list } = await hardwareCatalogue(db);
@@ -27,4 +28,16 @@ export async function listHardware({ db, query, identity }: Context<'listHardwar
     object: 'list' as const,
     data: hardware.filter((h) => canRun(h, model)).map((h) => hardwareWire(h, availabilityOf(h, inUse.get(h.id) ?? 0))),
   };
+}
+
+export async function listInferenceInstanceTypes({ db }: Context<'listInferenceInstanceTypes'>) {
+  const [{ rows }, inUse] = await Promise.all([hardwareCatalogue(db), gpusInUse(db.prisma)]);
+  return { object: 'list' as const, data: rows.map((h) => instanceTypeWire(h, inUse.get(h.id) ?? 0)), next_cursor: '' };
+}
+
+export async function getInferenceInstanceType({ db, params }: Context<'getInferenceInstanceType'>) {
+  const [{ rows }, inUse] = await Promise.all([hardwareCatalogue(db), gpusInUse(db.prisma)]);
+  const h = rows.find((r) => r.id === params.instanceTypeId);
+  if (!h) throw notFound('inference instance type', params.instanceTypeId, 'instanceTypeId');
+  return instanceTypeWire(h, inUse.get(h.id) ?? 0);
 }

@@ -154,6 +154,11 @@ export async function catalogueModel(db: Db | Tx, id: string): Promise<Model | u
   return (await catalogueModels(db)).get(canonical);
 }
 
+/** Every model of the platform's catalogue (no uploads), in id order (by code point, as on both databases). */
+export async function catalogue(db: Db): Promise<Model[]> {
+  return [...(await catalogueModels(db)).values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+}
+
 function catalogueModels(db: Db): Promise<Map<string, Model>> {
   let catalogue = catalogues.get(db);
   if (!catalogue) {

@@ -11,6 +11,7 @@ import { uploadJobMachine, uploadProgression } from './machine.ts';
 export {
   canonicalModelId,
   capabilities,
+  catalogue,
   catalogueModel,
   createUploadedModel,
   findModel,

@@ -1,12 +1,14 @@
 // Module `dedicated`: v2 endpoints (a stable inference address; its traffic split routes requests across its
-// deployments), their usage and lifecycle events, and the one-call deploy of the v1 -> v2 migration.
-import type { DedicatedEndpoint, Prisma } from '../../../../generated/prisma/sqlite/client/client.ts';
+// deployments), their usage and lifecycle events, the one-call deploy of the v1 -> v2 migration, and the endpoints
+// beyond the project: those shared with its organization, and the platform's public (serverless) ones.
+import type { DedicatedEndpoint, Model, Prisma } from '../../../../generated/prisma/sqlite/client/client.ts';
 import { instant } from '../../../core/clock.ts';
-import { badRequest } from '../../../core/errors.ts';
+import { badRequest, notFound } from '../../../core/errors.ts';
 import { checkEtag, masked, newEtag } from '../../../http/etag.ts';
 import { cut, type Fields, listPage, pageSize } from '../../../http/list.ts';
 import { uniquely } from '../../../http/unique.ts';
 import { usage } from '../../hardware/index.ts';
+import { catalogue } from '../../models/index.ts';
 import type { Context } from '../../types.ts';
 import { recordEndpointChange } from '../events.ts';
 import { unqualified, V2_LIST, v2Query } from '../listing.ts';
@@ -24,7 +26,7 @@ import {
 } from '../refs.ts';
 import { createEndpointRow, endpointView, insertDeployment, mountsOf, releaseAll } from '../rows.ts';
 import type { SplitEntry } from '../traffic.ts';
-import { deploymentUsageWire, deploymentWire, endpointEventWire, listWire, v2EndpointWire } from '../wire.ts';
+import { deploymentUsageWire, deploymentWire, endpointEventWire, listWire, publicEndpointWire, v2EndpointWire } from '../wire.ts';
 
 /** The migration's one call: an endpoint, a deployment (`primary` unless named) and a split sending it all traffic. */
 export async function deployModel(ctx: Context<'deployModel'>) {
@@ -78,6 +80,44 @@ export async function listV2Endpoints(ctx: Context<'listV2Endpoints'>) {
   const data = [];
   for (const e of p.rows) data.push(await endpointView(ctx.db.prisma, e, ctx.identity.projectSlug));
   return listWire(data, p.next);
+}
+
+/** The organization's list: endpoints of several projects, so `name` is the qualified one, and the project is a field. */
+const organizationFields = (slugs: Map<string, string>): Fields<DedicatedEndpoint> => ({
+  name: { kind: 'string', get: (e) => `${slugs.get(e.projectId)}/${e.name}` },
+  project_id: { kind: 'string', get: (e) => e.projectId, orderable: false },
+  created_at: { kind: 'time', get: (e) => Number(e.createdAt) },
+  updated_at: { kind: 'time', get: (e) => Number(e.updatedAt) },
+});
+
+/** The endpoints every project of the caller's organization may see: its projects' VISIBILITY_INTERNAL ones. */
+export async function listOrganizationEndpoints(ctx: Context<'listOrganizationEndpoints'>) {
+  const { db, identity, params } = ctx;
+  if (params.organizationId !== identity.organizationId) throw notFound('organization', params.organizationId, 'organizationId');
+  const projects = await db.prisma.project.findMany({ where: { organizationId: identity.organizationId } });
+  const slugs = new Map(projects.map((p) => [p.id, p.slug]));
+  const shared = await db.prisma.dedicatedEndpoint.findMany({ where: { projectId: { in: [...slugs.keys()] }, visibility: 'VISIBILITY_INTERNAL' } });
+  const p = listPage(shared, v2Query(ctx.query), {
+    ...V2_LIST,
+    aliases: { ...V2_LIST.aliases, projectId: 'project_id' },
+    fields: organizationFields(slugs),
+  });
+  const data = [];
+  for (const e of p.rows) data.push(await endpointView(db.prisma, e, slugs.get(e.projectId)!));
+  return listWire(data, p.next);
+}
+
+const publicFields: Fields<Model> = {
+  name: { kind: 'string', get: (m) => m.id },
+  created_at: { kind: 'time', get: (m) => Number(m.createdAt) },
+  updated_at: { kind: 'time', get: (m) => Number(m.createdAt) },
+};
+
+/** What the platform serves to everyone: a public endpoint per serverless catalogue model. */
+export async function listPublicEndpoints(ctx: Context<'listPublicEndpoints'>) {
+  const served = (await catalogue(ctx.db.prisma)).filter((m) => m.serverless);
+  const p = listPage(served, v2Query(ctx.query), { ...V2_LIST, fields: publicFields });
+  return listWire(p.rows.map(publicEndpointWire), p.next);
 }
 
 export async function createV2Endpoint(ctx: Context<'createV2Endpoint'>) {
