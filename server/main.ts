@@ -30,8 +30,13 @@ try {
 
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   process.once(signal, () => {
-    log.info({ signal }, 'shutting down');
-    const force = setTimeout(() => process.exit(1), 10_000);
+    log.info({ signal, graceMs: config.shutdownGraceMs }, 'shutting down');
+    // Requests that never finish (a client that stops sending its body) must not hold the process past its grace.
+    const force = setTimeout(() => {
+      log.warn({ graceMs: config.shutdownGraceMs }, 'shutdown grace period over: exiting with work unfinished');
+      log.flush(() => process.exit(1));
+      setTimeout(() => process.exit(1), 1_000).unref();
+    }, config.shutdownGraceMs);
     force.unref();
     platform.close().then(
       () => log.flush(() => process.exit(0)),

@@ -20,6 +20,8 @@ export interface Config {
   validateResponses: boolean;
   /** How long a looked-up API key is trusted before the database is asked again (revocations clear it at once). */
   keyCacheTtlMs: number;
+  /** How long SIGTERM or SIGINT lets requests in flight and the runner finish before the process exits anyway. */
+  shutdownGraceMs: number;
   runner: RunnerConfig;
   /** Durations of simulated work (upload, provisioning, ...), by name: env `DURATION_<NAME>_MS`. See `duration()`. */
   durations: Record<string, number>;
@@ -264,6 +266,7 @@ const schema = z
     BODY_LIMIT_BYTES: given('10485760', whole(1), atLeast(1, ' of bytes')),
     VALIDATE_RESPONSES: given('true', flag, FLAG),
     KEY_CACHE_TTL_MS: given('30000', whole(0), atLeast(0, ' of milliseconds')),
+    SHUTDOWN_GRACE_MS: given('10000', whole(1), atLeast(1, ' of milliseconds')),
     RUNNER_ENABLED: given('true', flag, FLAG),
     RUNNER_POLL_MS: given('250', whole(1), atLeast(1, ' of milliseconds')),
     RUNNER_LEASE_MS: given('30000', whole(1), atLeast(1, ' of milliseconds')),
@@ -426,6 +429,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     bodyLimit: v.BODY_LIMIT_BYTES,
     validateResponses: v.VALIDATE_RESPONSES,
     keyCacheTtlMs: v.KEY_CACHE_TTL_MS,
+    shutdownGraceMs: v.SHUTDOWN_GRACE_MS,
     durations,
     secretsKey: v.SECRETS_KEY ?? '',
     engines,

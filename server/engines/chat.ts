@@ -9,9 +9,10 @@
 // sent.
 import { createHash } from 'node:crypto';
 import { sample } from 'openapi-sampler';
-import { apiError, badRequest } from '../core/errors.ts';
+import { ApiError, apiError, badRequest } from '../core/errors.ts';
 import { SchemaProblem, validatorOf } from './json-schema.ts';
 import type { Route, UpstreamRoute } from './routes.ts';
+import { beyondSampleBounds, beyondSchemaBounds, SAMPLE_BOUNDS, sampleTooLong } from './sample-bounds.ts';
 import { decode, encode } from './tokens.ts';
 import { upstreamEvents, upstreamFetch } from './upstream.ts';
 
@@ -84,6 +85,12 @@ interface Generation {
 
 /** A value valid against `schema` (sampled, then checked), or a 400 naming `param`. */
 function sampleValid(schema: object, param: string, what: string): unknown {
+  const tooLarge = (why: string) =>
+    badRequest(`The JSON Schema for ${what} asks for more than the local engine samples: ${why}.`, param, 'unsupported_json_schema');
+  // A schema too large to compile is refused before Ajv sees it; one whose sample would be huge before it is
+  // sampled; a sample larger than estimated before it is checked or sent.
+  const huge = beyondSchemaBounds(schema);
+  if (huge) throw tooLarge(huge);
   let valid: (value: unknown) => boolean;
   try {
     valid = validatorOf(schema);
@@ -91,13 +98,17 @@ function sampleValid(schema: object, param: string, what: string): unknown {
     if (!(e instanceof SchemaProblem)) throw e;
     throw badRequest(`The JSON Schema for ${what} cannot be used: ${e.message}.`, param, 'invalid_json_schema');
   }
+  const beyond = beyondSampleBounds(schema);
+  if (beyond) throw tooLarge(beyond);
   let value: unknown;
   let ok = false;
   try {
     // The schema is also the document its local `$ref`s (`#/definitions/...`, `#/$defs/...`) point into.
-    value = sample(schema as never, { skipReadOnly: true, quiet: true }, schema as never);
+    value = sample(schema as never, { skipReadOnly: true, quiet: true, maxSampleDepth: SAMPLE_BOUNDS.depth }, schema as never);
+    if (sampleTooLong(value)) throw tooLarge(`its sample is longer than ${SAMPLE_BOUNDS.bytes.toLocaleString('en-US')} bytes of JSON`);
     ok = valid(value);
-  } catch {
+  } catch (e) {
+    if (e instanceof ApiError) throw e;
     ok = false;
   }
   if (!ok)

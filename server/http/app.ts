@@ -1,7 +1,7 @@
 // One linear request pipeline, read top to bottom: request id and log line; HEAD answered as GET; the
 // infrastructure routes; authentication (by key, except for the operations a signed URL authorises: their module's
-// check runs in dispatch, after validation and before their body is read); JSON and form parsing; the
-// control-character guard; validation of the request against the spec; the rate limits of the operations the spec
+// check runs in dispatch, after validation and before their body is read); JSON and form parsing; the nesting
+// depth guard and the control-character guard; validation of the request against the spec; the rate limits of the operations the spec
 // marks `x-rate-limited` (rate-limits.ts: admitted before the handler, settled from its answer's `usage` after); the
 // operation's handler, whose result `send` writes (JSON bodies checked against the spec first, responses.ts); and
 // one error handler that writes the envelope for anything that went wrong on the way (after the limited operations'
@@ -19,7 +19,7 @@ import { handlers, signed, uploads } from '../modules/index.ts';
 import type { Services } from '../modules/types.ts';
 import { authenticate, type KeyCache } from './auth.ts';
 import { errorHandler } from './error-handler.ts';
-import { refuseControlCharacters, refuseNonFinite } from './input.ts';
+import { refuseControlCharacters, refuseDeepNesting, refuseNonFinite } from './input.ts';
 import { multipartBodies, type Upload } from './multipart.ts';
 import { originOf } from './origin.ts';
 import { Gate, rateLimitedOperations, resetOnRefusals } from './rate-limits.ts';
@@ -172,6 +172,7 @@ export function createApp(options: AppOptions): express.Express {
   }) as RequestHandler);
   // Multipart bodies of the operations that take an upload: text fields to `req.body`, the file streamed to disk.
   app.use(multipartBodies(multipartRules, matchOperation, config, spec, (req) => ({ ...services, identity: req.identity! })));
+  app.use(refuseDeepNesting);
   app.use(refuseControlCharacters(pathParamAt));
   app.use(validator(spec));
   const checkResponse = config.validateResponses ? responseValidator(spec) : undefined;

@@ -1,5 +1,8 @@
 // The input guards around validation.
-// - Before it: no control character reaches a handler, a query or the database (PostgreSQL refuses NUL in text,
+// - First of all: a JSON body nests at most MAX_BODY_DEPTH objects and arrays. Everything after (the control
+//   characters' walk, the validator, the rate limits' token count, the handlers, JSON.stringify) recurses into the
+//   body, and a body nested thousands deep would overflow the stack there; this walk is iterative.
+// - Before validation: no control character reaches a handler, a query or the database (PostgreSQL refuses NUL in text,
 //   SQLite would store it). Path segments and query values may hold none (U+0000-U+001F, U+007F); body strings and
 //   object keys may hold tab, newline and carriage return only. Checked first, so the answer is always
 //   `invalid_characters`, whatever else a value breaks.
@@ -11,6 +14,40 @@ import { badRequest, invalidCharacters } from '../core/errors.ts';
 const ANY_CONTROL = /[\u0000-\u001f\u007f]/;
 // biome-ignore lint/suspicious/noControlCharactersInRegex: as above; tab, newline and carriage return are allowed in bodies.
 const BODY_CONTROL = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/;
+
+/** How deep a JSON body may nest: the body itself is level 1 (as documented in spec/openapi.yaml, Errors). */
+export const MAX_BODY_DEPTH = 64;
+
+/** The top-level field (null: the body itself) under which `body` nests deeper than MAX_BODY_DEPTH, or undefined. */
+export function tooDeep(body: unknown): { param: string | null } | undefined {
+  // Depth-first with an explicit stack: [value, its level, the top-level field it is under].
+  const stack: [unknown, number, string | null][] = [[body, 1, null]];
+  while (stack.length) {
+    const [value, level, field] = stack.pop()!;
+    if (value === null || typeof value !== 'object') continue;
+    if (level > MAX_BODY_DEPTH) return { param: field };
+    const keys = Object.keys(value);
+    for (const k of keys) {
+      const v = (value as Record<string, unknown>)[k];
+      if (v !== null && typeof v === 'object') stack.push([v, level + 1, level === 1 ? k : field]);
+    }
+  }
+  return undefined;
+}
+
+/** Refuses a body nested deeper than MAX_BODY_DEPTH with 400 `nesting_too_deep`, naming its top-level field. */
+export const refuseDeepNesting: RequestHandler = (req, _res, next) => {
+  const found = tooDeep(req.body);
+  if (found) {
+    const where = found.param === null ? 'The request body' : `'${found.param}'`;
+    throw badRequest(
+      `${where} nests objects and arrays more than ${MAX_BODY_DEPTH} levels deep (counting the body as level 1); this server reads at most ${MAX_BODY_DEPTH}.`,
+      found.param,
+      'nesting_too_deep',
+    );
+  }
+  next();
+};
 
 /** The first place in `value` (a dotted path under `at`) whose string or key breaks `rule`, or undefined. */
 function offending(value: unknown, rule: RegExp, at: string, depth = 0): string | undefined {

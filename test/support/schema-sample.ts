@@ -75,8 +75,11 @@ export type Path = (string | number)[];
 export interface Breakage {
   kind: string;
   path: Path;
-  /** Applies the breakage to a valid value; `random` varies what is put in (names, wrong values). */
-  apply(valid: any, random: { name: string; pick: number }): any;
+  /**
+   * Applies the breakage to a valid value; `random` varies what is put in (names, wrong values). `instead`, for the
+   * breakages that put a value somewhere, puts that value there (the fuzzer's hostile shapes reuse the places).
+   */
+  apply(valid: any, random: { name: string; pick: number }, instead?: { value: unknown }): any;
 }
 
 /** Control characters no string may carry (tab, newline and carriage return are allowed in body strings). */
@@ -126,7 +129,7 @@ export function breakages(schema: any, path: Path = [], requiredHere = false): B
   if (!s || typeof s !== 'object') return [];
   const out: Breakage[] = [];
   const put = (kind: string, value: (random: { name: string; pick: number }) => unknown) =>
-    out.push({ kind, path, apply: (valid, random) => setAt(valid, path, (parent, key) => (parent[key] = value(random))) });
+    out.push({ kind, path, apply: (valid, random, instead) => setAt(valid, path, (parent, key) => (parent[key] = instead ? instead.value : value(random))) });
 
   if (path.length && requiredHere) {
     out.push({ kind: 'missing', path, apply: (valid) => setAt(valid, path, (parent, key) => delete parent[key]) });
@@ -175,10 +178,11 @@ function children(s: any, path: Path): Breakage[] {
             ? b
             : {
                 ...b,
-                apply: (valid, r) =>
+                apply: (valid, r, instead) =>
                   b.apply(
                     setAt(valid, [...path, name], (parent, key) => (parent[key] = sample(prop))),
                     r,
+                    instead,
                   ),
               },
         );
@@ -206,10 +210,11 @@ function children(s: any, path: Path): Breakage[] {
       if (b.kind === 'missing') continue;
       out.push({
         ...b,
-        apply: (valid, r) =>
+        apply: (valid, r, instead) =>
           b.apply(
             setAt(valid, path, (parent, key) => (parent[key] = Array.from({ length }, () => sample(items)))),
             r,
+            instead,
           ),
       });
     }
