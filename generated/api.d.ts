@@ -3089,7 +3089,7 @@ export interface components {
             modelId?: string;
             /**
              * @deprecated
-             * @description The model's revision; it must be its one revision (the tag's **Model revisions**).
+             * @description The model's revision to pin; its newest when absent (the tag's **Model revisions**).
              */
             modelRevisionId?: string;
             config?: components["schemas"]["ConfigRef"];

@@ -74,7 +74,10 @@ describe('models', () => {
       code: 'unsupported_base_architecture',
       param: 'baseModelId',
     });
-    expectError(await createModel({ name: uniq('x'), baseModelId: 'BAAI/bge-base-en-v1.5' }), 400, { code: 'unsupported_base_architecture', param: 'baseModelId' });
+    expectError(await createModel({ name: uniq('x'), baseModelId: 'BAAI/bge-base-en-v1.5' }), 400, {
+      code: 'unsupported_base_architecture',
+      param: 'baseModelId',
+    });
     expectError(await createModel({ name: uniq('x'), type: 'adapter' }), 400, { code: 'unsupported_model_type', param: 'type' });
     expectError(await createModel({ name: '  ' }), 400, { code: 'invalid_model_name', param: 'name' });
     // An alias and the resource name of a served base are accepted.
@@ -257,7 +260,9 @@ describe('remote uploads', () => {
     // Pages of events.
     const page = (await t.caller.http.get(`${base()}/models/uploads/${id}/events`).query({ limit: 3 })).body;
     expect(page.data).toEqual(events.slice(0, 3));
-    expect((await t.caller.http.get(`${base()}/models/uploads/${id}/events`).query({ limit: 3, after: page.next_cursor })).body.data).toEqual(events.slice(3, 6));
+    expect((await t.caller.http.get(`${base()}/models/uploads/${id}/events`).query({ limit: 3, after: page.next_cursor })).body.data).toEqual(
+      events.slice(3, 6),
+    );
     expect((await t.caller.http.get(`${base()}/models/${m.id}/revisions`)).body.data).toEqual([]);
     expect((await t.caller.http.get(`${base()}/models/uploads`).query({ limit: 100 })).body.data.map((u: { id: string }) => u.id)).toContain(id);
   });
@@ -390,7 +395,10 @@ describe('the official together-ai client (client.beta.models, baseURL .../v2)',
     const [revision] = (await v2.beta.models.listRevisions(model.id)).data!;
     expect(deployed.body.deployment.modelRevisionId).toBe(revision!.revisionId);
     await t.advance(PROVISION_MS);
-    const chat = await v1.chat.completions.create({ model: `${t.caller.identity.projectSlug}/${endpointName}`, messages: [{ role: 'user', content: 'hello' }] });
+    const chat = await v1.chat.completions.create({
+      model: `${t.caller.identity.projectSlug}/${endpointName}`,
+      messages: [{ role: 'user', content: 'hello' }],
+    });
     expect(chat.choices[0]!.message!.content!.length).toBeGreaterThan(0);
   });
 });

@@ -174,14 +174,17 @@ async function revisionToPin(db: Db | Tx, model: Model, named: [string, string |
   if (!isCatalogueModel(model)) {
     const only = revisionOf(model.id);
     for (const [param, revision] of given) {
-      if (revision !== only) throw badRequest(`Model '${model.id}' has no revision '${revision}'; its one revision is '${only}'.`, param, 'model_revision_not_found');
+      if (revision !== only)
+        throw badRequest(`Model '${model.id}' has no revision '${revision}'; its one revision is '${only}'.`, param, 'model_revision_not_found');
     }
     return only;
   }
   let pinned: string | undefined;
   for (const [param, revision] of given) {
-    if ((await catalogueRevision(db, model, revision)) === null) throw badRequest(`Model '${model.id}' has no revision '${revision}'.`, param, 'model_revision_not_found');
-    if (pinned !== undefined && pinned !== revision) throw badRequest(`'${param}' names revision '${revision}', another field '${pinned}'.`, param, 'model_revision_mismatch');
+    if ((await catalogueRevision(db, model, revision)) === null)
+      throw badRequest(`Model '${model.id}' has no revision '${revision}'.`, param, 'model_revision_not_found');
+    if (pinned !== undefined && pinned !== revision)
+      throw badRequest(`'${param}' names revision '${revision}', another field '${pinned}'.`, param, 'model_revision_mismatch');
     pinned = revision;
   }
   // A ready catalogue model has a revision: its first succeeded upload made it ready.

@@ -12,7 +12,13 @@ import { addRevision } from './revisions.ts';
 export const remoteUploadMachine = defineMachine({
   name: 'remote upload',
   kind: 'remote_upload',
-  states: ['REMOTE_UPLOAD_STATUS_PENDING', 'REMOTE_UPLOAD_STATUS_RUNNING', 'REMOTE_UPLOAD_STATUS_ERROR', 'REMOTE_UPLOAD_STATUS_SUCCEEDED', 'REMOTE_UPLOAD_STATUS_FAILED'],
+  states: [
+    'REMOTE_UPLOAD_STATUS_PENDING',
+    'REMOTE_UPLOAD_STATUS_RUNNING',
+    'REMOTE_UPLOAD_STATUS_ERROR',
+    'REMOTE_UPLOAD_STATUS_SUCCEEDED',
+    'REMOTE_UPLOAD_STATUS_FAILED',
+  ],
   events: ['start', 'succeed', 'error', 'restart', 'fail'],
   terminal: ['REMOTE_UPLOAD_STATUS_SUCCEEDED', 'REMOTE_UPLOAD_STATUS_FAILED'],
   transitions: {
