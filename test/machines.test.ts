@@ -19,7 +19,7 @@ const descriptions: string[] = [];
 
 const declared = modules.flatMap((m) => (m.machines ?? []).map((machine) => ({ module: m.name, machine })));
 
-test('the modules declare the nine machines', () => {
+test('the modules declare the ten machines', () => {
   expect(declared.map((d) => d.machine.name).sort()).toEqual([
     'deployment',
     'evaluation',
@@ -27,6 +27,7 @@ test('the modules declare the nine machines', () => {
     'fine-tune',
     'queue job',
     'remediation',
+    'remote upload',
     'upload job',
     'v1 endpoint',
     'video',

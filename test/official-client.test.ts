@@ -50,6 +50,11 @@
 // | beta.models.configs.list({referenceModel?, referenceModelId?}) | GET /v2/projects/{p}/configs                | listConfigs            | here |
 // | beta.models.configs.retrieve(id)                 | GET  /v2/projects/{p}/configs/{id}                         | getConfig              | here |
 // | (none)                                           | POST /v2/projects/{p}/deploy                               | deployModel            | no SDK method (this server's one-call deploy) |
+// | beta.models.create/retrieve/update/list/delete   | /v2/projects/{p}/models[/{id}][?updateMask=]               | create/get/update/listCatalogueModel(s), deleteCatalogueModel | model-catalogue.test.ts |
+// | beta.models.listFiles(id, {revisionId?}) / listRevisions(id) | GET /v2/projects/{p}/models/{id}/files, /revisions | listCatalogueModelFiles, listCatalogueModelRevisions | model-catalogue.test.ts |
+// | (none)                                           | GET /v2/projects/{p}/models/{id}/revisions/{revisionId}    | getCatalogueModelRevision | no SDK method |
+// | beta.models.listOrgScoped(orgId)                 | GET /v2/organizations/{orgId}/models                       | listOrganizationModels | model-catalogue.test.ts |
+// | beta.models.remoteUploads.create/retrieve/list/events | /v2/projects/{p}/models/uploads[/{id}[/events]]       | create/get/listRemoteModelUpload(s), listRemoteModelUploadEvents | model-catalogue.test.ts |
 // | beta.endpoints.listEvents(id, {limit?, after?, types?, minLevel?, since?, until?, deploymentIds?, sourceKinds?, subjectId?}) | GET /v2/projects/{p}/endpoints/{id}/events | listV2EndpointEvents | dedicated-lists.test.ts, here |
 // | (none)                                           | GET  /v2/projects/{p}/endpoints/{id}/usage                 | getV2EndpointUsage     | no SDK method |
 //
@@ -74,12 +79,9 @@
 // - endpoints.listAvzones (GET /v1/clusters/availability-zones).
 // - beta.endpoints.analytics; beta.endpoints.adapters.* (v2 adapters on deployments); beta.endpoints.rollouts.*,
 //   .abExperiments.*, .shadowExperiments.* (incl. .targets).
-// - beta.models.create/retrieve/update/list/delete/listFiles/listOrgScoped/listRevisions (v2 models; uploads here go
-//   through models.upload).
 // (beta.endpoints.listOrgScoped, .hardware.*, .placementProfiles.* and beta.models.listSupported/retrieveSupported:
-// test/official-v2-reads.test.ts.)
+// test/official-v2-reads.test.ts; beta.models.* and beta.models.remoteUploads.*: test/model-catalogue.test.ts.)
 // - beta.clusters.create/update/delete/listRegions, beta.clusters.storage.* (cluster lifecycle and storage).
-// - beta.models.remoteUploads.create/retrieve/list/events (v2 remote uploads).
 // - beta.jig.deploy/retrieve/update/list/destroy/retrieveLogs (/v1/deployments[/{id}[/logs]]): Jig containers, not
 //   dedicated endpoints; beta.jig.queue.* belongs to the queue, which this server does not implement.
 // - openai: models.retrieve (GET /v1/models/{id}) and every other openai resource.

@@ -1772,6 +1772,29 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/organizations/{organizationId}/models": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's organization; any other answers 404. */
+                organizationId: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * List the organization's v2 models
+         * @description The caller's project's v2 models and the organization's other projects' `VISIBILITY_INTERNAL` ones, in id order.
+         */
+        get: operations["listOrganizationModels"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/projects/{projectId}/configs": {
         parameters: {
             query?: never;
@@ -2069,6 +2092,217 @@ export interface paths {
          *     deployment's billing leaves this view with it.
          */
         get: operations["getV2EndpointUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/projects/{projectId}/models": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List the project's v2 models
+         * @description The project's v2 models; with `organizationId` (the caller's organization; another answers 404, param
+         *     `organizationId`) also the organization's other projects' `VISIBILITY_INTERNAL` models. `visibility` keeps
+         *     the models of that visibility.
+         */
+        get: operations["listCatalogueModels"];
+        put?: never;
+        /**
+         * Create a v2 model
+         * @description Creates an empty model that fine-tunes `baseModelId` (the tag's **Base architectures**); upload its weights
+         *     with `POST .../models/uploads`. Until an upload succeeds it has no revision and cannot be deployed (400
+         *     `model_not_ready` on a deployment).
+         */
+        post: operations["createCatalogueModel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/projects/{projectId}/models/{modelId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                /** @description A v2 model's id (`ml_...`). */
+                modelId: components["parameters"]["CatalogueModelId"];
+            };
+            cookie?: never;
+        };
+        /** Get a v2 model */
+        get: operations["getCatalogueModel"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a v2 model
+         * @description Deletes the model with its revisions and uploads; 409 while a deployment runs it or an upload into it is under way (the tag's **Deleting**).
+         */
+        delete: operations["deleteCatalogueModel"];
+        options?: never;
+        head?: never;
+        /**
+         * Rename a v2 model, or change its description or visibility
+         * @description A new `name` must be free (409 `model_name_taken`); `updateMask` limits the change to the fields it names.
+         */
+        patch: operations["updateCatalogueModel"];
+        trace?: never;
+    };
+    "/v2/projects/{projectId}/models/{modelId}/files": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                /** @description A v2 model's id (`ml_...`). */
+                modelId: components["parameters"]["CatalogueModelId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List a v2 model's files
+         * @description The files of a revision (`revisionId`; the newest when absent), in path order, with their total size. A model
+         *     without a revision answers an empty list without `revisionId`; a `revisionId` the model does not have is
+         *     404 (param `revisionId`).
+         */
+        get: operations["listCatalogueModelFiles"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/projects/{projectId}/models/{modelId}/revisions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                /** @description A v2 model's id (`ml_...`). */
+                modelId: components["parameters"]["CatalogueModelId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List a v2 model's revisions
+         * @description Every revision, oldest first (the last is the model's current one).
+         */
+        get: operations["listCatalogueModelRevisions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/projects/{projectId}/models/{modelId}/revisions/{revisionId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                /** @description A v2 model's id (`ml_...`). */
+                modelId: components["parameters"]["CatalogueModelId"];
+                revisionId: string;
+            };
+            cookie?: never;
+        };
+        /** Get a revision of a v2 model */
+        get: operations["getCatalogueModelRevision"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/projects/{projectId}/models/uploads": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List remote uploads
+         * @description The project's remote uploads, in id order (the tag's **Lists**).
+         */
+        get: operations["listRemoteModelUploads"];
+        put?: never;
+        /**
+         * Upload weights into a v2 model from a remote source
+         * @description Checks the source (the tag's **Uploads** and **Base architectures**) and answers the upload, PENDING, at
+         *     once; the runner carries it out (the tag's state machine).
+         */
+        post: operations["createRemoteModelUpload"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/projects/{projectId}/models/uploads/{uploadId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                /** @description A remote upload's id (`mu_...`). */
+                uploadId: components["parameters"]["RemoteUploadId"];
+            };
+            cookie?: never;
+        };
+        /** Get a remote upload */
+        get: operations["getRemoteModelUpload"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/projects/{projectId}/models/uploads/{uploadId}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                /** @description A remote upload's id (`mu_...`). */
+                uploadId: components["parameters"]["RemoteUploadId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List a remote upload's events
+         * @description What happened to the upload, oldest first (the tag's state machine and **Lists**).
+         */
+        get: operations["listRemoteModelUploadEvents"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3084,7 +3318,7 @@ export interface components {
             modelId?: string;
             /**
              * @deprecated
-             * @description The model's revision; it must be its one revision (the tag's **Model revisions**).
+             * @description The model's revision to pin; its newest when absent (the tag's **Model revisions**).
              */
             modelRevisionId?: string;
             config?: components["schemas"]["ConfigRef"];
@@ -4565,6 +4799,186 @@ export interface components {
             finish_reason: components["schemas"]["FinishReason"] | null;
             seed?: number;
         };
+        /**
+         * @description `VISIBILITY_INTERNAL`: also listed to the organization's other projects (the tag's **Visibility**).
+         * @enum {string}
+         */
+        CatalogueVisibility: "VISIBILITY_PRIVATE" | "VISIBILITY_INTERNAL";
+        CatalogueModelWeights: {
+            /**
+             * @description Always `WEIGHTS_TYPE_DEFAULT` here (full weights).
+             * @enum {string}
+             */
+            type: "WEIGHTS_TYPE_DEFAULT" | "WEIGHTS_TYPE_SPECULATOR" | "WEIGHTS_TYPE_ADAPTER";
+            /**
+             * @description The base architecture, e.g. `llama-3.1-8b`.
+             * @example llama-3.1-8b
+             */
+            architecture: string;
+            /**
+             * @description In tokens, as a decimal string (the base's).
+             * @example 131072
+             */
+            contextLength?: string;
+            /** @description Present once the model has a revision (the tag's **Uploads**). */
+            parameters?: {
+                /** @description Decimal string. */
+                total: string;
+                byDtype: {
+                    /** @example BF16 */
+                    dtype: string;
+                    count: string;
+                }[];
+            };
+        };
+        CatalogueModel: {
+            /** @example ml_01kb2x3y4z5a6b7c8d9e0f1g2h */
+            id: string;
+            projectId: string;
+            organizationId: string;
+            name: string;
+            /** @description `""` when none was given. */
+            description: string;
+            weights: components["schemas"]["CatalogueModelWeights"];
+            /**
+             * @description The catalogue model it fine-tunes.
+             * @example meta-llama/Meta-Llama-3.1-8B-Instruct
+             */
+            baseModelId: string;
+            /** @description `models/{baseModelId}`. */
+            baseModel: $Read<string>;
+            visibility: components["schemas"]["CatalogueVisibility"];
+        };
+        CatalogueModelList: {
+            /** @constant */
+            object: "list";
+            data: components["schemas"]["CatalogueModel"][];
+            /** @description `""` on the last page. */
+            next_cursor: string;
+        };
+        CatalogueModelCreate: {
+            /**
+             * @description Unique among the project's models (the tag's **Names**).
+             * @example llama-8b-support
+             */
+            name: string;
+            /**
+             * @description `model` (or `WEIGHTS_TYPE_DEFAULT`): full weights (the tag's **Base architectures**).
+             * @example model
+             */
+            type: string;
+            description?: string;
+            /**
+             * @description The served catalogue model it fine-tunes (the tag's **Base architectures**).
+             * @example meta-llama/Meta-Llama-3.1-8B-Instruct
+             */
+            baseModelId: string;
+        };
+        CatalogueModelUpdate: {
+            name?: string;
+            description?: string;
+            visibility?: components["schemas"]["CatalogueVisibility"];
+        };
+        CatalogueModelFile: {
+            /** @example model-00001-of-00004.safetensors */
+            path: string;
+            /** @description Never given here: no byte of a remote source is read (the tag's **Uploads**). */
+            hash?: string;
+            /** @description Decimal string. */
+            sizeBytes: string;
+        };
+        CatalogueModelFileList: {
+            /** @constant */
+            object: "list";
+            data: components["schemas"]["CatalogueModelFile"][];
+            /** @description Always `""`: the list is whole. */
+            next_cursor: string;
+            /** @description The revision listed; absent when the model has none. */
+            revisionId?: string;
+            /** Format: date-time */
+            revisionCreatedAt?: string;
+            /** @description Decimal string; `"0"` without a revision. */
+            totalSizeBytes: string;
+        };
+        ModelRevision: {
+            /** @example rev_01kb2x3y4z5a6b7c8d9e0f1g2h */
+            revisionId: string;
+            /** Format: date-time */
+            createdAt: string;
+            /**
+             * @description Always SUCCESS: a revision exists only once its upload succeeded, whose source was checked against the base architecture when it was created.
+             * @enum {string}
+             */
+            validationStatus: "REVISION_VALIDATION_STATUS_PENDING" | "REVISION_VALIDATION_STATUS_SUCCESS" | "REVISION_VALIDATION_STATUS_FAILED" | "REVISION_VALIDATION_STATUS_ERROR";
+            /** Format: date-time */
+            lastValidatedAt: string;
+            validationErrors: {
+                rule?: string;
+                severity?: string;
+                message?: string;
+            }[];
+        };
+        ModelRevisionList: {
+            /** @constant */
+            object: "list";
+            data: components["schemas"]["ModelRevision"][];
+            /** @description Always `""`: the list is whole. */
+            next_cursor: string;
+        };
+        /** @enum {string} */
+        RemoteUploadStatus: "REMOTE_UPLOAD_STATUS_PENDING" | "REMOTE_UPLOAD_STATUS_RUNNING" | "REMOTE_UPLOAD_STATUS_ERROR" | "REMOTE_UPLOAD_STATUS_SUCCEEDED" | "REMOTE_UPLOAD_STATUS_FAILED";
+        RemoteUpload: {
+            /** @example mu_01kb2x3y4z5a6b7c8d9e0f1g2h */
+            id: string;
+            projectId: string;
+            modelId: string;
+            /** @description The source as given. */
+            remoteUrl: string;
+            status: components["schemas"]["RemoteUploadStatus"];
+            /** @description The latest step's message. */
+            statusMessage: string;
+            restartCount: number;
+            maxRestarts: number;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        RemoteUploadCreate: {
+            /** @description The caller's v2 model to upload into. */
+            modelId: string;
+            /**
+             * @description A hub repository or an object-storage path (the tag's **Uploads**).
+             * @example unsloth/Llama-3.1-8B-Instruct-support
+             */
+            remoteUrl: string;
+            /** @description Credential for the source; never stored or returned. */
+            token?: $Write<string>;
+        };
+        RemoteUploadList: {
+            /** @constant */
+            object: "list";
+            data: components["schemas"]["RemoteUpload"][];
+            /** @description `""` on the last page. */
+            next_cursor: string;
+        };
+        RemoteUploadEvent: {
+            id: string;
+            /** Format: date-time */
+            createdAt: string;
+            /** @enum {string} */
+            level: "LEVEL_DEBUG" | "LEVEL_INFO" | "LEVEL_WARN" | "LEVEL_ERROR";
+            /** @description upload.created, upload.started, upload.errored, upload.restarted, upload.succeeded or upload.failed. */
+            type: string;
+            message: string;
+        };
+        RemoteUploadEventList: {
+            /** @constant */
+            object: "list";
+            data: components["schemas"]["RemoteUploadEvent"][];
+            /** @description `""` on the last page. */
+            next_cursor: string;
+        };
         ModelInfo: {
             /**
              * @description A catalogue model's public name, or a project model's id (`ml_...`).
@@ -5302,6 +5716,10 @@ export interface components {
         FileId: string;
         /** @description The job's id (`ft-...`). */
         FineTuneId: string;
+        /** @description A v2 model's id (`ml_...`). */
+        CatalogueModelId: string;
+        /** @description A remote upload's id (`mu_...`). */
+        RemoteUploadId: string;
         /** @description The secret's id or name. */
         SecretRef: string;
         /** @description The job's id (`video_...`). */
@@ -8146,6 +8564,39 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    listOrganizationModels: {
+        parameters: {
+            query?: {
+                /** @description Page size (the contract's **Lists**: 50 when absent or 0, at most 100, negative is 400 `invalid_limit`). */
+                limit?: components["parameters"]["Limit"];
+                /** @description The `next_cursor` of the previous page (the tag's **Lists**). */
+                after?: components["parameters"]["After"];
+            };
+            header?: never;
+            path: {
+                /** @description The caller's organization; any other answers 404. */
+                organizationId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of models. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CatalogueModelList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     listConfigs: {
         parameters: {
             query?: {
@@ -8716,6 +9167,403 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["V2EndpointUsage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listCatalogueModels: {
+        parameters: {
+            query?: {
+                visibility?: components["schemas"]["CatalogueVisibility"];
+                /** @description The caller's organization, to include its other projects' internal models. */
+                organizationId?: string;
+                /** @description Page size (the contract's **Lists**: 50 when absent or 0, at most 100, negative is 400 `invalid_limit`). */
+                limit?: components["parameters"]["Limit"];
+                /** @description The `next_cursor` of the previous page (the tag's **Lists**). */
+                after?: components["parameters"]["After"];
+            };
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of models. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CatalogueModelList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createCatalogueModel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CatalogueModelCreate"];
+            };
+        };
+        responses: {
+            /** @description The model. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CatalogueModel"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getCatalogueModel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                /** @description A v2 model's id (`ml_...`). */
+                modelId: components["parameters"]["CatalogueModelId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The model. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CatalogueModel"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteCatalogueModel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                /** @description A v2 model's id (`ml_...`). */
+                modelId: components["parameters"]["CatalogueModelId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Empty"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updateCatalogueModel: {
+        parameters: {
+            query?: {
+                /** @description Comma-separated names of the body fields to apply (all given fields when absent); spaces around a name are ignored. */
+                updateMask?: components["parameters"]["UpdateMask"];
+            };
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                /** @description A v2 model's id (`ml_...`). */
+                modelId: components["parameters"]["CatalogueModelId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CatalogueModelUpdate"];
+            };
+        };
+        responses: {
+            /** @description The updated model. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CatalogueModel"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listCatalogueModelFiles: {
+        parameters: {
+            query?: {
+                revisionId?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                /** @description A v2 model's id (`ml_...`). */
+                modelId: components["parameters"]["CatalogueModelId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The files. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CatalogueModelFileList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listCatalogueModelRevisions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                /** @description A v2 model's id (`ml_...`). */
+                modelId: components["parameters"]["CatalogueModelId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The revisions. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ModelRevisionList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getCatalogueModelRevision: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                /** @description A v2 model's id (`ml_...`). */
+                modelId: components["parameters"]["CatalogueModelId"];
+                revisionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The revision. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ModelRevision"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listRemoteModelUploads: {
+        parameters: {
+            query?: {
+                /** @description Page size (the contract's **Lists**: 50 when absent or 0, at most 100, negative is 400 `invalid_limit`). */
+                limit?: components["parameters"]["Limit"];
+                /** @description The `next_cursor` of the previous page (the tag's **Lists**). */
+                after?: components["parameters"]["After"];
+            };
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of uploads. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RemoteUploadList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createRemoteModelUpload: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RemoteUploadCreate"];
+            };
+        };
+        responses: {
+            /** @description The upload, queued. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RemoteUpload"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getRemoteModelUpload: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                /** @description A remote upload's id (`mu_...`). */
+                uploadId: components["parameters"]["RemoteUploadId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The upload. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RemoteUpload"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listRemoteModelUploadEvents: {
+        parameters: {
+            query?: {
+                /** @description Page size (the contract's **Lists**: 50 when absent or 0, at most 100, negative is 400 `invalid_limit`). */
+                limit?: components["parameters"]["Limit"];
+                /** @description The `next_cursor` of the previous page (the tag's **Lists**). */
+                after?: components["parameters"]["After"];
+            };
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                /** @description A remote upload's id (`mu_...`). */
+                uploadId: components["parameters"]["RemoteUploadId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of events. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RemoteUploadEventList"];
                 };
             };
             400: components["responses"]["BadRequest"];

@@ -30,3 +30,9 @@ export async function owned<F extends Finder>(model: F, projectId: string, where
 export async function visibleOrNull<F extends Finder>(model: F, projectId: string, where: Record<string, unknown>): Promise<Row<F> | null> {
   return ((await model.findFirst({ where: { ...where, OR: [{ projectId: null }, { projectId }] } })) as Row<F> | null) ?? null;
 }
+
+/** A v2 path's `{projectId}` must be the caller's: any other, existing or not, answers exactly like an absent resource. */
+export function checkProject(ctx: { params: { projectId: string }; identity: { projectId: string } }): string {
+  if (ctx.params.projectId !== ctx.identity.projectId) throw notFound('project', ctx.params.projectId, 'projectId');
+  return ctx.identity.projectId;
+}

@@ -14,6 +14,7 @@ import { fineTuning } from './fine-tuning/index.ts';
 import { hardware } from './hardware/index.ts';
 import { identity } from './identity/index.ts';
 import { inference } from './inference/index.ts';
+import { modelCatalogue } from './model-catalogue/index.ts';
 import { models } from './models/index.ts';
 import { queue } from './queue/index.ts';
 import { rerank } from './rerank/index.ts';
@@ -26,6 +27,7 @@ export const modules = [
   identity,
   hardware,
   models,
+  modelCatalogue,
   compute,
   volumes,
   secrets,

@@ -5,16 +5,13 @@
 // placement must meet to be deployed.
 import { createHash } from 'node:crypto';
 import type { DedicatedEndpoint, Deployment, Model, ModelConfig } from '../../../generated/prisma/sqlite/client/client.ts';
-import { badRequest, notFound, taken } from '../../core/errors.ts';
+import { badRequest, taken } from '../../core/errors.ts';
 import type { Db, Tx } from '../../db/index.ts';
 import { owned, visibleOrNull } from '../../http/scope.ts';
+import { catalogueRevision, isCatalogueModel } from '../model-catalogue/index.ts';
 import { canonicalModelId } from '../models/index.ts';
 
-/** `{projectId}` must be the caller's: any other answers exactly like an absent resource. */
-export function checkProject(ctx: { params: { projectId: string }; identity: { projectId: string } }): string {
-  if (ctx.params.projectId !== ctx.identity.projectId) throw notFound('project', ctx.params.projectId, 'projectId');
-  return ctx.identity.projectId;
-}
+export { checkProject } from '../../http/scope.ts';
 
 export function findEndpoint(db: Db | Tx, projectId: string, id: string): Promise<DedicatedEndpoint> {
   return owned(db.dedicatedEndpoint, projectId, { id }, { what: 'endpoint', id, param: 'endpointId' });
@@ -161,20 +158,41 @@ export interface ModelAndConfigRefs {
 export async function resolveModelAndConfig(db: Db | Tx, projectId: string, refs: ModelAndConfigRefs) {
   const m = eitherOf('model', ['model', refs.model], ['modelId', refs.modelId], (a, b) => parseModelRef(projectId, a).id === parseModelRef(projectId, b).id);
   const model = await resolveModel(db, projectId, m.ref, m.param);
-  const modelRevisionId = revisionOf(model.id);
   const named: [string, string | undefined][] = [
     ['model', refs.model === undefined ? undefined : parseModelRef(projectId, refs.model).revision],
     ['modelId', refs.modelId === undefined ? undefined : parseModelRef(projectId, refs.modelId).revision],
     ['modelRevisionId', refs.modelRevisionId],
   ];
-  for (const [param, revision] of named) {
-    if (revision !== undefined && revision !== modelRevisionId) {
-      throw badRequest(`Model '${model.id}' has no revision '${revision}'; its one revision is '${modelRevisionId}'.`, param, 'model_revision_not_found');
-    }
-  }
+  const modelRevisionId = await revisionToPin(db, model, named);
   const c = eitherOf('config', ['config', refs.config], ['configId', refs.configId], (a, b) => configIdOf(projectId, a) === configIdOf(projectId, b));
   const config = await resolveConfig(db, projectId, c.ref, model, c.param);
   return { model, modelRevisionId, config };
+}
+
+/**
+ * The revision a deployment pins: a v2 catalogue model's named revision (each name given must be one of its
+ * revisions, and all the same) or its newest; any other model's one revision (`revisionOf`), which a name must be.
+ */
+async function revisionToPin(db: Db | Tx, model: Model, named: [string, string | undefined][]): Promise<string> {
+  const given = named.filter((n): n is [string, string] => n[1] !== undefined);
+  if (!isCatalogueModel(model)) {
+    const only = revisionOf(model.id);
+    for (const [param, revision] of given) {
+      if (revision !== only)
+        throw badRequest(`Model '${model.id}' has no revision '${revision}'; its one revision is '${only}'.`, param, 'model_revision_not_found');
+    }
+    return only;
+  }
+  let pinned: string | undefined;
+  for (const [param, revision] of given) {
+    if ((await catalogueRevision(db, model, revision)) === null)
+      throw badRequest(`Model '${model.id}' has no revision '${revision}'.`, param, 'model_revision_not_found');
+    if (pinned !== undefined && pinned !== revision)
+      throw badRequest(`'${param}' names revision '${revision}', another field '${pinned}'.`, param, 'model_revision_mismatch');
+    pinned = revision;
+  }
+  // A ready catalogue model has a revision: its first succeeded upload made it ready.
+  return pinned ?? (await catalogueRevision(db, model))!;
 }
 
 /** A create's replica bounds: `minReplicas` 1 when omitted (0 when `maxReplicas` is 0), `maxReplicas` `minReplicas` when omitted. */

@@ -118,13 +118,16 @@ export interface UploadedModel {
   minGpuMemory: number | null;
   contextLength?: number | null;
   description?: string | null;
-  source: string;
-  sourceKind: string;
-  /** pending while its upload job runs; ready once it completed. */
+  /** Where the weights come from; null for a v2 catalogue model, whose uploads each name their own. */
+  source: string | null;
+  sourceKind: string | null;
+  /** pending while its upload job runs (a v2 model: until an upload succeeds); ready once it completed. */
   status: 'pending' | 'ready';
+  /** v2 catalogue models only: VISIBILITY_PRIVATE | VISIBILITY_INTERNAL. */
+  visibility?: string | null;
 }
 
-/** A project's uploaded model or adapter (`ml_...`): the upload creates it pending; its job makes it ready. */
+/** A project's model or adapter (`ml_...`: v1 uploads, fine-tuned outputs, v2 catalogue models), created pending or ready. */
 export function createUploadedModel(tx: Tx, clock: Clock, projectId: string, m: UploadedModel): Promise<Model> {
   return tx.model.create({
     data: {

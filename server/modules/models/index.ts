@@ -16,9 +16,11 @@ export {
   createUploadedModel,
   findModel,
   isUploadedModelId,
+  nameKey,
   notServerless,
   serverlessModel,
 } from './catalogue.ts';
+export { architectureOf, parseSource, resolves, SOURCE_LABEL, type Source } from './sources.ts';
 
 export const models: ModuleDescriptor<'models'> = {
   name: 'models',

@@ -53,6 +53,21 @@ export type Hardware = Prisma.HardwareModel
  */
 export type Model = Prisma.ModelModel
 /**
+ * Model ModelRevision
+ * 
+ */
+export type ModelRevision = Prisma.ModelRevisionModel
+/**
+ * Model RemoteUpload
+ * 
+ */
+export type RemoteUpload = Prisma.RemoteUploadModel
+/**
+ * Model RemoteUploadEvent
+ * 
+ */
+export type RemoteUploadEvent = Prisma.RemoteUploadEventModel
+/**
  * Model ModelUploadJob
  * 
  */

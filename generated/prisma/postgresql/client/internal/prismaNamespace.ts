@@ -404,6 +404,9 @@ export const ModelName = {
   ServerKey: 'ServerKey',
   Hardware: 'Hardware',
   Model: 'Model',
+  ModelRevision: 'ModelRevision',
+  RemoteUpload: 'RemoteUpload',
+  RemoteUploadEvent: 'RemoteUploadEvent',
   ModelUploadJob: 'ModelUploadJob',
   HardwareReservation: 'HardwareReservation',
   Cluster: 'Cluster',
@@ -446,7 +449,7 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
     omit: GlobalOmitOptions
   }
   meta: {
-    modelProps: "organization" | "project" | "apiKey" | "seedRun" | "serverKey" | "hardware" | "model" | "modelUploadJob" | "hardwareReservation" | "cluster" | "computeHost" | "computeInstance" | "computeVm" | "passiveHealthCheckAlert" | "remediation" | "idempotencyRecord" | "v1Endpoint" | "modelConfig" | "dedicatedEndpoint" | "deployment" | "endpointEvent" | "adapterBinding" | "evaluationJob" | "file" | "fineTune" | "fineTuneEvent" | "fineTuneCheckpoint" | "queueJob" | "workItem" | "volume" | "volumeVersion" | "volumeMount" | "secret" | "video"
+    modelProps: "organization" | "project" | "apiKey" | "seedRun" | "serverKey" | "hardware" | "model" | "modelRevision" | "remoteUpload" | "remoteUploadEvent" | "modelUploadJob" | "hardwareReservation" | "cluster" | "computeHost" | "computeInstance" | "computeVm" | "passiveHealthCheckAlert" | "remediation" | "idempotencyRecord" | "v1Endpoint" | "modelConfig" | "dedicatedEndpoint" | "deployment" | "endpointEvent" | "adapterBinding" | "evaluationJob" | "file" | "fineTune" | "fineTuneEvent" | "fineTuneCheckpoint" | "queueJob" | "workItem" | "volume" | "volumeVersion" | "volumeMount" | "secret" | "video"
     txIsolationLevel: TransactionIsolationLevel
   }
   model: {
@@ -965,6 +968,228 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
         count: {
           args: Prisma.ModelCountArgs<ExtArgs>
           result: runtime.Types.Utils.Optional<Prisma.ModelCountAggregateOutputType> | number
+        }
+      }
+    }
+    ModelRevision: {
+      payload: Prisma.$ModelRevisionPayload<ExtArgs>
+      fields: Prisma.ModelRevisionFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.ModelRevisionFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ModelRevisionPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.ModelRevisionFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ModelRevisionPayload>
+        }
+        findFirst: {
+          args: Prisma.ModelRevisionFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ModelRevisionPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.ModelRevisionFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ModelRevisionPayload>
+        }
+        findMany: {
+          args: Prisma.ModelRevisionFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ModelRevisionPayload>[]
+        }
+        create: {
+          args: Prisma.ModelRevisionCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ModelRevisionPayload>
+        }
+        createMany: {
+          args: Prisma.ModelRevisionCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.ModelRevisionCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ModelRevisionPayload>[]
+        }
+        delete: {
+          args: Prisma.ModelRevisionDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ModelRevisionPayload>
+        }
+        update: {
+          args: Prisma.ModelRevisionUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ModelRevisionPayload>
+        }
+        deleteMany: {
+          args: Prisma.ModelRevisionDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.ModelRevisionUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.ModelRevisionUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ModelRevisionPayload>[]
+        }
+        upsert: {
+          args: Prisma.ModelRevisionUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ModelRevisionPayload>
+        }
+        aggregate: {
+          args: Prisma.ModelRevisionAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateModelRevision>
+        }
+        groupBy: {
+          args: Prisma.ModelRevisionGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.ModelRevisionGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.ModelRevisionCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.ModelRevisionCountAggregateOutputType> | number
+        }
+      }
+    }
+    RemoteUpload: {
+      payload: Prisma.$RemoteUploadPayload<ExtArgs>
+      fields: Prisma.RemoteUploadFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.RemoteUploadFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RemoteUploadPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.RemoteUploadFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RemoteUploadPayload>
+        }
+        findFirst: {
+          args: Prisma.RemoteUploadFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RemoteUploadPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.RemoteUploadFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RemoteUploadPayload>
+        }
+        findMany: {
+          args: Prisma.RemoteUploadFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RemoteUploadPayload>[]
+        }
+        create: {
+          args: Prisma.RemoteUploadCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RemoteUploadPayload>
+        }
+        createMany: {
+          args: Prisma.RemoteUploadCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.RemoteUploadCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RemoteUploadPayload>[]
+        }
+        delete: {
+          args: Prisma.RemoteUploadDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RemoteUploadPayload>
+        }
+        update: {
+          args: Prisma.RemoteUploadUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RemoteUploadPayload>
+        }
+        deleteMany: {
+          args: Prisma.RemoteUploadDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.RemoteUploadUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.RemoteUploadUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RemoteUploadPayload>[]
+        }
+        upsert: {
+          args: Prisma.RemoteUploadUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RemoteUploadPayload>
+        }
+        aggregate: {
+          args: Prisma.RemoteUploadAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateRemoteUpload>
+        }
+        groupBy: {
+          args: Prisma.RemoteUploadGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.RemoteUploadGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.RemoteUploadCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.RemoteUploadCountAggregateOutputType> | number
+        }
+      }
+    }
+    RemoteUploadEvent: {
+      payload: Prisma.$RemoteUploadEventPayload<ExtArgs>
+      fields: Prisma.RemoteUploadEventFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.RemoteUploadEventFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RemoteUploadEventPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.RemoteUploadEventFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RemoteUploadEventPayload>
+        }
+        findFirst: {
+          args: Prisma.RemoteUploadEventFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RemoteUploadEventPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.RemoteUploadEventFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RemoteUploadEventPayload>
+        }
+        findMany: {
+          args: Prisma.RemoteUploadEventFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RemoteUploadEventPayload>[]
+        }
+        create: {
+          args: Prisma.RemoteUploadEventCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RemoteUploadEventPayload>
+        }
+        createMany: {
+          args: Prisma.RemoteUploadEventCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.RemoteUploadEventCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RemoteUploadEventPayload>[]
+        }
+        delete: {
+          args: Prisma.RemoteUploadEventDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RemoteUploadEventPayload>
+        }
+        update: {
+          args: Prisma.RemoteUploadEventUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RemoteUploadEventPayload>
+        }
+        deleteMany: {
+          args: Prisma.RemoteUploadEventDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.RemoteUploadEventUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.RemoteUploadEventUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RemoteUploadEventPayload>[]
+        }
+        upsert: {
+          args: Prisma.RemoteUploadEventUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RemoteUploadEventPayload>
+        }
+        aggregate: {
+          args: Prisma.RemoteUploadEventAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateRemoteUploadEvent>
+        }
+        groupBy: {
+          args: Prisma.RemoteUploadEventGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.RemoteUploadEventGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.RemoteUploadEventCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.RemoteUploadEventCountAggregateOutputType> | number
         }
       }
     }
@@ -3095,10 +3320,53 @@ export const ModelScalarFieldEnum = {
   source: 'source',
   sourceKind: 'sourceKind',
   status: 'status',
+  visibility: 'visibility',
   createdAt: 'createdAt'
 } as const
 
 export type ModelScalarFieldEnum = (typeof ModelScalarFieldEnum)[keyof typeof ModelScalarFieldEnum]
+
+
+export const ModelRevisionScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  modelId: 'modelId',
+  uploadId: 'uploadId',
+  files: 'files',
+  totalSizeBytes: 'totalSizeBytes',
+  createdAt: 'createdAt'
+} as const
+
+export type ModelRevisionScalarFieldEnum = (typeof ModelRevisionScalarFieldEnum)[keyof typeof ModelRevisionScalarFieldEnum]
+
+
+export const RemoteUploadScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  modelId: 'modelId',
+  remoteUrl: 'remoteUrl',
+  status: 'status',
+  statusMessage: 'statusMessage',
+  restartCount: 'restartCount',
+  maxRestarts: 'maxRestarts',
+  createdAt: 'createdAt',
+  updatedAt: 'updatedAt'
+} as const
+
+export type RemoteUploadScalarFieldEnum = (typeof RemoteUploadScalarFieldEnum)[keyof typeof RemoteUploadScalarFieldEnum]
+
+
+export const RemoteUploadEventScalarFieldEnum = {
+  id: 'id',
+  uploadId: 'uploadId',
+  projectId: 'projectId',
+  level: 'level',
+  type: 'type',
+  message: 'message',
+  createdAt: 'createdAt'
+} as const
+
+export type RemoteUploadEventScalarFieldEnum = (typeof RemoteUploadEventScalarFieldEnum)[keyof typeof RemoteUploadEventScalarFieldEnum]
 
 
 export const ModelUploadJobScalarFieldEnum = {
@@ -3817,6 +4085,9 @@ export type GlobalOmitConfig = {
   serverKey?: Prisma.ServerKeyOmit
   hardware?: Prisma.HardwareOmit
   model?: Prisma.ModelOmit
+  modelRevision?: Prisma.ModelRevisionOmit
+  remoteUpload?: Prisma.RemoteUploadOmit
+  remoteUploadEvent?: Prisma.RemoteUploadEventOmit
   modelUploadJob?: Prisma.ModelUploadJobOmit
   hardwareReservation?: Prisma.HardwareReservationOmit
   cluster?: Prisma.ClusterOmit

@@ -58,6 +58,9 @@ export const ModelName = {
   ServerKey: 'ServerKey',
   Hardware: 'Hardware',
   Model: 'Model',
+  ModelRevision: 'ModelRevision',
+  RemoteUpload: 'RemoteUpload',
+  RemoteUploadEvent: 'RemoteUploadEvent',
   ModelUploadJob: 'ModelUploadJob',
   HardwareReservation: 'HardwareReservation',
   Cluster: 'Cluster',
@@ -190,10 +193,53 @@ export const ModelScalarFieldEnum = {
   source: 'source',
   sourceKind: 'sourceKind',
   status: 'status',
+  visibility: 'visibility',
   createdAt: 'createdAt'
 } as const
 
 export type ModelScalarFieldEnum = (typeof ModelScalarFieldEnum)[keyof typeof ModelScalarFieldEnum]
+
+
+export const ModelRevisionScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  modelId: 'modelId',
+  uploadId: 'uploadId',
+  files: 'files',
+  totalSizeBytes: 'totalSizeBytes',
+  createdAt: 'createdAt'
+} as const
+
+export type ModelRevisionScalarFieldEnum = (typeof ModelRevisionScalarFieldEnum)[keyof typeof ModelRevisionScalarFieldEnum]
+
+
+export const RemoteUploadScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  modelId: 'modelId',
+  remoteUrl: 'remoteUrl',
+  status: 'status',
+  statusMessage: 'statusMessage',
+  restartCount: 'restartCount',
+  maxRestarts: 'maxRestarts',
+  createdAt: 'createdAt',
+  updatedAt: 'updatedAt'
+} as const
+
+export type RemoteUploadScalarFieldEnum = (typeof RemoteUploadScalarFieldEnum)[keyof typeof RemoteUploadScalarFieldEnum]
+
+
+export const RemoteUploadEventScalarFieldEnum = {
+  id: 'id',
+  uploadId: 'uploadId',
+  projectId: 'projectId',
+  level: 'level',
+  type: 'type',
+  message: 'message',
+  createdAt: 'createdAt'
+} as const
+
+export type RemoteUploadEventScalarFieldEnum = (typeof RemoteUploadEventScalarFieldEnum)[keyof typeof RemoteUploadEventScalarFieldEnum]
 
 
 export const ModelUploadJobScalarFieldEnum = {

@@ -64,6 +64,7 @@ export type ModelMinAggregateOutputType = {
   source: string | null
   sourceKind: string | null
   status: string | null
+  visibility: string | null
   createdAt: bigint | null
 }
 
@@ -91,6 +92,7 @@ export type ModelMaxAggregateOutputType = {
   source: string | null
   sourceKind: string | null
   status: string | null
+  visibility: string | null
   createdAt: bigint | null
 }
 
@@ -118,6 +120,7 @@ export type ModelCountAggregateOutputType = {
   source: number
   sourceKind: number
   status: number
+  visibility: number
   createdAt: number
   _all: number
 }
@@ -161,6 +164,7 @@ export type ModelMinAggregateInputType = {
   source?: true
   sourceKind?: true
   status?: true
+  visibility?: true
   createdAt?: true
 }
 
@@ -188,6 +192,7 @@ export type ModelMaxAggregateInputType = {
   source?: true
   sourceKind?: true
   status?: true
+  visibility?: true
   createdAt?: true
 }
 
@@ -215,6 +220,7 @@ export type ModelCountAggregateInputType = {
   source?: true
   sourceKind?: true
   status?: true
+  visibility?: true
   createdAt?: true
   _all?: true
 }
@@ -329,6 +335,7 @@ export type ModelGroupByOutputType = {
   source: string | null
   sourceKind: string | null
   status: string
+  visibility: string | null
   createdAt: bigint
   _count: ModelCountAggregateOutputType | null
   _avg: ModelAvgAggregateOutputType | null
@@ -379,6 +386,7 @@ export type ModelWhereInput = {
   source?: Prisma.StringNullableFilter<"Model"> | string | null
   sourceKind?: Prisma.StringNullableFilter<"Model"> | string | null
   status?: Prisma.StringFilter<"Model"> | string
+  visibility?: Prisma.StringNullableFilter<"Model"> | string | null
   createdAt?: Prisma.BigIntFilter<"Model"> | bigint | number
 }
 
@@ -406,6 +414,7 @@ export type ModelOrderByWithRelationInput = {
   source?: Prisma.SortOrderInput | Prisma.SortOrder
   sourceKind?: Prisma.SortOrderInput | Prisma.SortOrder
   status?: Prisma.SortOrder
+  visibility?: Prisma.SortOrderInput | Prisma.SortOrder
   createdAt?: Prisma.SortOrder
 }
 
@@ -437,6 +446,7 @@ export type ModelWhereUniqueInput = Prisma.AtLeast<{
   source?: Prisma.StringNullableFilter<"Model"> | string | null
   sourceKind?: Prisma.StringNullableFilter<"Model"> | string | null
   status?: Prisma.StringFilter<"Model"> | string
+  visibility?: Prisma.StringNullableFilter<"Model"> | string | null
   createdAt?: Prisma.BigIntFilter<"Model"> | bigint | number
 }, "id" | "projectId_nameKey">
 
@@ -464,6 +474,7 @@ export type ModelOrderByWithAggregationInput = {
   source?: Prisma.SortOrderInput | Prisma.SortOrder
   sourceKind?: Prisma.SortOrderInput | Prisma.SortOrder
   status?: Prisma.SortOrder
+  visibility?: Prisma.SortOrderInput | Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   _count?: Prisma.ModelCountOrderByAggregateInput
   _avg?: Prisma.ModelAvgOrderByAggregateInput
@@ -499,6 +510,7 @@ export type ModelScalarWhereWithAggregatesInput = {
   source?: Prisma.StringNullableWithAggregatesFilter<"Model"> | string | null
   sourceKind?: Prisma.StringNullableWithAggregatesFilter<"Model"> | string | null
   status?: Prisma.StringWithAggregatesFilter<"Model"> | string
+  visibility?: Prisma.StringNullableWithAggregatesFilter<"Model"> | string | null
   createdAt?: Prisma.BigIntWithAggregatesFilter<"Model"> | bigint | number
 }
 
@@ -526,6 +538,7 @@ export type ModelCreateInput = {
   source?: string | null
   sourceKind?: string | null
   status?: string
+  visibility?: string | null
   createdAt: bigint | number
 }
 
@@ -553,6 +566,7 @@ export type ModelUncheckedCreateInput = {
   source?: string | null
   sourceKind?: string | null
   status?: string
+  visibility?: string | null
   createdAt: bigint | number
 }
 
@@ -580,6 +594,7 @@ export type ModelUpdateInput = {
   source?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   sourceKind?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   status?: Prisma.StringFieldUpdateOperationsInput | string
+  visibility?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
 }
 
@@ -607,6 +622,7 @@ export type ModelUncheckedUpdateInput = {
   source?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   sourceKind?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   status?: Prisma.StringFieldUpdateOperationsInput | string
+  visibility?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
 }
 
@@ -634,6 +650,7 @@ export type ModelCreateManyInput = {
   source?: string | null
   sourceKind?: string | null
   status?: string
+  visibility?: string | null
   createdAt: bigint | number
 }
 
@@ -661,6 +678,7 @@ export type ModelUpdateManyMutationInput = {
   source?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   sourceKind?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   status?: Prisma.StringFieldUpdateOperationsInput | string
+  visibility?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
 }
 
@@ -688,6 +706,7 @@ export type ModelUncheckedUpdateManyInput = {
   source?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   sourceKind?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   status?: Prisma.StringFieldUpdateOperationsInput | string
+  visibility?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
 }
 
@@ -720,6 +739,7 @@ export type ModelCountOrderByAggregateInput = {
   source?: Prisma.SortOrder
   sourceKind?: Prisma.SortOrder
   status?: Prisma.SortOrder
+  visibility?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
 }
 
@@ -754,6 +774,7 @@ export type ModelMaxOrderByAggregateInput = {
   source?: Prisma.SortOrder
   sourceKind?: Prisma.SortOrder
   status?: Prisma.SortOrder
+  visibility?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
 }
 
@@ -781,6 +802,7 @@ export type ModelMinOrderByAggregateInput = {
   source?: Prisma.SortOrder
   sourceKind?: Prisma.SortOrder
   status?: Prisma.SortOrder
+  visibility?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
 }
 
@@ -829,6 +851,7 @@ export type ModelSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs = 
   source?: boolean
   sourceKind?: boolean
   status?: boolean
+  visibility?: boolean
   createdAt?: boolean
 }, ExtArgs["result"]["model"]>
 
@@ -856,6 +879,7 @@ export type ModelSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Extensi
   source?: boolean
   sourceKind?: boolean
   status?: boolean
+  visibility?: boolean
   createdAt?: boolean
 }, ExtArgs["result"]["model"]>
 
@@ -883,6 +907,7 @@ export type ModelSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Extensi
   source?: boolean
   sourceKind?: boolean
   status?: boolean
+  visibility?: boolean
   createdAt?: boolean
 }, ExtArgs["result"]["model"]>
 
@@ -910,10 +935,11 @@ export type ModelSelectScalar = {
   source?: boolean
   sourceKind?: boolean
   status?: boolean
+  visibility?: boolean
   createdAt?: boolean
 }
 
-export type ModelOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "projectId" | "name" | "nameKey" | "type" | "modelType" | "architecture" | "baseModelId" | "loraModel" | "serverless" | "minGpuMemory" | "contextLength" | "dimensions" | "organization" | "pricing" | "description" | "displayName" | "link" | "license" | "capabilities" | "source" | "sourceKind" | "status" | "createdAt", ExtArgs["result"]["model"]>
+export type ModelOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "projectId" | "name" | "nameKey" | "type" | "modelType" | "architecture" | "baseModelId" | "loraModel" | "serverless" | "minGpuMemory" | "contextLength" | "dimensions" | "organization" | "pricing" | "description" | "displayName" | "link" | "license" | "capabilities" | "source" | "sourceKind" | "status" | "visibility" | "createdAt", ExtArgs["result"]["model"]>
 
 export type $ModelPayload<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   name: "Model"
@@ -942,6 +968,7 @@ export type $ModelPayload<ExtArgs extends runtime.Types.Extensions.InternalArgs 
     source: string | null
     sourceKind: string | null
     status: string
+    visibility: string | null
     createdAt: bigint
   }, ExtArgs["result"]["model"]>
   composites: {}
@@ -1389,6 +1416,7 @@ export interface ModelFieldRefs {
   readonly source: Prisma.FieldRef<"Model", 'String'>
   readonly sourceKind: Prisma.FieldRef<"Model", 'String'>
   readonly status: Prisma.FieldRef<"Model", 'String'>
+  readonly visibility: Prisma.FieldRef<"Model", 'String'>
   readonly createdAt: Prisma.FieldRef<"Model", 'BigInt'>
 }
     
