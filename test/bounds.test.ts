@@ -135,6 +135,20 @@ describe('schema sampling: the local engine samples within documented bounds', (
     expect(Object.keys(JSON.parse(res.body.choices[0].message.tool_calls[0].function.arguments))).toHaveLength(998);
   });
 
+  test("a pattern that backtracks (`^(\\w+)*x$`, minLength 40: hours with JavaScript's engine) is checked in linear time: answered, the server alive", async () => {
+    const res = await respond({ type: 'object', properties: { s: { type: 'string', minLength: 40, pattern: '^(\\w+)*x$' } }, required: ['s'] });
+    // Whether the sample satisfies the pattern or not, the answer comes at once: 200 with a valid object, or 400.
+    if (res.status === 200) expect(JSON.parse(res.body.choices[0].message.content).s).toMatch(/^\w{39,}x$/);
+    else expectError(res, 400, { code: 'unsupported_json_schema', param: 'response_format' });
+    await alive();
+  });
+
+  test('a pattern of syntax linear matching cannot run (lookahead, backreferences) is 400 naming the schema', async () => {
+    const res = await call({ type: 'object', properties: { s: { type: 'string', pattern: '^(?=a)a+$' } }, required: ['s'] });
+    expectError(res, 400, { type: 'invalid_request_error', code: 'invalid_json_schema', param: 'tools' });
+    expect(res.body.error.message).toMatch(/unsupported Perl syntax/);
+  });
+
   test('within the bounds: 10,000 items, and an object schema nested 30 deep (the body allows 64 levels), are sampled and valid', async () => {
     const items = await respond(array(10_000));
     expect(items.status, JSON.stringify(items.body).slice(0, 300)).toBe(200);

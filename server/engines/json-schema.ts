@@ -9,6 +9,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import draft06 from 'ajv/dist/refs/json-schema-draft-06.json' with { type: 'json' };
 import AjvDraft04 from 'ajv-draft-04';
 import addFormats from 'ajv-formats';
+import { RE2JS } from 're2js';
 
 export const DRAFTS = ['draft-04', 'draft-06', 'draft-07', '2019-09', '2020-12'] as const;
 export type Draft = (typeof DRAFTS)[number];
@@ -27,7 +28,19 @@ export class SchemaProblem extends Error {}
 
 type Validator = Pick<Ajv, 'compile' | 'removeSchema'>;
 
-const options = { strict: false, allErrors: false } as const;
+// A caller's `pattern` runs on the server: with JavaScript's backtracking engine `^(\w+)*x$` against 40 characters
+// takes hours. RE2's engine (re2js, pure JavaScript) matches in time linear in the input; a pattern it does not
+// support (lookaround, backreferences) makes the schema one this server cannot use (400, as for any invalid schema).
+const linearRegExp = Object.assign(
+  (pattern: string) => {
+    const re = RE2JS.compile(pattern);
+    // Ajv keys its compiled patterns by toString.
+    return { test: (text: string) => re.matcher(text).find(), toString: () => pattern };
+  },
+  { code: 'RE2JS' },
+);
+
+const options = { strict: false, allErrors: false, code: { regExp: linearRegExp } } as const;
 
 function make(draft: Draft): Validator {
   let ajv: Ajv;
