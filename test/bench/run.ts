@@ -93,7 +93,12 @@ try {
     children.push(full.child);
     const key = full.banner.match(/tpk_[\w-]+/)?.[0];
     if (!key) throw new Error('the platform printed no development key (use an empty BENCH_DATABASE_URL)');
-    const server = { url: `http://127.0.0.1:${port}`, pid: full.child.pid!, auth: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' }, database };
+    const server = {
+      url: `http://127.0.0.1:${port}`,
+      pid: full.child.pid!,
+      auth: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' },
+      database,
+    };
     servers.set(id, server);
     return server;
   };
