@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { root } from '../../server/core/paths.ts';
 import { queueBench } from './queue.ts';
+import { runnerBench } from './runner.ts';
 import { scenarios } from './scenarios.ts';
 import { benchVideo } from './video.ts';
 
@@ -169,6 +170,7 @@ try {
   console.log(`${CONNECTIONS} connections, ${DURATION} s per measurement, ${ROUNDS} rounds`);
   if (!filter || 'video'.includes(filter)) await benchVideo();
   if ((!filter || 'queue throughput'.includes(filter)) && !(await queueBench(ROUNDS))) failed++;
+  if (!filter || 'runner throughput'.includes(filter)) await runnerBench(ROUNDS);
   process.exitCode = failed ? 1 : 0;
 } finally {
   for (const c of children) c.kill('SIGTERM');
