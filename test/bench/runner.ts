@@ -85,7 +85,7 @@ async function drainOne(backlog: Backlog, n: number): Promise<{ perSecond: numbe
     const started = performance.now();
     runner.start();
     let done = 0;
-    while ((done = await backlog.done(platform, projectId)) < n) await sleep(20);
+    while ((done = await backlog.done(platform, projectId)) < n) await sleep(50);
     const ms = performance.now() - started;
     const used = process.cpuUsage(cpu);
     if (done !== n) throw new Error(`${backlog.name}: ${done} of ${n} done`);
