@@ -5,6 +5,8 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
 import { iso } from '../server/core/clock.ts';
+import { storeFile } from '../server/modules/files/index.ts';
+import { fileWire } from '../server/modules/files/wire.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
 
 let t: TestPlatform;
@@ -76,6 +78,33 @@ describe('long lists', () => {
     const p = await plan(`SELECT "id" FROM "File" WHERE "projectId" = ? AND "status" <> 'UPLOADING' ORDER BY "id" DESC`, t.caller.identity.projectId);
     expect(p).toMatch(/File_projectId_id_idx/);
     expect(p).not.toMatch(/TEMP B-TREE|Sort/);
+  });
+
+  test('the file list answers each file as retrieving it does; a report is parsed once, not per listing', async () => {
+    const dataset = `${JSON.stringify({
+      messages: [
+        { role: 'user', content: 'Hi' },
+        { role: 'assistant', content: 'Hello.' },
+      ],
+    })}\n`;
+    const f = await storeFile(t.services, { projectId: t.caller.identity.projectId, purpose: 'fine-tune', filename: 'list.jsonl', fileType: 'jsonl' }, dataset);
+    await t.services.runner.drain();
+    const findMany = vi.spyOn(t.services.db.prisma.file, 'findMany');
+    try {
+      const list = await t.http.get('/v1/files').set(auth());
+      expect(list.status).toBe(200);
+      const one = await t.http.get(`/v1/files/${f.id}`).set(auth());
+      expect(one.body).toMatchObject({ processing_status: 'COMPLETED', validation_report: { valid: true } });
+      expect(list.body.data.find((x: { id: string }) => x.id === f.id)).toEqual(one.body);
+      // The listing selects what the wire shape shows (not where the bytes are kept).
+      const args = findMany.mock.calls[0]![0] as { select?: Record<string, boolean> };
+      expect(args.select).toBeDefined();
+      expect(args.select).not.toHaveProperty('path');
+    } finally {
+      findMany.mockRestore();
+    }
+    const row = await t.services.db.prisma.file.findUniqueOrThrow({ where: { id: f.id } });
+    expect(fileWire(row).validation_report).toBe(fileWire({ ...row }).validation_report);
   });
 
   test('instants are formatted exactly as Date#toISOString formats them', () => {
