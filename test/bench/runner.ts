@@ -84,8 +84,11 @@ async function drainOne(backlog: Backlog, n: number): Promise<{ perSecond: numbe
     const cpu = process.cpuUsage();
     const started = performance.now();
     runner.start();
-    let done = 0;
-    while ((done = await backlog.done(platform, projectId)) < n) await sleep(50);
+    let done = await backlog.done(platform, projectId);
+    while (done < n) {
+      await sleep(50);
+      done = await backlog.done(platform, projectId);
+    }
     const ms = performance.now() - started;
     const used = process.cpuUsage(cpu);
     if (done !== n) throw new Error(`${backlog.name}: ${done} of ${n} done`);
