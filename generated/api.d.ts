@@ -419,7 +419,7 @@ export interface paths {
         };
         /**
          * List secrets
-         * @description The project's secrets, oldest first, without values.
+         * @description The project's secrets, oldest first, without values; not paged (as on the public platform), the whole list in one answer.
          */
         get: operations["listSecrets"];
         put?: never;
@@ -787,7 +787,7 @@ export interface paths {
         };
         /**
          * List files
-         * @description The project's files, newest first.
+         * @description The project's files, newest first; not paged (as on the public platform), the whole list in one answer.
          */
         get: operations["listFiles"];
         put?: never;

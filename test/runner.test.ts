@@ -435,6 +435,53 @@ describe('polling', () => {
     await sleep(50);
     expect(await db.prisma.workItem.count({ where: { id: { in: slow }, state: 'queued' } })).toBe(left);
   });
+
+  test('a backlog is drained as items finish, not `batch` items per poll period; once it is gone, the runner waits its period', async () => {
+    const clock = new ManualClock();
+    let claims = 0;
+    const done: string[] = [];
+    // A poll period far longer than the test: only a runner that refills freed places at once drains the backlog.
+    const runner = new (class extends Runner {
+      override claim(limit: number) {
+        claims++;
+        return super.claim(limit);
+      }
+    })(db, clock, { enabled: true, pollMs: 600_000, leaseMs: LEASE_MS, batch: 3, maxFailures: 3 }, log).register('backlog', {
+      run: async (item) => {
+        await sleep(5);
+        return { apply: async () => void done.push(item.id) };
+      },
+    });
+    const ids = await Promise.all(Array.from({ length: 20 }, () => add(clock, 'backlog')));
+    runner.start();
+    try {
+      while (done.length < 20) await sleep(10);
+      expect(done.sort()).toEqual([...ids].sort());
+      // No claim loop once nothing is due: the claims made stay as they are until the next period.
+      await sleep(100);
+      const after = claims;
+      await sleep(300);
+      expect(claims).toBe(after);
+    } finally {
+      await runner.stop();
+    }
+  });
+
+  test('a step without writes of its own is committed fenced too', async () => {
+    const clock = new ManualClock();
+    const a = newRunner(clock).register('fenced-plain', { run: async () => ({}) });
+    const b = newRunner(clock).register('fenced-plain', { run: async () => ({}) });
+    const id = await add(clock, 'fenced-plain');
+    const [itemA] = await a.claim(8);
+    clock.advance(LEASE_MS + 1);
+    const [itemB] = await b.claim(8);
+    await expect(a.commit(itemA!, {})).rejects.toBeInstanceOf(Fenced);
+    expect(await row(id)).toMatchObject({ state: 'running', attempt: 2, leaseOwner: b.owner });
+    await b.commit(itemB!, {});
+    expect(await row(id)).toMatchObject({ state: 'done', attempt: 2, leaseOwner: null });
+    await expect(a.commit(itemA!, { againInMs: 0 })).rejects.toBeInstanceOf(Fenced);
+    expect(await row(id)).toMatchObject({ state: 'done', attempt: 2 });
+  });
 });
 
 describe("progressions: a declared machine's timed steps", () => {

@@ -33,9 +33,12 @@ export type Step = (tx: Tx, id: string) => Promise<void | 'wait'>;
  * again); `apply` then commits its outcome, fenced, like a plain step.
  */
 export interface LongStep<T> {
-  work(id: string): Promise<T>;
-  // biome-ignore lint/suspicious/noConfusingVoidType: as Step.
-  apply(tx: Tx, id: string, result: T): Promise<void | 'wait'>;
+  /** `row`: the subject as the runner read it just before (no need to read it again). */
+  // biome-ignore lint/suspicious/noExplicitAny: the row of the progression's table.
+  work(id: string, row: any): Promise<T>;
+  /** `row`: the subject as the transaction reads it, still where the item found it. */
+  // biome-ignore lint/suspicious/noConfusingVoidType lint/suspicious/noExplicitAny: as Step; the row as in `work`.
+  apply(tx: Tx, id: string, result: T, row: any): Promise<void | 'wait'>;
 }
 
 export interface Progression<S extends string> {
@@ -153,10 +156,14 @@ export const subjectOf = <S extends string, E extends string, R extends Row>(m: 
   epoch: m.epoch ? Number(row[m.epoch]) : undefined,
 });
 
-/** The subject as the given reader (a transaction, or the database for a look before long work) sees it; null when it no longer exists. */
-async function load<S extends string, E extends string, R extends Row>(m: Stored<S, E, R>, client: Tx | Db, id: string): Promise<Subject | null> {
+/** The subject (and its row) as the given reader (a transaction, or the database for a look before long work) sees it; null when it no longer exists. */
+async function load<S extends string, E extends string, R extends Row>(
+  m: Stored<S, E, R>,
+  client: Tx | Db,
+  id: string,
+): Promise<(Subject & { row: R }) | null> {
   const row = await m.table(client).findUnique({ where: { id } });
-  return row && subjectOf(m, row);
+  return row && { ...subjectOf(m, row), row };
 }
 
 /** Schedules the timed step of the state `subject` is now in (nothing when the state has none), in the caller's transaction. */
@@ -180,14 +187,15 @@ export function progressionWork<S extends string>(p: Progression<S>, services: T
     run: async (item) => {
       const step = p.steps[item.payload.state as S];
       // Long work only for a subject still where the item found it; the commit below checks again.
-      const long = step && typeof step !== 'function' && current(await load(p.stored, services.db.prisma, item.subjectId), item.payload);
-      const result = long ? await (step as LongStep<unknown>).work(item.subjectId) : undefined;
+      const found = step && typeof step !== 'function' ? await load(p.stored, services.db.prisma, item.subjectId) : null;
+      const long = current(found, item.payload);
+      const result = long ? await (step as LongStep<unknown>).work(item.subjectId, found!.row) : undefined;
       return {
         apply: async (tx) => {
           const before = await load(p.stored, tx, item.subjectId);
           if (!current(before, item.payload) || !step) return;
           if (typeof step !== 'function' && !long) return;
-          const outcome = typeof step === 'function' ? await step(tx, before!.id) : await step.apply(tx, before!.id, result);
+          const outcome = typeof step === 'function' ? await step(tx, before!.id) : await step.apply(tx, before!.id, result, before!.row);
           if (outcome === 'wait') await enter(tx, services, p.stored.machine, before!);
         },
       };

@@ -83,6 +83,8 @@ export class Runner {
   private timer?: NodeJS.Timeout;
   private stopping = false;
   private polling?: Promise<void>;
+  /** Whether the last claim filled every free place: more items may be due now. */
+  private backlog = false;
 
   constructor(
     private db: Database,
@@ -98,14 +100,26 @@ export class Runner {
 
   start(): void {
     if (!this.config.enabled || this.timer) return;
-    const tick = () => {
+    this.schedule(0);
+  }
+
+  /** The next poll in `ms` (replacing a later one already scheduled); one poll at a time. */
+  private schedule(ms: number): void {
+    if (this.stopping || this.polling) return;
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
       this.polling = this.poll()
-        .catch((err) => this.log.error({ err }, 'runner poll failed'))
-        .finally(() => {
-          if (!this.stopping) this.timer = setTimeout(tick, this.config.pollMs);
+        .catch((err) => {
+          this.log.error({ err }, 'runner poll failed');
+          return false;
+        })
+        .then((more) => {
+          this.polling = undefined;
+          this.backlog = more;
+          // Places freed while this poll ran are filled at once when more may be due.
+          this.schedule(more && this.inflight.size < this.config.batch ? 0 : this.config.pollMs);
         });
-    };
-    this.timer = setTimeout(tick, 0);
+    }, ms);
   }
 
   /** Stops claiming and waits for the items in hand. */
@@ -127,13 +141,23 @@ export class Runner {
     }
   }
 
-  private async poll(): Promise<void> {
+  /**
+   * Claims as many items as there are free places (one statement) and starts them; answers whether there may be
+   * more due (every place asked for was filled). While there may be, a finished item's place is filled at once
+   * rather than at the next poll: a backlog is drained as fast as the items run, not `batch` items per poll period.
+   */
+  private async poll(): Promise<boolean> {
     const free = this.config.batch - this.inflight.size;
-    if (free <= 0) return;
-    for (const item of await this.claim(free)) {
-      const run = this.process(item).finally(() => this.inflight.delete(item.id));
+    if (free <= 0) return true;
+    const items = await this.claim(free);
+    for (const item of items) {
+      const run = this.process(item).finally(() => {
+        this.inflight.delete(item.id);
+        if (this.backlog) this.schedule(0);
+      });
       this.inflight.set(item.id, run);
     }
+    return items.length === free;
   }
 
   /** Takes up to `limit` due items (or items whose lease expired) for this worker. */
@@ -157,8 +181,9 @@ export class Runner {
           AND "kind" IN (${kinds.map((k) => p(k)).join(', ')})
         ORDER BY "runAt", "id" LIMIT ${p(limit)}${pg ? ' FOR UPDATE SKIP LOCKED' : ''})
       RETURNING ${RETURNED}`;
+    // One statement, atomic on its own: on PostgreSQL no transaction around it (two round trips fewer per claim).
     // biome-ignore lint/suspicious/noExplicitAny: raw rows, read by column below.
-    const rows = await this.db.write((tx) => tx.$queryRawUnsafe<any[]>(sql, ...args));
+    const rows = await this.db.writeStatement((c) => c.$queryRawUnsafe<any[]>(sql, ...args));
     return rows.map((r) => ({
       id: r.id,
       kind: r.kind,
@@ -195,12 +220,15 @@ export class Runner {
     );
   }
 
-  /** Commits a step if, and only if, the item still holds the attempt it was claimed with. */
+  /**
+   * Commits a step if, and only if, the item still holds the attempt it was claimed with. A step without writes of
+   * its own is that one fenced statement (on PostgreSQL outside a transaction: two round trips fewer).
+   */
   async commit(item: ClaimedItem, step: Step): Promise<void> {
     const now = this.clock.now();
-    await this.db.write(async (tx) => {
-      const again = step.againInMs !== undefined;
-      const { count } = await tx.workItem.updateMany({
+    const again = step.againInMs !== undefined;
+    const fenced = (client: Tx) =>
+      client.workItem.updateMany({
         where: { id: item.id, attempt: item.attempt, state: 'running' },
         data: {
           state: again ? 'queued' : 'done',
@@ -212,8 +240,13 @@ export class Runner {
           updatedAt: BigInt(now),
         },
       });
-      if (count === 0) throw new Fenced(item);
-      await step.apply?.(tx);
+    if (!step.apply) {
+      if ((await this.db.writeStatement(fenced)).count === 0) throw new Fenced(item);
+      return;
+    }
+    await this.db.write(async (tx) => {
+      if ((await fenced(tx)).count === 0) throw new Fenced(item);
+      await step.apply!(tx);
     });
   }
 

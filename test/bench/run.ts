@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { root } from '../../server/core/paths.ts';
 import { queueBench } from './queue.ts';
+import { runnerBench } from './runner.ts';
 import { scenarios } from './scenarios.ts';
 import { benchVideo } from './video.ts';
 
@@ -81,7 +82,7 @@ try {
   // The whole stack, started as `npm start` starts it: one server per distinct scenario environment, each on its own database.
   const start_ = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).scripts.start as string;
   const nodeArgs = start_.replace(/^exec node /, '').split(' ');
-  const servers = new Map<string, { url: string; pid: number; auth: Record<string, string> }>();
+  const servers = new Map<string, { url: string; pid: number; auth: Record<string, string>; database: string }>();
   // The rate limits are off unless a scenario turns them on: at their default base a throughput run is mostly 429s.
   const serverFor = async (scenarioEnv: Record<string, string> = {}) => {
     const env = { RATE_LIMITS: 'off', ...scenarioEnv };
@@ -93,12 +94,19 @@ try {
     children.push(full.child);
     const key = full.banner.match(/tpk_[\w-]+/)?.[0];
     if (!key) throw new Error('the platform printed no development key (use an empty BENCH_DATABASE_URL)');
-    const server = { url: `http://127.0.0.1:${port}`, pid: full.child.pid!, auth: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' } };
+    const server = {
+      url: `http://127.0.0.1:${port}`,
+      pid: full.child.pid!,
+      auth: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' },
+      database,
+    };
     servers.set(id, server);
     return server;
   };
 
   const chosen = scenarios.filter((s) => !filter || s.name.includes(filter));
+  // Every scenario's data first: a setup that outlasts the servers' keep-alive would close the connections fetch keeps.
+  for (const s of chosen) await s.setup?.(await serverFor(s.env));
   // The bare server answers exactly what the whole stack answers.
   const answers = [];
   for (const s of chosen) {
@@ -162,6 +170,7 @@ try {
   console.log(`${CONNECTIONS} connections, ${DURATION} s per measurement, ${ROUNDS} rounds`);
   if (!filter || 'video'.includes(filter)) await benchVideo();
   if ((!filter || 'queue throughput'.includes(filter)) && !(await queueBench(ROUNDS))) failed++;
+  if (!filter || 'runner throughput'.includes(filter)) await runnerBench(ROUNDS);
   process.exitCode = failed ? 1 : 0;
 } finally {
   for (const c of children) c.kill('SIGTERM');

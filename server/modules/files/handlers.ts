@@ -10,7 +10,7 @@ import { AWAITING_BYTES } from './machine.ts';
 import { checkPurpose, type FileType, type Purpose } from './rules.ts';
 import { uploadUrl } from './signature.ts';
 import { filePath, type NewFile, newFileId, placeFile, receiveBytes, recordFile, recordUpload, removeBytes } from './store.ts';
-import { fileWire } from './wire.ts';
+import { fileColumns, fileWire } from './wire.ts';
 
 /** The fields every upload takes, checked alike (the contract has checked their types). */
 function newFile(projectId: string, purpose: Purpose, filename: string, fileType: FileType = 'jsonl'): NewFile {
@@ -66,7 +66,12 @@ export async function putFileContent(ctx: Context<'putFileContent'>) {
 }
 
 export async function listFiles(ctx: Context<'listFiles'>) {
-  const rows = await ctx.db.prisma.file.findMany({ where: { projectId: ctx.identity.projectId, status: { not: AWAITING_BYTES } }, orderBy: { id: 'desc' } });
+  // Only the columns the wire shape shows, in the order of the index on (projectId, id).
+  const rows = await ctx.db.prisma.file.findMany({
+    where: { projectId: ctx.identity.projectId, status: { not: AWAITING_BYTES } },
+    select: fileColumns,
+    orderBy: { id: 'desc' },
+  });
   return { object: 'list' as const, data: rows.map(fileWire) };
 }
 

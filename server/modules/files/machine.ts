@@ -43,8 +43,7 @@ export function fileProgression(services: Timing & { db: Database; config: Pick<
         await tx.file.deleteMany({ where: { id, status: AWAITING_BYTES } });
       },
       PENDING: {
-        async work(id): Promise<Report> {
-          const f = await services.db.prisma.file.findUniqueOrThrow({ where: { id } });
+        async work(_id, f: File): Promise<Report> {
           const path = join(services.config.dataDir, f.path);
           try {
             return await validateDataset(path, f.fileType as FileType, f.purpose as Purpose, f.id);
@@ -53,8 +52,7 @@ export function fileProgression(services: Timing & { db: Database; config: Pick<
             throw new Error(withoutPaths(err instanceof Error ? err.message : String(err), { [path]: f.id }));
           }
         },
-        async apply(tx, id, report: Report) {
-          const f = await tx.file.findUniqueOrThrow({ where: { id } });
+        async apply(tx, _id, report: Report, f: File) {
           await transition(tx, services, files, f, report.valid ? 'validate' : 'reject', { data: { report: JSON.stringify(report) } });
         },
       },

@@ -139,6 +139,20 @@ export async function completeHeld(
   );
 }
 
+/**
+ * Completes or fails a job its claimer holds, in one statement, from the row as the claim answered it (no read
+ * first: the move's compare-and-set on the token checks that the claim still holds, and only the holder changes
+ * the row meanwhile); answers the finished job, or null if the claim no longer held.
+ */
+export function finishHeld(db: Database, timing: Timing, claimed: QueueJob, token: string, finish: Finish): Promise<QueueJob | null> {
+  return db.writeStatement((c) =>
+    transitionIfStill(c, timing, queueJobs, claimed, finish.event, {
+      where: { claimToken: token },
+      data: { ...finishData(claimed, finish), claimUntil: null },
+    }),
+  );
+}
+
 /** A status update: the claim's timeout starts again, and `info` keys are merged in. */
 export async function heartbeatJob(tx: Tx, clock: Clock, job: QueueJob, token: string, info?: Record<string, unknown>): Promise<QueueJob> {
   if (job.claimToken !== token || job.status !== 'running') throw claimLost(job.id);

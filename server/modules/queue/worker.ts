@@ -8,7 +8,7 @@ import { ApiError } from '../../core/errors.ts';
 import { localChat } from '../../engines/chat.ts';
 import type { WorkHandler } from '../../runner/runner.ts';
 import type { Services } from '../types.ts';
-import { type ClaimCheck, claimJobs, claimTimeoutMs, expireClaims, type Finish, finishJob, heartbeatJob, heldByClaim } from './machine.ts';
+import { type ClaimCheck, claimJobs, claimTimeoutMs, expireClaims, type Finish, finishHeld, heartbeatJob, heldByClaim } from './machine.ts';
 import { builtInModel, chatRequestOf } from './rules.ts';
 
 export const hasBuiltIn = async (tx: Parameters<typeof builtInModel>[0], projectId: string, model: string) =>
@@ -58,13 +58,8 @@ export function builtInWorker(services: Services): WorkHandler {
       } finally {
         clearInterval(beat);
       }
-      try {
-        await db.write(async (tx) => finishJob(tx, services, await tx.queueJob.findUniqueOrThrow({ where: { id: job.id } }), token, outcome));
-      } catch (err) {
-        // The claim timed out meanwhile: the job is back in the queue (or finished by another), not ours to finish.
-        if (err instanceof ApiError && err.code === 'claim_lost') log.warn({ job: job.id }, 'built-in queue worker lost its claim');
-        else throw err;
-      }
+      // null: the claim timed out meanwhile: the job is back in the queue (or finished by another), not ours to finish.
+      if (!(await finishHeld(db, services, job, token, outcome))) log.warn({ job: job.id }, 'built-in queue worker lost its claim');
       return {};
     },
   };

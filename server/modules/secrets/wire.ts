@@ -3,7 +3,18 @@ import type { Secret } from '../../../generated/prisma/sqlite/client/client.ts';
 import { iso } from '../../core/clock.ts';
 import type { Wire } from '../types.ts';
 
-export function secretWire(s: Secret): Wire<'Secret'> {
+/** The columns the wire shape reads: what a listing selects (never the value, not even encrypted). */
+export const secretColumns = {
+  id: true,
+  name: true,
+  description: true,
+  createdAt: true,
+  updatedAt: true,
+  createdBy: true,
+  lastUpdatedBy: true,
+} as const satisfies Partial<Record<keyof Secret, true>>;
+
+export function secretWire(s: Pick<Secret, keyof typeof secretColumns>): Wire<'Secret'> {
   return {
     object: 'secret',
     id: s.id,
