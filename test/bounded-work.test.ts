@@ -174,6 +174,8 @@ const answer = async (res: Response) => ({ status: res.status, body: (await res.
 describe('a long unbroken string does not hold the server', () => {
   const CHAT = 'meta-llama/Llama-3.3-70B-Instruct-Turbo'; // 131,072 tokens of context
   const SMALL = 'meta-llama/Llama-2-7b-hf'; // 4,096
+  const SMALL_CHAT = 'Qwen/Qwen2.5-72B-Instruct-Turbo';
+  const SMALL_CHAT_CONTEXT = 32_768;
 
   test('chat: 200 KB without a space (within the context) is answered', async () => {
     const content = letters(KB200);
@@ -183,6 +185,26 @@ describe('a long unbroken string does not hold the server', () => {
     expect(res.status, JSON.stringify(res.body).slice(0, 500)).toBe(200);
     expect(res.body.usage.completion_tokens).toBe(8);
     expect(res.body.usage.prompt_tokens).toBe(countTokens(`user: ${content}`));
+  });
+
+  test('chat: 20,000 messages over the context with truncate: the oldest dropped in one pass (once a count of the whole transcript per message dropped)', async () => {
+    const messages = [
+      { role: 'system', content: 'Rules.' },
+      ...Array.from({ length: 20_000 }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: `message ${i} of a long conversation` })),
+      { role: 'user', content: 'Last question' },
+    ];
+    const res = await healthyDuring(async () =>
+      answer(await post('/v1/chat/completions', { model: SMALL_CHAT, messages, max_tokens: 8, context_length_exceeded_behavior: 'truncate', echo: true })),
+    );
+    expect(res.status, JSON.stringify(res.body).slice(0, 500)).toBe(200);
+    expect(res.body.usage.prompt_tokens).toBeLessThanOrEqual(SMALL_CHAT_CONTEXT - 8);
+    const prompt: string = res.body.prompt[0].text;
+    expect(prompt.startsWith('system: Rules.\n')).toBe(true);
+    expect(prompt.endsWith('\nuser: Last question')).toBe(true);
+    // As many of the newest messages as fit, and no fewer than one message's worth below the budget.
+    expect(prompt).toContain('message 19999 of a long conversation');
+    expect(prompt).not.toContain('message 0 of a long conversation');
+    expect(res.body.usage.prompt_tokens).toBeGreaterThan(SMALL_CHAT_CONTEXT - 8 - 20);
   });
 
   test('completions: 200 KB over the context is 400 context_length_exceeded; with truncate it is answered', async () => {

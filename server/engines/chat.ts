@@ -13,7 +13,7 @@ import { ApiError, apiError, badRequest } from '../core/errors.ts';
 import { SchemaProblem, validatorOf } from './json-schema.ts';
 import type { Route, UpstreamRoute } from './routes.ts';
 import { beyondSampleBounds, beyondSchemaBounds, SAMPLE_BOUNDS, sampleTooLong } from './sample-bounds.ts';
-import { decode, encode } from './tokens.ts';
+import { countTokens, decode, encode } from './tokens.ts';
 import { upstreamEvents, upstreamFetch } from './upstream.ts';
 
 export type TextOperation = 'chat' | 'completion';
@@ -207,7 +207,21 @@ function generate(op: TextOperation, body: Body, served: Served): Generation {
     const overflow = `The prompt is ${truncate ? promptIds.length : `over ${budget}`} tokens; with max_tokens ${maxTokens ?? 0} the context length of ${served.model} (${ctx} tokens) allows ${budget}.`;
     if (!truncate) throw badRequest(`${overflow} Shorten it, or send context_length_exceeded_behavior: truncate.`, promptParam, 'context_length_exceeded');
     if (op === 'chat') {
-      // The oldest non-system messages go first; the last message always stays.
+      // The oldest non-system messages go first; the last message always stays. Each message's share (its line and
+      // the line break) is counted once and the oldest dropped until the rest fits, so a long conversation costs
+      // one pass, not a count of the whole transcript per message dropped (quadratic); the rest is then counted
+      // exactly, and dropping goes on one at a time should the shares have been off by a token.
+      let total = promptIds.length;
+      const kept = messages.filter((m, k) => {
+        if (total <= budget || m.role === 'system' || k === messages.length - 1) return true;
+        total -= countTokens(transcript([m], undefined)) + 1;
+        return false;
+      });
+      if (kept.length < messages.length) {
+        messages = kept;
+        promptText = transcript(messages, body.tools);
+        promptIds = encode(promptText);
+      }
       while (promptIds.length > budget) {
         const i = messages.findIndex((m, k) => m.role !== 'system' && k < messages.length - 1);
         if (i < 0) break;
