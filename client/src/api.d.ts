@@ -2010,6 +2010,67 @@ export interface paths {
         patch: operations["updateDeployment"];
         trace?: never;
     };
+    "/v2/projects/{projectId}/endpoints/{endpointId}/deployments/{deploymentId}/adapters": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                endpointId: components["parameters"]["V2EndpointId"];
+                deploymentId: components["parameters"]["DeploymentId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List the adapters bound to a deployment
+         * @description The deployment's bound adapters (the tag's **Bound adapters**), in the order they were bound.
+         */
+        get: operations["listDeploymentAdapters"];
+        put?: never;
+        /**
+         * Bind an adapter to a deployment
+         * @description Binds one of the caller's uploaded LoRA adapters; the deployment serves it from then on (the tag's **Bound adapters**).
+         */
+        post: operations["addDeploymentAdapter"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/projects/{projectId}/endpoints/{endpointId}/deployments/{deploymentId}/adapters/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                endpointId: components["parameters"]["V2EndpointId"];
+                deploymentId: components["parameters"]["DeploymentId"];
+                /** @description The bound adapter's id (`ml_...`) or name. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** Get an adapter bound to a deployment */
+        get: operations["getDeploymentAdapter"];
+        put?: never;
+        post?: never;
+        /**
+         * Unbind an adapter from a deployment
+         * @description Unbinds it at once; chat on it there stops (the tag's **Bound adapters**).
+         */
+        delete: operations["removeDeploymentAdapter"];
+        options?: never;
+        head?: never;
+        /**
+         * Re-pin a bound adapter's revision
+         * @description Sets the binding's revision (the adapter's one revision) if `etag` is the binding's current one (409 `etag_mismatch`).
+         */
+        patch: operations["updateDeploymentAdapter"];
+        trace?: never;
+    };
     "/v2/projects/{projectId}/endpoints/{endpointId}/events": {
         parameters: {
             query?: never;
@@ -3258,6 +3319,59 @@ export interface components {
             createdAt: string;
             /** Format: date-time */
             updatedAt: string;
+        };
+        DeploymentAdapterStatus: {
+            adapterModelId: string;
+            /** @description `local`: the one placement here. */
+            clusterId: string;
+            /** @description The revision loaded; absent until loaded. */
+            realizedRevisionId?: string;
+            /** @description The binding etag loaded; absent until loaded. */
+            realizedEtag?: string;
+            /** @enum {string} */
+            state: "ADAPTER_LOAD_STATE_PENDING" | "ADAPTER_LOAD_STATE_LOADING" | "ADAPTER_LOAD_STATE_READY" | "ADAPTER_LOAD_STATE_REMOVING" | "ADAPTER_LOAD_STATE_FAILED";
+            reason?: string;
+            message?: string;
+            readyPodCount: number;
+            failedPodCount: number;
+            totalPodCount: number;
+            /** Format: date-time */
+            loadedAt?: string;
+            /** Format: date-time */
+            updatedAt?: string;
+            /** @description `projects/{projectId}/models/{adapterModelId}`. */
+            adapterModel?: string;
+            /** @description `projects/{projectId}/models/{adapterModelId}/revisions/{realizedRevisionId}`. */
+            realizedRevision?: string;
+        };
+        DeploymentAdapter: {
+            adapterModelId: string;
+            desiredRevisionId: string;
+            perCluster: components["schemas"]["DeploymentAdapterStatus"][];
+            etag: string;
+            /** @description `projects/{projectId}/models/{adapterModelId}`. */
+            adapterModel?: string;
+            /** @description `projects/{projectId}/models/{adapterModelId}/revisions/{desiredRevisionId}`. */
+            desiredRevision?: string;
+        };
+        DeploymentAdapterList: {
+            /** @constant */
+            object: "list";
+            data: components["schemas"]["DeploymentAdapter"][];
+            /** @description `""` on the last page. */
+            next_cursor: string;
+        };
+        DeploymentAdapterAdd: {
+            /** @description The caller's uploaded adapter: its id (`ml_...`) or name. */
+            adapterModelId: string;
+            /** @description The adapter's revision (its one revision); the current one when absent. */
+            adapterRevisionId?: string;
+            /** @description `true`: an adapter already bound answers its binding instead of 409 `adapter_already_bound`. */
+            force?: boolean;
+        };
+        DeploymentAdapterUpdate: {
+            adapterRevisionId: string;
+            etag: string;
         };
         DeploymentList: {
             /** @constant */
@@ -5698,6 +5812,7 @@ export interface components {
         /** @description The caller's project id; any other answers 404. */
         ProjectId: string;
         V2EndpointId: string;
+        DeploymentId: string;
         /** @description Page size (the contract's **Lists**: 50 when absent or 0, at most 100, negative is 400 `invalid_limit`). */
         Limit: number;
         /** @description The `next_cursor` of the previous page (the tag's **Lists**). */
@@ -9092,6 +9207,209 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             /** @description `etag_mismatch`, `invalid_state_transition`, `insufficient_capacity` or `deployment_name_taken`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorData"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listDeploymentAdapters: {
+        parameters: {
+            query?: {
+                /** @description Page size (the contract's **Lists**: 50 when absent or 0, at most 100, negative is 400 `invalid_limit`). */
+                limit?: components["parameters"]["Limit"];
+                /** @description The `next_cursor` of the previous page (the tag's **Lists**). */
+                after?: components["parameters"]["After"];
+            };
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                endpointId: components["parameters"]["V2EndpointId"];
+                deploymentId: components["parameters"]["DeploymentId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of bound adapters. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeploymentAdapterList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    addDeploymentAdapter: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                endpointId: components["parameters"]["V2EndpointId"];
+                deploymentId: components["parameters"]["DeploymentId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DeploymentAdapterAdd"];
+            };
+        };
+        responses: {
+            /** @description The binding. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeploymentAdapter"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            /** @description `adapter_already_bound`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorData"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getDeploymentAdapter: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                endpointId: components["parameters"]["V2EndpointId"];
+                deploymentId: components["parameters"]["DeploymentId"];
+                /** @description The bound adapter's id (`ml_...`) or name. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The binding. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeploymentAdapter"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    removeDeploymentAdapter: {
+        parameters: {
+            query: {
+                /** @description The binding's current etag (else 409 `etag_mismatch`). */
+                etag: string;
+            };
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                endpointId: components["parameters"]["V2EndpointId"];
+                deploymentId: components["parameters"]["DeploymentId"];
+                /** @description The bound adapter's id (`ml_...`) or name. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Empty"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            /** @description `etag_mismatch`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorData"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updateDeploymentAdapter: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                endpointId: components["parameters"]["V2EndpointId"];
+                deploymentId: components["parameters"]["DeploymentId"];
+                /** @description The bound adapter's id (`ml_...`) or name. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DeploymentAdapterUpdate"];
+            };
+        };
+        responses: {
+            /** @description The binding. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeploymentAdapter"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            /** @description `etag_mismatch`. */
             409: {
                 headers: {
                     [name: string]: unknown;

@@ -1,5 +1,7 @@
 // Module `dedicated`: what the auth matrix needs (tests only).
+import { createUploadedModel } from '../models/index.ts';
 import type { FixtureKit, Fixtures } from '../types.ts';
+import { revisionOf } from './refs.ts';
 
 let n = 0;
 const CONFIG = 'cr_llama_3_1_8b_h100';
@@ -18,6 +20,30 @@ async function deployment(kit: FixtureKit) {
     body: { name: 'primary', model: MODEL, config: CONFIG, autoscaling: { minReplicas: 1, maxReplicas: 1 } },
   });
   return { projectId, endpointId, deploymentId: data!.id };
+}
+
+/** The owner's deployment and a ready adapter of its model (`bound`: bound to it), with the binding's etag. */
+async function deploymentAndAdapter(kit: FixtureKit, bound: boolean) {
+  const params = await deployment(kit);
+  const adapter = await kit.services.db.write((tx) =>
+    createUploadedModel(tx, kit.services.clock, kit.owner.projectId, {
+      name: `deployment-adapter-fixture-${++n}`,
+      type: 'chat',
+      modelType: 'adapter',
+      architecture: 'llama-3.1-8b',
+      baseModelId: MODEL,
+      minGpuMemory: null,
+      source: 'acme/fine-tuned',
+      sourceKind: 'huggingface',
+      status: 'ready',
+    }),
+  );
+  if (!bound) return { params, adapterId: adapter.id, etag: '' };
+  const { data } = await kit.owner.api.POST('/v2/projects/{projectId}/endpoints/{endpointId}/deployments/{deploymentId}/adapters', {
+    params: { path: params },
+    body: { adapterModelId: adapter.id },
+  });
+  return { params, adapterId: adapter.id, etag: data!.etag };
 }
 
 export const fixtures: Fixtures<'dedicated'> = {
@@ -43,6 +69,23 @@ export const fixtures: Fixtures<'dedicated'> = {
     getDeployment: async (kit) => ({ params: await deployment(kit) }),
     updateDeployment: async (kit) => ({ params: await deployment(kit), body: { name: 'renamed' } }),
     deleteDeployment: async (kit) => ({ params: await deployment(kit) }),
+    listDeploymentAdapters: async (kit) => ({ params: (await deploymentAndAdapter(kit, true)).params }),
+    addDeploymentAdapter: async (kit) => {
+      const { params, adapterId } = await deploymentAndAdapter(kit, false);
+      return { params, body: { adapterModelId: adapterId } };
+    },
+    getDeploymentAdapter: async (kit) => {
+      const { params, adapterId } = await deploymentAndAdapter(kit, true);
+      return { params: { ...params, id: adapterId } };
+    },
+    updateDeploymentAdapter: async (kit) => {
+      const { params, adapterId, etag } = await deploymentAndAdapter(kit, true);
+      return { params: { ...params, id: adapterId }, body: { adapterRevisionId: revisionOf(adapterId), etag } };
+    },
+    removeDeploymentAdapter: async (kit) => {
+      const { params, adapterId, etag } = await deploymentAndAdapter(kit, true);
+      return { params: { ...params, id: adapterId }, query: { etag } };
+    },
     listOrganizationEndpoints: async ({ owner, services }) => {
       const project = await services.db.prisma.project.findUniqueOrThrow({ where: { id: owner.projectId } });
       return { params: { organizationId: project.organizationId } };

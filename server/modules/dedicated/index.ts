@@ -1,7 +1,7 @@
 // Module `dedicated` (spec/tags/dedicated.yaml): the v2 dedicated endpoint model: endpoints (handlers/endpoints.ts,
 // with the migration's one-call deploy), deployments (handlers/deployments.ts) moved by one machine (machine.ts)
 // and the runner's provisioning onto hardware (provisioning.ts, placement.ts), published configs
-// (handlers/configs.ts), traffic splits and routing (traffic.ts), the lists' filters, orders and pages
+// (handlers/configs.ts), adapters bound to deployments (handlers/deployment-adapters.ts), traffic splits and routing (traffic.ts), the lists' filters, orders and pages
 // (listing.ts), the lifecycle events feed (events.ts), and the reads of what the platform offers: the organization's
 // and the public endpoints (handlers/endpoints.ts), placement profiles (handlers/placement-profiles.ts) and the
 // models deployable here with their profiles (supported.ts, handlers/supported-models.ts).
@@ -9,6 +9,13 @@ import { instant } from '../../core/clock.ts';
 import { progressionWork } from '../../runner/progress.ts';
 import type { ModuleDescriptor, SeedContext } from '../types.ts';
 import { getConfig, listConfigs } from './handlers/configs.ts';
+import {
+  addDeploymentAdapter,
+  getDeploymentAdapter,
+  listDeploymentAdapters,
+  removeDeploymentAdapter,
+  updateDeploymentAdapter,
+} from './handlers/deployment-adapters.ts';
 import { createDeployment, deleteDeployment, getDeployment, listDeployments, updateDeployment } from './handlers/deployments.ts';
 import {
   createV2Endpoint,
@@ -30,7 +37,7 @@ import { revisionOf } from './refs.ts';
 import data from './seed.json' with { type: 'json' };
 
 // What this module offers the others.
-export { routeRequest, servesAdapter } from './traffic.ts';
+export { adapterServers, routeRequest } from './traffic.ts';
 
 /** The published configs (seed.json), with their certification records; a config whose model the catalogue lacks is left out. */
 async function seed({ tx, clock }: SeedContext): Promise<void> {
@@ -77,6 +84,11 @@ export const dedicated: ModuleDescriptor<'dedicated'> = {
     getDeployment,
     updateDeployment,
     deleteDeployment,
+    listDeploymentAdapters,
+    addDeploymentAdapter,
+    getDeploymentAdapter,
+    updateDeploymentAdapter,
+    removeDeploymentAdapter,
     listOrganizationEndpoints,
     listPublicEndpoints,
     listPlacementProfiles,

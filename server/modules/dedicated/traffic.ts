@@ -3,7 +3,7 @@
 // adapter, only among those that serve it). A running deployment runs its minimum replicas (there are no live
 // traffic metrics to scale on here), at least one; 0/0 is stopped. Every deployment runs on the local chat engine.
 import type { DedicatedEndpoint, Deployment, Model } from '../../../generated/prisma/sqlite/client/client.ts';
-import type { Tx } from '../../db/index.ts';
+import type { Db, Tx } from '../../db/index.ts';
 import { textRuntime } from '../../engines/chat.ts';
 import type { EngineRoutes } from '../../engines/routes.ts';
 import { fitsEndpoint } from '../adapters/index.ts';
@@ -29,10 +29,21 @@ export interface Viewer {
   engines: EngineRoutes;
 }
 
-/** A deployment serves an adapter when it has LoRA enabled and its model is the adapter's base (or LoRA pool). */
-/** Whether a deployment (whose model is of `architecture`) serves an adapter: LoRA enabled, and the adapter fits its model. */
-export const servesAdapter = (d: Deployment, adapter: Model, architecture: string | null) =>
-  d.enableLora && fitsEndpoint(adapter, { modelId: d.modelId, architecture });
+/**
+ * Which of `deployments` serve an adapter: those it is bound to (a binding was checked to fit when made), and those
+ * with LoRA enabled whose model it fits (the tag's **LoRA** and **Bound adapters**).
+ */
+export async function adapterServers(db: Db | Tx, deployments: Deployment[], adapter: Model): Promise<(d: Deployment) => boolean> {
+  const ids = deployments.map((d) => d.id);
+  const bound = new Set(
+    (await db.deploymentAdapter.findMany({ where: { adapterModelId: adapter.id, deploymentId: { in: ids } }, select: { deploymentId: true } })).map(
+      (b) => b.deploymentId,
+    ),
+  );
+  const models = await db.model.findMany({ where: { id: { in: deployments.map((d) => d.modelId) } }, select: { id: true, architecture: true } });
+  const architectures = new Map(models.map((m) => [m.id, m.architecture]));
+  return (d) => bound.has(d.id) || (d.enableLora && fitsEndpoint(adapter, { modelId: d.modelId, architecture: architectures.get(d.modelId) ?? null }));
+}
 
 /** Whether a deployment holds (or is getting) replicas. */
 export const isRunning = (d: Deployment) => !['DEPLOYMENT_STATE_STOPPED', 'DEPLOYMENT_STATE_FAILED'].includes(d.state);

@@ -1,7 +1,15 @@
 // Module `dedicated`: rows -> wire shapes (camelCase, as the public platform's v2 API). Everything decided about a
 // deployment (its traffic share, its desired replicas, its runtime) comes in from traffic.ts; this file only
 // formats. Optional fields are absent rather than null, and strings the platform always sends are "" when empty.
-import type { DedicatedEndpoint, Deployment, EndpointEvent, Hardware, Model, ModelConfig } from '../../../generated/prisma/sqlite/client/client.ts';
+import type {
+  DedicatedEndpoint,
+  Deployment,
+  DeploymentAdapter,
+  EndpointEvent,
+  Hardware,
+  Model,
+  ModelConfig,
+} from '../../../generated/prisma/sqlite/client/client.ts';
 import { iso } from '../../core/clock.ts';
 import type { Identity } from '../../core/identity.ts';
 import { isUploadedModelId } from '../models/index.ts';
@@ -201,5 +209,40 @@ export function supportedModelWire(s: Supported, products: SupportedWire['produc
     })),
     createdAt: iso(m.createdAt),
     updatedAt: iso(m.createdAt),
+  };
+}
+
+/**
+ * An adapter bound to a deployment, with its load state on the one placement (`local`): READY on the deployment's
+ * ready replicas while the deployment is READY, else PENDING (it loads when replicas start).
+ */
+export function deploymentAdapterWire(b: DeploymentAdapter, d: Deployment): Wire<'DeploymentAdapter'> {
+  const model = `projects/${b.projectId}/models/${b.adapterModelId}`;
+  const loaded = d.state === 'DEPLOYMENT_STATE_READY';
+  const replicas = desiredReplicas(d);
+  return {
+    adapterModelId: b.adapterModelId,
+    desiredRevisionId: b.revisionId,
+    etag: b.etag,
+    adapterModel: model,
+    desiredRevision: `${model}/revisions/${b.revisionId}`,
+    perCluster: [
+      {
+        adapterModelId: b.adapterModelId,
+        adapterModel: model,
+        clusterId: 'local',
+        state: loaded ? 'ADAPTER_LOAD_STATE_READY' : 'ADAPTER_LOAD_STATE_PENDING',
+        readyPodCount: loaded ? d.readyReplicas : 0,
+        failedPodCount: 0,
+        totalPodCount: replicas,
+        updatedAt: iso(b.updatedAt),
+        ...(loaded && {
+          realizedRevisionId: b.revisionId,
+          realizedRevision: `${model}/revisions/${b.revisionId}`,
+          realizedEtag: b.etag,
+          loadedAt: iso(Math.max(Number(b.updatedAt), Number(d.updatedAt))),
+        }),
+      },
+    ],
   };
 }

@@ -7,7 +7,7 @@ import { apiError, badRequest, withArticle } from '../../core/errors.ts';
 import type { Identity } from '../../core/identity.ts';
 import type { Database } from '../../db/index.ts';
 import { findAdapter } from '../adapters/index.ts';
-import { routeRequest, servesAdapter } from '../dedicated/index.ts';
+import { adapterServers, routeRequest } from '../dedicated/index.ts';
 import { catalogueModel, findModel, notServerless } from '../models/index.ts';
 
 export interface Target {
@@ -67,23 +67,17 @@ async function findTarget(
 
     const v2 = await db.prisma.dedicatedEndpoint.findFirst({ where: { projectId, name: endpointName } });
     if (v2) {
-      // An adapter is served by the deployments that have LoRA enabled for its base model; no binding is needed.
+      // An adapter is served by the deployments it is bound to and by those with LoRA enabled for its base model.
       const adapter = adapterRef === undefined ? null : await findAdapter(db.prisma, projectId, adapterRef);
       if (adapterRef !== undefined && !adapter) throw unknown();
       const loraNotEnabled = (where: string) =>
         badRequest(
-          `${where} serves no LoRA adapter of ${adapter!.baseModelId ?? adapter!.loraModel}: deploy it with enableLora: true.`,
+          `${where} serves LoRA adapter '${adapter!.name}' (of ${adapter!.baseModelId ?? adapter!.loraModel}): bind it to a deployment (its adapters) or deploy with enableLora: true.`,
           'model',
           'lora_not_enabled',
         );
       const deployments = await db.prisma.deployment.findMany({ where: { endpointId: v2.id } });
-      const architectures = new Map(
-        (await db.prisma.model.findMany({ where: { id: { in: deployments.map((d) => d.modelId) } }, select: { id: true, architecture: true } })).map((m) => [
-          m.id,
-          m.architecture,
-        ]),
-      );
-      const accepts = adapter ? (d: (typeof deployments)[number]) => servesAdapter(d, adapter, architectures.get(d.modelId) ?? null) : undefined;
+      const accepts = adapter ? await adapterServers(db.prisma, deployments, adapter) : undefined;
       if (deploymentName !== undefined) {
         const d = deployments.find((x) => x.name === deploymentName);
         if (!d) throw unknown();

@@ -167,6 +167,11 @@ export type EndpointEvent = Prisma.EndpointEventModel
  */
 export type AdapterBinding = Prisma.AdapterBindingModel
 /**
+ * Model DeploymentAdapter
+ * 
+ */
+export type DeploymentAdapter = Prisma.DeploymentAdapterModel
+/**
  * Model EvaluationJob
  * 
  */

@@ -193,6 +193,7 @@ export async function deleteDeployment(ctx: Context<'deleteDeployment'>) {
       await recordEndpointChange(tx, ctx.clock, e, next);
     }
     await releaseAll(tx, ctx.clock, d.id);
+    await tx.deploymentAdapter.deleteMany({ where: { deploymentId: d.id } });
     await tx.deployment.delete({ where: { id: d.id } });
     await recordDeploymentChange(tx, ctx.clock, 'api', d, null);
   });

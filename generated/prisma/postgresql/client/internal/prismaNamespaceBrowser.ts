@@ -76,6 +76,7 @@ export const ModelName = {
   Deployment: 'Deployment',
   EndpointEvent: 'EndpointEvent',
   AdapterBinding: 'AdapterBinding',
+  DeploymentAdapter: 'DeploymentAdapter',
   EvaluationJob: 'EvaluationJob',
   File: 'File',
   FineTune: 'FineTune',
@@ -503,6 +504,20 @@ export const AdapterBindingScalarFieldEnum = {
 } as const
 
 export type AdapterBindingScalarFieldEnum = (typeof AdapterBindingScalarFieldEnum)[keyof typeof AdapterBindingScalarFieldEnum]
+
+
+export const DeploymentAdapterScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  deploymentId: 'deploymentId',
+  adapterModelId: 'adapterModelId',
+  revisionId: 'revisionId',
+  etag: 'etag',
+  createdAt: 'createdAt',
+  updatedAt: 'updatedAt'
+} as const
+
+export type DeploymentAdapterScalarFieldEnum = (typeof DeploymentAdapterScalarFieldEnum)[keyof typeof DeploymentAdapterScalarFieldEnum]
 
 
 export const EvaluationJobScalarFieldEnum = {

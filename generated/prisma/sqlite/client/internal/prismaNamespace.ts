@@ -422,6 +422,7 @@ export const ModelName = {
   Deployment: 'Deployment',
   EndpointEvent: 'EndpointEvent',
   AdapterBinding: 'AdapterBinding',
+  DeploymentAdapter: 'DeploymentAdapter',
   EvaluationJob: 'EvaluationJob',
   File: 'File',
   FineTune: 'FineTune',
@@ -449,7 +450,7 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
     omit: GlobalOmitOptions
   }
   meta: {
-    modelProps: "organization" | "project" | "apiKey" | "seedRun" | "serverKey" | "hardware" | "model" | "modelRevision" | "remoteUpload" | "remoteUploadEvent" | "modelUploadJob" | "hardwareReservation" | "cluster" | "computeHost" | "computeInstance" | "computeVm" | "passiveHealthCheckAlert" | "remediation" | "idempotencyRecord" | "v1Endpoint" | "modelConfig" | "dedicatedEndpoint" | "deployment" | "endpointEvent" | "adapterBinding" | "evaluationJob" | "file" | "fineTune" | "fineTuneEvent" | "fineTuneCheckpoint" | "queueJob" | "workItem" | "volume" | "volumeVersion" | "volumeMount" | "secret" | "video"
+    modelProps: "organization" | "project" | "apiKey" | "seedRun" | "serverKey" | "hardware" | "model" | "modelRevision" | "remoteUpload" | "remoteUploadEvent" | "modelUploadJob" | "hardwareReservation" | "cluster" | "computeHost" | "computeInstance" | "computeVm" | "passiveHealthCheckAlert" | "remediation" | "idempotencyRecord" | "v1Endpoint" | "modelConfig" | "dedicatedEndpoint" | "deployment" | "endpointEvent" | "adapterBinding" | "deploymentAdapter" | "evaluationJob" | "file" | "fineTune" | "fineTuneEvent" | "fineTuneCheckpoint" | "queueJob" | "workItem" | "volume" | "volumeVersion" | "volumeMount" | "secret" | "video"
     txIsolationLevel: TransactionIsolationLevel
   }
   model: {
@@ -2303,6 +2304,80 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
         }
       }
     }
+    DeploymentAdapter: {
+      payload: Prisma.$DeploymentAdapterPayload<ExtArgs>
+      fields: Prisma.DeploymentAdapterFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.DeploymentAdapterFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DeploymentAdapterPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.DeploymentAdapterFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DeploymentAdapterPayload>
+        }
+        findFirst: {
+          args: Prisma.DeploymentAdapterFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DeploymentAdapterPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.DeploymentAdapterFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DeploymentAdapterPayload>
+        }
+        findMany: {
+          args: Prisma.DeploymentAdapterFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DeploymentAdapterPayload>[]
+        }
+        create: {
+          args: Prisma.DeploymentAdapterCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DeploymentAdapterPayload>
+        }
+        createMany: {
+          args: Prisma.DeploymentAdapterCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.DeploymentAdapterCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DeploymentAdapterPayload>[]
+        }
+        delete: {
+          args: Prisma.DeploymentAdapterDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DeploymentAdapterPayload>
+        }
+        update: {
+          args: Prisma.DeploymentAdapterUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DeploymentAdapterPayload>
+        }
+        deleteMany: {
+          args: Prisma.DeploymentAdapterDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.DeploymentAdapterUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.DeploymentAdapterUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DeploymentAdapterPayload>[]
+        }
+        upsert: {
+          args: Prisma.DeploymentAdapterUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DeploymentAdapterPayload>
+        }
+        aggregate: {
+          args: Prisma.DeploymentAdapterAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateDeploymentAdapter>
+        }
+        groupBy: {
+          args: Prisma.DeploymentAdapterGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.DeploymentAdapterGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.DeploymentAdapterCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.DeploymentAdapterCountAggregateOutputType> | number
+        }
+      }
+    }
     EvaluationJob: {
       payload: Prisma.$EvaluationJobPayload<ExtArgs>
       fields: Prisma.EvaluationJobFieldRefs
@@ -3626,6 +3701,20 @@ export const AdapterBindingScalarFieldEnum = {
 export type AdapterBindingScalarFieldEnum = (typeof AdapterBindingScalarFieldEnum)[keyof typeof AdapterBindingScalarFieldEnum]
 
 
+export const DeploymentAdapterScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  deploymentId: 'deploymentId',
+  adapterModelId: 'adapterModelId',
+  revisionId: 'revisionId',
+  etag: 'etag',
+  createdAt: 'createdAt',
+  updatedAt: 'updatedAt'
+} as const
+
+export type DeploymentAdapterScalarFieldEnum = (typeof DeploymentAdapterScalarFieldEnum)[keyof typeof DeploymentAdapterScalarFieldEnum]
+
+
 export const EvaluationJobScalarFieldEnum = {
   id: 'id',
   projectId: 'projectId',
@@ -4064,6 +4153,7 @@ export type GlobalOmitConfig = {
   deployment?: Prisma.DeploymentOmit
   endpointEvent?: Prisma.EndpointEventOmit
   adapterBinding?: Prisma.AdapterBindingOmit
+  deploymentAdapter?: Prisma.DeploymentAdapterOmit
   evaluationJob?: Prisma.EvaluationJobOmit
   file?: Prisma.FileOmit
   fineTune?: Prisma.FineTuneOmit
