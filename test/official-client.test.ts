@@ -93,6 +93,7 @@ import OpenAI from 'openai';
 import Together from 'together-ai';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { H100, insertUpload, insertV1Endpoint, MODEL, PROVISION_MS, STOP_MS } from './support/endpoints.ts';
+import { refusal } from './support/expect.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
 
 let t: TestPlatform;
@@ -109,17 +110,6 @@ beforeAll(async () => {
   openai = new OpenAI({ apiKey: t.caller.key, baseURL: `${t.url}/v1`, maxRetries: 0 });
 });
 afterAll(() => t?.close());
-
-/** The rejection of `p`, which must fail. */
-async function refusal(p: Promise<unknown>): Promise<any> {
-  const err = await p.then(
-    () => {
-      throw new Error('expected the call to be refused');
-    },
-    (e) => e,
-  );
-  return err;
-}
 
 describe('Identity', () => {
   test('whoami() describes the key, project and organization', async () => {

@@ -14,6 +14,7 @@
 import Together from 'together-ai';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { H100, MODEL } from './support/endpoints.ts';
+import { refusal } from './support/expect.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
 
 let t: TestPlatform;
@@ -23,15 +24,6 @@ beforeAll(async () => {
   v2 = new Together({ apiKey: t.caller.key, baseURL: `${t.url}/v2`, projectID: t.caller.identity.projectId, maxRetries: 0 });
 });
 afterAll(() => t?.close());
-
-async function refusal(p: Promise<unknown>): Promise<any> {
-  return p.then(
-    () => {
-      throw new Error('expected the call to be refused');
-    },
-    (e) => e,
-  );
-}
 
 describe('v2 reads through client.beta', () => {
   test('endpoints.listOrgScoped pages the organization-shared endpoints; another organization is NotFound', async () => {

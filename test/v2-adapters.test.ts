@@ -12,7 +12,7 @@ import Together from 'together-ai';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { revisionOf } from '../server/modules/dedicated/refs.ts';
 import { H100, insertUpload, MODEL, PROVISION_MS } from './support/endpoints.ts';
-import { expectError } from './support/expect.ts';
+import { expectError, refusal } from './support/expect.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
 
 let t: TestPlatform;
@@ -26,15 +26,6 @@ beforeAll(async () => {
   v2 = new Together({ apiKey: t.caller.key, baseURL: `${t.url}/v2`, projectID: t.caller.identity.projectId, maxRetries: 0 });
 });
 afterAll(() => t?.close());
-
-async function refusal(p: Promise<unknown>): Promise<any> {
-  return p.then(
-    () => {
-      throw new Error('expected the call to be refused');
-    },
-    (e) => e,
-  );
-}
 
 /** An endpoint routed wholly to one deployment without LoRA enabled, READY. */
 async function routedDeployment(body: Record<string, unknown> = {}) {

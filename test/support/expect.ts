@@ -24,3 +24,13 @@ export async function until(check: () => boolean, timeoutMs: number, interval = 
   }
   return true;
 }
+
+/** The rejection of `p`, which must fail (an official client's error object, to assert on). */
+export async function refusal(p: Promise<unknown>): Promise<any> {
+  return p.then(
+    () => {
+      throw new Error('expected the call to be refused');
+    },
+    (e) => e,
+  );
+}
