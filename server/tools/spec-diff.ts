@@ -62,6 +62,12 @@ function fieldPath(parts: (string | number)[]): { field: string; rest: (string |
   return { field: names.join('.').replaceAll('.[]', '[]'), rest: parts.slice(i) };
 }
 
+/** A request body's or response's place past `content/<media type>/schema`: the media type named, the schema path. */
+function inContent(where: string, rest: (string | number)[]): [string, (string | number)[]] {
+  if (rest[0] !== 'content') return [where, rest];
+  return [`${where} (${rest[1]})`, rest[2] === 'schema' ? rest.slice(3) : rest.slice(2)];
+}
+
 /** A diff's place inside an operation, in words. */
 function describe(parts: (string | number)[], op: { before?: Doc; after?: Doc }, action: string, before: unknown, after: unknown): string {
   let where: string;
@@ -72,21 +78,10 @@ function describe(parts: (string | number)[], op: { before?: Doc; after?: Doc },
     schemaParts = parts.slice(2);
     if (schemaParts[0] === 'schema') schemaParts = schemaParts.slice(1);
   } else if (parts[0] === 'requestBody') {
-    where = 'request body';
-    schemaParts = parts.slice(1);
-    if (schemaParts[0] === 'content') {
-      where += ` (${schemaParts[1]})`;
-      schemaParts = schemaParts.slice(2);
-      if (schemaParts[0] === 'schema') schemaParts = schemaParts.slice(1);
-    }
+    [where, schemaParts] = inContent('request body', parts.slice(1));
   } else if (parts[0] === 'responses') {
-    where = parts.length > 1 ? `response ${parts[1]}` : 'responses';
-    schemaParts = parts.slice(2);
-    if (schemaParts[0] === 'content') {
-      where += ` (${schemaParts[1]})`;
-      schemaParts = schemaParts.slice(2);
-      if (schemaParts[0] === 'schema') schemaParts = schemaParts.slice(1);
-    } else if (schemaParts[0] === 'headers') {
+    [where, schemaParts] = inContent(parts.length > 1 ? `response ${parts[1]}` : 'responses', parts.slice(2));
+    if (parts[2] === 'headers') {
       where += ` header \`${schemaParts[1]}\``;
       schemaParts = schemaParts.slice(3);
     }
