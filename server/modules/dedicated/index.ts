@@ -36,6 +36,7 @@ import { deploymentProgression } from './provisioning.ts';
 import { revisionOf } from './refs.ts';
 import data from './seed.json' with { type: 'json' };
 
+export { figures, recordServed, type ServedFigures, servedFigures, servedRows } from './served.ts';
 // What this module offers the others.
 export { adapterServers, routeRequest } from './traffic.ts';
 

@@ -1,10 +1,11 @@
 // Module `inference`: chat completions and completions through one path. targets.ts finds what serves `model`; the
 // engine routes (ENGINES) pick the engine for it; the engine answers whole or as Server-Sent Events.
 import { unixSeconds } from '../../core/clock.ts';
-import { badRequest } from '../../core/errors.ts';
+import { ApiError, badRequest } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
 import { localTextEngine, type TextOperation, upstreamTextEngine } from '../../engines/chat.ts';
 import { reply } from '../../http/reply.ts';
+import { recordServed } from '../dedicated/index.ts';
 import { catalogueModel } from '../models/index.ts';
 import type { Context } from '../types.ts';
 import { resolveTarget } from './targets.ts';
@@ -14,6 +15,15 @@ type Ctx = Context<'createChatCompletion'> | Context<'createCompletion'>;
 
 async function infer(op: TextOperation, { db, clock, body, identity, engines }: Ctx) {
   const target = await resolveTarget(db, identity, body.model, op);
+  const started = performance.now();
+  // A v2 deployment's requests are recorded when their answer ends: analytics, rollouts' metric rules, A/B members
+  // and the autoscaler read what was really served.
+  const record = async (status: number, usage?: { prompt_tokens?: number; completion_tokens?: number }) => {
+    if (!target.endpointId) return;
+    const served = { projectId: identity.projectId, endpointId: target.endpointId, deploymentId: target.servedBy, status };
+    const tokens = { promptTokens: usage?.prompt_tokens, completionTokens: usage?.completion_tokens };
+    await db.writeStatement((c) => recordServed(c, { ...served, ...tokens, latencyMs: performance.now() - started, at: clock.now() }));
+  };
   const warnings: string[] = [];
   if (body.safety_model !== undefined) {
     const safety = await catalogueModel(db.prisma, body.safety_model);
@@ -30,19 +40,44 @@ async function infer(op: TextOperation, { db, clock, body, identity, engines }: 
   if (local && body.safety_model !== undefined) warnings.push(`safety_model ${body.safety_model} was not applied: the local engine runs no safety model.`);
   const engine = local ? localTextEngine : upstreamTextEngine(route);
   const now = clock.now();
-  const outcome = await engine.run(op, body, {
-    requested: body.model,
-    model: target.model,
-    adapter: target.adapter,
-    contextLength: target.contextLength,
-    id: newId(op === 'chat' ? 'chatcmpl' : 'cmpl', now),
-    created: unixSeconds(now),
-    warnings,
-  });
+  let outcome: Awaited<ReturnType<typeof engine.run>>;
+  try {
+    outcome = await engine.run(op, body, {
+      requested: body.model,
+      model: target.model,
+      adapter: target.adapter,
+      contextLength: target.contextLength,
+      id: newId(op === 'chat' ? 'chatcmpl' : 'cmpl', now),
+      created: unixSeconds(now),
+      warnings,
+    });
+  } catch (err) {
+    await record(err instanceof ApiError ? err.status : 500);
+    throw err;
+  }
   // `x-served-by` names the deployment (or v1 endpoint) that answered; `x-inference-engine` the engine.
   const headers = { 'x-served-by': target.servedBy, 'x-inference-engine': route.engine };
-  if (outcome.kind === 'stream') return reply.sse(outcome.chunks, { headers });
+  if (outcome.kind === 'stream') return reply.sse(recorded(outcome.chunks, record), { headers });
+  await record(200, outcome.body.usage);
   return reply.json(local ? outcome.body : fromUpstream(op, outcome.body), { headers });
+}
+
+/** A stream that records its request when it ends: 200 when whole, 500 when it failed mid-way (or was cut). */
+async function* recorded<T extends { usage?: Record<string, number> | null }>(
+  chunks: AsyncIterable<T>,
+  record: (status: number, usage?: T['usage']) => Promise<void>,
+) {
+  let usage: T['usage'] | undefined;
+  let status = 500;
+  try {
+    for await (const chunk of chunks) {
+      if (chunk.usage) usage = chunk.usage;
+      yield chunk;
+    }
+    status = 200;
+  } finally {
+    await record(status, usage ?? undefined);
+  }
 }
 
 export const createChatCompletion = (ctx: Context<'createChatCompletion'>) => infer('chat', ctx) as never;

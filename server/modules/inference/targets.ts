@@ -13,6 +13,8 @@ import { catalogueModel, findModel, notServerless } from '../models/index.ts';
 export interface Target {
   /** A deployment id, a v1 endpoint id, or `serverless`. */
   servedBy: string;
+  /** The v2 endpoint whose deployment serves it: its requests are recorded (dedicated `recordServed`). */
+  endpointId?: string;
   model: string;
   adapter?: string;
   /** The model's context length in tokens, when the catalogue (or the upload) knows it. */
@@ -83,7 +85,7 @@ async function findTarget(
         if (!d) throw unknown();
         if (accepts && !accepts(d)) throw loraNotEnabled(`Deployment '${deploymentName}'`);
         if (d.state !== 'DEPLOYMENT_STATE_READY') throw notReady(`deployment '${deploymentName}' is ${d.state}`);
-        return { servedBy: d.id, model: d.modelId, adapter: adapter?.name };
+        return { servedBy: d.id, endpointId: v2.id, model: d.modelId, adapter: adapter?.name };
       }
       if (accepts && !deployments.some(accepts)) throw loraNotEnabled('No deployment of this endpoint');
       const d = await db.write(async (tx) => {
@@ -91,7 +93,7 @@ async function findTarget(
         return endpoint ? routeRequest(tx, endpoint, accepts) : null;
       });
       if (!d) throw notReady(`no READY deployment${adapter ? ' serving that adapter' : ''} has a positive weight in its traffic split`);
-      return { servedBy: d.id, model: d.modelId, adapter: adapter?.name };
+      return { servedBy: d.id, endpointId: v2.id, model: d.modelId, adapter: adapter?.name };
     }
 
     const v1 = deploymentName === undefined ? await db.prisma.v1Endpoint.findFirst({ where: { projectId, name: endpointName } }) : null;

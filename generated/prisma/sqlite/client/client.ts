@@ -172,6 +172,11 @@ export type AdapterBinding = Prisma.AdapterBindingModel
  */
 export type DeploymentAdapter = Prisma.DeploymentAdapterModel
 /**
+ * Model ServedRequest
+ * 
+ */
+export type ServedRequest = Prisma.ServedRequestModel
+/**
  * Model EvaluationJob
  * 
  */

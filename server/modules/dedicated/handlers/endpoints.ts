@@ -197,6 +197,7 @@ export async function deleteV2Endpoint(ctx: Context<'deleteV2Endpoint'>) {
     for (const d of await deploymentsOf(tx, e.id)) await releaseAll(tx, ctx.clock, d.id);
     await tx.deployment.deleteMany({ where: { endpointId: e.id } });
     await tx.endpointEvent.deleteMany({ where: { endpointId: e.id } });
+    await tx.servedRequest.deleteMany({ where: { endpointId: e.id } });
     await tx.dedicatedEndpoint.delete({ where: { id: e.id } });
   });
   return {};

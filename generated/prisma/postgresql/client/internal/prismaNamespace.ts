@@ -423,6 +423,7 @@ export const ModelName = {
   EndpointEvent: 'EndpointEvent',
   AdapterBinding: 'AdapterBinding',
   DeploymentAdapter: 'DeploymentAdapter',
+  ServedRequest: 'ServedRequest',
   EvaluationJob: 'EvaluationJob',
   File: 'File',
   FineTune: 'FineTune',
@@ -450,7 +451,7 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
     omit: GlobalOmitOptions
   }
   meta: {
-    modelProps: "organization" | "project" | "apiKey" | "seedRun" | "serverKey" | "hardware" | "model" | "modelRevision" | "remoteUpload" | "remoteUploadEvent" | "modelUploadJob" | "hardwareReservation" | "cluster" | "computeHost" | "computeInstance" | "computeVm" | "passiveHealthCheckAlert" | "remediation" | "idempotencyRecord" | "v1Endpoint" | "modelConfig" | "dedicatedEndpoint" | "deployment" | "endpointEvent" | "adapterBinding" | "deploymentAdapter" | "evaluationJob" | "file" | "fineTune" | "fineTuneEvent" | "fineTuneCheckpoint" | "queueJob" | "workItem" | "volume" | "volumeVersion" | "volumeMount" | "secret" | "video"
+    modelProps: "organization" | "project" | "apiKey" | "seedRun" | "serverKey" | "hardware" | "model" | "modelRevision" | "remoteUpload" | "remoteUploadEvent" | "modelUploadJob" | "hardwareReservation" | "cluster" | "computeHost" | "computeInstance" | "computeVm" | "passiveHealthCheckAlert" | "remediation" | "idempotencyRecord" | "v1Endpoint" | "modelConfig" | "dedicatedEndpoint" | "deployment" | "endpointEvent" | "adapterBinding" | "deploymentAdapter" | "servedRequest" | "evaluationJob" | "file" | "fineTune" | "fineTuneEvent" | "fineTuneCheckpoint" | "queueJob" | "workItem" | "volume" | "volumeVersion" | "volumeMount" | "secret" | "video"
     txIsolationLevel: TransactionIsolationLevel
   }
   model: {
@@ -2378,6 +2379,80 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
         }
       }
     }
+    ServedRequest: {
+      payload: Prisma.$ServedRequestPayload<ExtArgs>
+      fields: Prisma.ServedRequestFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.ServedRequestFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ServedRequestPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.ServedRequestFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ServedRequestPayload>
+        }
+        findFirst: {
+          args: Prisma.ServedRequestFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ServedRequestPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.ServedRequestFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ServedRequestPayload>
+        }
+        findMany: {
+          args: Prisma.ServedRequestFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ServedRequestPayload>[]
+        }
+        create: {
+          args: Prisma.ServedRequestCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ServedRequestPayload>
+        }
+        createMany: {
+          args: Prisma.ServedRequestCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.ServedRequestCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ServedRequestPayload>[]
+        }
+        delete: {
+          args: Prisma.ServedRequestDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ServedRequestPayload>
+        }
+        update: {
+          args: Prisma.ServedRequestUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ServedRequestPayload>
+        }
+        deleteMany: {
+          args: Prisma.ServedRequestDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.ServedRequestUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.ServedRequestUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ServedRequestPayload>[]
+        }
+        upsert: {
+          args: Prisma.ServedRequestUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ServedRequestPayload>
+        }
+        aggregate: {
+          args: Prisma.ServedRequestAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateServedRequest>
+        }
+        groupBy: {
+          args: Prisma.ServedRequestGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.ServedRequestGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.ServedRequestCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.ServedRequestCountAggregateOutputType> | number
+        }
+      }
+    }
     EvaluationJob: {
       payload: Prisma.$EvaluationJobPayload<ExtArgs>
       fields: Prisma.EvaluationJobFieldRefs
@@ -3718,6 +3793,22 @@ export const DeploymentAdapterScalarFieldEnum = {
 export type DeploymentAdapterScalarFieldEnum = (typeof DeploymentAdapterScalarFieldEnum)[keyof typeof DeploymentAdapterScalarFieldEnum]
 
 
+export const ServedRequestScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  endpointId: 'endpointId',
+  deploymentId: 'deploymentId',
+  role: 'role',
+  status: 'status',
+  latencyMs: 'latencyMs',
+  promptTokens: 'promptTokens',
+  completionTokens: 'completionTokens',
+  createdAt: 'createdAt'
+} as const
+
+export type ServedRequestScalarFieldEnum = (typeof ServedRequestScalarFieldEnum)[keyof typeof ServedRequestScalarFieldEnum]
+
+
 export const EvaluationJobScalarFieldEnum = {
   id: 'id',
   projectId: 'projectId',
@@ -4193,6 +4284,7 @@ export type GlobalOmitConfig = {
   endpointEvent?: Prisma.EndpointEventOmit
   adapterBinding?: Prisma.AdapterBindingOmit
   deploymentAdapter?: Prisma.DeploymentAdapterOmit
+  servedRequest?: Prisma.ServedRequestOmit
   evaluationJob?: Prisma.EvaluationJobOmit
   file?: Prisma.FileOmit
   fineTune?: Prisma.FineTuneOmit

@@ -77,6 +77,7 @@ export const ModelName = {
   EndpointEvent: 'EndpointEvent',
   AdapterBinding: 'AdapterBinding',
   DeploymentAdapter: 'DeploymentAdapter',
+  ServedRequest: 'ServedRequest',
   EvaluationJob: 'EvaluationJob',
   File: 'File',
   FineTune: 'FineTune',
@@ -518,6 +519,22 @@ export const DeploymentAdapterScalarFieldEnum = {
 } as const
 
 export type DeploymentAdapterScalarFieldEnum = (typeof DeploymentAdapterScalarFieldEnum)[keyof typeof DeploymentAdapterScalarFieldEnum]
+
+
+export const ServedRequestScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  endpointId: 'endpointId',
+  deploymentId: 'deploymentId',
+  role: 'role',
+  status: 'status',
+  latencyMs: 'latencyMs',
+  promptTokens: 'promptTokens',
+  completionTokens: 'completionTokens',
+  createdAt: 'createdAt'
+} as const
+
+export type ServedRequestScalarFieldEnum = (typeof ServedRequestScalarFieldEnum)[keyof typeof ServedRequestScalarFieldEnum]
 
 
 export const EvaluationJobScalarFieldEnum = {

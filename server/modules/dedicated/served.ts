@@ -1,0 +1,99 @@
+// What v2 endpoints actually served: one ServedRequest row per request a deployment answered (recorded by the
+// inference module when the answer ends), and the figures read from them. Analytics, a rollout's metric rules, an
+// A/B experiment's members and the autoscaler all read these, so every number they show comes from real traffic.
+
+import { newId } from '../../core/ids.ts';
+import type { Db, Tx } from '../../db/index.ts';
+
+export interface Served {
+  projectId: string;
+  endpointId: string;
+  deploymentId: string;
+  role?: 'primary' | 'shadow';
+  status: number;
+  latencyMs: number;
+  promptTokens?: number;
+  completionTokens?: number;
+  at: number;
+}
+
+export async function recordServed(db: Db | Tx, s: Served): Promise<void> {
+  await db.servedRequest.create({
+    data: {
+      id: newId('srv', s.at),
+      projectId: s.projectId,
+      endpointId: s.endpointId,
+      deploymentId: s.deploymentId,
+      role: s.role ?? 'primary',
+      status: s.status,
+      latencyMs: Math.max(0, Math.round(s.latencyMs)),
+      promptTokens: s.promptTokens ?? 0,
+      completionTokens: s.completionTokens ?? 0,
+      createdAt: BigInt(s.at),
+    },
+  });
+}
+
+export interface ServedFigures {
+  requests: number;
+  /** Answers with a 5xx status (the server's failures; a caller's 4xx is not the deployment's error). */
+  errors: number;
+  /** errors / requests; 0 when there were none. */
+  errorRate: number;
+  /** Latency percentiles in ms (nearest rank); 0 when there were no requests. */
+  latencyMs: { p50: number; p90: number; p95: number; p99: number; mean: number };
+  promptTokens: number;
+  completionTokens: number;
+}
+
+export interface ServedQuery {
+  endpointId: string;
+  deploymentId?: string;
+  role?: 'primary' | 'shadow';
+  /** Epoch ms, inclusive. */
+  since: number;
+  /** Epoch ms, exclusive. */
+  until: number;
+}
+
+/** The rows of a window, oldest first (latency and status only are read by most callers; all columns are small). */
+export function servedRows(db: Db | Tx, q: ServedQuery) {
+  return db.servedRequest.findMany({
+    where: {
+      endpointId: q.endpointId,
+      ...(q.deploymentId ? { deploymentId: q.deploymentId } : {}),
+      role: q.role ?? 'primary',
+      createdAt: { gte: BigInt(q.since), lt: BigInt(q.until) },
+    },
+    select: { deploymentId: true, status: true, latencyMs: true, promptTokens: true, completionTokens: true, createdAt: true },
+    orderBy: { createdAt: 'asc' },
+  });
+}
+
+/** Nearest-rank percentile of sorted values. */
+const rank = (sorted: number[], p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]! : 0);
+
+/** The figures of a set of rows. */
+export function figures(rows: { status: number; latencyMs: number; promptTokens: number; completionTokens: number }[]): ServedFigures {
+  const latencies = rows.map((r) => r.latencyMs).sort((a, b) => a - b);
+  const errors = rows.filter((r) => r.status >= 500).length;
+  return {
+    requests: rows.length,
+    errors,
+    errorRate: rows.length ? errors / rows.length : 0,
+    latencyMs: {
+      p50: rank(latencies, 50),
+      p90: rank(latencies, 90),
+      p95: rank(latencies, 95),
+      p99: rank(latencies, 99),
+      mean: rows.length ? latencies.reduce((a, b) => a + b, 0) / rows.length : 0,
+    },
+    promptTokens: rows.reduce((n, r) => n + r.promptTokens, 0),
+    completionTokens: rows.reduce((n, r) => n + r.completionTokens, 0),
+  };
+}
+
+/** The figures of one window of an endpoint (or one of its deployments). */
+export async function servedFigures(db: Db | Tx, q: ServedQuery): Promise<ServedFigures> {
+  return figures(await servedRows(db, q));
+}
