@@ -38,7 +38,7 @@ import data from './seed.json' with { type: 'json' };
 
 export { figures, recordServed, type ServedFigures, servedFigures, servedRows } from './served.ts';
 // What this module offers the others.
-export { adapterServers, routeRequest } from './traffic.ts';
+export { adapterServers, routeRequest, type SplitEntry, splitOf, steerTraffic, type TrafficOwner, trafficSteered } from './traffic.ts';
 
 /** The published configs (seed.json), with their certification records; a config whose model the catalogue lacks is left out. */
 async function seed({ tx, clock }: SeedContext): Promise<void> {

@@ -3,10 +3,14 @@
 // adapter, only among those that serve it). A running deployment runs its minimum replicas (there are no live
 // traffic metrics to scale on here), at least one; 0/0 is stopped. Every deployment runs on the local chat engine.
 import type { DedicatedEndpoint, Deployment, Model } from '../../../generated/prisma/sqlite/client/client.ts';
+import { type Clock, instant } from '../../core/clock.ts';
+import { conflict } from '../../core/errors.ts';
 import type { Db, Tx } from '../../db/index.ts';
 import { textRuntime } from '../../engines/chat.ts';
 import type { EngineRoutes } from '../../engines/routes.ts';
+import { newEtag } from '../../http/etag.ts';
 import { fitsEndpoint } from '../adapters/index.ts';
+import { recordEndpointChange } from './events.ts';
 
 export interface SplitEntry {
   deploymentId: string;
@@ -85,4 +89,47 @@ export async function routeRequest(tx: Tx, endpoint: DedicatedEndpoint, accepts:
   if (eligible.length === 0) return null;
   const { routedCount } = await tx.dedicatedEndpoint.update({ where: { id: endpoint.id }, data: { routedCount: { increment: 1 } } });
   return ready.get(pickByWeight(eligible, routedCount))!;
+}
+
+/** Who steers an endpoint's traffic split besides its caller: a rollout or an A/B experiment (`<kind>:<id>`). */
+export type TrafficOwner = `rollout:${string}` | `abExperiment:${string}`;
+
+const ownerName = (owner: string) => {
+  const [kind, id] = owner.split(':');
+  return `${kind === 'rollout' ? 'rollout' : 'A/B experiment'} '${id}'`;
+};
+
+/** The one refusal of a change to a split someone else steers (a caller's PATCH, another rollout or experiment). */
+export const trafficSteered = (e: DedicatedEndpoint, param: string | null = 'trafficSplit') =>
+  conflict(
+    `Endpoint '${e.name}''s traffic split is steered by ${ownerName(e.trafficOwner!)}: finish, cancel or delete it first.`,
+    'traffic_split_steered',
+    param,
+  );
+
+/**
+ * Sets an endpoint's split on behalf of `owner`, taking the split if nobody steers it (409 `traffic_split_steered`
+ * when another does), and records the change in the endpoint's events. `release` hands the split back to the caller.
+ */
+export async function steerTraffic(
+  tx: Tx,
+  clock: Clock,
+  endpointId: string,
+  owner: TrafficOwner,
+  split: SplitEntry[] | null,
+  options: { release?: boolean; param?: string | null } = {},
+): Promise<DedicatedEndpoint> {
+  const e = await tx.dedicatedEndpoint.findUniqueOrThrow({ where: { id: endpointId } });
+  if (e.trafficOwner && e.trafficOwner !== owner) throw trafficSteered(e, options.param ?? null);
+  const next = await tx.dedicatedEndpoint.update({
+    where: { id: e.id },
+    data: {
+      trafficSplit: split ? JSON.stringify(split) : e.trafficSplit,
+      trafficOwner: options.release ? null : owner,
+      etag: newEtag(),
+      updatedAt: instant(clock),
+    },
+  });
+  await recordEndpointChange(tx, clock, e, next);
+  return next;
 }

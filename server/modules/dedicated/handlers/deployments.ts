@@ -27,7 +27,7 @@ import {
   resolveModelAndConfig,
 } from '../refs.ts';
 import { deploymentView, insertDeployment, mountsOf, policyColumns, releaseAll } from '../rows.ts';
-import { desiredReplicas, splitOf } from '../traffic.ts';
+import { desiredReplicas, splitOf, trafficSteered } from '../traffic.ts';
 import { deploymentWire, listWire } from '../wire.ts';
 
 /**
@@ -178,6 +178,7 @@ export async function deleteDeployment(ctx: Context<'deleteDeployment'>) {
     checkEtag(ctx.query.etag, d.etag);
     const e = await tx.dedicatedEndpoint.findUniqueOrThrow({ where: { id: d.endpointId } });
     const split = splitOf(e);
+    if (e.trafficOwner && split.some((s) => s.deploymentId === d.id)) throw trafficSteered(e, 'deploymentId');
     if (split.some((s) => s.deploymentId === d.id && s.weight > 0)) {
       throw conflict(
         `Deployment '${d.id}' still receives traffic; route the endpoint's traffic elsewhere first.`,

@@ -25,7 +25,7 @@ import {
   resolveModelAndConfig,
 } from '../refs.ts';
 import { createEndpointRow, endpointView, insertDeployment, mountsOf, releaseAll } from '../rows.ts';
-import type { SplitEntry } from '../traffic.ts';
+import { type SplitEntry, trafficSteered } from '../traffic.ts';
 import { deploymentUsageWire, deploymentWire, endpointEventWire, listWire, publicEndpointWire, v2EndpointWire } from '../wire.ts';
 
 /** The migration's one call: an endpoint, a deployment (`primary` unless named) and a split sending it all traffic. */
@@ -169,6 +169,7 @@ export async function updateV2Endpoint(ctx: Context<'updateV2Endpoint'>) {
       db.write(async (tx) => {
         const e = await findEndpoint(tx, projectId, ctx.params.endpointId);
         checkEtag(ctx.body.etag, e.etag);
+        if (body.trafficSplit && e.trafficOwner) throw trafficSteered(e);
         if (name !== undefined && name !== e.name) await checkNameFree(tx, projectId, name, 'name');
         const split = body.trafficSplit && checkSplit(body.trafficSplit, new Set((await deploymentsOf(tx, e.id)).map((d) => d.id)));
         const next = await tx.dedicatedEndpoint.update({

@@ -434,6 +434,7 @@ export const DedicatedEndpointScalarFieldEnum = {
   visibility: 'visibility',
   trafficSplit: 'trafficSplit',
   routedCount: 'routedCount',
+  trafficOwner: 'trafficOwner',
   eventSeq: 'eventSeq',
   etag: 'etag',
   createdAt: 'createdAt',

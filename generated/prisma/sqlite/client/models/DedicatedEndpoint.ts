@@ -47,6 +47,7 @@ export type DedicatedEndpointMinAggregateOutputType = {
   visibility: string | null
   trafficSplit: string | null
   routedCount: number | null
+  trafficOwner: string | null
   eventSeq: number | null
   etag: string | null
   createdAt: bigint | null
@@ -60,6 +61,7 @@ export type DedicatedEndpointMaxAggregateOutputType = {
   visibility: string | null
   trafficSplit: string | null
   routedCount: number | null
+  trafficOwner: string | null
   eventSeq: number | null
   etag: string | null
   createdAt: bigint | null
@@ -73,6 +75,7 @@ export type DedicatedEndpointCountAggregateOutputType = {
   visibility: number
   trafficSplit: number
   routedCount: number
+  trafficOwner: number
   eventSeq: number
   etag: number
   createdAt: number
@@ -102,6 +105,7 @@ export type DedicatedEndpointMinAggregateInputType = {
   visibility?: true
   trafficSplit?: true
   routedCount?: true
+  trafficOwner?: true
   eventSeq?: true
   etag?: true
   createdAt?: true
@@ -115,6 +119,7 @@ export type DedicatedEndpointMaxAggregateInputType = {
   visibility?: true
   trafficSplit?: true
   routedCount?: true
+  trafficOwner?: true
   eventSeq?: true
   etag?: true
   createdAt?: true
@@ -128,6 +133,7 @@ export type DedicatedEndpointCountAggregateInputType = {
   visibility?: true
   trafficSplit?: true
   routedCount?: true
+  trafficOwner?: true
   eventSeq?: true
   etag?: true
   createdAt?: true
@@ -228,6 +234,7 @@ export type DedicatedEndpointGroupByOutputType = {
   visibility: string
   trafficSplit: string
   routedCount: number
+  trafficOwner: string | null
   eventSeq: number
   etag: string
   createdAt: bigint
@@ -264,6 +271,7 @@ export type DedicatedEndpointWhereInput = {
   visibility?: Prisma.StringFilter<"DedicatedEndpoint"> | string
   trafficSplit?: Prisma.StringFilter<"DedicatedEndpoint"> | string
   routedCount?: Prisma.IntFilter<"DedicatedEndpoint"> | number
+  trafficOwner?: Prisma.StringNullableFilter<"DedicatedEndpoint"> | string | null
   eventSeq?: Prisma.IntFilter<"DedicatedEndpoint"> | number
   etag?: Prisma.StringFilter<"DedicatedEndpoint"> | string
   createdAt?: Prisma.BigIntFilter<"DedicatedEndpoint"> | bigint | number
@@ -277,6 +285,7 @@ export type DedicatedEndpointOrderByWithRelationInput = {
   visibility?: Prisma.SortOrder
   trafficSplit?: Prisma.SortOrder
   routedCount?: Prisma.SortOrder
+  trafficOwner?: Prisma.SortOrderInput | Prisma.SortOrder
   eventSeq?: Prisma.SortOrder
   etag?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
@@ -294,6 +303,7 @@ export type DedicatedEndpointWhereUniqueInput = Prisma.AtLeast<{
   visibility?: Prisma.StringFilter<"DedicatedEndpoint"> | string
   trafficSplit?: Prisma.StringFilter<"DedicatedEndpoint"> | string
   routedCount?: Prisma.IntFilter<"DedicatedEndpoint"> | number
+  trafficOwner?: Prisma.StringNullableFilter<"DedicatedEndpoint"> | string | null
   eventSeq?: Prisma.IntFilter<"DedicatedEndpoint"> | number
   etag?: Prisma.StringFilter<"DedicatedEndpoint"> | string
   createdAt?: Prisma.BigIntFilter<"DedicatedEndpoint"> | bigint | number
@@ -307,6 +317,7 @@ export type DedicatedEndpointOrderByWithAggregationInput = {
   visibility?: Prisma.SortOrder
   trafficSplit?: Prisma.SortOrder
   routedCount?: Prisma.SortOrder
+  trafficOwner?: Prisma.SortOrderInput | Prisma.SortOrder
   eventSeq?: Prisma.SortOrder
   etag?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
@@ -328,6 +339,7 @@ export type DedicatedEndpointScalarWhereWithAggregatesInput = {
   visibility?: Prisma.StringWithAggregatesFilter<"DedicatedEndpoint"> | string
   trafficSplit?: Prisma.StringWithAggregatesFilter<"DedicatedEndpoint"> | string
   routedCount?: Prisma.IntWithAggregatesFilter<"DedicatedEndpoint"> | number
+  trafficOwner?: Prisma.StringNullableWithAggregatesFilter<"DedicatedEndpoint"> | string | null
   eventSeq?: Prisma.IntWithAggregatesFilter<"DedicatedEndpoint"> | number
   etag?: Prisma.StringWithAggregatesFilter<"DedicatedEndpoint"> | string
   createdAt?: Prisma.BigIntWithAggregatesFilter<"DedicatedEndpoint"> | bigint | number
@@ -341,6 +353,7 @@ export type DedicatedEndpointCreateInput = {
   visibility: string
   trafficSplit?: string
   routedCount?: number
+  trafficOwner?: string | null
   eventSeq?: number
   etag: string
   createdAt: bigint | number
@@ -354,6 +367,7 @@ export type DedicatedEndpointUncheckedCreateInput = {
   visibility: string
   trafficSplit?: string
   routedCount?: number
+  trafficOwner?: string | null
   eventSeq?: number
   etag: string
   createdAt: bigint | number
@@ -367,6 +381,7 @@ export type DedicatedEndpointUpdateInput = {
   visibility?: Prisma.StringFieldUpdateOperationsInput | string
   trafficSplit?: Prisma.StringFieldUpdateOperationsInput | string
   routedCount?: Prisma.IntFieldUpdateOperationsInput | number
+  trafficOwner?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   eventSeq?: Prisma.IntFieldUpdateOperationsInput | number
   etag?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
@@ -380,6 +395,7 @@ export type DedicatedEndpointUncheckedUpdateInput = {
   visibility?: Prisma.StringFieldUpdateOperationsInput | string
   trafficSplit?: Prisma.StringFieldUpdateOperationsInput | string
   routedCount?: Prisma.IntFieldUpdateOperationsInput | number
+  trafficOwner?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   eventSeq?: Prisma.IntFieldUpdateOperationsInput | number
   etag?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
@@ -393,6 +409,7 @@ export type DedicatedEndpointCreateManyInput = {
   visibility: string
   trafficSplit?: string
   routedCount?: number
+  trafficOwner?: string | null
   eventSeq?: number
   etag: string
   createdAt: bigint | number
@@ -406,6 +423,7 @@ export type DedicatedEndpointUpdateManyMutationInput = {
   visibility?: Prisma.StringFieldUpdateOperationsInput | string
   trafficSplit?: Prisma.StringFieldUpdateOperationsInput | string
   routedCount?: Prisma.IntFieldUpdateOperationsInput | number
+  trafficOwner?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   eventSeq?: Prisma.IntFieldUpdateOperationsInput | number
   etag?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
@@ -419,6 +437,7 @@ export type DedicatedEndpointUncheckedUpdateManyInput = {
   visibility?: Prisma.StringFieldUpdateOperationsInput | string
   trafficSplit?: Prisma.StringFieldUpdateOperationsInput | string
   routedCount?: Prisma.IntFieldUpdateOperationsInput | number
+  trafficOwner?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   eventSeq?: Prisma.IntFieldUpdateOperationsInput | number
   etag?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
@@ -437,6 +456,7 @@ export type DedicatedEndpointCountOrderByAggregateInput = {
   visibility?: Prisma.SortOrder
   trafficSplit?: Prisma.SortOrder
   routedCount?: Prisma.SortOrder
+  trafficOwner?: Prisma.SortOrder
   eventSeq?: Prisma.SortOrder
   etag?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
@@ -457,6 +477,7 @@ export type DedicatedEndpointMaxOrderByAggregateInput = {
   visibility?: Prisma.SortOrder
   trafficSplit?: Prisma.SortOrder
   routedCount?: Prisma.SortOrder
+  trafficOwner?: Prisma.SortOrder
   eventSeq?: Prisma.SortOrder
   etag?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
@@ -470,6 +491,7 @@ export type DedicatedEndpointMinOrderByAggregateInput = {
   visibility?: Prisma.SortOrder
   trafficSplit?: Prisma.SortOrder
   routedCount?: Prisma.SortOrder
+  trafficOwner?: Prisma.SortOrder
   eventSeq?: Prisma.SortOrder
   etag?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
@@ -492,6 +514,7 @@ export type DedicatedEndpointSelect<ExtArgs extends runtime.Types.Extensions.Int
   visibility?: boolean
   trafficSplit?: boolean
   routedCount?: boolean
+  trafficOwner?: boolean
   eventSeq?: boolean
   etag?: boolean
   createdAt?: boolean
@@ -505,6 +528,7 @@ export type DedicatedEndpointSelectCreateManyAndReturn<ExtArgs extends runtime.T
   visibility?: boolean
   trafficSplit?: boolean
   routedCount?: boolean
+  trafficOwner?: boolean
   eventSeq?: boolean
   etag?: boolean
   createdAt?: boolean
@@ -518,6 +542,7 @@ export type DedicatedEndpointSelectUpdateManyAndReturn<ExtArgs extends runtime.T
   visibility?: boolean
   trafficSplit?: boolean
   routedCount?: boolean
+  trafficOwner?: boolean
   eventSeq?: boolean
   etag?: boolean
   createdAt?: boolean
@@ -531,13 +556,14 @@ export type DedicatedEndpointSelectScalar = {
   visibility?: boolean
   trafficSplit?: boolean
   routedCount?: boolean
+  trafficOwner?: boolean
   eventSeq?: boolean
   etag?: boolean
   createdAt?: boolean
   updatedAt?: boolean
 }
 
-export type DedicatedEndpointOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "projectId" | "name" | "visibility" | "trafficSplit" | "routedCount" | "eventSeq" | "etag" | "createdAt" | "updatedAt", ExtArgs["result"]["dedicatedEndpoint"]>
+export type DedicatedEndpointOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "projectId" | "name" | "visibility" | "trafficSplit" | "routedCount" | "trafficOwner" | "eventSeq" | "etag" | "createdAt" | "updatedAt", ExtArgs["result"]["dedicatedEndpoint"]>
 
 export type $DedicatedEndpointPayload<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   name: "DedicatedEndpoint"
@@ -549,6 +575,7 @@ export type $DedicatedEndpointPayload<ExtArgs extends runtime.Types.Extensions.I
     visibility: string
     trafficSplit: string
     routedCount: number
+    trafficOwner: string | null
     eventSeq: number
     etag: string
     createdAt: bigint
@@ -982,6 +1009,7 @@ export interface DedicatedEndpointFieldRefs {
   readonly visibility: Prisma.FieldRef<"DedicatedEndpoint", 'String'>
   readonly trafficSplit: Prisma.FieldRef<"DedicatedEndpoint", 'String'>
   readonly routedCount: Prisma.FieldRef<"DedicatedEndpoint", 'Int'>
+  readonly trafficOwner: Prisma.FieldRef<"DedicatedEndpoint", 'String'>
   readonly eventSeq: Prisma.FieldRef<"DedicatedEndpoint", 'Int'>
   readonly etag: Prisma.FieldRef<"DedicatedEndpoint", 'String'>
   readonly createdAt: Prisma.FieldRef<"DedicatedEndpoint", 'BigInt'>

@@ -1,0 +1,2 @@
+-- AlterTable
+ALTER TABLE "DedicatedEndpoint" ADD COLUMN     "trafficOwner" TEXT;
