@@ -1,13 +1,16 @@
 // One load driver per server process for queueThroughput (test/trials/trials.ts), in its own OS process so that the
 // load generator is not one process's CPU share: it submits its share of the jobs to its server, and its workers
 // claim and complete jobs there through the worker API, appending each claimed request id to OUT. It prints `ready`,
-// starts on a `go` line, and exits when its share is submitted and the queue is empty.
+// starts on a `go` line, and exits when its share is submitted and the queue is empty, printing `empty <n>`: the claims
+// that found nothing waiting (each a request that moved no job). With PHASED=1 its workers start once its share is
+// submitted, so that they claim from a backlog rather than poll an empty queue (the bench's setting: what it measures
+// is the server's capacity for queue operations, not the driver's polling).
 import { appendFileSync } from 'node:fs';
 import http from 'node:http';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 
-const { URL: url, KEY: key, MODEL: model, JOBS, WORKERS, BATCH, OUT: out, NAME: name } = process.env as Record<string, string>;
+const { URL: url, KEY: key, MODEL: model, JOBS, WORKERS, BATCH, OUT: out, NAME: name, PHASED } = process.env as Record<string, string>;
 // node:http with a keep-alive agent rather than fetch: a driver's own CPU per request is a third of fetch's, and on
 // this 2-core machine what the drivers take is taken from the servers being measured.
 const agent = new http.Agent({ keepAlive: true, maxSockets: 16 });
@@ -34,6 +37,8 @@ function call(method: string, path: string, body?: unknown): Promise<any> {
   });
 }
 
+let empty = 0;
+
 async function run() {
   const jobs = Number(JOBS);
   let submitting = true;
@@ -42,10 +47,12 @@ async function run() {
       for (let i = k; i < jobs; i += 4) await call('POST', '/v1/queue/submit', { model, payload: { i: `${name}-${i}` }, priority: i % 3 });
     }),
   ).then(() => (submitting = false));
+  if (PHASED === '1') await submitters;
   const workers = Array.from({ length: Number(WORKERS) }, async (_, w) => {
     for (;;) {
       const { data } = await call('POST', '/v1/queue/claim', { model, max_jobs: Number(BATCH), claim_timeout_seconds: 600, worker_id: `${name}w${w}` });
       if (data.length === 0) {
+        empty++;
         if (!submitting && (await call('GET', `/v1/queue/metrics?model=${encodeURIComponent(model)}`)).messages_waiting === 0) return;
         // Nothing waiting yet: back off, so that idle workers do not take the CPU the submits need.
         await sleep(100);
@@ -62,7 +69,10 @@ async function run() {
 createInterface({ input: process.stdin }).on('line', (line) => {
   if (line.trim() === 'go')
     run().then(
-      () => process.exit(0),
+      () => {
+        console.log(`empty ${empty}`);
+        process.exit(0);
+      },
       (err) => {
         console.error(err);
         process.exit(1);

@@ -361,6 +361,8 @@ export interface TwoProcessResult {
   serverCpuMsPerJob: number;
   /** The CPU each server process was capped at, in cores (`cpuCap`), or null: uncapped. */
   cpuCapCores: number | null;
+  /** Claims that found nothing waiting (the drivers' polling; each costs the server a request and moves no job). */
+  emptyClaims: number;
 }
 
 /**
@@ -376,6 +378,10 @@ export async function queueThroughput(options: {
   workersPerProcess?: number;
   batch?: number;
   cpuCap?: number;
+  /** Each driver's workers start once its share is submitted (test/trials/driver.ts PHASED). */
+  phased?: boolean;
+  /** Jobs each process runs before the measurement (a queue of their own; not counted). */
+  warmupJobs?: number;
 }): Promise<TwoProcessResult> {
   const dataDir = mkdtempSync(join(tmpdir(), 'trials-data-'));
   const env = { DATABASE_URL: options.databaseUrl, DATA_DIR: dataDir, RUNNER_POLL_MS: '200' };
@@ -388,40 +394,55 @@ export async function queueThroughput(options: {
   const batch = options.batch ?? 10;
   const claimsOf = new Map<string, number>();
   // One driver process per server (test/trials/driver.ts), started before the clock starts.
-  const drivers = await Promise.all(
-    servers.map(async (s, si) => {
-      const out = join(dataDir, `claims-${si}.txt`);
-      writeFileSync(out, '');
-      const share = Math.floor(options.jobs / servers.length) + (si < options.jobs % servers.length ? 1 : 0);
-      const child = spawn(process.execPath, ['--import', 'tsx', 'test/trials/driver.ts'], {
-        cwd: root,
-        env: {
-          ...process.env,
-          URL: s.url,
-          KEY: key,
-          MODEL: model,
-          JOBS: String(share),
-          WORKERS: String(options.workersPerProcess ?? 4),
-          BATCH: String(batch),
-          OUT: out,
-          NAME: `p${si}`,
-        },
-        stdio: ['pipe', 'pipe', 'inherit'],
-      });
-      const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-      await new Promise<void>((resolve, reject) => {
-        child.stdout!.on('data', (d) => String(d).includes('ready') && resolve());
-        void exited.then((code) => reject(new Error(`driver ${si} exited with ${code}`)));
-      });
-      return { child, out, exited };
-    }),
-  );
-  const cpuBefore = servers.map((s) => cpuMs(s.child.pid!));
-  const started = Date.now();
-  try {
+  const startDrivers = (queue: string, shareOf: (si: number) => number, tag: string) =>
+    Promise.all(
+      servers.map(async (s, si) => {
+        const out = join(dataDir, `${tag}-${si}.txt`);
+        writeFileSync(out, '');
+        const child = spawn(process.execPath, ['--import', 'tsx', 'test/trials/driver.ts'], {
+          cwd: root,
+          env: {
+            ...process.env,
+            URL: s.url,
+            KEY: key,
+            MODEL: queue,
+            JOBS: String(shareOf(si)),
+            WORKERS: String(options.workersPerProcess ?? 4),
+            BATCH: String(batch),
+            OUT: out,
+            NAME: `p${si}`,
+            PHASED: options.phased ? '1' : '0',
+          },
+          stdio: ['pipe', 'pipe', 'inherit'],
+        });
+        const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+        const stats = { empty: 0 };
+        await new Promise<void>((resolve, reject) => {
+          child.stdout!.on('data', (d) => {
+            const text = String(d);
+            const empty = /empty (\d+)/.exec(text);
+            if (empty) stats.empty = Number(empty[1]);
+            if (text.includes('ready')) resolve();
+          });
+          void exited.then((code) => reject(new Error(`driver ${si} exited with ${code}`)));
+        });
+        return { child, out, exited, stats };
+      }),
+    );
+  const run = async (drivers: Awaited<ReturnType<typeof startDrivers>>) => {
     for (const d of drivers) d.child.stdin!.write('go\n');
     const codes = await Promise.all(drivers.map((d) => d.exited));
     if (codes.some((c) => c !== 0)) throw new Error(`a driver failed: exit codes ${codes.join(', ')}`);
+  };
+  // A warm-up on a queue of its own, outside the measurement: each process compiles its hot paths (V8's JIT, the
+  // validator, the database's prepared statements) once, a cost that would otherwise weigh twice as much per job
+  // on two processes that each serve half the jobs.
+  if (options.warmupJobs) await run(await startDrivers(`${model}-warmup`, () => options.warmupJobs!, 'warmup'));
+  const drivers = await startDrivers(model, (si) => Math.floor(options.jobs / servers.length) + (si < options.jobs % servers.length ? 1 : 0), 'claims');
+  const cpuBefore = servers.map((s) => cpuMs(s.child.pid!));
+  const started = Date.now();
+  try {
+    await run(drivers);
     for (const d of drivers) for (const id of readFileSync(d.out, 'utf8').split('\n').filter(Boolean)) claimsOf.set(id, (claimsOf.get(id) ?? 0) + 1);
     const ms = Date.now() - started;
     const cpu = servers.reduce((sum, s, i) => sum + cpuMs(s.child.pid!) - cpuBefore[i]!, 0);
@@ -439,6 +460,7 @@ export async function queueThroughput(options: {
         jobsPerSecond: Math.round((options.jobs / ms) * 1000 * 10) / 10,
         serverCpuMsPerJob: Math.round((cpu / options.jobs) * 100) / 100,
         cpuCapCores: capped ? options.cpuCap! : null,
+        emptyClaims: drivers.reduce((n, d) => n + d.stats.empty, 0),
       };
     } finally {
       await db.close();
