@@ -64,6 +64,8 @@ if (firstKey) {
 } else {
   lines.push('Using the existing database; its development key was printed when it was created. A new key: npx inference-platform keys create');
 }
+if (platform.controlKey) lines.push(`Control key for tests (${url}/_control/; shown once; or set CONTROL_KEY): ${platform.controlKey}`);
+else if (!config.control.enabled) lines.push('Control plane: off (CONTROL_API=off).');
 // The key counts as shown once it has been written out: a start that dies before then leaves it to the next one.
 process.stdout.write(
   `${lines.join('\n')}\n`,

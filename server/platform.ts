@@ -15,6 +15,7 @@ import { loadEngineRoutes } from './engines/routes.ts';
 import { type AppOptions, createApp } from './http/app.ts';
 import { KeyCache } from './http/auth.ts';
 import { RateLimits } from './limits/rate-limits.ts';
+import { ControlPlane, controlKey } from './modules/control/index.ts';
 import { modules } from './modules/index.ts';
 import { Runner } from './runner/runner.ts';
 
@@ -23,6 +24,8 @@ export interface Platform {
   services: AppOptions;
   /** The development key's secret when this start minted one (see bootstrap.ts `developmentKey`); else null. */
   firstKey: string | null;
+  /** The control key's secret when this start minted it (no CONTROL_KEY, first start); else null. */
+  controlKey: string | null;
   /** Records that `firstKey` has been shown, so no later start replaces it. */
   announced(): Promise<void>;
   server?: Server;
@@ -102,13 +105,16 @@ export async function startPlatform(
     const project = await bootstrap(db, clock);
     log.info({ secretsKey: config.secretsKey.trim() ? 'SECRETS_KEY' : 'unset' }, keysInUse(config));
     const key = await developmentKey(db, clock, project.id);
+    const database = db;
+    const control = await controlKey(db, clock, config.control);
+    const plane = new ControlPlane(config, control?.hash ?? null, () => bootstrap(database, clock));
     const keys = new KeyCache(db, clock, config.keyCacheTtlMs, log);
     await keys.listen();
     const runner = new Runner(db, clock, config.runner, log);
     const engines = loadEngineRoutes(config.engines);
     limits = RateLimits.create(config.rateLimits, config.redisUrl, log);
     await limits.ready();
-    const services: AppOptions = { config, db, clock, log, runner, engines, keys, limits, observe: options.observe };
+    const services: AppOptions = { config, db, clock, log, runner, engines, control: plane, keys, limits, observe: options.observe };
     for (const m of modules) for (const [kind, work] of Object.entries(m.work?.(services) ?? {})) runner.register(kind, work);
     const app = createApp(services);
     runner.start();
@@ -120,7 +126,6 @@ export async function startPlatform(
       const { address, port } = server.address() as AddressInfo;
       url = `http://${address.includes(':') ? `[${address}]` : address}:${port}`;
     }
-    const database = db;
     const limiter = limits;
     let closing: Promise<void> | undefined;
     const close = () =>
@@ -140,6 +145,7 @@ export async function startPlatform(
       app,
       services,
       firstKey: key?.secret ?? null,
+      controlKey: control?.minted ?? null,
       announced: async () => {
         if (key) await markAnnounced(database, clock, key.id);
       },

@@ -15,8 +15,8 @@ import { type OperationId, operations } from '../generated/operations.ts';
 import { MAX_BODY_DEPTH } from '../server/http/input.ts';
 import { databaseDigest } from './support/digest.ts';
 import { expectError } from './support/expect.ts';
-import { deref, fillPath, jsonBodySchema, operationIds, operationSpec, pathParamNames, withMultipart } from './support/operations.ts';
-import { startTestPlatform, type TestPlatform } from './support/platform.ts';
+import { controlled, deref, fillPath, jsonBodySchema, operationIds, operationSpec, pathParamNames, withMultipart } from './support/operations.ts';
+import { startTestPlatform, TEST_CONTROL_KEY, type TestPlatform } from './support/platform.ts';
 import { breakages, CONTROL, sample } from './support/schema-sample.ts';
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 300);
@@ -136,7 +136,7 @@ const share = Math.max(1, Math.ceil(RUNS / operationIds.length));
 async function send(c: Case, req: Request) {
   const op = operations[c.operationId];
   let r = t.http[op.method](req.path)
-    .set('Authorization', `Bearer ${t.caller.key}`)
+    .set('Authorization', `Bearer ${controlled(c.operationId) ? TEST_CONTROL_KEY : t.caller.key}`)
     .query(req.query as any);
   if (req.raw !== undefined) r = r.set('Content-Type', 'application/json').send(req.raw);
   else if (req.body !== undefined) r = r.send(req.body as object);

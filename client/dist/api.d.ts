@@ -14,6 +14,97 @@ export type Writable<T> = T extends $Read<any> ? never : T extends $Write<infer 
     [K in keyof T as NonNullable<T[K]> extends $Read<any> ? K : never]?: never;
 } : T;
 export interface paths {
+    "/_control/faults": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The fault rules in force in this process */
+        get: operations["listFaults"];
+        put?: never;
+        /**
+         * Add a fault rule
+         * @description A rule needs something to do: a `status`, a `delay_ms` or `drop`. `drop` closes the connection without an
+         *     answer (the client sees a network error); with `delay_ms` it closes after the delay. A `status` with
+         *     `delay_ms` answers the error after the delay; `delay_ms` alone delays the real answer.
+         */
+        post: operations["createFault"];
+        /** Remove every fault rule */
+        delete: operations["clearFaults"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/_control/faults/{faultId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Remove one fault rule */
+        delete: operations["deleteFault"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/_control/journal": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The requests this process answered, newest first */
+        get: operations["listJournal"];
+        put?: never;
+        post?: never;
+        /** Empty this process's journal */
+        delete: operations["clearJournal"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/_control/reset": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Reset the platform or one project
+         * @description Without `project_id`: every organization, project, key and resource is deleted and the bootstrap runs
+         *     again, so the platform is as its first start left it: the default organization and project keep their
+         *     ids and their development keys (so the key a test suite holds still works), the catalogue and hardware
+         *     are seeded afresh, and every stored file, video and upload goes from the disk. The journal and the fault
+         *     rules of this process are cleared. Rate-limit windows are not: they end by themselves within
+         *     `RATE_LIMIT_WINDOW_SECONDS`.
+         *
+         *     With `project_id`: that project's resources (files, fine-tunes, videos, evaluations, queue jobs,
+         *     endpoints, deployments, models, secrets, volumes, clusters, their work on the runner and their stored
+         *     bytes) are deleted; the project itself, its keys and every other project are untouched. An unknown
+         *     project answers 404 naming `project_id`.
+         *
+         *     Work the runner was doing for a deleted resource finds it gone and stops. Answers how long it took.
+         */
+        post: operations["resetPlatform"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/fine-tunes/{id}/cancel": {
         parameters: {
             query?: never;
@@ -3053,6 +3144,82 @@ export interface components {
             /** Format: date-time */
             update_time: string;
         };
+        JournalEntry: {
+            /** @description Position in this process's journal (rises by one per request). */
+            id: number;
+            /** Format: date-time */
+            at: string;
+            method: string;
+            /** @description The path and query as sent. */
+            path: string;
+            /** @description The operationId, when the request addressed one. */
+            operation: string | null;
+            /** @description The project of the key that authenticated it; null when none did. */
+            project_id: string | null;
+            status: number;
+            /** @description From the request's arrival to the answer's last byte. */
+            ms: number;
+            /** @description The JSON body (redacted, see the tag), a string for another body cut at 4 KiB, or null. */
+            request_body: unknown;
+            /** @description The JSON body answered (a string when it was not JSON or was cut at 4 KiB; a stream's events as text). */
+            response_body: unknown;
+            /** @description The fault rule (or `prefer`) that answered or delayed it. */
+            fault: string | null;
+        };
+        /** @description What a rule matches; every field given must match (none given: every API request). */
+        FaultMatch: {
+            /** @description operationIds (e.g. `createChatCompletion`); an unknown one is refused. */
+            operations?: string[];
+            /** @description A path prefix (e.g. `/v1/chat/completions`). */
+            path?: string;
+            /** @description The request body's `model`. */
+            model?: string;
+            project_id?: string;
+        };
+        FaultRuleInput: {
+            match?: components["schemas"]["FaultMatch"];
+            /** @description Answer this status with the platform's error for it (see the tag's table). */
+            status?: number;
+            /** @description The error's `code` instead of the status's default (e.g. `dynamic_token_limited`). */
+            code?: string;
+            message?: string;
+            /** @description The `Retry-After` of a 429 or 503 (default 1). */
+            retry_after_seconds?: number;
+            delay_ms?: number;
+            /** @description Close the connection without answering. */
+            drop?: boolean;
+            /** @description Apply to the next `count` matching requests, then go. */
+            count?: number;
+            /** @description Let this many matching requests through first. */
+            after?: number;
+            /** @description Apply to this share of matching requests (default 1). */
+            probability?: number;
+            /** @description Go after this long. */
+            ttl_seconds?: number;
+        };
+        /** @description A rule as given (FaultRuleInput), with what the server adds. */
+        FaultRule: {
+            id: string;
+            /** @description Requests it has answered or delayed. */
+            hits: number;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            expires_at: string | null;
+            match?: components["schemas"]["FaultMatch"];
+            status?: number;
+            code?: string;
+            message?: string;
+            retry_after_seconds?: number;
+            delay_ms?: number;
+            drop?: boolean;
+            /** @description Matching requests it still applies to. */
+            count?: number;
+            /** @description Matching requests still to let through first. */
+            after?: number;
+            probability?: number;
+            ttl_seconds?: number;
+        };
         Empty: Record<string, never>;
         /**
          * @description A name: any non-empty string without `/` or `:` (400 `invalid_name`) of at most 100 characters (the
@@ -5863,6 +6030,217 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    listFaults: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The rules, oldest first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        object: "list";
+                        data: components["schemas"]["FaultRule"][];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createFault: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["FaultRuleInput"];
+            };
+        };
+        responses: {
+            /** @description The rule, in force from now. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FaultRule"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    clearFaults: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Rules removed. */
+                        cleared: number;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    deleteFault: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                faultId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        /** @constant */
+                        deleted: true;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listJournal: {
+        parameters: {
+            query?: {
+                limit?: number;
+                /** @description Only this operationId (e.g. `createChatCompletion`). */
+                operation?: string;
+                /** @description Only paths starting with this (e.g. `/v1/chat`). */
+                path?: string;
+                status?: number;
+                project_id?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The journal's entries that match, newest first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        object: "list";
+                        data: components["schemas"]["JournalEntry"][];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    clearJournal: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Emptied. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Entries removed. */
+                        cleared: number;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    resetPlatform: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /** @description Reset only this project's resources. */
+                    project_id?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Reset. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        scope: "platform" | "project";
+                        project_id: string | null;
+                        /** @description Rows deleted. */
+                        deleted: number;
+                        /** @description How long the reset took, in milliseconds. */
+                        ms: number;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     cancelFineTuneUnprefixed: {
         parameters: {
             query?: never;

@@ -54,6 +54,8 @@ export interface Config {
   judgeRetry: { attempts: number; baseMs: number; maxMs: number };
   /** The dynamic rate limits of serverless inference (server/http/rate-limits.ts; the algorithm is in the spec). */
   rateLimits: RateLimitConfig;
+  /** The control plane (`/_control/`, the Control tag): on unless `CONTROL_API=off`; its key when `CONTROL_KEY` is set; the journal's length. */
+  control: { enabled: boolean; key?: string; journalSize: number };
 }
 
 /** Limits count per window of `windowSeconds`, per organization x model (capacity: per model, all organizations). */
@@ -298,6 +300,16 @@ const schema = z
     JUDGE_RETRY_ATTEMPTS: given('5', whole(1), atLeast(1)),
     JUDGE_RETRY_BASE_MS: given('1000', whole(0), atLeast(0, ' of milliseconds')),
     JUDGE_RETRY_MAX_MS: given('30000', whole(0), atLeast(0, ' of milliseconds')),
+    CONTROL_API: given('on', flag, FLAG),
+    CONTROL_KEY: optional(
+      z
+        .string()
+        .trim()
+        .regex(/^[\x21-\x7e]{16,256}$/),
+      '16 to 256 printable characters without spaces',
+      true,
+    ),
+    CONTROL_JOURNAL_SIZE: given('500', whole(0, 100000), 'a whole number from 0 to 100000 (0: no journal)'),
     RATE_LIMITS: given('on', flag, FLAG),
     RATE_LIMIT_WINDOW_SECONDS: given('1', whole(1), atLeast(1, ' of seconds')),
     RATE_LIMIT_BASE_REQUESTS: given('10', whole(1), atLeast(1)),
@@ -445,6 +457,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     audioUploadLimit: v.AUDIO_UPLOAD_LIMIT_BYTES,
     audioUrlLimit: v.AUDIO_URL_LIMIT_BYTES,
     judgeRetry: { attempts: v.JUDGE_RETRY_ATTEMPTS, baseMs: v.JUDGE_RETRY_BASE_MS, maxMs: v.JUDGE_RETRY_MAX_MS },
+    control: { enabled: v.CONTROL_API, key: v.CONTROL_KEY, journalSize: v.CONTROL_JOURNAL_SIZE },
     rateLimits: {
       enabled: v.RATE_LIMITS,
       windowSeconds: v.RATE_LIMIT_WINDOW_SECONDS,

@@ -9,12 +9,14 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { setTimeout as sleep } from 'node:timers/promises';
 import express, { type RequestHandler } from 'express';
 import { marked } from 'marked';
 import { type OperationId, operations } from '../../generated/operations.ts';
 import { apiError } from '../core/errors.ts';
 import { changelogPath, specPath } from '../core/paths.ts';
 import type { RateLimits } from '../limits/rate-limits.ts';
+import { BODY_LIMIT, keptBody } from '../modules/control/index.ts';
 import { handlers, signed, uploads } from '../modules/index.ts';
 import type { Services } from '../modules/types.ts';
 import { authenticate, type KeyCache } from './auth.ts';
@@ -80,11 +82,52 @@ function pathParamAt(method: string, path: string, i: number): string | null {
   return op ? (/^\{(\w+)\}$/.exec(operations[op].path.split('/')[i] ?? '')?.[1] ?? null) : null;
 }
 
-// The operations the spec authorises otherwise than by the bearer key are exactly those a module checks itself.
+const CONTROL_PREFIX = '/_control/';
+/** Whether a request goes in the journal: API requests, not the control plane's own. */
+const journaled = (path: string) => !path.startsWith(CONTROL_PREFIX) && apiPrefixes.some((p) => path.startsWith(p));
+
+/** Keeps the first BODY_LIMIT bytes a response writes; answers them as the journal keeps a body (JSON when whole). */
+function captureBody(res: express.Response): () => unknown {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let total = 0;
+  const keep = (chunk: unknown, encoding?: unknown) => {
+    if (chunk === undefined || chunk === null || typeof chunk === 'function') return;
+    const buf = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as string, typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8');
+    total += buf.length;
+    if (size < BODY_LIMIT) {
+      chunks.push(buf.subarray(0, BODY_LIMIT - size));
+      size += Math.min(buf.length, BODY_LIMIT - size);
+    }
+  };
+  const write = res.write.bind(res) as (...a: unknown[]) => boolean;
+  const end = res.end.bind(res) as (...a: unknown[]) => express.Response;
+  res.write = ((...a: unknown[]) => {
+    keep(a[0], a[1]);
+    return write(...a);
+  }) as typeof res.write;
+  res.end = ((...a: unknown[]) => {
+    keep(a[0], a[1]);
+    return end(...a);
+  }) as typeof res.end;
+  return () => {
+    const text = Buffer.concat(chunks).toString('utf8');
+    if (total > BODY_LIMIT) return `${text}... (cut at ${BODY_LIMIT} of ${total} bytes)`;
+    if (!text) return null;
+    try {
+      return JSON.parse(text);
+    } catch {
+      return text;
+    }
+  };
+}
+
+// The operations the spec authorises otherwise than by the bearer key are exactly those a module checks itself
+// (the control plane's, which take the control key, aside).
 const unkeyed = Object.entries(operations)
   .filter(([, op]) => {
     const security: Record<string, unknown>[] | undefined = spec.paths[op.path]?.[op.method]?.security;
-    return security !== undefined && !security.some((s) => 'bearerAuth' in s);
+    return security !== undefined && !security.some((s) => 'bearerAuth' in s || 'controlKey' in s);
   })
   .map(([id]) => id)
   .sort();
@@ -115,7 +158,9 @@ export function createApp(options: AppOptions): express.Express {
     log: options.log,
     runner: options.runner,
     engines: options.engines,
+    control: options.control,
   };
+  const { control } = options;
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
@@ -129,11 +174,26 @@ export function createApp(options: AppOptions): express.Express {
     res.setHeader('x-request-id', requestId);
     const started = process.hrtime.bigint();
     const method = req.method;
+    const answered = control.journal.enabled && journaled(req.path) ? captureBody(res) : undefined;
     res.on('finish', () => {
       // The validator has already matched most requests; only those it never saw (e.g. refused keys) are matched here.
       const operationId = (req as { openapi?: Matched }).openapi?.schema?.operationId ?? matchOperation(req.method, req.path);
       observe?.(operationId, res.statusCode);
-      log.info({ requestId, method, path: req.path, operationId, status: res.statusCode, ms: Number(process.hrtime.bigint() - started) / 1e6 }, 'request');
+      const ms = Number(process.hrtime.bigint() - started) / 1e6;
+      log.info({ requestId, method, path: req.path, operationId, status: res.statusCode, ms }, 'request');
+      if (answered)
+        control.journal.add({
+          at: options.clock.now(),
+          method,
+          path: req.originalUrl,
+          operation: operationId ?? null,
+          projectId: req.identity?.projectId ?? null,
+          status: res.statusCode,
+          ms: Math.round(ms * 10) / 10,
+          requestBody: keptBody(req.body, operationId ?? null),
+          responseBody: answered(),
+          fault: (res.locals.fault as string | undefined) ?? null,
+        });
     });
     // HEAD is GET without the body: Node's response already knows to send none.
     if (method === 'HEAD') req.method = 'GET';
@@ -155,8 +215,19 @@ export function createApp(options: AppOptions): express.Express {
   const auth = authenticate(keys);
   app.use(((req, res, next) => {
     if (!apiPrefixes.some((p) => req.path.startsWith(p))) return infra(req, res, next);
+    if (req.path.startsWith(CONTROL_PREFIX)) return authenticateControl(req, next);
     return isSigned(req.method, req.path) ? next() : auth(req, res, next);
   }) as RequestHandler);
+  // The control plane takes the control key, never a project's; switched off, its paths do not exist.
+  const authenticateControl = (req: express.Request, next: express.NextFunction) => {
+    if (!control.enabled) throw apiError(404, 'not_found', `No route ${req.method} ${req.path} exists.`);
+    const header = req.get('authorization');
+    const secret = header?.match(/^Bearer[ \t]+(\S+)\s*$/i)?.[1];
+    if (!secret) throw apiError(401, 'missing_api_key', "The control plane takes the control key: send it as 'Authorization: Bearer <control key>'.");
+    if (!control.accepts(secret))
+      throw apiError(401, 'invalid_api_key', 'The control key provided is not valid (a project API key does not open the control plane).');
+    next();
+  };
   const json = express.json({ limit: config.bodyLimit });
   // Form bodies (the signed upload's POST, as the official client sends it); the contract refuses them elsewhere.
   const form = express.urlencoded({ extended: false, limit: config.bodyLimit });
@@ -195,6 +266,22 @@ export function createApp(options: AppOptions): express.Express {
     const identity = check
       ? await check(services, { params: params as Record<string, string>, query: req.query as Record<string, unknown> }).catch(refuse)
       : req.identity!;
+    // A fault rule of the control plane (or the request's own `Prefer`) answers before the operation runs.
+    const fault =
+      control.enabled && identity
+        ? control.faults.match(
+            { operationId, path: req.path, model: typeof req.body?.model === 'string' ? req.body.model : undefined, projectId: identity.projectId },
+            options.clock.now(),
+            req.get('prefer'),
+          )
+        : null;
+    if (fault) {
+      res.locals.fault = fault.source;
+      res.setHeader('x-fault-injected', fault.source);
+      if (fault.delayMs) await sleep(fault.delayMs);
+      if (fault.drop) return void req.socket.destroy();
+      if (fault.error) refuse(fault.error);
+    }
     const raw = rawRules[operationId];
     const files = raw ? { [raw.field]: await receiveBody(req, res, raw, config) } : ((req as { uploads?: Record<string, Upload> }).uploads ?? {});
     const handler = handlers[operationId] as (ctx: unknown) => Promise<unknown>;

@@ -5,6 +5,7 @@ import type { UploadRule } from '../http/multipart.ts';
 import { adapters } from './adapters/index.ts';
 import { audio } from './audio/index.ts';
 import { compute } from './compute/index.ts';
+import { control } from './control/index.ts';
 import { dedicated } from './dedicated/index.ts';
 import { embeddings } from './embeddings/index.ts';
 import { endpoints } from './endpoints/index.ts';
@@ -43,6 +44,7 @@ export const modules = [
   fineTuning,
   evaluation,
   queue,
+  control,
 ] as const;
 
 // Every module of the spec is listed: a tag file without its line here fails `tsc`.

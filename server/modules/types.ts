@@ -17,6 +17,7 @@ import type { EngineRoutes } from '../engines/routes.ts';
 import type { Upload, UploadRule } from '../http/multipart.ts';
 import type { Reply } from '../http/reply.ts';
 import type { Runner, WorkHandler } from '../runner/runner.ts';
+import type { ControlPlane } from './control/plane.ts';
 
 /** What the platform gives every handler, seed and work handler. */
 export interface Services {
@@ -27,6 +28,8 @@ export interface Services {
   runner: Runner;
   /** Which engine serves a model, per capability (local by default). */
   engines: EngineRoutes;
+  /** The control plane's per-process state (the Control tag): its journal, fault rules and reset's bootstrap. */
+  control: ControlPlane;
 }
 
 type Op<K extends OperationId> = Operations[K];

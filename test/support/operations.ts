@@ -44,10 +44,15 @@ export function jsonBodySchema(id: OperationId): any | undefined {
   return body?.content?.['application/json']?.schema;
 }
 
-/** Whether the spec authorises the operation otherwise than by the bearer key (a signed URL). */
+/** Whether the spec authorises the operation otherwise than by a bearer key (a signed URL). */
 export function keyless(id: OperationId): boolean {
   const security: Record<string, unknown>[] | undefined = operationSpec(id).security;
-  return security !== undefined && !security.some((s) => 'bearerAuth' in s);
+  return security !== undefined && !security.some((s) => 'bearerAuth' in s || 'controlKey' in s);
+}
+
+/** Whether the operation is the control plane's: it takes the control key, and belongs to no project. */
+export function controlled(id: OperationId): boolean {
+  return (operationSpec(id).security ?? []).some((s: Record<string, unknown>) => 'controlKey' in s);
 }
 
 /**

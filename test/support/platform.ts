@@ -61,6 +61,7 @@ export class TestPlatform {
       databaseUrl: scratch.url,
       dataDir: mkdtempSync(join(tmpdir(), 'platform-data-')),
       logLevel: 'info',
+      control: { ...base.control, key: TEST_CONTROL_KEY },
       ...options.config,
       runner: { ...base.runner, enabled: false, ...options.runner },
     };
@@ -168,6 +169,9 @@ export class TestPlatform {
     rmSync(this.config.dataDir, { recursive: true, force: true });
   }
 }
+
+/** The control key every test platform takes (CONTROL_KEY), as a test suite would set it. */
+export const TEST_CONTROL_KEY = 'ctl_test-control-key-0123456789';
 
 export const startTestPlatform = (options: TestPlatformOptions = {}) => TestPlatform.start(options);
 

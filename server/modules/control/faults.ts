@@ -1,0 +1,167 @@
+// Fault rules (the Control tag): matched against each authenticated, validated API request before its operation
+// runs, they answer the platform's own error for a status, delay the answer, or drop the connection. Kept in memory
+// per process; the empty list costs one length check per request.
+import { operations } from '../../../generated/operations.ts';
+import { ApiError, badRequest, notFound } from '../../core/errors.ts';
+import { newId } from '../../core/ids.ts';
+
+export interface FaultMatch {
+  operations?: string[];
+  path?: string;
+  model?: string;
+  project_id?: string;
+}
+
+export interface FaultInput {
+  match?: FaultMatch;
+  status?: number;
+  code?: string;
+  message?: string;
+  retry_after_seconds?: number;
+  delay_ms?: number;
+  drop?: boolean;
+  count?: number;
+  after?: number;
+  probability?: number;
+  ttl_seconds?: number;
+}
+
+export interface FaultRule extends FaultInput {
+  id: string;
+  hits: number;
+  createdAt: number;
+  expiresAt: number | null;
+}
+
+/** What applies to one request: wait `delayMs`, then drop the connection, throw `error`, or go on. */
+export interface Fault {
+  source: string;
+  delayMs: number;
+  drop: boolean;
+  error?: ApiError;
+}
+
+export interface Request {
+  operationId: string;
+  path: string;
+  model?: string;
+  projectId: string;
+}
+
+const DEFAULT_CODES: Record<number, string> = {
+  429: 'dynamic_request_limited',
+  500: 'internal_error',
+  502: 'upstream_error',
+  503: 'model_overloaded',
+  504: 'upstream_timeout',
+};
+const PREFER = /(?:^|[,;\s])(code|delay)=(\d+)/g;
+
+/** The platform's error for `status`, as the rule (or a `Prefer` header) asks for it. */
+export function faultError(
+  status: number,
+  o: { code?: string; message?: string; retryAfterSeconds?: number; requestLimit: number; tokenLimit: number },
+): ApiError {
+  const code = o.code ?? DEFAULT_CODES[status] ?? 'fault_injected';
+  const retry = String(o.retryAfterSeconds ?? 1);
+  if (status === 429) {
+    const message = o.message ?? `Rate limit exceeded (a fault rule of the control plane answered). Retry in ${retry} s.`;
+    return new ApiError(429, code, message, null, code, {
+      'x-ratelimit-limit': String(o.requestLimit),
+      'x-ratelimit-remaining': '0',
+      'x-ratelimit-reset': retry,
+      'x-tokenlimit-limit': String(o.tokenLimit),
+      'x-tokenlimit-remaining': '0',
+      'retry-after': retry,
+      'retry-after-ms': String(Number(retry) * 1000),
+    });
+  }
+  const message = o.message ?? `A fault rule of the control plane answered ${status}.`;
+  return new ApiError(status, code, message, null, undefined, status === 503 ? { 'retry-after': retry, 'retry-after-ms': String(Number(retry) * 1000) } : {});
+}
+
+export class Faults {
+  private rules: FaultRule[] = [];
+
+  constructor(private readonly limits: { requestLimit: number; tokenLimit: number }) {}
+
+  add(input: FaultInput, now: number): FaultRule {
+    if (input.status === undefined && input.delay_ms === undefined && !input.drop)
+      throw badRequest('A fault rule needs something to do: a status, a delay_ms or drop.', 'status', 'fault_without_effect');
+    if (input.code !== undefined && input.status === undefined)
+      throw badRequest('code is the error code of a status: give status too.', 'code', 'fault_without_effect');
+    if (input.drop && input.status !== undefined)
+      throw badRequest('A dropped connection answers no status: give one of drop and status.', 'drop', 'invalid_value');
+    input.match?.operations?.forEach((op, i) => {
+      if (!(op in operations)) throw badRequest(`'${op}' is not an operationId of this API.`, `match.operations.${i}`, 'unknown_operation');
+    });
+    const rule: FaultRule = {
+      ...input,
+      id: newId('fault', now),
+      hits: 0,
+      createdAt: now,
+      expiresAt: input.ttl_seconds === undefined ? null : now + input.ttl_seconds * 1000,
+    };
+    this.rules.push(rule);
+    return rule;
+  }
+
+  list(now: number): FaultRule[] {
+    this.rules = this.rules.filter((r) => r.expiresAt === null || r.expiresAt > now);
+    return [...this.rules];
+  }
+
+  remove(id: string): void {
+    const i = this.rules.findIndex((r) => r.id === id);
+    if (i < 0) throw notFound('fault rule', id, 'faultId');
+    this.rules.splice(i, 1);
+  }
+
+  clear(): number {
+    const n = this.rules.length;
+    this.rules = [];
+    return n;
+  }
+
+  /** The fault for a request: the first rule in force that matches it, else what its `Prefer` header asks, else null. */
+  match(req: Request, now: number, prefer: string | undefined, random = Math.random): Fault | null {
+    if (this.rules.length) {
+      for (let i = 0; i < this.rules.length; i++) {
+        const r = this.rules[i]!;
+        if (r.expiresAt !== null && r.expiresAt <= now) {
+          this.rules.splice(i--, 1);
+          continue;
+        }
+        const m = r.match;
+        if (m) {
+          if (m.operations && !m.operations.includes(req.operationId)) continue;
+          if (m.path !== undefined && !req.path.startsWith(m.path)) continue;
+          if (m.model !== undefined && req.model !== m.model) continue;
+          if (m.project_id !== undefined && req.projectId !== m.project_id) continue;
+        }
+        if (r.after) {
+          r.after--;
+          continue;
+        }
+        if (r.probability !== undefined && random() >= r.probability) continue;
+        r.hits++;
+        if (r.count !== undefined && --r.count <= 0) this.rules.splice(i, 1);
+        return this.fault(r.id, r.status, r.delay_ms, !!r.drop, r);
+      }
+    }
+    if (prefer === undefined) return null;
+    let status: number | undefined;
+    let delay: number | undefined;
+    for (const [, name, value] of prefer.matchAll(PREFER)) {
+      if (name === 'code' && Number(value) >= 400 && Number(value) <= 599) status = Number(value);
+      if (name === 'delay') delay = Math.min(Number(value), 60_000);
+    }
+    return status === undefined && delay === undefined ? null : this.fault('prefer', status, delay, false, {});
+  }
+
+  private fault(source: string, status: number | undefined, delayMs: number | undefined, drop: boolean, r: FaultInput): Fault {
+    const error =
+      status === undefined ? undefined : faultError(status, { code: r.code, message: r.message, retryAfterSeconds: r.retry_after_seconds, ...this.limits });
+    return { source, delayMs: delayMs ?? 0, drop, error };
+  }
+}

@@ -1,0 +1,84 @@
+// The request journal (the Control tag): this process's last API requests and their answers, in a ring of
+// `CONTROL_JOURNAL_SIZE` entries, so a test can assert what its application sent. Bodies are kept up to 4 KiB, with
+// secret-looking fields redacted; the Authorization header is never read.
+import type { OperationId } from '../../../generated/operations.ts';
+
+export const BODY_LIMIT = 4096;
+// A field named as a key, secret, password, credential or token (`api_key`, `wandb_api_key`, `hf_api_token`), not
+// one that counts tokens (`max_tokens`).
+const SECRET_FIELD = /(^|_)(api_?key|key|secret|password|credentials?|authorization)$|^([a-z_]+_)?token$/i;
+// The operations whose `value` field is a secret's value (write-only everywhere).
+const SECRET_VALUES = new Set<string>(['createSecret', 'updateSecret']);
+
+export interface JournalEntry {
+  id: number;
+  at: number;
+  method: string;
+  path: string;
+  operation: OperationId | null;
+  projectId: string | null;
+  status: number;
+  ms: number;
+  requestBody: unknown;
+  responseBody: unknown;
+  fault: string | null;
+}
+
+/** A copy of a JSON value with secret-looking fields (and a secret operation's `value`) replaced. */
+export function redact(value: unknown, operation: string | null, depth = 0): unknown {
+  if (Array.isArray(value)) return value.map((v) => redact(v, operation, depth + 1));
+  if (value === null || typeof value !== 'object') return value;
+  return Object.fromEntries(
+    Object.entries(value).map(([k, v]) => [
+      k,
+      SECRET_FIELD.test(k) || (depth === 0 && k === 'value' && operation !== null && SECRET_VALUES.has(operation))
+        ? '[redacted]'
+        : redact(v, operation, depth + 1),
+    ]),
+  );
+}
+
+/** A body as the journal keeps it: JSON (redacted) when it fits, else its text cut at BODY_LIMIT. */
+export function keptBody(body: unknown, operation: string | null): unknown {
+  if (body === undefined || body === null) return null;
+  const text = typeof body === 'string' ? body : JSON.stringify(redact(body, operation));
+  if (text.length > BODY_LIMIT) return `${text.slice(0, BODY_LIMIT)}... (cut at ${BODY_LIMIT} of ${text.length} characters)`;
+  return typeof body === 'string' ? body : JSON.parse(text);
+}
+
+export class Journal {
+  private entries: JournalEntry[] = [];
+  private next = 1;
+
+  constructor(readonly size: number) {}
+
+  get enabled(): boolean {
+    return this.size > 0;
+  }
+
+  add(entry: Omit<JournalEntry, 'id'>): void {
+    if (!this.enabled) return;
+    this.entries.push({ ...entry, id: this.next++ });
+    if (this.entries.length > this.size) this.entries.splice(0, this.entries.length - this.size);
+  }
+
+  /** Newest first, filtered. */
+  list(filter: { limit: number; operation?: string; path?: string; status?: number; projectId?: string }): JournalEntry[] {
+    const out: JournalEntry[] = [];
+    for (let i = this.entries.length - 1; i >= 0 && out.length < filter.limit; i--) {
+      const e = this.entries[i]!;
+      if (filter.operation !== undefined && e.operation !== filter.operation) continue;
+      if (filter.path !== undefined && !e.path.startsWith(filter.path)) continue;
+      if (filter.status !== undefined && e.status !== filter.status) continue;
+      if (filter.projectId !== undefined && e.projectId !== filter.projectId) continue;
+      out.push(e);
+    }
+    return out;
+  }
+
+  clear(): number {
+    const n = this.entries.length;
+    this.entries = [];
+    return n;
+  }
+}

@@ -1,0 +1,81 @@
+// Reset (the Control tag): the whole platform back to what its first start made, or one project's resources gone,
+// in one transaction, then their stored bytes. Every table is named here by what scopes it, so a new table fails
+// the control tests until it is placed.
+import { readdirSync, rmSync } from 'node:fs';
+import { join, resolve, sep } from 'node:path';
+import { Prisma } from '../../../generated/prisma/sqlite/client/client.ts';
+import { notFound } from '../../core/errors.ts';
+import type { Database, Tx } from '../../db/index.ts';
+
+type Model = (typeof Prisma.ModelName)[keyof typeof Prisma.ModelName];
+// Tables of the platform itself rather than of any project: kept by a project's reset; a platform reset keeps
+// ServerKey (signing and control keys) and the default organization, project and its development keys, and
+// deletes the rest (the bootstrap seeds Hardware, the catalogue and SeedRun again).
+const PLATFORM: Model[] = ['Organization', 'Project', 'ApiKey', 'SeedRun', 'ServerKey', 'Hardware'];
+// Tables scoped through a parent rather than a projectId column.
+const CHILDREN: Partial<Record<Model, (tx: Tx, projectId: string) => Promise<{ count: number }>>> = {
+  FineTuneEvent: async (tx, projectId) =>
+    tx.fineTuneEvent.deleteMany({ where: { jobId: { in: (await tx.fineTune.findMany({ where: { projectId }, select: { id: true } })).map((f) => f.id) } } }),
+  FineTuneCheckpoint: async (tx, projectId) =>
+    tx.fineTuneCheckpoint.deleteMany({
+      where: { jobId: { in: (await tx.fineTune.findMany({ where: { projectId }, select: { id: true } })).map((f) => f.id) } },
+    }),
+  VolumeVersion: async (tx, projectId) =>
+    tx.volumeVersion.deleteMany({ where: { volumeId: { in: (await tx.volume.findMany({ where: { projectId }, select: { id: true } })).map((v) => v.id) } } }),
+};
+const MODELS = Object.values(Prisma.ModelName) as Model[];
+const delegate = (tx: Tx, model: Model) =>
+  (tx as unknown as Record<string, { deleteMany(args?: unknown): Promise<{ count: number }> }>)[model[0]!.toLowerCase() + model.slice(1)]!;
+
+/** Deletes one project's resources (children first); answers the rows deleted. */
+export async function resetProject(db: Database, dataDir: string, projectId: string): Promise<number> {
+  const kinds = storeKinds(db, dataDir);
+  const deleted = await db.write(async (tx) => {
+    if (!(await tx.project.findUnique({ where: { id: projectId } }))) throw notFound('project', projectId, 'project_id');
+    let n = 0;
+    for (const model of MODELS) if (CHILDREN[model]) n += (await CHILDREN[model]!(tx, projectId)).count;
+    for (const model of MODELS) {
+      if (PLATFORM.includes(model) || CHILDREN[model]) continue;
+      n += (await delegate(tx, model).deleteMany({ where: { projectId } })).count;
+    }
+    return n;
+  });
+  // Stored bytes live under <DATA_DIR>/<kind>/<projectId>/ (files, videos, ...).
+  for (const kind of kinds) rmSync(join(dataDir, kind, projectId), { recursive: true, force: true });
+  return deleted;
+}
+
+/** Deletes everything but the platform's keys and its default organization, project and development keys. */
+export async function resetPlatform(db: Database, dataDir: string, reseed: () => Promise<unknown>): Promise<number> {
+  const kinds = storeKinds(db, dataDir);
+  const deleted = await db.write(async (tx) => {
+    const project = await tx.project.findUnique({ where: { slug: 'default' } });
+    let n = 0;
+    for (const model of MODELS) {
+      if (['Organization', 'Project', 'ApiKey', 'ServerKey'].includes(model)) continue;
+      n += (await delegate(tx, model).deleteMany()).count;
+    }
+    n += (await tx.apiKey.deleteMany({ where: project ? { NOT: { projectId: project.id, development: true } } : {} })).count;
+    n += (await tx.project.deleteMany({ where: project ? { NOT: { id: project.id } } : {} })).count;
+    n += (await tx.organization.deleteMany({ where: project ? { NOT: { id: project.organizationId } } : {} })).count;
+    return n;
+  });
+  for (const kind of kinds) rmSync(join(dataDir, kind), { recursive: true, force: true });
+  await reseed();
+  return deleted;
+}
+
+/**
+ * The folders of DATA_DIR holding stored bytes by project: every folder but `tmp` (uploads in flight) and one
+ * holding the SQLite database (DATA_DIR is beside it by default).
+ */
+function storeKinds(db: Database, dataDir: string): string[] {
+  const database = db.provider === 'sqlite' ? resolve(db.url.replace(/^file:/, '')) : '';
+  try {
+    return readdirSync(dataDir, { withFileTypes: true })
+      .filter((d) => d.isDirectory() && d.name !== 'tmp' && !database.startsWith(`${join(dataDir, d.name)}${sep}`))
+      .map((d) => d.name);
+  } catch {
+    return [];
+  }
+}

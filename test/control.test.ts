@@ -1,0 +1,216 @@
+// The control plane (spec/tags/control.yaml), used the way an application's test suite would: through the typed
+// client with the control key, beside the official clients pointed at the server.
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { createPlatformClient, type PlatformClient } from '@inference-platform/client';
+import OpenAI from 'openai';
+import Together from 'together-ai';
+import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
+import { expectError } from './support/expect.ts';
+import { uploadFile } from './support/files.ts';
+import { startTestPlatform, TEST_CONTROL_KEY, type TestPlatform } from './support/platform.ts';
+
+const MODEL = 'meta-llama/Llama-3.3-70B-Instruct-Turbo';
+let t: TestPlatform;
+let control: PlatformClient;
+const chat = { model: MODEL, messages: [{ role: 'user' as const, content: 'Say hi' }], max_tokens: 5 };
+
+beforeAll(async () => {
+  t = await startTestPlatform();
+  control = createPlatformClient({ baseUrl: t.url, apiKey: TEST_CONTROL_KEY });
+});
+afterAll(() => t?.close());
+beforeEach(async () => {
+  await control.DELETE('/_control/faults');
+  await control.DELETE('/_control/journal');
+});
+
+describe('the control key', () => {
+  test('is the only key that opens the control plane: none 401 missing_api_key, a project key 401 invalid_api_key', async () => {
+    expectError(await t.http.get('/_control/journal'), 401, { code: 'missing_api_key', param: null });
+    expectError(await t.http.get('/_control/journal').set('Authorization', `Bearer ${t.caller.key}`), 401, { code: 'invalid_api_key' });
+    expect((await t.http.get('/_control/journal').set('Authorization', `Bearer ${TEST_CONTROL_KEY}`)).status).toBe(200);
+  });
+
+  test('does not open the API', async () => {
+    expectError(await t.http.get('/v1/whoami').set('Authorization', `Bearer ${TEST_CONTROL_KEY}`), 401, { code: 'invalid_api_key' });
+  });
+
+  test('CONTROL_API=off: every control path answers 404 and Prefer is ignored', async () => {
+    const off = await startTestPlatform({ config: { control: { enabled: false, journalSize: 500 } } });
+    try {
+      expectError(await off.http.post('/_control/reset').set('Authorization', `Bearer ${TEST_CONTROL_KEY}`), 404, { code: 'not_found' });
+      const res = await off.caller.http.post('/v1/chat/completions').set('Prefer', 'code=503').send(chat);
+      expect(res.status).toBe(200);
+      expect(res.headers['x-fault-injected']).toBeUndefined();
+    } finally {
+      await off.close();
+    }
+  });
+});
+
+describe('fault rules', () => {
+  test("a 429 once: the official client's retry succeeds, and the journal shows both tries", async () => {
+    const { data: rule } = await control.POST('/_control/faults', {
+      body: { match: { operations: ['createChatCompletion'], model: MODEL }, status: 429, count: 1, retry_after_seconds: 0 },
+    });
+    expect(rule).toMatchObject({ status: 429, count: 1, hits: 0 });
+    const client = new Together({ apiKey: t.caller.key, baseURL: `${t.url}/v1` });
+    const completion = await client.chat.completions.create(chat);
+    expect(completion.choices[0]!.message?.content).toBeTruthy();
+    const { data: journal } = await control.GET('/_control/journal', { params: { query: { operation: 'createChatCompletion' } } });
+    expect(journal!.data.map((e) => [e.status, e.fault])).toEqual([
+      [200, null],
+      [429, rule!.id],
+    ]);
+    // Used up: gone.
+    expect((await control.GET('/_control/faults')).data!.data).toEqual([]);
+  });
+
+  test("the 429 is the platform's: dynamic_request_limited with the limit headers and Retry-After", async () => {
+    await control.POST('/_control/faults', { body: { status: 429, retry_after_seconds: 3 } });
+    const res = await t.caller.http.post('/v1/chat/completions').send(chat);
+    expectError(res, 429, { code: 'dynamic_request_limited', type: 'dynamic_request_limited', param: null });
+    expect(res.headers).toMatchObject({
+      'retry-after': '3',
+      'x-ratelimit-remaining': '0',
+      'x-ratelimit-reset': '3',
+      'x-fault-injected': expect.stringMatching(/^fault_/),
+    });
+  });
+
+  test('an openai client sees a 503 model_overloaded it cannot get past when the rule holds', async () => {
+    await control.POST('/_control/faults', { body: { match: { path: '/v1/chat/' }, status: 503 } });
+    const client = new OpenAI({ apiKey: t.caller.key, baseURL: `${t.url}/v1`, maxRetries: 1 });
+    const err = await client.chat.completions.create(chat).catch((e) => e);
+    expect(err).toBeInstanceOf(OpenAI.APIError);
+    expect([err.status, err.code]).toEqual([503, 'model_overloaded']);
+    expect((await control.GET('/_control/faults')).data!.data[0]!.hits).toBe(2);
+  });
+
+  test('match by project, after and probability; other requests pass', async () => {
+    await control.POST('/_control/faults', { body: { match: { project_id: t.other.identity.projectId }, status: 500, after: 1 } });
+    await control.POST('/_control/faults', { body: { status: 502, probability: 0 } });
+    expect((await t.caller.http.get('/v1/models')).status).toBe(200);
+    expect((await t.other.http.get('/v1/models')).status).toBe(200);
+    expectError(await t.other.http.get('/v1/models'), 500, { code: 'internal_error' });
+  });
+
+  test('drop closes the connection without an answer', async () => {
+    await control.POST('/_control/faults', { body: { match: { operations: ['whoami'] }, drop: true, count: 1 } });
+    await expect(t.caller.http.get('/v1/whoami')).rejects.toThrow(/socket hang up|ECONNRESET/);
+    expect((await t.caller.http.get('/v1/whoami')).status).toBe(200);
+  });
+
+  test('delay_ms alone delays the real answer', async () => {
+    await control.POST('/_control/faults', { body: { match: { operations: ['whoami'] }, delay_ms: 20 } });
+    const res = await t.caller.http.get('/v1/whoami');
+    expect(res.status).toBe(200);
+    expect(res.headers['x-fault-injected']).toMatch(/^fault_/);
+  });
+
+  test("Prefer: code=... answers that status for one request (Prism's form)", async () => {
+    const res = await t.caller.http.post('/v1/chat/completions').set('Prefer', 'code=503, delay=1').send(chat);
+    expectError(res, 503, { code: 'model_overloaded' });
+    expect(res.headers['x-fault-injected']).toBe('prefer');
+    expect((await t.caller.http.post('/v1/chat/completions').send(chat)).status).toBe(200);
+  });
+
+  test('bad rules are refused naming the field, and nothing is added', async () => {
+    expectError(await t.http.post('/_control/faults').set('Authorization', `Bearer ${TEST_CONTROL_KEY}`).send({ count: 1 }), 400, {
+      code: 'fault_without_effect',
+      param: 'status',
+    });
+    expectError(
+      await t.http
+        .post('/_control/faults')
+        .set('Authorization', `Bearer ${TEST_CONTROL_KEY}`)
+        .send({ match: { operations: ['whoami', 'noSuchThing'] }, status: 500 }),
+      400,
+      { code: 'unknown_operation', param: 'match.operations.1' },
+    );
+    expectError(await t.http.post('/_control/faults').set('Authorization', `Bearer ${TEST_CONTROL_KEY}`).send({ status: 200 }), 400, { param: 'status' });
+    expectError(await t.http.delete('/_control/faults/fault_nope').set('Authorization', `Bearer ${TEST_CONTROL_KEY}`), 404, { param: 'faultId' });
+    expect((await control.GET('/_control/faults')).data!.data).toEqual([]);
+  });
+
+  test('a rule is removed by id, and expires after ttl_seconds', async () => {
+    const { data: a } = await control.POST('/_control/faults', { body: { status: 500 } });
+    await control.POST('/_control/faults', { body: { status: 500, ttl_seconds: 5 } });
+    await control.DELETE('/_control/faults/{faultId}', { params: { path: { faultId: a!.id } } });
+    expect((await control.GET('/_control/faults')).data!.data).toHaveLength(1);
+    t.clock.advance(5_000);
+    expect((await control.GET('/_control/faults')).data!.data).toEqual([]);
+    expect((await t.caller.http.get('/v1/whoami')).status).toBe(200);
+  });
+});
+
+describe('the request journal', () => {
+  test('records what the application sent and got, newest first, never the key or a secret', async () => {
+    await t.caller.http.post('/v1/chat/completions').send(chat);
+    expect((await t.caller.http.post('/v1/deployments/secrets').send({ name: 'journal-secret', value: 'hunter2-value' })).status).toBe(200);
+    const { data } = await control.GET('/_control/journal', {});
+    const [secret, completion] = data!.data;
+    expect(completion).toMatchObject({
+      method: 'POST',
+      path: '/v1/chat/completions',
+      operation: 'createChatCompletion',
+      project_id: t.caller.identity.projectId,
+      status: 200,
+      request_body: chat,
+      response_body: { object: 'chat.completion' },
+    });
+    expect(secret!.operation).toBe('createSecret');
+    expect(secret!.request_body).toEqual({ name: 'journal-secret', value: '[redacted]' });
+    const all = JSON.stringify(data);
+    expect(all).not.toContain('hunter2-value');
+    expect(all).not.toContain(t.caller.key);
+  });
+
+  test('filters by status and path, and clears', async () => {
+    await t.caller.http.get('/v1/whoami');
+    await t.caller.http.get('/v1/files/file-nope');
+    expect((await control.GET('/_control/journal', { params: { query: { status: 404 } } })).data!.data.map((e) => e.path)).toEqual(['/v1/files/file-nope']);
+    expect((await control.GET('/_control/journal', { params: { query: { path: '/v1/who' } } })).data!.data).toHaveLength(1);
+    expect((await control.DELETE('/_control/journal')).data!.cleared).toBe(2);
+    expect((await control.GET('/_control/journal')).data!.data).toEqual([]);
+  });
+});
+
+describe('reset', () => {
+  test("a project's reset deletes its resources and their bytes, and nothing of another project", async () => {
+    const mine = await uploadFile(t.other, 'fine-tune', [{ text: 'a' }]);
+    const theirs = await uploadFile(t.caller, 'fine-tune', [{ text: 'b' }]);
+    const { data } = await control.POST('/_control/reset', { body: { project_id: t.other.identity.projectId } });
+    expect(data).toMatchObject({ scope: 'project', project_id: t.other.identity.projectId });
+    expect(data!.deleted).toBeGreaterThan(0);
+    expectError(await t.other.http.get(`/v1/files/${mine}`), 404);
+    expect(existsSync(join(t.config.dataDir, 'files', t.other.identity.projectId))).toBe(false);
+    expect((await t.caller.http.get(`/v1/files/${theirs}`)).status).toBe(200);
+    expect((await t.other.http.get('/v1/whoami')).status).toBe(200);
+  });
+
+  test('an unknown project answers 404 naming project_id', async () => {
+    expectError(await t.http.post('/_control/reset').set('Authorization', `Bearer ${TEST_CONTROL_KEY}`).send({ project_id: 'proj_nope' }), 404, {
+      param: 'project_id',
+    });
+  });
+
+  test('the platform reset leaves the first start: the default key works, other projects and their keys are gone, the catalogue is back', async () => {
+    const other = await t.newCaller();
+    await uploadFile(t.caller, 'fine-tune', [{ text: 'c' }]);
+    await control.POST('/_control/faults', { body: { status: 500, match: { operations: ['listFiles'] } } });
+    const { data } = await control.POST('/_control/reset', {});
+    expect(data).toMatchObject({ scope: 'platform', project_id: null });
+    expect((await t.caller.http.get('/v1/whoami')).status).toBe(200);
+    expectError(await other.http.get('/v1/whoami'), 401, { code: 'invalid_api_key' });
+    expect((await t.caller.http.get('/v1/files')).body.data).toEqual([]);
+    expect(existsSync(join(t.config.dataDir, 'files'))).toBe(false);
+    expect((await control.GET('/_control/faults')).data!.data).toEqual([]);
+    const models = (await t.caller.http.get('/v1/models')).body;
+    expect(models.length ?? models.data.length).toBeGreaterThan(10);
+    expect((await t.caller.http.post('/v1/chat/completions').send(chat)).status).toBe(200);
+    // Another project made afresh for the tests that follow.
+    t.other = await t.newCaller();
+  });
+});
