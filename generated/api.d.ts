@@ -1934,6 +1934,65 @@ export interface paths {
         patch: operations["updateV2Endpoint"];
         trace?: never;
     };
+    "/v2/projects/{projectId}/endpoints/{endpointId}/analytics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                endpointId: components["parameters"]["V2EndpointId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * An endpoint's request, latency, error and token analytics
+         * @description Computed from the requests the endpoint's deployments actually answered: each inference request routed to
+         *     a deployment is recorded when its answer ends (status, latency from routing to the last byte, tokens). No
+         *     figure is estimated or invented: what is not measured here is absent (time to first token and inter-token
+         *     latency, batch sizes, resource utilization).
+         *
+         *     **Time range.** `[startTime, endTime)`, RFC 3339. `endTime` defaults to now, `startTime` to 24 hours before
+         *     `endTime`. `startTime` must be before `endTime` (400 `invalid_time_range`, param `startTime`), and the range
+         *     at most 31 days long (400 `invalid_time_range`, param `startTime`).
+         *
+         *     **Which requests.** The callers' requests only: copies a shadow experiment mirrors to its targets are not
+         *     counted here (they are not what callers were served). `deploymentId` restricts everything to one
+         *     deployment: a deployment of the endpoint, or a deleted one whose requests are still recorded; any other id
+         *     is 400 `unknown_deployment` (param `deploymentId`).
+         *
+         *     **Figures.** `totalRequests` counts the answers; `failedRequests` those with a 5xx status (the deployment's
+         *     failures; a caller's 4xx, e.g. a prompt too long, is not), and `successfulRequests` the rest;
+         *     `requestsByStatusCode` counts every status, `errorsByType` the 5xx ones by status. `errorRate` is
+         *     `failedRequests / totalRequests` as a percentage in [0, 100] (0 without requests). Latency percentiles are
+         *     nearest-rank over the requests' latencies, in ms (0 without requests). `requestsPerSecond` and
+         *     `tokensPerSecond` (completion tokens) divide by the range's length in seconds. Counts are decimal strings
+         *     (the platform's int64).
+         *
+         *     **Deployments.** `deploymentAnalytics` (and `metrics.deploymentMetrics`) has one entry per deployment of the
+         *     endpoint (in id order, zeros when it served nothing), followed by each deleted deployment that served
+         *     requests in the range; with `deploymentId`, that one only.
+         *
+         *     **Time series.** Only with `includeTimeSeries=true`: `timeSeries` for the endpoint and for each deployment.
+         *     `granularity` is a positive whole number of seconds, minutes, hours or days: `30s`, `1m`, `5m`, `1h`, `1d`
+         *     (default `1d`); any other form is 400 `invalid_granularity` (param `granularity`). Buckets are aligned to
+         *     multiples of the granularity since the Unix epoch (UTC; `1h` buckets start on the hour, `1d` at midnight UTC);
+         *     the first is the one holding `startTime`, the last the one holding the instant before `endTime`, and each
+         *     counts only the requests inside the range. Every bucket is listed, empty ones with zeros. At most 1440
+         *     buckets: more is 400 `too_many_buckets` (param `granularity`). Each point's `timestamp` is its bucket's
+         *     start, its `values`: `totalRequests`, `successfulRequests`, `failedRequests`, `errorRate` (percentage),
+         *     `requestsPerSecond` (over the bucket's length), `latencyP50Ms`, `latencyP90Ms`, `latencyP99Ms`,
+         *     `inputTokens`, `outputTokens`.
+         */
+        get: operations["getV2EndpointAnalytics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/projects/{projectId}/endpoints/{endpointId}/deployments": {
         parameters: {
             query?: never;
@@ -3485,6 +3544,96 @@ export interface components {
             runningReplicas: number;
             replicaMinutes: number;
             costCents: number;
+        };
+        /** @description `[startTime, endTime)`. */
+        MetricsTimeRange: {
+            /** Format: date-time */
+            startTime: string;
+            /** Format: date-time */
+            endTime: string;
+        };
+        /** @description A count, as a decimal string (the platform's int64). */
+        Int64String: string;
+        RequestMetrics: {
+            totalRequests: components["schemas"]["Int64String"];
+            successfulRequests: components["schemas"]["Int64String"];
+            failedRequests: components["schemas"]["Int64String"];
+            requestsPerSecond: number;
+            requestsByStatusCode: {
+                [key: string]: components["schemas"]["Int64String"];
+            };
+        };
+        /** @description End-to-end latency percentiles (nearest rank); time to first token and inter-token latency are not measured here. */
+        LatencyMetrics: {
+            latencyP50Ms: number;
+            latencyP90Ms: number;
+            latencyP99Ms: number;
+        };
+        /** @description Batch sizes are not measured here. */
+        ThroughputMetrics: {
+            /** @description Completion tokens per second over the range. */
+            tokensPerSecond: number;
+            requestsPerSecond: number;
+        };
+        ErrorMetrics: {
+            /** @description 5xx answers as a percentage of all answers. */
+            errorRate: number;
+            /** @description 5xx answers by status code. */
+            errorsByType: {
+                [key: string]: components["schemas"]["Int64String"];
+            };
+        };
+        TokenMetrics: {
+            totalInputTokens: components["schemas"]["Int64String"];
+            totalOutputTokens: components["schemas"]["Int64String"];
+            avgInputTokens: number;
+            avgOutputTokens: number;
+        };
+        DeploymentMetrics: {
+            deploymentId: string;
+            endpointId: string;
+            timeRange: components["schemas"]["MetricsTimeRange"];
+            requestMetrics: components["schemas"]["RequestMetrics"];
+            latencyMetrics: components["schemas"]["LatencyMetrics"];
+            throughputMetrics: components["schemas"]["ThroughputMetrics"];
+            errorMetrics: components["schemas"]["ErrorMetrics"];
+            tokenMetrics: components["schemas"]["TokenMetrics"];
+        };
+        EndpointMetrics: {
+            endpointId: string;
+            timeRange: components["schemas"]["MetricsTimeRange"];
+            requestMetrics: components["schemas"]["RequestMetrics"];
+            latencyMetrics: components["schemas"]["LatencyMetrics"];
+            throughputMetrics: components["schemas"]["ThroughputMetrics"];
+            errorMetrics: components["schemas"]["ErrorMetrics"];
+            tokenMetrics: components["schemas"]["TokenMetrics"];
+            deploymentMetrics: components["schemas"]["DeploymentMetrics"][];
+        };
+        TimeSeriesDataPoint: {
+            /**
+             * Format: date-time
+             * @description The bucket's start.
+             */
+            timestamp: string;
+            values: {
+                [key: string]: number;
+            };
+        };
+        DeploymentAnalyticsData: {
+            deploymentId: string;
+            endpointId: string;
+            timeRange: components["schemas"]["MetricsTimeRange"];
+            metrics: components["schemas"]["DeploymentMetrics"];
+            /** @description Only with `includeTimeSeries=true`. */
+            timeSeries?: components["schemas"]["TimeSeriesDataPoint"][];
+        };
+        AnalyticsData: {
+            endpointId: string;
+            timeRange: components["schemas"]["MetricsTimeRange"];
+            metrics: components["schemas"]["EndpointMetrics"];
+            /** @description Only with `includeTimeSeries=true`. */
+            timeSeries?: components["schemas"]["TimeSeriesDataPoint"][];
+            deploymentAnalytics: components["schemas"]["DeploymentAnalyticsData"][];
         };
         V2EndpointUsage: {
             endpointId: string;
@@ -9012,6 +9161,41 @@ export interface operations {
             };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getV2EndpointAnalytics: {
+        parameters: {
+            query?: {
+                deploymentId?: string;
+                startTime?: string;
+                endTime?: string;
+                includeTimeSeries?: boolean;
+                granularity?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                endpointId: components["parameters"]["V2EndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint's analytics over the range. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AnalyticsData"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
         };

@@ -2,12 +2,13 @@
 // with the migration's one-call deploy), deployments (handlers/deployments.ts) moved by one machine (machine.ts)
 // and the runner's provisioning onto hardware (provisioning.ts, placement.ts), published configs
 // (handlers/configs.ts), adapters bound to deployments (handlers/deployment-adapters.ts), traffic splits and routing (traffic.ts), the lists' filters, orders and pages
-// (listing.ts), the lifecycle events feed (events.ts), and the reads of what the platform offers: the organization's
+// (listing.ts), analytics counted from what the deployments served (served.ts, analytics.ts, handlers/analytics.ts), the lifecycle events feed (events.ts), and the reads of what the platform offers: the organization's
 // and the public endpoints (handlers/endpoints.ts), placement profiles (handlers/placement-profiles.ts) and the
 // models deployable here with their profiles (supported.ts, handlers/supported-models.ts).
 import { instant } from '../../core/clock.ts';
 import { progressionWork } from '../../runner/progress.ts';
 import type { ModuleDescriptor, SeedContext } from '../types.ts';
+import { getV2EndpointAnalytics } from './handlers/analytics.ts';
 import { getConfig, listConfigs } from './handlers/configs.ts';
 import {
   addDeploymentAdapter,
@@ -79,6 +80,7 @@ export const dedicated: ModuleDescriptor<'dedicated'> = {
     updateV2Endpoint,
     deleteV2Endpoint,
     getV2EndpointUsage,
+    getV2EndpointAnalytics,
     listV2EndpointEvents,
     listDeployments,
     createDeployment,
