@@ -2063,8 +2063,8 @@ export interface paths {
          * @description `autoscaling.minReplicas`/`maxReplicas` drive the tag's state machine `deployment` (0/0 stops; positive
          *     replicas start a STOPPED or FAILED deployment; on a READY one they resize it); an omitted bound keeps its
          *     value, and the merged bounds follow the tag's **Autoscaling** (400 `invalid_autoscaling`). The windows and
-         *     `scalingMetrics` are recorded (an omitted one keeps its value) and change no state. An `autoscaling` that
-         *     changes nothing records nothing.
+         *     `scalingMetrics` replace the current ones (an omitted one keeps its value), are checked as on create, and
+         *     the autoscaler follows them from its next tick. An `autoscaling` that changes nothing records nothing.
          */
         patch: operations["updateDeployment"];
         trace?: never;
@@ -2149,7 +2149,7 @@ export interface paths {
          *     transaction as the change it reports, so the feed never shows a change that did not happen. Oldest first;
          *     `after` is the previous page's `next_cursor` (the last event's `id`, `""` on the last page); events are
          *     numbered in commit order per endpoint, so paging never skips one. `source` is who emitted the event: `api`
-         *     (a caller's request) or `runner` (the deployment state machine's timed steps).
+         *     (a caller's request) or `runner` (the deployment state machine's timed steps and the autoscaler).
          *
          *     The public platform's filters, combined with AND (an absent one keeps everything):
          *
@@ -2176,7 +2176,7 @@ export interface paths {
          *     | `endpoint.updated` | ENDPOINT | a PATCH changed `name`, `visibility` or `trafficSplit`, or deleting a deployment dropped its zero-weight split entry; a PATCH changing nothing records nothing | `paths` (the changed fields); the message gives the new split |
          *     | `deployment.created` | DEPLOYMENT | created | `deploymentId`, `name`, `status` (its first state), `newReplicas` |
          *     | `deployment.state_changed` | DEPLOYMENT | any transition of the deployment state table, by a caller or the runner (this server's type: the state machine is this server's) | `deploymentId`, `status` (the state entered), `reason` (the table's event: `provisioned`, `failed`, `stop`, `stopped`, `start`); the message is the deployment's status message |
-         *     | `deployment.scaled` | DEPLOYMENT | a READY deployment resized in place | `deploymentId`, `oldReplicas`, `newReplicas`, `status` |
+         *     | `deployment.scaled` | DEPLOYMENT | a READY deployment resized in place, by a caller or by the autoscaler (source `runner`) | `deploymentId`, `oldReplicas`, `newReplicas`, `status` |
          *     | `deployment.updated` | DEPLOYMENT | a PATCH changed `name` or `autoscaling` without a transition or resize | `deploymentId`, `paths`, `status` |
          *     | `deployment.deleted` | DEPLOYMENT | deleted (its earlier events stay in the feed) | `deploymentId`, `name` |
          *
@@ -3199,11 +3199,11 @@ export interface components {
          */
         DeploymentState: "DEPLOYMENT_STATE_PROVISIONING" | "DEPLOYMENT_STATE_READY" | "DEPLOYMENT_STATE_SCALING" | "DEPLOYMENT_STATE_DEGRADED" | "DEPLOYMENT_STATE_FAILED" | "DEPLOYMENT_STATE_STOPPED" | "DEPLOYMENT_STATE_STOPPING";
         /**
-         * @description A duration in seconds, as the public platform writes it (protobuf JSON), e.g. `"300s"`; recorded as given.
+         * @description A duration in seconds, as the public platform writes it (protobuf JSON), e.g. `"300s"`; returned as given.
          * @example 300s
          */
         Duration: string;
-        /** @description A metric the public platform's autoscaler would follow; recorded as given. */
+        /** @description A metric the autoscaler follows (the tag's **Autoscaling** names those measured here). */
         ScalingMetric: {
             /** @example inflight_requests */
             name: string;
@@ -3224,8 +3224,7 @@ export interface components {
         };
         /**
          * @description `minReplicas` is 1 when omitted (0 when `maxReplicas` is 0) and `maxReplicas` defaults to `minReplicas`, so
-         *     `{}` runs one replica. The windows and `scalingMetrics` are recorded and returned; nothing here scales on
-         *     live traffic (the tag's **Autoscaling**).
+         *     `{}` runs one replica. The windows and `scalingMetrics` drive the autoscaler (the tag's **Autoscaling**).
          */
         AutoscalingCreate: {
             minReplicas?: components["schemas"]["Replicas"];

@@ -1,6 +1,6 @@
 // Module `dedicated` (spec/tags/dedicated.yaml): the v2 dedicated endpoint model: endpoints (handlers/endpoints.ts,
 // with the migration's one-call deploy), deployments (handlers/deployments.ts) moved by one machine (machine.ts)
-// and the runner's provisioning onto hardware (provisioning.ts, placement.ts), published configs
+// and the runner's provisioning onto hardware (provisioning.ts, placement.ts), the metric-based autoscaler (autoscaling.ts), published configs
 // (handlers/configs.ts), adapters bound to deployments (handlers/deployment-adapters.ts), traffic splits and routing (traffic.ts), the lists' filters, orders and pages
 // (listing.ts), analytics counted from what the deployments served (served.ts, analytics.ts, handlers/analytics.ts), the lifecycle events feed (events.ts), and the reads of what the platform offers: the organization's
 // and the public endpoints (handlers/endpoints.ts), placement profiles (handlers/placement-profiles.ts) and the
@@ -8,6 +8,7 @@
 import { instant } from '../../core/clock.ts';
 import { progressionWork } from '../../runner/progress.ts';
 import type { ModuleDescriptor, SeedContext } from '../types.ts';
+import { autoscalerWork } from './autoscaling.ts';
 import { getV2EndpointAnalytics } from './handlers/analytics.ts';
 import { getConfig, listConfigs } from './handlers/configs.ts';
 import {
@@ -36,6 +37,7 @@ import { deploymentMachine } from './machine.ts';
 import { deploymentProgression } from './provisioning.ts';
 import { revisionOf } from './refs.ts';
 import data from './seed.json' with { type: 'json' };
+import { AUTOSCALER_KIND } from './traffic.ts';
 
 export { figures, recordServed, type ServedFigures, servedFigures, servedRows } from './served.ts';
 // What this module offers the others.
@@ -101,6 +103,9 @@ export const dedicated: ModuleDescriptor<'dedicated'> = {
   },
   seed,
   machines: [deploymentMachine],
-  work: (services) => ({ [deploymentMachine.kind]: progressionWork(deploymentProgression(services), services) }),
+  work: (services) => ({
+    [deploymentMachine.kind]: progressionWork(deploymentProgression(services), services),
+    [AUTOSCALER_KIND]: autoscalerWork(services),
+  }),
   fixtures: async () => (await import('./fixtures.ts')).fixtures,
 };

@@ -18,7 +18,7 @@ import type { Summary } from './analytics.ts';
 import type { PLACEMENT_PROFILE } from './placement.ts';
 import { revisionOf } from './refs.ts';
 import type { Supported } from './supported.ts';
-import { desiredReplicas, isRunning, runtimeOf, splitOf, trafficShares, type Viewer } from './traffic.ts';
+import { desiredReplicas, isRunning, READY, runtimeOf, splitOf, trafficShares, type Viewer } from './traffic.ts';
 
 const modelResource = (d: Deployment) => (isUploadedModelId(d.modelId) ? `projects/${d.projectId}/models/${d.modelId}` : `models/${d.modelId}`);
 
@@ -71,7 +71,8 @@ export function v2EndpointWire(e: DedicatedEndpoint, deployments: Deployment[], 
       autoscaling: autoscaling(d),
       hardware: d.hardwareId ?? '',
       readyReplicas: d.readyReplicas,
-      desiredReplicas: isRunning(d) ? desiredReplicas(d) : 0,
+      // READY: what the autoscaler runs now; before, what it provisions.
+      desiredReplicas: d.state === READY ? d.readyReplicas : isRunning(d) ? desiredReplicas(d) : 0,
       trafficMode: d.trafficMode as Wire<'Deployment'>['trafficMode'],
       estimatedEffectiveTrafficShare: shares.get(d.id) ?? 0,
       createdAt: iso(d.createdAt),
@@ -106,7 +107,8 @@ export function deploymentWire(d: Deployment, e: DedicatedEndpoint, siblings: De
       readyReplicas: d.readyReplicas,
       scheduledReplicas: d.state === 'DEPLOYMENT_STATE_PROVISIONING' ? desiredReplicas(d) : d.readyReplicas,
     },
-    desiredReplicas: isRunning(d) ? desiredReplicas(d) : 0,
+    // READY: what the autoscaler runs now; before, what it provisions.
+    desiredReplicas: d.state === READY ? d.readyReplicas : isRunning(d) ? desiredReplicas(d) : 0,
     trafficMode: d.trafficMode as Wire<'Deployment'>['trafficMode'],
     estimatedEffectiveTrafficShare: trafficShares(e, siblings).get(d.id) ?? 0,
     volumes,

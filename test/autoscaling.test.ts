@@ -1,0 +1,228 @@
+// The metric-based autoscaler of v2 deployments (spec/tags/dedicated.yaml, **Autoscaling**): replicas follow the
+// traffic a deployment really served, after the policy's windows, visible in the deployment's status, its events
+// (`deployment.scaled`) and its billing; a deployment with minReplicas 0 scales to zero when idle and a request to
+// its endpoint wakes it. Time is the manual clock: each `tick()` moves it by the autoscaler's period and runs what
+// became due.
+import Together from 'together-ai';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { OBSERVE_MS, TICK_MS } from '../server/modules/dedicated/autoscaling.ts';
+import { recordServed } from '../server/modules/dedicated/served.ts';
+import { AUTOSCALER_KIND } from '../server/modules/dedicated/traffic.ts';
+import { H100, MODEL, PROVISION_MS, STOP_MS } from './support/endpoints.ts';
+import { expectError } from './support/expect.ts';
+import { startTestPlatform, type TestPlatform } from './support/platform.ts';
+
+let t: TestPlatform;
+let v2: Together;
+let n = 0;
+const uniq = (prefix: string) => `${prefix}-${++n}`;
+const auth = () => ({ Authorization: `Bearer ${t.caller.key}` });
+const base = () => `/v2/projects/${t.caller.identity.projectId}`;
+
+beforeAll(async () => {
+  t = await startTestPlatform();
+  v2 = new Together({ apiKey: t.caller.key, baseURL: `${t.url}/v2`, projectID: t.caller.identity.projectId, maxRetries: 0 });
+});
+afterAll(() => t?.close());
+
+const tick = async (count = 1) => {
+  for (let i = 0; i < count; i++) await t.advance(TICK_MS);
+};
+
+/** An endpoint routed wholly to one deployment with this autoscaling, READY. */
+async function autoscaled(autoscaling: Record<string, unknown>) {
+  const e = await v2.beta.endpoints.create({ name: uniq('ep') });
+  const d = await v2.beta.endpoints.deployments.create(e.id, { name: uniq('dep'), model: MODEL, config: H100, autoscaling } as any);
+  await v2.beta.endpoints.update(e.id, { trafficSplit: [{ deploymentId: d.id, weight: 1 }] } as any);
+  await tick(PROVISION_MS / TICK_MS);
+  expect((await deployment(e.id, d.id)).status.state).toBe('DEPLOYMENT_STATE_READY');
+  return { e, d };
+}
+
+const deployment = async (endpointId: string, id: string) => (await t.http.get(`${base()}/endpoints/${endpointId}/deployments/${id}`).set(auth())).body;
+const usage = async (endpointId: string) => (await t.http.get(`${base()}/endpoints/${endpointId}/usage`).set(auth())).body;
+const scaled = async (endpointId: string) =>
+  (await t.http.get(`${base()}/endpoints/${endpointId}/events`).query({ types: 'deployment.scaled' }).set(auth())).body.data.map((v: any) => [
+    v.oldReplicas,
+    v.newReplicas,
+    v.source,
+  ]);
+const chat = (model: string) =>
+  t.http
+    .post('/v1/chat/completions')
+    .set(auth())
+    .send({ model, messages: [{ role: 'user', content: 'hi' }] });
+
+async function send(model: string, count: number) {
+  for (let i = 0; i < count; i++) expect((await chat(model)).status).toBe(200);
+}
+
+describe('metric-based autoscaling', () => {
+  test('throughput_per_replica: up after scaleUpWindow under traffic, down after scaleDownWindow without; events and billing follow', async () => {
+    // 0.1 requests per second per replica: 15 requests in the observed minute (0.25/s) already want 3 replicas, the most.
+    const { e, d } = await autoscaled({
+      minReplicas: 1,
+      maxReplicas: 3,
+      scaleUpWindow: '30s',
+      scaleDownWindow: '60s',
+      scalingMetrics: [{ name: 'throughput_per_replica', type: 'METRIC_TARGET_TYPE_AVERAGE_VALUE', target: 0.1 }],
+    });
+    // The need is first seen at one tick and must hold 30 s: two more ticks.
+    for (let i = 0; i < 2; i++) {
+      await send(e.name, 15);
+      await tick();
+      expect((await deployment(e.id, d.id)).status.readyReplicas).toBe(1);
+    }
+    await send(e.name, 15);
+    await tick();
+    const up = await deployment(e.id, d.id);
+    expect(up.status).toMatchObject({ state: 'DEPLOYMENT_STATE_READY', readyReplicas: 3 });
+    expect(up.desiredReplicas).toBe(3);
+    expect(up.status.message).toMatch(/scaled up: throughput_per_replica/);
+    expect(await scaled(e.id)).toEqual([[1, 3, 'runner']]);
+
+    // Billing follows the replicas: a minute at 3 replicas is 3 replica-minutes.
+    const before = await usage(e.id);
+    expect(before.runningReplicas).toBe(3);
+    await send(e.name, 15);
+    await t.advance(30_000);
+    await send(e.name, 15);
+    await t.advance(30_000);
+    const after = await usage(e.id);
+    expect(after.replicaMinutes - before.replicaMinutes).toBeCloseTo(3, 6);
+    expect((await deployment(e.id, d.id)).status.readyReplicas).toBe(3);
+
+    // Traffic stops: the last requests leave the observed minute, then the need for fewer holds 60 s.
+    await tick(OBSERVE_MS / TICK_MS);
+    expect((await deployment(e.id, d.id)).status.readyReplicas).toBe(3);
+    await tick(60_000 / TICK_MS);
+    const down = await deployment(e.id, d.id);
+    expect(down.status.readyReplicas).toBe(1);
+    expect(down.status.message).toMatch(/scaled down/);
+    expect(await scaled(e.id)).toEqual([
+      [1, 3, 'runner'],
+      [3, 1, 'runner'],
+    ]);
+    expect((await usage(e.id)).runningReplicas).toBe(1);
+  });
+
+  test('inflight_requests follows the time spent serving (Little law), within maxReplicas', async () => {
+    const { e, d } = await autoscaled({
+      minReplicas: 1,
+      maxReplicas: 3,
+      scalingMetrics: [{ name: 'inflight_requests', type: 'METRIC_TARGET_TYPE_VALUE', target: 1 }],
+    });
+    // 5 requests of 30 s each in the last minute: 2.5 in flight on average -> 3 replicas (scaleUpWindow defaults to 0).
+    const put = (latencyMs: number) =>
+      t.services.db.write((tx) =>
+        recordServed(tx, { projectId: e.projectId, endpointId: e.id, deploymentId: d.id, status: 200, latencyMs, at: t.clock.now() }),
+      );
+    for (let i = 0; i < 5; i++) await put(30_000);
+    await tick();
+    expect((await deployment(e.id, d.id)).status.readyReplicas).toBe(3);
+    // Twice that: still capped at maxReplicas.
+    for (let i = 0; i < 10; i++) await put(30_000);
+    await tick();
+    expect((await deployment(e.id, d.id)).status.readyReplicas).toBe(3);
+    expect(await scaled(e.id)).toEqual([[1, 3, 'runner']]);
+  });
+
+  test('minReplicas 0: to zero after scaleToZeroWindow without traffic, and a request wakes it', async () => {
+    const { e, d } = await autoscaled({ minReplicas: 0, maxReplicas: 2, scaleToZeroWindow: '120s' });
+    expect((await deployment(e.id, d.id)).status.readyReplicas).toBe(1);
+    await send(e.name, 1);
+    await tick(7);
+    expect((await deployment(e.id, d.id)).status.state).toBe('DEPLOYMENT_STATE_READY');
+    await tick(2);
+    // Stopping (its replicas released after STOP_MS, within the tick) once 120 s passed without a request.
+    expect(['DEPLOYMENT_STATE_STOPPING', 'DEPLOYMENT_STATE_STOPPED']).toContain((await deployment(e.id, d.id)).status.state);
+    await t.advance(STOP_MS);
+    const asleep = await deployment(e.id, d.id);
+    expect(asleep.status).toMatchObject({ state: 'DEPLOYMENT_STATE_STOPPED', readyReplicas: 0 });
+    expect(asleep.status.message).toMatch(/Scaled to zero/);
+    expect((await usage(e.id)).runningReplicas).toBe(0);
+    // Billing stopped with the replicas.
+    const idle = (await usage(e.id)).replicaMinutes;
+    await tick(4);
+    expect((await usage(e.id)).replicaMinutes).toBe(idle);
+
+    // A request: 503 while it wakes (the autoscaler's next tick, due at once), then served once READY.
+    expectError(await chat(e.name), 503, { code: 'endpoint_not_ready', param: 'model' });
+    await t.advance(0);
+    expect((await deployment(e.id, d.id)).status.state).toBe('DEPLOYMENT_STATE_PROVISIONING');
+    expectError(await chat(e.name), 503, { code: 'endpoint_not_ready', param: 'model' });
+    await t.advance(PROVISION_MS);
+    expect((await deployment(e.id, d.id)).status).toMatchObject({ state: 'DEPLOYMENT_STATE_READY', readyReplicas: 1 });
+    expect((await chat(e.name)).status).toBe(200);
+
+    const states = (await t.http.get(`${base()}/endpoints/${e.id}/events`).query({ types: 'deployment.state_changed' }).set(auth())).body.data.map((v: any) => [
+      v.status,
+      v.reason,
+      v.source,
+    ]);
+    expect(states.slice(-4)).toEqual([
+      ['DEPLOYMENT_STATE_STOPPING', 'stop', 'runner'],
+      ['DEPLOYMENT_STATE_STOPPED', 'stopped', 'runner'],
+      ['DEPLOYMENT_STATE_PROVISIONING', 'start', 'runner'],
+      ['DEPLOYMENT_STATE_READY', 'provisioned', 'runner'],
+    ]);
+    // Scaled to zero again, a caller may still stop it for good with 0/0: then no request wakes it.
+    await tick(10);
+    await t.advance(STOP_MS);
+    expect((await deployment(e.id, d.id)).status.state).toBe('DEPLOYMENT_STATE_STOPPED');
+    const stopped = await t.http
+      .patch(`${base()}/endpoints/${e.id}/deployments/${d.id}`)
+      .set(auth())
+      .send({ autoscaling: { minReplicas: 0, maxReplicas: 0 } });
+    expect(stopped.status, JSON.stringify(stopped.body)).toBe(200);
+    expect(stopped.body.status.state).toBe('DEPLOYMENT_STATE_STOPPED');
+    expect(await chat(e.name).then((r) => r.status)).toBe(503);
+    await t.advance(0);
+    expect((await deployment(e.id, d.id)).status.state).toBe('DEPLOYMENT_STATE_STOPPED');
+  });
+
+  test('one chain of ticks per deployment: a second one started at once (two processes) ends at its first tick', async () => {
+    const { d } = await autoscaled({ minReplicas: 0, maxReplicas: 1, scaleToZeroWindow: '3600s' });
+    const live = () => t.services.db.prisma.workItem.count({ where: { kind: AUTOSCALER_KIND, subjectId: d.id, state: { in: ['queued', 'running'] } } });
+    expect(await live()).toBe(1);
+    await t.services.db.write((tx) =>
+      tx.workItem.create({
+        data: { id: `work_${'z'.repeat(20)}`, kind: AUTOSCALER_KIND, subjectId: d.id, state: 'queued', runAt: 0n, createdAt: 0n, updatedAt: 0n },
+      }),
+    );
+    expect(await live()).toBe(2);
+    await tick(2);
+    expect(await live()).toBe(1);
+  });
+
+  test('a policy the autoscaler cannot follow is 400 naming the field', async () => {
+    const e = await v2.beta.endpoints.create({ name: uniq('ep') });
+    const post = (autoscaling: Record<string, unknown>) =>
+      t.http
+        .post(`${base()}/endpoints/${e.id}/deployments`)
+        .set(auth())
+        .send({ name: uniq('d'), model: MODEL, config: H100, autoscaling });
+    const metric = (m: Record<string, unknown>) => ({
+      scalingMetrics: [{ name: 'inflight_requests', type: 'METRIC_TARGET_TYPE_AVERAGE_VALUE', target: 4, ...m }],
+    });
+    expectError(await post(metric({ name: 'gpu_utilization' })), 400, { code: 'unsupported_metric', param: 'autoscaling.scalingMetrics.0.name' });
+    expectError(await post(metric({ name: 'ttft' })), 400, { code: 'unsupported_metric', param: 'autoscaling.scalingMetrics.0.name' });
+    expectError(await post(metric({ type: 'METRIC_TARGET_TYPE_UTILIZATION' })), 400, {
+      code: 'unsupported_metric_type',
+      param: 'autoscaling.scalingMetrics.0.type',
+    });
+    expectError(await post(metric({ target: 0 })), 400, { code: 'invalid_autoscaling', param: 'autoscaling.scalingMetrics.0.target' });
+    expectError(await post(metric({ percentile: 'p95' })), 400, { code: 'invalid_autoscaling', param: 'autoscaling.scalingMetrics.0.percentile' });
+    expectError(await post(metric({ name: 'e2e_latency', type: 'METRIC_TARGET_TYPE_VALUE', target: 200, percentile: 'p42' })), 400, {
+      param: 'autoscaling.scalingMetrics.0.percentile',
+    });
+    expectError(await post({ scaleUpWindow: '-5s' }), 400, { code: 'invalid_autoscaling', param: 'autoscaling.scaleUpWindow' });
+    const ok = await post(metric({ name: 'e2e_latency', type: 'METRIC_TARGET_TYPE_VALUE', target: 200, percentile: 'p99' }));
+    expect(ok.status, JSON.stringify(ok.body)).toBe(200);
+    const patch = await t.http
+      .patch(`${base()}/endpoints/${e.id}/deployments/${ok.body.id}`)
+      .set(auth())
+      .send({ autoscaling: { scalingMetrics: [{ name: 'cache_hit_rate', type: 'METRIC_TARGET_TYPE_VALUE', target: 1 }] } });
+    expectError(patch, 400, { code: 'unsupported_metric', param: 'autoscaling.scalingMetrics.0.name' });
+  });
+});
