@@ -177,6 +177,21 @@ describe('endpoint analytics', () => {
     expect(err.status).toBe(400);
   });
 
+  test('rows are kept 31 days: each endpoint prunes older ones once a day', async () => {
+    const e = await v2.beta.endpoints.create({ name: uniq('ep') });
+    const d = await deployment(e.id, MODEL);
+    const day = 24 * HOUR;
+    const t0 = t.clock.now();
+    for (const at of [t0 - 31 * day - 1, t0 - 29 * day]) {
+      await t.services.db.write((tx) => recordServed(tx, { projectId: e.projectId, endpointId: e.id, deploymentId: d.id, status: 200, latencyMs: 1, at }));
+    }
+    const kept = async () =>
+      (await t.services.db.prisma.servedRequest.findMany({ where: { endpointId: e.id }, orderBy: { createdAt: 'asc' } })).map((r) => Number(r.createdAt));
+    expect(await kept()).toHaveLength(2);
+    await t.advance(day);
+    expect(await kept()).toEqual([t0 - 29 * day]);
+  });
+
   test("another project's endpoint is 404, whichever project the path names", async () => {
     const e = await v2.beta.endpoints.create({ name: uniq('ep') });
     expectError(await t.other.http.get(path(e.id, t.other.identity.projectId)), 404);

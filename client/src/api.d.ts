@@ -1954,7 +1954,8 @@ export interface paths {
          *
          *     **Time range.** `[startTime, endTime)`, RFC 3339. `endTime` defaults to now, `startTime` to 24 hours before
          *     `endTime`. `startTime` must be before `endTime` (400 `invalid_time_range`, param `startTime`), and the range
-         *     at most 31 days long (400 `invalid_time_range`, param `startTime`).
+         *     at most 31 days long (400 `invalid_time_range`, param `startTime`). Requests are kept 31 days (the tag's
+         *     **Analytics**): a range reaching further back counts none of the older ones.
          *
          *     **Which requests.** The callers' requests only: copies a shadow experiment mirrors to its targets are not
          *     counted here (they are not what callers were served). `deploymentId` restricts everything to one

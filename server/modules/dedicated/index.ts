@@ -37,6 +37,7 @@ import { deploymentMachine } from './machine.ts';
 import { deploymentProgression } from './provisioning.ts';
 import { revisionOf } from './refs.ts';
 import data from './seed.json' with { type: 'json' };
+import { RETENTION_KIND, retentionWork } from './served.ts';
 import { AUTOSCALER_KIND } from './traffic.ts';
 
 export { figures, recordServed, type ServedFigures, servedFigures, servedRows } from './served.ts';
@@ -106,6 +107,7 @@ export const dedicated: ModuleDescriptor<'dedicated'> = {
   work: (services) => ({
     [deploymentMachine.kind]: progressionWork(deploymentProgression(services), services),
     [AUTOSCALER_KIND]: autoscalerWork(services),
+    [RETENTION_KIND]: retentionWork(services),
   }),
   fixtures: async () => (await import('./fixtures.ts')).fixtures,
 };

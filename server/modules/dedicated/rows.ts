@@ -13,6 +13,7 @@ import { recordDeploymentChange, recordEndpointChange } from './events.ts';
 import { deploymentMachine } from './machine.ts';
 import { DEPLOYMENT_OWNER } from './placement.ts';
 import { checkNameFree, deploymentNameTaken, deploymentsOf } from './refs.ts';
+import { startRetention } from './served.ts';
 import { desiredReplicas, type Viewer } from './traffic.ts';
 import { deploymentWire, v2EndpointWire } from './wire.ts';
 
@@ -23,6 +24,7 @@ export async function createEndpointRow(tx: Tx, clock: Clock, projectId: string,
     data: { id: newId('ep', clock.now()), projectId, name, visibility, etag: newEtag(), createdAt: now, updatedAt: now },
   });
   await recordEndpointChange(tx, clock, null, e);
+  await startRetention(tx, clock, e);
   return e;
 }
 
