@@ -8,9 +8,11 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { OBSERVE_MS, TICK_MS } from '../server/modules/dedicated/autoscaling.ts';
 import { recordServed } from '../server/modules/dedicated/served.ts';
 import { AUTOSCALER_KIND } from '../server/modules/dedicated/traffic.ts';
+import { scratchDatabase, usingPostgres } from './support/database.ts';
 import { H100, MODEL, PROVISION_MS, STOP_MS } from './support/endpoints.ts';
 import { expectError } from './support/expect.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
+import { type ServerProcess, startServerProcess } from './support/server-process.ts';
 
 let t: TestPlatform;
 let v2: Together;
@@ -225,4 +227,92 @@ describe('metric-based autoscaling', () => {
       .send({ autoscaling: { scalingMetrics: [{ name: 'cache_hit_rate', type: 'METRIC_TARGET_TYPE_VALUE', target: 1 }] } });
     expectError(patch, 400, { code: 'unsupported_metric', param: 'autoscaling.scalingMetrics.0.name' });
   });
+});
+
+describe('the autoscaler across processes', () => {
+  // Real processes on the system clock: short ticks and provisioning, and polling with generous deadlines (never a
+  // timing assertion). The observed minute is the autoscaler's own, so the traffic sent stays in view throughout.
+  test.skipIf(!usingPostgres)(
+    'two server processes on one PostgreSQL, one killed -9: each decision is taken once, the chain goes on in the other',
+    { timeout: 180_000 },
+    async () => {
+      const scratch = await scratchDatabase('postgresql');
+      const env = {
+        DATABASE_URL: scratch.url,
+        DURATION_DEPLOYMENT_PROVISION_MS: '200',
+        DURATION_AUTOSCALER_TICK_MS: '200',
+        RUNNER_POLL_MS: '50',
+        RUNNER_LEASE_MS: '2000',
+        RATE_LIMITS: 'off',
+      };
+      const servers: ServerProcess[] = [];
+      try {
+        servers.push(await startServerProcess(env));
+        servers.push(await startServerProcess(env));
+        const [a, b] = servers as [ServerProcess, ServerProcess];
+        const key = a.key!;
+        const call = async (server: ServerProcess, method: string, path: string, body?: unknown) => {
+          const res = await fetch(`${server.url}${path}`, {
+            method,
+            headers: { Authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
+            body: body === undefined ? undefined : JSON.stringify(body),
+          });
+          return { status: res.status, body: (await res.json()) as any };
+        };
+        const projectId = (await call(a, 'GET', '/v1/whoami')).body.project_id;
+        const v2 = `/v2/projects/${projectId}`;
+        const e = (await call(a, 'POST', `${v2}/endpoints`, { name: 'scaled' })).body;
+        const d = (
+          await call(a, 'POST', `${v2}/endpoints/${e.id}/deployments`, {
+            name: 'primary',
+            model: MODEL,
+            config: H100,
+            autoscaling: {
+              minReplicas: 1,
+              maxReplicas: 2,
+              scaleUpWindow: '1s',
+              scaleDownWindow: '3600s',
+              scalingMetrics: [{ name: 'throughput_per_replica', type: 'METRIC_TARGET_TYPE_AVERAGE_VALUE', target: 0.01 }],
+            },
+          })
+        ).body;
+        expect((await call(b, 'PATCH', `${v2}/endpoints/${e.id}`, { trafficSplit: [{ deploymentId: d.id, weight: 1 }] })).status).toBe(200);
+        const replicas = async () => (await call(b, 'GET', `${v2}/endpoints/${e.id}/deployments/${d.id}`)).body.status;
+        let state: any;
+        const waitFor = async (what: (s: any) => boolean) => {
+          const deadline = Date.now() + 60_000;
+          for (;;) {
+            state = await replicas();
+            if (what(state) || Date.now() > deadline) return what(state);
+            await new Promise((r) => setTimeout(r, 100));
+          }
+        };
+        expect(await waitFor((s) => s.state === 'DEPLOYMENT_STATE_READY'), JSON.stringify(state)).toBe(true);
+
+        // 6 requests in the observed minute want 10 replicas at 0.01/s each: grows to maxReplicas, once.
+        for (let i = 0; i < 6; i++) {
+          const res = await call(i % 2 ? a : b, 'POST', '/v1/chat/completions', { model: e.name, messages: [{ role: 'user', content: 'hi' }] });
+          expect(res.status, JSON.stringify(res.body)).toBe(200);
+        }
+        expect(await waitFor((s) => s.readyReplicas === 2), JSON.stringify(state)).toBe(true);
+
+        // One process dies mid-run; through the other, a larger maximum: the chain (wherever its item was) goes on.
+        await a.stop('SIGKILL');
+        expect((await call(b, 'PATCH', `${v2}/endpoints/${e.id}/deployments/${d.id}`, { autoscaling: { maxReplicas: 3 } })).status).toBe(200);
+        expect(await waitFor((s) => s.readyReplicas === 3), JSON.stringify(state)).toBe(true);
+        // A few more ticks, for a doubled decision to show.
+        await new Promise((r) => setTimeout(r, 1000));
+        const events = (await call(b, 'GET', `${v2}/endpoints/${e.id}/events?types=deployment.scaled`)).body.data;
+        expect(events.map((v: any) => [v.oldReplicas, v.newReplicas, v.source])).toEqual([
+          [1, 2, 'runner'],
+          [2, 3, 'runner'],
+        ]);
+        const usage = (await call(b, 'GET', `${v2}/endpoints/${e.id}/usage`)).body;
+        expect(usage.runningReplicas).toBe(3);
+      } finally {
+        for (const s of servers) await s.stop('SIGKILL');
+        await scratch.drop();
+      }
+    },
+  );
 });

@@ -6,6 +6,7 @@
 // loses nothing (the runner retries the item) and two processes never act on one deployment at once.
 import type { Deployment } from '../../../generated/prisma/sqlite/client/client.ts';
 import { instant } from '../../core/clock.ts';
+import { duration } from '../../core/config.ts';
 import { badRequest } from '../../core/errors.ts';
 import type { Database, Tx } from '../../db/index.ts';
 import { newEtag } from '../../http/etag.ts';
@@ -18,9 +19,10 @@ import { DEPLOYMENT_OWNER } from './placement.ts';
 import { figures } from './served.ts';
 import { AUTOSCALER_KIND, READY, scaledToZero } from './traffic.ts';
 
-/** How often a tick runs, and the span of traffic each tick observes. */
+/** How often a tick runs (env `DURATION_AUTOSCALER_TICK_MS`), and the span of traffic each tick observes. */
 export const TICK_MS = 15_000;
 export const OBSERVE_MS = 60_000;
+const tickMs = (timing: Timing) => duration(timing.config, 'autoscaler_tick', TICK_MS);
 /** Windows a policy leaves out. */
 export const DEFAULT_WINDOWS_MS = { scaleUpWindow: 0, scaleDownWindow: 300_000, scaleToZeroWindow: 300_000 } as const;
 
@@ -69,7 +71,7 @@ export const autoscales = (d: Deployment) => d.maxReplicas > 0 && (metricsOf(d).
 export async function ensureAutoscaler(tx: Tx, timing: Timing, d: Deployment): Promise<void> {
   if (!autoscales(d)) return;
   const live = await tx.workItem.findFirst({ where: { kind: AUTOSCALER_KIND, subjectId: d.id, state: { in: ['queued', 'running'] } } });
-  if (!live) await enqueue(tx, timing.clock, { kind: AUTOSCALER_KIND, subjectId: d.id, projectId: d.projectId, delayMs: TICK_MS });
+  if (!live) await enqueue(tx, timing.clock, { kind: AUTOSCALER_KIND, subjectId: d.id, projectId: d.projectId, delayMs: tickMs(timing) });
 }
 
 /** What each metric recommends (replicas), from the served rows of the last OBSERVE_MS; null when it has nothing to go on. */
@@ -126,7 +128,7 @@ async function tick(tx: Tx, timing: Timing, item: { id: string; subjectId: strin
     where: { kind: AUTOSCALER_KIND, subjectId: d.id, state: { in: ['queued', 'running'] }, id: { lt: item.id } },
   });
   if (other) return; // two chains (two processes started one at once): the older one goes on
-  await enqueue(tx, timing.clock, { kind: AUTOSCALER_KIND, subjectId: d.id, projectId: d.projectId, delayMs: TICK_MS });
+  await enqueue(tx, timing.clock, { kind: AUTOSCALER_KIND, subjectId: d.id, projectId: d.projectId, delayMs: tickMs(timing) });
 
   const now = timing.clock.now();
   const state = (await tx.autoscalerState.findUnique({ where: { deploymentId: d.id } })) ?? {
