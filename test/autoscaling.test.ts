@@ -183,6 +183,21 @@ describe('metric-based autoscaling', () => {
     expect((await deployment(e.id, d.id)).status.state).toBe('DEPLOYMENT_STATE_STOPPED');
   });
 
+  test('a request while it is scaling to zero (STOPPING) wakes it once STOPPED', async () => {
+    const { e, d } = await autoscaled({ minReplicas: 0, maxReplicas: 1, scaleToZeroWindow: '30s' });
+    const state = async () => (await deployment(e.id, d.id)).status.state;
+    for (let i = 0; i < 20 && (await state()) === 'DEPLOYMENT_STATE_READY'; i++) await t.advance(5_000);
+    expect(await state()).toBe('DEPLOYMENT_STATE_STOPPING');
+    expectError(await chat(e.name), 503, { code: 'endpoint_not_ready' });
+    await t.advance(STOP_MS);
+    // STOPPED by the runner's step, then woken by the autoscaler's first tick after that.
+    expect(await state()).toBe('DEPLOYMENT_STATE_STOPPED');
+    await t.advance(TICK_MS);
+    expect(await state()).toBe('DEPLOYMENT_STATE_PROVISIONING');
+    await t.advance(PROVISION_MS);
+    expect((await chat(e.name)).status).toBe(200);
+  });
+
   test('one chain of ticks per deployment: a second one started at once (two processes) ends at its first tick', async () => {
     const { d } = await autoscaled({ minReplicas: 0, maxReplicas: 1, scaleToZeroWindow: '3600s' });
     const live = () => t.services.db.prisma.workItem.count({ where: { kind: AUTOSCALER_KIND, subjectId: d.id, state: { in: ['queued', 'running'] } } });

@@ -25,6 +25,9 @@ export const AUTOSCALER_KIND = 'deployment_autoscaler';
 /** A deployment the autoscaler scaled to zero: STOPPED although its bounds let it run (a caller stops with 0/0). */
 export const scaledToZero = (d: Deployment) => d.state === 'DEPLOYMENT_STATE_STOPPED' && d.maxReplicas > 0;
 
+/** Scaled to zero, or on its way there (STOPPING with bounds that let it run): a request wakes it (once STOPPED). */
+const asleepOrFalling = (d: Deployment) => scaledToZero(d) || (d.state === 'DEPLOYMENT_STATE_STOPPING' && d.maxReplicas > 0);
+
 /** A request reached the endpoint while these deployments were scaled to zero: their autoscaler's next tick wakes them, now. */
 async function requestWake(tx: Tx, ids: string[]): Promise<void> {
   for (const deploymentId of ids) {
@@ -107,7 +110,7 @@ export async function routeRequest(tx: Tx, endpoint: DedicatedEndpoint, accepts:
       .filter((s) => s.weight > 0)
       .map((s) => s.deploymentId),
   );
-  const asleep = deployments.filter((d) => scaledToZero(d) && routed.has(d.id) && accepts(d)).map((d) => d.id);
+  const asleep = deployments.filter((d) => asleepOrFalling(d) && routed.has(d.id) && accepts(d)).map((d) => d.id);
   if (asleep.length) await requestWake(tx, asleep);
   const ready = new Map(deployments.filter((d) => d.state === READY && accepts(d)).map((d) => [d.id, d]));
   const eligible = splitOf(endpoint).filter((s) => s.weight > 0 && ready.has(s.deploymentId));
