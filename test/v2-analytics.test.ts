@@ -156,6 +156,20 @@ describe('endpoint analytics', () => {
     const daily = await analytics(e.id, { ...range, includeTimeSeries: 'true' });
     expect(daily.body.timeSeries.reduce((s: number, p: any) => s + p.values.totalRequests, 0)).toBe(12);
     expect(Date.parse(daily.body.timeSeries[0].timestamp) % (24 * HOUR)).toBe(0);
+
+    // A deployment deleted after serving keeps its requests in the figures, listed after the current ones.
+    const gone = await deployment(e.id, MODEL);
+    await t.services.db.write((tx) =>
+      recordServed(tx, { projectId: e.projectId, endpointId: e.id, deploymentId: gone.id, status: 200, latencyMs: 7, at: start + HOUR }),
+    );
+    expect((await t.http.delete(`/v2/projects/${e.projectId}/endpoints/${e.id}/deployments/${gone.id}`).set(auth())).status).toBe(200);
+    const after = await analytics(e.id, range);
+    expect(after.body.metrics.requestMetrics.totalRequests).toBe('13');
+    expect(after.body.deploymentAnalytics.map((x: any) => [x.deploymentId, x.metrics.requestMetrics.totalRequests])).toEqual([
+      [d.id, '12'],
+      [gone.id, '1'],
+    ]);
+    expect((await analytics(e.id, { ...range, deploymentId: gone.id })).body.metrics.requestMetrics.totalRequests).toBe('1');
   });
 
   test('ranges, granularities and deployments it cannot answer are 400 naming the parameter', async () => {

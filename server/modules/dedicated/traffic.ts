@@ -73,6 +73,9 @@ export async function adapterServers(db: Db | Tx, deployments: Deployment[], ada
 /** Whether a deployment holds (or is getting) replicas. */
 export const isRunning = (d: Deployment) => !['DEPLOYMENT_STATE_STOPPED', 'DEPLOYMENT_STATE_FAILED'].includes(d.state);
 
+/** The replicas a deployment is meant to run now: READY, what the autoscaler sized it to; before, what it provisions. */
+export const targetReplicas = (d: Deployment) => (d.state === READY ? d.readyReplicas : isRunning(d) ? desiredReplicas(d) : 0);
+
 /** Each deployment's share of the endpoint's traffic now: READY deployments with a positive weight, by weight. */
 export function trafficShares(e: DedicatedEndpoint, deployments: Deployment[]): Map<string, number> {
   const ready = new Set(deployments.filter((d) => d.state === READY).map((d) => d.id));

@@ -18,7 +18,7 @@ import type { Summary } from './analytics.ts';
 import type { PLACEMENT_PROFILE } from './placement.ts';
 import { revisionOf } from './refs.ts';
 import type { Supported } from './supported.ts';
-import { desiredReplicas, isRunning, READY, runtimeOf, splitOf, trafficShares, type Viewer } from './traffic.ts';
+import { desiredReplicas, runtimeOf, splitOf, targetReplicas, trafficShares, type Viewer } from './traffic.ts';
 
 const modelResource = (d: Deployment) => (isUploadedModelId(d.modelId) ? `projects/${d.projectId}/models/${d.modelId}` : `models/${d.modelId}`);
 
@@ -71,8 +71,7 @@ export function v2EndpointWire(e: DedicatedEndpoint, deployments: Deployment[], 
       autoscaling: autoscaling(d),
       hardware: d.hardwareId ?? '',
       readyReplicas: d.readyReplicas,
-      // READY: what the autoscaler runs now; before, what it provisions.
-      desiredReplicas: d.state === READY ? d.readyReplicas : isRunning(d) ? desiredReplicas(d) : 0,
+      desiredReplicas: targetReplicas(d),
       trafficMode: d.trafficMode as Wire<'Deployment'>['trafficMode'],
       estimatedEffectiveTrafficShare: shares.get(d.id) ?? 0,
       createdAt: iso(d.createdAt),
@@ -107,8 +106,7 @@ export function deploymentWire(d: Deployment, e: DedicatedEndpoint, siblings: De
       readyReplicas: d.readyReplicas,
       scheduledReplicas: d.state === 'DEPLOYMENT_STATE_PROVISIONING' ? desiredReplicas(d) : d.readyReplicas,
     },
-    // READY: what the autoscaler runs now; before, what it provisions.
-    desiredReplicas: d.state === READY ? d.readyReplicas : isRunning(d) ? desiredReplicas(d) : 0,
+    desiredReplicas: targetReplicas(d),
     trafficMode: d.trafficMode as Wire<'Deployment'>['trafficMode'],
     estimatedEffectiveTrafficShare: trafficShares(e, siblings).get(d.id) ?? 0,
     volumes,
@@ -222,7 +220,7 @@ export function supportedModelWire(s: Supported, products: SupportedWire['produc
 export function deploymentAdapterWire(b: DeploymentAdapter, d: Deployment): Wire<'DeploymentAdapter'> {
   const model = `projects/${b.projectId}/models/${b.adapterModelId}`;
   const loaded = d.state === 'DEPLOYMENT_STATE_READY';
-  const replicas = desiredReplicas(d);
+  const replicas = targetReplicas(d) || desiredReplicas(d);
   return {
     adapterModelId: b.adapterModelId,
     desiredRevisionId: b.revisionId,
