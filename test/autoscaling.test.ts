@@ -127,6 +127,41 @@ describe('metric-based autoscaling', () => {
     await tick();
     expect((await deployment(e.id, d.id)).status.readyReplicas).toBe(3);
     expect(await scaled(e.id)).toEqual([[1, 3, 'runner']]);
+
+    // A caller's new bounds keep the replicas it runs within them (not back to minReplicas).
+    const patch = (autoscaling: Record<string, unknown>) => t.http.patch(`${base()}/endpoints/${e.id}/deployments/${d.id}`).set(auth()).send({ autoscaling });
+    expect((await patch({ maxReplicas: 2 })).body.status.readyReplicas).toBe(2);
+    expect((await patch({ maxReplicas: 5 })).body.status.readyReplicas).toBe(2);
+    expect(await scaled(e.id)).toEqual([
+      [1, 3, 'runner'],
+      [3, 2, 'api'],
+    ]);
+  });
+
+  test('e2e_latency holds a latency percentile at its target by scaling in proportion', async () => {
+    const { e, d } = await autoscaled({
+      minReplicas: 1,
+      maxReplicas: 4,
+      scalingMetrics: [{ name: 'e2e_latency', type: 'METRIC_TARGET_TYPE_VALUE', target: 100, percentile: 'p90' }],
+    });
+    // No requests: no recommendation, nothing moves.
+    await tick(2);
+    expect((await deployment(e.id, d.id)).status.readyReplicas).toBe(1);
+    // p90 of 10 requests, 9 at 20 ms and one at 250 ms, is 20 ms: below target, and 1 is the minimum.
+    const put = (latencyMs: number) =>
+      t.services.db.write((tx) =>
+        recordServed(tx, { projectId: e.projectId, endpointId: e.id, deploymentId: d.id, status: 200, latencyMs, at: t.clock.now() }),
+      );
+    for (let i = 0; i < 9; i++) await put(20);
+    await put(250);
+    await tick();
+    expect((await deployment(e.id, d.id)).status.readyReplicas).toBe(1);
+    // Ten more at 250 ms: p90 250 ms at 1 replica wants ceil(1 x 250 / 100) = 3.
+    for (let i = 0; i < 10; i++) await put(250);
+    await tick();
+    const up = await deployment(e.id, d.id);
+    expect(up.status.readyReplicas).toBe(3);
+    expect(up.status.message).toMatch(/e2e_latency 250 for a target of 100/);
   });
 
   test('minReplicas 0: to zero after scaleToZeroWindow without traffic, and a request wakes it', async () => {
