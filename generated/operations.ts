@@ -71,6 +71,7 @@ export const operations = {
   getSecret: {"method":"get","path":"/v1/deployments/secrets/{id}","tag":"Secrets","module":"secrets","statuses":[200,400,401,404,500,503]},
   getSupportedModel: {"method":"get","path":"/v2/supported-models/{modelId}","tag":"Dedicated endpoints (v2)","module":"dedicated","statuses":[200,400,401,404,500,503]},
   getV2Endpoint: {"method":"get","path":"/v2/projects/{projectId}/endpoints/{endpointId}","tag":"Dedicated endpoints (v2)","module":"dedicated","statuses":[200,400,401,404,500,503]},
+  getV2EndpointAnalytics: {"method":"get","path":"/v2/projects/{projectId}/endpoints/{endpointId}/analytics","tag":"Dedicated endpoints (v2)","module":"dedicated","statuses":[200,400,401,404,500,503]},
   getV2EndpointUsage: {"method":"get","path":"/v2/projects/{projectId}/endpoints/{endpointId}/usage","tag":"Dedicated endpoints (v2)","module":"dedicated","statuses":[200,400,401,404,500,503]},
   getVideoContent: {"method":"get","path":"/v2/videos/{id}/content","tag":"Videos","module":"videos","statuses":[200,206,400,401,404,409,416,500,503]},
   getVideoContentV1: {"method":"get","path":"/v1/videos/{id}/content","tag":"Videos","module":"videos","statuses":[200,206,400,401,404,409,416,500,503]},

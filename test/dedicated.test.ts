@@ -595,7 +595,7 @@ describe("the public platform's deployment fields", () => {
       scaleToZeroWindow: '3600s',
       scalingMetrics: [
         { name: 'inflight_requests', type: 'METRIC_TARGET_TYPE_AVERAGE_VALUE', target: 8 },
-        { name: 'ttft', type: 'METRIC_TARGET_TYPE_VALUE', target: 0.5, percentile: 'p95' },
+        { name: 'e2e_latency', type: 'METRIC_TARGET_TYPE_VALUE', target: 500, percentile: 'p95' },
       ],
     };
     const d = await createDeployment(e.id, { autoscaling: { minReplicas: 1, maxReplicas: 2, ...policy } });
@@ -792,15 +792,19 @@ describe('the deployment transition table', () => {
     }
   });
 
-  /** A deployment put straight into `state` (with running replicas when READY or STOPPING). */
+  /**
+   * A deployment put straight into `state` (with running replicas when READY or STOPPING). A STOPPED one keeps its
+   * 0/0 bounds, as a caller stopped it (STOPPED with bounds that let it run is the autoscaler's scaled to zero).
+   */
   async function inState(state: DeploymentState) {
     const e = await createEndpoint();
     const d = await createDeployment(e.id, { autoscaling: { minReplicas: 0, maxReplicas: 0 } });
     const running = state === 'DEPLOYMENT_STATE_READY' || state === 'DEPLOYMENT_STATE_STOPPING';
+    const bounds = state === 'DEPLOYMENT_STATE_STOPPED' ? 0 : 1;
     await t.services.db.write(async (tx) => {
       await tx.deployment.update({
         where: { id: d.id },
-        data: { state, minReplicas: 1, maxReplicas: 1, hardwareId: running ? '1x_nvidia_h100_80gb_sxm' : null, readyReplicas: running ? 1 : 0 },
+        data: { state, minReplicas: bounds, maxReplicas: bounds, hardwareId: running ? '1x_nvidia_h100_80gb_sxm' : null, readyReplicas: running ? 1 : 0 },
       });
       if (running) {
         await tx.hardwareReservation.create({

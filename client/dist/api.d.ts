@@ -2025,6 +2025,66 @@ export interface paths {
         patch: operations["updateV2Endpoint"];
         trace?: never;
     };
+    "/v2/projects/{projectId}/endpoints/{endpointId}/analytics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                endpointId: components["parameters"]["V2EndpointId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * An endpoint's request, latency, error and token analytics
+         * @description Computed from the requests the endpoint's deployments actually answered: each inference request routed to
+         *     a deployment is recorded when its answer ends (status, latency from routing to the last byte, tokens). No
+         *     figure is estimated or invented: what is not measured here is absent (time to first token and inter-token
+         *     latency, batch sizes, resource utilization).
+         *
+         *     **Time range.** `[startTime, endTime)`, RFC 3339. `endTime` defaults to now, `startTime` to 24 hours before
+         *     `endTime`. `startTime` must be before `endTime` (400 `invalid_time_range`, param `startTime`), and the range
+         *     at most 31 days long (400 `invalid_time_range`, param `startTime`). Requests are kept 31 days (the tag's
+         *     **Analytics**): a range reaching further back counts none of the older ones.
+         *
+         *     **Which requests.** The callers' requests only: copies a shadow experiment mirrors to its targets are not
+         *     counted here (they are not what callers were served). `deploymentId` restricts everything to one
+         *     deployment: a deployment of the endpoint, or a deleted one whose requests are still recorded; any other id
+         *     is 400 `unknown_deployment` (param `deploymentId`).
+         *
+         *     **Figures.** `totalRequests` counts the answers; `failedRequests` those with a 5xx status (the deployment's
+         *     failures; a caller's 4xx, e.g. a prompt too long, is not), and `successfulRequests` the rest;
+         *     `requestsByStatusCode` counts every status, `errorsByType` the 5xx ones by status. `errorRate` is
+         *     `failedRequests / totalRequests` as a percentage in [0, 100] (0 without requests). Latency percentiles are
+         *     nearest-rank over the requests' latencies, in ms (0 without requests). `requestsPerSecond` and
+         *     `tokensPerSecond` (completion tokens) divide by the range's length in seconds. Counts are decimal strings
+         *     (the platform's int64).
+         *
+         *     **Deployments.** `deploymentAnalytics` (and `metrics.deploymentMetrics`) has one entry per deployment of the
+         *     endpoint (in id order, zeros when it served nothing), followed by each deleted deployment that served
+         *     requests in the range; with `deploymentId`, that one only.
+         *
+         *     **Time series.** Only with `includeTimeSeries=true`: `timeSeries` for the endpoint and for each deployment.
+         *     `granularity` is a positive whole number of seconds, minutes, hours or days: `30s`, `1m`, `5m`, `1h`, `1d`
+         *     (default `1d`); any other form is 400 `invalid_granularity` (param `granularity`). Buckets are aligned to
+         *     multiples of the granularity since the Unix epoch (UTC; `1h` buckets start on the hour, `1d` at midnight UTC);
+         *     the first is the one holding `startTime`, the last the one holding the instant before `endTime`, and each
+         *     counts only the requests inside the range. Every bucket is listed, empty ones with zeros. At most 1440
+         *     buckets: more is 400 `too_many_buckets` (param `granularity`). Each point's `timestamp` is its bucket's
+         *     start, its `values`: `totalRequests`, `successfulRequests`, `failedRequests`, `errorRate` (percentage),
+         *     `requestsPerSecond` (over the bucket's length), `latencyP50Ms`, `latencyP90Ms`, `latencyP99Ms`,
+         *     `inputTokens`, `outputTokens`.
+         */
+        get: operations["getV2EndpointAnalytics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/projects/{projectId}/endpoints/{endpointId}/deployments": {
         parameters: {
             query?: never;
@@ -2095,8 +2155,8 @@ export interface paths {
          * @description `autoscaling.minReplicas`/`maxReplicas` drive the tag's state machine `deployment` (0/0 stops; positive
          *     replicas start a STOPPED or FAILED deployment; on a READY one they resize it); an omitted bound keeps its
          *     value, and the merged bounds follow the tag's **Autoscaling** (400 `invalid_autoscaling`). The windows and
-         *     `scalingMetrics` are recorded (an omitted one keeps its value) and change no state. An `autoscaling` that
-         *     changes nothing records nothing.
+         *     `scalingMetrics` replace the current ones (an omitted one keeps its value), are checked as on create, and
+         *     the autoscaler follows them from its next tick. An `autoscaling` that changes nothing records nothing.
          */
         patch: operations["updateDeployment"];
         trace?: never;
@@ -2181,7 +2241,7 @@ export interface paths {
          *     transaction as the change it reports, so the feed never shows a change that did not happen. Oldest first;
          *     `after` is the previous page's `next_cursor` (the last event's `id`, `""` on the last page); events are
          *     numbered in commit order per endpoint, so paging never skips one. `source` is who emitted the event: `api`
-         *     (a caller's request) or `runner` (the deployment state machine's timed steps).
+         *     (a caller's request) or `runner` (the deployment state machine's timed steps and the autoscaler).
          *
          *     The public platform's filters, combined with AND (an absent one keeps everything):
          *
@@ -2208,7 +2268,7 @@ export interface paths {
          *     | `endpoint.updated` | ENDPOINT | a PATCH changed `name`, `visibility` or `trafficSplit`, or deleting a deployment dropped its zero-weight split entry; a PATCH changing nothing records nothing | `paths` (the changed fields); the message gives the new split |
          *     | `deployment.created` | DEPLOYMENT | created | `deploymentId`, `name`, `status` (its first state), `newReplicas` |
          *     | `deployment.state_changed` | DEPLOYMENT | any transition of the deployment state table, by a caller or the runner (this server's type: the state machine is this server's) | `deploymentId`, `status` (the state entered), `reason` (the table's event: `provisioned`, `failed`, `stop`, `stopped`, `start`); the message is the deployment's status message |
-         *     | `deployment.scaled` | DEPLOYMENT | a READY deployment resized in place | `deploymentId`, `oldReplicas`, `newReplicas`, `status` |
+         *     | `deployment.scaled` | DEPLOYMENT | a READY deployment resized in place, by a caller or by the autoscaler (source `runner`) | `deploymentId`, `oldReplicas`, `newReplicas`, `status` |
          *     | `deployment.updated` | DEPLOYMENT | a PATCH changed `name` or `autoscaling` without a transition or resize | `deploymentId`, `paths`, `status` |
          *     | `deployment.deleted` | DEPLOYMENT | deleted (its earlier events stay in the feed) | `deploymentId`, `name` |
          *
@@ -3307,11 +3367,11 @@ export interface components {
          */
         DeploymentState: "DEPLOYMENT_STATE_PROVISIONING" | "DEPLOYMENT_STATE_READY" | "DEPLOYMENT_STATE_SCALING" | "DEPLOYMENT_STATE_DEGRADED" | "DEPLOYMENT_STATE_FAILED" | "DEPLOYMENT_STATE_STOPPED" | "DEPLOYMENT_STATE_STOPPING";
         /**
-         * @description A duration in seconds, as the public platform writes it (protobuf JSON), e.g. `"300s"`; recorded as given.
+         * @description A duration in seconds, as the public platform writes it (protobuf JSON), e.g. `"300s"`; returned as given.
          * @example 300s
          */
         Duration: string;
-        /** @description A metric the public platform's autoscaler would follow; recorded as given. */
+        /** @description A metric the autoscaler follows (the tag's **Autoscaling** names those measured here). */
         ScalingMetric: {
             /** @example inflight_requests */
             name: string;
@@ -3332,8 +3392,7 @@ export interface components {
         };
         /**
          * @description `minReplicas` is 1 when omitted (0 when `maxReplicas` is 0) and `maxReplicas` defaults to `minReplicas`, so
-         *     `{}` runs one replica. The windows and `scalingMetrics` are recorded and returned; nothing here scales on
-         *     live traffic (the tag's **Autoscaling**).
+         *     `{}` runs one replica. The windows and `scalingMetrics` drive the autoscaler (the tag's **Autoscaling**).
          */
         AutoscalingCreate: {
             minReplicas?: components["schemas"]["Replicas"];
@@ -3652,6 +3711,96 @@ export interface components {
             runningReplicas: number;
             replicaMinutes: number;
             costCents: number;
+        };
+        /** @description `[startTime, endTime)`. */
+        MetricsTimeRange: {
+            /** Format: date-time */
+            startTime: string;
+            /** Format: date-time */
+            endTime: string;
+        };
+        /** @description A count, as a decimal string (the platform's int64). */
+        Int64String: string;
+        RequestMetrics: {
+            totalRequests: components["schemas"]["Int64String"];
+            successfulRequests: components["schemas"]["Int64String"];
+            failedRequests: components["schemas"]["Int64String"];
+            requestsPerSecond: number;
+            requestsByStatusCode: {
+                [key: string]: components["schemas"]["Int64String"];
+            };
+        };
+        /** @description End-to-end latency percentiles (nearest rank); time to first token and inter-token latency are not measured here. */
+        LatencyMetrics: {
+            latencyP50Ms: number;
+            latencyP90Ms: number;
+            latencyP99Ms: number;
+        };
+        /** @description Batch sizes are not measured here. */
+        ThroughputMetrics: {
+            /** @description Completion tokens per second over the range. */
+            tokensPerSecond: number;
+            requestsPerSecond: number;
+        };
+        ErrorMetrics: {
+            /** @description 5xx answers as a percentage of all answers. */
+            errorRate: number;
+            /** @description 5xx answers by status code. */
+            errorsByType: {
+                [key: string]: components["schemas"]["Int64String"];
+            };
+        };
+        TokenMetrics: {
+            totalInputTokens: components["schemas"]["Int64String"];
+            totalOutputTokens: components["schemas"]["Int64String"];
+            avgInputTokens: number;
+            avgOutputTokens: number;
+        };
+        DeploymentMetrics: {
+            deploymentId: string;
+            endpointId: string;
+            timeRange: components["schemas"]["MetricsTimeRange"];
+            requestMetrics: components["schemas"]["RequestMetrics"];
+            latencyMetrics: components["schemas"]["LatencyMetrics"];
+            throughputMetrics: components["schemas"]["ThroughputMetrics"];
+            errorMetrics: components["schemas"]["ErrorMetrics"];
+            tokenMetrics: components["schemas"]["TokenMetrics"];
+        };
+        EndpointMetrics: {
+            endpointId: string;
+            timeRange: components["schemas"]["MetricsTimeRange"];
+            requestMetrics: components["schemas"]["RequestMetrics"];
+            latencyMetrics: components["schemas"]["LatencyMetrics"];
+            throughputMetrics: components["schemas"]["ThroughputMetrics"];
+            errorMetrics: components["schemas"]["ErrorMetrics"];
+            tokenMetrics: components["schemas"]["TokenMetrics"];
+            deploymentMetrics: components["schemas"]["DeploymentMetrics"][];
+        };
+        TimeSeriesDataPoint: {
+            /**
+             * Format: date-time
+             * @description The bucket's start.
+             */
+            timestamp: string;
+            values: {
+                [key: string]: number;
+            };
+        };
+        DeploymentAnalyticsData: {
+            deploymentId: string;
+            endpointId: string;
+            timeRange: components["schemas"]["MetricsTimeRange"];
+            metrics: components["schemas"]["DeploymentMetrics"];
+            /** @description Only with `includeTimeSeries=true`. */
+            timeSeries?: components["schemas"]["TimeSeriesDataPoint"][];
+        };
+        AnalyticsData: {
+            endpointId: string;
+            timeRange: components["schemas"]["MetricsTimeRange"];
+            metrics: components["schemas"]["EndpointMetrics"];
+            /** @description Only with `includeTimeSeries=true`. */
+            timeSeries?: components["schemas"]["TimeSeriesDataPoint"][];
+            deploymentAnalytics: components["schemas"]["DeploymentAnalyticsData"][];
         };
         V2EndpointUsage: {
             endpointId: string;
@@ -9390,6 +9539,41 @@ export interface operations {
             };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getV2EndpointAnalytics: {
+        parameters: {
+            query?: {
+                deploymentId?: string;
+                startTime?: string;
+                endTime?: string;
+                includeTimeSeries?: boolean;
+                granularity?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                endpointId: components["parameters"]["V2EndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint's analytics over the range. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AnalyticsData"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
         };

@@ -20,7 +20,7 @@ interface EventFields {
   newReplicas?: number;
 }
 
-/** Who emitted an event: a caller's request, or the runner's step of the deployment machine. */
+/** Who emitted an event: a caller's request, or the runner (the deployment machine's timed steps, the autoscaler). */
 export type EventSource = 'api' | 'runner';
 
 /**

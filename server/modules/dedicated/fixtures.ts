@@ -60,6 +60,7 @@ export const fixtures: Fixtures<'dedicated'> = {
     updateV2Endpoint: async (kit) => ({ params: await endpoint(kit), body: { visibility: 'VISIBILITY_INTERNAL' } }),
     deleteV2Endpoint: async (kit) => ({ params: await endpoint(kit) }),
     getV2EndpointUsage: async (kit) => ({ params: await endpoint(kit) }),
+    getV2EndpointAnalytics: async (kit) => ({ params: await endpoint(kit) }),
     listV2EndpointEvents: async (kit) => ({ params: await endpoint(kit) }),
     listDeployments: async (kit) => ({ params: await endpoint(kit) }),
     createDeployment: async (kit) => ({

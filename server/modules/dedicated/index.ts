@@ -1,13 +1,15 @@
 // Module `dedicated` (spec/tags/dedicated.yaml): the v2 dedicated endpoint model: endpoints (handlers/endpoints.ts,
 // with the migration's one-call deploy), deployments (handlers/deployments.ts) moved by one machine (machine.ts)
-// and the runner's provisioning onto hardware (provisioning.ts, placement.ts), published configs
+// and the runner's provisioning onto hardware (provisioning.ts, placement.ts), the metric-based autoscaler (autoscaling.ts), published configs
 // (handlers/configs.ts), adapters bound to deployments (handlers/deployment-adapters.ts), traffic splits and routing (traffic.ts), the lists' filters, orders and pages
-// (listing.ts), the lifecycle events feed (events.ts), and the reads of what the platform offers: the organization's
+// (listing.ts), analytics counted from what the deployments served (served.ts, analytics.ts, handlers/analytics.ts), the lifecycle events feed (events.ts), and the reads of what the platform offers: the organization's
 // and the public endpoints (handlers/endpoints.ts), placement profiles (handlers/placement-profiles.ts) and the
 // models deployable here with their profiles (supported.ts, handlers/supported-models.ts).
 import { instant } from '../../core/clock.ts';
 import { progressionWork } from '../../runner/progress.ts';
 import type { ModuleDescriptor, SeedContext } from '../types.ts';
+import { autoscalerWork } from './autoscaling.ts';
+import { getV2EndpointAnalytics } from './handlers/analytics.ts';
 import { getConfig, listConfigs } from './handlers/configs.ts';
 import {
   addDeploymentAdapter,
@@ -35,6 +37,8 @@ import { deploymentMachine } from './machine.ts';
 import { deploymentProgression } from './provisioning.ts';
 import { revisionOf } from './refs.ts';
 import data from './seed.json' with { type: 'json' };
+import { RETENTION_KIND, retentionWork } from './served.ts';
+import { AUTOSCALER_KIND } from './traffic.ts';
 
 export { figures, recordServed, type ServedFigures, servedFigures, servedRows } from './served.ts';
 // What this module offers the others.
@@ -79,6 +83,7 @@ export const dedicated: ModuleDescriptor<'dedicated'> = {
     updateV2Endpoint,
     deleteV2Endpoint,
     getV2EndpointUsage,
+    getV2EndpointAnalytics,
     listV2EndpointEvents,
     listDeployments,
     createDeployment,
@@ -99,6 +104,10 @@ export const dedicated: ModuleDescriptor<'dedicated'> = {
   },
   seed,
   machines: [deploymentMachine],
-  work: (services) => ({ [deploymentMachine.kind]: progressionWork(deploymentProgression(services), services) }),
+  work: (services) => ({
+    [deploymentMachine.kind]: progressionWork(deploymentProgression(services), services),
+    [AUTOSCALER_KIND]: autoscalerWork(services),
+    [RETENTION_KIND]: retentionWork(services),
+  }),
   fixtures: async () => (await import('./fixtures.ts')).fixtures,
 };

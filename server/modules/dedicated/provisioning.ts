@@ -27,7 +27,9 @@ export function deploymentProgression(timing: Timing): Progression<DeploymentSta
       DEPLOYMENT_STATE_STOPPING: async (tx, id) => {
         const d = await tx.deployment.findUniqueOrThrow({ where: { id } });
         await release(tx, timing.clock, DEPLOYMENT_OWNER, d.id);
-        const next = await transition(tx, timing, deployments, d, 'stopped', { data: { readyReplicas: 0, message: 'Stopped.' } });
+        // Bounds that let it run: the autoscaler is scaling it to zero (a caller stops with 0/0); a request wakes it.
+        const message = d.maxReplicas > 0 ? 'Scaled to zero replicas; a request to the endpoint wakes it.' : 'Stopped.';
+        const next = await transition(tx, timing, deployments, d, 'stopped', { data: { readyReplicas: 0, message } });
         await recordDeploymentChange(tx, timing.clock, 'runner', d, next);
       },
     },

@@ -8,10 +8,12 @@ import { newEtag } from '../../http/etag.ts';
 import { enter, type Timing } from '../../runner/progress.ts';
 import { release } from '../hardware/index.ts';
 import { attachVolumes, detachVolumes } from '../volumes/index.ts';
+import { ensureAutoscaler, type ScalingMetric } from './autoscaling.ts';
 import { recordDeploymentChange, recordEndpointChange } from './events.ts';
 import { deploymentMachine } from './machine.ts';
 import { DEPLOYMENT_OWNER } from './placement.ts';
 import { checkNameFree, deploymentNameTaken, deploymentsOf } from './refs.ts';
+import { startRetention } from './served.ts';
 import { desiredReplicas, type Viewer } from './traffic.ts';
 import { deploymentWire, v2EndpointWire } from './wire.ts';
 
@@ -22,6 +24,7 @@ export async function createEndpointRow(tx: Tx, clock: Clock, projectId: string,
     data: { id: newId('ep', clock.now()), projectId, name, visibility, etag: newEtag(), createdAt: now, updatedAt: now },
   });
   await recordEndpointChange(tx, clock, null, e);
+  await startRetention(tx, clock, e);
   return e;
 }
 
@@ -30,7 +33,7 @@ export interface AutoscalingPolicy {
   scaleDownWindow?: string;
   scaleUpWindow?: string;
   scaleToZeroWindow?: string;
-  scalingMetrics?: unknown[];
+  scalingMetrics?: ScalingMetric[];
 }
 
 /** The policy's columns: each given window or metric list replaces the current one, an omitted one keeps it. */
@@ -89,14 +92,16 @@ export async function insertDeployment(tx: Tx, timing: Timing, input: NewDeploym
   // Each ref is looked up on its own so that an unknown one is named by its index.
   for (const [i, ref] of (input.volumes ?? []).entries()) await attachVolumes(tx, input.projectId, d.id, [ref], `volumes.${i}`);
   await enter(tx, timing, deploymentMachine, { id: d.id, projectId: d.projectId, state: d.state, epoch: d.epoch });
+  await ensureAutoscaler(tx, timing, d);
   await recordDeploymentChange(tx, timing.clock, 'api', null, d);
   return d;
 }
 
-/** Stops a deployment's replicas and releases its volumes, before it is deleted. */
+/** Stops a deployment's replicas and releases its volumes and its autoscaler's state, before it is deleted. */
 export async function releaseAll(tx: Tx, clock: Clock, deploymentId: string): Promise<void> {
   await release(tx, clock, DEPLOYMENT_OWNER, deploymentId);
   await detachVolumes(tx, deploymentId);
+  await tx.autoscalerState.deleteMany({ where: { deploymentId } });
 }
 
 /** The volumes each deployment mounts, by deployment id. */

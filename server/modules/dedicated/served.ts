@@ -2,8 +2,10 @@
 // inference module when the answer ends), and the figures read from them. Analytics, a rollout's metric rules, an
 // A/B experiment's members and the autoscaler all read these, so every number they show comes from real traffic.
 
+import type { Clock } from '../../core/clock.ts';
 import { newId } from '../../core/ids.ts';
-import type { Db, Tx } from '../../db/index.ts';
+import type { Database, Db, Tx } from '../../db/index.ts';
+import { enqueue, type WorkHandler } from '../../runner/runner.ts';
 
 export interface Served {
   projectId: string;
@@ -96,4 +98,28 @@ export function figures(rows: { status: number; latencyMs: number; promptTokens:
 /** The figures of one window of an endpoint (or one of its deployments). */
 export async function servedFigures(db: Db | Tx, q: ServedQuery): Promise<ServedFigures> {
   return figures(await servedRows(db, q));
+}
+
+/** How long rows are kept: the longest range analytics answers (31 days). Older rows are pruned once a day. */
+export const SERVED_RETENTION_MS = 31 * 86_400_000;
+export const RETENTION_KIND = 'served_retention';
+const RETENTION_EVERY_MS = 86_400_000;
+
+/** Starts an endpoint's daily pruning of its old rows (with the endpoint's creation: one chain per endpoint). */
+export async function startRetention(tx: Tx, clock: Clock, endpoint: { id: string; projectId: string }): Promise<void> {
+  await enqueue(tx, clock, { kind: RETENTION_KIND, subjectId: endpoint.id, projectId: endpoint.projectId, delayMs: RETENTION_EVERY_MS });
+}
+
+/** Prunes an endpoint's rows older than SERVED_RETENTION_MS and schedules the next pruning; the chain ends with the endpoint. */
+export function retentionWork(services: { db: Database; clock: Clock }): WorkHandler {
+  return {
+    run: async (item) => ({
+      apply: async (tx) => {
+        const e = await tx.dedicatedEndpoint.findUnique({ where: { id: item.subjectId }, select: { id: true, projectId: true } });
+        if (!e) return;
+        await tx.servedRequest.deleteMany({ where: { endpointId: e.id, createdAt: { lt: BigInt(services.clock.now() - SERVED_RETENTION_MS) } } });
+        await startRetention(tx, services.clock, e);
+      },
+    }),
+  };
 }

@@ -1,7 +1,7 @@
 // The rules of traffic and replicas on v2 endpoints. An endpoint's traffic split lists deployments with relative
 // weights; a request goes to a READY deployment with a positive weight, chosen by weight (a request for a LoRA
-// adapter, only among those that serve it). A running deployment runs its minimum replicas (there are no live
-// traffic metrics to scale on here), at least one; 0/0 is stopped. Every deployment runs on the local chat engine.
+// adapter, only among those that serve it). A deployment provisions its minimum replicas, at least one, and the
+// autoscaler moves them with the traffic it serves (autoscaling.ts); 0/0 is stopped. Every deployment runs on the local chat engine.
 import type { DedicatedEndpoint, Deployment, Model } from '../../../generated/prisma/sqlite/client/client.ts';
 import { type Clock, instant } from '../../core/clock.ts';
 import { conflict } from '../../core/errors.ts';
@@ -19,9 +19,30 @@ export interface SplitEntry {
 
 export const READY = 'DEPLOYMENT_STATE_READY';
 
+/** The runner's work kind of the autoscaler's ticks (autoscaling.ts). */
+export const AUTOSCALER_KIND = 'deployment_autoscaler';
+
+/** A deployment the autoscaler scaled to zero: STOPPED although its bounds let it run (a caller stops with 0/0). */
+export const scaledToZero = (d: Deployment) => d.state === 'DEPLOYMENT_STATE_STOPPED' && d.maxReplicas > 0;
+
+/** Scaled to zero, or on its way there (STOPPING with bounds that let it run): a request wakes it (once STOPPED). */
+const asleepOrFalling = (d: Deployment) => scaledToZero(d) || (d.state === 'DEPLOYMENT_STATE_STOPPING' && d.maxReplicas > 0);
+
+/** A request reached the endpoint while these deployments were scaled to zero: their autoscaler's next tick wakes them, now. */
+async function requestWake(tx: Tx, ids: string[]): Promise<void> {
+  for (const deploymentId of ids) {
+    await tx.autoscalerState.upsert({ where: { deploymentId }, create: { deploymentId, wakeRequested: true }, update: { wakeRequested: true } });
+  }
+  // Due at once (a runAt in the past; routing has no clock at hand): the tick is what wakes it.
+  await tx.workItem.updateMany({ where: { kind: AUTOSCALER_KIND, subjectId: { in: ids }, state: 'queued' }, data: { runAt: 0n } });
+}
+
 export const splitOf = (e: DedicatedEndpoint): SplitEntry[] => JSON.parse(e.trafficSplit);
 
-/** Replicas a running deployment runs: its minimum, and at least one; none when its maximum is 0 (stopped). */
+/**
+ * Replicas a deployment starts with when it provisions: its minimum, and at least one; none when its maximum is 0
+ * (stopped). Once READY, the autoscaler (autoscaling.ts) moves its `readyReplicas` between the bounds.
+ */
 export const desiredReplicas = (d: { minReplicas: number; maxReplicas: number }) => (d.maxReplicas === 0 ? 0 : Math.max(d.minReplicas, 1));
 
 /** The engine a deployment's chat runs on, as the engine routes (ENGINES) pick it for its model. */
@@ -52,6 +73,9 @@ export async function adapterServers(db: Db | Tx, deployments: Deployment[], ada
 /** Whether a deployment holds (or is getting) replicas. */
 export const isRunning = (d: Deployment) => !['DEPLOYMENT_STATE_STOPPED', 'DEPLOYMENT_STATE_FAILED'].includes(d.state);
 
+/** The replicas a deployment is meant to run now: READY, what the autoscaler sized it to; before, what it provisions. */
+export const targetReplicas = (d: Deployment) => (d.state === READY ? d.readyReplicas : isRunning(d) ? desiredReplicas(d) : 0);
+
 /** Each deployment's share of the endpoint's traffic now: READY deployments with a positive weight, by weight. */
 export function trafficShares(e: DedicatedEndpoint, deployments: Deployment[]): Map<string, number> {
   const ready = new Set(deployments.filter((d) => d.state === READY).map((d) => d.id));
@@ -80,10 +104,17 @@ export function pickByWeight(entries: SplitEntry[], k: number): string {
 
 /**
  * Routes one request to a READY, routed deployment of the endpoint that `accepts` (counting it), or null when
- * none is.
+ * none is. Routed deployments that the autoscaler scaled to zero are woken by the request.
  */
 export async function routeRequest(tx: Tx, endpoint: DedicatedEndpoint, accepts: (d: Deployment) => boolean = () => true): Promise<Deployment | null> {
   const deployments = await tx.deployment.findMany({ where: { endpointId: endpoint.id }, orderBy: { id: 'asc' } });
+  const routed = new Set(
+    splitOf(endpoint)
+      .filter((s) => s.weight > 0)
+      .map((s) => s.deploymentId),
+  );
+  const asleep = deployments.filter((d) => asleepOrFalling(d) && routed.has(d.id) && accepts(d)).map((d) => d.id);
+  if (asleep.length) await requestWake(tx, asleep);
   const ready = new Map(deployments.filter((d) => d.state === READY && accepts(d)).map((d) => [d.id, d]));
   const eligible = splitOf(endpoint).filter((s) => s.weight > 0 && ready.has(s.deploymentId));
   if (eligible.length === 0) return null;

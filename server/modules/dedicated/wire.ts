@@ -14,10 +14,11 @@ import { iso } from '../../core/clock.ts';
 import type { Identity } from '../../core/identity.ts';
 import { isUploadedModelId } from '../models/index.ts';
 import type { Wire } from '../types.ts';
+import type { Summary } from './analytics.ts';
 import type { PLACEMENT_PROFILE } from './placement.ts';
 import { revisionOf } from './refs.ts';
 import type { Supported } from './supported.ts';
-import { desiredReplicas, isRunning, runtimeOf, splitOf, trafficShares, type Viewer } from './traffic.ts';
+import { desiredReplicas, runtimeOf, splitOf, targetReplicas, trafficShares, type Viewer } from './traffic.ts';
 
 const modelResource = (d: Deployment) => (isUploadedModelId(d.modelId) ? `projects/${d.projectId}/models/${d.modelId}` : `models/${d.modelId}`);
 
@@ -70,7 +71,7 @@ export function v2EndpointWire(e: DedicatedEndpoint, deployments: Deployment[], 
       autoscaling: autoscaling(d),
       hardware: d.hardwareId ?? '',
       readyReplicas: d.readyReplicas,
-      desiredReplicas: isRunning(d) ? desiredReplicas(d) : 0,
+      desiredReplicas: targetReplicas(d),
       trafficMode: d.trafficMode as Wire<'Deployment'>['trafficMode'],
       estimatedEffectiveTrafficShare: shares.get(d.id) ?? 0,
       createdAt: iso(d.createdAt),
@@ -105,7 +106,7 @@ export function deploymentWire(d: Deployment, e: DedicatedEndpoint, siblings: De
       readyReplicas: d.readyReplicas,
       scheduledReplicas: d.state === 'DEPLOYMENT_STATE_PROVISIONING' ? desiredReplicas(d) : d.readyReplicas,
     },
-    desiredReplicas: isRunning(d) ? desiredReplicas(d) : 0,
+    desiredReplicas: targetReplicas(d),
     trafficMode: d.trafficMode as Wire<'Deployment'>['trafficMode'],
     estimatedEffectiveTrafficShare: trafficShares(e, siblings).get(d.id) ?? 0,
     volumes,
@@ -219,7 +220,7 @@ export function supportedModelWire(s: Supported, products: SupportedWire['produc
 export function deploymentAdapterWire(b: DeploymentAdapter, d: Deployment): Wire<'DeploymentAdapter'> {
   const model = `projects/${b.projectId}/models/${b.adapterModelId}`;
   const loaded = d.state === 'DEPLOYMENT_STATE_READY';
-  const replicas = desiredReplicas(d);
+  const replicas = targetReplicas(d) || desiredReplicas(d);
   return {
     adapterModelId: b.adapterModelId,
     desiredRevisionId: b.revisionId,
@@ -244,5 +245,84 @@ export function deploymentAdapterWire(b: DeploymentAdapter, d: Deployment): Wire
         }),
       },
     ],
+  };
+}
+
+/** An analytics range `[since, until)`. */
+const timeRangeWire = (r: { since: number; until: number }): Wire<'MetricsTimeRange'> => ({ startTime: iso(r.since), endTime: iso(r.until) });
+
+const percent = (s: Summary) => s.errorRate * 100;
+const perSecond = (n: number, s: Summary) => (s.seconds > 0 ? n / s.seconds : 0);
+const countsOf = (entries: [number, number][]) => Object.fromEntries(entries.map(([status, n]) => [String(status), String(n)]));
+
+/** The figures of an analytics summary, as the platform's metric groups (counts as int64 strings, error rate in percent). */
+function metricGroups(s: Summary) {
+  const byStatus = [...s.byStatus.entries()].sort((a, b) => a[0] - b[0]);
+  return {
+    requestMetrics: {
+      totalRequests: String(s.requests),
+      successfulRequests: String(s.requests - s.errors),
+      failedRequests: String(s.errors),
+      requestsPerSecond: perSecond(s.requests, s),
+      requestsByStatusCode: countsOf(byStatus),
+    },
+    latencyMetrics: { latencyP50Ms: s.latencyMs.p50, latencyP90Ms: s.latencyMs.p90, latencyP99Ms: s.latencyMs.p99 },
+    throughputMetrics: { tokensPerSecond: perSecond(s.completionTokens, s), requestsPerSecond: perSecond(s.requests, s) },
+    errorMetrics: { errorRate: percent(s), errorsByType: countsOf(byStatus.filter(([status]) => status >= 500)) },
+    tokenMetrics: {
+      totalInputTokens: String(s.promptTokens),
+      totalOutputTokens: String(s.completionTokens),
+      avgInputTokens: s.requests ? s.promptTokens / s.requests : 0,
+      avgOutputTokens: s.requests ? s.completionTokens / s.requests : 0,
+    },
+  };
+}
+
+/** One time-series bucket: its start and its figures by name. */
+export function timeSeriesPointWire(start: number, s: Summary): Wire<'TimeSeriesDataPoint'> {
+  return {
+    timestamp: iso(start),
+    values: {
+      totalRequests: s.requests,
+      successfulRequests: s.requests - s.errors,
+      failedRequests: s.errors,
+      errorRate: percent(s),
+      requestsPerSecond: perSecond(s.requests, s),
+      latencyP50Ms: s.latencyMs.p50,
+      latencyP90Ms: s.latencyMs.p90,
+      latencyP99Ms: s.latencyMs.p99,
+      inputTokens: s.promptTokens,
+      outputTokens: s.completionTokens,
+    },
+  };
+}
+
+export function deploymentMetricsWire(
+  endpointId: string,
+  deploymentId: string,
+  range: { since: number; until: number },
+  s: Summary,
+): Wire<'DeploymentMetrics'> {
+  return { deploymentId, endpointId, timeRange: timeRangeWire(range), ...metricGroups(s) };
+}
+
+export function deploymentAnalyticsWire(metrics: Wire<'DeploymentMetrics'>, series: Wire<'TimeSeriesDataPoint'>[] | null): Wire<'DeploymentAnalyticsData'> {
+  return { deploymentId: metrics.deploymentId, endpointId: metrics.endpointId, timeRange: metrics.timeRange, metrics, ...(series && { timeSeries: series }) };
+}
+
+export function analyticsWire(
+  endpointId: string,
+  range: { since: number; until: number },
+  s: Summary,
+  series: Wire<'TimeSeriesDataPoint'>[] | null,
+  deployments: Wire<'DeploymentAnalyticsData'>[],
+): Wire<'AnalyticsData'> {
+  const timeRange = timeRangeWire(range);
+  return {
+    endpointId,
+    timeRange,
+    metrics: { endpointId, timeRange, ...metricGroups(s), deploymentMetrics: deployments.map((d) => d.metrics) },
+    ...(series && { timeSeries: series }),
+    deploymentAnalytics: deployments,
   };
 }

@@ -43,6 +43,11 @@ export type SeedRun = Prisma.SeedRunModel
  */
 export type ServerKey = Prisma.ServerKeyModel
 /**
+ * Model AutoscalerState
+ * 
+ */
+export type AutoscalerState = Prisma.AutoscalerStateModel
+/**
  * Model Hardware
  * 
  */

@@ -67,6 +67,11 @@ export type SeedRun = Prisma.SeedRunModel
  */
 export type ServerKey = Prisma.ServerKeyModel
 /**
+ * Model AutoscalerState
+ * 
+ */
+export type AutoscalerState = Prisma.AutoscalerStateModel
+/**
  * Model Hardware
  * 
  */

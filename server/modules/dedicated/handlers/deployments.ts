@@ -10,6 +10,7 @@ import { uniquely } from '../../../http/unique.ts';
 import { transition } from '../../../runner/progress.ts';
 import { release, reserveIfFree } from '../../hardware/index.ts';
 import type { Context } from '../../types.ts';
+import { checkPolicy, ensureAutoscaler, metricsOf } from '../autoscaling.ts';
 import { recordDeploymentChange, recordEndpointChange } from '../events.ts';
 import { unqualified, V2_LIST, v2Query } from '../listing.ts';
 import { type DeploymentEvent, deploymentMachine, deployments } from '../machine.ts';
@@ -27,7 +28,7 @@ import {
   resolveModelAndConfig,
 } from '../refs.ts';
 import { deploymentView, insertDeployment, mountsOf, policyColumns, releaseAll } from '../rows.ts';
-import { desiredReplicas, splitOf, trafficSteered } from '../traffic.ts';
+import { desiredReplicas, scaledToZero, splitOf, trafficSteered } from '../traffic.ts';
 import { deploymentWire, listWire } from '../wire.ts';
 
 /**
@@ -71,6 +72,7 @@ export async function createDeployment(ctx: Context<'createDeployment'>) {
   const name = checkName(body.name, 'name');
   const autoscaling = createBounds(body.autoscaling);
   checkAutoscaling(autoscaling, 'autoscaling.');
+  if (body.autoscaling) checkPolicy(body.autoscaling);
   checkPlacement(body.placement);
   const { model, modelRevisionId, config } = await resolveModelAndConfig(db.prisma, projectId, body);
   try {
@@ -111,11 +113,14 @@ export async function getDeployment(ctx: Context<'getDeployment'>) {
 }
 
 /**
- * What an autoscaling change does: to 0 replicas, `stop`; from a stopped, failed or stopping deployment, `start`
- * (provisioning anew); a READY deployment is resized in place on its hardware (growing needs free GPUs there).
+ * What an autoscaling change does: to 0 replicas, `stop` (a deployment the autoscaler scaled to zero is already
+ * stopped); from a stopped, failed or stopping deployment, `start` (provisioning anew); a READY deployment is resized
+ * in place on its hardware (growing needs free GPUs there): to its minimum, or, when it follows metrics, to the
+ * replicas it runs kept within the new bounds.
  */
-async function rescale(ctx: Context<'updateDeployment'>, tx: Tx, d: Deployment, wanted: { minReplicas: number; maxReplicas: number }) {
-  const replicas = desiredReplicas(wanted);
+async function rescale(ctx: Context<'updateDeployment'>, tx: Tx, d: Deployment, wanted: { minReplicas: number; maxReplicas: number }, metrics: boolean) {
+  let replicas = desiredReplicas(wanted);
+  if (replicas === 0 && scaledToZero(d)) return { event: null, data: { message: 'Stopped.' } };
   if (replicas === 0) {
     const stopping = d.state === 'DEPLOYMENT_STATE_READY';
     return { event: 'stop' as DeploymentEvent, data: stopping ? { message: 'Stopping replicas.' } : { message: 'Stopped.', readyReplicas: 0 } };
@@ -124,7 +129,8 @@ async function rescale(ctx: Context<'updateDeployment'>, tx: Tx, d: Deployment, 
     return { event: 'start' as DeploymentEvent, data: { hardwareId: null, readyReplicas: 0, message: 'Provisioning replicas.' } };
   }
   if (d.state === 'DEPLOYMENT_STATE_READY') {
-    const delta = replicas - desiredReplicas(d);
+    if (metrics) replicas = Math.min(wanted.maxReplicas, Math.max(replicas, d.readyReplicas));
+    const delta = replicas - d.readyReplicas;
     const grown = { projectId: d.projectId, hardwareId: d.hardwareId!, replicas: delta, ownerKind: DEPLOYMENT_OWNER, ownerId: d.id } as const;
     if (delta > 0 && !(await reserveIfFree(tx, ctx.clock, grown))) {
       throw apiError(409, 'insufficient_capacity', `Not enough free ${d.hardwareId} capacity for ${delta} more replica(s).`, 'autoscaling.minReplicas');
@@ -140,6 +146,7 @@ export async function updateDeployment(ctx: Context<'updateDeployment'>) {
   const { db, clock } = ctx;
   const body = masked(ctx.body, ctx.query.updateMask, ['name', 'autoscaling']);
   if (body.name !== undefined) checkName(body.name, 'name');
+  if (body.autoscaling) checkPolicy(body.autoscaling);
   const updated = await uniquely(
     () =>
       db.write(async (tx) => {
@@ -156,13 +163,14 @@ export async function updateDeployment(ctx: Context<'updateDeployment'>) {
         if (a && (a.minReplicas !== undefined || a.maxReplicas !== undefined)) {
           const wanted = { minReplicas: a.minReplicas ?? d.minReplicas, maxReplicas: a.maxReplicas ?? d.maxReplicas };
           checkAutoscaling(wanted, 'autoscaling.');
-          const change = await rescale(ctx, tx, d, wanted);
+          const change = await rescale(ctx, tx, d, wanted, metricsOf({ ...d, ...data } as Deployment).length > 0);
           event = change.event;
           data = { ...data, ...wanted, ...change.data };
         }
         const next = event
           ? await transition(tx, ctx, deployments, d, event, { data })
           : await tx.deployment.update({ where: { id: d.id }, data: { ...data, etag: newEtag(), updatedAt: instant(clock) } });
+        await ensureAutoscaler(tx, ctx, next);
         await recordDeploymentChange(tx, clock, 'api', d, next);
         return next;
       }),

@@ -56,6 +56,7 @@ export const ModelName = {
   ApiKey: 'ApiKey',
   SeedRun: 'SeedRun',
   ServerKey: 'ServerKey',
+  AutoscalerState: 'AutoscalerState',
   Hardware: 'Hardware',
   Model: 'Model',
   ModelRevision: 'ModelRevision',
@@ -158,6 +159,19 @@ export const ServerKeyScalarFieldEnum = {
 } as const
 
 export type ServerKeyScalarFieldEnum = (typeof ServerKeyScalarFieldEnum)[keyof typeof ServerKeyScalarFieldEnum]
+
+
+export const AutoscalerStateScalarFieldEnum = {
+  deploymentId: 'deploymentId',
+  upSince: 'upSince',
+  upTo: 'upTo',
+  downSince: 'downSince',
+  downTo: 'downTo',
+  readyAt: 'readyAt',
+  wakeRequested: 'wakeRequested'
+} as const
+
+export type AutoscalerStateScalarFieldEnum = (typeof AutoscalerStateScalarFieldEnum)[keyof typeof AutoscalerStateScalarFieldEnum]
 
 
 export const HardwareScalarFieldEnum = {

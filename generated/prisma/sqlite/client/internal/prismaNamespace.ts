@@ -402,6 +402,7 @@ export const ModelName = {
   ApiKey: 'ApiKey',
   SeedRun: 'SeedRun',
   ServerKey: 'ServerKey',
+  AutoscalerState: 'AutoscalerState',
   Hardware: 'Hardware',
   Model: 'Model',
   ModelRevision: 'ModelRevision',
@@ -451,7 +452,7 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
     omit: GlobalOmitOptions
   }
   meta: {
-    modelProps: "organization" | "project" | "apiKey" | "seedRun" | "serverKey" | "hardware" | "model" | "modelRevision" | "remoteUpload" | "remoteUploadEvent" | "modelUploadJob" | "hardwareReservation" | "cluster" | "computeHost" | "computeInstance" | "computeVm" | "passiveHealthCheckAlert" | "remediation" | "idempotencyRecord" | "v1Endpoint" | "modelConfig" | "dedicatedEndpoint" | "deployment" | "endpointEvent" | "adapterBinding" | "deploymentAdapter" | "servedRequest" | "evaluationJob" | "file" | "fineTune" | "fineTuneEvent" | "fineTuneCheckpoint" | "queueJob" | "workItem" | "volume" | "volumeVersion" | "volumeMount" | "secret" | "video"
+    modelProps: "organization" | "project" | "apiKey" | "seedRun" | "serverKey" | "autoscalerState" | "hardware" | "model" | "modelRevision" | "remoteUpload" | "remoteUploadEvent" | "modelUploadJob" | "hardwareReservation" | "cluster" | "computeHost" | "computeInstance" | "computeVm" | "passiveHealthCheckAlert" | "remediation" | "idempotencyRecord" | "v1Endpoint" | "modelConfig" | "dedicatedEndpoint" | "deployment" | "endpointEvent" | "adapterBinding" | "deploymentAdapter" | "servedRequest" | "evaluationJob" | "file" | "fineTune" | "fineTuneEvent" | "fineTuneCheckpoint" | "queueJob" | "workItem" | "volume" | "volumeVersion" | "volumeMount" | "secret" | "video"
     txIsolationLevel: TransactionIsolationLevel
   }
   model: {
@@ -822,6 +823,80 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
         count: {
           args: Prisma.ServerKeyCountArgs<ExtArgs>
           result: runtime.Types.Utils.Optional<Prisma.ServerKeyCountAggregateOutputType> | number
+        }
+      }
+    }
+    AutoscalerState: {
+      payload: Prisma.$AutoscalerStatePayload<ExtArgs>
+      fields: Prisma.AutoscalerStateFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.AutoscalerStateFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$AutoscalerStatePayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.AutoscalerStateFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$AutoscalerStatePayload>
+        }
+        findFirst: {
+          args: Prisma.AutoscalerStateFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$AutoscalerStatePayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.AutoscalerStateFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$AutoscalerStatePayload>
+        }
+        findMany: {
+          args: Prisma.AutoscalerStateFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$AutoscalerStatePayload>[]
+        }
+        create: {
+          args: Prisma.AutoscalerStateCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$AutoscalerStatePayload>
+        }
+        createMany: {
+          args: Prisma.AutoscalerStateCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.AutoscalerStateCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$AutoscalerStatePayload>[]
+        }
+        delete: {
+          args: Prisma.AutoscalerStateDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$AutoscalerStatePayload>
+        }
+        update: {
+          args: Prisma.AutoscalerStateUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$AutoscalerStatePayload>
+        }
+        deleteMany: {
+          args: Prisma.AutoscalerStateDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.AutoscalerStateUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.AutoscalerStateUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$AutoscalerStatePayload>[]
+        }
+        upsert: {
+          args: Prisma.AutoscalerStateUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$AutoscalerStatePayload>
+        }
+        aggregate: {
+          args: Prisma.AutoscalerStateAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateAutoscalerState>
+        }
+        groupBy: {
+          args: Prisma.AutoscalerStateGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AutoscalerStateGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.AutoscalerStateCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AutoscalerStateCountAggregateOutputType> | number
         }
       }
     }
@@ -3429,6 +3504,19 @@ export const ServerKeyScalarFieldEnum = {
 export type ServerKeyScalarFieldEnum = (typeof ServerKeyScalarFieldEnum)[keyof typeof ServerKeyScalarFieldEnum]
 
 
+export const AutoscalerStateScalarFieldEnum = {
+  deploymentId: 'deploymentId',
+  upSince: 'upSince',
+  upTo: 'upTo',
+  downSince: 'downSince',
+  downTo: 'downTo',
+  readyAt: 'readyAt',
+  wakeRequested: 'wakeRequested'
+} as const
+
+export type AutoscalerStateScalarFieldEnum = (typeof AutoscalerStateScalarFieldEnum)[keyof typeof AutoscalerStateScalarFieldEnum]
+
+
 export const HardwareScalarFieldEnum = {
   id: 'id',
   gpuType: 'gpuType',
@@ -4225,6 +4313,7 @@ export type GlobalOmitConfig = {
   apiKey?: Prisma.ApiKeyOmit
   seedRun?: Prisma.SeedRunOmit
   serverKey?: Prisma.ServerKeyOmit
+  autoscalerState?: Prisma.AutoscalerStateOmit
   hardware?: Prisma.HardwareOmit
   model?: Prisma.ModelOmit
   modelRevision?: Prisma.ModelRevisionOmit
