@@ -36,8 +36,9 @@ import { deploymentProgression } from './provisioning.ts';
 import { revisionOf } from './refs.ts';
 import data from './seed.json' with { type: 'json' };
 
-export { figures, recordServed, type ServedFigures, servedFigures, servedRows } from './served.ts';
 // What this module offers the others.
+export { setReplicas } from './scale.ts';
+export { figures, recordServed, type ServedFigures, servedFigures, servedRows } from './served.ts';
 export { adapterServers, routeRequest, type SplitEntry, splitOf, steerTraffic, type TrafficOwner, trafficSteered } from './traffic.ts';
 
 /** The published configs (seed.json), with their certification records; a config whose model the catalogue lacks is left out. */
