@@ -130,7 +130,8 @@ async function stop(
       data: { failureReason: condition.message, ...(step?.metrics ? { metrics: JSON.stringify(step.metrics) } : {}) },
     });
   }
-  if (r.startedAt !== null) {
+  // An endpoint deleted under a running rollout has no split left to restore.
+  if (r.startedAt !== null && (await tx.dedicatedEndpoint.findUnique({ where: { id: r.endpointId } }))) {
     const split: SplitEntry[] | null = restore && r.originalSplit ? JSON.parse(r.originalSplit) : null;
     await steerTraffic(tx, timing.clock, r.endpointId, owner(r), split, { release: true });
   }
@@ -158,6 +159,11 @@ async function stepDone(tx: Tx, timing: Timing, id: string): Promise<void> {
   const now = timing.clock.now();
   const steps = await stepsOf(tx, r.id);
   const step = steps.find((s) => s.state === 'ROLLOUT_STEP_STATE_RUNNING')!;
+  if (!(await tx.dedicatedEndpoint.findUnique({ where: { id: r.endpointId } }))) {
+    const message = `Endpoint '${r.endpointId}' was deleted during step ${step.stepIndex}.`;
+    await stop(tx, timing, r, 'abort', { category: 'ROLLOUT_FAILURE_CATEGORY_ROUTING_ERROR', message, atStep: step.stepIndex }, false);
+    return;
+  }
   const results = await checkRules(tx, r, specOf(r).metrics ?? [], Number(step.startedAt), now);
   const breached = results.filter((m) => m.verdict === 'METRIC_VERDICT_BREACHED');
   if (breached.length) {
