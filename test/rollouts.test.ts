@@ -11,7 +11,8 @@
 // | beta.endpoints.rollouts.start/pause/resume/promote/cancel  | POST .../rollouts/{id}/<verb>               | <verb>Rollout          |
 // | beta.endpoints.rollouts.delete(id, {endpointId, etag?})    | DELETE .../rollouts/{id}?etag=              | deleteRollout          |
 import Together from 'together-ai';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
+import { loadConfig } from '../server/core/config.ts';
 import { rolloutMachine, rolloutStepMachine } from '../server/modules/rollouts/machine.ts';
 import { H100, MODEL, PROVISION_MS, STOP_MS } from './support/endpoints.ts';
 import { expectError, refusal } from './support/expect.ts';
@@ -24,20 +25,29 @@ const uniq = (prefix: string) => `${prefix}-${++n}`;
 const auth = () => ({ Authorization: `Bearer ${t.caller.key}` });
 const base = () => `/v2/projects/${t.caller.identity.projectId}/endpoints`;
 const STEP_MS = 60_000;
+const BROKEN = 'Qwen/Qwen2.5-7B-Instruct';
 
 beforeAll(async () => {
-  t = await startTestPlatform();
+  // Qwen 2.5 7B's chat goes to an upstream engine on a closed port: a deployment of it answers every chat with an error.
+  const route = { models: [BROKEN], capabilities: ['chat'], engine: 'upstream', url: 'http://127.0.0.1:9/v1' };
+  t = await startTestPlatform({ config: { engines: loadConfig({ ENGINES: JSON.stringify({ routes: [route] }) }).engines } });
   v2 = new Together({ apiKey: t.caller.key, baseURL: `${t.url}/v2`, projectID: t.caller.identity.projectId, maxRetries: 0 });
 });
 afterAll(() => t?.close());
+// Each test's endpoints are deleted after it, releasing their deployments' hardware for the next.
+const endpoints: string[] = [];
+afterEach(async () => {
+  for (const id of endpoints.splice(0)) await t.http.delete(`${base()}/${id}`).set(auth());
+});
 
-/** An endpoint with two READY deployments, all traffic on `blue` (weight 1). */
-async function pair() {
+/** An endpoint with two READY deployments, all traffic on `blue` (weight 1); `green` runs `targetModel`. */
+async function pair(target: { model: string; config: string } = { model: MODEL, config: H100 }) {
   const e = await v2.beta.endpoints.create({ name: uniq('ro') });
-  const deploy = (name: string) =>
-    v2.beta.endpoints.deployments.create(e.id, { name, model: MODEL, config: H100, autoscaling: { minReplicas: 1, maxReplicas: 1 } } as any);
+  endpoints.push(e.id);
+  const deploy = (name: string, m = { model: MODEL, config: H100 }) =>
+    v2.beta.endpoints.deployments.create(e.id, { name, ...m, autoscaling: { minReplicas: 1, maxReplicas: 1 } } as any);
   const blue = await deploy('blue');
-  const green = await deploy('green');
+  const green = await deploy('green', target);
   await v2.beta.endpoints.update(e.id, { trafficSplit: [{ deploymentId: blue.id, weight: 1 }] } as any);
   await t.advance(PROVISION_MS);
   return { e, blue, green };
@@ -67,16 +77,20 @@ const chat = (p: Pair) =>
     .set(auth())
     .send({ model: p.e.name, messages: [{ role: 'user', content: 'hi' }], max_tokens: 4 });
 
-/** Sends `count` chats to the endpoint and counts who served them. */
-async function served(p: Pair, count: number) {
+/** Sends `count` chats to the endpoint and counts who served them (`failed`: how many answered an error instead). */
+async function served(p: Pair, count: number, failures = false) {
   const by: Record<string, number> = {};
   for (let i = 0; i < count; i++) {
     const res = await chat(p);
+    if (failures && res.status >= 500) {
+      by.failed = (by.failed ?? 0) + 1;
+      continue;
+    }
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     const d = res.headers['x-served-by'];
     by[d] = (by[d] ?? 0) + 1;
   }
-  return { blue: by[p.blue.id] ?? 0, green: by[p.green.id] ?? 0 };
+  return { blue: by[p.blue.id] ?? 0, green: by[p.green.id] ?? 0, ...(failures ? { failed: by.failed ?? 0 } : {}) };
 }
 
 describe('a canary driven by real inference traffic', () => {
@@ -172,6 +186,39 @@ describe('metric rules', () => {
           .send({ trafficSplit: [{ deploymentId: p.blue.id, weight: 2 }] })
       ).status,
     ).toBe(200);
+  });
+
+  test("a target that fails its requests: the error-rate rule breaches on the target's 5xx answers and the rollout aborts", async () => {
+    const p = await pair({ model: BROKEN, config: 'cr_qwen2_5_7b_h100' });
+    const rule = { name: 'router_error_rate', stat: 'METRIC_STAT_TYPE_AVG', thresholdCheck: { value: 0.05, operator: 'THRESHOLD_OPERATOR_LTE' } };
+    const id = (await create(p, { canary: { steps: [{ traffic: 25 }, { traffic: 100 }], stepInterval: '60s' }, metrics: [rule] })).body.id;
+    await act(p, id, 'start');
+    // A quarter of the requests go to the target, and every one of them fails there.
+    const c = await served(p, 40, true);
+    expect(c).toMatchObject({ green: 0, blue: 40 - c.failed! });
+    expect(Math.abs(c.failed! - 10)).toBeLessThanOrEqual(2);
+    await t.advance(STEP_MS);
+    const r = await get(p, id);
+    expect(r).toMatchObject({ state: 'ROLLOUT_STATE_ABORTED', status: { condition: { category: 'ROLLOUT_FAILURE_CATEGORY_METRIC_REGRESSION', atStep: 0 } } });
+    expect(r.status.condition.metrics).toEqual([
+      expect.objectContaining({ name: 'router_error_rate', targetValue: 1, threshold: 0.05, verdict: 'METRIC_VERDICT_BREACHED' }),
+    ]);
+    expect((await endpoint(p)).trafficSplit).toEqual([{ deploymentId: p.blue.id, weight: 1 }]);
+    expect(await served(p, 10, true)).toEqual({ blue: 10, green: 0, failed: 0 });
+  });
+
+  test("inflight_requests reads the answers' spans over the window", async () => {
+    const p = await pair();
+    const rule = { name: 'inflight_requests', stat: 'METRIC_STAT_TYPE_MAX', thresholdCheck: { value: 1, operator: 'THRESHOLD_OPERATOR_LTE' } };
+    const id = (await create(p, { canary: { steps: [{ traffic: 100 }], stepInterval: '60s' }, metrics: [rule] })).body.id;
+    await act(p, id, 'start');
+    // One at a time: never more than one in flight.
+    await served(p, 5);
+    await t.advance(STEP_MS);
+    const r = await get(p, id);
+    expect(r.state).toBe('ROLLOUT_STATE_COMPLETED');
+    expect(r.status.steps[0].metrics[0]).toMatchObject({ name: 'inflight_requests', verdict: 'METRIC_VERDICT_PASS' });
+    expect(r.status.steps[0].metrics[0].targetValue).toBeLessThanOrEqual(1);
   });
 
   test('a step in which the target served nothing: its rules are UNAVAILABLE and do not fail it', async () => {
@@ -427,6 +474,17 @@ describe('refusals', () => {
     expectError(await act(p, waiting, 'start'), 409, { code: 'target_not_ready', param: null });
     expect((await get(p, waiting)).state).toBe('ROLLOUT_STATE_PENDING');
     await t.advance(PROVISION_MS);
+  });
+
+  test('an endpoint deleted under a running rollout: its next step ends it ABORTED', async () => {
+    const p = await pair();
+    const id = (await create(p)).body.id;
+    await act(p, id, 'start');
+    expect((await t.http.delete(`${base()}/${p.e.id}`).set(auth())).status).toBe(200);
+    await t.advance(STEP_MS);
+    const r = await t.services.db.prisma.rollout.findUniqueOrThrow({ where: { id } });
+    expect(r.state).toBe('ROLLOUT_STATE_ABORTED');
+    expect(JSON.parse(r.conditions)).toEqual([expect.objectContaining({ category: 'ROLLOUT_FAILURE_CATEGORY_ROUTING_ERROR' })]);
   });
 
   test("another project's key: 404 as if absent", async () => {
