@@ -26,7 +26,7 @@ const endpointOf = (db: Db | Tx, ctx: Paths) =>
 const rolloutOf = (db: Db | Tx, ctx: Paths & { params: { id: string } }) =>
   owned(db.rollout, ctx.identity.projectId, { id: ctx.params.id, endpointId: ctx.params.endpointId }, { what: 'rollout', id: ctx.params.id, param: 'id' });
 
-const view = async (db: Db | Tx, r: Rollout) => rolloutWire(r, await stepsOf(db as Tx, r.id));
+const view = async (db: Db | Tx, r: Rollout) => rolloutWire(r, await stepsOf(db, r.id));
 
 /** The request's deployments (of this endpoint, and two different ones) and its plan; 400 naming the field otherwise. */
 async function checked(db: Db | Tx, ctx: Paths & Pick<Context<'createRollout'>, 'config'>, body: RolloutRequest) {

@@ -2,7 +2,7 @@
 // endpoint's split (taken, stepped, handed back), its steps' own moves, the step's timer on the durable runner, the
 // final replicas. The handlers (the caller's moves) and the runner's step (the timer's) both come here.
 import type { Rollout, RolloutStep } from '../../../generated/prisma/sqlite/client/client.ts';
-import type { Tx } from '../../db/index.ts';
+import type { Db, Tx } from '../../db/index.ts';
 import { type Progression, type Timing, transition } from '../../runner/progress.ts';
 import { enqueue } from '../../runner/runner.ts';
 import { type SplitEntry, setReplicas, steerTraffic } from '../dedicated/index.ts';
@@ -18,7 +18,7 @@ export const specOf = (r: Rollout): RolloutRequest => JSON.parse(r.spec);
 export const conditionsOf = (r: Rollout): Condition[] => JSON.parse(r.conditions);
 const iso = (ms: number) => new Date(ms).toISOString();
 
-export const stepsOf = (tx: Tx, rolloutId: string) => tx.rolloutStep.findMany({ where: { rolloutId }, orderBy: { stepIndex: 'asc' } });
+export const stepsOf = (db: Db | Tx, rolloutId: string) => db.rolloutStep.findMany({ where: { rolloutId }, orderBy: { stepIndex: 'asc' } });
 
 /** The split of a step: exactly source `100 - p`, target `p`. */
 const splitAt = (r: Rollout, percent: number): SplitEntry[] => [
