@@ -19,7 +19,7 @@ const descriptions: string[] = [];
 
 const declared = modules.flatMap((m) => (m.machines ?? []).map((machine) => ({ module: m.name, machine })));
 
-test('the modules declare the ten machines', () => {
+test('the modules declare the twelve machines', () => {
   expect(declared.map((d) => d.machine.name).sort()).toEqual([
     'deployment',
     'evaluation',
@@ -28,6 +28,8 @@ test('the modules declare the ten machines', () => {
     'queue job',
     'remediation',
     'remote upload',
+    'rollout',
+    'rollout step',
     'upload job',
     'v1 endpoint',
     'video',

@@ -2285,6 +2285,204 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/projects/{projectId}/endpoints/{endpointId}/rollouts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                endpointId: components["parameters"]["V2EndpointId"];
+            };
+            cookie?: never;
+        };
+        /** List an endpoint's rollouts */
+        get: operations["listRollouts"];
+        put?: never;
+        /**
+         * Create a rollout (PENDING until started)
+         * @description Checks the request (the tag's **Creating**) and answers the rollout, PENDING, with its steps.
+         */
+        post: operations["createRollout"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/projects/{projectId}/endpoints/{endpointId}/rollouts/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                endpointId: components["parameters"]["V2EndpointId"];
+                /** @description A rollout's id (`ro_...`). */
+                id: components["parameters"]["RolloutId"];
+            };
+            cookie?: never;
+        };
+        /** Get a rollout */
+        get: operations["getRollout"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a rollout that is not running
+         * @description A PENDING or ended rollout is deleted; a RUNNING or PAUSED one is 409 `rollout_in_progress`.
+         */
+        delete: operations["deleteRollout"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/projects/{projectId}/endpoints/{endpointId}/rollouts/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                endpointId: components["parameters"]["V2EndpointId"];
+                /** @description A rollout's id (`ro_...`). */
+                id: components["parameters"]["RolloutId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Cancel a rollout (its split restored, or frozen) */
+        post: operations["cancelRollout"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/projects/{projectId}/endpoints/{endpointId}/rollouts/{id}/pause": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                endpointId: components["parameters"]["V2EndpointId"];
+                /** @description A rollout's id (`ro_...`). */
+                id: components["parameters"]["RolloutId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Pause a running rollout (its step's clock stops) */
+        post: operations["pauseRollout"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/projects/{projectId}/endpoints/{endpointId}/rollouts/{id}/promote": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                endpointId: components["parameters"]["V2EndpointId"];
+                /** @description A rollout's id (`ro_...`). */
+                id: components["parameters"]["RolloutId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Promote a rollout (jump to the end, all traffic to the target) */
+        post: operations["promoteRollout"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/projects/{projectId}/endpoints/{endpointId}/rollouts/{id}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                endpointId: components["parameters"]["V2EndpointId"];
+                /** @description A rollout's id (`ro_...`). */
+                id: components["parameters"]["RolloutId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Resume a paused rollout (its step runs what was left of it) */
+        post: operations["resumeRollout"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/projects/{projectId}/endpoints/{endpointId}/rollouts/{id}/start": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                endpointId: components["parameters"]["V2EndpointId"];
+                /** @description A rollout's id (`ro_...`). */
+                id: components["parameters"]["RolloutId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start a rollout
+         * @description Takes the endpoint's split and begins step 0 (the tag's **Operations**).
+         */
+        post: operations["startRollout"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/projects/{projectId}/endpoints/{endpointId}/rollouts/preview-defaults": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                endpointId: components["parameters"]["V2EndpointId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * What a rollout would be, with its defaults
+         * @description Runs the checks of `createRollout` and creates nothing: `spec` is the request with its defaults filled in
+         *     (the strategy's steps and `stepInterval`, `metrics` `[]`), `estimatedEffectiveSteps` the steps it would
+         *     run, `estimatedSeedPercent` the first step's share, the source's and target's replicas now, and
+         *     `warnings` (`target_not_ready` when the target is not READY, which `start` needs; `no_metric_rules` when
+         *     no rule would check the steps).
+         */
+        post: operations["previewRolloutDefaults"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/projects/{projectId}/endpoints/{endpointId}/usage": {
         parameters: {
             query?: never;
@@ -5728,6 +5926,169 @@ export interface components {
                 text?: string;
             };
         };
+        /** @description Seconds with an `s`, e.g. `"300s"`. */
+        RolloutDuration: string;
+        RolloutStepSpec: {
+            /** @description The target's share of traffic in this step, in percent (1 to 100). */
+            traffic: number;
+            /** @description Shown, not applied (the tag's **Creating**). */
+            replicas?: number;
+        };
+        RolloutCanary: {
+            steps?: components["schemas"]["RolloutStepSpec"][];
+            stepInterval?: components["schemas"]["RolloutDuration"];
+        };
+        RolloutNoConfig: Record<string, never>;
+        /** @enum {string} */
+        ThresholdOperator: "THRESHOLD_OPERATOR_GT" | "THRESHOLD_OPERATOR_GTE" | "THRESHOLD_OPERATOR_LT" | "THRESHOLD_OPERATOR_LTE";
+        /** @enum {string} */
+        RegressionDirection: "REGRESSION_DIRECTION_HIGHER_IS_WORSE" | "REGRESSION_DIRECTION_LOWER_IS_WORSE";
+        /** @enum {string} */
+        MetricStat: "METRIC_STAT_TYPE_AVG" | "METRIC_STAT_TYPE_MIN" | "METRIC_STAT_TYPE_MAX" | "METRIC_STAT_TYPE_PERCENTILE";
+        RolloutMetricRule: {
+            /** @enum {string} */
+            name: "inflight_requests" | "router_error_rate" | "router_latency" | "serving_latency";
+            stat: components["schemas"]["MetricStat"];
+            /** @description With `METRIC_STAT_TYPE_PERCENTILE` (1 to 100). */
+            percentile?: number;
+            thresholdCheck?: {
+                value: number;
+                operator: components["schemas"]["ThresholdOperator"];
+            };
+            regressionCheck?: {
+                maxRegressionPercent: number;
+                direction: components["schemas"]["RegressionDirection"];
+            };
+            window?: components["schemas"]["RolloutDuration"];
+        } & (unknown | unknown);
+        RolloutCreate: {
+            sourceDeploymentId: string;
+            targetDeploymentId: string;
+            canary?: components["schemas"]["RolloutCanary"];
+            blueGreen?: components["schemas"]["RolloutNoConfig"];
+            rolling?: components["schemas"]["RolloutNoConfig"];
+            metrics?: components["schemas"]["RolloutMetricRule"][];
+            /** @description Applied at completion; absent: kept (the tag's **Creating**). */
+            finalSourceReplicas?: number;
+            /** @description Applied at completion; absent: kept. */
+            finalTargetReplicas?: number;
+        } & (unknown | unknown | unknown);
+        MetricResult: {
+            name?: string;
+            stat?: components["schemas"]["MetricStat"];
+            percentile?: number;
+            /** @enum {string} */
+            check?: "METRIC_CHECK_TYPE_THRESHOLD" | "METRIC_CHECK_TYPE_REGRESSION";
+            sourceValue?: number;
+            /** @description Absent when the target served nothing in the window. */
+            targetValue?: number;
+            threshold?: number;
+            operator?: components["schemas"]["ThresholdOperator"];
+            maxRegressionPercent?: number;
+            direction?: components["schemas"]["RegressionDirection"];
+            /** @enum {string} */
+            verdict?: "METRIC_VERDICT_PASS" | "METRIC_VERDICT_BREACHED" | "METRIC_VERDICT_UNAVAILABLE";
+        };
+        RolloutCondition: {
+            /** @enum {string} */
+            category?: "ROLLOUT_FAILURE_CATEGORY_METRIC_REGRESSION" | "ROLLOUT_FAILURE_CATEGORY_METRICS_UNAVAILABLE" | "ROLLOUT_FAILURE_CATEGORY_TARGET_NOT_READY" | "ROLLOUT_FAILURE_CATEGORY_SOURCE_NOT_DRAINED" | "ROLLOUT_FAILURE_CATEGORY_HEALTH_REGRESSION" | "ROLLOUT_FAILURE_CATEGORY_CAPACITY_EXHAUSTED" | "ROLLOUT_FAILURE_CATEGORY_ROUTING_ERROR" | "ROLLOUT_FAILURE_CATEGORY_DEPENDENCY_OUTAGE" | "ROLLOUT_FAILURE_CATEGORY_ABORTED_BY_OPERATOR" | "ROLLOUT_FAILURE_CATEGORY_INTERNAL" | "ROLLOUT_FAILURE_CATEGORY_POLICY_INFEASIBLE" | "ROLLOUT_FAILURE_CATEGORY_UNDER_SERVED" | "ROLLOUT_FAILURE_CATEGORY_ENTITLEMENT_LAPSED";
+            message?: string;
+            atStep?: number;
+            /** Format: date-time */
+            observedAt?: string;
+            metrics?: components["schemas"]["MetricResult"][];
+            /**
+             * @description Set when final replicas could not all be had (no free capacity).
+             * @enum {string}
+             */
+            type?: "CapacityLimited";
+        };
+        RolloutStepStatus: {
+            stepIndex?: number;
+            targetTrafficPercent?: number;
+            /** @enum {string} */
+            state?: "ROLLOUT_STEP_STATE_PENDING" | "ROLLOUT_STEP_STATE_RUNNING" | "ROLLOUT_STEP_STATE_PASSED" | "ROLLOUT_STEP_STATE_FAILED";
+            metrics?: components["schemas"]["MetricResult"][];
+            /** Format: date-time */
+            startedAt?: string;
+            /** Format: date-time */
+            completedAt?: string;
+            failureReason?: string;
+        };
+        Rollout: {
+            /** @example ro_01kb2x3y4z5a6b7c8d9e0f1g2h */
+            id: $Read<string>;
+            endpointId: $Read<string>;
+            sourceDeploymentId: $Read<string>;
+            targetDeploymentId: $Read<string>;
+            /** @enum {string} */
+            strategy: $Read<"ROLLOUT_STRATEGY_TYPE_ROLLING" | "ROLLOUT_STRATEGY_TYPE_CANARY" | "ROLLOUT_STRATEGY_TYPE_BLUE_GREEN">;
+            /**
+             * @description The tag's **States** (five of the contract's states are never entered here).
+             * @enum {string}
+             */
+            state: $Read<"ROLLOUT_STATE_RUNNING" | "ROLLOUT_STATE_PAUSED" | "ROLLOUT_STATE_STABILIZING" | "ROLLOUT_STATE_ABORTING" | "ROLLOUT_STATE_COMPLETED" | "ROLLOUT_STATE_ABORTED" | "ROLLOUT_STATE_PENDING" | "ROLLOUT_STATE_SYSTEM_PAUSED" | "ROLLOUT_STATE_CANCELLING" | "ROLLOUT_STATE_CANCELED" | "ROLLOUT_STATE_PAUSING">;
+            /** @description The step under way, or the last one run; absent before start. */
+            currentStep?: $Read<number>;
+            /** @description The target's share of traffic now; absent before start. */
+            currentTrafficPercent?: $Read<number>;
+            /** Format: date-time */
+            createdAt: $Read<string>;
+            /** Format: date-time */
+            startedAt?: $Read<string>;
+            /** Format: date-time */
+            completedAt?: $Read<string>;
+            etag?: $Read<string>;
+            status: $Read<{
+                totalSteps: number;
+                condition?: components["schemas"]["RolloutCondition"];
+                steps: components["schemas"]["RolloutStepStatus"][];
+                /** Format: date-time */
+                updatedAt?: string;
+                conditions?: components["schemas"]["RolloutCondition"][];
+            }>;
+            pauseInfo?: $Read<{
+                reason?: string;
+                /** Format: date-time */
+                pausedAt: string;
+            }>;
+        };
+        RolloutList: {
+            data: components["schemas"]["Rollout"][];
+            /** @description `""` on the last page. */
+            next_cursor?: string;
+            /** @constant */
+            object: "list";
+        };
+        RolloutDefaultsPreview: {
+            spec: components["schemas"]["RolloutCreate"];
+            estimatedEffectiveSteps?: components["schemas"]["RolloutStepSpec"][];
+            /** @description Always false: nothing here freezes a pair of deployments. */
+            frozenPair?: boolean;
+            /** @description The first step's share. */
+            estimatedSeedPercent?: number;
+            sourceReplicas: number;
+            targetReplicas: number;
+            targetMinReplicas: number;
+            targetMaxReplicas: number;
+            warnings: {
+                code: string;
+                message: string;
+            }[];
+        };
+        RolloutPause: {
+            etag?: string;
+            reason?: string;
+        };
+        RolloutEtag: {
+            etag?: string;
+        };
+        RolloutCancel: {
+            reason: string;
+            etag?: string;
+            /** @enum {string} */
+            disposition?: "CANCEL_DISPOSITION_FREEZE" | "CANCEL_DISPOSITION_REVERT";
+        };
         /**
          * @description 1 to 100 characters, unique in the project. Any characters but control characters (refused everywhere,
          *     400 `invalid_characters`): the platform's contract sets no pattern on names, and the official client
@@ -6151,6 +6512,8 @@ export interface components {
         CatalogueModelId: string;
         /** @description A remote upload's id (`mu_...`). */
         RemoteUploadId: string;
+        /** @description A rollout's id (`ro_...`). */
+        RolloutId: string;
         /** @description The secret's id or name. */
         SecretRef: string;
         /** @description The job's id (`video_...`). */
@@ -10023,6 +10386,364 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listRollouts: {
+        parameters: {
+            query?: {
+                /** @description Page size (the contract's **Lists**: 50 when absent or 0, at most 100, negative is 400 `invalid_limit`). */
+                limit?: components["parameters"]["Limit"];
+                /** @description The `next_cursor` of the previous page (the tag's **Lists**). */
+                after?: components["parameters"]["After"];
+                /** @description Only the active (PENDING, RUNNING, PAUSED) or the ended rollouts (the tag's **Lists**). */
+                filter?: "ROLLOUT_FILTER_ACTIVE" | "ROLLOUT_FILTER_TERMINAL";
+            };
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                endpointId: components["parameters"]["V2EndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of rollouts. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RolloutList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createRollout: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                endpointId: components["parameters"]["V2EndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RolloutCreate"];
+            };
+        };
+        responses: {
+            /** @description The rollout. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Rollout"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getRollout: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                endpointId: components["parameters"]["V2EndpointId"];
+                /** @description A rollout's id (`ro_...`). */
+                id: components["parameters"]["RolloutId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The rollout. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Rollout"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteRollout: {
+        parameters: {
+            query?: {
+                /** @description The rollout's current etag (else 409 `etag_mismatch`); absent, unconditional. */
+                etag?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                endpointId: components["parameters"]["V2EndpointId"];
+                /** @description A rollout's id (`ro_...`). */
+                id: components["parameters"]["RolloutId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Empty"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    cancelRollout: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                endpointId: components["parameters"]["V2EndpointId"];
+                /** @description A rollout's id (`ro_...`). */
+                id: components["parameters"]["RolloutId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RolloutCancel"];
+            };
+        };
+        responses: {
+            /** @description The rollout, CANCELED. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Rollout"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    pauseRollout: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                endpointId: components["parameters"]["V2EndpointId"];
+                /** @description A rollout's id (`ro_...`). */
+                id: components["parameters"]["RolloutId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RolloutPause"];
+            };
+        };
+        responses: {
+            /** @description The rollout, PAUSED. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Rollout"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    promoteRollout: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                endpointId: components["parameters"]["V2EndpointId"];
+                /** @description A rollout's id (`ro_...`). */
+                id: components["parameters"]["RolloutId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RolloutEtag"];
+            };
+        };
+        responses: {
+            /** @description The rollout, COMPLETED. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Rollout"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    resumeRollout: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                endpointId: components["parameters"]["V2EndpointId"];
+                /** @description A rollout's id (`ro_...`). */
+                id: components["parameters"]["RolloutId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RolloutEtag"];
+            };
+        };
+        responses: {
+            /** @description The rollout, RUNNING. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Rollout"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    startRollout: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                endpointId: components["parameters"]["V2EndpointId"];
+                /** @description A rollout's id (`ro_...`). */
+                id: components["parameters"]["RolloutId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The rollout, RUNNING. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Rollout"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    previewRolloutDefaults: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                endpointId: components["parameters"]["V2EndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RolloutCreate"];
+            };
+        };
+        responses: {
+            /** @description The preview. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RolloutDefaultsPreview"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
         };

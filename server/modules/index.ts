@@ -19,6 +19,7 @@ import { modelCatalogue } from './model-catalogue/index.ts';
 import { models } from './models/index.ts';
 import { queue } from './queue/index.ts';
 import { rerank } from './rerank/index.ts';
+import { rollouts } from './rollouts/index.ts';
 import { secrets } from './secrets/index.ts';
 import type { SignedCheck, UploadContext } from './types.ts';
 import { videos } from './videos/index.ts';
@@ -35,6 +36,7 @@ export const modules = [
   endpoints,
   adapters,
   dedicated,
+  rollouts,
   inference,
   embeddings,
   rerank,

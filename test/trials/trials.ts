@@ -1,11 +1,12 @@
 // Durability trials against real server processes (`node server/main.ts`, as `npm start` runs it):
 // - killTrials: each trial starts jobs of every kind the runner works (a queue job on a built-in worker, a video,
 //   a model upload, a remediation, a v2 deployment, a fine-tuning job, an evaluation with the local judge, a
-//   fine-tuning file's validation), kills the server with SIGKILL at a random moment while they
+//   fine-tuning file's validation, a rollout's steps), kills the server with SIGKILL at a random moment while they
 //   run, starts it again on the same database, and checks that every job finishes (none lost) and that no step
 //   was applied twice (no move of a machine scheduled its next step twice, no queue job claimed more often than
 //   its timeouts allow, no work item given up, a fine-tune's checkpoints, events and catalogue model made once, an
-//   evaluation's result file recorded once and no stray result bytes left on disk);
+//   evaluation's result file recorded once and no stray result bytes left on disk, a rollout's steps each begun and
+//   passed once with one change of its endpoint's split each);
 // - twoProcessQueue: two server processes on one PostgreSQL database, jobs submitted to both and claimed and
 //   completed through both by workers using the worker API; every claim is recorded, and each job must be claimed
 //   exactly once (no double claim) and be done (no loss).
@@ -53,7 +54,11 @@ const TRIAL_ENV = {
   DURATION_FINE_TUNE_UPLOAD_MS: '100',
   DURATION_EVALUATION_START_MS: '100',
   DURATION_EVALUATION_RUN_MS: '300',
+  DURATION_DEPLOYMENT_STOP_MS: '200',
 };
+/** A rollout's steps (the target's percent), each lasting ROLLOUT_STEP. */
+const ROLLOUT_STEPS = [25, 50, 100];
+const ROLLOUT_STEP = '0.5s';
 
 async function call(server: ServerProcess, key: string, method: string, path: string, body?: unknown) {
   const res = await fetch(`${server.url}${path}`, {
@@ -87,6 +92,7 @@ interface Created {
   fineTunes: string[];
   evaluations: string[];
   files: string[];
+  rollouts: string[];
 }
 
 export interface KillTrialsResult {
@@ -98,6 +104,8 @@ export interface KillTrialsResult {
   doubled: string[];
   /** How many kills landed while the runner held work in hand. */
   killsMidWork: number;
+  /** How many kills landed while the trial's rollout was RUNNING (in one of its steps). */
+  rolloutsKilledRunning: number;
   ms: number;
 }
 
@@ -109,9 +117,11 @@ export async function killTrials(options: { databaseUrl: string; trials: number;
   let server = await startServerProcess(env);
   const key = server.key!;
   const db = await openDatabase(options.databaseUrl, { migrate: false });
-  const created: Created = { queue: [], videos: [], uploads: [], remediations: [], deployments: [], fineTunes: [], evaluations: [], files: [] };
+  const created: Created = { queue: [], videos: [], uploads: [], remediations: [], deployments: [], fineTunes: [], evaluations: [], files: [], rollouts: [] };
   let killsMidWork = 0;
+  let rolloutsKilledRunning = 0;
   const lostDeployments: string[] = [];
+  const doubledRollouts: string[] = [];
   const timings: string[] = [];
   try {
     const projectId = (await call(server, key, 'GET', '/v1/whoami')).project_id as string | undefined;
@@ -129,6 +139,33 @@ export async function killTrials(options: { databaseUrl: string; trials: number;
     }
 
     for (let trial = 0; trial < options.trials; trial++) {
+      // A rollout between two READY deployments of their own endpoint, started just before the kill's random moment,
+      // which lands in one of its steps (they last longer than the moment's range).
+      const rolloutEndpoint = (await call(server, key, 'POST', `/v2/projects/${project}/endpoints`, { name: `trial-ro-${trial}-${Date.now()}` })).id as string;
+      const pairIds: string[] = [];
+      for (const name of ['blue', 'green']) {
+        const dep = await call(server, key, 'POST', `/v2/projects/${project}/endpoints/${rolloutEndpoint}/deployments`, {
+          name,
+          model: DEPLOY_MODEL,
+          config: DEPLOY_CONFIG,
+          autoscaling: { minReplicas: 1, maxReplicas: 1 },
+        });
+        pairIds.push(dep.id);
+      }
+      for (const until = Date.now() + 30_000; (await db.prisma.deployment.count({ where: { id: { in: pairIds }, state: 'DEPLOYMENT_STATE_READY' } })) < 2; ) {
+        if (Date.now() > until) throw new Error(`the rollout's deployments ${pairIds.join(', ')} did not become READY`);
+        await sleep(50);
+      }
+      const rollouts = `/v2/projects/${project}/endpoints/${rolloutEndpoint}/rollouts`;
+      const ro = await call(server, key, 'POST', rollouts, {
+        sourceDeploymentId: pairIds[0],
+        targetDeploymentId: pairIds[1],
+        canary: { steps: ROLLOUT_STEPS.map((traffic) => ({ traffic })), stepInterval: ROLLOUT_STEP },
+        metrics: [{ name: 'router_error_rate', stat: 'METRIC_STAT_TYPE_AVG', thresholdCheck: { value: 0.05, operator: 'THRESHOLD_OPERATOR_LTE' } }],
+        finalSourceReplicas: 0,
+      });
+      created.rollouts.push(ro.id);
+
       // One job of every kind, then a kill at a random moment while they run.
       const q = await call(server, key, 'POST', '/v1/queue/submit', { model: CHAT, payload: { messages: [{ role: 'user', content: `trial ${trial}` }] } });
       created.queue.push(q.requestId);
@@ -182,6 +219,7 @@ export async function killTrials(options: { databaseUrl: string; trials: number;
 
       // A random moment, then the first moment after it (within a second) at which the runner holds work in hand:
       // a kill between steps tests less than one in the middle of a step.
+      await call(server, key, 'POST', `${rollouts}/${ro.id}/start`);
       await sleep(Math.random() * 600);
       let inHand = false;
       for (const until = Date.now() + 1000; !inHand && Date.now() < until; ) {
@@ -189,6 +227,7 @@ export async function killTrials(options: { databaseUrl: string; trials: number;
         if (!inHand) await sleep(5);
       }
       if (inHand) killsMidWork++;
+      if ((await db.prisma.rollout.findUniqueOrThrow({ where: { id: ro.id } })).state === 'ROLLOUT_STATE_RUNNING') rolloutsKilledRunning++;
       await server.stop('SIGKILL');
       const killedAt = Date.now();
       server = await startServerProcess(env);
@@ -199,16 +238,20 @@ export async function killTrials(options: { databaseUrl: string; trials: number;
       const dep = await db.prisma.deployment.findUnique({ where: { id: d.id } });
       if (dep?.state !== 'DEPLOYMENT_STATE_READY') lostDeployments.push(`deployment ${d.id}: ${dep?.state ?? 'absent'}`);
       await call(server, key, 'DELETE', `/v2/projects/${project}/endpoints/${endpoint}`);
+      await checkRollout(db, ro.id, lostDeployments, doubledRollouts);
+      await call(server, key, 'DELETE', `/v2/projects/${project}/endpoints/${rolloutEndpoint}`);
       log(`trial ${trial + 1}/${options.trials}: ${timings.at(-1)}; killed with work in hand ${killsMidWork} times so far`);
     }
     const { lost, doubled } = await check(db, created, dataDir);
     lost.push(...lostDeployments);
+    doubled.push(...doubledRollouts);
     return {
       trials: options.trials,
       jobs: Object.fromEntries(Object.entries(created).map(([k, v]) => [k, v.length])) as KillTrialsResult['jobs'],
       lost,
       doubled,
       killsMidWork,
+      rolloutsKilledRunning,
       ms: Date.now() - started,
     };
   } finally {
@@ -219,6 +262,32 @@ export async function killTrials(options: { databaseUrl: string; trials: number;
 }
 
 const ids = (xs: string[]) => xs.map((x) => x.split('/').pop()!);
+
+/**
+ * A rollout ended COMPLETED once: each step begun and passed once, one change of its endpoint's split per step and
+ * one at completion, its source stopped once (its final replicas). Checked before its endpoint is deleted.
+ */
+async function checkRollout(db: Database, id: string, lost: string[], doubled: string[]): Promise<void> {
+  const r = await db.prisma.rollout.findUniqueOrThrow({ where: { id } });
+  const steps = await db.prisma.rolloutStep.findMany({ where: { rolloutId: r.id }, orderBy: { stepIndex: 'asc' } });
+  const states = steps.map((s) => `${s.trafficPercent} ${s.state}`);
+  if (
+    r.state !== 'ROLLOUT_STATE_COMPLETED' ||
+    steps.length !== ROLLOUT_STEPS.length ||
+    steps.some((s) => s.state !== 'ROLLOUT_STEP_STATE_PASSED' || !s.metrics)
+  )
+    lost.push(`rollout ${r.id}: ${r.state}, steps ${states.join(', ')}`);
+  const events = await db.prisma.endpointEvent.findMany({ where: { endpointId: r.endpointId }, orderBy: { seq: 'asc' } });
+  const splits = events.filter((e) => e.type === 'endpoint.updated').map((e) => e.message.split('Traffic split: ')[1]);
+  if (splits.length !== ROLLOUT_STEPS.length + 1 || new Set(splits).size !== splits.length)
+    doubled.push(`rollout ${r.id}: ${splits.length} split changes for ${ROLLOUT_STEPS.length} steps: ${splits.join(' ')}`);
+  const moves = events.filter((e) => e.deploymentId === r.sourceDeploymentId && e.type === 'deployment.state_changed').map((e) => e.status);
+  if (moves.join() !== 'DEPLOYMENT_STATE_READY,DEPLOYMENT_STATE_STOPPING,DEPLOYMENT_STATE_STOPPED')
+    doubled.push(`rollout ${r.id}: its source moved ${moves.join(' -> ')}`);
+}
+
+const sources = async (db: Database, rollouts: string[]) =>
+  (await db.prisma.rollout.findMany({ where: { id: { in: rollouts } }, select: { sourceDeploymentId: true } })).map((r) => r.sourceDeploymentId);
 
 /** Waits until no created job is still in progress (or the time is up). */
 async function settle(db: Database, c: Created, timeoutMs: number): Promise<void> {
@@ -232,7 +301,10 @@ async function settle(db: Database, c: Created, timeoutMs: number): Promise<void
       (await db.prisma.deployment.count({ where: { id: { in: c.deployments }, state: 'DEPLOYMENT_STATE_PROVISIONING' } })) +
       (await db.prisma.fineTune.count({ where: { id: { in: c.fineTunes }, status: { notIn: ['completed', 'error', 'cancelled'] } } })) +
       (await db.prisma.evaluationJob.count({ where: { id: { in: c.evaluations }, status: { in: ['pending', 'queued', 'running'] } } })) +
-      (await db.prisma.file.count({ where: { id: { in: c.files }, status: 'PENDING' } }));
+      (await db.prisma.file.count({ where: { id: { in: c.files }, status: 'PENDING' } })) +
+      (await db.prisma.rollout.count({ where: { id: { in: c.rollouts }, state: { in: ['ROLLOUT_STATE_PENDING', 'ROLLOUT_STATE_RUNNING'] } } })) +
+      // The source's stop (the rollout's final replicas) finishes too.
+      (await db.prisma.deployment.count({ where: { id: { in: await sources(db, c.rollouts) }, state: { not: 'DEPLOYMENT_STATE_STOPPED' } } }));
     if (busy === 0) return;
     if (Date.now() + 200 > until) {
       const items = await db.prisma.workItem.findMany({
@@ -322,6 +394,13 @@ async function check(db: Database, c: Created, dataDir: string): Promise<{ lost:
         if (!rows.has(join('files', projectDir, name))) doubled.push(`stray file bytes: files/${projectDir}/${name}`);
     }
   }
+
+  await expectAll(
+    'rollout',
+    c.rollouts,
+    await db.prisma.rollout.findMany({ where: { id: { in: c.rollouts } } }),
+    (r) => r.state === 'ROLLOUT_STATE_COMPLETED' && r.currentTrafficPercent === 100,
+  );
 
   // No move applied twice: each machine's entry into a state schedules exactly one timed step.
   const items = await db.prisma.workItem.findMany({ select: { kind: true, subjectId: true, payload: true, state: true } });

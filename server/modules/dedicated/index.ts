@@ -40,8 +40,9 @@ import data from './seed.json' with { type: 'json' };
 import { RETENTION_KIND, retentionWork } from './served.ts';
 import { AUTOSCALER_KIND } from './traffic.ts';
 
-export { figures, recordServed, type ServedFigures, servedFigures, servedRows } from './served.ts';
 // What this module offers the others.
+export { setReplicas } from './scale.ts';
+export { figures, recordServed, type ServedFigures, servedFigures, servedRows } from './served.ts';
 export { adapterServers, routeRequest, type SplitEntry, splitOf, steerTraffic, type TrafficOwner, trafficSteered } from './traffic.ts';
 
 /** The published configs (seed.json), with their certification records; a config whose model the catalogue lacks is left out. */

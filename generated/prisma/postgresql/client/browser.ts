@@ -188,6 +188,16 @@ export type FineTuneCheckpoint = Prisma.FineTuneCheckpointModel
  */
 export type QueueJob = Prisma.QueueJobModel
 /**
+ * Model Rollout
+ * 
+ */
+export type Rollout = Prisma.RolloutModel
+/**
+ * Model RolloutStep
+ * 
+ */
+export type RolloutStep = Prisma.RolloutStepModel
+/**
  * Model WorkItem
  * 
  */

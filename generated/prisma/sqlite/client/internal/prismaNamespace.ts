@@ -431,6 +431,8 @@ export const ModelName = {
   FineTuneEvent: 'FineTuneEvent',
   FineTuneCheckpoint: 'FineTuneCheckpoint',
   QueueJob: 'QueueJob',
+  Rollout: 'Rollout',
+  RolloutStep: 'RolloutStep',
   WorkItem: 'WorkItem',
   Volume: 'Volume',
   VolumeVersion: 'VolumeVersion',
@@ -452,7 +454,7 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
     omit: GlobalOmitOptions
   }
   meta: {
-    modelProps: "organization" | "project" | "apiKey" | "seedRun" | "serverKey" | "autoscalerState" | "hardware" | "model" | "modelRevision" | "remoteUpload" | "remoteUploadEvent" | "modelUploadJob" | "hardwareReservation" | "cluster" | "computeHost" | "computeInstance" | "computeVm" | "passiveHealthCheckAlert" | "remediation" | "idempotencyRecord" | "v1Endpoint" | "modelConfig" | "dedicatedEndpoint" | "deployment" | "endpointEvent" | "adapterBinding" | "deploymentAdapter" | "servedRequest" | "evaluationJob" | "file" | "fineTune" | "fineTuneEvent" | "fineTuneCheckpoint" | "queueJob" | "workItem" | "volume" | "volumeVersion" | "volumeMount" | "secret" | "video"
+    modelProps: "organization" | "project" | "apiKey" | "seedRun" | "serverKey" | "autoscalerState" | "hardware" | "model" | "modelRevision" | "remoteUpload" | "remoteUploadEvent" | "modelUploadJob" | "hardwareReservation" | "cluster" | "computeHost" | "computeInstance" | "computeVm" | "passiveHealthCheckAlert" | "remediation" | "idempotencyRecord" | "v1Endpoint" | "modelConfig" | "dedicatedEndpoint" | "deployment" | "endpointEvent" | "adapterBinding" | "deploymentAdapter" | "servedRequest" | "evaluationJob" | "file" | "fineTune" | "fineTuneEvent" | "fineTuneCheckpoint" | "queueJob" | "rollout" | "rolloutStep" | "workItem" | "volume" | "volumeVersion" | "volumeMount" | "secret" | "video"
     txIsolationLevel: TransactionIsolationLevel
   }
   model: {
@@ -2972,6 +2974,154 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
         }
       }
     }
+    Rollout: {
+      payload: Prisma.$RolloutPayload<ExtArgs>
+      fields: Prisma.RolloutFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.RolloutFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RolloutPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.RolloutFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RolloutPayload>
+        }
+        findFirst: {
+          args: Prisma.RolloutFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RolloutPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.RolloutFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RolloutPayload>
+        }
+        findMany: {
+          args: Prisma.RolloutFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RolloutPayload>[]
+        }
+        create: {
+          args: Prisma.RolloutCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RolloutPayload>
+        }
+        createMany: {
+          args: Prisma.RolloutCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.RolloutCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RolloutPayload>[]
+        }
+        delete: {
+          args: Prisma.RolloutDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RolloutPayload>
+        }
+        update: {
+          args: Prisma.RolloutUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RolloutPayload>
+        }
+        deleteMany: {
+          args: Prisma.RolloutDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.RolloutUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.RolloutUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RolloutPayload>[]
+        }
+        upsert: {
+          args: Prisma.RolloutUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RolloutPayload>
+        }
+        aggregate: {
+          args: Prisma.RolloutAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateRollout>
+        }
+        groupBy: {
+          args: Prisma.RolloutGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.RolloutGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.RolloutCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.RolloutCountAggregateOutputType> | number
+        }
+      }
+    }
+    RolloutStep: {
+      payload: Prisma.$RolloutStepPayload<ExtArgs>
+      fields: Prisma.RolloutStepFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.RolloutStepFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RolloutStepPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.RolloutStepFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RolloutStepPayload>
+        }
+        findFirst: {
+          args: Prisma.RolloutStepFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RolloutStepPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.RolloutStepFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RolloutStepPayload>
+        }
+        findMany: {
+          args: Prisma.RolloutStepFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RolloutStepPayload>[]
+        }
+        create: {
+          args: Prisma.RolloutStepCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RolloutStepPayload>
+        }
+        createMany: {
+          args: Prisma.RolloutStepCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.RolloutStepCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RolloutStepPayload>[]
+        }
+        delete: {
+          args: Prisma.RolloutStepDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RolloutStepPayload>
+        }
+        update: {
+          args: Prisma.RolloutStepUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RolloutStepPayload>
+        }
+        deleteMany: {
+          args: Prisma.RolloutStepDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.RolloutStepUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.RolloutStepUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RolloutStepPayload>[]
+        }
+        upsert: {
+          args: Prisma.RolloutStepUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RolloutStepPayload>
+        }
+        aggregate: {
+          args: Prisma.RolloutStepAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateRolloutStep>
+        }
+        groupBy: {
+          args: Prisma.RolloutStepGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.RolloutStepGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.RolloutStepCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.RolloutStepCountAggregateOutputType> | number
+        }
+      }
+    }
     WorkItem: {
       payload: Prisma.$WorkItemPayload<ExtArgs>
       fields: Prisma.WorkItemFieldRefs
@@ -4007,6 +4157,51 @@ export const QueueJobScalarFieldEnum = {
 export type QueueJobScalarFieldEnum = (typeof QueueJobScalarFieldEnum)[keyof typeof QueueJobScalarFieldEnum]
 
 
+export const RolloutScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  endpointId: 'endpointId',
+  sourceDeploymentId: 'sourceDeploymentId',
+  targetDeploymentId: 'targetDeploymentId',
+  strategy: 'strategy',
+  state: 'state',
+  epoch: 'epoch',
+  spec: 'spec',
+  stepMs: 'stepMs',
+  currentStep: 'currentStep',
+  currentTrafficPercent: 'currentTrafficPercent',
+  originalSplit: 'originalSplit',
+  stepEndsAt: 'stepEndsAt',
+  remainingMs: 'remainingMs',
+  pausedAt: 'pausedAt',
+  pauseReason: 'pauseReason',
+  conditions: 'conditions',
+  etag: 'etag',
+  createdAt: 'createdAt',
+  startedAt: 'startedAt',
+  completedAt: 'completedAt',
+  updatedAt: 'updatedAt'
+} as const
+
+export type RolloutScalarFieldEnum = (typeof RolloutScalarFieldEnum)[keyof typeof RolloutScalarFieldEnum]
+
+
+export const RolloutStepScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  rolloutId: 'rolloutId',
+  stepIndex: 'stepIndex',
+  trafficPercent: 'trafficPercent',
+  state: 'state',
+  metrics: 'metrics',
+  failureReason: 'failureReason',
+  startedAt: 'startedAt',
+  completedAt: 'completedAt'
+} as const
+
+export type RolloutStepScalarFieldEnum = (typeof RolloutStepScalarFieldEnum)[keyof typeof RolloutStepScalarFieldEnum]
+
+
 export const WorkItemScalarFieldEnum = {
   id: 'id',
   kind: 'kind',
@@ -4342,6 +4537,8 @@ export type GlobalOmitConfig = {
   fineTuneEvent?: Prisma.FineTuneEventOmit
   fineTuneCheckpoint?: Prisma.FineTuneCheckpointOmit
   queueJob?: Prisma.QueueJobOmit
+  rollout?: Prisma.RolloutOmit
+  rolloutStep?: Prisma.RolloutStepOmit
   workItem?: Prisma.WorkItemOmit
   volume?: Prisma.VolumeOmit
   volumeVersion?: Prisma.VolumeVersionOmit

@@ -85,6 +85,8 @@ export const ModelName = {
   FineTuneEvent: 'FineTuneEvent',
   FineTuneCheckpoint: 'FineTuneCheckpoint',
   QueueJob: 'QueueJob',
+  Rollout: 'Rollout',
+  RolloutStep: 'RolloutStep',
   WorkItem: 'WorkItem',
   Volume: 'Volume',
   VolumeVersion: 'VolumeVersion',
@@ -659,6 +661,51 @@ export const QueueJobScalarFieldEnum = {
 } as const
 
 export type QueueJobScalarFieldEnum = (typeof QueueJobScalarFieldEnum)[keyof typeof QueueJobScalarFieldEnum]
+
+
+export const RolloutScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  endpointId: 'endpointId',
+  sourceDeploymentId: 'sourceDeploymentId',
+  targetDeploymentId: 'targetDeploymentId',
+  strategy: 'strategy',
+  state: 'state',
+  epoch: 'epoch',
+  spec: 'spec',
+  stepMs: 'stepMs',
+  currentStep: 'currentStep',
+  currentTrafficPercent: 'currentTrafficPercent',
+  originalSplit: 'originalSplit',
+  stepEndsAt: 'stepEndsAt',
+  remainingMs: 'remainingMs',
+  pausedAt: 'pausedAt',
+  pauseReason: 'pauseReason',
+  conditions: 'conditions',
+  etag: 'etag',
+  createdAt: 'createdAt',
+  startedAt: 'startedAt',
+  completedAt: 'completedAt',
+  updatedAt: 'updatedAt'
+} as const
+
+export type RolloutScalarFieldEnum = (typeof RolloutScalarFieldEnum)[keyof typeof RolloutScalarFieldEnum]
+
+
+export const RolloutStepScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  rolloutId: 'rolloutId',
+  stepIndex: 'stepIndex',
+  trafficPercent: 'trafficPercent',
+  state: 'state',
+  metrics: 'metrics',
+  failureReason: 'failureReason',
+  startedAt: 'startedAt',
+  completedAt: 'completedAt'
+} as const
+
+export type RolloutStepScalarFieldEnum = (typeof RolloutStepScalarFieldEnum)[keyof typeof RolloutStepScalarFieldEnum]
 
 
 export const WorkItemScalarFieldEnum = {
