@@ -9,6 +9,7 @@ import { dedicated } from './dedicated/index.ts';
 import { embeddings } from './embeddings/index.ts';
 import { endpoints } from './endpoints/index.ts';
 import { evaluation } from './evaluation/index.ts';
+import { experiments } from './experiments/index.ts';
 import { files } from './files/index.ts';
 import { fineTuning } from './fine-tuning/index.ts';
 import { hardware } from './hardware/index.ts';
@@ -34,6 +35,7 @@ export const modules = [
   endpoints,
   adapters,
   dedicated,
+  experiments,
   inference,
   embeddings,
   rerank,

@@ -1,0 +1,219 @@
+// Module `experiments`: shadow traffic. After a v2 endpoint answered a request (inference calls `mirror` once, when
+// the answer ends), each shadow experiment of the endpoint samples it and each of its targets gets a copy, run on
+// the engine the target's model is routed to. Everything here is off the caller's path: the copy waits in a
+// bounded in-process queue (dropped and counted when full), runs at most RUNNING at once, and its outcome, success
+// or failure, is recorded as a ServedRequest with role `shadow`. Nothing a target does reaches the caller.
+import { ApiError } from '../../core/errors.ts';
+import { newId } from '../../core/ids.ts';
+import type { Database } from '../../db/index.ts';
+import { localTextEngine, type TextOperation, upstreamTextEngine } from '../../engines/chat.ts';
+import { recordServed } from '../dedicated/index.ts';
+import type { Services } from '../types.ts';
+import type { Sampling } from './rules.ts';
+import { type Sampler, sampler } from './sampling.ts';
+
+/** Copies waiting at most (then dropped and counted), and copies running at once. */
+export const WAITING = 1000;
+const RUNNING = 8;
+/** The longest a copy waits for an upstream engine. */
+export const SHADOW_TIMEOUT_MS = 30_000;
+/** How long another process's change to an endpoint's experiments may take to apply here. */
+const PLAN_TTL_MS = 1000;
+
+/** What inference tells about a request a v2 deployment answered. */
+export interface Answered {
+  op: TextOperation;
+  body: Record<string, unknown>;
+  projectId: string;
+  endpointId: string;
+  /** The deployment that answered. */
+  servedBy: string;
+  /** A LoRA adapter's name, when the request named one: such requests are not copied. */
+  adapter?: string;
+}
+
+interface PlannedExperiment {
+  id: string;
+  sampling: string;
+  targets: string[];
+}
+
+interface Copy {
+  op: TextOperation;
+  body: Record<string, unknown>;
+  projectId: string;
+  endpointId: string;
+  deploymentId: string;
+}
+
+export interface ShadowCounts {
+  /** Copies run (whatever their outcome) and copies dropped because the queue was full. */
+  mirrored: number;
+  dropped: number;
+  waiting: number;
+  running: number;
+}
+
+class Shadows {
+  private readonly plans = new Map<string, { at: number; plan?: PlannedExperiment[]; loading?: Promise<PlannedExperiment[]> }>();
+  private readonly samplers = new Map<string, { sampling: string; sampler: Sampler }>();
+  private readonly queue: Copy[] = [];
+  private running = 0;
+  private idleWaiters: (() => void)[] = [];
+  readonly counts = { mirrored: 0, dropped: 0 };
+
+  constructor(private readonly services: Services) {}
+
+  /** Forgets what this process knows of an endpoint's experiments (after a change made here). */
+  forget(endpointId: string): void {
+    this.plans.delete(endpointId);
+  }
+
+  offer(a: Answered): void {
+    if (a.adapter !== undefined) return;
+    const cached = this.plans.get(a.endpointId);
+    if (cached?.plan && performance.now() - cached.at < PLAN_TTL_MS) {
+      this.decide(a, cached.plan);
+      return;
+    }
+    const entry = cached?.loading ? cached : { at: performance.now(), loading: this.load(a.endpointId) };
+    this.plans.set(a.endpointId, entry);
+    entry.loading!.then(
+      (plan) => {
+        if (this.plans.get(a.endpointId) === entry) this.plans.set(a.endpointId, { at: entry.at, plan });
+        this.decide(a, plan);
+      },
+      () => {
+        if (this.plans.get(a.endpointId) === entry) this.plans.delete(a.endpointId);
+      },
+    );
+  }
+
+  private async load(endpointId: string): Promise<PlannedExperiment[]> {
+    const { prisma } = this.services.db;
+    const experiments = await prisma.shadowExperiment.findMany({ where: { endpointId }, orderBy: { id: 'asc' }, select: { id: true, sampling: true } });
+    if (experiments.length === 0) return [];
+    const targets = await prisma.shadowTarget.findMany({
+      where: { experimentId: { in: experiments.map((e) => e.id) } },
+      orderBy: { id: 'asc' },
+      select: { experimentId: true, targetDeploymentId: true },
+    });
+    return experiments
+      .map((e) => ({ ...e, targets: targets.filter((t) => t.experimentId === e.id).map((t) => t.targetDeploymentId) }))
+      .filter((e) => e.targets.length > 0);
+  }
+
+  private decide(a: Answered, plan: PlannedExperiment[]): void {
+    for (const e of plan) {
+      let s = this.samplers.get(e.id);
+      if (s?.sampling !== e.sampling) {
+        s = { sampling: e.sampling, sampler: sampler(JSON.parse(e.sampling) as Sampling) };
+        this.samplers.set(e.id, s);
+      }
+      if (!s.sampler.take(a.body, this.services.clock.now())) continue;
+      for (const deploymentId of e.targets) {
+        // A copy to the deployment that answered would only repeat its answer.
+        if (deploymentId !== a.servedBy) this.enqueue({ op: a.op, body: a.body, projectId: a.projectId, endpointId: a.endpointId, deploymentId });
+      }
+    }
+  }
+
+  private enqueue(c: Copy): void {
+    if (this.queue.length >= WAITING) {
+      this.counts.dropped++;
+      return;
+    }
+    this.queue.push(c);
+    setImmediate(() => this.pump());
+  }
+
+  private pump(): void {
+    while (this.running < RUNNING && this.queue.length > 0) {
+      const c = this.queue.shift()!;
+      this.running++;
+      void this.run(c).finally(() => {
+        this.running--;
+        this.counts.mirrored++;
+        this.pump();
+        if (this.running === 0 && this.queue.length === 0) for (const w of this.idleWaiters.splice(0)) w();
+      });
+    }
+  }
+
+  /** Runs one copy and records its outcome; never throws. */
+  private async run(c: Copy): Promise<void> {
+    const { db, engines, clock, log } = this.services;
+    const started = performance.now();
+    let status = 200;
+    let usage: { prompt_tokens?: number; completion_tokens?: number } | undefined;
+    try {
+      const d = await db.prisma.deployment.findUnique({ where: { id: c.deploymentId } });
+      if (!d || d.endpointId !== c.endpointId) return; // deleted since: nobody to record it for
+      if (d.state !== 'DEPLOYMENT_STATE_READY') status = 503;
+      else {
+        const route = engines.routeFor('chat', d.modelId);
+        const engine =
+          route.engine === 'local'
+            ? localTextEngine
+            : upstreamTextEngine({ ...route, timeoutMs: Math.min(route.timeoutMs ?? SHADOW_TIMEOUT_MS, SHADOW_TIMEOUT_MS) });
+        const now = clock.now();
+        const outcome = await engine.run(c.op, c.body, {
+          requested: String(c.body.model),
+          model: d.modelId,
+          contextLength: null,
+          id: newId(c.op === 'chat' ? 'chatcmpl' : 'cmpl', now),
+          created: Math.floor(now / 1000),
+          warnings: [],
+        });
+        if (outcome.kind === 'json') usage = outcome.body.usage;
+        else for await (const chunk of outcome.chunks) if (chunk.usage) usage = chunk.usage;
+      }
+    } catch (err) {
+      // The target's outcome, not a server fault: recorded, not logged.
+      status = err instanceof ApiError ? err.status : 500;
+    }
+    try {
+      await db.writeStatement((tx) =>
+        recordServed(tx, {
+          projectId: c.projectId,
+          endpointId: c.endpointId,
+          deploymentId: c.deploymentId,
+          role: 'shadow',
+          status,
+          latencyMs: performance.now() - started,
+          promptTokens: usage?.prompt_tokens,
+          completionTokens: usage?.completion_tokens,
+          at: clock.now(),
+        }),
+      );
+    } catch (err) {
+      log.warn({ endpointId: c.endpointId, deploymentId: c.deploymentId, reason: (err as Error).message }, 'a shadow copy could not be recorded');
+    }
+  }
+
+  snapshot(): ShadowCounts {
+    return { ...this.counts, waiting: this.queue.length, running: this.running };
+  }
+
+  /** Resolves once no copy waits or runs. */
+  idle(): Promise<void> {
+    if (this.running === 0 && this.queue.length === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+}
+
+const byDatabase = new WeakMap<Database, Shadows>();
+
+export function shadowsOf(services: Services): Shadows {
+  let s = byDatabase.get(services.db);
+  if (!s) {
+    s = new Shadows(services);
+    byDatabase.set(services.db, s);
+  }
+  return s;
+}
+
+/** Called by inference once per answered request of a v2 endpoint; returns at once (the copies run later). */
+export function mirror(services: Services, answered: Answered): void {
+  shadowsOf(services).offer(answered);
+}
