@@ -4084,7 +4084,7 @@ export interface components {
              * @enum {string}
              */
             role: "AB_EXPERIMENT_MEMBER_ROLE_CONTROL" | "AB_EXPERIMENT_MEMBER_ROLE_VARIANT";
-            /** @description Its share of the endpoint's requests, 0 to 100; the members' add up to 100. */
+            /** @description Its share of the endpoint's requests, 1 to 100; the members' add up to 100. */
             percent: number;
         };
         ABExperiment: {
@@ -10061,6 +10061,15 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            /** @description `experiment_name_taken`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorData"];
+                };
+            };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
@@ -10134,7 +10143,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
-            /** @description `target_exists`: the deployment is already a target of this experiment. */
+            /** @description `target_exists`: the deployment is already a target of this experiment; `target_name_taken`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -10263,7 +10272,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
-            /** @description `etag_mismatch`, `target_exists`. */
+            /** @description `etag_mismatch`, `target_exists`, `target_name_taken`. */
             409: {
                 headers: {
                     [name: string]: unknown;

@@ -23,7 +23,7 @@ export const operations = {
   createRemediation: {"method":"post","path":"/v1/compute/clusters/{cluster_id}/instances/{instance_id}/remediations","tag":"Compute","module":"compute","statuses":[200,400,401,404,409,413,415,500,503]},
   createRemoteModelUpload: {"method":"post","path":"/v2/projects/{projectId}/models/uploads","tag":"Model catalogue (v2)","module":"model-catalogue","statuses":[200,400,401,404,413,415,500,503]},
   createSecret: {"method":"post","path":"/v1/deployments/secrets","tag":"Secrets","module":"secrets","statuses":[200,400,401,409,413,415,500,503]},
-  createShadowExperiment: {"method":"post","path":"/v2/projects/{projectId}/endpoints/{endpointId}/shadowExperiments","tag":"Experiments (v2)","module":"experiments","statuses":[200,400,401,404,413,415,500,503]},
+  createShadowExperiment: {"method":"post","path":"/v2/projects/{projectId}/endpoints/{endpointId}/shadowExperiments","tag":"Experiments (v2)","module":"experiments","statuses":[200,400,401,404,409,413,415,500,503]},
   createShadowTarget: {"method":"post","path":"/v2/projects/{projectId}/endpoints/{endpointId}/shadowExperiments/{experimentId}/targets","tag":"Experiments (v2)","module":"experiments","statuses":[200,400,401,404,409,413,415,500,503]},
   createTranscription: {"method":"post","path":"/v1/audio/transcriptions","tag":"Audio","module":"audio","statuses":[200,400,401,404,413,415,429,500,502,503]},
   createTranslation: {"method":"post","path":"/v1/audio/translations","tag":"Audio","module":"audio","statuses":[200,400,401,404,413,415,429,500,502,503]},

@@ -8,13 +8,22 @@ export type Sampling = Wire<'ShadowSampling'>;
 
 export const CONTROL = 'AB_EXPERIMENT_MEMBER_ROLE_CONTROL';
 
-/** A name is any non-empty string that is not only spaces. */
+/** Longest name, in characters (as the platform's): names are held in unique indexes. */
+export const MAX_NAME_LENGTH = 256;
+export const MAX_MEMBERS = 20;
+
+/** A name is a string of 1 to 256 characters that is not only spaces. */
 export function checkName(name: string, param = 'name'): string {
-  if (name.trim() === '') throw badRequest(`'${param}' must not be empty.`, param, 'invalid_name');
+  if (name.trim() === '' || [...name].length > MAX_NAME_LENGTH) {
+    throw badRequest(`'${param}' must be a name of 1 to ${MAX_NAME_LENGTH} characters, not only spaces.`, param, 'invalid_name');
+  }
   return name;
 }
 
-/** Members of deployments of the endpoint (`deploymentIds`), each once, integer percents adding to 100, one control and a variant. */
+/**
+ * 2 to 20 members, deployments of the endpoint (`deploymentIds`) each named once, percents from 1 to 100 adding
+ * up to 100, exactly one control.
+ */
 export function checkMembers(members: Member[], deploymentIds: Set<string>): Member[] {
   const seen = new Set<string>();
   members.forEach((m, i) => {
@@ -24,12 +33,12 @@ export function checkMembers(members: Member[], deploymentIds: Set<string>): Mem
     }
     if (seen.has(m.deploymentId)) throw badRequest(`Deployment '${m.deploymentId}' is named twice.`, `${at}.deploymentId`, 'duplicate_deployment');
     seen.add(m.deploymentId);
-    if (m.percent < 0 || m.percent > 100) throw badRequest(`A member's percent is from 0 to 100, not ${m.percent}.`, `${at}.percent`, 'invalid_percent');
+    if (m.percent < 1 || m.percent > 100) throw badRequest(`A member's percent is from 1 to 100, not ${m.percent}.`, `${at}.percent`, 'invalid_percent');
   });
   const controls = members.filter((m) => m.role === CONTROL).length;
-  if (controls !== 1 || members.length - controls < 1) {
+  if (controls !== 1 || members.length < 2 || members.length > MAX_MEMBERS) {
     throw badRequest(
-      `An A/B experiment has exactly one AB_EXPERIMENT_MEMBER_ROLE_CONTROL member and at least one AB_EXPERIMENT_MEMBER_ROLE_VARIANT (it has ${controls} and ${members.length - controls}).`,
+      `An A/B experiment has 2 to ${MAX_MEMBERS} members, exactly one of them AB_EXPERIMENT_MEMBER_ROLE_CONTROL (it has ${members.length}, ${controls} of them control).`,
       'members',
       'invalid_members',
     );

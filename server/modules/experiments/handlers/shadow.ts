@@ -1,14 +1,15 @@
 // Module `experiments`: shadow experiments and their targets (the tag's **Shadow experiments**). The copies
 // themselves are mirror.ts's; every change here makes this process re-read the endpoint's experiments.
-import type { ShadowTarget } from '../../../../generated/prisma/sqlite/client/client.ts';
+import type { DedicatedEndpoint, ShadowTarget } from '../../../../generated/prisma/sqlite/client/client.ts';
 import type { Clock } from '../../../core/clock.ts';
 import { instant } from '../../../core/clock.ts';
-import { badRequest, conflict, notFound } from '../../../core/errors.ts';
+import { badRequest, conflict, notFound, taken } from '../../../core/errors.ts';
 import { newId } from '../../../core/ids.ts';
 import type { Tx } from '../../../db/index.ts';
 import { checkEtag, masked, newEtag } from '../../../http/etag.ts';
 import { cut, pageArgs, pageSize } from '../../../http/list.ts';
 import { uniquely } from '../../../http/unique.ts';
+import { splitOf } from '../../dedicated/index.ts';
 import type { Context, Services, Wire } from '../../types.ts';
 import { shadowsOf } from '../mirror.ts';
 import { deploymentIds, endpointOf, shadowExperimentOf, targetsOf } from '../refs.ts';
@@ -21,6 +22,20 @@ const unknownDeployment = (id: string, param: string) =>
   badRequest(`'${id}' is not a deployment of this endpoint (a shadow target is one of the experiment's endpoint's deployments).`, param, 'unknown_deployment');
 const targetExists = (deploymentId: string) =>
   conflict(`Deployment '${deploymentId}' is already a target of this experiment.`, 'target_exists', 'targetDeploymentId');
+const experimentNameTaken = (name: string) => taken(`The endpoint already has a shadow experiment named '${name}'.`, 'experiment_name_taken', 'name');
+const targetNameTaken = (name: string) => taken(`The experiment already has a target named '${name}'.`, 'target_name_taken', 'name');
+
+/** A target is a deployment of the endpoint that the split gives no live traffic (weight 0 or absent). */
+function checkTarget(e: DedicatedEndpoint, ids: Set<string>, deploymentId: string, param: string): void {
+  if (!ids.has(deploymentId)) throw unknownDeployment(deploymentId, param);
+  if (splitOf(e).some((s) => s.deploymentId === deploymentId && s.weight > 0)) {
+    throw badRequest(
+      `Deployment '${deploymentId}' receives live traffic (its weight in the endpoint's traffic split is positive); a shadow target is one the split gives weight 0 or leaves out.`,
+      param,
+      'target_receives_traffic',
+    );
+  }
+}
 
 /** This process applies a change to the endpoint's experiments from the next request on. */
 const changed = (services: Services, endpointId: string) => shadowsOf(services).forget(endpointId);
@@ -70,34 +85,42 @@ export async function createShadowExperiment(ctx: Context<'createShadowExperimen
   wanted.forEach((t, i) => {
     checkName(t.name, `targets.${i}.name`);
   });
-  const { x, e, targets } = await db.write(async (tx) => {
-    const e = await endpointOf(tx, ctx);
-    const ids = await deploymentIds(tx, e.id);
-    const seen = new Set<string>();
-    wanted.forEach((t, i) => {
-      const param = `targets.${i}.targetDeploymentId`;
-      if (!ids.has(t.targetDeploymentId)) throw unknownDeployment(t.targetDeploymentId, param);
-      if (seen.has(t.targetDeploymentId)) throw badRequest(`Deployment '${t.targetDeploymentId}' is named twice.`, param, 'duplicate_deployment');
-      seen.add(t.targetDeploymentId);
-    });
-    const now = instant(clock);
-    const x = await tx.shadowExperiment.create({
-      data: {
-        id: newId('shx', clock.now()),
-        projectId: e.projectId,
-        endpointId: e.id,
-        name,
-        sampling: JSON.stringify(sampling),
-        createdBy: identity.apiKeyId,
-        etag: newEtag(),
-        createdAt: now,
-        updatedAt: now,
-      },
-    });
-    const targets: ShadowTarget[] = [];
-    for (const t of wanted) targets.push(await newTarget(tx, clock, x, t));
-    return { x, e, targets };
-  });
+  const { x, e, targets } = await uniquely(
+    () =>
+      db.write(async (tx) => {
+        const e = await endpointOf(tx, ctx);
+        if (await tx.shadowExperiment.findFirst({ where: { endpointId: e.id, name } })) throw experimentNameTaken(name);
+        const ids = await deploymentIds(tx, e.id);
+        const seen = new Set<string>();
+        const names = new Set<string>();
+        wanted.forEach((t, i) => {
+          const param = `targets.${i}.targetDeploymentId`;
+          checkTarget(e, ids, t.targetDeploymentId, param);
+          if (seen.has(t.targetDeploymentId)) throw badRequest(`Deployment '${t.targetDeploymentId}' is named twice.`, param, 'duplicate_deployment');
+          if (names.has(t.name)) throw badRequest(`Two targets are named '${t.name}'.`, `targets.${i}.name`, 'duplicate_name');
+          seen.add(t.targetDeploymentId);
+          names.add(t.name);
+        });
+        const now = instant(clock);
+        const x = await tx.shadowExperiment.create({
+          data: {
+            id: newId('shx', clock.now()),
+            projectId: e.projectId,
+            endpointId: e.id,
+            name,
+            sampling: JSON.stringify(sampling),
+            createdBy: identity.apiKeyId,
+            etag: newEtag(),
+            createdAt: now,
+            updatedAt: now,
+          },
+        });
+        const targets: ShadowTarget[] = [];
+        for (const t of wanted) targets.push(await newTarget(tx, clock, x, t));
+        return { x, e, targets };
+      }),
+    () => experimentNameTaken(name),
+  );
   changed(ctx, e.id);
   return shadowExperimentWire(x, targets);
 }
@@ -176,10 +199,11 @@ export async function createShadowTarget(ctx: Context<'createShadowTarget'>) {
     () =>
       db.write(async (tx) => {
         const { e, x } = await experimentOf(tx, ctx);
-        if (!(await deploymentIds(tx, e.id)).has(body.targetDeploymentId)) throw unknownDeployment(body.targetDeploymentId, 'targetDeploymentId');
+        checkTarget(e, await deploymentIds(tx, e.id), body.targetDeploymentId, 'targetDeploymentId');
         if (await tx.shadowTarget.findFirst({ where: { experimentId: x.id, targetDeploymentId: body.targetDeploymentId } })) {
           throw targetExists(body.targetDeploymentId);
         }
+        if (await tx.shadowTarget.findFirst({ where: { experimentId: x.id, name: body.name } })) throw targetNameTaken(body.name);
         return { t: await newTarget(tx, clock, x, body), e };
       }),
     () => targetExists(body.targetDeploymentId),
@@ -206,8 +230,11 @@ export async function updateShadowTarget(ctx: Context<'updateShadowTarget'>) {
         const t = await targetOf(tx, x.id, ctx.params.id);
         checkEtag(ctx.body.etag, t.etag);
         if (deploymentId !== undefined && deploymentId !== t.targetDeploymentId) {
-          if (!(await deploymentIds(tx, e.id)).has(deploymentId)) throw unknownDeployment(deploymentId, 'targetDeploymentId');
+          checkTarget(e, await deploymentIds(tx, e.id), deploymentId, 'targetDeploymentId');
           if (await tx.shadowTarget.findFirst({ where: { experimentId: x.id, targetDeploymentId: deploymentId } })) throw targetExists(deploymentId);
+        }
+        if (body.name !== undefined && body.name !== t.name && (await tx.shadowTarget.findFirst({ where: { experimentId: x.id, name: body.name } }))) {
+          throw targetNameTaken(body.name);
         }
         const next = await tx.shadowTarget.update({
           where: { id: t.id },

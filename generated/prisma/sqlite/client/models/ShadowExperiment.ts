@@ -277,6 +277,7 @@ export type ShadowExperimentOrderByWithRelationInput = {
 
 export type ShadowExperimentWhereUniqueInput = Prisma.AtLeast<{
   id?: string
+  endpointId_name?: Prisma.ShadowExperimentEndpointIdNameCompoundUniqueInput
   AND?: Prisma.ShadowExperimentWhereInput | Prisma.ShadowExperimentWhereInput[]
   OR?: Prisma.ShadowExperimentWhereInput[]
   NOT?: Prisma.ShadowExperimentWhereInput | Prisma.ShadowExperimentWhereInput[]
@@ -289,7 +290,7 @@ export type ShadowExperimentWhereUniqueInput = Prisma.AtLeast<{
   etag?: Prisma.StringFilter<"ShadowExperiment"> | string
   createdAt?: Prisma.BigIntFilter<"ShadowExperiment"> | bigint | number
   updatedAt?: Prisma.BigIntFilter<"ShadowExperiment"> | bigint | number
-}, "id">
+}, "id" | "endpointId_name">
 
 export type ShadowExperimentOrderByWithAggregationInput = {
   id?: Prisma.SortOrder
@@ -414,6 +415,11 @@ export type ShadowExperimentUncheckedUpdateManyInput = {
   etag?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   updatedAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+}
+
+export type ShadowExperimentEndpointIdNameCompoundUniqueInput = {
+  endpointId: string
+  name: string
 }
 
 export type ShadowExperimentCountOrderByAggregateInput = {

@@ -269,6 +269,7 @@ export type ShadowTargetOrderByWithRelationInput = {
 export type ShadowTargetWhereUniqueInput = Prisma.AtLeast<{
   id?: string
   experimentId_targetDeploymentId?: Prisma.ShadowTargetExperimentIdTargetDeploymentIdCompoundUniqueInput
+  experimentId_name?: Prisma.ShadowTargetExperimentIdNameCompoundUniqueInput
   AND?: Prisma.ShadowTargetWhereInput | Prisma.ShadowTargetWhereInput[]
   OR?: Prisma.ShadowTargetWhereInput[]
   NOT?: Prisma.ShadowTargetWhereInput | Prisma.ShadowTargetWhereInput[]
@@ -280,7 +281,7 @@ export type ShadowTargetWhereUniqueInput = Prisma.AtLeast<{
   etag?: Prisma.StringFilter<"ShadowTarget"> | string
   createdAt?: Prisma.BigIntFilter<"ShadowTarget"> | bigint | number
   updatedAt?: Prisma.BigIntFilter<"ShadowTarget"> | bigint | number
-}, "id" | "experimentId_targetDeploymentId">
+}, "id" | "experimentId_targetDeploymentId" | "experimentId_name">
 
 export type ShadowTargetOrderByWithAggregationInput = {
   id?: Prisma.SortOrder
@@ -401,6 +402,11 @@ export type ShadowTargetUncheckedUpdateManyInput = {
 export type ShadowTargetExperimentIdTargetDeploymentIdCompoundUniqueInput = {
   experimentId: string
   targetDeploymentId: string
+}
+
+export type ShadowTargetExperimentIdNameCompoundUniqueInput = {
+  experimentId: string
+  name: string
 }
 
 export type ShadowTargetCountOrderByAggregateInput = {

@@ -44,7 +44,10 @@ CREATE TABLE "ShadowTarget" (
 CREATE UNIQUE INDEX "AbExperiment_endpointId_key" ON "AbExperiment"("endpointId");
 
 -- CreateIndex
-CREATE INDEX "ShadowExperiment_endpointId_idx" ON "ShadowExperiment"("endpointId");
+CREATE UNIQUE INDEX "ShadowExperiment_endpointId_name_key" ON "ShadowExperiment"("endpointId", "name");
 
 -- CreateIndex
 CREATE UNIQUE INDEX "ShadowTarget_experimentId_targetDeploymentId_key" ON "ShadowTarget"("experimentId", "targetDeploymentId");
+
+-- CreateIndex
+CREATE UNIQUE INDEX "ShadowTarget_experimentId_name_key" ON "ShadowTarget"("experimentId", "name");
