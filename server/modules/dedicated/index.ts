@@ -36,7 +36,7 @@ import { deploymentProgression } from './provisioning.ts';
 import { revisionOf } from './refs.ts';
 import data from './seed.json' with { type: 'json' };
 
-export { figures, recordServed, type ServedFigures, servedFigures, servedRows } from './served.ts';
+export { figures, recordServed, recordServedMany, type Served, type ServedFigures, servedFigures, servedRows } from './served.ts';
 // What this module offers the others.
 export { adapterServers, routeRequest, type SplitEntry, splitOf, steerTraffic, type TrafficOwner, trafficSteered } from './traffic.ts';
 

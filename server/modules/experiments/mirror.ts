@@ -7,7 +7,7 @@ import { ApiError } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
 import type { Database } from '../../db/index.ts';
 import { localTextEngine, type TextOperation, upstreamTextEngine } from '../../engines/chat.ts';
-import { recordServed } from '../dedicated/index.ts';
+import { recordServedMany, type Served } from '../dedicated/index.ts';
 import type { Services } from '../types.ts';
 import type { Sampling } from './rules.ts';
 import { type Sampler, sampler } from './sampling.ts';
@@ -17,8 +17,11 @@ export const WAITING = 1000;
 const RUNNING = 8;
 /** The longest a copy waits for an upstream engine. */
 export const SHADOW_TIMEOUT_MS = 30_000;
-/** How long another process's change to an endpoint's experiments may take to apply here. */
+/** How long another process's change to an endpoint's experiments (or a target's state) may take to apply here. */
 const PLAN_TTL_MS = 1000;
+/** Outcomes are written in batches: at most this long after the copy ended, or at once when this many wait. */
+const FLUSH_MS = 200;
+const FLUSH_ROWS = 200;
 
 /** What inference tells about a request a v2 deployment answered. */
 export interface Answered {
@@ -32,10 +35,16 @@ export interface Answered {
   adapter?: string;
 }
 
+interface PlannedTarget {
+  deploymentId: string;
+  modelId: string;
+  ready: boolean;
+}
+
 interface PlannedExperiment {
   id: string;
   sampling: string;
-  targets: string[];
+  targets: PlannedTarget[];
 }
 
 interface Copy {
@@ -43,7 +52,7 @@ interface Copy {
   body: Record<string, unknown>;
   projectId: string;
   endpointId: string;
-  deploymentId: string;
+  target: PlannedTarget;
 }
 
 export interface ShadowCounts {
@@ -59,7 +68,9 @@ class Shadows {
   private readonly samplers = new Map<string, { sampling: string; sampler: Sampler }>();
   private readonly queue: Copy[] = [];
   private running = 0;
-  private idleWaiters: (() => void)[] = [];
+  private readonly outcomes: Served[] = [];
+  private flushing: Promise<void> | null = null;
+  private flushTimer: NodeJS.Timeout | null = null;
   readonly counts = { mirrored: 0, dropped: 0 };
 
   constructor(private readonly services: Services) {}
@@ -98,8 +109,17 @@ class Shadows {
       orderBy: { id: 'asc' },
       select: { experimentId: true, targetDeploymentId: true },
     });
+    const deployments = await prisma.deployment.findMany({
+      where: { endpointId, id: { in: targets.map((t) => t.targetDeploymentId) } },
+      select: { id: true, modelId: true, state: true },
+    });
+    const byId = new Map(deployments.map((d) => [d.id, { deploymentId: d.id, modelId: d.modelId, ready: d.state === 'DEPLOYMENT_STATE_READY' }]));
     return experiments
-      .map((e) => ({ ...e, targets: targets.filter((t) => t.experimentId === e.id).map((t) => t.targetDeploymentId) }))
+      .map((e) => ({
+        ...e,
+        // A target whose deployment was deleted has no one to record for: it is skipped.
+        targets: targets.filter((t) => t.experimentId === e.id && byId.has(t.targetDeploymentId)).map((t) => byId.get(t.targetDeploymentId)!),
+      }))
       .filter((e) => e.targets.length > 0);
   }
 
@@ -111,9 +131,9 @@ class Shadows {
         this.samplers.set(e.id, s);
       }
       if (!s.sampler.take(a.body, this.services.clock.now())) continue;
-      for (const deploymentId of e.targets) {
+      for (const target of e.targets) {
         // A copy to the deployment that answered would only repeat its answer.
-        if (deploymentId !== a.servedBy) this.enqueue({ op: a.op, body: a.body, projectId: a.projectId, endpointId: a.endpointId, deploymentId });
+        if (target.deploymentId !== a.servedBy) this.enqueue({ op: a.op, body: a.body, projectId: a.projectId, endpointId: a.endpointId, target });
       }
     }
   }
@@ -135,23 +155,20 @@ class Shadows {
         this.running--;
         this.counts.mirrored++;
         this.pump();
-        if (this.running === 0 && this.queue.length === 0) for (const w of this.idleWaiters.splice(0)) w();
       });
     }
   }
 
   /** Runs one copy and records its outcome; never throws. */
   private async run(c: Copy): Promise<void> {
-    const { db, engines, clock, log } = this.services;
+    const { engines, clock } = this.services;
     const started = performance.now();
     let status = 200;
     let usage: { prompt_tokens?: number; completion_tokens?: number } | undefined;
     try {
-      const d = await db.prisma.deployment.findUnique({ where: { id: c.deploymentId } });
-      if (!d || d.endpointId !== c.endpointId) return; // deleted since: nobody to record it for
-      if (d.state !== 'DEPLOYMENT_STATE_READY') status = 503;
+      if (!c.target.ready) status = 503;
       else {
-        const route = engines.routeFor('chat', d.modelId);
+        const route = engines.routeFor('chat', c.target.modelId);
         const engine =
           route.engine === 'local'
             ? localTextEngine
@@ -159,7 +176,7 @@ class Shadows {
         const now = clock.now();
         const outcome = await engine.run(c.op, c.body, {
           requested: String(c.body.model),
-          model: d.modelId,
+          model: c.target.modelId,
           contextLength: null,
           id: newId(c.op === 'chat' ? 'chatcmpl' : 'cmpl', now),
           created: Math.floor(now / 1000),
@@ -172,33 +189,51 @@ class Shadows {
       // The target's outcome, not a server fault: recorded, not logged.
       status = err instanceof ApiError ? err.status : 500;
     }
-    try {
-      await db.writeStatement((tx) =>
-        recordServed(tx, {
-          projectId: c.projectId,
-          endpointId: c.endpointId,
-          deploymentId: c.deploymentId,
-          role: 'shadow',
-          status,
-          latencyMs: performance.now() - started,
-          promptTokens: usage?.prompt_tokens,
-          completionTokens: usage?.completion_tokens,
-          at: clock.now(),
-        }),
-      );
-    } catch (err) {
-      log.warn({ endpointId: c.endpointId, deploymentId: c.deploymentId, reason: (err as Error).message }, 'a shadow copy could not be recorded');
+    this.outcomes.push({
+      projectId: c.projectId,
+      endpointId: c.endpointId,
+      deploymentId: c.target.deploymentId,
+      role: 'shadow',
+      status,
+      latencyMs: performance.now() - started,
+      promptTokens: usage?.prompt_tokens,
+      completionTokens: usage?.completion_tokens,
+      at: clock.now(),
+    });
+    if (this.outcomes.length >= FLUSH_ROWS) void this.flush();
+    else if (!this.flushTimer) {
+      this.flushTimer = setTimeout(() => void this.flush(), FLUSH_MS);
+      this.flushTimer.unref();
     }
+  }
+
+  /** Writes the outcomes gathered so far in one statement (one write at a time). */
+  private flush(): Promise<void> {
+    if (this.flushTimer) clearTimeout(this.flushTimer);
+    this.flushTimer = null;
+    if (this.flushing) return this.flushing;
+    const rows = this.outcomes.splice(0);
+    if (rows.length === 0) return Promise.resolve();
+    this.flushing = this.services.db
+      .writeStatement((tx) => recordServedMany(tx, rows))
+      .catch((err: Error) => this.services.log.warn({ rows: rows.length, reason: err.message }, 'shadow copies could not be recorded'))
+      .finally(() => {
+        this.flushing = null;
+        if (this.outcomes.length > 0 && !this.flushTimer) void this.flush();
+      });
+    return this.flushing;
   }
 
   snapshot(): ShadowCounts {
     return { ...this.counts, waiting: this.queue.length, running: this.running };
   }
 
-  /** Resolves once no copy waits or runs. */
-  idle(): Promise<void> {
-    if (this.running === 0 && this.queue.length === 0) return Promise.resolve();
-    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  /** Resolves once no copy waits or runs and every outcome is written (for tests and shutdown). */
+  async idle(): Promise<void> {
+    while (this.running > 0 || this.queue.length > 0 || this.outcomes.length > 0 || this.flushing) {
+      if (this.outcomes.length > 0 && this.running === 0 && this.queue.length === 0) await this.flush();
+      else await new Promise((r) => setTimeout(r, 10));
+    }
   }
 }
 
