@@ -17,6 +17,7 @@ import Together from 'together-ai';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { loadConfig } from '../server/core/config.ts';
 import { shadowsOf } from '../server/modules/experiments/index.ts';
+import { Shadows } from '../server/modules/experiments/mirror.ts';
 import { H100, MODEL, PROVISION_MS } from './support/endpoints.ts';
 import { expectError, refusal } from './support/expect.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
@@ -518,5 +519,25 @@ describe('a slow or failing target changes nothing the caller sees', () => {
     // Failures of targets are outcomes, not server errors: nothing is logged as an error.
     expect(p.logs.map((l) => JSON.parse(l)).filter((l) => l.level >= 50)).toEqual([]);
     console.log(`shadow to failing targets: 5 answered 200 by the primary; refusing target 5x502, hanging target 5x504`);
+  }, 60_000);
+
+  test('copies that find the queue full are dropped and counted, never waited for', async () => {
+    const client = new Together({ apiKey: p.caller.key, baseURL: `${p.url}/v2`, projectID: p.caller.identity.projectId, maxRetries: 0 });
+    const { e, ds } = await endpointWith(p, client, [{}, { model: 'Qwen/Qwen2.5-7B-Instruct', config: 'cr_qwen2_5_7b_h100' }]);
+    await client.beta.endpoints.shadowExperiments.create(e.id, {
+      name: 'small-queue',
+      source: { endpoint: { sampling: { uniform: { rate: 1 } } } },
+      targets: [{ name: 'slow', targetDeploymentId: ds[1]!.id }],
+    });
+    // A queue of 2 waiting copies and 1 running, in front of the hanging upstream.
+    const shadows = new Shadows(p.services, { waiting: 2, running: 1 });
+    const body = { model: e.name, messages: [{ role: 'user', content: 'hi' }] };
+    for (let i = 0; i < 6; i++) shadows.offer({ op: 'chat', body, projectId: p.caller.identity.projectId, endpointId: e.id, servedBy: ds[0]!.id });
+    await eventually(async () => shadows.snapshot().dropped + shadows.snapshot().waiting + shadows.snapshot().running === 6);
+    expect(shadows.snapshot().dropped).toBe(4);
+    // The two kept copies end (timed out) and are recorded; the dropped ones never are.
+    await shadows.idle();
+    expect(shadows.snapshot()).toEqual({ mirrored: 2, dropped: 4, waiting: 0, running: 0 });
+    expect((await shadowRows(p, ds[1]!.id)).map((r) => r.status)).toEqual([504, 504]);
   }, 60_000);
 });

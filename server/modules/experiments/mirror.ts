@@ -63,7 +63,7 @@ export interface ShadowCounts {
   running: number;
 }
 
-class Shadows {
+export class Shadows {
   private readonly plans = new Map<string, { at: number; plan?: PlannedExperiment[]; loading?: Promise<PlannedExperiment[]> }>();
   private readonly samplers = new Map<string, { sampling: string; sampler: Sampler }>();
   private readonly queue: Copy[] = [];
@@ -73,7 +73,10 @@ class Shadows {
   private flushTimer: NodeJS.Timeout | null = null;
   readonly counts = { mirrored: 0, dropped: 0 };
 
-  constructor(private readonly services: Services) {}
+  constructor(
+    private readonly services: Services,
+    private readonly limits = { waiting: WAITING, running: RUNNING },
+  ) {}
 
   /** Forgets what this process knows of an endpoint's experiments (after a change made here). */
   forget(endpointId: string): void {
@@ -139,7 +142,7 @@ class Shadows {
   }
 
   private enqueue(c: Copy): void {
-    if (this.queue.length >= WAITING) {
+    if (this.queue.length >= this.limits.waiting) {
       this.counts.dropped++;
       return;
     }
@@ -148,7 +151,7 @@ class Shadows {
   }
 
   private pump(): void {
-    while (this.running < RUNNING && this.queue.length > 0) {
+    while (this.running < this.limits.running && this.queue.length > 0) {
       const c = this.queue.shift()!;
       this.running++;
       void this.run(c).finally(() => {
