@@ -220,6 +220,28 @@ describe('A/B experiments', () => {
     });
   });
 
+  test('deleting the experiment restores the split it found, less the deployments deleted meanwhile', async () => {
+    const { e, ds } = await endpointWith(t, v2, [{}, {}, {}]);
+    const [a, b, c] = ds.map((d) => d.id) as [string, string, string];
+    await v2.beta.endpoints.update(e.id, {
+      trafficSplit: [
+        { deploymentId: a, weight: 3 },
+        { deploymentId: c, weight: 0 },
+      ],
+    } as any);
+    const x = await v2.beta.endpoints.abExperiments.create(e.id, {
+      name: 'ab',
+      members: [
+        { deploymentId: a, role: CONTROL, percent: 90 },
+        { deploymentId: b, role: VARIANT, percent: 10 },
+      ],
+    });
+    // c is in the split the experiment found, not in the one it steers: it can be deleted.
+    await v2.beta.endpoints.deployments.delete(c, { endpointId: e.id } as any);
+    await v2.beta.endpoints.abExperiments.delete(x.id, { endpointId: e.id });
+    expect((await v2.beta.endpoints.retrieve(e.id)).trafficSplit).toEqual([{ deploymentId: a, weight: 3 }]);
+  });
+
   test("another project's caller, endpoint or experiment answers 404", async () => {
     const { e, ds } = await endpointWith(t, v2, [{}, {}]);
     const x = await v2.beta.endpoints.abExperiments.create(e.id, {
@@ -450,6 +472,59 @@ describe('shadow experiments and targets', () => {
     await new Promise((r) => setTimeout(r, 200));
     await shadowsOf(t.services).idle();
     expect((await shadowRows(t, candidate)).length).toBe(base2 + 10);
+  });
+});
+
+describe('which copies are made', () => {
+  test('a target that is not READY records 503; a request is not copied to the deployment that answered it; adaptive key-based sampling', async () => {
+    const { e, ds } = await endpointWith(t, v2, [{}, {}]);
+    const [primary, candidate] = ds.map((d) => d.id) as [string, string];
+    // A deployment created after the others were provisioned: still provisioning.
+    const pending = await v2.beta.endpoints.deployments.create(e.id, {
+      name: uniq('dep'),
+      model: MODEL,
+      config: H100,
+      autoscaling: { minReplicas: 1, maxReplicas: 1 },
+    } as any);
+    const x = await v2.beta.endpoints.shadowExperiments.create(e.id, {
+      name: 'mixed',
+      source: { endpoint: { sampling: { uniform: { rate: 1 } } } },
+      targets: [
+        { name: 'candidate', targetDeploymentId: candidate },
+        { name: 'pending', targetDeploymentId: pending.id },
+      ],
+    });
+    await servedBy(e.name, 4);
+    await eventually(async () => (await shadowRows(t, pending.id)).length === 4 && (await shadowRows(t, candidate)).length === 4);
+    expect([...new Set((await shadowRows(t, pending.id)).map((r) => r.status))]).toEqual([503]);
+
+    // The candidate now takes half the live traffic: the requests it answers are not copied to it.
+    await v2.beta.endpoints.update(e.id, {
+      trafficSplit: [
+        { deploymentId: primary, weight: 1 },
+        { deploymentId: candidate, weight: 1 },
+      ],
+    } as any);
+    const counts = await servedBy(e.name, 10);
+    await eventually(async () => (await shadowRows(t, candidate)).length === 4 + (counts[primary] ?? 0));
+    await shadowsOf(t.services).idle();
+    expect((await shadowRows(t, candidate)).length).toBe(4 + (counts[primary] ?? 0));
+    await v2.beta.endpoints.update(e.id, { trafficSplit: [{ deploymentId: primary, weight: 1 }] } as any);
+
+    // Adaptive key-based: the rate falls as the candidates seen in the window rise past targetQps x window.
+    await v2.beta.endpoints.shadowExperiments.update(x.id, {
+      endpointId: e.id,
+      updateMask: 'source',
+      source: { endpoint: { sampling: { adaptiveKeyBased: { targetQps: 1, key: 'user', window: '4s' } } } },
+    });
+    const before = (await shadowRows(t, candidate)).length;
+    for (let i = 0; i < 40; i++) expect((await chat(t, e.name, { user: `adaptive-${i}` })).status).toBe(200);
+    await new Promise((r) => setTimeout(r, 200));
+    await shadowsOf(t.services).idle();
+    const copied = (await shadowRows(t, candidate)).length - before;
+    console.log(`shadow adaptiveKeyBased (1 qps over 4 s), 40 distinct keys at one instant: ${copied} copies`);
+    expect(copied).toBeGreaterThan(0);
+    expect(copied).toBeLessThan(20);
   });
 });
 
