@@ -610,6 +610,10 @@ describe('a slow or failing target changes nothing the caller sees', () => {
     for (let i = 0; i < 6; i++) shadows.offer({ op: 'chat', body, projectId: p.caller.identity.projectId, endpointId: e.id, servedBy: ds[0]!.id });
     await eventually(async () => shadows.snapshot().dropped + shadows.snapshot().waiting + shadows.snapshot().running === 6);
     expect(shadows.snapshot().dropped).toBe(4);
+    // One warning (no stack) for the first drop.
+    const warned = p.logs.map((l) => JSON.parse(l)).filter((l) => l.msg === 'shadow copies dropped: the queue is full');
+    expect(warned).toMatchObject([{ level: 40, dropped: 1, endpointId: e.id }]);
+    expect(warned[0].err).toBeUndefined();
     // The two kept copies end (timed out) and are recorded; the dropped ones never are.
     await shadows.idle();
     expect(shadows.snapshot()).toEqual({ mirrored: 2, dropped: 4, waiting: 0, running: 0 });

@@ -143,7 +143,10 @@ export class Shadows {
 
   private enqueue(c: Copy): void {
     if (this.queue.length >= this.limits.waiting) {
-      this.counts.dropped++;
+      // Counted, and told to the operator at the first drop and every thousandth after (a warning: no fault here).
+      if (this.counts.dropped++ % 1000 === 0) {
+        this.services.log.warn({ endpointId: c.endpointId, dropped: this.counts.dropped }, 'shadow copies dropped: the queue is full');
+      }
       return;
     }
     this.queue.push(c);
