@@ -220,6 +220,24 @@ describe('A/B experiments', () => {
     });
   });
 
+  test('two experiments created at once on one endpoint: one steers the split, the other is refused 409', async () => {
+    const { e, ds } = await endpointWith(t, v2, [{}, {}]);
+    const body = (control: number) => ({
+      name: uniq('ab'),
+      members: [
+        { deploymentId: ds[0]!.id, role: CONTROL, percent: control },
+        { deploymentId: ds[1]!.id, role: VARIANT, percent: 100 - control },
+      ],
+    });
+    const url = `/v2/projects/${t.caller.identity.projectId}/endpoints/${e.id}/abExperiments`;
+    const answers = await Promise.all([t.http.post(url).set(auth()).send(body(60)), t.http.post(url).set(auth()).send(body(20))]);
+    expect(answers.map((r) => r.status).sort()).toEqual([200, 409]);
+    const won = answers.find((r) => r.status === 200)!.body;
+    expectError(answers.find((r) => r.status === 409)!, 409, { code: 'traffic_split_steered' });
+    expect((await v2.beta.endpoints.abExperiments.list(e.id)).data.map((x) => x.id)).toEqual([won.id]);
+    expect((await v2.beta.endpoints.retrieve(e.id)).trafficSplit).toEqual(won.members.map((m: any) => ({ deploymentId: m.deploymentId, weight: m.percent })));
+  });
+
   test('deleting the experiment restores the split it found, less the deployments deleted meanwhile', async () => {
     const { e, ds } = await endpointWith(t, v2, [{}, {}, {}]);
     const [a, b, c] = ds.map((d) => d.id) as [string, string, string];
@@ -544,7 +562,8 @@ describe('a slow or failing target changes nothing the caller sees', () => {
     const { engines } = loadConfig({
       ENGINES: JSON.stringify({
         routes: [
-          { models: ['Qwen/*'], engine: 'upstream', url: `http://127.0.0.1:${port}/v1`, timeoutMs: 3000 },
+          // Long enough that the callers' answers all come back while the copies still hang, even on a loaded machine.
+          { models: ['Qwen/*'], engine: 'upstream', url: `http://127.0.0.1:${port}/v1`, timeoutMs: 10_000 },
           // Nothing listens on port 9: connections are refused.
           { models: ['mistralai/*'], engine: 'upstream', url: 'http://127.0.0.1:9/v1' },
         ],
@@ -604,8 +623,8 @@ describe('a slow or failing target changes nothing the caller sees', () => {
       source: { endpoint: { sampling: { uniform: { rate: 1 } } } },
       targets: [{ name: 'slow', targetDeploymentId: ds[1]!.id }],
     });
-    // A queue of 2 waiting copies and 1 running, in front of the hanging upstream.
-    const shadows = new Shadows(p.services, { waiting: 2, running: 1 });
+    // A queue of 2 waiting copies and 2 running, in front of the hanging upstream.
+    const shadows = new Shadows(p.services, { waiting: 2, running: 2 });
     const body = { model: e.name, messages: [{ role: 'user', content: 'hi' }] };
     for (let i = 0; i < 6; i++) shadows.offer({ op: 'chat', body, projectId: p.caller.identity.projectId, endpointId: e.id, servedBy: ds[0]!.id });
     await eventually(async () => shadows.snapshot().dropped + shadows.snapshot().waiting + shadows.snapshot().running === 6);
