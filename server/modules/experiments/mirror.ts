@@ -65,7 +65,8 @@ export interface ShadowCounts {
 
 export class Shadows {
   private readonly plans = new Map<string, { at: number; plan?: PlannedExperiment[]; loading?: Promise<PlannedExperiment[]> }>();
-  private readonly samplers = new Map<string, { sampling: string; sampler: Sampler }>();
+  /** Per endpoint, per experiment: the sampler and the sampling it was made for (its counters live as long). */
+  private readonly samplers = new Map<string, Map<string, { sampling: string; sampler: Sampler }>>();
   private readonly queue: Copy[] = [];
   private running = 0;
   private readonly outcomes: Served[] = [];
@@ -94,7 +95,13 @@ export class Shadows {
     this.plans.set(a.endpointId, entry);
     entry.loading!.then(
       (plan) => {
-        if (this.plans.get(a.endpointId) === entry) this.plans.set(a.endpointId, { at: entry.at, plan });
+        if (this.plans.get(a.endpointId) === entry) {
+          this.plans.set(a.endpointId, { at: entry.at, plan });
+          // Deleted (or target-less) experiments' counters go.
+          const kept = this.samplers.get(a.endpointId);
+          for (const id of kept?.keys() ?? []) if (!plan.some((e) => e.id === id)) kept!.delete(id);
+          if (kept?.size === 0) this.samplers.delete(a.endpointId);
+        }
         this.decide(a, plan);
       },
       () => {
@@ -127,11 +134,17 @@ export class Shadows {
   }
 
   private decide(a: Answered, plan: PlannedExperiment[]): void {
+    if (plan.length === 0) return;
+    let mine = this.samplers.get(a.endpointId);
+    if (!mine) {
+      mine = new Map();
+      this.samplers.set(a.endpointId, mine);
+    }
     for (const e of plan) {
-      let s = this.samplers.get(e.id);
+      let s = mine.get(e.id);
       if (s?.sampling !== e.sampling) {
         s = { sampling: e.sampling, sampler: sampler(JSON.parse(e.sampling) as Sampling) };
-        this.samplers.set(e.id, s);
+        mine.set(e.id, s);
       }
       if (!s.sampler.take(a.body, this.services.clock.now())) continue;
       for (const target of e.targets) {
