@@ -2025,6 +2025,65 @@ export interface paths {
         patch: operations["updateV2Endpoint"];
         trace?: never;
     };
+    "/v2/projects/{projectId}/endpoints/{endpointId}/abExperiments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                endpointId: components["parameters"]["V2EndpointId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List an endpoint's A/B experiments
+         * @description The endpoint's A/B experiment (at most one), as a page.
+         */
+        get: operations["listABExperiments"];
+        put?: never;
+        /**
+         * Start an A/B experiment
+         * @description Checks the members (the tag's **A/B experiments**) and makes their percents the endpoint's traffic split.
+         */
+        post: operations["createABExperiment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/projects/{projectId}/endpoints/{endpointId}/abExperiments/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                endpointId: components["parameters"]["V2EndpointId"];
+                /** @description The A/B experiment's id (`abx_...`). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** Get an A/B experiment */
+        get: operations["getABExperiment"];
+        put?: never;
+        post?: never;
+        /**
+         * End an A/B experiment
+         * @description Restores the endpoint's traffic split as it was before the experiment and hands it back to the endpoint's PATCH.
+         */
+        delete: operations["deleteABExperiment"];
+        options?: never;
+        head?: never;
+        /**
+         * Change an A/B experiment's description or re-weight its members
+         * @description New `members` (checked as at creation) become the endpoint's traffic split at once.
+         */
+        patch: operations["updateABExperiment"];
+        trace?: never;
+    };
     "/v2/projects/{projectId}/endpoints/{endpointId}/analytics": {
         parameters: {
             query?: never;
@@ -2481,6 +2540,119 @@ export interface paths {
         options?: never;
         head?: never;
         patch?: never;
+        trace?: never;
+    };
+    "/v2/projects/{projectId}/endpoints/{endpointId}/shadowExperiments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                endpointId: components["parameters"]["V2EndpointId"];
+            };
+            cookie?: never;
+        };
+        /** List an endpoint's shadow experiments */
+        get: operations["listShadowExperiments"];
+        put?: never;
+        /**
+         * Start a shadow experiment
+         * @description The experiment with its sampling and, optionally, its first targets (the tag's **Shadow experiments**).
+         */
+        post: operations["createShadowExperiment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/projects/{projectId}/endpoints/{endpointId}/shadowExperiments/{experimentId}/targets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                endpointId: components["parameters"]["V2EndpointId"];
+                /** @description The shadow experiment's id (`shx_...`). */
+                experimentId: components["parameters"]["ShadowExperimentId"];
+            };
+            cookie?: never;
+        };
+        /** List a shadow experiment's targets */
+        get: operations["listShadowTargets"];
+        put?: never;
+        /**
+         * Add a target to a shadow experiment
+         * @description From the next request on, sampled requests are copied to it too.
+         */
+        post: operations["createShadowTarget"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/projects/{projectId}/endpoints/{endpointId}/shadowExperiments/{experimentId}/targets/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                endpointId: components["parameters"]["V2EndpointId"];
+                /** @description The shadow experiment's id (`shx_...`). */
+                experimentId: components["parameters"]["ShadowExperimentId"];
+                /** @description The target's id (`sht_...`). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** Get a shadow experiment's target */
+        get: operations["getShadowTarget"];
+        put?: never;
+        post?: never;
+        /**
+         * Remove a target
+         * @description Nothing more is copied to it; an experiment left without targets becomes INACTIVE.
+         */
+        delete: operations["deleteShadowTarget"];
+        options?: never;
+        head?: never;
+        /**
+         * Rename a target, change its description or point it at another deployment
+         * @description `targetDeploymentId` is checked as at creation (400 `unknown_deployment`, 409 `target_exists`).
+         */
+        patch: operations["updateShadowTarget"];
+        trace?: never;
+    };
+    "/v2/projects/{projectId}/endpoints/{endpointId}/shadowExperiments/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                endpointId: components["parameters"]["V2EndpointId"];
+                /** @description The shadow experiment's id (`shx_...`). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** Get a shadow experiment, with its targets */
+        get: operations["getShadowExperiment"];
+        put?: never;
+        post?: never;
+        /**
+         * End a shadow experiment
+         * @description Deletes it and its targets; nothing more is copied.
+         */
+        delete: operations["deleteShadowExperiment"];
+        options?: never;
+        head?: never;
+        /** Change a shadow experiment's description or sampling */
+        patch: operations["updateShadowExperiment"];
         trace?: never;
     };
     "/v2/projects/{projectId}/endpoints/{endpointId}/usage": {
@@ -4417,6 +4589,162 @@ export interface components {
         EvaluationErrorResults: {
             /** @description Why the job ended `user_error` or `error`. */
             error: string;
+        };
+        ABExperimentMember: {
+            /** @description A deployment of the endpoint. */
+            deploymentId: string;
+            /**
+             * @description Exactly one member is the control.
+             * @enum {string}
+             */
+            role: "AB_EXPERIMENT_MEMBER_ROLE_CONTROL" | "AB_EXPERIMENT_MEMBER_ROLE_VARIANT";
+            /** @description Its share of the endpoint's requests, 1 to 100; the members' add up to 100. */
+            percent: number;
+        };
+        ABExperiment: {
+            /** @description `abx_...`. */
+            id: $Read<string>;
+            projectId: $Read<string>;
+            endpointId: $Read<string>;
+            name: string;
+            description?: string;
+            members: components["schemas"]["ABExperimentMember"][];
+            /** @description The id of the API key that created it. */
+            createdBy: $Read<string>;
+            /** Format: date-time */
+            createdAt: $Read<string>;
+            /** Format: date-time */
+            updatedAt: $Read<string>;
+            etag: string;
+        };
+        ABExperimentList: {
+            /** @constant */
+            object: "list";
+            data: components["schemas"]["ABExperiment"][];
+            /** @description `""` on the last page. */
+            next_cursor: string;
+        };
+        ABExperimentCreate: {
+            name: string;
+            description?: string;
+            members: components["schemas"]["ABExperimentMember"][];
+        };
+        ABExperimentUpdate: {
+            description?: string;
+            members?: components["schemas"]["ABExperimentMember"][];
+            /** @description When given, must be the experiment's current etag (else 409 `etag_mismatch`). */
+            etag?: string;
+        };
+        /** @description A duration in seconds (`"60s"`), from 1 s to 3600 s; `"60s"` when absent. */
+        ShadowWindow: string;
+        /** @description Exactly one form (the tag's **Shadow experiments**). */
+        ShadowSampling: {
+            uniform: {
+                /** @description The fraction of requests copied, 0 to 1. */
+                rate: number;
+            };
+        } | {
+            keyBased: {
+                /** @description The fraction of key values copied, 0 to 1. */
+                rate: number;
+                /** @description A dotted path into the request body, e.g. `user`. */
+                key: string;
+            };
+        } | {
+            adaptiveUniform: {
+                /** @description Copies per second at most, over `window`; above 0. */
+                targetQps: number;
+                window?: components["schemas"]["ShadowWindow"];
+            };
+        } | {
+            adaptiveKeyBased: {
+                /** @description Copies per second aimed at, over `window`; above 0. */
+                targetQps: number;
+                /** @description A dotted path into the request body, e.g. `user`. */
+                key: string;
+                window?: components["schemas"]["ShadowWindow"];
+            };
+        };
+        ShadowSource: {
+            /** @description The experiment's endpoint (the one in the path). */
+            endpoint: {
+                sampling: components["schemas"]["ShadowSampling"];
+            };
+        };
+        ShadowTarget: {
+            /** @description `sht_...`. */
+            id: $Read<string>;
+            experimentId: $Read<string>;
+            name: string;
+            /** @description A deployment of the experiment's endpoint. */
+            targetDeploymentId: string;
+            description?: string;
+            /** Format: date-time */
+            createdAt: $Read<string>;
+            /** Format: date-time */
+            updatedAt: $Read<string>;
+            etag: string;
+        };
+        ShadowTargetList: {
+            /** @constant */
+            object: "list";
+            data: components["schemas"]["ShadowTarget"][];
+            /** @description `""` on the last page. */
+            next_cursor: string;
+        };
+        ShadowTargetCreate: {
+            /** @description Not empty (400 `invalid_name`). */
+            name: string;
+            targetDeploymentId: string;
+            description?: string;
+        };
+        ShadowTargetUpdate: {
+            name?: string;
+            targetDeploymentId?: string;
+            description?: string;
+            /** @description When given, must be the target's current etag (else 409 `etag_mismatch`). */
+            etag?: string;
+        };
+        ShadowExperiment: {
+            /** @description `shx_...`. */
+            id: $Read<string>;
+            projectId: $Read<string>;
+            endpointId: $Read<string>;
+            name: string;
+            description?: string;
+            source: components["schemas"]["ShadowSource"];
+            targets: components["schemas"]["ShadowTarget"][];
+            /** @description The id of the API key that created it. */
+            createdBy: $Read<string>;
+            /** Format: date-time */
+            createdAt: $Read<string>;
+            /** Format: date-time */
+            updatedAt: $Read<string>;
+            etag: string;
+            /**
+             * @description ACTIVE while it has a target.
+             * @enum {string}
+             */
+            state: $Read<"SHADOW_EXPERIMENT_STATE_ACTIVE" | "SHADOW_EXPERIMENT_STATE_INACTIVE">;
+        };
+        ShadowExperimentList: {
+            /** @constant */
+            object: "list";
+            data: components["schemas"]["ShadowExperiment"][];
+            /** @description `""` on the last page. */
+            next_cursor: string;
+        };
+        ShadowExperimentCreate: {
+            /** @description Not empty (400 `invalid_name`). */
+            name: string;
+            source: components["schemas"]["ShadowSource"];
+            targets?: components["schemas"]["ShadowTargetCreate"][];
+        };
+        ShadowExperimentUpdate: {
+            description?: string;
+            source?: components["schemas"]["ShadowSource"];
+            /** @description When given, must be the experiment's current etag (else 409 `etag_mismatch`). */
+            etag?: string;
         };
         /**
          * @description What the file is for.
@@ -6504,6 +6832,8 @@ export interface components {
         V1EndpointId: string;
         /** @description The job's `workflow_id` (`eval-...`). */
         EvaluationId: string;
+        /** @description The shadow experiment's id (`shx_...`). */
+        ShadowExperimentId: string;
         /** @description The file's id (`file-...`). */
         FileId: string;
         /** @description The job's id (`ft-...`). */
@@ -9906,6 +10236,207 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    listABExperiments: {
+        parameters: {
+            query?: {
+                /** @description Page size (the contract's **Lists**: 50 when absent or 0, at most 100, negative is 400 `invalid_limit`). */
+                limit?: components["parameters"]["Limit"];
+                /** @description The `next_cursor` of the previous page (the tag's **Lists**). */
+                after?: components["parameters"]["After"];
+            };
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                endpointId: components["parameters"]["V2EndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of A/B experiments. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ABExperimentList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createABExperiment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                endpointId: components["parameters"]["V2EndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ABExperimentCreate"];
+            };
+        };
+        responses: {
+            /** @description The experiment. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ABExperiment"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            /** @description `traffic_split_steered`: a rollout or another A/B experiment steers the endpoint's split. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorData"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getABExperiment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                endpointId: components["parameters"]["V2EndpointId"];
+                /** @description The A/B experiment's id (`abx_...`). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The experiment. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ABExperiment"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteABExperiment: {
+        parameters: {
+            query?: {
+                /** @description When given, the delete applies only if it equals the resource's current etag (else 409 `etag_mismatch`). */
+                etag?: components["parameters"]["Etag"];
+            };
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                endpointId: components["parameters"]["V2EndpointId"];
+                /** @description The A/B experiment's id (`abx_...`). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Empty"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            /** @description `etag_mismatch`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorData"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updateABExperiment: {
+        parameters: {
+            query?: {
+                /** @description Comma-separated names of the body fields to apply (all given fields when absent); spaces around a name are ignored. */
+                updateMask?: components["parameters"]["UpdateMask"];
+            };
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                endpointId: components["parameters"]["V2EndpointId"];
+                /** @description The A/B experiment's id (`abx_...`). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ABExperimentUpdate"];
+            };
+        };
+        responses: {
+            /** @description The experiment. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ABExperiment"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            /** @description `etag_mismatch`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorData"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     getV2EndpointAnalytics: {
         parameters: {
             query?: {
@@ -10742,6 +11273,420 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listShadowExperiments: {
+        parameters: {
+            query?: {
+                /** @description Page size (the contract's **Lists**: 50 when absent or 0, at most 100, negative is 400 `invalid_limit`). */
+                limit?: components["parameters"]["Limit"];
+                /** @description The `next_cursor` of the previous page (the tag's **Lists**). */
+                after?: components["parameters"]["After"];
+                /** @description `true`: each experiment's `targets` are filled; else they are empty. */
+                includeTargets?: boolean;
+            };
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                endpointId: components["parameters"]["V2EndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of shadow experiments. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ShadowExperimentList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createShadowExperiment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                endpointId: components["parameters"]["V2EndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ShadowExperimentCreate"];
+            };
+        };
+        responses: {
+            /** @description The experiment. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ShadowExperiment"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            /** @description `experiment_name_taken`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorData"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listShadowTargets: {
+        parameters: {
+            query?: {
+                /** @description Page size (the contract's **Lists**: 50 when absent or 0, at most 100, negative is 400 `invalid_limit`). */
+                limit?: components["parameters"]["Limit"];
+                /** @description The `next_cursor` of the previous page (the tag's **Lists**). */
+                after?: components["parameters"]["After"];
+            };
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                endpointId: components["parameters"]["V2EndpointId"];
+                /** @description The shadow experiment's id (`shx_...`). */
+                experimentId: components["parameters"]["ShadowExperimentId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of targets. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ShadowTargetList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createShadowTarget: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                endpointId: components["parameters"]["V2EndpointId"];
+                /** @description The shadow experiment's id (`shx_...`). */
+                experimentId: components["parameters"]["ShadowExperimentId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ShadowTargetCreate"];
+            };
+        };
+        responses: {
+            /** @description The target. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ShadowTarget"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            /** @description `target_exists`: the deployment is already a target of this experiment; `target_name_taken`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorData"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getShadowTarget: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                endpointId: components["parameters"]["V2EndpointId"];
+                /** @description The shadow experiment's id (`shx_...`). */
+                experimentId: components["parameters"]["ShadowExperimentId"];
+                /** @description The target's id (`sht_...`). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The target. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ShadowTarget"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteShadowTarget: {
+        parameters: {
+            query?: {
+                /** @description When given, the delete applies only if it equals the resource's current etag (else 409 `etag_mismatch`). */
+                etag?: components["parameters"]["Etag"];
+            };
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                endpointId: components["parameters"]["V2EndpointId"];
+                /** @description The shadow experiment's id (`shx_...`). */
+                experimentId: components["parameters"]["ShadowExperimentId"];
+                /** @description The target's id (`sht_...`). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Empty"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            /** @description `etag_mismatch`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorData"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updateShadowTarget: {
+        parameters: {
+            query?: {
+                /** @description Comma-separated names of the body fields to apply (all given fields when absent); spaces around a name are ignored. */
+                updateMask?: components["parameters"]["UpdateMask"];
+            };
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                endpointId: components["parameters"]["V2EndpointId"];
+                /** @description The shadow experiment's id (`shx_...`). */
+                experimentId: components["parameters"]["ShadowExperimentId"];
+                /** @description The target's id (`sht_...`). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ShadowTargetUpdate"];
+            };
+        };
+        responses: {
+            /** @description The target. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ShadowTarget"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            /** @description `etag_mismatch`, `target_exists`, `target_name_taken`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorData"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getShadowExperiment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                endpointId: components["parameters"]["V2EndpointId"];
+                /** @description The shadow experiment's id (`shx_...`). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The experiment. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ShadowExperiment"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteShadowExperiment: {
+        parameters: {
+            query?: {
+                /** @description When given, the delete applies only if it equals the resource's current etag (else 409 `etag_mismatch`). */
+                etag?: components["parameters"]["Etag"];
+            };
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                endpointId: components["parameters"]["V2EndpointId"];
+                /** @description The shadow experiment's id (`shx_...`). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Empty"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            /** @description `etag_mismatch`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorData"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updateShadowExperiment: {
+        parameters: {
+            query?: {
+                /** @description Comma-separated names of the body fields to apply (all given fields when absent); spaces around a name are ignored. */
+                updateMask?: components["parameters"]["UpdateMask"];
+            };
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                endpointId: components["parameters"]["V2EndpointId"];
+                /** @description The shadow experiment's id (`shx_...`). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ShadowExperimentUpdate"];
+            };
+        };
+        responses: {
+            /** @description The experiment. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ShadowExperiment"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            /** @description `etag_mismatch`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorData"];
+                };
+            };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];

@@ -10,6 +10,7 @@ import { dedicated } from './dedicated/index.ts';
 import { embeddings } from './embeddings/index.ts';
 import { endpoints } from './endpoints/index.ts';
 import { evaluation } from './evaluation/index.ts';
+import { experiments } from './experiments/index.ts';
 import { files } from './files/index.ts';
 import { fineTuning } from './fine-tuning/index.ts';
 import { hardware } from './hardware/index.ts';
@@ -37,6 +38,7 @@ export const modules = [
   adapters,
   dedicated,
   rollouts,
+  experiments,
   inference,
   embeddings,
   rerank,

@@ -6,6 +6,7 @@ import { newId } from '../../core/ids.ts';
 import { localTextEngine, type TextOperation, upstreamTextEngine } from '../../engines/chat.ts';
 import { reply } from '../../http/reply.ts';
 import { recordServed } from '../dedicated/index.ts';
+import { mirror } from '../experiments/index.ts';
 import { catalogueModel } from '../models/index.ts';
 import type { Context } from '../types.ts';
 import { resolveTarget } from './targets.ts';
@@ -13,7 +14,8 @@ import { fromUpstream } from './wire.ts';
 
 type Ctx = Context<'createChatCompletion'> | Context<'createCompletion'>;
 
-async function infer(op: TextOperation, { db, clock, body, identity, engines }: Ctx) {
+async function infer(op: TextOperation, ctx: Ctx) {
+  const { db, clock, body, identity, engines } = ctx;
   const target = await resolveTarget(db, identity, body.model, op);
   const started = performance.now();
   // A v2 deployment's requests are recorded when their answer ends: analytics, rollouts' metric rules, A/B members
@@ -23,6 +25,8 @@ async function infer(op: TextOperation, { db, clock, body, identity, engines }: 
     const served = { projectId: identity.projectId, endpointId: target.endpointId, deploymentId: target.servedBy, status };
     const tokens = { promptTokens: usage?.prompt_tokens, completionTokens: usage?.completion_tokens };
     await db.writeStatement((c) => recordServed(c, { ...served, ...tokens, latencyMs: performance.now() - started, at: clock.now() }));
+    // Shadow experiments copy the request to their targets later, off this answer's path (experiments' mirror.ts).
+    mirror(ctx, { op, body, projectId: identity.projectId, endpointId: target.endpointId, servedBy: target.servedBy, adapter: target.adapter });
   };
   const warnings: string[] = [];
   if (body.safety_model !== undefined) {

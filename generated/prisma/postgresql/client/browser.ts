@@ -163,6 +163,21 @@ export type ServedRequest = Prisma.ServedRequestModel
  */
 export type EvaluationJob = Prisma.EvaluationJobModel
 /**
+ * Model AbExperiment
+ * 
+ */
+export type AbExperiment = Prisma.AbExperimentModel
+/**
+ * Model ShadowExperiment
+ * 
+ */
+export type ShadowExperiment = Prisma.ShadowExperimentModel
+/**
+ * Model ShadowTarget
+ * 
+ */
+export type ShadowTarget = Prisma.ShadowTargetModel
+/**
  * Model File
  * 
  */

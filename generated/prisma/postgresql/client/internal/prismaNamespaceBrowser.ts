@@ -80,6 +80,9 @@ export const ModelName = {
   DeploymentAdapter: 'DeploymentAdapter',
   ServedRequest: 'ServedRequest',
   EvaluationJob: 'EvaluationJob',
+  AbExperiment: 'AbExperiment',
+  ShadowExperiment: 'ShadowExperiment',
+  ShadowTarget: 'ShadowTarget',
   File: 'File',
   FineTune: 'FineTune',
   FineTuneEvent: 'FineTuneEvent',
@@ -568,6 +571,54 @@ export const EvaluationJobScalarFieldEnum = {
 } as const
 
 export type EvaluationJobScalarFieldEnum = (typeof EvaluationJobScalarFieldEnum)[keyof typeof EvaluationJobScalarFieldEnum]
+
+
+export const AbExperimentScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  endpointId: 'endpointId',
+  name: 'name',
+  description: 'description',
+  members: 'members',
+  previousSplit: 'previousSplit',
+  createdBy: 'createdBy',
+  etag: 'etag',
+  createdAt: 'createdAt',
+  updatedAt: 'updatedAt'
+} as const
+
+export type AbExperimentScalarFieldEnum = (typeof AbExperimentScalarFieldEnum)[keyof typeof AbExperimentScalarFieldEnum]
+
+
+export const ShadowExperimentScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  endpointId: 'endpointId',
+  name: 'name',
+  description: 'description',
+  sampling: 'sampling',
+  createdBy: 'createdBy',
+  etag: 'etag',
+  createdAt: 'createdAt',
+  updatedAt: 'updatedAt'
+} as const
+
+export type ShadowExperimentScalarFieldEnum = (typeof ShadowExperimentScalarFieldEnum)[keyof typeof ShadowExperimentScalarFieldEnum]
+
+
+export const ShadowTargetScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  experimentId: 'experimentId',
+  name: 'name',
+  description: 'description',
+  targetDeploymentId: 'targetDeploymentId',
+  etag: 'etag',
+  createdAt: 'createdAt',
+  updatedAt: 'updatedAt'
+} as const
+
+export type ShadowTargetScalarFieldEnum = (typeof ShadowTargetScalarFieldEnum)[keyof typeof ShadowTargetScalarFieldEnum]
 
 
 export const FileScalarFieldEnum = {

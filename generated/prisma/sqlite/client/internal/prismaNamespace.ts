@@ -426,6 +426,9 @@ export const ModelName = {
   DeploymentAdapter: 'DeploymentAdapter',
   ServedRequest: 'ServedRequest',
   EvaluationJob: 'EvaluationJob',
+  AbExperiment: 'AbExperiment',
+  ShadowExperiment: 'ShadowExperiment',
+  ShadowTarget: 'ShadowTarget',
   File: 'File',
   FineTune: 'FineTune',
   FineTuneEvent: 'FineTuneEvent',
@@ -454,7 +457,7 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
     omit: GlobalOmitOptions
   }
   meta: {
-    modelProps: "organization" | "project" | "apiKey" | "seedRun" | "serverKey" | "autoscalerState" | "hardware" | "model" | "modelRevision" | "remoteUpload" | "remoteUploadEvent" | "modelUploadJob" | "hardwareReservation" | "cluster" | "computeHost" | "computeInstance" | "computeVm" | "passiveHealthCheckAlert" | "remediation" | "idempotencyRecord" | "v1Endpoint" | "modelConfig" | "dedicatedEndpoint" | "deployment" | "endpointEvent" | "adapterBinding" | "deploymentAdapter" | "servedRequest" | "evaluationJob" | "file" | "fineTune" | "fineTuneEvent" | "fineTuneCheckpoint" | "queueJob" | "rollout" | "rolloutStep" | "workItem" | "volume" | "volumeVersion" | "volumeMount" | "secret" | "video"
+    modelProps: "organization" | "project" | "apiKey" | "seedRun" | "serverKey" | "autoscalerState" | "hardware" | "model" | "modelRevision" | "remoteUpload" | "remoteUploadEvent" | "modelUploadJob" | "hardwareReservation" | "cluster" | "computeHost" | "computeInstance" | "computeVm" | "passiveHealthCheckAlert" | "remediation" | "idempotencyRecord" | "v1Endpoint" | "modelConfig" | "dedicatedEndpoint" | "deployment" | "endpointEvent" | "adapterBinding" | "deploymentAdapter" | "servedRequest" | "evaluationJob" | "abExperiment" | "shadowExperiment" | "shadowTarget" | "file" | "fineTune" | "fineTuneEvent" | "fineTuneCheckpoint" | "queueJob" | "rollout" | "rolloutStep" | "workItem" | "volume" | "volumeVersion" | "volumeMount" | "secret" | "video"
     txIsolationLevel: TransactionIsolationLevel
   }
   model: {
@@ -2604,6 +2607,228 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
         }
       }
     }
+    AbExperiment: {
+      payload: Prisma.$AbExperimentPayload<ExtArgs>
+      fields: Prisma.AbExperimentFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.AbExperimentFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$AbExperimentPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.AbExperimentFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$AbExperimentPayload>
+        }
+        findFirst: {
+          args: Prisma.AbExperimentFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$AbExperimentPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.AbExperimentFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$AbExperimentPayload>
+        }
+        findMany: {
+          args: Prisma.AbExperimentFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$AbExperimentPayload>[]
+        }
+        create: {
+          args: Prisma.AbExperimentCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$AbExperimentPayload>
+        }
+        createMany: {
+          args: Prisma.AbExperimentCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.AbExperimentCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$AbExperimentPayload>[]
+        }
+        delete: {
+          args: Prisma.AbExperimentDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$AbExperimentPayload>
+        }
+        update: {
+          args: Prisma.AbExperimentUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$AbExperimentPayload>
+        }
+        deleteMany: {
+          args: Prisma.AbExperimentDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.AbExperimentUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.AbExperimentUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$AbExperimentPayload>[]
+        }
+        upsert: {
+          args: Prisma.AbExperimentUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$AbExperimentPayload>
+        }
+        aggregate: {
+          args: Prisma.AbExperimentAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateAbExperiment>
+        }
+        groupBy: {
+          args: Prisma.AbExperimentGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AbExperimentGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.AbExperimentCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AbExperimentCountAggregateOutputType> | number
+        }
+      }
+    }
+    ShadowExperiment: {
+      payload: Prisma.$ShadowExperimentPayload<ExtArgs>
+      fields: Prisma.ShadowExperimentFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.ShadowExperimentFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ShadowExperimentPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.ShadowExperimentFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ShadowExperimentPayload>
+        }
+        findFirst: {
+          args: Prisma.ShadowExperimentFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ShadowExperimentPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.ShadowExperimentFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ShadowExperimentPayload>
+        }
+        findMany: {
+          args: Prisma.ShadowExperimentFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ShadowExperimentPayload>[]
+        }
+        create: {
+          args: Prisma.ShadowExperimentCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ShadowExperimentPayload>
+        }
+        createMany: {
+          args: Prisma.ShadowExperimentCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.ShadowExperimentCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ShadowExperimentPayload>[]
+        }
+        delete: {
+          args: Prisma.ShadowExperimentDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ShadowExperimentPayload>
+        }
+        update: {
+          args: Prisma.ShadowExperimentUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ShadowExperimentPayload>
+        }
+        deleteMany: {
+          args: Prisma.ShadowExperimentDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.ShadowExperimentUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.ShadowExperimentUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ShadowExperimentPayload>[]
+        }
+        upsert: {
+          args: Prisma.ShadowExperimentUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ShadowExperimentPayload>
+        }
+        aggregate: {
+          args: Prisma.ShadowExperimentAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateShadowExperiment>
+        }
+        groupBy: {
+          args: Prisma.ShadowExperimentGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.ShadowExperimentGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.ShadowExperimentCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.ShadowExperimentCountAggregateOutputType> | number
+        }
+      }
+    }
+    ShadowTarget: {
+      payload: Prisma.$ShadowTargetPayload<ExtArgs>
+      fields: Prisma.ShadowTargetFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.ShadowTargetFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ShadowTargetPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.ShadowTargetFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ShadowTargetPayload>
+        }
+        findFirst: {
+          args: Prisma.ShadowTargetFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ShadowTargetPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.ShadowTargetFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ShadowTargetPayload>
+        }
+        findMany: {
+          args: Prisma.ShadowTargetFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ShadowTargetPayload>[]
+        }
+        create: {
+          args: Prisma.ShadowTargetCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ShadowTargetPayload>
+        }
+        createMany: {
+          args: Prisma.ShadowTargetCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.ShadowTargetCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ShadowTargetPayload>[]
+        }
+        delete: {
+          args: Prisma.ShadowTargetDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ShadowTargetPayload>
+        }
+        update: {
+          args: Prisma.ShadowTargetUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ShadowTargetPayload>
+        }
+        deleteMany: {
+          args: Prisma.ShadowTargetDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.ShadowTargetUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.ShadowTargetUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ShadowTargetPayload>[]
+        }
+        upsert: {
+          args: Prisma.ShadowTargetUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ShadowTargetPayload>
+        }
+        aggregate: {
+          args: Prisma.ShadowTargetAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateShadowTarget>
+        }
+        groupBy: {
+          args: Prisma.ShadowTargetGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.ShadowTargetGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.ShadowTargetCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.ShadowTargetCountAggregateOutputType> | number
+        }
+      }
+    }
     File: {
       payload: Prisma.$FilePayload<ExtArgs>
       fields: Prisma.FileFieldRefs
@@ -4061,6 +4286,54 @@ export const EvaluationJobScalarFieldEnum = {
 export type EvaluationJobScalarFieldEnum = (typeof EvaluationJobScalarFieldEnum)[keyof typeof EvaluationJobScalarFieldEnum]
 
 
+export const AbExperimentScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  endpointId: 'endpointId',
+  name: 'name',
+  description: 'description',
+  members: 'members',
+  previousSplit: 'previousSplit',
+  createdBy: 'createdBy',
+  etag: 'etag',
+  createdAt: 'createdAt',
+  updatedAt: 'updatedAt'
+} as const
+
+export type AbExperimentScalarFieldEnum = (typeof AbExperimentScalarFieldEnum)[keyof typeof AbExperimentScalarFieldEnum]
+
+
+export const ShadowExperimentScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  endpointId: 'endpointId',
+  name: 'name',
+  description: 'description',
+  sampling: 'sampling',
+  createdBy: 'createdBy',
+  etag: 'etag',
+  createdAt: 'createdAt',
+  updatedAt: 'updatedAt'
+} as const
+
+export type ShadowExperimentScalarFieldEnum = (typeof ShadowExperimentScalarFieldEnum)[keyof typeof ShadowExperimentScalarFieldEnum]
+
+
+export const ShadowTargetScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  experimentId: 'experimentId',
+  name: 'name',
+  description: 'description',
+  targetDeploymentId: 'targetDeploymentId',
+  etag: 'etag',
+  createdAt: 'createdAt',
+  updatedAt: 'updatedAt'
+} as const
+
+export type ShadowTargetScalarFieldEnum = (typeof ShadowTargetScalarFieldEnum)[keyof typeof ShadowTargetScalarFieldEnum]
+
+
 export const FileScalarFieldEnum = {
   id: 'id',
   projectId: 'projectId',
@@ -4532,6 +4805,9 @@ export type GlobalOmitConfig = {
   deploymentAdapter?: Prisma.DeploymentAdapterOmit
   servedRequest?: Prisma.ServedRequestOmit
   evaluationJob?: Prisma.EvaluationJobOmit
+  abExperiment?: Prisma.AbExperimentOmit
+  shadowExperiment?: Prisma.ShadowExperimentOmit
+  shadowTarget?: Prisma.ShadowTargetOmit
   file?: Prisma.FileOmit
   fineTune?: Prisma.FineTuneOmit
   fineTuneEvent?: Prisma.FineTuneEventOmit
