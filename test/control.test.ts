@@ -1,11 +1,12 @@
 // The control plane (spec/tags/control.yaml), used the way an application's test suite would: through the typed
 // client with the control key, beside the official clients pointed at the server.
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createPlatformClient, type PlatformClient } from '@inference-platform/client';
 import OpenAI from 'openai';
 import Together from 'together-ai';
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
+import { unplaced } from '../server/modules/control/index.ts';
 import { expectError } from './support/expect.ts';
 import { uploadFile } from './support/files.ts';
 import { startTestPlatform, TEST_CONTROL_KEY, type TestPlatform } from './support/platform.ts';
@@ -178,6 +179,14 @@ describe('the request journal', () => {
 });
 
 describe('reset', () => {
+  test("places every table: the platform's, a project's (projectId), or a child reached through its parent", () => {
+    const fields: Record<string, string[]> = {};
+    for (const f of readdirSync('prisma/models').filter((n) => n.endsWith('.prisma')))
+      for (const [, name, body] of readFileSync(join('prisma/models', f), 'utf8').matchAll(/^model (\w+) \{\n([\s\S]*?)\n\}/gm))
+        fields[name!] = body!.split('\n').map((l) => l.trim().split(/\s+/)[0]!);
+    expect(unplaced((m) => fields[m] ?? [])).toEqual([]);
+  });
+
   test("a project's reset deletes its resources and their bytes, and nothing of another project", async () => {
     const mine = await uploadFile(t.other, 'fine-tune', [{ text: 'a' }]);
     const theirs = await uploadFile(t.caller, 'fine-tune', [{ text: 'b' }]);

@@ -8,6 +8,7 @@ export type { Fault } from './faults.ts';
 export { BODY_LIMIT, keptBody } from './journal.ts';
 export { controlKey } from './key.ts';
 export { ControlPlane } from './plane.ts';
+export { unplaced } from './reset.ts';
 
 export const control: ModuleDescriptor<'control'> = {
   name: 'control',

@@ -20,10 +20,18 @@ const CHILDREN: Partial<Record<Model, (tx: Tx, projectId: string) => Promise<{ c
     tx.fineTuneCheckpoint.deleteMany({
       where: { jobId: { in: (await tx.fineTune.findMany({ where: { projectId }, select: { id: true } })).map((f) => f.id) } },
     }),
+  AutoscalerState: async (tx, projectId) =>
+    tx.autoscalerState.deleteMany({
+      where: { deploymentId: { in: (await tx.deployment.findMany({ where: { projectId }, select: { id: true } })).map((d) => d.id) } },
+    }),
   VolumeVersion: async (tx, projectId) =>
     tx.volumeVersion.deleteMany({ where: { volumeId: { in: (await tx.volume.findMany({ where: { projectId }, select: { id: true } })).map((v) => v.id) } } }),
 };
 const MODELS = Object.values(Prisma.ModelName) as Model[];
+
+/** Tables neither of the platform nor with their own projectId column nor placed as children: none may be. */
+export const unplaced = (columns: (model: Model) => string[]) =>
+  MODELS.filter((m) => !PLATFORM.includes(m) && !CHILDREN[m] && !columns(m).includes('projectId'));
 const delegate = (tx: Tx, model: Model) =>
   (tx as unknown as Record<string, { deleteMany(args?: unknown): Promise<{ count: number }> }>)[model[0]!.toLowerCase() + model.slice(1)]!;
 
