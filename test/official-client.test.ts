@@ -77,9 +77,9 @@
 //
 // SDK methods of these areas whose operations this server does NOT implement (outside its scope):
 // - endpoints.listAvzones (GET /v1/clusters/availability-zones).
-// - beta.endpoints.analytics; beta.endpoints.adapters.* (v2 adapters on deployments); beta.endpoints.rollouts.*,
-//   .abExperiments.*, .shadowExperiments.* (incl. .targets).
-// (beta.endpoints.listOrgScoped, .hardware.*, .placementProfiles.* and beta.models.listSupported/retrieveSupported:
+// (beta.endpoints.analytics: test/v2-analytics.test.ts; beta.endpoints.adapters.*: test/v2-adapters.test.ts;
+// beta.endpoints.rollouts.*: test/rollouts.test.ts; .abExperiments.*, .shadowExperiments.* and .targets:
+// test/experiments.test.ts; beta.endpoints.listOrgScoped, .hardware.*, .placementProfiles.* and beta.models.listSupported/retrieveSupported:
 // test/official-v2-reads.test.ts; beta.models.* and beta.models.remoteUploads.*: test/model-catalogue.test.ts.)
 // - beta.clusters.create/update/delete/listRegions, beta.clusters.storage.* (cluster lifecycle and storage).
 // - beta.jig.deploy/retrieve/update/list/destroy/retrieveLogs (/v1/deployments[/{id}[/logs]]): Jig containers, not
