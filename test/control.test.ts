@@ -168,6 +168,17 @@ describe('the request journal', () => {
     expect(all).not.toContain(t.caller.key);
   });
 
+  test('keeps a bounded copy of any body: 100,000 levels deep or a megabyte long', async () => {
+    const deep = `{"model": "x", "payload": ${'['.repeat(100_000)}${']'.repeat(100_000)}}`;
+    expectError(await t.caller.http.post('/v1/queue/submit').set('Content-Type', 'application/json').send(deep), 400, { code: 'nesting_too_deep' });
+    const long = { ...chat, messages: [{ role: 'user', content: 'word '.repeat(200_000) }] };
+    await t.caller.http.post('/v1/chat/completions').send(long);
+    const [big, nested] = (await control.GET('/_control/journal')).data!.data;
+    expect(JSON.stringify(nested!.request_body).length).toBeLessThan(10_000);
+    expect(nested!.request_body).toMatchObject({ model: 'x' });
+    expect(big!.request_body).toMatch(/cut at 4096 characters\)$/);
+  });
+
   test('filters by status and path, and clears', async () => {
     await t.caller.http.get('/v1/whoami');
     await t.caller.http.get('/v1/files/file-nope');

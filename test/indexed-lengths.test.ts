@@ -49,6 +49,11 @@ const USER_WRITTEN: Record<string, Writer[]> = {
     { op: 'updateSecret', in: 'body', field: 'name' },
   ],
   'IdempotencyRecord.key': [{ op: 'createRemediation', in: 'query', field: 'remediation_id' }],
+  'ShadowExperiment.name': [{ op: 'createShadowExperiment', in: 'body', field: 'name' }],
+  'ShadowTarget.name': [
+    { op: 'createShadowTarget', in: 'body', field: 'name' },
+    { op: 'updateShadowTarget', in: 'body', field: 'name' },
+  ],
 };
 
 /**
@@ -68,7 +73,7 @@ const SERVER_WRITTEN: Record<string, string> = {
   'V1Endpoint.name': 'made by the server, `<model name>-<6 hex characters>` (v1 endpoints are not created through the API)',
   'QueueJob.status': "a state of the queue job's machine",
   'WorkItem.state': "a state of the runner's items",
-  'ServerKey.name': "the name of one of the server's own keys (`upload-urls`)",
+  'ServerKey.name': "the name of one of the server's own keys (`upload-urls`, `control-key-sha256`)",
 };
 
 /** Each model's String columns and its indexes (lists of column names), from prisma/models/. */
@@ -185,6 +190,16 @@ describe('each bound through the API: at the bound stored, one past it 400 namin
     const ok = await deploy(incompressible(100));
     expect(ok.status, JSON.stringify(ok.body)).toBe(200);
     expectError(await deploy(incompressible(101)), 400, { code: 'maxLength', param: 'name' });
+  });
+
+  test('a shadow experiment name: 256 characters', async () => {
+    const http = t.caller.http;
+    const endpoint = (await http.post(`${v2()}/endpoints`).send({ name: 'shadowed-here' })).body.id;
+    const create = (name: string) =>
+      http.post(`${v2()}/endpoints/${endpoint}/shadowExperiments`).send({ name, source: { endpoint: { sampling: { uniform: { rate: 1 } } } } });
+    const ok = await create(incompressible(256));
+    expect(ok.status, JSON.stringify(ok.body)).toBe(200);
+    expectError(await create(incompressible(257)), 400, { code: 'maxLength', param: 'name' });
   });
 
   test('a queue: 256 characters', async () => {

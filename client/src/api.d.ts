@@ -4693,7 +4693,7 @@ export interface components {
             next_cursor: string;
         };
         ShadowTargetCreate: {
-            /** @description Not empty (400 `invalid_name`). */
+            /** @description Not empty (400 `invalid_name`); at most 256 characters (400 `maxLength`). */
             name: string;
             targetDeploymentId: string;
             description?: string;
@@ -4735,7 +4735,7 @@ export interface components {
             next_cursor: string;
         };
         ShadowExperimentCreate: {
-            /** @description Not empty (400 `invalid_name`). */
+            /** @description Not empty (400 `invalid_name`); at most 256 characters (400 `maxLength`). */
             name: string;
             source: components["schemas"]["ShadowSource"];
             targets?: components["schemas"]["ShadowTargetCreate"][];
@@ -6896,7 +6896,6 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
-            500: components["responses"]["InternalError"];
         };
     };
     createFault: {
@@ -6923,7 +6922,6 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
-            500: components["responses"]["InternalError"];
         };
     };
     clearFaults: {
@@ -6949,7 +6947,6 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
-            500: components["responses"]["InternalError"];
         };
     };
     deleteFault: {
@@ -6979,7 +6976,6 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
-            500: components["responses"]["InternalError"];
         };
     };
     listJournal: {
@@ -7014,7 +7010,6 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
-            500: components["responses"]["InternalError"];
         };
     };
     clearJournal: {
@@ -7040,7 +7035,6 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
-            500: components["responses"]["InternalError"];
         };
     };
     resetPlatform: {

@@ -181,19 +181,24 @@ export function createApp(options: AppOptions): express.Express {
       observe?.(operationId, res.statusCode);
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
       log.info({ requestId, method, path: req.path, operationId, status: res.statusCode, ms }, 'request');
+      // The journal never fails a request: what it cannot keep is logged and left out.
       if (answered)
-        control.journal.add({
-          at: options.clock.now(),
-          method,
-          path: req.originalUrl,
-          operation: operationId ?? null,
-          projectId: req.identity?.projectId ?? null,
-          status: res.statusCode,
-          ms: Math.round(ms * 10) / 10,
-          requestBody: keptBody(req.body, operationId ?? null),
-          responseBody: answered(),
-          fault: (res.locals.fault as string | undefined) ?? null,
-        });
+        try {
+          control.journal.add({
+            at: options.clock.now(),
+            method,
+            path: req.originalUrl,
+            operation: operationId ?? null,
+            projectId: req.identity?.projectId ?? null,
+            status: res.statusCode,
+            ms: Math.round(ms * 10) / 10,
+            requestBody: keptBody(req.body, operationId ?? null),
+            responseBody: answered(),
+            fault: (res.locals.fault as string | undefined) ?? null,
+          });
+        } catch (err) {
+          log.warn({ err, requestId }, 'the request journal could not keep this request');
+        }
     });
     // HEAD is GET without the body: Node's response already knows to send none.
     if (method === 'HEAD') req.method = 'GET';

@@ -24,25 +24,33 @@ export interface JournalEntry {
   fault: string | null;
 }
 
-/** A copy of a JSON value with secret-looking fields (and a secret operation's `value`) replaced. */
-export function redact(value: unknown, operation: string | null, depth = 0): unknown {
-  if (Array.isArray(value)) return value.map((v) => redact(v, operation, depth + 1));
+// A kept body is at most BODY_LIMIT characters, so a copy stops early: at the body nesting limit's depth and after
+// enough values to fill it (a 10 MB or 100,000-level body costs no more to journal than a small one).
+const MAX_DEPTH = 64;
+const MAX_VALUES = BODY_LIMIT;
+
+/** A bounded copy of a JSON value with secret-looking fields (and a secret operation's `value`) replaced. */
+export function redact(value: unknown, operation: string | null, budget = { values: MAX_VALUES }, depth = 0): unknown {
   if (value === null || typeof value !== 'object') return value;
-  return Object.fromEntries(
-    Object.entries(value).map(([k, v]) => [
-      k,
-      SECRET_FIELD.test(k) || (depth === 0 && k === 'value' && operation !== null && SECRET_VALUES.has(operation))
-        ? '[redacted]'
-        : redact(v, operation, depth + 1),
-    ]),
-  );
+  if (depth >= MAX_DEPTH) return '[deeper than 64 levels]';
+  const entries = Array.isArray(value) ? value.map((v, i) => [i, v] as const) : Object.entries(value);
+  const out: [string | number, unknown][] = [];
+  for (const [k, v] of entries) {
+    if (--budget.values < 0) {
+      out.push([typeof k === 'number' ? k : '...', '[cut]']);
+      break;
+    }
+    const secret = typeof k === 'string' && (SECRET_FIELD.test(k) || (depth === 0 && k === 'value' && operation !== null && SECRET_VALUES.has(operation)));
+    out.push([k, secret ? '[redacted]' : redact(v, operation, budget, depth + 1)]);
+  }
+  return Array.isArray(value) ? out.map(([, v]) => v) : Object.fromEntries(out);
 }
 
 /** A body as the journal keeps it: JSON (redacted) when it fits, else its text cut at BODY_LIMIT. */
 export function keptBody(body: unknown, operation: string | null): unknown {
   if (body === undefined || body === null) return null;
   const text = typeof body === 'string' ? body : JSON.stringify(redact(body, operation));
-  if (text.length > BODY_LIMIT) return `${text.slice(0, BODY_LIMIT)}... (cut at ${BODY_LIMIT} of ${text.length} characters)`;
+  if (text.length > BODY_LIMIT) return `${text.slice(0, BODY_LIMIT)}... (cut at ${BODY_LIMIT} characters)`;
   return typeof body === 'string' ? body : JSON.parse(text);
 }
 
