@@ -333,6 +333,10 @@ describe('shadow experiments and targets', () => {
     expect(await v2.beta.endpoints.shadowExperiments.targets.retrieve(second.id, where)).toEqual(second);
     const renamed = await v2.beta.endpoints.shadowExperiments.targets.update(second.id, { ...where, updateMask: 'name', name: 'renamed', etag: second.etag });
     expect(renamed).toMatchObject({ name: 'renamed', targetDeploymentId: other });
+    const staleRename = await refusal(
+      v2.beta.endpoints.shadowExperiments.targets.update(second.id, { ...where, updateMask: 'name', name: 'renamed-again', etag: second.etag }),
+    );
+    expect([staleRename.status, staleRename.error.error.code]).toEqual([409, 'etag_mismatch']);
     const taken = await refusal(v2.beta.endpoints.shadowExperiments.targets.create({ ...where, name: 'again', targetDeploymentId: candidate }));
     expect(taken.status).toBe(409);
     expect(taken.error.error).toMatchObject({ code: 'target_exists', param: 'targetDeploymentId' });
@@ -347,6 +351,8 @@ describe('shadow experiments and targets', () => {
     const gone = await refusal(v2.beta.endpoints.shadowExperiments.targets.retrieve(second.id, where));
     expect(gone.error.error).toMatchObject({ code: 'not_found', param: 'id' });
 
+    const staleDelete = await refusal(v2.beta.endpoints.shadowExperiments.delete(x.id, { endpointId: e.id, etag: x.etag }));
+    expect([staleDelete.status, staleDelete.error.error.code]).toEqual([409, 'etag_mismatch']);
     expect(await v2.beta.endpoints.shadowExperiments.delete(x.id, { endpointId: e.id, etag: inactive.etag })).toEqual({});
     expect((await v2.beta.endpoints.shadowExperiments.list(e.id)).data).toEqual([]);
     const missing = await refusal(v2.beta.endpoints.shadowExperiments.targets.list(e.id, x.id));

@@ -443,6 +443,11 @@ describe('refusals', () => {
     const pending = (await create(p)).body.id;
     await act(p, first.id, 'start');
     expectError(await create(p), 409, { code: 'traffic_split_steered', param: null });
+    const preview = await t.http
+      .post(`${base()}/${p.e.id}/rollouts/preview-defaults`)
+      .set(auth())
+      .send({ sourceDeploymentId: p.blue.id, targetDeploymentId: p.green.id, canary: {} });
+    expectError(preview, 409, { code: 'traffic_split_steered', param: null });
     expectError(await act(p, pending, 'start'), 409, { code: 'traffic_split_steered' });
     expectError(
       await t.http

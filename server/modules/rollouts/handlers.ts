@@ -91,7 +91,9 @@ export async function createRollout(ctx: Context<'createRollout'>) {
 }
 
 export async function previewRolloutDefaults(ctx: Context<'previewRolloutDefaults'>) {
-  const { plan, source, target } = await checked(ctx.db.prisma, ctx, ctx.body);
+  const { e, plan, source, target } = await checked(ctx.db.prisma, ctx, ctx.body);
+  // The checks of createRollout, the steered split's included: what it would refuse, the preview refuses.
+  if (e.trafficOwner) throw trafficSteered(e, null);
   const replicas = (d: Deployment) => (d.state === READY ? d.readyReplicas : 0);
   const warnings = [
     ...(target.state === READY ? [] : [{ code: 'target_not_ready', message: `Target deployment '${target.id}' is ${target.state}; start needs it READY.` }]),
