@@ -30,6 +30,8 @@ describe('the control key', () => {
   test('is the only key that opens the control plane: none 401 missing_api_key, a project key 401 invalid_api_key', async () => {
     expectError(await t.http.get('/_control/journal'), 401, { code: 'missing_api_key', param: null });
     expectError(await t.http.get('/_control/journal').set('Authorization', `Bearer ${t.caller.key}`), 401, { code: 'invalid_api_key' });
+    // Read as the API reads its keys: a header that is not a bearer key is an invalid key, not a missing one.
+    expectError(await t.http.get('/_control/journal').set('Authorization', `Basic ${TEST_CONTROL_KEY}`), 401, { code: 'invalid_api_key' });
     expect((await t.http.get('/_control/journal').set('Authorization', `Bearer ${TEST_CONTROL_KEY}`)).status).toBe(200);
   });
 

@@ -16,10 +16,10 @@ import { type OperationId, operations } from '../../generated/operations.ts';
 import { apiError } from '../core/errors.ts';
 import { changelogPath, specPath } from '../core/paths.ts';
 import type { RateLimits } from '../limits/rate-limits.ts';
-import { BODY_LIMIT, keptBody } from '../modules/control/index.ts';
+import { captureBody, keptBody } from '../modules/control/index.ts';
 import { handlers, signed, uploads } from '../modules/index.ts';
 import type { Services } from '../modules/types.ts';
-import { authenticate, type KeyCache } from './auth.ts';
+import { authenticate, bearerKey, type KeyCache } from './auth.ts';
 import { errorHandler } from './error-handler.ts';
 import { refuseControlCharacters, refuseDeepNesting, refuseNonFinite } from './input.ts';
 import { multipartBodies, type Upload } from './multipart.ts';
@@ -86,41 +86,7 @@ const CONTROL_PREFIX = '/_control/';
 /** Whether a request goes in the journal: API requests, not the control plane's own. */
 const journaled = (path: string) => !path.startsWith(CONTROL_PREFIX) && apiPrefixes.some((p) => path.startsWith(p));
 
-/** Keeps the first BODY_LIMIT bytes a response writes; answers them as the journal keeps a body (JSON when whole). */
-function captureBody(res: express.Response): () => unknown {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  let total = 0;
-  const keep = (chunk: unknown, encoding?: unknown) => {
-    if (chunk === undefined || chunk === null || typeof chunk === 'function') return;
-    const buf = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as string, typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8');
-    total += buf.length;
-    if (size < BODY_LIMIT) {
-      chunks.push(buf.subarray(0, BODY_LIMIT - size));
-      size += Math.min(buf.length, BODY_LIMIT - size);
-    }
-  };
-  const write = res.write.bind(res) as (...a: unknown[]) => boolean;
-  const end = res.end.bind(res) as (...a: unknown[]) => express.Response;
-  res.write = ((...a: unknown[]) => {
-    keep(a[0], a[1]);
-    return write(...a);
-  }) as typeof res.write;
-  res.end = ((...a: unknown[]) => {
-    keep(a[0], a[1]);
-    return end(...a);
-  }) as typeof res.end;
-  return () => {
-    const text = Buffer.concat(chunks).toString('utf8');
-    if (total > BODY_LIMIT) return `${text}... (cut at ${BODY_LIMIT} of ${total} bytes)`;
-    if (!text) return null;
-    try {
-      return JSON.parse(text);
-    } catch {
-      return text;
-    }
-  };
-}
+const noRoute = (req: express.Request) => apiError(404, 'not_found', `No route ${req.method} ${req.path} exists.`);
 
 // The operations the spec authorises otherwise than by the bearer key are exactly those a module checks itself
 // (the control plane's, which take the control key, aside).
@@ -225,11 +191,11 @@ export function createApp(options: AppOptions): express.Express {
   }) as RequestHandler);
   // The control plane takes the control key, never a project's; switched off, its paths do not exist.
   const authenticateControl = (req: express.Request, next: express.NextFunction) => {
-    if (!control.enabled) throw apiError(404, 'not_found', `No route ${req.method} ${req.path} exists.`);
-    const header = req.get('authorization');
-    const secret = header?.match(/^Bearer[ \t]+(\S+)\s*$/i)?.[1];
-    if (!secret) throw apiError(401, 'missing_api_key', "The control plane takes the control key: send it as 'Authorization: Bearer <control key>'.");
-    if (!control.accepts(secret))
+    if (!control.enabled) throw noRoute(req);
+    const secret = bearerKey(req.get('authorization'));
+    if (secret === undefined)
+      throw apiError(401, 'missing_api_key', "The control plane takes the control key: send it as 'Authorization: Bearer <control key>'.");
+    if (secret === null || !control.accepts(secret))
       throw apiError(401, 'invalid_api_key', 'The control key provided is not valid (a project API key does not open the control plane).');
     next();
   };
@@ -308,7 +274,7 @@ export function createApp(options: AppOptions): express.Express {
   }) as RequestHandler);
 
   app.use(((req) => {
-    throw apiError(404, 'not_found', `No route ${req.method} ${req.path} exists.`);
+    throw noRoute(req);
   }) as RequestHandler);
   app.use(resetOnRefusals(limits, limited, (req) => (req as { openapi?: Matched }).openapi?.schema?.operationId ?? matchOperation(req.method, req.path)));
   app.use(errorHandler(log));

@@ -119,14 +119,22 @@ export class KeyCache {
   }
 }
 
+/**
+ * The key an `Authorization` header carries: undefined when there is none (no header, or `Bearer` alone: 401
+ * `missing_api_key`), null when the header is not a bearer key (401 `invalid_api_key`).
+ */
+export function bearerKey(header: string | undefined): string | null | undefined {
+  if (!header || /^Bearer\s*$/i.test(header)) return undefined;
+  return header.match(/^Bearer[ \t]+(\S+)\s*$/i)?.[1] ?? null;
+}
+
 export function authenticate(keys: KeyCache): RequestHandler {
   return async (req, _res, next) => {
-    const header = req.headers.authorization;
-    const match = header?.match(/^Bearer[ \t]+(\S+)\s*$/i);
-    if (!header || /^Bearer\s*$/i.test(header)) {
+    const key = bearerKey(req.headers.authorization);
+    if (key === undefined) {
       throw apiError(401, 'missing_api_key', "You didn't provide an API key. Send it as 'Authorization: Bearer <API_KEY>'.");
     }
-    const identity = match && match[1].length <= 256 ? await keys.resolve(match[1]) : null;
+    const identity = key !== null && key.length <= 256 ? await keys.resolve(key) : null;
     if (!identity) throw apiError(401, 'invalid_api_key', 'The API key provided is not valid.');
     req.identity = identity;
     next();

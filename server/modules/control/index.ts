@@ -5,7 +5,7 @@ import type { ModuleDescriptor } from '../types.ts';
 import { clearFaults, clearJournal, createFault, deleteFault, listFaults, listJournal, resetPlatform } from './handlers.ts';
 
 export type { Fault } from './faults.ts';
-export { BODY_LIMIT, keptBody } from './journal.ts';
+export { captureBody, keptBody } from './journal.ts';
 export { controlKey } from './key.ts';
 export { ControlPlane } from './plane.ts';
 export { unplaced } from './reset.ts';

@@ -1,6 +1,7 @@
 // The request journal (the Control tag): this process's last API requests and their answers, in a ring of
 // `CONTROL_JOURNAL_SIZE` entries, so a test can assert what its application sent. Bodies are kept up to 4 KiB, with
 // secret-looking fields redacted; the Authorization header is never read.
+import type { ServerResponse } from 'node:http';
 import type { OperationId } from '../../../generated/operations.ts';
 
 export const BODY_LIMIT = 4096;
@@ -52,6 +53,42 @@ export function keptBody(body: unknown, operation: string | null): unknown {
   const text = typeof body === 'string' ? body : JSON.stringify(redact(body, operation));
   if (text.length > BODY_LIMIT) return `${text.slice(0, BODY_LIMIT)}... (cut at ${BODY_LIMIT} characters)`;
   return typeof body === 'string' ? body : JSON.parse(text);
+}
+
+/** Keeps the first BODY_LIMIT bytes a response writes; answers them as the journal keeps a body (JSON when whole). */
+export function captureBody(res: ServerResponse): () => unknown {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let total = 0;
+  const keep = (chunk: unknown, encoding?: unknown) => {
+    if (chunk === undefined || chunk === null || typeof chunk === 'function') return;
+    const buf = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as string, typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8');
+    total += buf.length;
+    if (size < BODY_LIMIT) {
+      chunks.push(buf.subarray(0, BODY_LIMIT - size));
+      size += Math.min(buf.length, BODY_LIMIT - size);
+    }
+  };
+  const write = res.write.bind(res) as (...a: unknown[]) => boolean;
+  const end = res.end.bind(res) as (...a: unknown[]) => ServerResponse;
+  res.write = ((...a: unknown[]) => {
+    keep(a[0], a[1]);
+    return write(...a);
+  }) as typeof res.write;
+  res.end = ((...a: unknown[]) => {
+    keep(a[0], a[1]);
+    return end(...a);
+  }) as typeof res.end;
+  return () => {
+    const text = Buffer.concat(chunks).toString('utf8');
+    if (total > BODY_LIMIT) return `${text}... (cut at ${BODY_LIMIT} of ${total} bytes)`;
+    if (!text) return null;
+    try {
+      return JSON.parse(text);
+    } catch {
+      return text;
+    }
+  };
 }
 
 export class Journal {

@@ -13,13 +13,10 @@ type Model = (typeof Prisma.ModelName)[keyof typeof Prisma.ModelName];
 // deletes the rest (the bootstrap seeds Hardware, the catalogue and SeedRun again).
 const PLATFORM: Model[] = ['Organization', 'Project', 'ApiKey', 'SeedRun', 'ServerKey', 'Hardware'];
 // Tables scoped through a parent rather than a projectId column.
+const fineTunesOf = async (tx: Tx, projectId: string) => (await tx.fineTune.findMany({ where: { projectId }, select: { id: true } })).map((f) => f.id);
 const CHILDREN: Partial<Record<Model, (tx: Tx, projectId: string) => Promise<{ count: number }>>> = {
-  FineTuneEvent: async (tx, projectId) =>
-    tx.fineTuneEvent.deleteMany({ where: { jobId: { in: (await tx.fineTune.findMany({ where: { projectId }, select: { id: true } })).map((f) => f.id) } } }),
-  FineTuneCheckpoint: async (tx, projectId) =>
-    tx.fineTuneCheckpoint.deleteMany({
-      where: { jobId: { in: (await tx.fineTune.findMany({ where: { projectId }, select: { id: true } })).map((f) => f.id) } },
-    }),
+  FineTuneEvent: async (tx, projectId) => tx.fineTuneEvent.deleteMany({ where: { jobId: { in: await fineTunesOf(tx, projectId) } } }),
+  FineTuneCheckpoint: async (tx, projectId) => tx.fineTuneCheckpoint.deleteMany({ where: { jobId: { in: await fineTunesOf(tx, projectId) } } }),
   AutoscalerState: async (tx, projectId) =>
     tx.autoscalerState.deleteMany({
       where: { deploymentId: { in: (await tx.deployment.findMany({ where: { projectId }, select: { id: true } })).map((d) => d.id) } },

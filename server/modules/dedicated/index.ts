@@ -42,7 +42,7 @@ import { AUTOSCALER_KIND } from './traffic.ts';
 
 // What this module offers the others.
 export { setReplicas } from './scale.ts';
-export { figures, recordServed, recordServedMany, type Served, type ServedFigures, servedFigures, servedRows } from './served.ts';
+export { figures, nearestRank, recordServed, recordServedMany, type Served, type ServedFigures, servedFigures, servedRows } from './served.ts';
 export { adapterServers, routeRequest, type SplitEntry, splitOf, steerTraffic, type TrafficOwner, trafficSteered } from './traffic.ts';
 
 /** The published configs (seed.json), with their certification records; a config whose model the catalogue lacks is left out. */

@@ -91,8 +91,9 @@ export function servedRows(db: Db | Tx, q: ServedQuery) {
   });
 }
 
-/** Nearest-rank percentile of sorted values. */
-const rank = (sorted: number[], p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]! : 0);
+/** Nearest-rank percentile of sorted values (0 of none). */
+export const nearestRank = (sorted: number[], p: number) =>
+  sorted.length ? sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]! : 0;
 
 /** The figures of a set of rows. */
 export function figures(rows: { status: number; latencyMs: number; promptTokens: number; completionTokens: number }[]): ServedFigures {
@@ -103,10 +104,10 @@ export function figures(rows: { status: number; latencyMs: number; promptTokens:
     errors,
     errorRate: rows.length ? errors / rows.length : 0,
     latencyMs: {
-      p50: rank(latencies, 50),
-      p90: rank(latencies, 90),
-      p95: rank(latencies, 95),
-      p99: rank(latencies, 99),
+      p50: nearestRank(latencies, 50),
+      p90: nearestRank(latencies, 90),
+      p95: nearestRank(latencies, 95),
+      p99: nearestRank(latencies, 99),
       mean: rows.length ? latencies.reduce((a, b) => a + b, 0) / rows.length : 0,
     },
     promptTokens: rows.reduce((n, r) => n + r.promptTokens, 0),

@@ -1,15 +1,12 @@
 // A rollout's metric rules, checked against what was really served (the ServedRequest rows dedicated records): the
 // target's rows of the step's window, and for a regression check the source's rows of the same window.
 import type { Tx } from '../../db/index.ts';
-import { servedRows } from '../dedicated/index.ts';
+import { nearestRank, servedRows } from '../dedicated/index.ts';
 import type { Wire } from '../types.ts';
 import type { MetricRule } from './rules.ts';
 
 type Row = { status: number; latencyMs: number; createdAt: bigint };
 export type MetricResult = Wire<'MetricResult'>;
-
-/** Nearest-rank percentile of sorted values. */
-const rank = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
 
 function stat(rule: MetricRule, sorted: number[]): number {
   switch (rule.stat) {
@@ -18,7 +15,7 @@ function stat(rule: MetricRule, sorted: number[]): number {
     case 'METRIC_STAT_TYPE_MAX':
       return sorted[sorted.length - 1]!;
     case 'METRIC_STAT_TYPE_PERCENTILE':
-      return rank(sorted, rule.percentile!);
+      return nearestRank(sorted, rule.percentile!);
     default:
       return sorted.reduce((a, b) => a + b, 0) / sorted.length;
   }
