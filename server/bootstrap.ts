@@ -5,7 +5,7 @@
 import { insertApiKey } from './accounts.ts';
 import { type Clock, instant } from './core/clock.ts';
 import { newId } from './core/ids.ts';
-import type { Database, Tx } from './db/index.ts';
+import { type Database, startLock } from './db/index.ts';
 import { ensureUploadKey } from './modules/files/index.ts';
 import { modules } from './modules/index.ts';
 
@@ -14,15 +14,10 @@ export const DEFAULT_PROJECT_SLUG = 'default';
 /** An unprinted development key younger than this is another start's, printing it right now: left alone. */
 export const DEVELOPMENT_KEY_GRACE_MS = 10_000;
 
-/** One start at a time on PostgreSQL (several server processes may start at once); SQLite writes are serialized already. */
-const lock = async (db: Database, tx: Tx) => {
-  if (db.provider === 'postgresql') await tx.$executeRawUnsafe('SELECT pg_advisory_xact_lock(727073)');
-};
-
 /** Ensures the default organization and project, and seeds every module not seeded yet; answers the default project. */
 export async function bootstrap(db: Database, clock: Clock): Promise<{ id: string; organizationId: string }> {
   return db.write(async (tx) => {
-    await lock(db, tx);
+    await startLock(db, tx);
     let project = await tx.project.findUnique({ where: { slug: DEFAULT_PROJECT_SLUG } });
     if (!project) {
       const org = await tx.organization.create({ data: { id: newId('org', clock.now()), name: 'Default Organization', createdAt: instant(clock) } });
@@ -48,7 +43,7 @@ export async function bootstrap(db: Database, clock: Clock): Promise<{ id: strin
  */
 export async function developmentKey(db: Database, clock: Clock, projectId: string): Promise<{ id: string; secret: string } | null> {
   return db.write(async (tx) => {
-    await lock(db, tx);
+    await startLock(db, tx);
     const keys = await tx.apiKey.findMany({ where: { projectId, development: true } });
     if (keys.some((k) => k.announcedAt !== null)) return null;
     const unprinted = keys.filter((k) => k.revokedAt === null);

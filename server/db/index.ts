@@ -48,6 +48,14 @@ export interface Database {
   close(): Promise<void>;
 }
 
+/**
+ * Holds, until `tx` ends, the lock that lets one start at a time make what every start makes sure of (several server
+ * processes may start at once on PostgreSQL); SQLite writes are serialized already.
+ */
+export async function startLock(db: Database, tx: Tx): Promise<void> {
+  if (db.provider === 'postgresql') await tx.$executeRawUnsafe('SELECT pg_advisory_xact_lock(727073)');
+}
+
 const SQLITE_BUSY_TIMEOUT_MS = 10_000;
 // The adapter opens transactions with a deferred BEGIN, which takes the file's write lock only at the first write. A
 // transaction that reads first and then writes after another process (the CLI) committed cannot upgrade its stale

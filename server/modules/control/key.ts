@@ -3,7 +3,7 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { type Clock, instant } from '../../core/clock.ts';
 import { hashKey } from '../../core/identity.ts';
-import type { Database } from '../../db/index.ts';
+import { type Database, startLock } from '../../db/index.ts';
 
 const KEY_NAME = 'control-key-sha256';
 
@@ -16,6 +16,7 @@ export async function controlKey(
   if (!config.enabled) return null;
   if (config.key) return { hash: hashKey(config.key), minted: null };
   return db.write(async (tx) => {
+    await startLock(db, tx); // two processes starting at once on an empty database make one key
     const row = await tx.serverKey.findUnique({ where: { name: KEY_NAME } });
     if (row) return { hash: row.value, minted: null };
     const secret = `ctl_${randomBytes(24).toString('base64url')}`;
