@@ -55,6 +55,29 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/_control/fine-tunes/{fineTuneId}/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A fine-tune's training metrics, whatever its project
+         * @description The rows `GET /v1/fine-tunes/{id}/metrics` answers its project (every logged step: `train/global_step`,
+         *     `train/loss`, `eval/loss` at the evaluations, ...), for any project's fine-tune: the console plots its
+         *     loss curves from them. A fine-tune that has not trained yet has none (an empty list). An unknown id
+         *     answers 404 naming `fineTuneId`.
+         */
+        get: operations["getControlFineTuneMetrics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/_control/journal": {
         parameters: {
             query?: never;
@@ -68,6 +91,34 @@ export interface paths {
         post?: never;
         /** Empty this process's journal */
         delete: operations["clearJournal"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/_control/overview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Everything on the platform, across projects (the console's view)
+         * @description A read-only view across every organization and project, which no project key can see: the projects and
+         *     their API keys (masked: the key's first 10 characters and `…`; a key's secret is never stored, only its
+         *     hash), the resources and jobs with their state and state timeline, the queue's depth by model, and the
+         *     endpoints with their deployments and traffic split.
+         *
+         *     **Resources** are files, fine-tunes, videos, evaluations, queue jobs, v1 endpoints and deployments, the
+         *     newest `limit` of each kind (default 100), newest first. A timeline lists what each kind records: a
+         *     fine-tune's events, an evaluation's status updates, a deployment's endpoint events; for the others their
+         *     creation, claim and finish times. The state is the kind's own (`status` or `state` on the API).
+         */
+        get: operations["getControlOverview"];
+        put?: never;
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -99,6 +150,29 @@ export interface paths {
          *     Work the runner was doing for a deleted resource finds it gone and stops. Answers how long it took.
          */
         post: operations["resetPlatform"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/_control/videos/{videoId}/content": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A completed video's file, whatever its project
+         * @description The file `getVideoContent` serves the video's project (`outputs.video_url`), to the control key: the
+         *     console fetches it with its bearer header and plays it. Streamed, with `Range` support (206 with the part
+         *     asked, 416 `range_not_satisfiable` for an unsatisfiable range). A video that has not completed has no
+         *     file: 409 `video_not_ready` (param `videoId`). An unknown id answers 404 naming `videoId`.
+         */
+        get: operations["getControlVideoContent"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -3650,6 +3724,77 @@ export interface components {
             probability?: number;
             ttl_seconds?: number;
         };
+        ControlOverview: {
+            /** @description Every project, oldest first. */
+            projects: {
+                id: string;
+                name: string;
+                slug: string;
+                organization_id: string;
+                organization_name: string;
+                keys: {
+                    id: string;
+                    name: string;
+                    /** @description The key's first 10 characters and `…`; never the whole key. */
+                    masked: string;
+                    development: boolean;
+                    /** Format: date-time */
+                    created_at: string;
+                    /** Format: date-time */
+                    revoked_at: string | null;
+                }[];
+            }[];
+            /** @description The newest `limit` resources of each kind, newest first within a kind. */
+            resources: components["schemas"]["ControlResource"][];
+            /** @description The queue by model. */
+            queue: {
+                model: string;
+                /** @description Jobs waiting to be claimed. */
+                depth: number;
+                /** @description Jobs claimed by a worker, not yet done. */
+                claimed: number;
+                /** @description Jobs finished (done, failed or canceled). */
+                done: number;
+                /** @description Retries over every job of the model. */
+                retries: number;
+            }[];
+            /** @description Dedicated endpoints (v2) with their deployments; v1 endpoints are resources of kind `endpoint`. */
+            endpoints: {
+                id: string;
+                project_id: string;
+                name: string;
+                /** @description The endpoint's split as the platform's API answers it (deployment names and weights). */
+                traffic_split: unknown[];
+                deployments: {
+                    id: string;
+                    name: string;
+                    model: string;
+                    state: string;
+                    ready_replicas: number;
+                    min_replicas: number;
+                    max_replicas: number;
+                }[];
+            }[];
+        };
+        ControlResource: {
+            /** @enum {string} */
+            kind: "file" | "fine_tune" | "video" | "evaluation" | "queue_job" | "endpoint" | "deployment";
+            id: string;
+            project_id: string;
+            state: string;
+            /** @description What it is, in a few words (a file's name, a job's model, an endpoint's name). */
+            label: string;
+            /** Format: date-time */
+            created_at: string;
+            /** @description What happened to it, oldest first. */
+            timeline: {
+                /** Format: date-time */
+                at: string;
+                /** @description A state it entered, or an event's type. */
+                event: string;
+                message?: string;
+            }[];
+        };
         Empty: Record<string, never>;
         /**
          * @description A name: any non-empty string without `/` or `:` (400 `invalid_name`) of at most 100 characters (the
@@ -6980,6 +7125,40 @@ export interface operations {
             404: components["responses"]["NotFound"];
         };
     };
+    getControlFineTuneMetrics: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                fineTuneId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The metrics, by step. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        project_id: string;
+                        status: string;
+                        metrics: {
+                            [key: string]: number;
+                        }[];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     listJournal: {
         parameters: {
             query?: {
@@ -7039,6 +7218,33 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
         };
     };
+    getControlOverview: {
+        parameters: {
+            query?: {
+                /** @description The newest this many resources of each kind. */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The view. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ControlOverview"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     resetPlatform: {
         parameters: {
             query?: never;
@@ -7077,6 +7283,46 @@ export interface operations {
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getControlVideoContent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                videoId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The whole file. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "video/mp4": Blob;
+                    "video/webm": Blob;
+                };
+            };
+            /** @description The requested range of the file (`Content-Range` says which). */
+            206: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "video/mp4": Blob;
+                    "video/webm": Blob;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            416: components["responses"]["RangeNotSatisfiable"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
         };

@@ -2,6 +2,7 @@
 // (journal.ts) and fault rules (faults.ts), kept per process in a ControlPlane (plane.ts), behind the control key
 // (key.ts). The HTTP pipeline records and applies them (server/http/app.ts).
 import type { ModuleDescriptor } from '../types.ts';
+import { getControlFineTuneMetrics, getControlOverview, getControlVideoContent } from './console.ts';
 import { clearFaults, clearJournal, createFault, deleteFault, listFaults, listJournal, resetPlatform } from './handlers.ts';
 
 export type { Fault } from './faults.ts';
@@ -12,6 +13,17 @@ export { unplaced } from './reset.ts';
 
 export const control: ModuleDescriptor<'control'> = {
   name: 'control',
-  handlers: { resetPlatform, listJournal, clearJournal, listFaults, createFault, deleteFault, clearFaults },
+  handlers: {
+    resetPlatform,
+    listJournal,
+    clearJournal,
+    listFaults,
+    createFault,
+    deleteFault,
+    clearFaults,
+    getControlOverview,
+    getControlFineTuneMetrics,
+    getControlVideoContent,
+  },
   // Nothing here belongs to a project: no cross-project fixtures.
 };
