@@ -164,6 +164,8 @@ describe.skipIf(!existsSync(CHROMIUM))(`the console in headless Chromium (${CHRO
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--autoplay-policy=no-user-gesture-required'] });
     page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     page.on('pageerror', (err) => errors.push(err.message));
+    // A script or style the page's CSP refuses shows here (refused requests, which the tests make on purpose, do not count).
+    page.on('console', (m) => m.type() === 'error' && !m.text().startsWith('Failed to load resource') && errors.push(m.text()));
     page.on('dialog', (d) => void d.accept());
     await page.goto(`${t.url}/console`);
     await page.fill('#control-key', TEST_CONTROL_KEY);

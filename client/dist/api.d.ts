@@ -108,7 +108,8 @@ export interface paths {
          * @description A read-only view across every organization and project, which no project key can see: the projects and
          *     their API keys (masked: the key's first 10 characters and `…`; a key's secret is never stored, only its
          *     hash), the resources and jobs with their state and state timeline, the queue's depth by model, and the
-         *     endpoints with their deployments and traffic split.
+         *     dedicated endpoints with their deployments and traffic split. Every project is listed (projects are few and
+         *     made by people); everything else is bounded by `limit`.
          *
          *     **Resources** are files, fine-tunes, videos, evaluations, queue jobs, v1 endpoints and deployments, the
          *     newest `limit` of each kind (default 100), newest first. A timeline lists what each kind records: a
@@ -3758,7 +3759,7 @@ export interface components {
                 /** @description Retries over every job of the model. */
                 retries: number;
             }[];
-            /** @description Dedicated endpoints (v2) with their deployments; v1 endpoints are resources of kind `endpoint`. */
+            /** @description The newest `limit` dedicated endpoints (v2), newest first, each with all its deployments; v1 endpoints are resources of kind `endpoint`. */
             endpoints: {
                 id: string;
                 project_id: string;

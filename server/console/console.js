@@ -275,25 +275,30 @@ const pages = {
   },
 
   async faults() {
-    const { data } = await json('GET', '/_control/faults');
+    const [{ data }, { projects }] = await Promise.all([json('GET', '/_control/faults'), json('GET', '/_control/overview?limit=1')]);
     const error = h('p', { class: 'error', role: 'alert' });
     const field = (name, label, attrs = {}) => h('label', {}, `${label} `, h('input', { name, ...attrs }));
     const add = async (event) => {
       event.preventDefault();
       const f = new FormData(event.target);
       const text = (k) => String(f.get(k) ?? '').trim();
-      const int = (k) => (text(k) === '' ? undefined : Number(text(k)));
+      const num = (k) => (text(k) === '' ? undefined : Number(text(k)));
       const match = {
         ...(text('operations') ? { operations: text('operations').split(/[\s,]+/) } : {}),
         ...(text('path') ? { path: text('path') } : {}),
         ...(text('model') ? { model: text('model') } : {}),
+        ...(text('project_id') ? { project_id: text('project_id') } : {}),
       };
       const rule = {
         ...(Object.keys(match).length ? { match } : {}),
-        status: int('status'),
+        status: num('status'),
         code: text('code') || undefined,
-        delay_ms: int('delay_ms'),
-        count: int('count'),
+        delay_ms: num('delay_ms'),
+        retry_after_seconds: num('retry_after_seconds'),
+        count: num('count'),
+        after: num('after'),
+        probability: num('probability'),
+        ttl_seconds: num('ttl_seconds'),
         ...(f.get('drop') ? { drop: true } : {}),
       };
       try {
@@ -336,10 +341,25 @@ const pages = {
         field('operations', 'Operations', { placeholder: 'createChatCompletion' }),
         field('path', 'Path prefix', { placeholder: '/v1/chat' }),
         field('model', 'Model'),
+        h(
+          'label',
+          {},
+          'Project ',
+          h(
+            'select',
+            { name: 'project_id' },
+            h('option', { value: '' }, 'any'),
+            projects.map((p) => h('option', { value: p.id }, p.name)),
+          ),
+        ),
         field('status', 'Status', { type: 'number', min: 400, max: 599 }),
         field('code', 'Code'),
         field('delay_ms', 'Delay (ms)', { type: 'number', min: 0 }),
+        field('retry_after_seconds', 'Retry-After (s)', { type: 'number', min: 0 }),
         field('count', 'Count', { type: 'number', min: 1 }),
+        field('after', 'After', { type: 'number', min: 0 }),
+        field('probability', 'Probability', { type: 'number', min: 0, max: 1, step: 'any' }),
+        field('ttl_seconds', 'TTL (s)', { type: 'number', min: 1 }),
         h('label', {}, h('input', { type: 'checkbox', name: 'drop' }), ' Drop the connection'),
         h('button', { type: 'submit' }, 'Add'),
       ),
@@ -435,6 +455,8 @@ signIn.addEventListener('submit', (event) => {
 });
 document.getElementById('sign-out').addEventListener('click', () => signOut());
 window.addEventListener('hashchange', () => sessionStorage.getItem(KEY) && show());
+// The page already shown, chosen again: read it afresh.
+nav.addEventListener('click', (event) => event.target.getAttribute?.('href') === location.hash && show());
 
 if (sessionStorage.getItem(KEY)) {
   nav.hidden = false;

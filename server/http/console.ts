@@ -15,7 +15,7 @@ const assets: Record<string, [string, string]> = {
   'uplot.css': [join(uplot, 'uPlot.min.css'), 'text/css'],
 };
 // Scripts and styles from this server only; media from the page's own memory (videos are fetched with the key).
-const CSP = "default-src 'self'; media-src 'self' blob:; img-src 'self' data: blob:; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'";
+const CSP = "default-src 'self'; media-src 'self' blob:; img-src 'self' data: blob:; style-src 'self'; frame-ancestors 'none'";
 
 export function consolePages(enabled: () => boolean): express.Router {
   const router = express.Router();

@@ -40,17 +40,22 @@ export async function getControlOverview({ db, query }: Context<'getControlOverv
     p.evaluationJob.findMany(newest),
     p.queueJob.findMany(newest),
     p.v1Endpoint.findMany(newest),
-    p.dedicatedEndpoint.findMany({ orderBy: { createdAt: 'asc' } }),
-    p.deployment.findMany({ orderBy: { createdAt: 'asc' } }),
+    p.dedicatedEndpoint.findMany(newest),
+    p.deployment.findMany(newest),
   ]);
-  const [ftEvents, endpointEvents, queue] = await Promise.all([
+  const [ftEvents, endpointEvents, queue, endpointDeployments] = await Promise.all([
     p.fineTuneEvent.findMany({ where: { jobId: { in: fineTunes.map((f) => f.id) } }, orderBy: { createdAt: 'asc' } }),
-    p.endpointEvent.findMany({ where: { deploymentId: { in: deployments.slice(-take).map((d) => d.id) } }, orderBy: { seq: 'asc' } }),
+    p.endpointEvent.findMany({ where: { deploymentId: { in: deployments.map((d) => d.id) } }, orderBy: { seq: 'asc' } }),
     p.queueJob.groupBy({ by: ['model', 'status'], _count: { _all: true }, _sum: { retries: true } }),
+    p.deployment.findMany({ where: { endpointId: { in: endpoints.map((e) => e.id) } }, orderBy: { createdAt: 'asc' } }),
   ]);
   const byKey = <T, K>(rows: T[], key: (r: T) => K) => {
     const m = new Map<K, T[]>();
-    for (const r of rows) m.set(key(r), [...(m.get(key(r)) ?? []), r]);
+    for (const r of rows) {
+      const list = m.get(key(r));
+      if (list) list.push(r);
+      else m.set(key(r), [r]);
+    }
     return m;
   };
   const eventsOf = byKey(ftEvents, (e) => e.jobId);
@@ -89,18 +94,15 @@ export async function getControlOverview({ db, query }: Context<'getControlOverv
       ]),
     ),
     ...v1Endpoints.map((e) => resource('endpoint', e, e.state, e.name, [step(e.createdAt, 'created'), step(e.updatedAt, e.state)])),
-    ...deployments
-      .slice(-take)
-      .reverse()
-      .map((d) =>
-        resource(
-          'deployment',
-          d,
-          d.state,
-          `${d.name} (${d.modelId})`,
-          (endpointEventsOf.get(d.id) ?? []).map((e) => step(e.createdAt, e.status ?? e.type, e.message)),
-        ),
+    ...deployments.map((d) =>
+      resource(
+        'deployment',
+        d,
+        d.state,
+        `${d.name} (${d.modelId})`,
+        (endpointEventsOf.get(d.id) ?? []).map((e) => step(e.createdAt, e.status ?? e.type, e.message)),
       ),
+    ),
   ];
   const models = byKey(queue, (q) => q.model);
   return {
@@ -135,7 +137,7 @@ export async function getControlOverview({ db, query }: Context<'getControlOverv
       project_id: e.projectId,
       name: e.name,
       traffic_split: parse<unknown[]>(e.trafficSplit, []),
-      deployments: deployments
+      deployments: endpointDeployments
         .filter((d) => d.endpointId === e.id)
         .map((d) => ({
           id: d.id,
