@@ -23,7 +23,7 @@ const chat = { model: CHAT, messages: [{ role: 'user' as const, content: 'Say hi
 
 let t: TestPlatform;
 let control: PlatformClient;
-const seeded = { fineTune: '', video: '', pendingVideo: '', queueJob: '', deployment: '', fault: '' };
+const seeded = { fineTune: '', video: '', pendingVideo: '', queueJob: '', deployment: '', fault: '', uploadedModel: '' };
 
 beforeAll(async () => {
   t = await startTestPlatform();
@@ -54,6 +54,9 @@ beforeAll(async () => {
     .send({ endpointName: 'console-endpoint', model: 'meta-llama/Meta-Llama-3.1-8B-Instruct', config: 'cr_llama_3_1_8b_h100', minReplicas: 1, maxReplicas: 1 });
   expect(deploy.status, JSON.stringify(deploy.body)).toBe(202);
   seeded.deployment = deploy.body.deployment.id;
+  const upload = await t.caller.http.post('/v1/models').send({ model_name: 'console-model', model_source: 'acme/Meta-Llama-3.1-8B-console' });
+  expect(upload.status, JSON.stringify(upload.body)).toBe(200);
+  seeded.uploadedModel = upload.body.data.model_id;
   await t.advance(0);
   await t.advance(Math.max(1000, PROVISION_MS));
   expect((await t.caller.http.get(`/v1/fine-tunes/${seeded.fineTune}`)).body.status).toBe('completed');
@@ -89,6 +92,9 @@ describe('the console operations (typed client, control key)', () => {
     const endpoint = data!.endpoints.find((e) => e.name.endsWith('console-endpoint'))!;
     expect(endpoint.deployments).toEqual([expect.objectContaining({ id: seeded.deployment, state: 'DEPLOYMENT_STATE_READY' })]);
     expect(data!.resources.filter((r) => r.kind === 'endpoint').length).toBeGreaterThan(0);
+    const upload = data!.resources.find((r) => r.kind === 'model_upload' && r.label === seeded.uploadedModel)!;
+    expect(upload.timeline[0]).toMatchObject({ event: 'Queued', message: 'Upload job queued.' });
+    expect(upload.timeline.at(-1)!.event).toBe(upload.state);
   });
 
   test('limit keeps the newest of each kind; out of range is 400 naming limit', async () => {

@@ -111,10 +111,11 @@ export interface paths {
          *     dedicated endpoints with their deployments and traffic split. Every project is listed (projects are few and
          *     made by people); everything else is bounded by `limit`.
          *
-         *     **Resources** are files, fine-tunes, videos, evaluations, queue jobs, v1 endpoints and deployments, the
-         *     newest `limit` of each kind (default 100), newest first. A timeline lists what each kind records: a
-         *     fine-tune's events, an evaluation's status updates, a deployment's endpoint events; for the others their
-         *     creation, claim and finish times. The state is the kind's own (`status` or `state` on the API).
+         *     **Resources** are files, fine-tunes, videos, evaluations, queue jobs, v1 endpoints, deployments, model
+         *     upload jobs (v1), remote uploads (v2), rollouts and remediations, the newest `limit` of each kind (default
+         *     100), newest first. A timeline lists what each kind records: a fine-tune's events, an evaluation's or an
+         *     upload job's status updates, a remote upload's events, a deployment's endpoint events, a rollout's steps; for
+         *     the others their creation, claim, review, start and finish times. The state is the kind's own (`status` or `state` on the API).
          */
         get: operations["getControlOverview"];
         put?: never;
@@ -3778,8 +3779,12 @@ export interface components {
             }[];
         };
         ControlResource: {
-            /** @enum {string} */
-            kind: "file" | "fine_tune" | "video" | "evaluation" | "queue_job" | "endpoint" | "deployment";
+            /**
+             * @description `file`, `fine_tune`, `video`, `evaluation`, `queue_job`, `endpoint` (v1), `deployment`, `model_upload`,
+             *     `remote_upload`, `rollout` or `remediation`. A string rather than an enum: kinds may be added as the
+             *     platform grows (a reader shows an unknown kind as it is).
+             */
+            kind: string;
             id: string;
             project_id: string;
             state: string;

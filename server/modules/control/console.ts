@@ -10,7 +10,7 @@ import type { Context, Wire } from '../types.ts';
 type Resource = Wire<'ControlResource'>;
 type Step = Resource['timeline'][number];
 
-const step = (at: bigint | number, event: string, message?: string): Step => (message ? { at: iso(at), event, message } : { at: iso(at), event });
+const step = (at: bigint | number, event: string, message?: string | null): Step => (message ? { at: iso(at), event, message } : { at: iso(at), event });
 const resource = (
   kind: Resource['kind'],
   r: { id: string; projectId: string; createdAt: bigint },
@@ -32,22 +32,29 @@ export async function getControlOverview({ db, query }: Context<'getControlOverv
   const p = db.prisma;
   const take = query.limit ?? 100;
   const newest = { orderBy: { createdAt: 'desc' as const }, take };
-  const [projects, files, fineTunes, videos, evaluations, jobs, v1Endpoints, endpoints, deployments] = await Promise.all([
-    p.project.findMany({ orderBy: { createdAt: 'asc' }, include: { organization: true, apiKeys: { orderBy: { createdAt: 'asc' } } } }),
-    p.file.findMany(newest),
-    p.fineTune.findMany(newest),
-    p.video.findMany(newest),
-    p.evaluationJob.findMany(newest),
-    p.queueJob.findMany(newest),
-    p.v1Endpoint.findMany(newest),
-    p.dedicatedEndpoint.findMany(newest),
-    p.deployment.findMany(newest),
-  ]);
-  const [ftEvents, endpointEvents, queue, endpointDeployments] = await Promise.all([
+  const [projects, files, fineTunes, videos, evaluations, jobs, v1Endpoints, endpoints, deployments, modelUploads, remoteUploads, rollouts, remediations] =
+    await Promise.all([
+      p.project.findMany({ orderBy: { createdAt: 'asc' }, include: { organization: true, apiKeys: { orderBy: { createdAt: 'asc' } } } }),
+      p.file.findMany(newest),
+      p.fineTune.findMany(newest),
+      p.video.findMany(newest),
+      p.evaluationJob.findMany(newest),
+      p.queueJob.findMany(newest),
+      p.v1Endpoint.findMany(newest),
+      p.dedicatedEndpoint.findMany(newest),
+      p.deployment.findMany(newest),
+      p.modelUploadJob.findMany(newest),
+      p.remoteUpload.findMany(newest),
+      p.rollout.findMany(newest),
+      p.remediation.findMany({ orderBy: { createTime: 'desc' }, take }),
+    ]);
+  const [ftEvents, endpointEvents, queue, endpointDeployments, uploadEvents, rolloutSteps] = await Promise.all([
     p.fineTuneEvent.findMany({ where: { jobId: { in: fineTunes.map((f) => f.id) } }, orderBy: { createdAt: 'asc' } }),
     p.endpointEvent.findMany({ where: { deploymentId: { in: deployments.map((d) => d.id) } }, orderBy: { seq: 'asc' } }),
     p.queueJob.groupBy({ by: ['model', 'status'], _count: { _all: true }, _sum: { retries: true } }),
     p.deployment.findMany({ where: { endpointId: { in: endpoints.map((e) => e.id) } }, orderBy: { createdAt: 'asc' } }),
+    p.remoteUploadEvent.findMany({ where: { uploadId: { in: remoteUploads.map((u) => u.id) } }, orderBy: { createdAt: 'asc' } }),
+    p.rolloutStep.findMany({ where: { rolloutId: { in: rollouts.map((r) => r.id) } }, orderBy: { stepIndex: 'asc' } }),
   ]);
   const byKey = <T, K>(rows: T[], key: (r: T) => K) => {
     const m = new Map<K, T[]>();
@@ -60,6 +67,9 @@ export async function getControlOverview({ db, query }: Context<'getControlOverv
   };
   const eventsOf = byKey(ftEvents, (e) => e.jobId);
   const endpointEventsOf = byKey(endpointEvents, (e) => e.deploymentId);
+  const uploadEventsOf = byKey(uploadEvents, (e) => e.uploadId);
+  const stepsOf = byKey(rolloutSteps, (r) => r.rolloutId);
+  const when = (at: bigint | null, event: string, message?: string | null) => (at === null ? [] : [step(at, event, message)]);
   const resources: Resource[] = [
     ...files.map((f) => resource('file', f, f.status, f.filename, [step(f.createdAt, 'uploaded')])),
     ...fineTunes.map((f) =>
@@ -71,12 +81,7 @@ export async function getControlOverview({ db, query }: Context<'getControlOverv
         (eventsOf.get(f.id) ?? []).map((e) => step(e.createdAt, e.type, e.message)),
       ),
     ),
-    ...videos.map((v) =>
-      resource('video', v, v.status, v.model, [
-        step(v.createdAt, 'in_progress'),
-        ...(v.completedAt === null ? [] : [step(v.completedAt, v.status, v.errorMessage ?? undefined)]),
-      ]),
-    ),
+    ...videos.map((v) => resource('video', v, v.status, v.model, [step(v.createdAt, 'in_progress'), ...when(v.completedAt, v.status, v.errorMessage)])),
     ...evaluations.map((e) =>
       resource(
         'evaluation',
@@ -87,11 +92,7 @@ export async function getControlOverview({ db, query }: Context<'getControlOverv
       ),
     ),
     ...jobs.map((j) =>
-      resource('queue_job', j, j.status, j.model, [
-        step(j.createdAt, 'pending'),
-        ...(j.claimedAt === null ? [] : [step(j.claimedAt, 'running')]),
-        ...(j.doneAt === null ? [] : [step(j.doneAt, j.status)]),
-      ]),
+      resource('queue_job', j, j.status, j.model, [step(j.createdAt, 'pending'), ...when(j.claimedAt, 'running'), ...when(j.doneAt, j.status)]),
     ),
     ...v1Endpoints.map((e) => resource('endpoint', e, e.state, e.name, [step(e.createdAt, 'created'), step(e.updatedAt, e.state)])),
     ...deployments.map((d) =>
@@ -102,6 +103,41 @@ export async function getControlOverview({ db, query }: Context<'getControlOverv
         `${d.name} (${d.modelId})`,
         (endpointEventsOf.get(d.id) ?? []).map((e) => step(e.createdAt, e.status ?? e.type, e.message)),
       ),
+    ),
+    ...modelUploads.map((u) =>
+      resource(
+        'model_upload',
+        u,
+        u.status,
+        u.modelId,
+        parse<{ status: string; message: string; timestamp: string }[]>(u.statusUpdates, []).map((x) => step(Date.parse(x.timestamp), x.status, x.message)),
+      ),
+    ),
+    ...remoteUploads.map((u) =>
+      resource(
+        'remote_upload',
+        u,
+        u.status,
+        u.modelId,
+        (uploadEventsOf.get(u.id) ?? []).map((e) => step(e.createdAt, e.type, e.message)),
+      ),
+    ),
+    ...rollouts.map((r) =>
+      resource('rollout', r, r.state, `${r.sourceDeploymentId} -> ${r.targetDeploymentId}`, [
+        step(r.createdAt, 'created'),
+        ...(stepsOf.get(r.id) ?? []).flatMap((x) => [
+          ...when(x.startedAt, `step ${x.stepIndex} (${x.trafficPercent}%)`),
+          ...when(x.completedAt, `step ${x.stepIndex}: ${x.state}`, x.failureReason),
+        ]),
+      ]),
+    ),
+    ...remediations.map((r) =>
+      resource('remediation', { ...r, createdAt: r.createTime }, r.state, `${r.clusterId} / ${r.instanceId}`, [
+        step(r.createTime, 'requested', r.reason),
+        ...when(r.reviewTime, 'reviewed', r.reviewComment),
+        ...when(r.startTime, 'started'),
+        ...when(r.endTime, r.state, r.errorMessage),
+      ]),
     ),
   ];
   const models = byKey(queue, (q) => q.model);
