@@ -3760,7 +3760,7 @@ export interface components {
                 winner?: "A" | "B" | "tie";
                 explanation?: string;
             };
-            /** @description Vectors for given texts: an input equal to a `text` gets its `vector`, as given (not normalised), and the other inputs of the request the engine's. A request with none of these texts is not matched. */
+            /** @description Vectors for given texts: an input equal to a `text` gets its `vector`, as given (not normalised), and the other inputs of the request the engine's (the response's `engine` names it; `local` when the rule gave every vector). A request with none of these texts is not matched. */
             embeddings?: {
                 text: string;
                 /** @description As long as the model's `dimensions` (checked when the rule is added). */

@@ -168,12 +168,35 @@ describe('chat answers', () => {
     expect(res.headers['x-inference-engine']).toBeUndefined();
   });
 
+  test('rate limits settle on the usage answered', async () => {
+    // A platform of its own, with a window no test outlasts: the token count is the scripted answer's.
+    const limited = await startTestPlatform({ database: 'sqlite', config: { rateLimits: { ...t.config.rateLimits, windowSeconds: 60 } } });
+    try {
+      const scripts = createPlatformClient({ baseUrl: limited.url, apiKey: TEST_CONTROL_KEY });
+      await scripts.POST('/_control/scripts', { body: { answers: [{ content: 'counted', usage: { prompt_tokens: 5000, completion_tokens: 2000 } }] } });
+      const res = await limited.caller.http.post('/v1/chat/completions').send({ model: MODEL, messages: [{ role: 'user', content: 'hi' }] });
+      expect(res.body.usage.total_tokens).toBe(7000);
+      expect(Number(res.headers['x-tokenlimit-remaining'])).toBe(Number(res.headers['x-tokenlimit-limit']) - 7000);
+    } finally {
+      await limited.close();
+    }
+  });
+
   test('completions: the content as the text; body conditions at dotted paths', async () => {
     await control.POST('/_control/scripts', {
       body: { match: { operations: ['createCompletion'], body: [{ path: 'stop.-1', contains: 'END' }] }, answers: [{ content: ' scripted text' }] },
     });
     const res = await t.caller.http.post('/v1/completions').send({ model: MODEL, prompt: 'Once', stop: ['x', 'THE END'] });
     expect(res.body.choices[0]).toMatchObject({ text: ' scripted text', finish_reason: 'stop' });
+    const streamed = await t.caller.http
+      .post('/v1/completions')
+      .send({ model: MODEL, prompt: 'Once', stop: ['THE END'], stream: true, stream_options: { include_usage: true } });
+    const events = streamed.text
+      .split('\n\n')
+      .filter((e) => e.startsWith('data: {'))
+      .map((e) => JSON.parse(e.slice(6)));
+    expect(events.flatMap((e) => e.choices.map((c: { text: string }) => c.text)).join('')).toBe(' scripted text');
+    expect(events.at(-1).usage.total_tokens).toBe(res.body.usage.total_tokens);
     // The same rule does not answer chat (operations), nor a completion without the condition.
     expect((await raw({ messages: [{ role: 'user', content: 'Once' }] })).headers['x-scripted']).toBeUndefined();
     expect((await t.caller.http.post('/v1/completions').send({ model: MODEL, prompt: 'Once' })).body.choices[0].text).toMatch(/local engine/);
