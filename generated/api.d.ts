@@ -140,8 +140,8 @@ export interface paths {
          * @description Without `project_id`: every organization, project, key and resource is deleted and the bootstrap runs
          *     again, so the platform is as its first start left it: the default organization and project keep their
          *     ids and their development keys (so the key a test suite holds still works), the catalogue and hardware
-         *     are seeded afresh, and every stored file, video and upload goes from the disk. The journal and the fault
-         *     rules of this process are cleared. Rate-limit windows are not: they end by themselves within
+         *     are seeded afresh, and every stored file, video and upload goes from the disk. The journal, the fault
+         *     rules and the scripted answers of this process are cleared. Rate-limit windows are not: they end by themselves within
          *     `RATE_LIMIT_WINDOW_SECONDS`.
          *
          *     With `project_id`: that project's resources (files, fine-tunes, videos, evaluations, queue jobs,
@@ -153,6 +153,55 @@ export interface paths {
          */
         post: operations["resetPlatform"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/_control/scripts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The scripted-answer rules in force in this process */
+        get: operations["listScripts"];
+        put?: never;
+        /**
+         * Add a scripted-answer rule
+         * @description Checked when it is added, each refusal 400 naming the field: an operation of `match.operations` the
+         *     capability does not answer (`unknown_operation`); `match.tool` on a rule other than `chat`;
+         *     `match.message_regex` that RE2 cannot read (`invalid_pattern`); a `match.body` path with an empty segment,
+         *     or a condition with neither `equals` nor `contains`; an answer field the capability does not use (e.g.
+         *     `tool_calls` on a transcription rule); a chat answer with none of `content`, `chunks`, `json`,
+         *     `tool_calls`, or with more than one of `content`, `chunks`, `json`; a transcription answer without
+         *     `content`; a judge answer without exactly one of `verdict` and `content`; an embeddings rule without
+         *     `match.model`, naming no embedding model of the catalogue (`model_not_supported`), or with a vector whose
+         *     length is not the model's `dimensions` (`invalid_dimensions`, param
+         *     `answers.<i>.embeddings.<k>.vector`). Nothing is added then.
+         */
+        post: operations["createScript"];
+        /** Remove every scripted-answer rule */
+        delete: operations["clearScripts"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/_control/scripts/{scriptId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One scripted-answer rule, with how often it answered */
+        get: operations["getScript"];
+        put?: never;
+        post?: never;
+        /** Remove one scripted-answer rule */
+        delete: operations["deleteScript"];
         options?: never;
         head?: never;
         patch?: never;
@@ -3726,6 +3775,108 @@ export interface components {
             probability?: number;
             ttl_seconds?: number;
         };
+        /** @description What a scripted-answer rule matches; every field given must match (none given: every request of its capability). */
+        ScriptMatch: {
+            /** @description The request's `model`, exactly as sent (chat, completions, transcription; for the judge, the evaluation's `judge.model`). For embeddings the catalogue's id, to which an alias given here is turned. */
+            model?: string;
+            /** @description Narrows a capability to some of its operations: chat `createChatCompletion`, `createCompletion`; transcription `createTranscription`, `createTranslation`. */
+            operations?: string[];
+            /** @description A substring of the request's text: a chat request's last user message (text parts joined by line breaks), a completion's prompt, one of the embeddings inputs, a transcription's `prompt`, the judge's user message (the response judged; both responses for compare). */
+            message_contains?: string;
+            /** @description The same text matched by a pattern, with RE2's syntax and engine (found anywhere; anchor it with `^...$`). */
+            message_regex?: string;
+            /** @description A tool (`tools[].function.name`) the chat request offers. */
+            tool?: string;
+            /** @description Conditions on the JSON body (for transcription, the form's fields), each at a dotted path: object keys and array indices joined by `.`, a negative index counting from the end (`messages.-1.role`, `tools.0.function.name`, `response_format.type`). A path that leads nowhere does not match. */
+            body?: {
+                path: string;
+                /** @description The value there equals this (any JSON value, compared deeply). */
+                equals?: unknown;
+                /** @description The value there (a string as it is; another value as its JSON text) contains this. */
+                contains?: string;
+            }[];
+        };
+        /** @description One answer of a rule. Which fields a capability uses: chat `content`, `chunks`, `json`, `tool_calls`, `finish_reason`, `usage`, `chunk_size`, `delay_ms`; transcription `content`; judge `verdict` or `content`; embeddings `embeddings`. */
+        ScriptAnswer: {
+            /** @description The text: a chat message's `content`, a completion's `text`, a transcript's `text`, the judge's answer as it would write it (read for its verdict like any judge's). */
+            content?: string;
+            /** @description The content in the pieces a stream sends, one chunk each; whole, the content is their concatenation. */
+            chunks?: string[];
+            /** @description A JSON object as the content (its JSON text), for `response_format` callers. */
+            json?: {
+                [key: string]: unknown;
+            };
+            /** @description Tool calls of the chat message, each with an id in the platform's form (`call_` and 24 hexadecimal digits, new for every answer). A completion has none: it answers `content` (or `json`) only. */
+            tool_calls?: {
+                name: string;
+                /** @description An object (sent as its JSON text) or the text itself, sent as given (valid JSON or not). */
+                arguments?: {
+                    [key: string]: unknown;
+                } | string;
+            }[];
+            /**
+             * @description Default `tool_calls` when there are tool calls, else `stop`.
+             * @enum {string}
+             */
+            finish_reason?: "stop" | "eos" | "length" | "tool_calls" | "function_call";
+            /** @description Token counts to report instead of the counted ones (either or both; `total_tokens` is their sum). By default they are counted as the local engine counts: the prompt, and the content plus each tool call's name and arguments, times `n`. Rate limits settle on the usage answered. */
+            usage?: {
+                prompt_tokens?: number;
+                completion_tokens?: number;
+            };
+            /** @description Stream the content in pieces of this many characters (default one token a chunk, as the engine streams). */
+            chunk_size?: number;
+            /** @description A stream's pacing: the pause before every chunk after the first. A whole answer is not delayed (a fault rule's `delay_ms` delays any answer). */
+            delay_ms?: number;
+            /** @description The judge's verdict, answered as its JSON (`{"score": 9, "explanation": ...}`) and read as any judge's: `label` for classify, `score` for score, `winner` for compare. A compare is judged twice (the second time with the responses swapped), so a fixed `winner` of A or B in both passes ends as a tie: match on the text (`message_regex`) or script two answers (e.g. A then B) for a winner. */
+            verdict?: {
+                label?: string | null;
+                score?: number;
+                /** @enum {string} */
+                winner?: "A" | "B" | "tie";
+                explanation?: string;
+            };
+            /** @description Vectors for given texts: an input equal to a `text` gets its `vector`, as given (not normalised), and the other inputs of the request the engine's (the response's `engine` names it; `local` when the rule gave every vector). A request with none of these texts is not matched. */
+            embeddings?: {
+                text: string;
+                /** @description As long as the model's `dimensions` (checked when the rule is added). */
+                vector: number[];
+            }[];
+        };
+        ScriptRuleInput: {
+            /**
+             * @description What the rule answers for (default `chat`): `chat` (chat completions and completions), `embeddings`, `transcription` (transcriptions and translations), `judge` (the judge's verdicts in evaluations).
+             * @enum {string}
+             */
+            capability?: "chat" | "embeddings" | "transcription" | "judge";
+            match?: components["schemas"]["ScriptMatch"];
+            /** @description A sequence: the first matching request gets the first answer, the next one the second, and so on (a tool call, then the final text: an agent loop's two calls). */
+            answers: components["schemas"]["ScriptAnswer"][];
+            /**
+             * @description When every answer has been given (default `repeat`): `repeat` gives the last one again to every later match; `fall_through` stops matching (the rule stays listed, spent; the next rule, or the engine, answers).
+             * @enum {string}
+             */
+            after_last?: "repeat" | "fall_through";
+            /** @description Go after this long. */
+            ttl_seconds?: number;
+        };
+        /** @description A rule as given (ScriptRuleInput), with its defaults and what the server adds. */
+        ScriptRule: {
+            id: string;
+            /** @enum {string} */
+            capability: "chat" | "embeddings" | "transcription" | "judge";
+            match?: components["schemas"]["ScriptMatch"];
+            answers: components["schemas"]["ScriptAnswer"][];
+            /** @enum {string} */
+            after_last: "repeat" | "fall_through";
+            ttl_seconds?: number;
+            /** @description Requests it has answered; the next gets `answers[min(hits, answers.length - 1)]`. */
+            hits: number;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            expires_at: string | null;
+        };
         ControlOverview: {
             /** @description Every project, oldest first. */
             projects: {
@@ -6910,6 +7061,8 @@ export interface components {
             headers: {
                 /** @description Which engine answered (`local-pocketsphinx`, `local` without a recogniser, `upstream`), and for `local` why the text is empty. */
                 "x-transcription-engine"?: string;
+                /** @description The control plane's scripted-answer rule that answered instead of the engine (see the Control tag); absent otherwise. */
+                "x-scripted"?: string;
                 "x-ratelimit-limit": components["headers"]["X-RateLimit-Limit"];
                 "x-ratelimit-remaining": components["headers"]["X-RateLimit-Remaining"];
                 "x-ratelimit-reset": components["headers"]["X-RateLimit-Reset"];
@@ -7293,6 +7446,139 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    listScripts: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The rules, oldest first (the order they are tried in). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        object: "list";
+                        data: components["schemas"]["ScriptRule"][];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+        };
+    };
+    createScript: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ScriptRuleInput"];
+            };
+        };
+        responses: {
+            /** @description The rule, in force from now (after the older rules). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScriptRule"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+        };
+    };
+    clearScripts: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Rules removed. */
+                        cleared: number;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+        };
+    };
+    getScript: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                scriptId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The rule. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScriptRule"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+        };
+    };
+    deleteScript: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                scriptId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        /** @constant */
+                        deleted: true;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+        };
+    };
     getControlVideoContent: {
         parameters: {
             query?: never;
@@ -7500,8 +7786,10 @@ export interface operations {
                 headers: {
                     /** @description The deployment id, v1 endpoint id, or `serverless` that answered. */
                     "x-served-by"?: string;
-                    /** @description `local` or `upstream`: the engine that answered. */
+                    /** @description `local` or `upstream`: the engine that answered (absent on a scripted answer, which carries `x-scripted`). */
                     "x-inference-engine"?: "local" | "upstream";
+                    /** @description The control plane's scripted-answer rule that answered instead of the engine (see the Control tag); absent otherwise. */
+                    "x-scripted"?: string;
                     "x-ratelimit-limit": components["headers"]["X-RateLimit-Limit"];
                     "x-ratelimit-remaining": components["headers"]["X-RateLimit-Remaining"];
                     "x-ratelimit-reset": components["headers"]["X-RateLimit-Reset"];
@@ -7567,8 +7855,10 @@ export interface operations {
                 headers: {
                     /** @description The deployment id, v1 endpoint id, or `serverless` that answered. */
                     "x-served-by"?: string;
-                    /** @description `local` or `upstream`: the engine that answered. */
+                    /** @description `local` or `upstream`: the engine that answered (absent on a scripted answer, which carries `x-scripted`). */
                     "x-inference-engine"?: "local" | "upstream";
+                    /** @description The control plane's scripted-answer rule that answered instead of the engine (see the Control tag); absent otherwise. */
+                    "x-scripted"?: string;
                     "x-ratelimit-limit": components["headers"]["X-RateLimit-Limit"];
                     "x-ratelimit-remaining": components["headers"]["X-RateLimit-Remaining"];
                     "x-ratelimit-reset": components["headers"]["X-RateLimit-Reset"];
@@ -8354,6 +8644,8 @@ export interface operations {
             /** @description The vectors, in the order of `input`. */
             200: {
                 headers: {
+                    /** @description The control plane's scripted-answer rule that answered instead of the engine (see the Control tag); absent otherwise. */
+                    "x-scripted"?: string;
                     "x-ratelimit-limit": components["headers"]["X-RateLimit-Limit"];
                     "x-ratelimit-remaining": components["headers"]["X-RateLimit-Remaining"];
                     "x-ratelimit-reset": components["headers"]["X-RateLimit-Reset"];

@@ -145,6 +145,9 @@ function transcript(messages: Body[], tools: unknown): string {
   return lines.join('\n');
 }
 
+/** The prompt's token count as the local engine counts it (a chat's transcript, or a completion's prompt). */
+export const promptTokens = (op: TextOperation, body: Body): number => countTokens(op === 'chat' ? transcript(body.messages, body.tools) : String(body.prompt));
+
 const stopsOf = (stop: unknown): string[] => (stop == null ? [] : (typeof stop === 'string' ? [stop] : (stop as string[])).filter((s) => s.length > 0));
 
 function hashId(prefix: string, ...parts: unknown[]): string {

@@ -25,6 +25,8 @@ export interface Transcript {
   words: TranscriptWord[];
   /** `local-pocketsphinx`, or `local` with the reason the text is empty; `upstream` for an upstream engine. */
   engine: string;
+  /** The scripted answer's rule (the Control tag), when one answered instead of an engine. */
+  scripted?: string;
 }
 
 export interface TranscriptionRequest {

@@ -9,6 +9,7 @@ import type { UpstreamRoute } from '../../engines/routes.ts';
 import { findRecogniser, type Transcript, transcribeLocally } from '../../engines/transcription.ts';
 import { upstreamFetch } from '../../engines/upstream.ts';
 import { temporaryFile, type Upload } from '../../http/multipart.ts';
+import { scriptedTranscript } from '../control/index.ts';
 import type { Context } from '../types.ts';
 import { audioUrl, DEFAULT_MODEL, downloadAudio, MAX_SECONDS, transcriptionModel } from './rules.ts';
 import { type ResponseFormat, transcriptReply } from './wire.ts';
@@ -37,8 +38,14 @@ async function run(ctx: Ctx, task: Task) {
   const format = body.response_format ?? 'json';
   const granularities = body.timestamp_granularities === undefined ? ['segment'] : [body.timestamp_granularities].flat();
   const route = ctx.engines.routeFor('transcription', model.id);
-  const transcript =
-    route.engine === 'upstream' ? await upstream(route, task, model.id, body, upload, url!, format) : await local(ctx, task, body, upload, url);
+  // A scripted answer of the control plane stands in for the engine (the audio is not read).
+  const request = { operationId: ctx.operationId, model: model.id, texts: [body.prompt ?? ''], body };
+  const scripted = ctx.control.scripts.take('transcription', request, ctx.clock.now());
+  const transcript = scripted
+    ? scriptedTranscript(scripted, body.language)
+    : route.engine === 'upstream'
+      ? await upstream(route, task, model.id, body, upload, url!, format)
+      : await local(ctx, task, body, upload, url);
   return transcriptReply(transcript, format, task, granularities.includes('word'));
 }
 

@@ -1,14 +1,17 @@
-// What the control plane keeps in each process: its key's hash, the journal and the fault rules, and how to
-// bootstrap again after a platform reset. The HTTP pipeline (server/http/app.ts) records into the journal and asks
+// What the control plane keeps in each process: its key's hash, the journal, the fault rules and scripted answers,
+// and how to bootstrap again after a platform reset. The HTTP pipeline (server/http/app.ts) records into the journal and asks
 // the faults; the Control tag's handlers read and change them.
 import type { Config } from '../../core/config.ts';
 import { Faults } from './faults.ts';
 import { Journal } from './journal.ts';
 import { isControlKey } from './key.ts';
+import { Scripts } from './scripts.ts';
 
 export class ControlPlane {
   readonly journal: Journal;
   readonly faults: Faults;
+  /** Scripted answers (scripts.ts), asked where each capability calls its engine (scripted.ts). */
+  readonly scripts = new Scripts();
 
   constructor(
     config: Pick<Config, 'control' | 'rateLimits'>,

@@ -6,6 +6,7 @@ import { Semaphore } from 'async-mutex';
 import type { EvaluationJob } from '../../../generated/prisma/sqlite/client/client.ts';
 import { type ChatCall, type JudgeEngine, type JudgeTask, localJudgeEngine, openAiCompatibleEngine, RetriesExhausted } from '../../engines/judge.ts';
 import { UserUrlError } from '../../engines/user-urls.ts';
+import { scriptedJudge } from '../control/index.ts';
 import type { Services } from '../types.ts';
 import { InputError, inputRows, type PlacedFile, placeResultFile } from './dataset.ts';
 import {
@@ -112,7 +113,8 @@ export async function evaluate(services: Services, job: EvaluationJob): Promise<
   const p = JSON.parse(job.parameters) as Parameters;
   try {
     const rows = await readRows(services, job, p.input_data_file_path);
-    const judge = engineFor(services, p.judge);
+    // The judge answers as the control plane scripts it where a rule matches (control's scriptedJudge).
+    const judge = scriptedJudge(services.control, () => services.clock.now(), engineFor(services, p.judge));
     const judgeSlots = new Semaphore(workersOf(p.judge));
     const ask = (task: JudgeTask, row: Row, i: number) => {
       const call: ChatCall = {

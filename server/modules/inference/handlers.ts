@@ -5,6 +5,7 @@ import { ApiError, badRequest } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
 import { localTextEngine, type TextOperation, upstreamTextEngine } from '../../engines/chat.ts';
 import { reply } from '../../http/reply.ts';
+import { scriptedTextEngine, textRequest } from '../control/index.ts';
 import { recordServed } from '../dedicated/index.ts';
 import { mirror } from '../experiments/index.ts';
 import { catalogueModel } from '../models/index.ts';
@@ -41,9 +42,12 @@ async function infer(op: TextOperation, ctx: Ctx) {
   }
   const route = engines.routeFor('chat', target.model);
   const local = route.engine === 'local';
-  if (local && body.safety_model !== undefined) warnings.push(`safety_model ${body.safety_model} was not applied: the local engine runs no safety model.`);
-  const engine = local ? localTextEngine : upstreamTextEngine(route);
   const now = clock.now();
+  // A scripted answer of the control plane (its rule named in `x-scripted`) stands in for the engine.
+  const scripted = ctx.control.scripts.take('chat', textRequest(op, ctx.operationId, body), now);
+  if (local && !scripted && body.safety_model !== undefined)
+    warnings.push(`safety_model ${body.safety_model} was not applied: the local engine runs no safety model.`);
+  const engine = scripted ? scriptedTextEngine(scripted) : local ? localTextEngine : upstreamTextEngine(route);
   let outcome: Awaited<ReturnType<typeof engine.run>>;
   try {
     outcome = await engine.run(op, body, {
@@ -60,10 +64,12 @@ async function infer(op: TextOperation, ctx: Ctx) {
     throw err;
   }
   // `x-served-by` names the deployment (or v1 endpoint) that answered; `x-inference-engine` the engine.
-  const headers = { 'x-served-by': target.servedBy, 'x-inference-engine': route.engine };
+  const headers: Record<string, string> = scripted
+    ? { 'x-served-by': target.servedBy, 'x-scripted': scripted.rule }
+    : { 'x-served-by': target.servedBy, 'x-inference-engine': route.engine };
   if (outcome.kind === 'stream') return reply.sse(recorded(outcome.chunks, record), { headers });
   await record(200, outcome.body.usage);
-  return reply.json(local ? outcome.body : fromUpstream(op, outcome.body), { headers });
+  return reply.json(local || scripted ? outcome.body : fromUpstream(op, outcome.body), { headers });
 }
 
 /** A stream that records its request when it ends: 200 when whole, 500 when it failed mid-way (or was cut). */
