@@ -55,6 +55,29 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/_control/fine-tunes/{fineTuneId}/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A fine-tune's training metrics, whatever its project
+         * @description The rows `GET /v1/fine-tunes/{id}/metrics` answers its project (every logged step: `train/global_step`,
+         *     `train/loss`, `eval/loss` at the evaluations, ...), for any project's fine-tune: the console plots its
+         *     loss curves from them. A fine-tune that has not trained yet has none (an empty list). An unknown id
+         *     answers 404 naming `fineTuneId`.
+         */
+        get: operations["getControlFineTuneMetrics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/_control/journal": {
         parameters: {
             query?: never;
@@ -68,6 +91,36 @@ export interface paths {
         post?: never;
         /** Empty this process's journal */
         delete: operations["clearJournal"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/_control/overview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Everything on the platform, across projects (the console's view)
+         * @description A read-only view across every organization and project, which no project key can see: the projects and
+         *     their API keys (masked: the key's first 10 characters and `…`; a key's secret is never stored, only its
+         *     hash), the resources and jobs with their state and state timeline, the queue's depth by model, and the
+         *     dedicated endpoints with their deployments and traffic split. Every project is listed (projects are few and
+         *     made by people); everything else is bounded by `limit`.
+         *
+         *     **Resources** are files, fine-tunes, videos, evaluations, queue jobs, v1 endpoints, deployments, model
+         *     upload jobs (v1), remote uploads (v2), rollouts and remediations, the newest `limit` of each kind (default
+         *     100), newest first. A timeline lists what each kind records: a fine-tune's events, an evaluation's or an
+         *     upload job's status updates, a remote upload's events, a deployment's endpoint events, a rollout's steps; for
+         *     the others their creation, claim, review, start and finish times. The state is the kind's own (`status` or `state` on the API).
+         */
+        get: operations["getControlOverview"];
+        put?: never;
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -149,6 +202,29 @@ export interface paths {
         post?: never;
         /** Remove one scripted-answer rule */
         delete: operations["deleteScript"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/_control/videos/{videoId}/content": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A completed video's file, whatever its project
+         * @description The file `getVideoContent` serves the video's project (`outputs.video_url`), to the control key: the
+         *     console fetches it with its bearer header and plays it. Streamed, with `Range` support (206 with the part
+         *     asked, 416 `range_not_satisfiable` for an unsatisfiable range). A video that has not completed has no
+         *     file: 409 `video_not_ready` (param `videoId`). An unknown id answers 404 naming `videoId`.
+         */
+        get: operations["getControlVideoContent"];
+        put?: never;
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -3801,6 +3877,81 @@ export interface components {
             /** Format: date-time */
             expires_at: string | null;
         };
+        ControlOverview: {
+            /** @description Every project, oldest first. */
+            projects: {
+                id: string;
+                name: string;
+                slug: string;
+                organization_id: string;
+                organization_name: string;
+                keys: {
+                    id: string;
+                    name: string;
+                    /** @description The key's first 10 characters and `…`; never the whole key. */
+                    masked: string;
+                    development: boolean;
+                    /** Format: date-time */
+                    created_at: string;
+                    /** Format: date-time */
+                    revoked_at: string | null;
+                }[];
+            }[];
+            /** @description The newest `limit` resources of each kind, newest first within a kind. */
+            resources: components["schemas"]["ControlResource"][];
+            /** @description The queue by model. */
+            queue: {
+                model: string;
+                /** @description Jobs waiting to be claimed. */
+                depth: number;
+                /** @description Jobs claimed by a worker, not yet done. */
+                claimed: number;
+                /** @description Jobs finished (done, failed or canceled). */
+                done: number;
+                /** @description Retries over every job of the model. */
+                retries: number;
+            }[];
+            /** @description The newest `limit` dedicated endpoints (v2), newest first, each with all its deployments; v1 endpoints are resources of kind `endpoint`. */
+            endpoints: {
+                id: string;
+                project_id: string;
+                name: string;
+                /** @description The endpoint's split as the platform's API answers it (deployment names and weights). */
+                traffic_split: unknown[];
+                deployments: {
+                    id: string;
+                    name: string;
+                    model: string;
+                    state: string;
+                    ready_replicas: number;
+                    min_replicas: number;
+                    max_replicas: number;
+                }[];
+            }[];
+        };
+        ControlResource: {
+            /**
+             * @description `file`, `fine_tune`, `video`, `evaluation`, `queue_job`, `endpoint` (v1), `deployment`, `model_upload`,
+             *     `remote_upload`, `rollout` or `remediation`. A string rather than an enum: kinds may be added as the
+             *     platform grows (a reader shows an unknown kind as it is).
+             */
+            kind: string;
+            id: string;
+            project_id: string;
+            state: string;
+            /** @description What it is, in a few words (a file's name, a job's model, an endpoint's name). */
+            label: string;
+            /** Format: date-time */
+            created_at: string;
+            /** @description What happened to it, oldest first. */
+            timeline: {
+                /** Format: date-time */
+                at: string;
+                /** @description A state it entered, or an event's type. */
+                event: string;
+                message?: string;
+            }[];
+        };
         Empty: Record<string, never>;
         /**
          * @description A name: any non-empty string without `/` or `:` (400 `invalid_name`) of at most 100 characters (the
@@ -7133,6 +7284,40 @@ export interface operations {
             404: components["responses"]["NotFound"];
         };
     };
+    getControlFineTuneMetrics: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                fineTuneId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The metrics, by step. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        project_id: string;
+                        status: string;
+                        metrics: {
+                            [key: string]: number;
+                        }[];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     listJournal: {
         parameters: {
             query?: {
@@ -7190,6 +7375,33 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+        };
+    };
+    getControlOverview: {
+        parameters: {
+            query?: {
+                /** @description The newest this many resources of each kind. */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The view. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ControlOverview"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
     resetPlatform: {
@@ -7365,6 +7577,46 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+        };
+    };
+    getControlVideoContent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                videoId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The whole file. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "video/mp4": Blob;
+                    "video/webm": Blob;
+                };
+            };
+            /** @description The requested range of the file (`Content-Range` says which). */
+            206: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "video/mp4": Blob;
+                    "video/webm": Blob;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            416: components["responses"]["RangeNotSatisfiable"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
     cancelFineTuneUnprefixed: {

@@ -20,6 +20,7 @@ import { captureBody, keptBody } from '../modules/control/index.ts';
 import { handlers, signed, uploads } from '../modules/index.ts';
 import type { Services } from '../modules/types.ts';
 import { authenticate, bearerKey, type KeyCache } from './auth.ts';
+import { consolePages } from './console.ts';
 import { errorHandler } from './error-handler.ts';
 import { refuseControlCharacters, refuseDeepNesting, refuseNonFinite } from './input.ts';
 import { multipartBodies, type Upload } from './multipart.ts';
@@ -182,6 +183,10 @@ export function createApp(options: AppOptions): express.Express {
   infra.get('/docs', (_req, res) => void res.type('html').send(docsPage));
   infra.get('/docs/changes', (_req, res) => void res.type('html').send(changesPage));
   infra.get('/docs/redoc.standalone.js', (_req, res) => res.sendFile(redocBundle));
+  infra.use(
+    '/console',
+    consolePages(() => control.enabled),
+  );
   // API requests are authenticated; everything else is an infrastructure route (or a 404). One layer for both.
   const auth = authenticate(keys);
   app.use(((req, res, next) => {

@@ -2,6 +2,7 @@
 // (journal.ts), fault rules (faults.ts) and scripted answers (scripts.ts, scripted.ts), kept per process in a
 // ControlPlane (plane.ts), behind the control key (key.ts). The HTTP pipeline records and applies them (server/http/app.ts).
 import type { ModuleDescriptor } from '../types.ts';
+import { getControlFineTuneMetrics, getControlOverview, getControlVideoContent } from './console.ts';
 import { clearFaults, clearJournal, createFault, deleteFault, listFaults, listJournal, resetPlatform } from './handlers.ts';
 import { clearScripts, createScript, deleteScript, getScript, listScripts } from './script-handlers.ts';
 
@@ -22,6 +23,9 @@ export const control: ModuleDescriptor<'control'> = {
     createFault,
     deleteFault,
     clearFaults,
+    getControlOverview,
+    getControlFineTuneMetrics,
+    getControlVideoContent,
     listScripts,
     createScript,
     getScript,

@@ -1,0 +1,464 @@
+// The console: one ES module, no build step. It reads and changes the platform only through the control
+// operations (spec/tags/control.yaml), with the control key kept in this tab's sessionStorage and sent as a bearer
+// header; data from the server is always put in the page as text, never as HTML.
+import uPlot from '/console/assets/uplot.js';
+
+const KEY = 'controlKey';
+const page = document.getElementById('page');
+const nav = document.getElementById('nav');
+const signIn = document.getElementById('sign-in');
+
+/** An element: h('td', { class: 'x' }, 'text', child...). Strings become text nodes. */
+function h(tag, attrs = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+    else if (v !== undefined && v !== null && v !== false) el.setAttribute(k, v === true ? '' : String(v));
+  }
+  for (const c of children.flat()) if (c !== undefined && c !== null) el.append(c instanceof Node ? c : String(c));
+  return el;
+}
+const table = (heads, rows) =>
+  h(
+    'table',
+    {},
+    h(
+      'thead',
+      {},
+      h(
+        'tr',
+        {},
+        heads.map((t) => h('th', {}, t)),
+      ),
+    ),
+    h('tbody', {}, rows),
+  );
+const time = (at) => new Date(at).toISOString().replace('T', ' ').slice(0, 19);
+
+class Unauthorized extends Error {}
+
+/** A control operation: JSON in and out; a refusal throws with the platform's error message. */
+async function api(method, path, body) {
+  const res = await fetch(path, {
+    method,
+    headers: { authorization: `Bearer ${sessionStorage.getItem(KEY)}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  if (res.status === 401) throw new Unauthorized((await res.json()).error.message);
+  if (!res.ok) throw new Error((await res.json().catch(() => null))?.error?.message ?? `${res.status} ${res.statusText}`);
+  return res;
+}
+const json = async (method, path, body) => (await api(method, path, body)).json();
+
+const pages = {
+  async projects() {
+    const { projects } = await json('GET', '/_control/overview?limit=1');
+    return [
+      h('h1', {}, 'Projects and keys'),
+      table(
+        ['Organization', 'Project', 'Slug', 'Keys (masked)'],
+        projects.map((p) =>
+          h(
+            'tr',
+            { 'data-project': p.id },
+            h('td', {}, p.organization_name),
+            h('td', {}, p.name, h('br'), h('span', { class: 'mono' }, p.id)),
+            h('td', {}, p.slug),
+            h(
+              'td',
+              {},
+              h(
+                'ul',
+                {},
+                p.keys.map((k) =>
+                  h('li', {}, h('span', { class: 'mono' }, k.masked), ` ${k.name}${k.development ? ' (development)' : ''}${k.revoked_at ? ' revoked' : ''}`),
+                ),
+              ),
+            ),
+          ),
+        ),
+      ),
+    ];
+  },
+
+  async resources() {
+    const { resources } = await json('GET', '/_control/overview');
+    return [
+      h('h1', {}, 'Resources and jobs'),
+      table(
+        ['Kind', 'Id', 'Project', 'What', 'State', 'Timeline'],
+        resources.map((r) =>
+          h(
+            'tr',
+            { 'data-resource': r.id },
+            h('td', {}, r.kind),
+            h('td', { class: 'mono' }, r.id),
+            h('td', { class: 'mono' }, r.project_id),
+            h('td', {}, r.label),
+            h('td', { class: 'state' }, r.state),
+            h(
+              'td',
+              {},
+              h(
+                'ol',
+                { class: 'timeline' },
+                r.timeline.map((s) => h('li', { title: s.message ?? '' }, `${time(s.at)} ${s.event}`)),
+              ),
+            ),
+          ),
+        ),
+      ),
+    ];
+  },
+
+  async queue() {
+    const { queue, resources } = await json('GET', '/_control/overview');
+    const jobs = resources.filter((r) => r.kind === 'queue_job');
+    return [
+      h('h1', {}, 'Queue'),
+      table(
+        ['Model', 'Depth', 'Claimed', 'Done', 'Retries'],
+        queue.map((q) =>
+          h('tr', { 'data-model': q.model }, h('td', {}, q.model), h('td', {}, q.depth), h('td', {}, q.claimed), h('td', {}, q.done), h('td', {}, q.retries)),
+        ),
+      ),
+      h('h2', {}, 'Jobs'),
+      table(
+        ['Id', 'Model', 'State', 'Created'],
+        jobs.map((j) => h('tr', {}, h('td', { class: 'mono' }, j.id), h('td', {}, j.label), h('td', {}, j.state), h('td', {}, time(j.created_at)))),
+      ),
+    ];
+  },
+
+  async endpoints() {
+    const { endpoints, resources } = await json('GET', '/_control/overview');
+    const v1 = resources.filter((r) => r.kind === 'endpoint');
+    return [
+      h('h1', {}, 'Endpoints, deployments and traffic'),
+      endpoints.length === 0 ? h('p', {}, 'No dedicated endpoint.') : null,
+      endpoints.map((e) =>
+        h(
+          'div',
+          { 'data-endpoint': e.id },
+          h('h2', {}, e.name, ' ', h('span', { class: 'mono' }, e.id)),
+          h('p', {}, 'Traffic split: ', h('code', {}, JSON.stringify(e.traffic_split))),
+          table(
+            ['Deployment', 'Model', 'State', 'Replicas (ready / min-max)'],
+            e.deployments.map((d) =>
+              h(
+                'tr',
+                {},
+                h('td', {}, d.name),
+                h('td', {}, d.model),
+                h('td', {}, d.state),
+                h('td', {}, `${d.ready_replicas} / ${d.min_replicas}-${d.max_replicas}`),
+              ),
+            ),
+          ),
+        ),
+      ),
+      h('h2', {}, 'v1 endpoints'),
+      table(
+        ['Id', 'Name', 'State'],
+        v1.map((e) => h('tr', {}, h('td', { class: 'mono' }, e.id), h('td', {}, e.label), h('td', {}, e.state))),
+      ),
+    ];
+  },
+
+  // Requests and refusals per organization x model over time, as this process's journal saw them: the operations the
+  // contract marks rate-limited (`x-rate-limited`), by their body's model.
+  async 'rate-limits'() {
+    const [{ projects }, { data }, limited] = await Promise.all([
+      json('GET', '/_control/overview?limit=1'),
+      json('GET', '/_control/journal?limit=1000'),
+      rateLimited(),
+    ]);
+    const orgOf = new Map(projects.map((p) => [p.id, p.organization_name]));
+    const nameOf = (e) => `${orgOf.get(e.project_id) ?? e.project_id} x ${e.request_body.model}`;
+    const entries = data.filter((e) => limited.has(e.operation) && e.project_id && typeof e.request_body?.model === 'string').reverse();
+    const series = [...new Set(entries.map(nameOf))];
+    const second = (e) => Math.floor(Date.parse(e.at) / 1000);
+    const seconds = [...new Set(entries.map(second))].sort((a, b) => a - b);
+    const count = (name, refused) => seconds.map((s) => entries.filter((e) => second(e) === s && nameOf(e) === name && (e.status === 429) === refused).length);
+    const plot = h('div', { id: 'rate-plot' });
+    if (seconds.length)
+      queueMicrotask(() =>
+        draw(
+          plot,
+          'rate-limits',
+          [seconds, ...series.flatMap((name) => [count(name, false), count(name, true)])],
+          series.flatMap((name, i) => [
+            { label: name, stroke: COLOURS[i % COLOURS.length] },
+            { label: `${name}: 429`, stroke: COLOURS[i % COLOURS.length], dash: [4, 4] },
+          ]),
+        ),
+      );
+    return [
+      h('h1', {}, 'Rate limits: requests per second, by organization x model'),
+      h('p', {}, "From this process's request journal: the rate-limited operations' answered requests (solid) and 429 refusals (dashed)."),
+      table(
+        ['Organization x model', 'Requests', '429'],
+        series.map((name) => h('tr', { 'data-series': name }, h('td', {}, name), h('td', {}, sum(count(name, false))), h('td', {}, sum(count(name, true))))),
+      ),
+      seconds.length ? plot : h('p', {}, 'No rate-limited request in the journal.'),
+    ];
+  },
+
+  async 'fine-tunes'() {
+    const { resources } = await json('GET', '/_control/overview');
+    const jobs = resources.filter((r) => r.kind === 'fine_tune');
+    const cards = await Promise.all(
+      jobs.map(async (j) => {
+        const { metrics } = await json('GET', `/_control/fine-tunes/${encodeURIComponent(j.id)}/metrics`);
+        const plot = h('div', { class: 'loss-plot', 'data-fine-tune': j.id });
+        const card = h('div', { class: 'card' }, h('h2', {}, j.id), h('p', {}, `${j.label}: ${j.state}, ${metrics.length} steps logged`), plot);
+        if (metrics.length) {
+          const steps = metrics.map((m) => m['train/global_step']);
+          const col = (k) => metrics.map((m) => (k in m ? m[k] : null));
+          queueMicrotask(() =>
+            draw(plot, `loss ${j.id}`, [steps, col('train/loss'), col('eval/loss')], [{ label: 'train/loss' }, { label: 'eval/loss', points: { show: true } }]),
+          );
+        }
+        return card;
+      }),
+    );
+    return [h('h1', {}, "Fine-tunes' loss curves"), jobs.length ? cards : h('p', {}, 'No fine-tune.')];
+  },
+
+  async videos() {
+    const { resources } = await json('GET', '/_control/overview');
+    const videos = resources.filter((r) => r.kind === 'video');
+    const cards = videos.map((v) => {
+      const card = h('div', { class: 'card', 'data-video': v.id }, h('h2', {}, v.id), h('p', {}, `${v.label}: ${v.state}`));
+      if (v.state === 'completed') {
+        // A <video> cannot send the bearer header: the file is fetched with it and played from memory.
+        const video = h('video', { controls: true, muted: true, loop: true, playsinline: true });
+        video.muted = true;
+        card.append(video);
+        api('GET', `/_control/videos/${encodeURIComponent(v.id)}/content`)
+          .then((res) => res.blob())
+          .then((blob) => {
+            video.src = URL.createObjectURL(blob);
+            return video.play();
+          })
+          .catch((err) => card.append(h('p', { class: 'error' }, err.message)));
+      }
+      return card;
+    });
+    return [h('h1', {}, 'Videos'), videos.length ? cards : h('p', {}, 'No video.')];
+  },
+
+  async journal() {
+    const { data } = await json('GET', '/_control/journal?limit=200');
+    return [
+      h('h1', {}, 'Request journal'),
+      h('button', { type: 'button', id: 'clear-journal', onclick: () => json('DELETE', '/_control/journal').then(show) }, 'Clear'),
+      table(
+        ['#', 'At', 'Method', 'Path', 'Operation', 'Project', 'Status', 'ms', 'Fault'],
+        data.map((e) =>
+          h(
+            'tr',
+            { 'data-entry': e.id },
+            h('td', {}, e.id),
+            h('td', {}, time(e.at)),
+            h('td', {}, e.method),
+            h('td', { class: 'mono' }, e.path),
+            h('td', {}, e.operation ?? ''),
+            h('td', { class: 'mono' }, e.project_id ?? ''),
+            h('td', { class: 'status' }, e.status),
+            h('td', {}, e.ms),
+            h('td', { class: 'mono' }, e.fault ?? ''),
+          ),
+        ),
+      ),
+    ];
+  },
+
+  async faults() {
+    const [{ data }, { projects }] = await Promise.all([json('GET', '/_control/faults'), json('GET', '/_control/overview?limit=1')]);
+    const error = h('p', { class: 'error', role: 'alert' });
+    const field = (name, label, attrs = {}) => h('label', {}, `${label} `, h('input', { name, ...attrs }));
+    const add = async (event) => {
+      event.preventDefault();
+      const f = new FormData(event.target);
+      const text = (k) => String(f.get(k) ?? '').trim();
+      const num = (k) => (text(k) === '' ? undefined : Number(text(k)));
+      const match = {
+        ...(text('operations') ? { operations: text('operations').split(/[\s,]+/) } : {}),
+        ...(text('path') ? { path: text('path') } : {}),
+        ...(text('model') ? { model: text('model') } : {}),
+        ...(text('project_id') ? { project_id: text('project_id') } : {}),
+      };
+      const rule = {
+        ...(Object.keys(match).length ? { match } : {}),
+        status: num('status'),
+        code: text('code') || undefined,
+        delay_ms: num('delay_ms'),
+        retry_after_seconds: num('retry_after_seconds'),
+        count: num('count'),
+        after: num('after'),
+        probability: num('probability'),
+        ttl_seconds: num('ttl_seconds'),
+        ...(f.get('drop') ? { drop: true } : {}),
+      };
+      try {
+        await json('POST', '/_control/faults', JSON.parse(JSON.stringify(rule)));
+        await show();
+      } catch (err) {
+        if (err instanceof Unauthorized) throw err;
+        error.textContent = err.message;
+      }
+    };
+    return [
+      h('h1', {}, 'Fault rules'),
+      table(
+        ['Id', 'Match', 'Does', 'Left', 'Hits', ''],
+        data.map((r) =>
+          h(
+            'tr',
+            { 'data-fault': r.id },
+            h('td', { class: 'mono' }, r.id),
+            h('td', {}, h('code', {}, JSON.stringify(r.match ?? {}))),
+            h('td', {}, [r.status && `${r.status} ${r.code ?? ''}`, r.delay_ms && `delay ${r.delay_ms} ms`, r.drop && 'drop'].filter(Boolean).join(', ')),
+            h('td', {}, r.count ?? '∞'),
+            h('td', {}, r.hits),
+            h(
+              'td',
+              {},
+              h(
+                'button',
+                { type: 'button', class: 'remove', onclick: () => json('DELETE', `/_control/faults/${encodeURIComponent(r.id)}`).then(show) },
+                'Remove',
+              ),
+            ),
+          ),
+        ),
+      ),
+      h(
+        'form',
+        { id: 'add-fault', class: 'inline', onsubmit: add },
+        h('h2', {}, 'Add a rule'),
+        field('operations', 'Operations', { placeholder: 'createChatCompletion' }),
+        field('path', 'Path prefix', { placeholder: '/v1/chat' }),
+        field('model', 'Model'),
+        h(
+          'label',
+          {},
+          'Project ',
+          h(
+            'select',
+            { name: 'project_id' },
+            h('option', { value: '' }, 'any'),
+            projects.map((p) => h('option', { value: p.id }, p.name)),
+          ),
+        ),
+        field('status', 'Status', { type: 'number', min: 400, max: 599 }),
+        field('code', 'Code'),
+        field('delay_ms', 'Delay (ms)', { type: 'number', min: 0 }),
+        field('retry_after_seconds', 'Retry-After (s)', { type: 'number', min: 0 }),
+        field('count', 'Count', { type: 'number', min: 1 }),
+        field('after', 'After', { type: 'number', min: 0 }),
+        field('probability', 'Probability', { type: 'number', min: 0, max: 1, step: 'any' }),
+        field('ttl_seconds', 'TTL (s)', { type: 'number', min: 1 }),
+        h('label', {}, h('input', { type: 'checkbox', name: 'drop' }), ' Drop the connection'),
+        h('button', { type: 'submit' }, 'Add'),
+      ),
+      error,
+    ];
+  },
+
+  async reset() {
+    const { projects } = await json('GET', '/_control/overview?limit=1');
+    const result = h('p', { id: 'reset-result', role: 'status' });
+    const select = h(
+      'select',
+      { name: 'project' },
+      h('option', { value: '' }, 'The whole platform'),
+      projects.map((p) => h('option', { value: p.id }, `Project ${p.name} (${p.id})`)),
+    );
+    const run = async (event) => {
+      event.preventDefault();
+      if (!confirm(select.value ? `Delete every resource of project ${select.value}?` : 'Reset the whole platform to its first start?')) return;
+      const r = await json('POST', '/_control/reset', select.value ? { project_id: select.value } : {});
+      result.textContent = `Reset ${r.scope}: ${r.deleted} rows deleted in ${r.ms} ms.`;
+    };
+    return [h('h1', {}, 'Reset'), h('form', { id: 'reset-form', onsubmit: run }, select, ' ', h('button', { type: 'submit' }, 'Reset')), result];
+  },
+};
+
+/** The operationIds the contract marks `x-rate-limited` (read once from /openapi.json). */
+let limitedIds;
+async function rateLimited() {
+  limitedIds ??= fetch('/openapi.json')
+    .then((res) => res.json())
+    .then(
+      (spec) =>
+        new Set(
+          Object.values(spec.paths).flatMap((item) =>
+            Object.values(item)
+              .filter((op) => op?.['x-rate-limited'] === true)
+              .map((op) => op.operationId),
+          ),
+        ),
+    );
+  return limitedIds;
+}
+
+const sum = (xs) => xs.reduce((a, b) => a + b, 0);
+const COLOURS = ['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e', '#9467bd', '#8c564b'];
+
+/** A uPlot line chart in `el`; the plots drawn are kept on window.consolePlots (by name) for whoever inspects the page. */
+function draw(el, name, data, series) {
+  const plot = new uPlot(
+    {
+      width: 560,
+      height: 260,
+      // One point in time alone would get a range of years: a minute around it.
+      scales: { x: { time: name === 'rate-limits', range: (_u, min, max) => (min === max ? [min - 30, max + 30] : [min, max]) } },
+      legend: { live: false },
+      series: [{}, ...series.map((s, i) => ({ stroke: COLOURS[i % COLOURS.length], width: 2, spanGaps: true, ...s }))],
+    },
+    data,
+    el,
+  );
+  window.consolePlots = { ...window.consolePlots, [name]: plot };
+}
+
+async function show() {
+  const name = location.hash.slice(1) || 'projects';
+  for (const a of nav.querySelectorAll('a')) a.classList.toggle('current', a.getAttribute('href') === `#${name}`);
+  page.dataset.page = name;
+  page.dataset.ready = 'false';
+  try {
+    page.replaceChildren(...(await (pages[name] ?? pages.projects)()).flat().filter(Boolean));
+  } catch (err) {
+    if (err instanceof Unauthorized) return signOut(err.message);
+    page.replaceChildren(h('p', { class: 'error' }, err.message));
+  }
+  page.dataset.ready = 'true';
+}
+
+function signOut(message = '') {
+  sessionStorage.removeItem(KEY);
+  nav.hidden = true;
+  page.replaceChildren();
+  signIn.hidden = false;
+  document.getElementById('sign-in-error').textContent = message;
+}
+
+signIn.addEventListener('submit', (event) => {
+  event.preventDefault();
+  sessionStorage.setItem(KEY, document.getElementById('control-key').value);
+  signIn.hidden = true;
+  nav.hidden = false;
+  show();
+});
+document.getElementById('sign-out').addEventListener('click', () => signOut());
+window.addEventListener('hashchange', () => sessionStorage.getItem(KEY) && show());
+// The page already shown, chosen again: read it afresh.
+nav.addEventListener('click', (event) => event.target.getAttribute?.('href') === location.hash && show());
+
+if (sessionStorage.getItem(KEY)) {
+  nav.hidden = false;
+  show();
+} else signOut();
