@@ -55,6 +55,44 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/_control/jobs/{kind}/{id}/transition": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Move one job through its state machine
+         * @description Moves one job, of any project, through the state machine its tag documents, and only by moves that
+         *     machine's table allows:
+         *
+         *     - `to: <state>`: the table's move from the job's state to that one, made at once (the runner's work for
+         *       the state left is skipped: a video moved to `completed` this way has no file, a fine-tune moved to
+         *       `compressing` no checkpoints). A move the table does not allow answers the standard 409
+         *       `invalid_state_transition`. A move into a failure state (video `failed`, fine-tune `error`, evaluation
+         *       `error` or `user_error`) writes `error`: the video's `error.code` and `error.message`, the fine-tune's
+         *       `error` (its message: the platform's fine-tune has no error code), the evaluation's `results.error`;
+         *       without `error`, code `job_failed`. `error` with any other move is a 400.
+         *     - `to: next`: the job's next state as the platform would reach it: when the job's state has a timed step,
+         *       the runner takes that step now, doing its work (it renders the video, trains the fine-tune: its
+         *       checkpoints and events are written); otherwise, the first move its table declares from that state.
+         *     - `to: terminal`: `next` again and again until a terminal state (a fine-tune `pending` goes through
+         *       queued, running, compressing and uploading to `completed`).
+         *
+         *     A job in a terminal state cannot move (409 `invalid_state_transition`); a step that does not move the job
+         *     (it waits for its files' validation, or failed and will be retried) answers 409 `job_waiting`. Kinds:
+         *     `video` (v1 and v2 videos), `fine_tune`, `evaluation`.
+         */
+        post: operations["transitionJob"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/_control/journal": {
         parameters: {
             query?: never;
@@ -99,6 +137,61 @@ export interface paths {
          *     Work the runner was doing for a deleted resource finds it gone and stops. Answers how long it took.
          */
         post: operations["resetPlatform"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/_control/time": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The platform's clock
+         * @description The platform's clock is the system clock plus an offset that `advanceTime` moves forward (it never runs
+         *     back). Every time the platform writes or compares (jobs' timestamps, the runner's timed steps, rate-limit
+         *     windows, expiries) reads it. The offset is this process's own, kept in memory: with several server
+         *     processes on one database, the others keep their own clocks; they see the jobs the advance moved (in the
+         *     database), but their own timestamps and timed steps follow their own clock. Steer time with one process.
+         *     A reset keeps the offset: the clock never runs back (ids and timestamps sort by time), so a test suite
+         *     should compare instants against `now` here rather than against the wall clock.
+         */
+        get: operations["getTime"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/_control/time/advance": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Move the clock forward, running every timed step due on the way
+         * @description Moves the platform's clock (see `getTime`) forward by `seconds`, and before answering runs every timed
+         *     step of the durable runner that comes due by then, earliest first, each at its own due time: the clock is
+         *     moved to a step's due time, everything due then runs (with what those steps make due at once; steps due
+         *     at the same instant run together, up to `RUNNER_BATCH` at a time), then the clock moves to the next due
+         *     step, and so on up to the target. So a fine-tune created before an advance of 60 s has trained, compressed
+         *     and uploaded when the call answers, and its timestamps are those its durations give. A step that fails is
+         *     retried with the runner's backoff as time passes, and given up after `RUNNER_MAX_FAILURES`. `seconds: 0`
+         *     runs what is due now. The background runner (when `RUNNER_ENABLED`) keeps running too; another process
+         *     running steps meanwhile is not waited for. A step takes the time its work takes (rendering a video), not
+         *     the time moved.
+         */
+        post: operations["advanceTime"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3574,6 +3667,22 @@ export interface components {
             /** Format: date-time */
             update_time: string;
         };
+        ClockReading: {
+            /**
+             * Format: date-time
+             * @description The platform's time.
+             */
+            now: string;
+            /** @description How far this process's clock is ahead of the system clock (the sum of every advance). */
+            offset_ms: number;
+        };
+        /** @description The error a job fails with. */
+        JobError: {
+            /** @description The error's code (e.g. `content_policy_violation`). */
+            code: string;
+            /** @description Default a sentence naming the code. */
+            message?: string;
+        };
         JournalEntry: {
             /** @description Position in this process's journal (rises by one per request). */
             id: number;
@@ -3626,6 +3735,15 @@ export interface components {
             probability?: number;
             /** @description Go after this long. */
             ttl_seconds?: number;
+            /**
+             * @description Let the request succeed, and fail the job it creates at its first step with this error (the job is
+             *     marked as it is created, so no worker takes the step first). Only with `match.operations`, each an
+             *     operation creating a video or a fine-tune (`createVideo`, `createVideoV1`, `createFineTune`), and
+             *     without `status` or `drop`. The video answers `error: {code, message}`; the fine-tune `error` (the
+             *     message) and status `error`. An evaluation cannot be failed this way (its machine fails a job only
+             *     while it runs): move it with `transitionJob`.
+             */
+            fail_job?: components["schemas"]["JobError"];
         };
         /** @description A rule as given (FaultRuleInput), with what the server adds. */
         FaultRule: {
@@ -3649,6 +3767,7 @@ export interface components {
             after?: number;
             probability?: number;
             ttl_seconds?: number;
+            fail_job?: components["schemas"]["JobError"];
         };
         Empty: Record<string, never>;
         /**
@@ -6980,6 +7099,59 @@ export interface operations {
             404: components["responses"]["NotFound"];
         };
     };
+    transitionJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                kind: "video" | "fine_tune" | "evaluation";
+                /** @description The job's id; found whatever its project. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description A state of the job's machine, `next` or `terminal`. */
+                    to: string;
+                    error?: components["schemas"]["JobError"];
+                };
+            };
+        };
+        responses: {
+            /** @description Where the job stands now, and the moves it made. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        kind: string;
+                        id: string;
+                        project_id: string | null;
+                        state: string;
+                        /** @description Whether the state is terminal. */
+                        terminal: boolean;
+                        moves: {
+                            from: string;
+                            /** @description The table's event for the move. */
+                            event: string;
+                            to: string;
+                        }[];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     listJournal: {
         parameters: {
             query?: {
@@ -7075,6 +7247,66 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getTime: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The clock. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClockReading"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+        };
+    };
+    advanceTime: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description How far to move the clock (fractions of a second allowed, to the millisecond; at most a year per call). */
+                    seconds: number;
+                };
+            };
+        };
+        responses: {
+            /** @description The clock once every due step ran. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClockReading"] & {
+                        /** @description How far the clock moved. */
+                        advanced_ms: number;
+                        /** @description Timed steps (work items) run on the way. */
+                        steps: number;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];

@@ -6,7 +6,7 @@ import { createServer, type Server, STATUS_CODES } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { bootstrap, developmentKey, markAnnounced } from './bootstrap.ts';
-import { type Clock, systemClock } from './core/clock.ts';
+import { type Clock, OffsetClock, systemClock } from './core/clock.ts';
 import type { Config } from './core/config.ts';
 import { apiError, StartError } from './core/errors.ts';
 import { createLogger } from './core/log.ts';
@@ -95,7 +95,8 @@ export async function startPlatform(
   config: Config,
   options: { clock?: Clock; log?: Logger; listen?: boolean; observe?: AppOptions['observe'] } = {},
 ): Promise<Platform> {
-  const clock = options.clock ?? systemClock;
+  // The control plane moves this clock forward (control/time.ts); everything reads it.
+  const clock = new OffsetClock(options.clock ?? systemClock);
   const log = options.log ?? createLogger(config.logLevel);
   const server = options.listen === false ? undefined : await listen(config);
   let db: Database | undefined;
@@ -107,7 +108,7 @@ export async function startPlatform(
     const key = await developmentKey(db, clock, project.id);
     const database = db;
     const control = await controlKey(db, clock, config.control);
-    const plane = new ControlPlane(config, control?.hash ?? null, () => bootstrap(database, clock));
+    const plane = new ControlPlane(config, control?.hash ?? null, () => bootstrap(database, clock), clock);
     const keys = new KeyCache(db, clock, config.keyCacheTtlMs, log);
     await keys.listen();
     const runner = new Runner(db, clock, config.runner, log);
@@ -116,6 +117,7 @@ export async function startPlatform(
     await limits.ready();
     const services: AppOptions = { config, db, clock, log, runner, engines, control: plane, keys, limits, observe: options.observe };
     for (const m of modules) for (const [kind, work] of Object.entries(m.work?.(services) ?? {})) runner.register(kind, work);
+    for (const m of modules) Object.assign(plane.steerable, m.steer?.(services));
     const app = createApp(services);
     runner.start();
 

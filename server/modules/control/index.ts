@@ -1,10 +1,12 @@
 // Module `control` (spec/tags/control.yaml): the test double's control plane: reset (reset.ts), the request journal
-// (journal.ts) and fault rules (faults.ts), kept per process in a ControlPlane (plane.ts), behind the control key
+// (journal.ts), fault rules (faults.ts) and time (time.ts: the clock, and jobs moved through their machines), kept per process in a ControlPlane (plane.ts), behind the control key
 // (key.ts). The HTTP pipeline records and applies them (server/http/app.ts).
 import type { ModuleDescriptor } from '../types.ts';
 import { clearFaults, clearJournal, createFault, deleteFault, listFaults, listJournal, resetPlatform } from './handlers.ts';
+import { advanceTime, getTime, transitionJob } from './time.ts';
 
 export type { Fault } from './faults.ts';
+export { failedWith } from './faults.ts';
 export { captureBody, keptBody } from './journal.ts';
 export { controlKey } from './key.ts';
 export { ControlPlane } from './plane.ts';
@@ -12,6 +14,6 @@ export { unplaced } from './reset.ts';
 
 export const control: ModuleDescriptor<'control'> = {
   name: 'control',
-  handlers: { resetPlatform, listJournal, clearJournal, listFaults, createFault, deleteFault, clearFaults },
+  handlers: { resetPlatform, listJournal, clearJournal, listFaults, createFault, deleteFault, clearFaults, getTime, advanceTime, transitionJob },
   // Nothing here belongs to a project: no cross-project fixtures.
 };

@@ -61,6 +61,7 @@ export function videoProgression(
         },
       },
     },
+    failure: { events: ['fail'], data: (error) => ({ errorCode: error.code, errorMessage: error.message, completedAt: instant(services.clock) }) },
     giveUp: async (tx, id, error) => {
       const v = await tx.video.findUniqueOrThrow({ where: { id } });
       await transition(tx, services, videos, v, 'fail', {

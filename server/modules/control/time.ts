@@ -1,0 +1,113 @@
+// Time (the Control tag): the platform's clock moved forward, with every timed step of the durable runner that
+// comes due on the way run at its own due time; and one job moved through its declared machine, by the runner's
+// own step or by the table's move (runner/progress.ts `transition`), the jobs being the modules' `steer` kinds.
+import { iso } from '../../core/clock.ts';
+import { badRequest, conflict, invalidTransition, notFound, withArticle } from '../../core/errors.ts';
+import { type JobError, transition } from '../../runner/progress.ts';
+import type { Context, Services, Steerable } from '../types.ts';
+
+/** Rounds of "move to the next due step, run what is due" one advance makes at most (a step that keeps rescheduling itself). */
+const MAX_ROUNDS = 10_000;
+/** Moves one `terminal` call makes at most. */
+const MAX_MOVES = 32;
+
+const timeWire = ({ control }: Services) => ({ now: iso(control.clock.now()), offset_ms: control.clock.offsetMs });
+
+export async function getTime(ctx: Context<'getTime'>) {
+  return timeWire(ctx);
+}
+
+export async function advanceTime(ctx: Context<'advanceTime'>) {
+  const { clock } = ctx.control;
+  const ms = Math.round(ctx.body.seconds * 1000);
+  const until = clock.offsetMs + ms;
+  let steps = 0;
+  // Each round moves the clock to the earliest step due by the target (never back) and runs everything due then,
+  // including what those steps make due: each step happens at its due time, earliest first.
+  for (let round = 0; round < MAX_ROUNDS; round++) {
+    const due = await ctx.runner.nextDueAt(clock.now() + until - clock.offsetMs);
+    if (due === null) break;
+    clock.advance(due - clock.now());
+    steps += await ctx.runner.drain();
+  }
+  clock.advance(until - clock.offsetMs);
+  steps += await ctx.runner.drain();
+  return { ...timeWire(ctx), advanced_ms: ms, steps };
+}
+
+interface Moved {
+  from: string;
+  event: string;
+  to: string;
+}
+
+export async function transitionJob(ctx: Context<'transitionJob'>) {
+  const { params, body, db } = ctx;
+  const steer = ctx.control.steerable[params.kind] as Steerable;
+  const { stored, failure } = steer.progression;
+  const { machine } = stored;
+  const read = async () => {
+    const row = await stored.table(db.prisma).findUnique({ where: { id: params.id } });
+    if (!row) throw notFound(machine.name, params.id, 'id');
+    return row as { id: string; projectId: string | null } & Record<string, unknown>;
+  };
+  const stateOf = (row: Record<string, unknown>) => String(row[stored.field]);
+  // A move by the table (no timed step to take): a failure event writes the given error.
+  const move = (row: Awaited<ReturnType<typeof read>>, event: string, error?: JobError) => {
+    const failing = failure?.events.includes(event);
+    const data = failing ? failure!.data(error ?? { code: 'job_failed', message: `The ${machine.name} was failed by the control plane.` }, row) : undefined;
+    return db.write((tx) => transition(tx, ctx, stored, row, event, { data }));
+  };
+
+  let row = await read();
+  const from = stateOf(row);
+  const moves: Moved[] = [];
+  if (body.to === 'next' || body.to === 'terminal') {
+    if (body.error) throw badRequest(`error goes with a move into a failure state of the ${machine.name}, not '${body.to}'.`, 'error', 'invalid_value');
+    if (body.to === 'terminal' && machine.terminal.length === 0) throw invalidTransition(machine.name, from, 'reach a terminal state (it has none)');
+    do {
+      const before = stateOf(row);
+      if (machine.isTerminal(before)) {
+        if (moves.length === 0) throw invalidTransition(machine.name, before, 'move on (the state is terminal)');
+        break;
+      }
+      // The state's timed step, taken now by the runner (it does the step's work: renders, trains); a state
+      // without one (or whose step another process holds) takes the first move its table declares.
+      const ran = machine.delayMs(before, ctx.config) !== undefined ? await ctx.runner.runNow(machine.kind, row.id) : 0;
+      if (ran === 0) {
+        const first = machine.moves().find((m) => m.from === before)!;
+        await move(row, first.event);
+      }
+      row = await read();
+      const after = stateOf(row);
+      if (after === before)
+        throw conflict(
+          `${withArticle(machine.name, true)} '${row.id}' stays ${before}: its step waits for something else (e.g. a file's validation) or failed and will be retried.`,
+          'job_waiting',
+          null,
+        );
+      moves.push({ from: before, event: machine.eventBetween(before, after) ?? 'step', to: after });
+    } while (body.to === 'terminal' && moves.length < MAX_MOVES);
+  } else {
+    if (!(machine.states as readonly string[]).includes(body.to))
+      throw badRequest(`'${body.to}' is not a state of the ${machine.name}: one of ${machine.states.join(', ')}, next or terminal.`, 'to', 'invalid_value');
+    const event = machine.eventBetween(from, body.to);
+    if (!event) throw invalidTransition(machine.name, from, `move to ${body.to}`);
+    if (body.error && !failure?.events.includes(event))
+      throw badRequest(`error goes with a move into a failure state of the ${machine.name}; ${body.to} is not one.`, 'error', 'invalid_value');
+    row = (await move(
+      row,
+      event,
+      body.error && { code: body.error.code, message: body.error.message ?? `The ${machine.name} failed with ${body.error.code}.` },
+    )) as typeof row;
+    moves.push({ from, event, to: stateOf(row) });
+  }
+  return {
+    kind: params.kind,
+    id: row.id,
+    project_id: row.projectId,
+    state: stateOf(row),
+    terminal: machine.isTerminal(stateOf(row)),
+    moves,
+  };
+}
