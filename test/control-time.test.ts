@@ -25,7 +25,11 @@ async function advance(seconds: number) {
   return data!;
 }
 
-async function move(kind: 'video' | 'fine_tune' | 'evaluation', id: string, body: { to: string; error?: { code: string; message?: string } }) {
+async function move(
+  kind: 'video' | 'fine_tune' | 'evaluation' | 'model_upload' | 'remote_upload' | 'remediation' | 'deployment' | 'queue_job',
+  id: string,
+  body: { to: string; error?: { code: string; message?: string } },
+) {
   return control.POST('/_control/jobs/{kind}/{id}/transition', { params: { path: { kind, id } }, body });
 }
 
@@ -216,5 +220,68 @@ describe('moving one job', () => {
     expect(wrong.error).toMatchObject({ error: { param: 'error' } });
     expect((await t.caller.http.get(`/v2/videos/${id}`)).body.status).toBe('in_progress');
     await advance(0);
+  });
+});
+
+describe('the other kinds of job', () => {
+  test('a queue job: claimed only by a worker (409), then failed with info.error, as a worker would', async () => {
+    const model = 'steered-queue';
+    const requestId = (await t.caller.http.post('/v1/queue/submit').send({ model, payload: { x: 1 } })).body.requestId as string;
+    const refused = await move('queue_job', requestId, { to: 'next' });
+    expect(refused.response.status).toBe(409);
+    expect(refused.error).toMatchObject({ error: { code: 'invalid_state_transition' } });
+    expect((await t.caller.http.post('/v1/queue/claim').send({ model })).body.data).toHaveLength(1);
+    const { data } = await move('queue_job', requestId, { to: 'failed', error: { code: 'worker_crashed', message: 'Out of memory.' } });
+    expect(data).toMatchObject({ state: 'failed', terminal: true, moves: [{ from: 'running', event: 'fail', to: 'failed' }] });
+    const status = (await t.caller.http.get('/v1/queue/status').query({ model, request_id: requestId })).body;
+    expect(status).toMatchObject({ status: 'failed', info: { error: { code: 'worker_crashed', message: 'Out of memory.' } } });
+  });
+
+  test('a v1 model upload: failed at its first step by a fault rule; another taken to Complete by its own steps', async () => {
+    await control.POST('/_control/faults', {
+      body: { match: { operations: ['uploadModel'] }, fail_job: { code: 'repository_gated', message: 'Gated.' }, count: 1 },
+    });
+    const doomed = (await t.caller.http.post('/v1/models').send({ model_name: 'steered-a', model_source: 'acme/Meta-Llama-3.1-8B-Instruct-a' })).body.data;
+    await advance(2);
+    const failed = (await t.caller.http.get(`/v1/jobs/${doomed.job_id}`)).body;
+    expect(failed.status).toBe('Failed');
+    expect(failed.status_updates.at(-1)).toMatchObject({ status: 'Failed', message: 'Gated.' });
+    const next = (await t.caller.http.post('/v1/models').send({ model_name: 'steered-b', model_source: 'acme/Meta-Llama-3.1-8B-Instruct-b' })).body.data;
+    const { data } = await move('model_upload', next.job_id, { to: 'terminal' });
+    expect(data!.moves.map((m) => m.to)).toEqual(['Running', 'Complete']);
+    expect((await t.caller.http.get('/v1/models')).body.map((m: { id: string }) => m.id)).toContain(next.model_id);
+  });
+
+  test('a remote upload of the v2 catalogue: failed with its status message', async () => {
+    const base = `/v2/projects/${t.caller.identity.projectId}`;
+    const model = (await t.caller.http.post(`${base}/models`).send({ type: 'model', baseModelId: 'meta-llama/Meta-Llama-3.1-8B-Instruct', name: 'steered-c' }))
+      .body;
+    const upload = (await t.caller.http.post(`${base}/models/uploads`).send({ modelId: model.id, remoteUrl: 'acme/Meta-Llama-3.1-8B-Instruct-c' })).body;
+    const { data } = await move('remote_upload', upload.id, {
+      to: 'REMOTE_UPLOAD_STATUS_FAILED',
+      error: { code: 'source_gone', message: 'The bucket is gone.' },
+    });
+    expect(data!.state).toBe('REMOTE_UPLOAD_STATUS_FAILED');
+    expect((await t.caller.http.get(`${base}/models/uploads/${upload.id}`)).body).toMatchObject({
+      status: 'REMOTE_UPLOAD_STATUS_FAILED',
+      statusMessage: 'The bucket is gone.',
+    });
+  });
+
+  test("a deployment: 'next' provisions it now; it has no terminal state (409)", async () => {
+    const base = `/v2/projects/${t.caller.identity.projectId}`;
+    const deployed = await t.caller.http
+      .post(`${base}/deploy`)
+      .send({ endpointName: 'steered', model: 'meta-llama/Meta-Llama-3.1-8B-Instruct', config: 'cr_llama_3_1_8b_h100', minReplicas: 1, maxReplicas: 1 });
+    expect(deployed.status, JSON.stringify(deployed.body)).toBe(202);
+    const id = deployed.body.deployment.id as string;
+    const { data } = await move('deployment', id, { to: 'next' });
+    expect(data).toMatchObject({ state: 'DEPLOYMENT_STATE_READY', moves: [{ event: 'provisioned' }] });
+    const refused = await move('deployment', id, { to: 'terminal' });
+    expect(refused.response.status).toBe(409);
+  });
+
+  test('a remediation: an unknown id is a 404', async () => {
+    expect((await move('remediation', 'rem-missing', { to: 'next' })).response.status).toBe(404);
   });
 });

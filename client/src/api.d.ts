@@ -71,11 +71,15 @@ export interface paths {
          *
          *     - `to: <state>`: the table's move from the job's state to that one, made at once (the runner's work for
          *       the state left is skipped: a video moved to `completed` this way has no file, a fine-tune moved to
-         *       `compressing` no checkpoints). A move the table does not allow answers the standard 409
-         *       `invalid_state_transition`. A move into a failure state (video `failed`, fine-tune `error`, evaluation
-         *       `error` or `user_error`) writes `error`: the video's `error.code` and `error.message`, the fine-tune's
-         *       `error` (its message: the platform's fine-tune has no error code), the evaluation's `results.error`;
-         *       without `error`, code `job_failed`. `error` with any other move is a 400.
+         *       `compressing` no checkpoints, a deployment moved to `DEPLOYMENT_STATE_READY` holds no hardware). A move
+         *       the table does not allow answers the standard 409 `invalid_state_transition`. A move into a failure
+         *       state writes `error` where the job keeps one: the video's `error.code` and `error.message`; the
+         *       fine-tune's `error` and `job_error` event (the message: a fine-tune has no error code); the evaluation's
+         *       `results.error`; the upload job's last status update (v1 `Failed`); the remote upload's
+         *       `status_message` and event (`REMOTE_UPLOAD_STATUS_ERROR`, which restarts by itself, or `_FAILED`); the
+         *       remediation's `error_message`; the deployment's message (`DEPLOYMENT_STATE_FAILED`); the queue job's
+         *       `info.error` (`{code, message}`, as a worker's failure). Without `error`, code `job_failed`. `error`
+         *       with any other move is a 400.
          *     - `to: next`: the job's next state as the platform would reach it: when the job's state has a timed step,
          *       the runner takes that step now, doing its work (it renders the video, trains the fine-tune: its
          *       checkpoints and events are written); otherwise, the first move its table declares from that state.
@@ -83,8 +87,12 @@ export interface paths {
          *       queued, running, compressing and uploading to `completed`).
          *
          *     A job in a terminal state cannot move (409 `invalid_state_transition`); a step that does not move the job
-         *     (it waits for its files' validation, or failed and will be retried) answers 409 `job_waiting`. Kinds:
-         *     `video` (v1 and v2 videos), `fine_tune`, `evaluation`.
+         *     (it waits for its files' validation, or failed and will be retried) answers 409 `job_waiting`. A queue
+         *     job is claimed only by a worker (the claim hands out its token): a move by `claim` (and so `next` from
+         *     `pending`) is a 409 `invalid_state_transition`; its timed step is the claim's timeout, so `next` from
+         *     `running` is the table's first move (`complete`). A deployment has no terminal state: `terminal` is a
+         *     409. Kinds: `video` (v1 and v2), `fine_tune`, `evaluation`, `model_upload` (v1 `/v1/models` upload
+         *     jobs), `remote_upload` (the v2 catalogue's), `remediation`, `deployment` (v2), `queue_job`.
          */
         post: operations["transitionJob"];
         delete?: never;
@@ -3738,10 +3746,11 @@ export interface components {
             /**
              * @description Let the request succeed, and fail the job it creates at its first step with this error (the job is
              *     marked as it is created, so no worker takes the step first). Only with `match.operations`, each an
-             *     operation creating a video or a fine-tune (`createVideo`, `createVideoV1`, `createFineTune`), and
-             *     without `status` or `drop`. The video answers `error: {code, message}`; the fine-tune `error` (the
-             *     message) and status `error`. An evaluation cannot be failed this way (its machine fails a job only
-             *     while it runs): move it with `transitionJob`.
+             *     operation creating a job whose first state can fail (`createVideo`, `createVideoV1`,
+             *     `createFineTune`, `uploadModel`, `createRemoteModelUpload`, `createDeployment`, `deployModel`), and
+             *     without `status` or `drop`. The error is written as `transitionJob` writes it (the video's
+             *     `error.code`). An evaluation, a remediation or a queue job cannot be failed this way (their machines
+             *     fail a job only while it runs): move it with `transitionJob`.
              */
             fail_job?: components["schemas"]["JobError"];
         };
@@ -7104,7 +7113,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                kind: "video" | "fine_tune" | "evaluation";
+                kind: "video" | "fine_tune" | "evaluation" | "model_upload" | "remote_upload" | "remediation" | "deployment" | "queue_job";
                 /** @description The job's id; found whatever its project. */
                 id: string;
             };

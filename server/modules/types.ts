@@ -122,6 +122,10 @@ export interface Steerable {
   // biome-ignore lint/suspicious/noExplicitAny: any module's progression.
   progression: Progression<any>;
   creates: OperationId[];
+  /** Events only the module's own callers make (a worker's claim, which hands out its token): the control plane refuses them. */
+  callerOnly?: readonly string[];
+  /** The machine's timed step is not a progression's (a queue claim's timeout check): `next` takes the table's move. */
+  untimed?: true;
 }
 
 export interface ModuleDescriptor<M extends ModuleName> {

@@ -51,10 +51,11 @@ export interface Progression<S extends string> {
   giveUp?(tx: Tx, id: string, error: string): Promise<void>;
   /**
    * How the control plane fails a subject with a given error (a steered move, a fault rule's `fail_job`): the
-   * failure events (`events[0]` is the one a `fail_job` makes) and the columns a move by one of them writes.
+   * failure events (`events[0]` is the one a `fail_job` makes), and the move by one of them that writes the error
+   * where the subject keeps it.
    */
   // biome-ignore lint/suspicious/noExplicitAny: the row of the progression's table.
-  failure?: { events: readonly string[]; data(error: JobError, row: any): Record<string, unknown> };
+  failure?: { events: readonly string[]; fail(tx: Tx, row: any, event: string, error: JobError): Promise<unknown> };
 }
 
 /** An error a job is failed with by the control plane. */
@@ -204,7 +205,7 @@ export function progressionWork<S extends string>(p: Progression<S>, services: T
           apply: async (tx) => {
             const before = await load(p.stored, tx, item.subjectId);
             if (!current(before, item.payload)) return;
-            await transition(tx, services, p.stored, before!.row, p.failure!.events[0]!, { data: p.failure!.data(doomed, before!.row) });
+            await p.failure!.fail(tx, before!.row, p.failure!.events[0]!, doomed);
           },
         };
       const step = p.steps[item.payload.state as S];

@@ -45,6 +45,10 @@ export async function transitionJob(ctx: Context<'transitionJob'>) {
   const { params, body, db } = ctx;
   const steer = ctx.control.steerable[params.kind] as Steerable;
   const { stored, failure } = steer.progression;
+  const refuseCallerOnly = (from: string, event: string) => {
+    if (steer.callerOnly?.includes(event))
+      throw conflict(`Only the API's own callers ${event} a ${machine.name} (from ${from}): the control plane does not.`, 'invalid_state_transition');
+  };
   const { machine } = stored;
   const read = async () => {
     const row = await stored.table(db.prisma).findUnique({ where: { id: params.id } });
@@ -54,9 +58,10 @@ export async function transitionJob(ctx: Context<'transitionJob'>) {
   const stateOf = (row: Record<string, unknown>) => String(row[stored.field]);
   // A move by the table (no timed step to take): a failure event writes the given error.
   const move = (row: Awaited<ReturnType<typeof read>>, event: string, error?: JobError) => {
-    const failing = failure?.events.includes(event);
-    const data = failing ? failure!.data(error ?? { code: 'job_failed', message: `The ${machine.name} was failed by the control plane.` }, row) : undefined;
-    return db.write((tx) => transition(tx, ctx, stored, row, event, { data }));
+    refuseCallerOnly(stateOf(row), event);
+    if (!failure?.events.includes(event)) return db.write((tx) => transition(tx, ctx, stored, row, event));
+    const given = error ?? { code: 'job_failed', message: `The ${machine.name} was failed by the control plane.` };
+    return db.write((tx) => failure.fail(tx, row, event, given));
   };
 
   let row = await read();
@@ -73,7 +78,7 @@ export async function transitionJob(ctx: Context<'transitionJob'>) {
       }
       // The state's timed step, taken now by the runner (it does the step's work: renders, trains); a state
       // without one (or whose step another process holds) takes the first move its table declares.
-      const ran = machine.delayMs(before, ctx.config) !== undefined ? await ctx.runner.runNow(machine.kind, row.id) : 0;
+      const ran = !steer.untimed && machine.delayMs(before, ctx.config) !== undefined ? await ctx.runner.runNow(machine.kind, row.id) : 0;
       if (ran === 0) {
         const first = machine.moves().find((m) => m.from === before)!;
         await move(row, first.event);
@@ -95,11 +100,8 @@ export async function transitionJob(ctx: Context<'transitionJob'>) {
     if (!event) throw invalidTransition(machine.name, from, `move to ${body.to}`);
     if (body.error && !failure?.events.includes(event))
       throw badRequest(`error goes with a move into a failure state of the ${machine.name}; ${body.to} is not one.`, 'error', 'invalid_value');
-    row = (await move(
-      row,
-      event,
-      body.error && { code: body.error.code, message: body.error.message ?? `The ${machine.name} failed with ${body.error.code}.` },
-    )) as typeof row;
+    await move(row, event, body.error && { code: body.error.code, message: body.error.message ?? `The ${machine.name} failed with ${body.error.code}.` });
+    row = await read();
     moves.push({ from, event, to: stateOf(row) });
   }
   return {
