@@ -4,6 +4,7 @@
 import { createPlatformClient, type PlatformClient } from '@inference-platform/client';
 import Together from 'together-ai';
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
+import { storeFile } from '../server/modules/files/store.ts';
 import { expectError } from './support/expect.ts';
 import { uploadFile } from './support/files.ts';
 import { startTestPlatform, TEST_CONTROL_KEY, type TestPlatform } from './support/platform.ts';
@@ -281,7 +282,39 @@ describe('the other kinds of job', () => {
     expect(refused.response.status).toBe(409);
   });
 
-  test('a remediation: an unknown id is a 404', async () => {
+  test('an evaluation: moved state by state by the table, then failed as a user error with its message', async () => {
+    const rows = [{ prompt: 'Is water wet?', response: 'yes' }];
+    const file = await storeFile(
+      t.services,
+      { projectId: t.caller.identity.projectId, filename: 'in.jsonl', purpose: 'eval', fileType: 'jsonl' },
+      `${JSON.stringify(rows[0])}\n`,
+    );
+    const judge = { model: 'meta-llama/Llama-3.3-70B-Instruct-Turbo', model_source: 'serverless', system_template: 'Judge: {{ prompt }}' };
+    const created = await t.caller.http.post('/v1/evaluation').send({
+      type: 'classify',
+      parameters: { judge, labels: ['yes', 'no'], pass_labels: ['yes'], model_to_evaluate: 'response', input_data_file_path: file.id },
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(200);
+    const id = created.body.workflow_id as string;
+    expect((await move('evaluation', id, { to: 'error' })).response.status).toBe(409); // pending cannot fail
+    expect((await move('evaluation', id, { to: 'queued' })).data!.state).toBe('queued');
+    expect((await move('evaluation', id, { to: 'running' })).data!.state).toBe('running');
+    const { data } = await move('evaluation', id, { to: 'user_error', error: { code: 'bad_rows', message: 'Row 1 has no label.' } });
+    expect(data).toMatchObject({ state: 'user_error', terminal: true });
+    expect((await t.caller.http.get(`/v1/evaluation/${id}/status`)).body).toEqual({ status: 'user_error', results: { error: 'Row 1 has no label.' } });
+    await advance(0); // the steps scheduled for the states it left find it moved on
+    expect((await t.caller.http.get(`/v1/evaluation/${id}/status`)).body.status).toBe('user_error');
+  });
+
+  test("a remediation: 'terminal' runs its start and its run now; an unknown id is a 404", async () => {
+    const cluster = (await t.caller.http.get('/v1/compute/clusters')).body.clusters[0].cluster_id as string;
+    const instance = (await t.caller.http.get(`/v1/compute/clusters/${cluster}/instances`)).body.instances[0].instance_id as string;
+    const path = `/v1/compute/clusters/${cluster}/instances/${instance}/remediations`;
+    const created = await t.caller.http.post(path).send({ mode: 'REMEDIATION_MODE_REBOOT_VM' });
+    expect(created.status, JSON.stringify(created.body)).toBe(200);
+    const { data } = await move('remediation', created.body.id, { to: 'terminal' });
+    expect(data!.moves.map((m) => m.to)).toEqual(['RUNNING', 'SUCCEEDED']);
+    expect((await t.caller.http.get(`${path}/${created.body.id}`)).body.state).toBe('SUCCEEDED');
     expect((await move('remediation', 'rem-missing', { to: 'next' })).response.status).toBe(404);
   });
 });
