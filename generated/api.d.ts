@@ -87,7 +87,8 @@ export interface paths {
          *       queued, running, compressing and uploading to `completed`).
          *
          *     A job in a terminal state cannot move (409 `invalid_state_transition`); a step that does not move the job
-         *     (it waits for its files' validation, or failed and will be retried) answers 409 `job_waiting`. A queue
+         *     (it waits for its files' validation, or failed and will be retried), or that a worker is taking at that
+         *     moment, answers 409 `job_waiting`. A queue
          *     job is claimed only by a worker (the claim hands out its token): a move by `claim` (and so `next` from
          *     `pending`) is a 409 `invalid_state_transition`; its timed step is the claim's timeout, so `next` from
          *     `running` is the table's first move (`complete`). A deployment has no terminal state: `terminal` is a
@@ -134,7 +135,7 @@ export interface paths {
          *     again, so the platform is as its first start left it: the default organization and project keep their
          *     ids and their development keys (so the key a test suite holds still works), the catalogue and hardware
          *     are seeded afresh, and every stored file, video and upload goes from the disk. The journal and the fault
-         *     rules of this process are cleared. Rate-limit windows are not: they end by themselves within
+         *     rules of this process are cleared; the clock's offset is kept (see `getTime`). Rate-limit windows are not: they end by themselves within
          *     `RATE_LIMIT_WINDOW_SECONDS`.
          *
          *     With `project_id`: that project's resources (files, fine-tunes, videos, evaluations, queue jobs,
@@ -197,7 +198,8 @@ export interface paths {
          *     retried with the runner's backoff as time passes, and given up after `RUNNER_MAX_FAILURES`. `seconds: 0`
          *     runs what is due now. The background runner (when `RUNNER_ENABLED`) keeps running too; another process
          *     running steps meanwhile is not waited for. A step takes the time its work takes (rendering a video), not
-         *     the time moved.
+         *     the time moved. A step a worker is taking when the clock jumps past its lease (`RUNNER_LEASE_MS`) is
+         *     taken over, its work done again; only one outcome is kept (the runner's fencing).
          */
         post: operations["advanceTime"];
         delete?: never;

@@ -207,6 +207,18 @@ describe('moving one job', () => {
     await advance(0);
   });
 
+  test('a step a worker is taking at that moment answers 409 job_waiting; the worker finishes it', async () => {
+    await advance(0);
+    const id = await newVideo();
+    const held = await t.services.runner.claim(8); // a worker takes the render
+    expect(held.map((i) => i.subjectId)).toEqual([id]);
+    const { error, response } = await move('video', id, { to: 'next' });
+    expect(response.status).toBe(409);
+    expect(error).toMatchObject({ error: { code: 'job_waiting', message: expect.stringContaining('a worker is taking its step now') } });
+    await Promise.all(held.map((i) => t.services.runner.process(i)));
+    expect((await t.caller.http.get(`/v2/videos/${id}`)).body.status).toBe('completed');
+  });
+
   test('refusals: an unknown id 404, an unknown state or an error without a failure move 400', async () => {
     const missing = await move('evaluation', 'eval-missing', { to: 'next' });
     expect(missing.response.status).toBe(404);

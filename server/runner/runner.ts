@@ -180,13 +180,17 @@ export class Runner {
     return first ? Number(first.runAt) : null;
   }
 
-  /** Makes one subject's queued items of `kind` due now and runs them (the control plane's steered step); answers how many ran. */
-  async runNow(kind: string, subjectId: string): Promise<number> {
+  /**
+   * Makes one subject's queued items of `kind` due now and runs them (the control plane's steered step); answers how
+   * many ran, or null when none could be taken because a worker holds one (its lease has not run out).
+   */
+  async runNow(kind: string, subjectId: string): Promise<number | null> {
     const now = BigInt(this.clock.now());
     await this.db.write((tx) => tx.workItem.updateMany({ where: { kind, subjectId, state: 'queued' }, data: { runAt: now } }));
     const claimed = await this.claim(this.config.batch, { kind, subjectId });
     await Promise.all(claimed.map((item) => this.process(item)));
-    return claimed.length;
+    if (claimed.length > 0) return claimed.length;
+    return (await this.db.prisma.workItem.count({ where: { kind, subjectId, state: 'running' } })) > 0 ? null : 0;
   }
 
   /** Takes up to `limit` due items (or items whose lease expired) for this worker; `only`: of one kind and subject. */

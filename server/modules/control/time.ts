@@ -64,6 +64,8 @@ export async function transitionJob(ctx: Context<'transitionJob'>) {
     return db.write((tx) => failure.fail(tx, row, event, given));
   };
 
+  const waiting = (id: string, state: string, why: string) => conflict(`${withArticle(machine.name, true)} '${id}' stays ${state}: ${why}.`, 'job_waiting');
+
   let row = await read();
   const from = stateOf(row);
   const moves: Moved[] = [];
@@ -77,20 +79,16 @@ export async function transitionJob(ctx: Context<'transitionJob'>) {
         break;
       }
       // The state's timed step, taken now by the runner (it does the step's work: renders, trains); a state
-      // without one (or whose step another process holds) takes the first move its table declares.
+      // without one (or whose subject has no step scheduled) takes the first move its table declares.
       const ran = !steer.untimed && machine.delayMs(before, ctx.config) !== undefined ? await ctx.runner.runNow(machine.kind, row.id) : 0;
+      if (ran === null) throw waiting(row.id, before, 'a worker is taking its step now');
       if (ran === 0) {
         const first = machine.moves().find((m) => m.from === before)!;
         await move(row, first.event);
       }
       row = await read();
       const after = stateOf(row);
-      if (after === before)
-        throw conflict(
-          `${withArticle(machine.name, true)} '${row.id}' stays ${before}: its step waits for something else (e.g. a file's validation) or failed and will be retried.`,
-          'job_waiting',
-          null,
-        );
+      if (after === before) throw waiting(row.id, before, "its step waits for something else (e.g. a file's validation) or failed and will be retried");
       moves.push({ from: before, event: machine.eventBetween(before, after) ?? 'step', to: after });
     } while (body.to === 'terminal' && moves.length < MAX_MOVES);
   } else {
