@@ -45,10 +45,6 @@ export async function transitionJob(ctx: Context<'transitionJob'>) {
   const { params, body, db } = ctx;
   const steer = ctx.control.steerable[params.kind] as Steerable;
   const { stored, failure } = steer.progression;
-  const refuseCallerOnly = (from: string, event: string) => {
-    if (steer.callerOnly?.includes(event))
-      throw conflict(`Only the API's own callers ${event} a ${machine.name} (from ${from}): the control plane does not.`, 'invalid_state_transition');
-  };
   const { machine } = stored;
   const read = async () => {
     const row = await stored.table(db.prisma).findUnique({ where: { id: params.id } });
@@ -58,7 +54,8 @@ export async function transitionJob(ctx: Context<'transitionJob'>) {
   const stateOf = (row: Record<string, unknown>) => String(row[stored.field]);
   // A move by the table (no timed step to take): a failure event writes the given error.
   const move = (row: Awaited<ReturnType<typeof read>>, event: string, error?: JobError) => {
-    refuseCallerOnly(stateOf(row), event);
+    if (steer.callerOnly?.includes(event))
+      throw conflict(`Only the API's own callers ${event} a ${machine.name} (from ${stateOf(row)}): the control plane does not.`, 'invalid_state_transition');
     if (!failure?.events.includes(event)) return db.write((tx) => transition(tx, ctx, stored, row, event));
     const given = error ?? { code: 'job_failed', message: `The ${machine.name} was failed by the control plane.` };
     return db.write((tx) => failure.fail(tx, row, event, given));
@@ -83,7 +80,9 @@ export async function transitionJob(ctx: Context<'transitionJob'>) {
       const ran = !steer.untimed && machine.delayMs(before, ctx.config) !== undefined ? await ctx.runner.runNow(machine.kind, row.id) : 0;
       if (ran === null) throw waiting(row.id, before, 'a worker is taking its step now');
       if (ran === 0) {
-        const first = machine.moves().find((m) => m.from === before)!;
+        const first = machine.moves().find((m) => m.from === before);
+        // A state the table declares no way out of (a deployment's SCALING, which nothing enters here).
+        if (!first) throw invalidTransition(machine.name, before, 'move on (its table has no move out of it)');
         await move(row, first.event);
       }
       row = await read();
