@@ -15,7 +15,7 @@ import { loadEngineRoutes } from './engines/routes.ts';
 import { type AppOptions, createApp } from './http/app.ts';
 import { KeyCache } from './http/auth.ts';
 import { RateLimits } from './limits/rate-limits.ts';
-import { ControlPlane, controlKey } from './modules/control/index.ts';
+import { ControlPlane, controlKey, restoreClock } from './modules/control/index.ts';
 import { modules } from './modules/index.ts';
 import { Runner } from './runner/runner.ts';
 
@@ -103,6 +103,7 @@ export async function startPlatform(
   let limits: RateLimits | undefined;
   try {
     db = await openDatabase(config.databaseUrl);
+    await restoreClock(db, clock);
     const project = await bootstrap(db, clock);
     log.info({ secretsKey: config.secretsKey.trim() ? 'SECRETS_KEY' : 'unset' }, keysInUse(config));
     const key = await developmentKey(db, clock, project.id);

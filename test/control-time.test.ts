@@ -65,13 +65,15 @@ describe('the clock', () => {
     expect((await control.GET('/_control/time')).data).toEqual(before);
   });
 
-  test('a reset keeps the offset (the clock never runs back)', async () => {
+  test('a reset and a restart keep the offset (the clock never runs back)', async () => {
     const p = await startTestPlatform();
     try {
-      const other = createPlatformClient({ baseUrl: p.url, apiKey: TEST_CONTROL_KEY });
-      await other.POST('/_control/time/advance', { body: { seconds: 30 } });
-      await other.POST('/_control/reset', { body: {} });
-      expect((await other.GET('/_control/time')).data!.offset_ms).toBe(30_000);
+      const other = () => createPlatformClient({ baseUrl: p.url, apiKey: TEST_CONTROL_KEY });
+      await other().POST('/_control/time/advance', { body: { seconds: 30 } });
+      await other().POST('/_control/reset', { body: {} });
+      expect((await other().GET('/_control/time')).data!.offset_ms).toBe(30_000);
+      await p.restart();
+      expect((await other().GET('/_control/time')).data!.offset_ms).toBe(30_000);
     } finally {
       await p.close();
     }

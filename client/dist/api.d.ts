@@ -163,11 +163,12 @@ export interface paths {
          * The platform's clock
          * @description The platform's clock is the system clock plus an offset that `advanceTime` moves forward (it never runs
          *     back). Every time the platform writes or compares (jobs' timestamps, the runner's timed steps, rate-limit
-         *     windows, expiries) reads it. The offset is this process's own, kept in memory: with several server
-         *     processes on one database, the others keep their own clocks; they see the jobs the advance moved (in the
-         *     database), but their own timestamps and timed steps follow their own clock. Steer time with one process.
-         *     A reset keeps the offset: the clock never runs back (ids and timestamps sort by time), so a test suite
-         *     should compare instants against `now` here rather than against the wall clock.
+         *     windows, expiries) reads it. The clock never runs back (ids and timestamps sort by time): the offset is
+         *     kept in the database, so a restarted process, or one started later, takes it up, and a reset keeps it; a
+         *     test suite should compare instants against `now` here rather than against the wall clock. Each running
+         *     process keeps its own offset in memory: with several server processes on one database, the others see
+         *     the jobs the advance moved (in the database), but their own timestamps and timed steps follow their own
+         *     clock until they restart. Steer time with one process.
          */
         get: operations["getTime"];
         put?: never;

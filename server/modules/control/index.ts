@@ -11,6 +11,7 @@ export { captureBody, keptBody } from './journal.ts';
 export { controlKey } from './key.ts';
 export { ControlPlane } from './plane.ts';
 export { unplaced } from './reset.ts';
+export { restoreClock } from './time.ts';
 
 export const control: ModuleDescriptor<'control'> = {
   name: 'control',

@@ -1,8 +1,9 @@
 // Time (the Control tag): the platform's clock moved forward, with every timed step of the durable runner that
 // comes due on the way run at its own due time; and one job moved through its declared machine, by the runner's
 // own step or by the table's move (runner/progress.ts `transition`), the jobs being the modules' `steer` kinds.
-import { iso } from '../../core/clock.ts';
+import { instant, iso, type OffsetClock } from '../../core/clock.ts';
 import { badRequest, conflict, invalidTransition, notFound, withArticle } from '../../core/errors.ts';
+import type { Database } from '../../db/index.ts';
 import { type JobError, transition } from '../../runner/progress.ts';
 import type { Context, Services, Steerable } from '../types.ts';
 
@@ -10,6 +11,25 @@ import type { Context, Services, Steerable } from '../types.ts';
 const MAX_ROUNDS = 10_000;
 /** Moves one `terminal` call makes at most. */
 const MAX_MOVES = 32;
+
+// The offset is kept in the database beside the server's keys (a reset keeps it), so a restart does not run the
+// clock back and a process started later takes it up.
+const OFFSET_KEY = 'clock-offset-ms';
+
+/** Moves a starting process's clock to the offset an earlier advance left. */
+export async function restoreClock(db: Database, clock: OffsetClock): Promise<void> {
+  const row = await db.prisma.serverKey.findUnique({ where: { name: OFFSET_KEY } });
+  if (row) clock.advance(Number(row.value) - clock.offsetMs);
+}
+
+/** Keeps the largest offset any process reached. */
+async function keepOffset(db: Database, clock: OffsetClock): Promise<void> {
+  await db.write(async (tx) => {
+    const row = await tx.serverKey.findUnique({ where: { name: OFFSET_KEY } });
+    const value = String(Math.max(clock.offsetMs, Number(row?.value ?? 0)));
+    await tx.serverKey.upsert({ where: { name: OFFSET_KEY }, create: { name: OFFSET_KEY, value, createdAt: instant(clock) }, update: { value } });
+  });
+}
 
 const timeWire = ({ control }: Services) => ({ now: iso(control.clock.now()), offset_ms: control.clock.offsetMs });
 
@@ -31,6 +51,7 @@ export async function advanceTime(ctx: Context<'advanceTime'>) {
     steps += await ctx.runner.drain();
   }
   clock.advance(until - clock.offsetMs);
+  await keepOffset(ctx.db, clock);
   steps += await ctx.runner.drain();
   return { ...timeWire(ctx), advanced_ms: ms, steps };
 }
