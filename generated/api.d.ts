@@ -78,6 +78,53 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/_control/jobs/{kind}/{id}/transition": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Move one job through its state machine
+         * @description Moves one job, of any project, through the state machine its tag documents, and only by moves that
+         *     machine's table allows:
+         *
+         *     - `to: <state>`: the table's move from the job's state to that one, made at once (the runner's work for
+         *       the state left is skipped: a video moved to `completed` this way has no file, a fine-tune moved to
+         *       `compressing` no checkpoints, a deployment moved to `DEPLOYMENT_STATE_READY` holds no hardware). A move
+         *       the table does not allow answers the standard 409 `invalid_state_transition`. A move into a failure
+         *       state writes `error` where the job keeps one: the video's `error.code` and `error.message`; the
+         *       fine-tune's `error` and `job_error` event (the message: a fine-tune has no error code); the evaluation's
+         *       `results.error`; the upload job's last status update (v1 `Failed`); the remote upload's
+         *       `status_message` and event (`REMOTE_UPLOAD_STATUS_ERROR`, which restarts by itself, or `_FAILED`); the
+         *       remediation's `error_message`; the deployment's message (`DEPLOYMENT_STATE_FAILED`); the queue job's
+         *       `info.error` (`{code, message}`, as a worker's failure). Without `error`, code `job_failed`. `error`
+         *       with any other move is a 400.
+         *     - `to: next`: the job's next state as the platform would reach it: when the job's state has a timed step,
+         *       the runner takes that step now, doing its work (it renders the video, trains the fine-tune: its
+         *       checkpoints and events are written); otherwise, the first move its table declares from that state.
+         *     - `to: terminal`: `next` again and again until a terminal state (a fine-tune `pending` goes through
+         *       queued, running, compressing and uploading to `completed`).
+         *
+         *     A job in a terminal state cannot move (409 `invalid_state_transition`); a step that does not move the job
+         *     (it waits for its files' validation, or failed and will be retried), or that a worker is taking at that
+         *     moment, answers 409 `job_waiting`. A queue
+         *     job is claimed only by a worker (the claim hands out its token): a move by `claim` (and so `next` from
+         *     `pending`) is a 409 `invalid_state_transition`; its timed step is the claim's timeout, so `next` from
+         *     `running` is the table's first move (`complete`). A deployment has no terminal state: `terminal` is a
+         *     409. Kinds: `video` (v1 and v2), `fine_tune`, `evaluation`, `model_upload` (v1 `/v1/models` upload
+         *     jobs), `remote_upload` (the v2 catalogue's), `remediation`, `deployment` (v2), `queue_job`.
+         */
+        post: operations["transitionJob"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/_control/journal": {
         parameters: {
             query?: never;
@@ -141,7 +188,7 @@ export interface paths {
          *     again, so the platform is as its first start left it: the default organization and project keep their
          *     ids and their development keys (so the key a test suite holds still works), the catalogue and hardware
          *     are seeded afresh, and every stored file, video and upload goes from the disk. The journal, the fault
-         *     rules and the scripted answers of this process are cleared. Rate-limit windows are not: they end by themselves within
+         *     rules and the scripted answers of this process are cleared; the clock's offset is kept (see `getTime`). Rate-limit windows are not: they end by themselves within
          *     `RATE_LIMIT_WINDOW_SECONDS`.
          *
          *     With `project_id`: that project's resources (files, fine-tunes, videos, evaluations, queue jobs,
@@ -202,6 +249,63 @@ export interface paths {
         post?: never;
         /** Remove one scripted-answer rule */
         delete: operations["deleteScript"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/_control/time": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The platform's clock
+         * @description The platform's clock is the system clock plus an offset that `advanceTime` moves forward (it never runs
+         *     back). Every time the platform writes or compares (jobs' timestamps, the runner's timed steps, rate-limit
+         *     windows, expiries) reads it. The clock never runs back (ids and timestamps sort by time): the offset is
+         *     kept in the database, so a restarted process, or one started later, takes it up, and a reset keeps it; a
+         *     test suite should compare instants against `now` here rather than against the wall clock. Each running
+         *     process keeps its own offset in memory: with several server processes on one database, the others see
+         *     the jobs the advance moved (in the database), but their own timestamps and timed steps follow their own
+         *     clock until they restart. Steer time with one process.
+         */
+        get: operations["getTime"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/_control/time/advance": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Move the clock forward, running every timed step due on the way
+         * @description Moves the platform's clock (see `getTime`) forward by `seconds`, and before answering runs every timed
+         *     step of the durable runner that comes due by then, earliest first, each at its own due time: the clock is
+         *     moved to a step's due time, everything due then runs (with what those steps make due at once; steps due
+         *     at the same instant run together, up to `RUNNER_BATCH` at a time), then the clock moves to the next due
+         *     step, and so on up to the target. So a fine-tune created before an advance of 60 s has trained, compressed
+         *     and uploaded when the call answers, and its timestamps are those its durations give. A step that fails is
+         *     retried with the runner's backoff as time passes, and given up after `RUNNER_MAX_FAILURES`. `seconds: 0`
+         *     runs what is due now. The background runner (when `RUNNER_ENABLED`) keeps running too; another process
+         *     running steps meanwhile is not waited for. A step takes the time its work takes (rendering a video), not
+         *     the time moved. A step a worker is taking when the clock jumps past its lease (`RUNNER_LEASE_MS`) is
+         *     taken over, its work done again; only one outcome is kept (the runner's fencing).
+         */
+        post: operations["advanceTime"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -3699,6 +3803,22 @@ export interface components {
             /** Format: date-time */
             update_time: string;
         };
+        ClockReading: {
+            /**
+             * Format: date-time
+             * @description The platform's time.
+             */
+            now: string;
+            /** @description How far this process's clock is ahead of the system clock (the sum of every advance). */
+            offset_ms: number;
+        };
+        /** @description The error a job fails with. */
+        JobError: {
+            /** @description The error's code (e.g. `content_policy_violation`). */
+            code: string;
+            /** @description Default a sentence naming the code. */
+            message?: string;
+        };
         JournalEntry: {
             /** @description Position in this process's journal (rises by one per request). */
             id: number;
@@ -3751,6 +3871,16 @@ export interface components {
             probability?: number;
             /** @description Go after this long. */
             ttl_seconds?: number;
+            /**
+             * @description Let the request succeed, and fail the job it creates at its first step with this error (the job is
+             *     marked as it is created, so no worker takes the step first). Only with `match.operations`, each an
+             *     operation creating a job whose first state can fail (`createVideo`, `createVideoV1`,
+             *     `createFineTune`, `uploadModel`, `createRemoteModelUpload`, `createDeployment`, `deployModel`), and
+             *     without `status` or `drop`. The error is written as `transitionJob` writes it (the video's
+             *     `error.code`). An evaluation, a remediation or a queue job cannot be failed this way (their machines
+             *     fail a job only while it runs): move it with `transitionJob`.
+             */
+            fail_job?: components["schemas"]["JobError"];
         };
         /** @description A rule as given (FaultRuleInput), with what the server adds. */
         FaultRule: {
@@ -3774,6 +3904,7 @@ export interface components {
             after?: number;
             probability?: number;
             ttl_seconds?: number;
+            fail_job?: components["schemas"]["JobError"];
         };
         /** @description What a scripted-answer rule matches; every field given must match (none given: every request of its capability). */
         ScriptMatch: {
@@ -7318,6 +7449,59 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    transitionJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                kind: "video" | "fine_tune" | "evaluation" | "model_upload" | "remote_upload" | "remediation" | "deployment" | "queue_job";
+                /** @description The job's id; found whatever its project. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description A state of the job's machine, `next` or `terminal`. */
+                    to: string;
+                    error?: components["schemas"]["JobError"];
+                };
+            };
+        };
+        responses: {
+            /** @description Where the job stands now, and the moves it made. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        kind: string;
+                        id: string;
+                        project_id: string | null;
+                        state: string;
+                        /** @description Whether the state is terminal. */
+                        terminal: boolean;
+                        moves: {
+                            from: string;
+                            /** @description The table's event for the move. */
+                            event: string;
+                            to: string;
+                        }[];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     listJournal: {
         parameters: {
             query?: {
@@ -7577,6 +7761,66 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+        };
+    };
+    getTime: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The clock. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClockReading"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+        };
+    };
+    advanceTime: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description How far to move the clock (fractions of a second allowed, to the millisecond; at most a year per call). */
+                    seconds: number;
+                };
+            };
+        };
+        responses: {
+            /** @description The clock once every due step ran. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClockReading"] & {
+                        /** @description How far the clock moved. */
+                        advanced_ms: number;
+                        /** @description Timed steps (work items) run on the way. */
+                        steps: number;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
     getControlVideoContent: {

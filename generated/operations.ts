@@ -2,6 +2,7 @@
 export const operations = {
   addAdapter: {"method":"post","path":"/v1/endpoints/{endpointId}/adapters","tag":"Adapters","module":"adapters","statuses":[200,400,401,403,404,413,415,500,503]},
   addDeploymentAdapter: {"method":"post","path":"/v2/projects/{projectId}/endpoints/{endpointId}/deployments/{deploymentId}/adapters","tag":"Dedicated endpoints (v2)","module":"dedicated","statuses":[200,400,401,404,409,413,415,500,503]},
+  advanceTime: {"method":"post","path":"/_control/time/advance","tag":"Control","module":"control","statuses":[200,400,401,413,415,500,503]},
   approveRemediation: {"method":"post","path":"/v1/compute/clusters/{cluster_id}/instances/{instance_id}/remediations/{remediation_id}/approve","tag":"Compute","module":"compute","statuses":[200,400,401,404,409,413,415,500,503]},
   cancelFineTune: {"method":"post","path":"/v1/fine-tunes/{id}/cancel","tag":"Fine-tuning","module":"fine-tuning","statuses":[200,400,401,404,409,500,503]},
   cancelFineTuneUnprefixed: {"method":"post","path":"/fine-tunes/{id}/cancel","tag":"Fine-tuning","module":"fine-tuning","statuses":[200,400,401,404,409,500,503]},
@@ -90,6 +91,7 @@ export const operations = {
   getShadowExperiment: {"method":"get","path":"/v2/projects/{projectId}/endpoints/{endpointId}/shadowExperiments/{id}","tag":"Experiments (v2)","module":"experiments","statuses":[200,400,401,404,500,503]},
   getShadowTarget: {"method":"get","path":"/v2/projects/{projectId}/endpoints/{endpointId}/shadowExperiments/{experimentId}/targets/{id}","tag":"Experiments (v2)","module":"experiments","statuses":[200,400,401,404,500,503]},
   getSupportedModel: {"method":"get","path":"/v2/supported-models/{modelId}","tag":"Dedicated endpoints (v2)","module":"dedicated","statuses":[200,400,401,404,500,503]},
+  getTime: {"method":"get","path":"/_control/time","tag":"Control","module":"control","statuses":[200,400,401]},
   getV2Endpoint: {"method":"get","path":"/v2/projects/{projectId}/endpoints/{endpointId}","tag":"Dedicated endpoints (v2)","module":"dedicated","statuses":[200,400,401,404,500,503]},
   getV2EndpointAnalytics: {"method":"get","path":"/v2/projects/{projectId}/endpoints/{endpointId}/analytics","tag":"Dedicated endpoints (v2)","module":"dedicated","statuses":[200,400,401,404,500,503]},
   getV2EndpointUsage: {"method":"get","path":"/v2/projects/{projectId}/endpoints/{endpointId}/usage","tag":"Dedicated endpoints (v2)","module":"dedicated","statuses":[200,400,401,404,500,503]},
@@ -154,6 +156,7 @@ export const operations = {
   retrieveVideoV1: {"method":"get","path":"/v1/videos/{id}","tag":"Videos","module":"videos","statuses":[200,400,401,404,500,503]},
   startRollout: {"method":"post","path":"/v2/projects/{projectId}/endpoints/{endpointId}/rollouts/{id}/start","tag":"Rollouts (v2)","module":"rollouts","statuses":[200,400,401,404,409,500,503]},
   submitQueueJob: {"method":"post","path":"/v1/queue/submit","tag":"Queue","module":"queue","statuses":[200,400,401,413,415,500,503]},
+  transitionJob: {"method":"post","path":"/_control/jobs/{kind}/{id}/transition","tag":"Control","module":"control","statuses":[200,400,401,404,409,413,415,500,503]},
   updateABExperiment: {"method":"patch","path":"/v2/projects/{projectId}/endpoints/{endpointId}/abExperiments/{id}","tag":"Experiments (v2)","module":"experiments","statuses":[200,400,401,404,409,413,415,500,503]},
   updateCatalogueModel: {"method":"patch","path":"/v2/projects/{projectId}/models/{modelId}","tag":"Model catalogue (v2)","module":"model-catalogue","statuses":[200,400,401,404,409,413,415,500,503]},
   updateDeployment: {"method":"patch","path":"/v2/projects/{projectId}/endpoints/{endpointId}/deployments/{deploymentId}","tag":"Dedicated endpoints (v2)","module":"dedicated","statuses":[200,400,401,404,409,413,415,500,503]},

@@ -6,7 +6,7 @@ import { createServer, type Server, STATUS_CODES } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { bootstrap, developmentKey, markAnnounced } from './bootstrap.ts';
-import { type Clock, systemClock } from './core/clock.ts';
+import { type Clock, OffsetClock, systemClock } from './core/clock.ts';
 import type { Config } from './core/config.ts';
 import { apiError, StartError } from './core/errors.ts';
 import { createLogger } from './core/log.ts';
@@ -15,7 +15,7 @@ import { loadEngineRoutes } from './engines/routes.ts';
 import { type AppOptions, createApp } from './http/app.ts';
 import { KeyCache } from './http/auth.ts';
 import { RateLimits } from './limits/rate-limits.ts';
-import { ControlPlane, controlKey } from './modules/control/index.ts';
+import { ControlPlane, controlKey, restoreClock } from './modules/control/index.ts';
 import { modules } from './modules/index.ts';
 import { Runner } from './runner/runner.ts';
 
@@ -95,19 +95,21 @@ export async function startPlatform(
   config: Config,
   options: { clock?: Clock; log?: Logger; listen?: boolean; observe?: AppOptions['observe'] } = {},
 ): Promise<Platform> {
-  const clock = options.clock ?? systemClock;
+  // The control plane moves this clock forward (control/time.ts); everything reads it.
+  const clock = new OffsetClock(options.clock ?? systemClock);
   const log = options.log ?? createLogger(config.logLevel);
   const server = options.listen === false ? undefined : await listen(config);
   let db: Database | undefined;
   let limits: RateLimits | undefined;
   try {
     db = await openDatabase(config.databaseUrl);
+    await restoreClock(db, clock);
     const project = await bootstrap(db, clock);
     log.info({ secretsKey: config.secretsKey.trim() ? 'SECRETS_KEY' : 'unset' }, keysInUse(config));
     const key = await developmentKey(db, clock, project.id);
     const database = db;
     const control = await controlKey(db, clock, config.control);
-    const plane = new ControlPlane(config, control?.hash ?? null, () => bootstrap(database, clock));
+    const plane = new ControlPlane(config, control?.hash ?? null, () => bootstrap(database, clock), clock);
     const keys = new KeyCache(db, clock, config.keyCacheTtlMs, log);
     await keys.listen();
     const runner = new Runner(db, clock, config.runner, log);
@@ -116,6 +118,7 @@ export async function startPlatform(
     await limits.ready();
     const services: AppOptions = { config, db, clock, log, runner, engines, control: plane, keys, limits, observe: options.observe };
     for (const m of modules) for (const [kind, work] of Object.entries(m.work?.(services) ?? {})) runner.register(kind, work);
+    for (const m of modules) Object.assign(plane.steerable, m.steer?.(services));
     const app = createApp(services);
     runner.start();
 

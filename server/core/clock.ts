@@ -19,6 +19,25 @@ export class ManualClock implements Clock {
   }
 }
 
+/**
+ * The platform's clock: another clock (the system's) plus an offset the control plane moves forward (never back),
+ * so a test can let the runner's timed steps come due without waiting. The offset is this process's own.
+ */
+export class OffsetClock implements Clock {
+  private offset = 0;
+  constructor(private readonly base: Clock) {}
+  now(): number {
+    return this.base.now() + this.offset;
+  }
+  get offsetMs(): number {
+    return this.offset;
+  }
+  /** Moves the clock forward by `ms` (a negative `ms` is ignored: the clock never runs back). */
+  advance(ms: number): void {
+    if (ms > 0) this.offset += ms;
+  }
+}
+
 /** The clock's time as a database instant. */
 export const instant = (clock: Clock): bigint => BigInt(clock.now());
 

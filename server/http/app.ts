@@ -16,9 +16,10 @@ import { type OperationId, operations } from '../../generated/operations.ts';
 import { apiError } from '../core/errors.ts';
 import { changelogPath, specPath } from '../core/paths.ts';
 import type { RateLimits } from '../limits/rate-limits.ts';
-import { captureBody, keptBody } from '../modules/control/index.ts';
+import { captureBody, failedWith, keptBody } from '../modules/control/index.ts';
 import { handlers, signed, uploads } from '../modules/index.ts';
 import type { Services } from '../modules/types.ts';
+import { failingWork } from '../runner/runner.ts';
 import { authenticate, bearerKey, type KeyCache } from './auth.ts';
 import { consolePages } from './console.ts';
 import { errorHandler } from './error-handler.ts';
@@ -269,7 +270,9 @@ export function createApp(options: AppOptions): express.Express {
     let result: unknown;
     try {
       const origin = originOf(config, req);
-      result = await handler({ ...services, operationId, params, query: req.query, body: req.body, headers: req.headers, origin, uploads: files, identity });
+      const run = () => handler({ ...services, operationId, params, query: req.query, body: req.body, headers: req.headers, origin, uploads: files, identity });
+      // A `fail_job` rule: the job this request creates is marked, as it is scheduled, to fail at its first step.
+      result = await (fault?.failJob ? failingWork.run(failedWith(fault.failJob), run) : run());
     } catch (err) {
       gate?.fail();
       throw err;

@@ -16,6 +16,7 @@ import type { Database, Tx } from '../db/index.ts';
 import type { EngineRoutes } from '../engines/routes.ts';
 import type { Upload, UploadRule } from '../http/multipart.ts';
 import type { Reply } from '../http/reply.ts';
+import type { Progression } from '../runner/progress.ts';
 import type { Runner, WorkHandler } from '../runner/runner.ts';
 import type { ControlPlane } from './control/plane.ts';
 
@@ -116,6 +117,17 @@ export interface Fixtures<M extends ModuleName> {
   crossProject: { [K in OperationsOf<M>]?: (kit: FixtureKit) => Promise<FixtureRequest> };
 }
 
+/** A kind of job the control plane can steer: its progression (machine, rows, timed steps, failure) and the operations creating one. */
+export interface Steerable {
+  // biome-ignore lint/suspicious/noExplicitAny: any module's progression.
+  progression: Progression<any>;
+  creates: OperationId[];
+  /** Events only the module's own callers make (a worker's claim, which hands out its token): the control plane refuses them. */
+  callerOnly?: readonly string[];
+  /** The machine's timed step is not a progression's (a queue claim's timeout check): `next` takes the table's move. */
+  untimed?: true;
+}
+
 export interface ModuleDescriptor<M extends ModuleName> {
   name: M;
   handlers: { [K in OperationsOf<M>]: Handler<K> };
@@ -124,6 +136,8 @@ export interface ModuleDescriptor<M extends ModuleName> {
   machines?: Machine<string, string>[];
   /** Runner work kinds this module brings, by kind. */
   work?: (services: Services) => Record<string, WorkHandler>;
+  /** The jobs of this module the control plane can move and fail (control/time.ts), by the kind its paths name. */
+  steer?: (services: Services) => Record<string, Steerable>;
   /**
    * Operations the spec authorises by a signed URL instead of a key (a security scheme other than `bearerAuth`):
    * the check, run after validation and before the body is read, that answers whom the request acts as or refuses it.

@@ -49,6 +49,19 @@ export interface Progression<S extends string> {
   steps: { [F in S]?: Step | LongStep<any> };
   /** When the runner gives up on a step that keeps failing: typically the machine's failure event. */
   giveUp?(tx: Tx, id: string, error: string): Promise<void>;
+  /**
+   * How the control plane fails a subject with a given error (a steered move, a fault rule's `fail_job`): the
+   * failure events (`events[0]` is the one a `fail_job` makes), and the move by one of them that writes the error
+   * where the subject keeps it.
+   */
+  // biome-ignore lint/suspicious/noExplicitAny: the row of the progression's table.
+  failure?: { events: readonly string[]; fail(tx: Tx, row: any, event: string, error: JobError): Promise<unknown> };
+}
+
+/** An error a job is failed with by the control plane. */
+export interface JobError {
+  code: string;
+  message: string;
 }
 
 /** What scheduling needs: the clock, and the configured durations. */
@@ -185,6 +198,16 @@ const current = (s: Subject | null, payload: { state?: string; epoch?: number })
 export function progressionWork<S extends string>(p: Progression<S>, services: Timing & { db: Database }): WorkHandler {
   return {
     run: async (item) => {
+      // A fault rule's `fail_job` marked this item: the subject fails here instead of taking its step.
+      const doomed = item.payload.fail as JobError | undefined;
+      if (doomed && p.failure)
+        return {
+          apply: async (tx) => {
+            const before = await load(p.stored, tx, item.subjectId);
+            if (!current(before, item.payload)) return;
+            await p.failure!.fail(tx, before!.row, p.failure!.events[0]!, doomed);
+          },
+        };
       const step = p.steps[item.payload.state as S];
       // Long work only for a subject still where the item found it; the commit below checks again.
       const found = step && typeof step !== 'function' ? await load(p.stored, services.db.prisma, item.subjectId) : null;

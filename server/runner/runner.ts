@@ -6,6 +6,7 @@
 //   another takes the item over once the lease has run out;
 // - a handler's outcome is committed together with a check that the item still holds the attempt it was claimed
 //   with (fencing), so a worker whose lease was taken over cannot complete the newer attempt, and its writes roll back.
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Clock } from '../core/clock.ts';
@@ -67,10 +68,19 @@ export function workItemRow(clock: Clock, input: Omit<WorkItemInput, 'subjectId'
   };
 }
 
+/**
+ * An error the work a request schedules is to fail with (a fault rule's `fail_job`, control/faults.ts): set around
+ * the operation, it is written into the payload of every item the operation enqueues, in the same transaction as
+ * the job itself, so no worker can take the job's first step before it is marked (runner/progress.ts reads it).
+ */
+export const failingWork = new AsyncLocalStorage<{ code: string; message: string }>();
+
 /** Schedules work inside the caller's transaction, so a resource and the work that moves it commit together. */
 export async function enqueue(tx: Tx, clock: Clock, input: WorkItemInput): Promise<string> {
   const row = workItemRow(clock, input);
-  await tx.workItem.create({ data: { ...row, subjectId: input.subjectId, payload: JSON.stringify(input.payload ?? {}) } });
+  const fail = failingWork.getStore();
+  const payload = fail ? { ...(input.payload as object), fail } : (input.payload ?? {});
+  await tx.workItem.create({ data: { ...row, subjectId: input.subjectId, payload: JSON.stringify(payload) } });
   return row.id;
 }
 
@@ -160,8 +170,31 @@ export class Runner {
     return items.length === free;
   }
 
-  /** Takes up to `limit` due items (or items whose lease expired) for this worker. */
-  async claim(limit: number): Promise<ClaimedItem[]> {
+  /** When the earliest queued item of a registered kind is due, if one is due by `until`; null otherwise. */
+  async nextDueAt(until: number): Promise<number | null> {
+    const first = await this.db.prisma.workItem.findFirst({
+      where: { state: 'queued', runAt: { lte: BigInt(until) }, kind: { in: [...this.handlers.keys()] } },
+      orderBy: { runAt: 'asc' },
+      select: { runAt: true },
+    });
+    return first ? Number(first.runAt) : null;
+  }
+
+  /**
+   * Makes one subject's queued items of `kind` due now and runs them (the control plane's steered step); answers how
+   * many ran, or null when none could be taken because a worker holds one (its lease has not run out).
+   */
+  async runNow(kind: string, subjectId: string): Promise<number | null> {
+    const now = BigInt(this.clock.now());
+    await this.db.write((tx) => tx.workItem.updateMany({ where: { kind, subjectId, state: 'queued' }, data: { runAt: now } }));
+    const claimed = await this.claim(this.config.batch, { kind, subjectId });
+    await Promise.all(claimed.map((item) => this.process(item)));
+    if (claimed.length > 0) return claimed.length;
+    return (await this.db.prisma.workItem.count({ where: { kind, subjectId, state: 'running' } })) > 0 ? null : 0;
+  }
+
+  /** Takes up to `limit` due items (or items whose lease expired) for this worker; `only`: of one kind and subject. */
+  async claim(limit: number, only?: { kind: string; subjectId: string }): Promise<ClaimedItem[]> {
     const kinds = [...this.handlers.keys()];
     if (kinds.length === 0 || limit <= 0) return [];
     const now = this.clock.now();
@@ -178,7 +211,7 @@ export class Runner {
       WHERE "id" IN (
         SELECT "id" FROM "WorkItem"
         WHERE (("state" = 'queued' AND "runAt" <= ${p(now)}) OR ("state" = 'running' AND "leaseUntil" < ${p(now)}))
-          AND "kind" IN (${kinds.map((k) => p(k)).join(', ')})
+          AND "kind" IN (${kinds.map((k) => p(k)).join(', ')})${only ? ` AND "kind" = ${p(only.kind)} AND "subjectId" = ${p(only.subjectId)}` : ''}
         ORDER BY "runAt", "id" LIMIT ${p(limit)}${pg ? ' FOR UPDATE SKIP LOCKED' : ''})
       RETURNING ${RETURNED}`;
     // One statement, atomic on its own: on PostgreSQL no transaction around it (two round trips fewer per claim).

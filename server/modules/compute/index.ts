@@ -32,5 +32,6 @@ export const compute: ModuleDescriptor<'compute'> = {
   seed,
   machines: [remediationMachine],
   work: (services) => ({ [remediationMachine.kind]: progressionWork(remediationProgression(services), services) }),
+  steer: (services) => ({ remediation: { progression: remediationProgression(services), creates: [] } }),
   fixtures: async () => (await import('./fixtures.ts')).fixtures,
 };

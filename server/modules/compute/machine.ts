@@ -108,6 +108,17 @@ export function remediationProgression(timing: Timing, engine: ClusterEngine = l
       },
       RUNNING: async (tx, id) => finish(tx, timing, engine, await remediation(tx, id)),
     },
+    // Failed by the control plane: its message is the remediation's error message; a running one frees its instance.
+    failure: {
+      events: ['fail'],
+      fail: async (tx, r, _event, error) => {
+        await transition(tx, timing, remediations, r, 'fail', { data: { errorMessage: error.message } });
+        await tx.computeInstance.updateMany({
+          where: { id: r.instanceId, status: 'REMEDIATING' },
+          data: { status: 'RUNNING', updatedAt: instant(timing.clock) },
+        });
+      },
+    },
     // A step that keeps throwing: the remediation fails rather than staying RUNNING forever.
     giveUp: async (tx, id) => {
       const r = await remediation(tx, id);

@@ -24,6 +24,8 @@ export interface FaultInput {
   after?: number;
   probability?: number;
   ttl_seconds?: number;
+  /** The request succeeds and the job it creates fails at its first step with this error (control/time.ts). */
+  fail_job?: { code: string; message?: string };
 }
 
 export interface FaultRule extends FaultInput {
@@ -39,6 +41,8 @@ export interface Fault {
   delayMs: number;
   drop: boolean;
   error?: ApiError;
+  /** Let the request through, then fail the job it created with this error. */
+  failJob?: { code: string; message?: string };
 }
 
 export interface Request {
@@ -80,14 +84,31 @@ export function faultError(
   return new ApiError(status, code, message, null, undefined, status === 503 ? { 'retry-after': retry, 'retry-after-ms': String(Number(retry) * 1000) } : {});
 }
 
+/** The error a `fail_job` rule fails a job with (its message by default names the rule's code). */
+export const failedWith = (f: { code: string; message?: string }) => ({
+  code: f.code,
+  message: f.message ?? `The job failed with ${f.code} (a fault rule of the control plane failed it).`,
+});
+
 export class Faults {
   private rules: FaultRule[] = [];
 
   constructor(private readonly limits: { requestLimit: number; tokenLimit: number }) {}
 
-  add(input: FaultInput, now: number): FaultRule {
-    if (input.status === undefined && input.delay_ms === undefined && !input.drop)
-      throw badRequest('A fault rule needs something to do: a status, a delay_ms or drop.', 'status', 'fault_without_effect');
+  /** `creating`: the operations that create a job the control plane can fail (a `fail_job` rule matches only those). */
+  add(input: FaultInput, now: number, creating: ReadonlySet<string> = new Set()): FaultRule {
+    if (input.status === undefined && input.delay_ms === undefined && !input.drop && !input.fail_job)
+      throw badRequest('A fault rule needs something to do: a status, a delay_ms, drop or fail_job.', 'status', 'fault_without_effect');
+    if (input.fail_job) {
+      if (input.status !== undefined || input.drop)
+        throw badRequest('fail_job lets the request succeed: give it without status or drop.', 'fail_job', 'invalid_value');
+      if (!input.match?.operations?.length || input.match.operations.some((op) => !creating.has(op)))
+        throw badRequest(
+          `fail_job needs match.operations, each an operation creating a job: ${[...creating].join(', ')}.`,
+          'match.operations',
+          'invalid_value',
+        );
+    }
     if (input.code !== undefined && input.status === undefined)
       throw badRequest('code is the error code of a status: give status too.', 'code', 'fault_without_effect');
     if (input.drop && input.status !== undefined)
@@ -162,6 +183,6 @@ export class Faults {
   private fault(source: string, status: number | undefined, delayMs: number | undefined, drop: boolean, r: FaultInput): Fault {
     const error =
       status === undefined ? undefined : faultError(status, { code: r.code, message: r.message, retryAfterSeconds: r.retry_after_seconds, ...this.limits });
-    return { source, delayMs: delayMs ?? 0, drop, error };
+    return { source, delayMs: delayMs ?? 0, drop, error, failJob: r.fail_job };
   }
 }

@@ -64,7 +64,7 @@ export async function listFaults({ control, clock }: Context<'listFaults'>) {
 }
 
 export async function createFault({ control, clock, body }: Context<'createFault'>) {
-  return faultWire(control.faults.add(structuredClone(body), clock.now()));
+  return faultWire(control.faults.add(structuredClone(body), clock.now(), control.creating));
 }
 
 export async function deleteFault({ control, params }: Context<'deleteFault'>) {

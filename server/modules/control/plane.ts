@@ -1,7 +1,9 @@
 // What the control plane keeps in each process: its key's hash, the journal, the fault rules and scripted answers,
 // and how to bootstrap again after a platform reset. The HTTP pipeline (server/http/app.ts) records into the journal and asks
 // the faults; the Control tag's handlers read and change them.
+import type { OffsetClock } from '../../core/clock.ts';
 import type { Config } from '../../core/config.ts';
+import type { Steerable } from '../types.ts';
 import { Faults } from './faults.ts';
 import { Journal } from './journal.ts';
 import { isControlKey } from './key.ts';
@@ -12,6 +14,8 @@ export class ControlPlane {
   readonly faults: Faults;
   /** Scripted answers (scripts.ts), asked where each capability calls its engine (scripted.ts). */
   readonly scripts = new Scripts();
+  /** The jobs a control call can move, by kind (each module's `steer`), set once the services exist. */
+  steerable: Record<string, Steerable> = {};
 
   constructor(
     config: Pick<Config, 'control' | 'rateLimits'>,
@@ -19,9 +23,16 @@ export class ControlPlane {
     private readonly keyHash: string | null,
     /** The bootstrap (default organization, project, seeds), run again by a platform reset. */
     readonly reseed: () => Promise<unknown>,
+    /** The platform's clock, which `advanceTime` moves forward. */
+    readonly clock: OffsetClock,
   ) {
     this.journal = new Journal(keyHash === null ? 0 : config.control.journalSize);
     this.faults = new Faults({ requestLimit: config.rateLimits.baseRequests, tokenLimit: config.rateLimits.baseTokens });
+  }
+
+  /** The operations creating a job the control plane can fail (a fault rule's `fail_job`). */
+  get creating(): Set<string> {
+    return new Set(Object.values(this.steerable).flatMap((s) => s.creates));
   }
 
   get enabled(): boolean {

@@ -110,5 +110,6 @@ export const dedicated: ModuleDescriptor<'dedicated'> = {
     [AUTOSCALER_KIND]: autoscalerWork(services),
     [RETENTION_KIND]: retentionWork(services),
   }),
+  steer: (services) => ({ deployment: { progression: deploymentProgression(services), creates: ['createDeployment', 'deployModel'] } }),
   fixtures: async () => (await import('./fixtures.ts')).fixtures,
 };

@@ -33,5 +33,13 @@ export function deploymentProgression(timing: Timing): Progression<DeploymentSta
         await recordDeploymentChange(tx, timing.clock, 'runner', d, next);
       },
     },
+    // Failed by the control plane: its message is the deployment's, as a failed placement's reason is.
+    failure: {
+      events: ['failed'],
+      fail: async (tx, d, _event, error) => {
+        const next = await transition(tx, timing, deployments, d, 'failed', { data: { message: error.message } });
+        await recordDeploymentChange(tx, timing.clock, 'runner', d, next);
+      },
+    },
   };
 }

@@ -11,5 +11,6 @@ export const evaluation: ModuleDescriptor<'evaluation'> = {
   handlers: { createEvaluationJob, getAllEvaluationJobs, getModelList, getEvaluationJobDetails, getEvaluationJobStatusAndResults },
   machines: [evaluationMachine],
   work: (services) => ({ [evaluationMachine.kind]: progressionWork(evaluationProgression(services), services) }),
+  steer: (services) => ({ evaluation: { progression: evaluationProgression(services), creates: [] } }),
   fixtures: async () => (await import('./fixtures.ts')).fixtures,
 };

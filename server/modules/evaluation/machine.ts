@@ -77,6 +77,15 @@ export function evaluationProgression(services: Services): Progression<Evaluatio
         },
       },
     },
+    // Its table fails a job only from `running`: a fault rule cannot fail it at its first step.
+    failure: {
+      events: ['fail', 'reject'],
+      fail: (tx, job, event, error) =>
+        transition(tx, services, evaluations, job, event as EvaluationEvent, {
+          note: error.message,
+          data: { results: JSON.stringify({ error: error.message }) },
+        }),
+    },
     giveUp: async (tx, id, error) => {
       const job = await tx.evaluationJob.findUniqueOrThrow({ where: { id } });
       const message = `The evaluation could not be completed: ${error.slice(0, 500)}`;

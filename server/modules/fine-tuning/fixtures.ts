@@ -1,5 +1,4 @@
 // Module `fine-tuning`: what the auth matrix needs (tests only).
-import { ManualClock } from '../../core/clock.ts';
 import { storeFile } from '../files/index.ts';
 import type { FixtureKit, Fixtures } from '../types.ts';
 
@@ -15,11 +14,11 @@ async function ownersJob({ owner, services }: FixtureKit, run = false) {
   return data.id;
 }
 
-/** A completed job of the owner's: the tests' manual clock is moved past training (the runner's timed steps). */
+/** A completed job of the owner's: the platform's clock is moved past training (the runner's timed steps). */
 async function ownersCompletedJob(kit: FixtureKit) {
   const id = await ownersJob(kit, true);
-  const { clock, db, runner } = kit.services;
-  if (!(clock instanceof ManualClock)) throw new Error("a completed job needs the tests' manual clock");
+  const { control, db, runner } = kit.services;
+  const clock = control.clock;
   for (let i = 0; i < 5 && (await db.prisma.fineTune.findUniqueOrThrow({ where: { id } })).status !== 'completed'; i++) {
     clock.advance(1000);
     await runner.drain();

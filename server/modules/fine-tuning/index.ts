@@ -47,5 +47,6 @@ export const fineTuning: ModuleDescriptor<'fine-tuning'> = {
   },
   machines: [fineTuneMachine],
   work: (services) => ({ [fineTuneMachine.kind]: progressionWork(fineTuneProgression(services), services) }),
+  steer: (services) => ({ fine_tune: { progression: fineTuneProgression(services), creates: ['createFineTune'] } }),
   fixtures: async () => (await import('./fixtures.ts')).fixtures,
 };

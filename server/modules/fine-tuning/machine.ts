@@ -307,6 +307,8 @@ export function fineTuneProgression(services: Services): Progression<(typeof fin
         await moveFineTune(tx, services, await find(tx, id), 'stop', {}, [{ type: 'job_stopped', message: 'Job cancelled.' }]);
       },
     },
+    // The job's `error` is a message: the platform's fine-tune has no error code (a fault rule's default message names it).
+    failure: { events: ['fail'], fail: (tx, job, _event, error) => fail(tx, job, error.message) },
     giveUp: async (tx, id, error) => {
       const job = await find(tx, id);
       if (fineTuneMachine.can(job.status, 'fail')) await fail(tx, job, `The job failed: ${error.slice(0, 500)}`);

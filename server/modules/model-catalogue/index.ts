@@ -42,5 +42,6 @@ export const modelCatalogue: ModuleDescriptor<'model-catalogue'> = {
   },
   machines: [remoteUploadMachine],
   work: (services) => ({ [remoteUploadMachine.kind]: progressionWork(remoteUploadProgression(services), services) }),
+  steer: (services) => ({ remote_upload: { progression: remoteUploadProgression(services), creates: ['createRemoteModelUpload'] } }),
   fixtures: async () => (await import('./fixtures.ts')).fixtures,
 };

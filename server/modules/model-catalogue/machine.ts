@@ -101,6 +101,8 @@ export function remoteUploadProgression(timing: Timing): Progression<(typeof rem
         await move(tx, timing, u, 'restart', fetching(u));
       },
     },
+    // The error's message is the upload's status message and its event's (an upload has no error code).
+    failure: { events: ['fail', 'error'], fail: (tx, u, event, error) => move(tx, timing, u, event as UploadEvent, error.message) },
     giveUp: async (tx, id) => void (await move(tx, timing, await upload(tx, id), 'fail', 'The upload failed on the server; please upload again.')),
   };
 }

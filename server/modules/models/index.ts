@@ -28,5 +28,6 @@ export const models: ModuleDescriptor<'models'> = {
   seed: seedCatalogue,
   machines: [uploadJobMachine],
   work: (services) => ({ [uploadJobMachine.kind]: progressionWork(uploadProgression(services), services) }),
+  steer: (services) => ({ model_upload: { progression: uploadProgression(services), creates: ['uploadModel'] } }),
   fixtures: async () => (await import('./fixtures.ts')).fixtures,
 };

@@ -69,6 +69,8 @@ export function uploadProgression(timing: Timing): Progression<(typeof uploadJob
         await transition(tx, timing, uploadJobs, j, 'fail', { note: missing });
       },
     },
+    // The error's message is the job's last status update (a job has no error code).
+    failure: { events: ['fail'], fail: (tx, j, _event, error) => transition(tx, timing, uploadJobs, j, 'fail', { note: error.message }) },
     giveUp: async (tx, id) =>
       void (await transition(tx, timing, uploadJobs, await job(tx, id), 'fail', { note: 'The upload failed on the server; please upload again.' })),
   };

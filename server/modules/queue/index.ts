@@ -12,7 +12,7 @@ import {
   heartbeatQueueJob,
   submitQueueJob,
 } from './handlers.ts';
-import { queueMachine, WORK_KIND } from './machine.ts';
+import { queueMachine, steerQueueJobs, WORK_KIND } from './machine.ts';
 import { builtInWorker, claimTimeoutCheck } from './worker.ts';
 
 export const queue: ModuleDescriptor<'queue'> = {
@@ -30,5 +30,7 @@ export const queue: ModuleDescriptor<'queue'> = {
   },
   machines: [queueMachine],
   work: (services) => ({ [WORK_KIND]: builtInWorker(services), [queueMachine.kind]: claimTimeoutCheck(services) }),
+  // Only a worker claims a job (the claim hands out its token); its timed step is the claim's timeout check.
+  steer: (services) => ({ queue_job: { progression: steerQueueJobs(services), creates: [], callerOnly: ['claim'], untimed: true } }),
   fixtures: async () => (await import('./fixtures.ts')).fixtures,
 };

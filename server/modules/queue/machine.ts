@@ -9,7 +9,7 @@ import type { Config } from '../../core/config.ts';
 import { conflict } from '../../core/errors.ts';
 import { defineMachine } from '../../core/machine.ts';
 import type { Database, Tx } from '../../db/index.ts';
-import { stored, type Timing, transition, transitionIfStill } from '../../runner/progress.ts';
+import { type Progression, stored, type Timing, transition, transitionIfStill } from '../../runner/progress.ts';
 import { enqueue, workItemRow } from '../../runner/runner.ts';
 
 export const queueMachine = defineMachine({
@@ -35,6 +35,19 @@ export const queueJobs = stored<QueueJob>()({
   table: (c) => c.queueJob,
   field: 'status',
   stamp: (_j, move, now) => ({ updatedAt: now, ...(queueMachine.isTerminal(move.to) ? { doneAt: now } : {}) }),
+});
+
+/** The control plane's hold on queue jobs (control/time.ts): no timed steps of its own; a failure writes `info.error`, as a worker's does. */
+export const steerQueueJobs = (timing: Timing): Progression<(typeof queueMachine.states)[number]> => ({
+  stored: queueJobs,
+  steps: {},
+  failure: {
+    events: ['fail', 'retries_exhausted'],
+    fail: (tx, job: QueueJob, event, error) =>
+      transition(tx, timing, queueJobs, job, event as (typeof queueMachine.events)[number], {
+        data: { info: JSON.stringify({ ...json(job.info), error }), claimUntil: null },
+      }),
+  },
 });
 
 /** Claim timeouts a job survives; the next one fails it for good. */

@@ -11,5 +11,6 @@ export const videos: ModuleDescriptor<'videos'> = {
   handlers: { createVideo, createVideoV1, retrieveVideo, retrieveVideoV1, getVideoContent, getVideoContentV1 },
   machines: [videoMachine],
   work: (services) => ({ [videoMachine.kind]: progressionWork(videoProgression(services), services) }),
+  steer: (services) => ({ video: { progression: videoProgression(services), creates: ['createVideo', 'createVideoV1'] } }),
   fixtures: async () => (await import('./fixtures.ts')).fixtures,
 };

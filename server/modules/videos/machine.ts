@@ -61,6 +61,13 @@ export function videoProgression(
         },
       },
     },
+    failure: {
+      events: ['fail'],
+      fail: (tx, v, event, error) =>
+        transition(tx, services, videos, v, event as VideoEvent, {
+          data: { errorCode: error.code, errorMessage: error.message, completedAt: instant(services.clock) },
+        }),
+    },
     giveUp: async (tx, id, error) => {
       const v = await tx.video.findUniqueOrThrow({ where: { id } });
       await transition(tx, services, videos, v, 'fail', {
