@@ -14,8 +14,8 @@ export { captureBody, keptBody } from './journal.ts';
 export { controlKey } from './key.ts';
 export { ControlPlane } from './plane.ts';
 export { unplaced } from './reset.ts';
-export { restoreClock } from './time.ts';
 export { embedScripted, scriptedJudge, scriptedTextEngine, scriptedTranscript, textRequest } from './scripted.ts';
+export { restoreClock } from './time.ts';
 
 export const control: ModuleDescriptor<'control'> = {
   name: 'control',
