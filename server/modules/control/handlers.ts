@@ -14,6 +14,7 @@ export async function resetPlatform(ctx: Context<'resetPlatform'>) {
   if (projectId === undefined) {
     ctx.control.journal.clear();
     ctx.control.faults.clear();
+    await ctx.control.limits.clear();
   }
   return {
     scope: projectId === undefined ? ('platform' as const) : ('project' as const),

@@ -1,8 +1,9 @@
 // Module `control` (spec/tags/control.yaml): the test double's control plane: reset (reset.ts), the request journal
-// (journal.ts) and fault rules (faults.ts), kept per process in a ControlPlane (plane.ts), behind the control key
+// (journal.ts), fault rules (faults.ts) and rate limits (limits.ts), kept per process in a ControlPlane (plane.ts), behind the control key
 // (key.ts). The HTTP pipeline records and applies them (server/http/app.ts).
 import type { ModuleDescriptor } from '../types.ts';
 import { clearFaults, clearJournal, createFault, deleteFault, listFaults, listJournal, resetPlatform } from './handlers.ts';
+import { getRateLimit, setRateLimit } from './limits.ts';
 
 export type { Fault } from './faults.ts';
 export { captureBody, keptBody } from './journal.ts';
@@ -12,6 +13,6 @@ export { unplaced } from './reset.ts';
 
 export const control: ModuleDescriptor<'control'> = {
   name: 'control',
-  handlers: { resetPlatform, listJournal, clearJournal, listFaults, createFault, deleteFault, clearFaults },
+  handlers: { resetPlatform, listJournal, clearJournal, listFaults, createFault, deleteFault, clearFaults, getRateLimit, setRateLimit },
   // Nothing here belongs to a project: no cross-project fixtures.
 };

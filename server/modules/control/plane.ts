@@ -1,7 +1,8 @@
-// What the control plane keeps in each process: its key's hash, the journal and the fault rules, and how to
-// bootstrap again after a platform reset. The HTTP pipeline (server/http/app.ts) records into the journal and asks
+// What the control plane keeps in each process: its key's hash, the journal and the fault rules, how to bootstrap
+// again after a platform reset, and the rate limiter it reads, sets and clears. The HTTP pipeline (server/http/app.ts) records into the journal and asks
 // the faults; the Control tag's handlers read and change them.
 import type { Config } from '../../core/config.ts';
+import type { RateLimits } from '../../limits/rate-limits.ts';
 import { Faults } from './faults.ts';
 import { Journal } from './journal.ts';
 import { isControlKey } from './key.ts';
@@ -16,6 +17,7 @@ export class ControlPlane {
     private readonly keyHash: string | null,
     /** The bootstrap (default organization, project, seeds), run again by a platform reset. */
     readonly reseed: () => Promise<unknown>,
+    readonly limits: RateLimits,
   ) {
     this.journal = new Journal(keyHash === null ? 0 : config.control.journalSize);
     this.faults = new Faults({ requestLimit: config.rateLimits.baseRequests, tokenLimit: config.rateLimits.baseTokens });
