@@ -6,6 +6,7 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { loadConfig } from '../server/core/config.ts';
 import { expectError } from './support/expect.ts';
+import { uploadFile } from './support/files.ts';
 import { startTestPlatform, TEST_CONTROL_KEY, type TestPlatform } from './support/platform.ts';
 
 const MODEL = 'meta-llama/Llama-3.3-70B-Instruct-Turbo';
@@ -247,5 +248,35 @@ describe('stream faults', () => {
     expectError(await post({ stream: { after_chunks: 1, cut: true }, status: 500 }), 400, { code: 'invalid_value', param: 'stream' });
     expectError(await post({ stream: { after_chunks: 1, cut: true }, drop: true }), 400, { code: 'invalid_value', param: 'stream' });
     expect((await control.GET('/_control/faults')).data!.data).toEqual([]);
+  });
+});
+
+describe("a project's reset (one DELETE per table)", () => {
+  test("deletes the children reached through their parent (a fine-tune's events and checkpoints), and none of another project's", async () => {
+    const rows = Array.from({ length: 10 }, (_, i) => ({
+      messages: [
+        { role: 'user', content: `Q${i}?` },
+        { role: 'assistant', content: `A${i}.` },
+      ],
+    }));
+    const tune = async (caller: typeof t.caller) => {
+      const file = await uploadFile(caller, 'fine-tune', rows);
+      await t.advance(0);
+      const res = await caller.http.post('/v1/fine-tunes').send({ model: 'meta-llama/Meta-Llama-3.1-8B-Instruct-Reference', training_file: file, n_epochs: 1 });
+      expect(res.status).toBe(200);
+      return res.body.id as string;
+    };
+    const [mine, theirs] = [await tune(t.other), await tune(t.caller)];
+    for (let i = 0; i < 20; i++) await t.advance(60_000);
+    const events = (jobId: string) => t.services.db.prisma.fineTuneEvent.count({ where: { jobId } });
+    const checkpoints = (jobId: string) => t.services.db.prisma.fineTuneCheckpoint.count({ where: { jobId } });
+    expect(await events(mine)).toBeGreaterThan(0);
+    expect(await checkpoints(mine)).toBeGreaterThan(0);
+    const before = [await events(theirs), await checkpoints(theirs)];
+    await control.POST('/_control/reset', { body: { project_id: t.other.identity.projectId } });
+    expect([await events(mine), await checkpoints(mine)]).toEqual([0, 0]);
+    expect([await events(theirs), await checkpoints(theirs)]).toEqual(before);
+    expectError(await t.other.http.get(`/v1/fine-tunes/${mine}`), 404);
+    expect((await t.caller.http.get(`/v1/fine-tunes/${theirs}`)).status).toBe(200);
   });
 });
