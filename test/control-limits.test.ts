@@ -210,6 +210,9 @@ describe('stream faults', () => {
     const whole = await streamChat(t.caller.key);
     expect(whole.error).toBeUndefined();
     expect(whole.chunks.length).toBeGreaterThan(2);
+    // The cut one finished no answer: only the whole one is in the journal.
+    const { data: journal } = await control.GET('/_control/journal', { params: { query: { operation: 'createChatCompletion' } } });
+    expect(journal!.data.map((e) => [e.status, e.fault])).toEqual([[200, null]]);
   });
 
   test('stall: the first chunks, then nothing until the stall ends, then the rest and [DONE]', async () => {

@@ -111,7 +111,8 @@ export interface paths {
          *     - `usage`: the requests and/or tokens already counted in the current window (a field not given keeps its
          *       count). A request is refused when its count would pass the limit, so `usage.requests` equal to
          *       `limit.requests` refuses the next one with 429 `dynamic_request_limited`, and its `Retry-After` is the
-         *       window's end.
+         *       window's end. (As for any refusal, a window that ends within `RATE_LIMIT_QUEUE_WAIT_MS`, 1 s by
+         *       default, holds the request until it ends instead: set `resets_in_ms` above that to see the 429.)
          *     - `resets_in_ms`: when the current window ends (its counts then start again at 0). Without it, setting
          *       `usage` keeps the open window's end, or opens a window of `RATE_LIMIT_WINDOW_SECONDS` when none is open.
          *       It may be longer than that (up to an hour), so a test need not race a one-second window.
@@ -3684,9 +3685,10 @@ export interface components {
          *     events are sent, it stalls for `stall_ms` (nothing is sent; the connection stays open), then goes on; with
          *     `cut`, the connection is then closed without the final `data: [DONE]`, so the client sees the stream end
          *     in an error (the openai client throws while iterating). Both may be given (a stall that ends in a cut). A
-         *     stream shorter than `after_chunks` events gets the effect just before `[DONE]`. A rule with `stream`
-         *     matches only requests asking for a stream (others pass it without counting against `count` or `after`),
-         *     and takes no `status` or `drop` (400); with `delay_ms`, the stream starts after the delay. A stream
+         *     stream shorter than `after_chunks` events gets the effect just before `[DONE]`. The stall is real time,
+         *     as `delay_ms` is (not the runner's clock, which `advance` moves). A rule with `stream` matches only
+         *     requests asking for a stream (others pass it without counting against `count` or `after`), and takes
+         *     no `status` or `drop` (400); with `delay_ms`, the stream starts after the delay. A stream
          *     that is cut is not in the journal (no answer was finished), as a dropped connection is not.
          */
         StreamFault: {
