@@ -26,7 +26,7 @@ export interface paths {
         put?: never;
         /**
          * Add a fault rule
-         * @description A rule needs something to do: a `status`, a `delay_ms` or `drop`. `drop` closes the connection without an
+         * @description A rule needs something to do: a `status`, a `delay_ms`, `drop` or `stream` (see StreamFault). `drop` closes the connection without an
          *     answer (the client sees a network error); with `delay_ms` it closes after the delay. A `status` with
          *     `delay_ms` answers the error after the delay; `delay_ms` alone delays the real answer.
          */
@@ -173,6 +173,56 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/_control/rate-limits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An organization's rate limit on a model, its usage and its window
+         * @description What the rate limiter holds for one organization x `model` now (the key it counts by; see the spec's "Rate
+         *     limits"): the limits in force (the dynamic ones, a dedicated endpoint's fixed ones, or those set here), the
+         *     requests and tokens counted in the current window, and when that window ends. Nothing is counted by
+         *     reading. `model` is taken as the limiter takes a request's `model` (any string: a model the catalogue does
+         *     not know has a window no request ever opens); it is a dedicated endpoint's when it starts with the slug of
+         *     one of the organization's projects and a `/`.
+         *
+         *     With `REDIS_URL` the counts are those every process shares; the limits set here are kept by the process
+         *     that was asked (like fault rules). With `RATE_LIMITS=off` nothing is limited: 409 `rate_limits_off`. An
+         *     unknown organization answers 404 naming `organization_id`.
+         */
+        get: operations["getRateLimit"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Set an organization's rate limit on a model, its usage or its window
+         * @description Sets what is given, keeps the rest, and answers the state as `getRateLimit` reads it, so a test can make
+         *     the next request of its application be refused (usage at the limit) and see it back off, without sending
+         *     the traffic.
+         *
+         *     - `limit`: the requests and/or tokens per window held to from now on, in place of the dynamic limit (which
+         *       otherwise rises with sustained successful traffic); `null` gives a field back to the dynamic limit. Kept
+         *       until set again or a platform reset.
+         *     - `usage`: the requests and/or tokens already counted in the current window (a field not given keeps its
+         *       count). A request is refused when its count would pass the limit, so `usage.requests` equal to
+         *       `limit.requests` refuses the next one with 429 `dynamic_request_limited`, and its `Retry-After` is the
+         *       window's end. (As for any refusal, a window that ends within `RATE_LIMIT_QUEUE_WAIT_MS`, 1 s by
+         *       default, holds the request until it ends instead: set `resets_in_ms` above that to see the 429.)
+         *     - `resets_in_ms`: when the current window ends (its counts then start again at 0). Without it, setting
+         *       `usage` keeps the open window's end, or opens a window of `RATE_LIMIT_WINDOW_SECONDS` when none is open.
+         *       It may be longer than that (up to an hour), so a test need not race a one-second window.
+         *
+         *     A body setting nothing (none of the three) answers 400 `nothing_to_set`. Otherwise as `getRateLimit`:
+         *     per-process limits, 404 for an unknown organization, 409 `rate_limits_off`.
+         */
+        patch: operations["setRateLimit"];
+        trace?: never;
+    };
     "/_control/reset": {
         parameters: {
             query?: never;
@@ -188,13 +238,16 @@ export interface paths {
          *     again, so the platform is as its first start left it: the default organization and project keep their
          *     ids and their development keys (so the key a test suite holds still works), the catalogue and hardware
          *     are seeded afresh, and every stored file, video and upload goes from the disk. The journal, the fault
-         *     rules and the scripted answers of this process are cleared; the clock's offset is kept (see `getTime`). Rate-limit windows are not: they end by themselves within
-         *     `RATE_LIMIT_WINDOW_SECONDS`.
+         *     rules and the scripted answers of this process are cleared, and so is every rate-limit window, recent usage
+         *     (the dynamic limits start again from the base) and limit set by `setRateLimit` (with `REDIS_URL`, every key
+         *     under `RATE_LIMIT_KEY_PREFIX`, so the windows every process shares); the clock's offset is kept (see
+         *     `getTime`).
          *
          *     With `project_id`: that project's resources (files, fine-tunes, videos, evaluations, queue jobs,
          *     endpoints, deployments, models, secrets, volumes, clusters, their work on the runner and their stored
-         *     bytes) are deleted; the project itself, its keys and every other project are untouched. An unknown
-         *     project answers 404 naming `project_id`.
+         *     bytes) are deleted; the project itself, its keys and every other project are untouched, and so are the
+         *     rate limits (they count per organization, not per project). An unknown project answers 404 naming
+         *     `project_id`.
          *
          *     Work the runner was doing for a deleted resource finds it gone and stops. Answers how long it took.
          */
@@ -3863,6 +3916,7 @@ export interface components {
             delay_ms?: number;
             /** @description Close the connection without answering. */
             drop?: boolean;
+            stream?: components["schemas"]["StreamFault"];
             /** @description Apply to the next `count` matching requests, then go. */
             count?: number;
             /** @description Let this many matching requests through first. */
@@ -3882,6 +3936,25 @@ export interface components {
              */
             fail_job?: components["schemas"]["JobError"];
         };
+        /**
+         * @description What happens to a streamed answer (Server-Sent Events, a request with `stream: true`): once `after_chunks`
+         *     events are sent, it stalls for `stall_ms` (nothing is sent; the connection stays open), then goes on; with
+         *     `cut`, the connection is then closed without the final `data: [DONE]`, so the client sees the stream end
+         *     in an error (the openai client throws while iterating). Both may be given (a stall that ends in a cut). A
+         *     stream shorter than `after_chunks` events gets the effect just before `[DONE]`. The stall is real time,
+         *     as `delay_ms` is (not the runner's clock, which `advance` moves). A rule with `stream` matches only
+         *     requests asking for a stream (others pass it without counting against `count` or `after`), and takes
+         *     no `status` or `drop` (400); with `delay_ms`, the stream starts after the delay. A stream
+         *     that is cut is not in the journal (no answer was finished), as a dropped connection is not.
+         */
+        StreamFault: {
+            /** @description Events (`data:` lines) sent before the effect; 0 before the first. */
+            after_chunks: number;
+            /** @description How long nothing is sent. */
+            stall_ms?: number;
+            /** @description Close the connection without `[DONE]` (after the stall, when there is one). */
+            cut?: boolean;
+        };
         /** @description A rule as given (FaultRuleInput), with what the server adds. */
         FaultRule: {
             id: string;
@@ -3898,6 +3971,7 @@ export interface components {
             retry_after_seconds?: number;
             delay_ms?: number;
             drop?: boolean;
+            stream?: components["schemas"]["StreamFault"];
             /** @description Matching requests it still applies to. */
             count?: number;
             /** @description Matching requests still to let through first. */
@@ -3905,6 +3979,63 @@ export interface components {
             probability?: number;
             ttl_seconds?: number;
             fail_job?: components["schemas"]["JobError"];
+        };
+        RateLimitCounts: {
+            requests: number;
+            tokens: number;
+        };
+        RateLimitState: {
+            organization_id: string;
+            model: string;
+            /** @description Whether `model` is one of the organization's dedicated endpoints (fixed limits, no shared capacity). */
+            dedicated: boolean;
+            /** @description Requests and tokens per window in force now (set here, else dynamic, or a dedicated endpoint's fixed ones). */
+            limit: components["schemas"]["RateLimitCounts"];
+            /** @description The limits set by `setRateLimit`; null where the dynamic (or fixed) limit applies. */
+            set_limit: {
+                requests: number | null;
+                tokens: number | null;
+            };
+            /** @description Counted in the current window (0 when none is open). Tokens are the requests' estimates, corrected by their answers' `usage`. */
+            usage: components["schemas"]["RateLimitCounts"];
+            window: {
+                /** @description A window's length (`RATE_LIMIT_WINDOW_SECONDS`). */
+                seconds: number;
+                /** @description When the current window ends; 0 when none is open. */
+                resets_in_ms: number;
+            };
+            /**
+             * @description Where the counts are kept now (`fallback`: Redis configured but not answering, so this process's own).
+             * @enum {string}
+             */
+            store: "memory" | "redis" | "fallback";
+        };
+        /**
+         * @example {
+         *       "organization_id": "org_0123456789abcdef",
+         *       "model": "meta-llama/Llama-3.3-70B-Instruct-Turbo",
+         *       "limit": {
+         *         "requests": 2
+         *       },
+         *       "usage": {
+         *         "requests": 2
+         *       },
+         *       "resets_in_ms": 5000
+         *     }
+         */
+        RateLimitChange: {
+            organization_id: string;
+            model: string;
+            limit?: {
+                requests?: number | null;
+                tokens?: number | null;
+            };
+            usage?: {
+                requests?: number;
+                tokens?: number;
+            };
+            /** @description When the current window ends, from now. */
+            resets_in_ms?: number;
         };
         /** @description What a scripted-answer rule matches; every field given must match (none given: every request of its capability). */
         ScriptMatch: {
@@ -7584,6 +7715,69 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getRateLimit: {
+        parameters: {
+            query: {
+                /** @description The organization (`whoami` answers a key's `organization_id`). */
+                organization_id: string;
+                /** @description The model string requests name (e.g. `meta-llama/Llama-3.3-70B-Instruct-Turbo`). */
+                model: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The limiter's state for that organization x model. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitState"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    setRateLimit: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RateLimitChange"];
+            };
+        };
+        responses: {
+            /** @description Set; the state now. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitState"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
         };

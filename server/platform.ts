@@ -109,13 +109,13 @@ export async function startPlatform(
     const key = await developmentKey(db, clock, project.id);
     const database = db;
     const control = await controlKey(db, clock, config.control);
-    const plane = new ControlPlane(config, control?.hash ?? null, () => bootstrap(database, clock), clock);
+    limits = RateLimits.create(config.rateLimits, config.redisUrl, log);
+    await limits.ready();
+    const plane = new ControlPlane(config, control?.hash ?? null, () => bootstrap(database, clock), clock, limits);
     const keys = new KeyCache(db, clock, config.keyCacheTtlMs, log);
     await keys.listen();
     const runner = new Runner(db, clock, config.runner, log);
     const engines = loadEngineRoutes(config.engines);
-    limits = RateLimits.create(config.rateLimits, config.redisUrl, log);
-    await limits.ready();
     const services: AppOptions = { config, db, clock, log, runner, engines, control: plane, keys, limits, observe: options.observe };
     for (const m of modules) for (const [kind, work] of Object.entries(m.work?.(services) ?? {})) runner.register(kind, work);
     for (const m of modules) Object.assign(plane.steerable, m.steer?.(services));

@@ -28,7 +28,7 @@ import { multipartBodies, type Upload } from './multipart.ts';
 import { originOf } from './origin.ts';
 import { Gate, rateLimitedOperations, resetOnRefusals } from './rate-limits.ts';
 import { receiveBody } from './raw-body.ts';
-import { send } from './reply.ts';
+import { Reply, send } from './reply.ts';
 import { responseValidator } from './responses.ts';
 import { validator } from './validator.ts';
 
@@ -247,7 +247,13 @@ export function createApp(options: AppOptions): express.Express {
     const fault =
       control.enabled && identity
         ? control.faults.match(
-            { operationId, path: req.path, model: typeof req.body?.model === 'string' ? req.body.model : undefined, projectId: identity.projectId },
+            {
+              operationId,
+              path: req.path,
+              model: typeof req.body?.model === 'string' ? req.body.model : undefined,
+              projectId: identity.projectId,
+              stream: req.body?.stream === true,
+            },
             options.clock.now(),
             req.get('prefer'),
           )
@@ -278,6 +284,7 @@ export function createApp(options: AppOptions): express.Express {
       throw err;
     }
     gate?.settle(result);
+    if (fault?.stream && result instanceof Reply && result.content.kind === 'sse') result.content.fault = fault.stream;
     await send(req, res, result, successStatus[operationId], log, checkResponse && ((status, body) => checkResponse(operationId, status, body)));
   }) as RequestHandler);
 

@@ -5,6 +5,7 @@
 import { once } from 'node:events';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Request, Response } from 'express';
 import type { Logger } from 'pino';
 import { logFailure, toApiError } from './error-handler.ts';
@@ -13,9 +14,20 @@ type Content =
   | { kind: 'json'; value: unknown }
   | { kind: 'empty' }
   | { kind: 'text'; value: string | Buffer; contentType: string }
-  | { kind: 'sse'; events: AsyncIterable<unknown> }
+  | { kind: 'sse'; events: AsyncIterable<unknown>; fault?: StreamFault }
   | { kind: 'file'; path: string; contentType?: string }
   | { kind: 'stream'; chunks: Iterable<Buffer> | AsyncIterable<Buffer>; contentType: string; length?: number };
+
+/**
+ * What a fault rule of the control plane does to a stream of events (set by the pipeline): once `afterChunks` events
+ * are sent (or before `[DONE]`, for a shorter stream), pause `stallMs` with the connection open, then go on, or cut
+ * the connection without `[DONE]`.
+ */
+export interface StreamFault {
+  afterChunks: number;
+  stallMs: number;
+  cut: boolean;
+}
 
 interface Init {
   status?: number;
@@ -103,7 +115,7 @@ export async function send(req: Request, res: Response, result: unknown, success
         res.status(status).sendFile(c.path, { dotfiles: 'allow', cacheControl: false }, (err) => (err && !res.headersSent ? reject(err) : resolve())),
       );
     case 'sse':
-      return streamEvents(req, res, status, c.events, log);
+      return streamEvents(req, res, status, c.events, log, c.fault);
     case 'stream':
       return streamBytes(res, status, c, log);
   }
@@ -122,7 +134,7 @@ async function streamBytes(res: Response, status: number, c: Extract<Content, { 
   }
 }
 
-async function streamEvents(req: Request, res: Response, status: number, events: AsyncIterable<unknown>, log: Logger): Promise<void> {
+async function streamEvents(req: Request, res: Response, status: number, events: AsyncIterable<unknown>, log: Logger, fault?: StreamFault): Promise<void> {
   res.status(status).set({ 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache', Connection: 'keep-alive' });
   res.flushHeaders();
   let gone = false;
@@ -130,18 +142,32 @@ async function streamEvents(req: Request, res: Response, status: number, events:
   const write = async (chunk: string) => {
     if (!res.write(chunk)) await once(res, 'drain');
   };
+  let sent = 0;
+  let cut = false;
+  // The fault's effect, once, when its turn comes; true when it cut the connection.
+  const interrupt = async (atEnd = false) => {
+    if (!fault || (sent < fault.afterChunks && !atEnd)) return false;
+    const { stallMs } = fault;
+    cut = fault.cut;
+    fault = undefined;
+    if (stallMs) await sleep(stallMs);
+    // Ending the socket (not destroying it) sends what was written first; the body's last chunk never comes.
+    if (cut) res.socket?.end();
+    return cut;
+  };
   try {
     for await (const event of events) {
-      if (gone) break; // leaving the loop ends the generator, so the engine stops producing
+      if ((await interrupt()) || gone) break; // leaving the loop ends the generator, so the engine stops producing
       await write(`data: ${JSON.stringify(event)}\n\n`);
+      sent++;
     }
-    if (!gone) await write('data: [DONE]\n\n');
+    if (!gone && !cut && !(await interrupt(true))) await write('data: [DONE]\n\n');
   } catch (err) {
     // The status line is gone: the failure travels as a last event in the envelope.
     const apiErr = toApiError(err);
     logFailure(log, err, apiErr, { requestId: res.getHeader('x-request-id') }, 'stream failed');
     if (!gone) await write(`data: ${JSON.stringify(apiErr.body)}\n\n`).catch(() => {});
   } finally {
-    res.end();
+    if (!cut) res.end();
   }
 }

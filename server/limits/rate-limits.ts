@@ -64,11 +64,14 @@ export interface Counted {
 }
 
 export class RateLimits {
-  private readonly requests: RateLimiterAbstract;
-  private readonly tokens: RateLimiterAbstract;
-  private readonly capacity: RateLimiterAbstract;
+  // Made anew by `clear` (a platform reset of the control plane).
+  private requests!: RateLimiterAbstract;
+  private tokens!: RateLimiterAbstract;
+  private capacity!: RateLimiterAbstract;
   /** Successful requests and tokens, in buckets of the usage window (`<key>:<r|t>:<bucket>`), kept two buckets long. */
-  private readonly usage: RateLimiterAbstract;
+  private usage!: RateLimiterAbstract;
+  /** Limits the control plane set per key, in place of the dynamic ones (per process). */
+  private readonly overrides = new Map<string, Partial<Limits>>();
   /** Each key's dynamic limits, recomputed at most once per window in each process. */
   private readonly cache = new Map<string, { limits: Limits; until: number }>();
   /** Requests of this process waiting in each key's queue. */
@@ -79,6 +82,12 @@ export class RateLimits {
     private readonly log: Logger,
     private readonly redis?: Redis,
   ) {
+    this.build();
+  }
+
+  private build(): void {
+    const config = this.config;
+    const redis = this.redis;
     const make = (name: string, duration: number) => {
       const opts = { keyPrefix: `${config.keyPrefix}:${name}`, points: UNREACHABLE, duration };
       // A Redis failure falls back to a per-process count of the same window rather than failing the request.
@@ -189,8 +198,13 @@ export class RateLimits {
 
   /** The organization's limits on this model now: growth x recent successful usage, between the base and the ceiling. */
   async limitsFor(key: string, dedicated: boolean): Promise<Limits> {
+    const set = this.overrides.get(key);
+    const limits = dedicated ? { requests: this.config.dedicatedRequests, tokens: this.config.dedicatedTokens } : await this.dynamicLimits(key);
+    return set ? { ...limits, ...set } : limits;
+  }
+
+  private async dynamicLimits(key: string): Promise<Limits> {
     const c = this.config;
-    if (dedicated) return { requests: c.dedicatedRequests, tokens: c.dedicatedTokens };
     const now = Date.now();
     const cached = this.cache.get(key);
     if (cached && cached.until > now) return cached.limits;
@@ -381,10 +395,70 @@ export class RateLimits {
   release(a: Admitted): void {
     this.adjust('tokens', a.key, a.tokens, a.estimate);
   }
+
+  // The control plane (its rate-limit operations and a platform reset): read and set a key's window, clear them all.
+
+  /** A key's limits in force, the ones the control plane set, and its current window's counts and end. */
+  async state(key: string, dedicated: boolean): Promise<KeyState> {
+    const [limits, requests, tokens] = await Promise.all([this.limitsFor(key, dedicated), this.requests.get(key), this.tokens.get(key)]);
+    return {
+      limits,
+      set: this.overrides.get(key) ?? {},
+      used: { requests: requests?.consumedPoints ?? 0, tokens: tokens?.consumedPoints ?? 0 },
+      msLeft: Math.max(0, requests?.msBeforeNext ?? 0, tokens?.msBeforeNext ?? 0),
+    };
+  }
+
+  /**
+   * Sets a key's limits (null: back to the dynamic one) and/or its current window: the counts given (others kept),
+   * ending in `msLeft` (default: when the open window ends, or a whole window from now when none is open).
+   */
+  async setState(key: string, change: { limits?: { [K in keyof Limits]?: number | null }; used?: Partial<Limits>; msLeft?: number }): Promise<void> {
+    if (change.limits) {
+      const set = { ...this.overrides.get(key) };
+      for (const k of ['requests', 'tokens'] as const) {
+        if (change.limits[k] === null) delete set[k];
+        else if (change.limits[k] !== undefined) set[k] = change.limits[k];
+      }
+      if (Object.keys(set).length) this.overrides.set(key, set);
+      else this.overrides.delete(key);
+    }
+    if (change.used === undefined && change.msLeft === undefined) return;
+    const now = await this.state(key, false);
+    const ms = change.msLeft ?? (now.msLeft || this.config.windowSeconds * 1000);
+    this.flush(); // a pending correction would land on the window set here
+    await Promise.all((['requests', 'tokens'] as const).map((k) => this.put(k, key, change.used?.[k] ?? now.used[k], ms)));
+  }
+
+  /** One counter's window set to `points`, ending in `ms` (to the millisecond in Redis too, where `set` has whole seconds). */
+  private async put(limiter: 'requests' | 'tokens', key: string, points: number, ms: number): Promise<void> {
+    if (this.store === 'redis') await this.redis!.set(this[limiter].getKey(key), points, 'PX', Math.max(1, Math.round(ms)));
+    else await this[limiter].set(key, points, ms / 1000);
+  }
+
+  /** Every window, recent usage and set limit gone (in Redis, every key under RATE_LIMIT_KEY_PREFIX). */
+  async clear(): Promise<void> {
+    this.pending.clear();
+    this.cache.clear();
+    this.overrides.clear();
+    if (this.redis && this.store === 'redis') {
+      const stream = this.redis.scanStream({ match: `${this.config.keyPrefix.replace(/[*?[\]\\]/g, '\\$&')}:*`, count: 500 });
+      for await (const keys of stream as AsyncIterable<string[]>) if (keys.length) await this.redis.unlink(...keys);
+    }
+    this.build(); // fresh in-memory counters (and Redis's insurance ones)
+  }
+}
+
+/** What the control plane reads of one organization x model key. */
+export interface KeyState {
+  limits: Limits;
+  set: Partial<Limits>;
+  used: Limits;
+  msLeft: number;
 }
 
 /** Seconds (to the millisecond) in a duration, as the limit headers give it. */
 export const seconds = (ms: number) => Math.max(0, Math.ceil(ms) / 1000);
 
 /** The counters' key: per organization x `model` string. */
-export const keyOf = (identity: Identity, model: string) => `${identity.organizationId}:${model}`;
+export const keyOf = (identity: Pick<Identity, 'organizationId'>, model: string) => `${identity.organizationId}:${model}`;

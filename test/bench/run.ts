@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { root } from '../../server/core/paths.ts';
 import { queueBench } from './queue.ts';
+import { resetBench } from './reset.ts';
 import { runnerBench } from './runner.ts';
 import { scenarios } from './scenarios.ts';
 import { benchVideo } from './video.ts';
@@ -167,10 +168,34 @@ try {
         `mean latency ${(mine.mean - theirs.mean).toFixed(2)} ms (${theirs.mean.toFixed(2)} -> ${mine.mean.toFixed(2)}), p50 ${theirs.p50} -> ${mine.p50} ms`,
     );
   }
+  // What a setting costs a request, on the same server: alternating rounds without it and with it.
+  for (const s of chosen) {
+    if (!s.costOf) continue;
+    const server = await serverFor(s.env);
+    const body = s.body === undefined ? undefined : JSON.stringify(s.body);
+    const connections = s.connections ?? CONNECTIONS;
+    const shares: number[] = [];
+    for (let round = 1; round <= ROUNDS; round++) {
+      await s.costOf.undo(server);
+      const without = await measure(`${server.url}${s.path}`, s.method, server.auth, body, server.pid, connections);
+      await s.costOf.redo(server);
+      const within = await measure(`${server.url}${s.path}`, s.method, server.auth, body, server.pid, connections);
+      shares.push(within.cpuPerRequest / without.cpuPerRequest - 1);
+      console.log(`${s.name} round ${round}: ${without.cpuPerRequest.toFixed(0)} µs CPU/req without ${s.costOf.what}, ${within.cpuPerRequest.toFixed(0)} with`);
+    }
+    const share = median(shares);
+    const met = share <= s.costOf.maxShare;
+    if (!met) failed++;
+    console.log(
+      `RESULT ${s.name}: ${s.costOf.what} cost ${(share * 100).toFixed(1)}% CPU per request (rounds ${shares.map((a) => `${(a * 100).toFixed(1)}%`).join(', ')})` +
+        `  target <= ${s.costOf.maxShare * 100}%: ${met ? 'met' : 'MISSED'}`,
+    );
+  }
   console.log(`${CONNECTIONS} connections, ${DURATION} s per measurement, ${ROUNDS} rounds`);
   if (!filter || 'video'.includes(filter)) await benchVideo();
   if ((!filter || 'queue throughput'.includes(filter)) && !(await queueBench(ROUNDS))) failed++;
   if (!filter || 'runner throughput'.includes(filter)) await runnerBench(ROUNDS);
+  if ((!filter || 'reset'.includes(filter)) && !(await resetBench(ROUNDS))) failed++;
   process.exitCode = failed ? 1 : 0;
 } finally {
   for (const c of children) c.kill('SIGTERM');

@@ -10,6 +10,11 @@ export interface Scenario {
   path: string;
   body?: unknown;
   target: { ratio?: number; p50Ms?: number };
+  /**
+   * What a setting of the server costs this request: on the same server, alternating rounds without it (`undo`) and
+   * with it (`redo`), CPU per request one against the other in each round; the median at most `maxShare` more.
+   */
+  costOf?: { what: string; undo: (server: BenchServer) => Promise<void>; redo: (server: BenchServer) => Promise<void>; maxShare: number };
   /** Concurrent connections (default BENCH_CONNECTIONS, 16). A latency target is one request's time, so it is
    * measured with 1: with 16 at once, p50 is mostly the wait behind the other 15. */
   connections?: number;
@@ -33,6 +38,28 @@ export interface BenchServer {
 }
 
 const withLists = (server: BenchServer) => seedLists(server.database);
+
+// Issue 20: 100 fault rules of the control plane in force, none matching the request (other operations, paths,
+// models, projects), against the same request on the same server with none.
+const BENCH_CONTROL_KEY = 'ctl_bench-control-key-0123456789';
+const controlCall = (server: BenchServer, method: string, body?: unknown) =>
+  fetch(`${server.url}/_control/faults`, {
+    method,
+    headers: { Authorization: `Bearer ${BENCH_CONTROL_KEY}`, 'Content-Type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+async function inactiveFaultRules(server: BenchServer): Promise<void> {
+  const kinds = [
+    (i: number) => ({ match: { operations: ['createChatCompletion', 'listFiles'] }, status: 500 + (i % 5) }),
+    (i: number) => ({ match: { path: `/v1/nothing-here-${i}` }, delay_ms: 100 }),
+    (i: number) => ({ match: { model: `no-such-model-${i}` }, status: 429 }),
+    (i: number) => ({ match: { project_id: `proj_nope${i}` }, drop: true }),
+  ];
+  for (let i = 0; i < 100; i++) {
+    const res = await controlCall(server, 'POST', kinds[i % kinds.length]!(i));
+    if (!res.ok) throw new Error(`a fault rule was refused: ${res.status} ${await res.text()}`);
+  }
+}
 
 // The rate limiter's own cost: the same chat completion with the limiter off, in memory and in Redis, with limits
 // too high to refuse anything (so every request goes the whole way through the limiter's counting).
@@ -90,6 +117,20 @@ const UNBROKEN = Array.from({ length: 200_000 }, (_, i) => String.fromCharCode(9
 
 export const scenarios: Scenario[] = [
   { name: 'whoami', method: 'GET', path: '/v1/whoami', target: { ratio: 0.7 } },
+  {
+    name: 'whoami, 100 inactive fault rules',
+    method: 'GET',
+    path: '/v1/whoami',
+    target: { ratio: 0.7 },
+    env: { CONTROL_KEY: BENCH_CONTROL_KEY },
+    setup: inactiveFaultRules,
+    costOf: {
+      what: '100 inactive fault rules',
+      undo: async (server) => void (await controlCall(server, 'DELETE')),
+      redo: inactiveFaultRules,
+      maxShare: 0.05,
+    },
+  },
   { name: 'hardware (1.7 KB list)', method: 'GET', path: '/v1/hardware', target: { ratio: 0.6 } },
   {
     // Issue 10: a serverless chat completion on the local engine, 64 tokens out (the long message makes the answer

@@ -1,9 +1,11 @@
 // Fault rules (the Control tag): matched against each authenticated, validated API request before its operation
-// runs, they answer the platform's own error for a status, delay the answer, or drop the connection. Kept in memory
+// runs, they answer the platform's own error for a status, delay the answer, drop the connection, or stall or cut a
+// stream of events (http/reply.ts applies that one as it writes the stream). Kept in memory
 // per process; the empty list costs one length check per request.
 import { operations } from '../../../generated/operations.ts';
 import { ApiError, badRequest, notFound } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
+import type { StreamFault } from '../../http/reply.ts';
 
 export interface FaultMatch {
   operations?: string[];
@@ -20,6 +22,7 @@ export interface FaultInput {
   retry_after_seconds?: number;
   delay_ms?: number;
   drop?: boolean;
+  stream?: { after_chunks: number; stall_ms?: number; cut?: boolean };
   count?: number;
   after?: number;
   probability?: number;
@@ -43,6 +46,7 @@ export interface Fault {
   error?: ApiError;
   /** Let the request through, then fail the job it created with this error. */
   failJob?: { code: string; message?: string };
+  stream?: StreamFault;
 }
 
 export interface Request {
@@ -50,6 +54,8 @@ export interface Request {
   path: string;
   model?: string;
   projectId: string;
+  /** Whether the request asks for a stream of events (`stream: true`). */
+  stream: boolean;
 }
 
 const DEFAULT_CODES: Record<number, string> = {
@@ -97,11 +103,11 @@ export class Faults {
 
   /** `creating`: the operations that create a job the control plane can fail (a `fail_job` rule matches only those). */
   add(input: FaultInput, now: number, creating: ReadonlySet<string> = new Set()): FaultRule {
-    if (input.status === undefined && input.delay_ms === undefined && !input.drop && !input.fail_job)
-      throw badRequest('A fault rule needs something to do: a status, a delay_ms, drop or fail_job.', 'status', 'fault_without_effect');
+    if (input.status === undefined && input.delay_ms === undefined && !input.drop && !input.fail_job && !input.stream)
+      throw badRequest('A fault rule needs something to do: a status, a delay_ms, drop, stream or fail_job.', 'status', 'fault_without_effect');
     if (input.fail_job) {
-      if (input.status !== undefined || input.drop)
-        throw badRequest('fail_job lets the request succeed: give it without status or drop.', 'fail_job', 'invalid_value');
+      if (input.status !== undefined || input.drop || input.stream)
+        throw badRequest('fail_job lets the request succeed: give it without status, drop or stream.', 'fail_job', 'invalid_value');
       if (!input.match?.operations?.length || input.match.operations.some((op) => !creating.has(op)))
         throw badRequest(
           `fail_job needs match.operations, each an operation creating a job: ${[...creating].join(', ')}.`,
@@ -109,6 +115,10 @@ export class Faults {
           'invalid_value',
         );
     }
+    if (input.stream && input.stream.stall_ms === undefined && !input.stream.cut)
+      throw badRequest('A stream fault needs something to do: stall_ms and/or cut.', 'stream', 'fault_without_effect');
+    if (input.stream && (input.status !== undefined || input.drop))
+      throw badRequest('A stream fault acts on a stream that is answered: give it without status or drop.', 'stream', 'invalid_value');
     if (input.code !== undefined && input.status === undefined)
       throw badRequest('code is the error code of a status: give status too.', 'code', 'fault_without_effect');
     if (input.drop && input.status !== undefined)
@@ -160,6 +170,7 @@ export class Faults {
           if (m.model !== undefined && req.model !== m.model) continue;
           if (m.project_id !== undefined && req.projectId !== m.project_id) continue;
         }
+        if (r.stream && !req.stream) continue;
         if (r.after) {
           r.after--;
           continue;
@@ -183,6 +194,7 @@ export class Faults {
   private fault(source: string, status: number | undefined, delayMs: number | undefined, drop: boolean, r: FaultInput): Fault {
     const error =
       status === undefined ? undefined : faultError(status, { code: r.code, message: r.message, retryAfterSeconds: r.retry_after_seconds, ...this.limits });
-    return { source, delayMs: delayMs ?? 0, drop, error, failJob: r.fail_job };
+    const stream = r.stream && { afterChunks: r.stream.after_chunks, stallMs: r.stream.stall_ms ?? 0, cut: !!r.stream.cut };
+    return { source, delayMs: delayMs ?? 0, drop, error, failJob: r.fail_job, stream };
   }
 }

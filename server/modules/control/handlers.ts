@@ -15,6 +15,7 @@ export async function resetPlatform(ctx: Context<'resetPlatform'>) {
     ctx.control.journal.clear();
     ctx.control.faults.clear();
     ctx.control.scripts.clear();
+    await ctx.control.limits.clear();
   }
   return {
     scope: projectId === undefined ? ('platform' as const) : ('project' as const),

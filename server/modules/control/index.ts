@@ -1,10 +1,11 @@
 // Module `control` (spec/tags/control.yaml): the test double's control plane: reset (reset.ts), the request journal
 // (journal.ts), fault rules (faults.ts), scripted answers (scripts.ts, scripted.ts), time (time.ts: the clock, and jobs
-// moved through their machines) and the console's reads (console.ts), kept per process in a ControlPlane (plane.ts),
-// behind the control key (key.ts). The HTTP pipeline records and applies them (server/http/app.ts).
+// moved through their machines), rate limits (limits.ts) and the console's reads (console.ts), kept per process in a
+// ControlPlane (plane.ts), behind the control key (key.ts). The HTTP pipeline records and applies them (server/http/app.ts).
 import type { ModuleDescriptor } from '../types.ts';
 import { getControlFineTuneMetrics, getControlOverview, getControlVideoContent } from './console.ts';
 import { clearFaults, clearJournal, createFault, deleteFault, listFaults, listJournal, resetPlatform } from './handlers.ts';
+import { getRateLimit, setRateLimit } from './limits.ts';
 import { clearScripts, createScript, deleteScript, getScript, listScripts } from './script-handlers.ts';
 import { advanceTime, getTime, transitionJob } from './time.ts';
 
@@ -38,6 +39,8 @@ export const control: ModuleDescriptor<'control'> = {
     getTime,
     advanceTime,
     transitionJob,
+    getRateLimit,
+    setRateLimit,
   },
   // Nothing here belongs to a project: no cross-project fixtures.
 };

@@ -1,8 +1,10 @@
 // What the control plane keeps in each process: its key's hash, the journal, the fault rules and scripted answers,
-// and how to bootstrap again after a platform reset. The HTTP pipeline (server/http/app.ts) records into the journal and asks
+// how to bootstrap again after a platform reset, the clock it moves and the rate limiter it reads, sets and clears.
+// The HTTP pipeline (server/http/app.ts) records into the journal and asks
 // the faults; the Control tag's handlers read and change them.
 import type { OffsetClock } from '../../core/clock.ts';
 import type { Config } from '../../core/config.ts';
+import type { RateLimits } from '../../limits/rate-limits.ts';
 import type { Steerable } from '../types.ts';
 import { Faults } from './faults.ts';
 import { Journal } from './journal.ts';
@@ -25,6 +27,8 @@ export class ControlPlane {
     readonly reseed: () => Promise<unknown>,
     /** The platform's clock, which `advanceTime` moves forward. */
     readonly clock: OffsetClock,
+    /** The rate limiter, which the rate-limit operations read and set and a platform reset clears. */
+    readonly limits: RateLimits,
   ) {
     this.journal = new Journal(keyHash === null ? 0 : config.control.journalSize);
     this.faults = new Faults({ requestLimit: config.rateLimits.baseRequests, tokenLimit: config.rateLimits.baseTokens });
