@@ -109,6 +109,7 @@ export async function startPlatform(
     const control = await controlKey(db, clock, config.control);
     const plane = new ControlPlane(config, control?.hash ?? null, () => bootstrap(database, clock));
     const keys = new KeyCache(db, clock, config.keyCacheTtlMs, log);
+    plane.forgetKey = (hash) => keys.evict(hash);
     await keys.listen();
     const runner = new Runner(db, clock, config.runner, log);
     const engines = loadEngineRoutes(config.engines);

@@ -65,8 +65,9 @@ describe.each(operationIds)('%s', (id) => {
 
   // An operation a signed URL authorises refuses an unsigned request before touching the database: its 500 is
   // checked with a signed request where it is tested (test/files-signed-upload.test.ts). Of the control plane's,
-  // only reset uses the database (the journal and fault rules are in memory, and its key is checked without it).
-  const usesDatabase = !keyless(id) && (!controlled(id) || id === 'resetPlatform');
+  // only those documenting a 503 use the database (the journal and fault rules are in memory, and its key is
+  // checked without it).
+  const usesDatabase = !keyless(id) && (!controlled(id) || '503' in operationSpec(id).responses);
   const keyOf = async () => (controlled(id) ? TEST_CONTROL_KEY : (await t.newCaller(t.caller.identity.projectId)).key);
   test.runIf(usesDatabase)('an unexpected failure: generic 500 with the request id, cause only in the log', async () => {
     const key = await keyOf();

@@ -105,6 +105,82 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/_control/snapshots": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The named snapshots, oldest first */
+        get: operations["listSnapshots"];
+        put?: never;
+        /**
+         * Take a named snapshot of the whole platform
+         * @description Copies the whole platform's state under `name`: every row of every table (organizations, projects, API
+         *     keys, every project's resources and jobs, the runner's pending work, the catalogue and hardware), read in
+         *     one transaction so it is one consistent moment, and every stored file, video and upload under `DATA_DIR`
+         *     (read just before). Not copied: the server's own keys (the control key, the upload-URL signing key), and
+         *     this process's journal and fault rules (not platform state).
+         *
+         *     **Where snapshots live.** In the database itself (one row per snapshot), so every server process on the
+         *     database lists and restores the same snapshots, and they last across restarts. A reset (`resetPlatform`)
+         *     and a restore leave every snapshot in place. A snapshot holds its files' bytes too: it is meant for the
+         *     small platform of a test suite, not a production-sized one.
+         *
+         *     Taking a snapshot under a name that is kept already replaces it (so a suite's setup can run again).
+         */
+        post: operations["createSnapshot"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/_control/snapshots/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Delete a named snapshot */
+        delete: operations["deleteSnapshot"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/_control/snapshots/{name}/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Put the platform back exactly as a snapshot found it
+         * @description Replaces every table's rows with the snapshot's in one transaction: the same organizations, projects and
+         *     keys (with their ids and secrets: a key the snapshot held works again, a key made since answers 401 at
+         *     once, in every process on PostgreSQL), the same resources in the same states with the same ids, and the
+         *     runner's pending work as it was; everything made since is gone. A restore that fails changes nothing in
+         *     the database. The stored files are written beside the store before the transaction and moved into place
+         *     after it commits. Like a platform reset, it clears this process's journal and fault rules; the snapshots
+         *     stay. Rate-limit windows are not part of a snapshot. An unknown name answers 404 naming `name`. Answers
+         *     how long it took (a small platform restores in well under a second, like a reset).
+         */
+        post: operations["restoreSnapshot"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/fine-tunes/{id}/cancel": {
         parameters: {
             query?: never;
@@ -3650,6 +3726,21 @@ export interface components {
             probability?: number;
             ttl_seconds?: number;
         };
+        /** @description A snapshot's name (letters, digits, `.`, `_`, `-`; starting with a letter or digit). */
+        SnapshotName: string;
+        Snapshot: {
+            /** @constant */
+            object: "snapshot";
+            name: string;
+            /** Format: date-time */
+            created_at: string;
+            /** @description Rows of every table it holds. */
+            rows: number;
+            /** @description Stored files it holds. */
+            files: number;
+            /** @description Their bytes. */
+            file_bytes: number;
+        };
         Empty: Record<string, never>;
         /**
          * @description A name: any non-empty string without `/` or `:` (400 `invalid_name`) of at most 100 characters (the
@@ -6814,6 +6905,7 @@ export interface components {
         InstanceId: string;
         /** @description The remediation's `id` (not the idempotency key). */
         RemediationId: string;
+        SnapshotNameParam: string;
         /** @description The caller's project id; any other answers 404. */
         ProjectId: string;
         V2EndpointId: string;
@@ -7077,6 +7169,136 @@ export interface operations {
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listSnapshots: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every snapshot kept in the database (what they hold, not their contents). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        object: "list";
+                        data: components["schemas"]["Snapshot"][];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createSnapshot: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name: components["schemas"]["SnapshotName"];
+                };
+            };
+        };
+        responses: {
+            /** @description Taken. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Snapshot"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteSnapshot: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: components["parameters"]["SnapshotNameParam"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        object: "snapshot";
+                        name: string;
+                        /** @constant */
+                        deleted: true;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    restoreSnapshot: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: components["parameters"]["SnapshotNameParam"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Restored. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        object: "snapshot.restore";
+                        name: string;
+                        /** @description Rows written back. */
+                        rows: number;
+                        /** @description Stored files written back. */
+                        files: number;
+                        /** @description How long the restore took, in milliseconds. */
+                        ms: number;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
         };

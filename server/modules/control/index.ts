@@ -3,6 +3,7 @@
 // (key.ts). The HTTP pipeline records and applies them (server/http/app.ts).
 import type { ModuleDescriptor } from '../types.ts';
 import { clearFaults, clearJournal, createFault, deleteFault, listFaults, listJournal, resetPlatform } from './handlers.ts';
+import { createSnapshot, deleteSnapshot, listSnapshots, restoreSnapshot } from './snapshots.ts';
 
 export type { Fault } from './faults.ts';
 export { captureBody, keptBody } from './journal.ts';
@@ -12,6 +13,18 @@ export { unplaced } from './reset.ts';
 
 export const control: ModuleDescriptor<'control'> = {
   name: 'control',
-  handlers: { resetPlatform, listJournal, clearJournal, listFaults, createFault, deleteFault, clearFaults },
+  handlers: {
+    resetPlatform,
+    listJournal,
+    clearJournal,
+    listFaults,
+    createFault,
+    deleteFault,
+    clearFaults,
+    listSnapshots,
+    createSnapshot,
+    deleteSnapshot,
+    restoreSnapshot,
+  },
   // Nothing here belongs to a project: no cross-project fixtures.
 };

@@ -9,6 +9,8 @@ import { isControlKey } from './key.ts';
 export class ControlPlane {
   readonly journal: Journal;
   readonly faults: Faults;
+  /** Drops a key from this process's key cache (set by the platform's start), when a restore takes the key away. */
+  forgetKey: (hash: string) => void = () => {};
 
   constructor(
     config: Pick<Config, 'control' | 'rateLimits'>,

@@ -9,9 +9,9 @@ import type { Database, Tx } from '../../db/index.ts';
 
 type Model = (typeof Prisma.ModelName)[keyof typeof Prisma.ModelName];
 // Tables of the platform itself rather than of any project: kept by a project's reset; a platform reset keeps
-// ServerKey (signing and control keys) and the default organization, project and its development keys, and
-// deletes the rest (the bootstrap seeds Hardware, the catalogue and SeedRun again).
-const PLATFORM: Model[] = ['Organization', 'Project', 'ApiKey', 'SeedRun', 'ServerKey', 'Hardware'];
+// ServerKey (signing and control keys), the control plane's snapshots and the default organization, project and its
+// development keys, and deletes the rest (the bootstrap seeds Hardware, the catalogue and SeedRun again).
+const PLATFORM: Model[] = ['Organization', 'Project', 'ApiKey', 'SeedRun', 'ServerKey', 'Hardware', 'ControlSnapshot'];
 // Tables scoped through a parent rather than a projectId column.
 const fineTunesOf = async (tx: Tx, projectId: string) => (await tx.fineTune.findMany({ where: { projectId }, select: { id: true } })).map((f) => f.id);
 const CHILDREN: Partial<Record<Model, (tx: Tx, projectId: string) => Promise<{ count: number }>>> = {
@@ -57,7 +57,7 @@ export async function resetPlatform(db: Database, dataDir: string, reseed: () =>
     const project = await tx.project.findUnique({ where: { slug: 'default' } });
     let n = 0;
     for (const model of MODELS) {
-      if (['Organization', 'Project', 'ApiKey', 'ServerKey'].includes(model)) continue;
+      if (['Organization', 'Project', 'ApiKey', 'ServerKey', 'ControlSnapshot'].includes(model)) continue;
       n += (await delegate(tx, model).deleteMany()).count;
     }
     n += (await tx.apiKey.deleteMany({ where: project ? { NOT: { projectId: project.id, development: true } } : {} })).count;
@@ -74,7 +74,7 @@ export async function resetPlatform(db: Database, dataDir: string, reseed: () =>
  * The folders of DATA_DIR holding stored bytes by project: every folder but `tmp` (uploads in flight) and one
  * holding the SQLite database (DATA_DIR is beside it by default).
  */
-function storeKinds(db: Database, dataDir: string): string[] {
+export function storeKinds(db: Database, dataDir: string): string[] {
   const database = db.provider === 'sqlite' ? resolve(db.url.replace(/^file:/, '')) : '';
   try {
     return readdirSync(dataDir, { withFileTypes: true })
