@@ -15,7 +15,7 @@ import { loadEngineRoutes } from './engines/routes.ts';
 import { type AppOptions, createApp } from './http/app.ts';
 import { KeyCache } from './http/auth.ts';
 import { RateLimits } from './limits/rate-limits.ts';
-import { ControlPlane, controlKey } from './modules/control/index.ts';
+import { applyFixturesFile, ControlPlane, controlKey } from './modules/control/index.ts';
 import { modules } from './modules/index.ts';
 import { Runner } from './runner/runner.ts';
 
@@ -107,7 +107,13 @@ export async function startPlatform(
     const key = await developmentKey(db, clock, project.id);
     const database = db;
     const control = await controlKey(db, clock, config.control);
-    const plane = new ControlPlane(config, control?.hash ?? null, () => bootstrap(database, clock));
+    // FIXTURES_FILE after the bootstrap, at start and after a platform reset (applied once per database).
+    const seed = async () => {
+      await bootstrap(database, clock);
+      await applyFixturesFile({ db: database, clock, config });
+    };
+    await applyFixturesFile({ db, clock, config });
+    const plane = new ControlPlane(config, control?.hash ?? null, seed);
     const keys = new KeyCache(db, clock, config.keyCacheTtlMs, log);
     plane.forgetKey = (hash) => keys.evict(hash);
     await keys.listen();

@@ -55,6 +55,47 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/_control/fixtures": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create what a fixtures document describes, all or nothing
+         * @description Creates the organizations of the document, each with its projects, and in each project its API keys and
+         *     files, in ONE transaction: any refusal (400 for a bad field, 409 for a taken id, slug or secret) names the
+         *     field by its dotted path in the document (e.g. `organizations.0.projects.1.api_keys.0.secret`) and
+         *     creates nothing. The same document may be given at start as `FIXTURES_FILE` (YAML or JSON).
+         *
+         *     **Ids.** Where the platform's id forms allow, an id may be given: organizations `org_`, projects `proj_`,
+         *     API keys `key_`, files `file-`, each followed by a ULID in lower case (26 characters of Crockford base32,
+         *     the first `0`-`7`), as the platform makes them; another form is refused (400). Without one, the server
+         *     makes an id as the API would.
+         *
+         *     **Keys.** Each API key takes its `secret` (16 to 256 characters of letters, digits, `_ . ~ -`), so a CI
+         *     job can hold a fixed key; like every key, only its SHA-256 is stored, and the answer never repeats it.
+         *
+         *     **Files.** A file's `content` is its text (JSON Lines or CSV), stored as an upload would be: a `fine-tune`
+         *     file starts `PENDING` and is validated on the runner as an upload is; any other is `COMPLETED`.
+         *
+         *     **Applying twice.** A document is not idempotent: what it names by id, slug or secret is taken by the
+         *     first application, so the second is refused (409 naming the first such field) and creates nothing; a
+         *     document naming none of them creates a second copy. `FIXTURES_FILE` is applied once per database (its
+         *     content's hash is recorded), so a restart does not apply it again; a platform reset applies it again
+         *     after the bootstrap, so a reset returns to the fixtures' state. Snapshots (`createSnapshot`) keep what
+         *     fixtures made like anything else.
+         */
+        post: operations["applyFixtures"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/_control/journal": {
         parameters: {
             query?: never;
@@ -3741,6 +3782,49 @@ export interface components {
             /** @description Their bytes. */
             file_bytes: number;
         };
+        /** @description A fixtures document (`applyFixtures`, `FIXTURES_FILE`). */
+        Fixtures: {
+            organizations?: components["schemas"]["FixtureOrganization"][];
+        };
+        FixtureOrganization: {
+            id?: string;
+            name: string;
+            projects?: components["schemas"]["FixtureProject"][];
+        };
+        FixtureProject: {
+            id?: string;
+            name: string;
+            /** @description A DNS label, unique platform-wide; without one it is derived from the name as the CLI does (the first free `-2`, `-3`, ...). */
+            slug?: string;
+            api_keys?: components["schemas"]["FixtureApiKey"][];
+            files?: components["schemas"]["FixtureFile"][];
+        };
+        FixtureApiKey: {
+            id?: string;
+            name: string;
+            /** @description The key's secret, as `Authorization: Bearer <secret>` will send it; stored only as its hash. */
+            secret: string;
+        };
+        FixtureFile: {
+            id?: string;
+            filename: string;
+            purpose: components["schemas"]["FilePurpose"];
+            /**
+             * @description The content's format; `jsonl` when not given. Its purpose must take it, as on upload (no CSV for `fine-tune`).
+             * @enum {string}
+             */
+            file_type?: "jsonl" | "csv";
+            /** @description The file's text. */
+            content: string;
+        };
+        FixturesApplied: {
+            /** @constant */
+            object: "fixtures";
+            organizations: string[];
+            projects: string[];
+            api_keys: string[];
+            files: string[];
+        };
         Empty: Record<string, never>;
         /**
          * @description A name: any non-empty string without `/` or `:` (400 `invalid_name`) of at most 100 characters (the
@@ -7070,6 +7154,37 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+        };
+    };
+    applyFixtures: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Fixtures"];
+            };
+        };
+        responses: {
+            /** @description Created; the ids, in the document's order. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FixturesApplied"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
     listJournal: {

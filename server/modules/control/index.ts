@@ -2,10 +2,12 @@
 // (journal.ts) and fault rules (faults.ts), kept per process in a ControlPlane (plane.ts), behind the control key
 // (key.ts). The HTTP pipeline records and applies them (server/http/app.ts).
 import type { ModuleDescriptor } from '../types.ts';
+import { applyFixtures } from './fixtures-apply.ts';
 import { clearFaults, clearJournal, createFault, deleteFault, listFaults, listJournal, resetPlatform } from './handlers.ts';
 import { createSnapshot, deleteSnapshot, listSnapshots, restoreSnapshot } from './snapshots.ts';
 
 export type { Fault } from './faults.ts';
+export { applyFixturesFile } from './fixtures-apply.ts';
 export { captureBody, keptBody } from './journal.ts';
 export { controlKey } from './key.ts';
 export { ControlPlane } from './plane.ts';
@@ -25,6 +27,7 @@ export const control: ModuleDescriptor<'control'> = {
     createSnapshot,
     deleteSnapshot,
     restoreSnapshot,
+    applyFixtures,
   },
   // Nothing here belongs to a project: no cross-project fixtures.
 };
