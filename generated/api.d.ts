@@ -66,13 +66,13 @@ export interface paths {
         put?: never;
         /**
          * Create what a fixtures document describes, all or nothing
-         * @description Creates the organizations of the document, each with its projects, and in each project its API keys and
-         *     files, in ONE transaction: any refusal (400 for a bad field, 409 for a taken id, slug or secret) names the
+         * @description Creates the organizations of the document, each with its projects, and in each project its API keys,
+         *     files and queue jobs, in ONE transaction: any refusal (400 for a bad field, 409 for a taken id, slug or secret) names the
          *     field by its dotted path in the document (e.g. `organizations.0.projects.1.api_keys.0.secret`) and
          *     creates nothing. The same document may be given at start as `FIXTURES_FILE` (YAML or JSON).
          *
          *     **Ids.** Where the platform's id forms allow, an id may be given: organizations `org_`, projects `proj_`,
-         *     API keys `key_`, files `file-`, each followed by a ULID in lower case (26 characters of Crockford base32,
+         *     API keys `key_`, files `file-`, queue jobs `req_`, each followed by a ULID in lower case (26 characters of Crockford base32,
          *     the first `0`-`7`), as the platform makes them; another form is refused (400). Without one, the server
          *     makes an id as the API would.
          *
@@ -3798,6 +3798,7 @@ export interface components {
             slug?: string;
             api_keys?: components["schemas"]["FixtureApiKey"][];
             files?: components["schemas"]["FixtureFile"][];
+            queue_jobs?: components["schemas"]["FixtureQueueJob"][];
         };
         FixtureApiKey: {
             id?: string;
@@ -3817,9 +3818,39 @@ export interface components {
             /** @description The file's text. */
             content: string;
         };
+        /**
+         * @description A queue job, submitted as `submitQueueJob` submits it (the same checks: a catalogue chat model's job must
+         *     be a chat request), then moved through the queue job's machine to `status`: `pending` (the default; a
+         *     built-in worker's job is queued for it), `canceled` (cancelled while pending), `done` or `failed` (as a
+         *     worker's claim that completes it with `outputs` or fails it with `error`).
+         */
+        FixtureQueueJob: {
+            request_id?: string;
+            model: string;
+            payload: {
+                [key: string]: unknown;
+            };
+            priority?: number;
+            info?: {
+                [key: string]: unknown;
+            };
+            /** @enum {string} */
+            status?: "pending" | "done" | "failed" | "canceled";
+            /** @description A `done` job's outputs (default `{}`). */
+            outputs?: {
+                [key: string]: unknown;
+            };
+            /** @description A `failed` job's error (default `worker_failed`). */
+            error?: {
+                message: string;
+                code: string;
+            };
+        };
         FixturesApplied: {
             /** @constant */
             object: "fixtures";
+            /** @description Their request ids. */
+            queue_jobs: string[];
             organizations: string[];
             projects: string[];
             api_keys: string[];

@@ -138,6 +138,56 @@ describe('applyFixtures', () => {
   });
 });
 
+describe('queue jobs in given states', () => {
+  test('pending, canceled, done with outputs, failed with an error; a built-in chat job is run by its worker', async () => {
+    const model = 'acme/fixture-queue';
+    const CHAT = 'meta-llama/Llama-3.3-70B-Instruct-Turbo';
+    const secret = 'queue-fixture-key-0123456789';
+    const { data } = await control.POST('/_control/fixtures', {
+      body: {
+        organizations: [
+          {
+            name: 'Queues',
+            projects: [
+              {
+                name: 'Jobs',
+                api_keys: [{ name: 'ci', secret }],
+                queue_jobs: [
+                  { request_id: `req_${ulid('b1')}`, model, payload: { n: 1 }, priority: 5 },
+                  { model, payload: { n: 2 }, status: 'canceled' },
+                  { model, payload: { n: 3 }, status: 'done', outputs: { answer: 42 } },
+                  { model, payload: { n: 4 }, status: 'failed', error: { message: 'GPU fell over', code: 'gpu_lost' } },
+                  { model: CHAT, payload: { messages: [{ role: 'user', content: 'hi' }], max_tokens: 3 } },
+                ],
+              },
+            ],
+          },
+        ],
+      },
+    });
+    const [pending, canceled, done, failed, chat] = data!.queue_jobs;
+    expect(pending).toBe(`req_${ulid('b1')}`);
+    const client = new Together({ apiKey: secret, baseURL: `${t.url}/v1` });
+    const status = (request_id: string, m = model) => client.beta.jig.queue.retrieve({ model: m, request_id });
+    expect(await status(pending!)).toMatchObject({ status: 'pending', priority: 5, inputs: { n: 1 } });
+    expect(await status(canceled!)).toMatchObject({ status: 'canceled', done_at: expect.any(String) });
+    expect(await status(done!)).toMatchObject({ status: 'done', outputs: { answer: 42 } });
+    expect(await status(failed!)).toMatchObject({ status: 'failed', info: { error: { message: 'GPU fell over', code: 'gpu_lost' } } });
+    expect(await client.beta.jig.queue.metrics({ model })).toEqual({ messages_running: 0, messages_waiting: 1, total_jobs: 1 });
+    await t.services.runner.drain();
+    expect(await status(chat!, CHAT)).toMatchObject({ status: 'done', outputs: expect.any(Object) });
+  });
+
+  test("a job the queue's own checks refuse: 400 naming the field inside the document", async () => {
+    const bad = {
+      organizations: [
+        { name: 'Q', projects: [{ name: 'J', queue_jobs: [{ model: 'meta-llama/Llama-3.3-70B-Instruct-Turbo', payload: { prompt: 'no messages' } }] }] },
+      ],
+    };
+    expectError(await t.http.post('/_control/fixtures').set(auth).send(bad), 400, { param: 'organizations.0.projects.0.queue_jobs.0.payload.messages' });
+  });
+});
+
 describe('FIXTURES_FILE', () => {
   const file = (name: string, text: string) => {
     const path = join(mkdtempSync(join(tmpdir(), 'fixtures-')), name);

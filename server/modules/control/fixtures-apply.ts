@@ -1,6 +1,7 @@
 // Fixtures (the Control tag's applyFixtures, and FIXTURES_FILE at start): organizations, projects, API keys with
-// given secrets and files with content, from one document, in one transaction. Files go through the Files module's
-// own recordFile (its row, its state machine's first step), after their bytes are written to their place.
+// given secrets, files with content and queue jobs, from one document, in one transaction, through each module's own
+// creation code (its index's exports): the Files module's recordFile after the bytes are at their place, the queue's
+// seedJob.
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
@@ -8,12 +9,13 @@ import { dirname, join } from 'node:path';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import type { components } from '../../../generated/api.d.ts';
 import { instant } from '../../core/clock.ts';
-import { ApiError, badRequest, StartError, taken } from '../../core/errors.ts';
+import { ApiError, StartError, taken } from '../../core/errors.ts';
 import { hashKey } from '../../core/identity.ts';
 import { newId } from '../../core/ids.ts';
 import { specPath } from '../../core/paths.ts';
 import { startLock, type Tx } from '../../db/index.ts';
 import { checkPurpose, type FileType, fileLocation, recordFile } from '../files/index.ts';
+import { seedJob } from '../queue/index.ts';
 import type { Context, Services } from '../types.ts';
 
 type Fixtures = components['schemas']['Fixtures'];
@@ -45,7 +47,7 @@ async function apply(services: FixtureServices, doc: Fixtures, once?: (tx: Tx) =
   try {
     return await db.write(async (tx) => {
       if (once && !(await once(tx))) return null;
-      const applied: Applied = { object: 'fixtures', organizations: [], projects: [], api_keys: [], files: [] };
+      const applied: Applied = { object: 'fixtures', organizations: [], projects: [], api_keys: [], files: [], queue_jobs: [] };
       const now = instant(clock);
       for (const [o, org] of (doc.organizations ?? []).entries()) {
         const at = `organizations.${o}`;
@@ -70,16 +72,19 @@ async function apply(services: FixtureServices, doc: Fixtures, once?: (tx: Tx) =
             await tx.apiKey.create({ data: { id: keyId, projectId, name: key.name, hash, prefix: key.secret.slice(0, 10), createdAt: now } });
             applied.api_keys.push(keyId);
           }
+          for (const [j, job] of (project.queue_jobs ?? []).entries()) {
+            const jat = `${pat}.queue_jobs.${j}`;
+            if (job.request_id && (await tx.queueJob.findUnique({ where: { id: job.request_id } })))
+              throw idTaken('queue job', job.request_id, `${jat}.request_id`);
+            const seeded = await within(jat, () => seedJob(tx, services, projectId, { ...job, id: job.request_id }));
+            applied.queue_jobs.push(seeded.id);
+          }
           for (const [f, file] of (project.files ?? []).entries()) {
             const fat = `${pat}.files.${f}`;
             const fileId = file.id ?? newId('file', clock.now()).replace(/^file_/, 'file-');
             if (file.id && (await tx.file.findUnique({ where: { id: file.id } }))) throw idTaken('file', file.id, `${fat}.id`);
             const fileType = (file.file_type ?? 'jsonl') as FileType;
-            try {
-              checkPurpose(file.purpose, fileType);
-            } catch (e) {
-              throw e instanceof ApiError ? badRequest(e.message, `${fat}.file_type`, e.code ?? undefined) : e;
-            }
+            await within(fat, async () => checkPurpose(file.purpose, fileType));
             const path = join(config.dataDir, fileLocation(projectId, fileId));
             await mkdir(dirname(path), { recursive: true });
             written.push(path);
@@ -95,6 +100,17 @@ async function apply(services: FixtureServices, doc: Fixtures, once?: (tx: Tx) =
   } catch (e) {
     await Promise.all(written.map((p) => rm(p, { force: true })));
     throw e;
+  }
+}
+
+/** Runs a module's own check or creation for the document's item at `at`: its refusal names the item's field. */
+async function within<T>(at: string, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (e) {
+    if (!(e instanceof ApiError) || e.status >= 500) throw e;
+    const param = e.param === null ? at : `${at}.${e.param}`;
+    throw new ApiError(e.status, e.code, e.message, param, e.type, e.headers);
   }
 }
 
