@@ -2,7 +2,7 @@
 export const operations = {
   addAdapter: {"method":"post","path":"/v1/endpoints/{endpointId}/adapters","tag":"Adapters","module":"adapters","statuses":[200,400,401,403,404,413,415,500,503]},
   addDeploymentAdapter: {"method":"post","path":"/v2/projects/{projectId}/endpoints/{endpointId}/deployments/{deploymentId}/adapters","tag":"Dedicated endpoints (v2)","module":"dedicated","statuses":[200,400,401,404,409,413,415,500,503]},
-  applyFixtures: {"method":"post","path":"/_control/fixtures","tag":"Control","module":"control","statuses":[200,400,401,409,413,415,500,503]},
+  applyFixtures: {"method":"post","path":"/_control/fixtures","tag":"Control","module":"control","statuses":[200,400,401,404,409,413,415,500,503]},
   approveRemediation: {"method":"post","path":"/v1/compute/clusters/{cluster_id}/instances/{instance_id}/remediations/{remediation_id}/approve","tag":"Compute","module":"compute","statuses":[200,400,401,404,409,413,415,500,503]},
   cancelFineTune: {"method":"post","path":"/v1/fine-tunes/{id}/cancel","tag":"Fine-tuning","module":"fine-tuning","statuses":[200,400,401,404,409,500,503]},
   cancelFineTuneUnprefixed: {"method":"post","path":"/fine-tunes/{id}/cancel","tag":"Fine-tuning","module":"fine-tuning","statuses":[200,400,401,404,409,500,503]},

@@ -188,6 +188,53 @@ describe('queue jobs in given states', () => {
   });
 });
 
+describe('videos in given states', () => {
+  test('failed with its error code (the official client sees error.code); in_progress, which the runner renders', async () => {
+    const secret = 'video-fixture-key-0123456789';
+    const T2V = 'Wan-AI/Wan2.2-T2V-A14B';
+    const small = { width: 128, height: 72, seconds: '1', fps: 12 };
+    const { data, error } = await control.POST('/_control/fixtures', {
+      body: {
+        organizations: [
+          {
+            name: 'Videos',
+            projects: [
+              {
+                name: 'Renders',
+                api_keys: [{ name: 'ci', secret }],
+                videos: [
+                  {
+                    id: `video_${ulid('c1')}`,
+                    request: { model: T2V, prompt: 'a storm', ...small },
+                    status: 'failed',
+                    error: { code: 'content_policy', message: 'Refused.' },
+                  },
+                  { request: { model: T2V, prompt: 'a calm sea', ...small } },
+                ],
+              },
+            ],
+          },
+        ],
+      },
+    });
+    expect(error).toBeUndefined();
+    const client = new Together({ apiKey: secret, baseURL: `${t.url}/v2`, maxRetries: 0 });
+    const failed = await client.videos.retrieve(`video_${ulid('c1')}`);
+    expect(failed).toMatchObject({ status: 'failed', error: { code: 'content_policy', message: 'Refused.' } });
+    expect((await client.videos.retrieve(data!.videos[1]!)).status).toBe('in_progress');
+    await t.advance(0);
+    expect((await client.videos.retrieve(data!.videos[1]!)).status).toBe('completed');
+  });
+
+  test('a request the video module refuses: its 404 naming the field inside the document, nothing made', async () => {
+    const bad = { organizations: [{ name: 'V', projects: [{ name: 'R', videos: [{ request: { model: 'no/such-video-model', prompt: 'x' } }] }] }] };
+    expectError(await t.http.post('/_control/fixtures').set(auth).send(bad), 404, {
+      code: 'model_not_found',
+      param: 'organizations.0.projects.0.videos.0.request.model',
+    });
+  });
+});
+
 describe('FIXTURES_FILE', () => {
   const file = (name: string, text: string) => {
     const path = join(mkdtempSync(join(tmpdir(), 'fixtures-')), name);

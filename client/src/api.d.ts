@@ -67,12 +67,13 @@ export interface paths {
         /**
          * Create what a fixtures document describes, all or nothing
          * @description Creates the organizations of the document, each with its projects, and in each project its API keys,
-         *     files and queue jobs, in ONE transaction: any refusal (400 for a bad field, 409 for a taken id, slug or secret) names the
+         *     files, queue jobs and videos, in ONE transaction: any refusal (400 for a bad field, 409 for a taken id, slug or secret) names the
          *     field by its dotted path in the document (e.g. `organizations.0.projects.1.api_keys.0.secret`) and
-         *     creates nothing. The same document may be given at start as `FIXTURES_FILE` (YAML or JSON).
+         *     creates nothing. A resource is checked by its own module as its create operation checks it, and refused
+         *     as that operation refuses it (e.g. 404 `model_not_found` for a video's unknown model). The same document may be given at start as `FIXTURES_FILE` (YAML or JSON).
          *
          *     **Ids.** Where the platform's id forms allow, an id may be given: organizations `org_`, projects `proj_`,
-         *     API keys `key_`, files `file-`, queue jobs `req_`, each followed by a ULID in lower case (26 characters of Crockford base32,
+         *     API keys `key_`, files `file-`, queue jobs `req_`, videos `video_`, each followed by a ULID in lower case (26 characters of Crockford base32,
          *     the first `0`-`7`), as the platform makes them; another form is refused (400). Without one, the server
          *     makes an id as the API would.
          *
@@ -3799,6 +3800,7 @@ export interface components {
             api_keys?: components["schemas"]["FixtureApiKey"][];
             files?: components["schemas"]["FixtureFile"][];
             queue_jobs?: components["schemas"]["FixtureQueueJob"][];
+            videos?: components["schemas"]["FixtureVideo"][];
         };
         FixtureApiKey: {
             id?: string;
@@ -3846,11 +3848,29 @@ export interface components {
                 code: string;
             };
         };
+        /**
+         * @description A video job, created as `createVideo` creates it (the same checks against its model), then moved through
+         *     the video machine to `status`: `in_progress` (the default: its render is scheduled and the runner renders
+         *     it as it would any job, completing it) or `failed` with `error` (default `render_failed`). A `completed`
+         *     state cannot be given: a completed job's video is rendered by the runner, so give `in_progress` and let it
+         *     render.
+         */
+        FixtureVideo: {
+            id?: string;
+            request: components["schemas"]["CreateVideoBody"];
+            /** @enum {string} */
+            status?: "in_progress" | "failed";
+            error?: {
+                code: string;
+                message: string;
+            };
+        };
         FixturesApplied: {
             /** @constant */
             object: "fixtures";
             /** @description Their request ids. */
             queue_jobs: string[];
+            videos: string[];
             organizations: string[];
             projects: string[];
             api_keys: string[];
@@ -7211,6 +7231,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];

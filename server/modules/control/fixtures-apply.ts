@@ -1,7 +1,7 @@
 // Fixtures (the Control tag's applyFixtures, and FIXTURES_FILE at start): organizations, projects, API keys with
-// given secrets, files with content and queue jobs, from one document, in one transaction, through each module's own
-// creation code (its index's exports): the Files module's recordFile after the bytes are at their place, the queue's
-// seedJob.
+// given secrets, files with content, queue jobs and videos, from one document, in one transaction, through each
+// module's own creation code (its index's exports): the Files module's recordFile after the bytes are at their
+// place, the queue's seedJob, the videos' seedVideo.
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
@@ -17,6 +17,7 @@ import { startLock, type Tx } from '../../db/index.ts';
 import { checkPurpose, type FileType, fileLocation, recordFile } from '../files/index.ts';
 import { seedJob } from '../queue/index.ts';
 import type { Context, Services } from '../types.ts';
+import { seedVideo } from '../videos/index.ts';
 
 type Fixtures = components['schemas']['Fixtures'];
 type Applied = components['schemas']['FixturesApplied'];
@@ -47,7 +48,7 @@ async function apply(services: FixtureServices, doc: Fixtures, once?: (tx: Tx) =
   try {
     return await db.write(async (tx) => {
       if (once && !(await once(tx))) return null;
-      const applied: Applied = { object: 'fixtures', organizations: [], projects: [], api_keys: [], files: [], queue_jobs: [] };
+      const applied: Applied = { object: 'fixtures', organizations: [], projects: [], api_keys: [], files: [], queue_jobs: [], videos: [] };
       const now = instant(clock);
       for (const [o, org] of (doc.organizations ?? []).entries()) {
         const at = `organizations.${o}`;
@@ -78,6 +79,11 @@ async function apply(services: FixtureServices, doc: Fixtures, once?: (tx: Tx) =
               throw idTaken('queue job', job.request_id, `${jat}.request_id`);
             const seeded = await within(jat, () => seedJob(tx, services, projectId, { ...job, id: job.request_id }));
             applied.queue_jobs.push(seeded.id);
+          }
+          for (const [v, video] of (project.videos ?? []).entries()) {
+            const vat = `${pat}.videos.${v}`;
+            if (video.id && (await tx.video.findUnique({ where: { id: video.id } }))) throw idTaken('video', video.id, `${vat}.id`);
+            applied.videos.push((await within(`${vat}.request`, () => seedVideo(tx, services, projectId, video))).id);
           }
           for (const [f, file] of (project.files ?? []).entries()) {
             const fat = `${pat}.files.${f}`;

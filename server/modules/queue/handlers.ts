@@ -2,13 +2,11 @@
 // claim, heartbeat, complete, fail). Every job is addressed by its request id AND its model, in the caller's project.
 import type { QueueJob } from '../../../generated/prisma/sqlite/client/client.ts';
 import { instant } from '../../core/clock.ts';
-import { newId } from '../../core/ids.ts';
 import type { Db, Tx } from '../../db/index.ts';
 import { owned } from '../../http/scope.ts';
 import { transition } from '../../runner/progress.ts';
-import { enqueue } from '../../runner/runner.ts';
 import type { Context } from '../types.ts';
-import { claimJobs, claimTimeoutMs, completeHeld, finishJob, heartbeatJob, queueJobs, queueMachine, WORK_KIND } from './machine.ts';
+import { claimJobs, claimTimeoutMs, completeHeld, finishJob, heartbeatJob, queueJobs, queueMachine } from './machine.ts';
 import { queueOf } from './rules.ts';
 import { insertJob, newJob } from './submit.ts';
 import { claimedJobWire, queueJobWire } from './wire.ts';
