@@ -129,7 +129,8 @@ export interface paths {
          * @description Without `project_id`: every organization, project, key and resource is deleted and the bootstrap runs
          *     again, so the platform is as its first start left it: the default organization and project keep their
          *     ids and their development keys (so the key a test suite holds still works), the catalogue and hardware
-         *     are seeded afresh, and every stored file, video and upload goes from the disk. The journal and the fault
+         *     are seeded afresh, and every stored file, video and upload goes from the disk. A deleted key answers 401
+         *     at once, though a process had it cached (in every process on PostgreSQL, as a revocation). The journal and the fault
          *     rules of this process are cleared. Rate-limit windows are not: they end by themselves within
          *     `RATE_LIMIT_WINDOW_SECONDS`.
          *
