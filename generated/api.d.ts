@@ -78,6 +78,48 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/_control/fixtures": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create what a fixtures document describes, all or nothing
+         * @description Creates the organizations of the document, each with its projects, and in each project its API keys,
+         *     files, queue jobs and videos, in ONE transaction: any refusal (400 for a bad field, 409 for a taken id, slug or secret) names the
+         *     field by its dotted path in the document (e.g. `organizations.0.projects.1.api_keys.0.secret`) and
+         *     creates nothing. A resource is checked by its own module as its create operation checks it, and refused
+         *     as that operation refuses it (e.g. 404 `model_not_found` for a video's unknown model). The same document may be given at start as `FIXTURES_FILE` (YAML or JSON).
+         *
+         *     **Ids.** Where the platform's id forms allow, an id may be given: organizations `org_`, projects `proj_`,
+         *     API keys `key_`, files `file-`, queue jobs `req_`, videos `video_`, each followed by a ULID in lower case (26 characters of Crockford base32,
+         *     the first `0`-`7`), as the platform makes them; another form is refused (400). Without one, the server
+         *     makes an id as the API would.
+         *
+         *     **Keys.** Each API key takes its `secret` (16 to 256 characters of letters, digits, `_ . ~ -`), so a CI
+         *     job can hold a fixed key; like every key, only its SHA-256 is stored, and the answer never repeats it.
+         *
+         *     **Files.** A file's `content` is its text (JSON Lines or CSV), stored as an upload would be: a `fine-tune`
+         *     file starts `PENDING` and is validated on the runner as an upload is; any other is `COMPLETED`.
+         *
+         *     **Applying twice.** A document is not idempotent: what it names by id, slug or secret is taken by the
+         *     first application, so the second is refused (409 naming the first such field) and creates nothing; a
+         *     document naming none of them creates a second copy. `FIXTURES_FILE` is applied once per database (its
+         *     content's hash is recorded), so a restart does not apply it again; a platform reset applies it again
+         *     after the bootstrap, so a reset returns to the fixtures' state. Snapshots (`createSnapshot`) keep what
+         *     fixtures made like anything else.
+         */
+        post: operations["applyFixtures"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/_control/jobs/{kind}/{id}/transition": {
         parameters: {
             query?: never;
@@ -237,7 +279,8 @@ export interface paths {
          * @description Without `project_id`: every organization, project, key and resource is deleted and the bootstrap runs
          *     again, so the platform is as its first start left it: the default organization and project keep their
          *     ids and their development keys (so the key a test suite holds still works), the catalogue and hardware
-         *     are seeded afresh, and every stored file, video and upload goes from the disk. The journal, the fault
+         *     are seeded afresh, and every stored file, video and upload goes from the disk. A deleted key answers 401
+         *     at once, though a process had it cached (in every process on PostgreSQL, as a revocation). The journal, the fault
          *     rules and the scripted answers of this process are cleared, and so is every rate-limit window, recent usage
          *     (the dynamic limits start again from the base) and limit set by `setRateLimit` (with `REDIS_URL`, every key
          *     under `RATE_LIMIT_KEY_PREFIX`, so the windows every process shares); the clock's offset is kept (see
@@ -302,6 +345,82 @@ export interface paths {
         post?: never;
         /** Remove one scripted-answer rule */
         delete: operations["deleteScript"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/_control/snapshots": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The named snapshots, oldest first */
+        get: operations["listSnapshots"];
+        put?: never;
+        /**
+         * Take a named snapshot of the whole platform
+         * @description Copies the whole platform's state under `name`: every row of every table (organizations, projects, API
+         *     keys, every project's resources and jobs, the runner's pending work, the catalogue and hardware), read in
+         *     one transaction so it is one consistent moment, and every stored file, video and upload under `DATA_DIR`
+         *     (read just before). Not copied: the server's own keys (the control key, the upload-URL signing key), and
+         *     this process's journal and fault rules (not platform state).
+         *
+         *     **Where snapshots live.** In the database itself (one row per snapshot), so every server process on the
+         *     database lists and restores the same snapshots, and they last across restarts. A reset (`resetPlatform`)
+         *     and a restore leave every snapshot in place. A snapshot holds its files' bytes too: it is meant for the
+         *     small platform of a test suite, not a production-sized one.
+         *
+         *     Taking a snapshot under a name that is kept already replaces it (so a suite's setup can run again).
+         */
+        post: operations["createSnapshot"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/_control/snapshots/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Delete a named snapshot */
+        delete: operations["deleteSnapshot"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/_control/snapshots/{name}/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Put the platform back exactly as a snapshot found it
+         * @description Replaces every table's rows with the snapshot's in one transaction: the same organizations, projects and
+         *     keys (with their ids and secrets: a key the snapshot held works again, a key made since answers 401 at
+         *     once, in every process on PostgreSQL), the same resources in the same states with the same ids, and the
+         *     runner's pending work as it was; everything made since is gone. A restore that fails changes nothing in
+         *     the database. The stored files are written beside the store before the transaction and moved into place
+         *     after it commits. Like a platform reset, it clears this process's journal and fault rules; the snapshots
+         *     stay. Rate-limit windows are not part of a snapshot. An unknown name answers 404 naming `name`. Answers
+         *     how long it took (a small platform restores in well under a second, like a reset).
+         */
+        post: operations["restoreSnapshot"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -4214,6 +4333,114 @@ export interface components {
                 message?: string;
             }[];
         };
+        /** @description A snapshot's name (letters, digits, `.`, `_`, `-`; starting with a letter or digit). */
+        SnapshotName: string;
+        Snapshot: {
+            /** @constant */
+            object: "snapshot";
+            name: string;
+            /** Format: date-time */
+            created_at: string;
+            /** @description Rows of every table it holds. */
+            rows: number;
+            /** @description Stored files it holds. */
+            files: number;
+            /** @description Their bytes. */
+            file_bytes: number;
+        };
+        /** @description A fixtures document (`applyFixtures`, `FIXTURES_FILE`). */
+        Fixtures: {
+            organizations?: components["schemas"]["FixtureOrganization"][];
+        };
+        FixtureOrganization: {
+            id?: string;
+            name: string;
+            projects?: components["schemas"]["FixtureProject"][];
+        };
+        FixtureProject: {
+            id?: string;
+            name: string;
+            /** @description A DNS label, unique platform-wide; without one it is derived from the name as the CLI does (the first free `-2`, `-3`, ...). */
+            slug?: string;
+            api_keys?: components["schemas"]["FixtureApiKey"][];
+            files?: components["schemas"]["FixtureFile"][];
+            queue_jobs?: components["schemas"]["FixtureQueueJob"][];
+            videos?: components["schemas"]["FixtureVideo"][];
+        };
+        FixtureApiKey: {
+            id?: string;
+            name: string;
+            /** @description The key's secret, as `Authorization: Bearer <secret>` will send it; stored only as its hash. */
+            secret: string;
+        };
+        FixtureFile: {
+            id?: string;
+            filename: string;
+            purpose: components["schemas"]["FilePurpose"];
+            /**
+             * @description The content's format; `jsonl` when not given. Its purpose must take it, as on upload (no CSV for `fine-tune`).
+             * @enum {string}
+             */
+            file_type?: "jsonl" | "csv";
+            /** @description The file's text. */
+            content: string;
+        };
+        /**
+         * @description A queue job, submitted as `submitQueueJob` submits it (the same checks: a catalogue chat model's job must
+         *     be a chat request), then moved through the queue job's machine to `status`: `pending` (the default; a
+         *     built-in worker's job is queued for it), `canceled` (cancelled while pending), `done` or `failed` (as a
+         *     worker's claim that completes it with `outputs` or fails it with `error`).
+         */
+        FixtureQueueJob: {
+            request_id?: string;
+            model: string;
+            payload: {
+                [key: string]: unknown;
+            };
+            priority?: number;
+            info?: {
+                [key: string]: unknown;
+            };
+            /** @enum {string} */
+            status?: "pending" | "done" | "failed" | "canceled";
+            /** @description A `done` job's outputs (default `{}`). */
+            outputs?: {
+                [key: string]: unknown;
+            };
+            /** @description A `failed` job's error (default `worker_failed`). */
+            error?: {
+                message: string;
+                code: string;
+            };
+        };
+        /**
+         * @description A video job, created as `createVideo` creates it (the same checks against its model), then moved through
+         *     the video machine to `status`: `in_progress` (the default: its render is scheduled and the runner renders
+         *     it as it would any job, completing it) or `failed` with `error` (default `render_failed`). A `completed`
+         *     state cannot be given: a completed job's video is rendered by the runner, so give `in_progress` and let it
+         *     render.
+         */
+        FixtureVideo: {
+            id?: string;
+            request: components["schemas"]["CreateVideoBody"];
+            /** @enum {string} */
+            status?: "in_progress" | "failed";
+            error?: {
+                code: string;
+                message: string;
+            };
+        };
+        FixturesApplied: {
+            /** @constant */
+            object: "fixtures";
+            /** @description Their request ids. */
+            queue_jobs: string[];
+            videos: string[];
+            organizations: string[];
+            projects: string[];
+            api_keys: string[];
+            files: string[];
+        };
         Empty: Record<string, never>;
         /**
          * @description A name: any non-empty string without `/` or `:` (400 `invalid_name`) of at most 100 characters (the
@@ -7380,6 +7607,7 @@ export interface components {
         InstanceId: string;
         /** @description The remediation's `id` (not the idempotency key). */
         RemediationId: string;
+        SnapshotNameParam: string;
         /** @description The caller's project id; any other answers 404. */
         ProjectId: string;
         V2EndpointId: string;
@@ -7576,6 +7804,38 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    applyFixtures: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Fixtures"];
+            };
+        };
+        responses: {
+            /** @description Created; the ids, in the document's order. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FixturesApplied"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
         };
@@ -7955,6 +8215,136 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+        };
+    };
+    listSnapshots: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every snapshot kept in the database (what they hold, not their contents). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        object: "list";
+                        data: components["schemas"]["Snapshot"][];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createSnapshot: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name: components["schemas"]["SnapshotName"];
+                };
+            };
+        };
+        responses: {
+            /** @description Taken. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Snapshot"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteSnapshot: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: components["parameters"]["SnapshotNameParam"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        object: "snapshot";
+                        name: string;
+                        /** @constant */
+                        deleted: true;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    restoreSnapshot: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: components["parameters"]["SnapshotNameParam"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Restored. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        object: "snapshot.restore";
+                        name: string;
+                        /** @description Rows written back. */
+                        rows: number;
+                        /** @description Stored files written back. */
+                        files: number;
+                        /** @description How long the restore took, in milliseconds. */
+                        ms: number;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
     getTime: {

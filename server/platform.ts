@@ -15,7 +15,7 @@ import { loadEngineRoutes } from './engines/routes.ts';
 import { type AppOptions, createApp } from './http/app.ts';
 import { KeyCache } from './http/auth.ts';
 import { RateLimits } from './limits/rate-limits.ts';
-import { ControlPlane, controlKey, restoreClock } from './modules/control/index.ts';
+import { applyFixturesFile, ControlPlane, controlKey, restoreClock } from './modules/control/index.ts';
 import { modules } from './modules/index.ts';
 import { Runner } from './runner/runner.ts';
 
@@ -111,8 +111,15 @@ export async function startPlatform(
     const control = await controlKey(db, clock, config.control);
     limits = RateLimits.create(config.rateLimits, config.redisUrl, log);
     await limits.ready();
-    const plane = new ControlPlane(config, control?.hash ?? null, () => bootstrap(database, clock), clock, limits);
+    // FIXTURES_FILE after the bootstrap, at start and after a platform reset (applied once per database).
+    const seed = async () => {
+      await bootstrap(database, clock);
+      await applyFixturesFile({ db: database, clock, config });
+    };
+    await applyFixturesFile({ db, clock, config });
+    const plane = new ControlPlane(config, control?.hash ?? null, seed, clock, limits);
     const keys = new KeyCache(db, clock, config.keyCacheTtlMs, log);
+    plane.forgetKey = (hash) => keys.evict(hash);
     await keys.listen();
     const runner = new Runner(db, clock, config.runner, log);
     const engines = loadEngineRoutes(config.engines);

@@ -35,6 +35,7 @@ const BAD: Record<string, string[]> = {
   CONTROL_API: ['sometimes'],
   CONTROL_KEY: ['short', 'has a space in it ok'],
   CONTROL_JOURNAL_SIZE: ['-1', '100001', 'many'],
+  FIXTURES_FILE: ['/nonexistent/fixtures.yaml', 'test/support/fixtures-invalid.yaml', 'test/support/fixtures-list.yaml'],
   ENGINES: ['{"routes": [{"models": ["x"], "engine": "upstream"}]}'],
   ENGINES_FILE: ['/nonexistent/engines.json'],
   REDIS_URL: ['http://127.0.0.1:6379', '127.0.0.1:6379'],

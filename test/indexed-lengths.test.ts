@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { type OperationId, operations } from '../generated/operations.ts';
 import { root } from '../server/core/paths.ts';
 import { expectError } from './support/expect.ts';
-import { startTestPlatform, type TestPlatform } from './support/platform.ts';
+import { startTestPlatform, TEST_CONTROL_KEY, type TestPlatform } from './support/platform.ts';
 
 const spec = JSON.parse(readFileSync(join(root, 'generated/openapi.json'), 'utf8'));
 
@@ -50,6 +50,7 @@ const USER_WRITTEN: Record<string, Writer[]> = {
   ],
   'IdempotencyRecord.key': [{ op: 'createRemediation', in: 'query', field: 'remediation_id' }],
   'ShadowExperiment.name': [{ op: 'createShadowExperiment', in: 'body', field: 'name' }],
+  'ControlSnapshot.name': [{ op: 'createSnapshot', in: 'body', field: 'name' }],
   'ShadowTarget.name': [
     { op: 'createShadowTarget', in: 'body', field: 'name' },
     { op: 'updateShadowTarget', in: 'body', field: 'name' },
@@ -190,6 +191,27 @@ describe('each bound through the API: at the bound stored, one past it 400 namin
     const ok = await deploy(incompressible(100));
     expect(ok.status, JSON.stringify(ok.body)).toBe(200);
     expectError(await deploy(incompressible(101)), 400, { code: 'maxLength', param: 'name' });
+  });
+
+  test('a snapshot name: 100 characters (letters, digits, . _ -, so 1 byte each)', async () => {
+    const auth = { Authorization: `Bearer ${TEST_CONTROL_KEY}` };
+    const name = (n: number) => randomBytes(n).toString('hex').slice(0, n);
+    expect(
+      (
+        await t.http
+          .post('/_control/snapshots')
+          .set(auth)
+          .send({ name: name(100) })
+      ).status,
+    ).toBe(200);
+    expectError(
+      await t.http
+        .post('/_control/snapshots')
+        .set(auth)
+        .send({ name: name(101) }),
+      400,
+      { code: 'maxLength', param: 'name' },
+    );
   });
 
   test('a shadow experiment name: 256 characters', async () => {

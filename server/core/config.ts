@@ -5,6 +5,7 @@
 // deployments can run the same code at other speeds.
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { StartError } from './errors.ts';
 import { root } from './paths.ts';
@@ -55,7 +56,13 @@ export interface Config {
   /** The dynamic rate limits of serverless inference (server/http/rate-limits.ts; the algorithm is in the spec). */
   rateLimits: RateLimitConfig;
   /** The control plane (`/_control/`, the Control tag): on unless `CONTROL_API=off`; its key when `CONTROL_KEY` is set; the journal's length. */
-  control: { enabled: boolean; key?: string; journalSize: number };
+  control: {
+    enabled: boolean;
+    key?: string;
+    journalSize: number;
+    /** FIXTURES_FILE: its path and its document (YAML or JSON), checked against the spec and applied at start. */
+    fixtures?: { path: string; document: Record<string, unknown> };
+  };
 }
 
 /** Limits count per window of `windowSeconds`, per organization x model (capacity: per model, all organizations). */
@@ -228,6 +235,25 @@ const jsonFile = <T extends z.ZodType>(shape: T) =>
     })
     .pipe(json(shape));
 
+/** A file of YAML or JSON (a mapping) named by the variable, read at start. */
+const yamlFile = z.string().transform((path, ctx) => {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    ctx.addIssue({ code: 'custom', message: `cannot be read (${(err as NodeJS.ErrnoException).code}): point it at a YAML or JSON file`, params: OWN });
+    return z.NEVER;
+  }
+  try {
+    const document = parseYaml(text) as unknown;
+    if (document !== null && typeof document === 'object' && !Array.isArray(document)) return { path, document: document as Record<string, unknown> };
+    ctx.addIssue({ code: 'custom', message: 'is not valid: it must be a YAML or JSON mapping (e.g. organizations: [...])', params: OWN });
+  } catch (err) {
+    ctx.addIssue({ code: 'custom', message: `is not valid YAML or JSON (${(err as Error).message.split('\n')[0]})`, params: OWN });
+  }
+  return z.NEVER;
+});
+
 // `file:<path>` or a bare path is SQLite, `postgres://` PostgreSQL; any other scheme (`sqlite:`, `mysql://`) is
 // refused rather than taken for a file name. A relative path is the checkout's (where `npm start` runs), so the
 // server and the CLI agree wherever they are started from.
@@ -310,6 +336,7 @@ const schema = z
       true,
     ),
     CONTROL_JOURNAL_SIZE: given('500', whole(0, 100000), 'a whole number from 0 to 100000 (0: no journal)'),
+    FIXTURES_FILE: optional(yamlFile, "a readable YAML or JSON file of fixtures (the spec's Fixtures schema)"),
     RATE_LIMITS: given('on', flag, FLAG),
     RATE_LIMIT_WINDOW_SECONDS: given('1', whole(1), atLeast(1, ' of seconds')),
     RATE_LIMIT_BASE_REQUESTS: given('10', whole(1), atLeast(1)),
@@ -457,7 +484,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     audioUploadLimit: v.AUDIO_UPLOAD_LIMIT_BYTES,
     audioUrlLimit: v.AUDIO_URL_LIMIT_BYTES,
     judgeRetry: { attempts: v.JUDGE_RETRY_ATTEMPTS, baseMs: v.JUDGE_RETRY_BASE_MS, maxMs: v.JUDGE_RETRY_MAX_MS },
-    control: { enabled: v.CONTROL_API, key: v.CONTROL_KEY, journalSize: v.CONTROL_JOURNAL_SIZE },
+    control: { enabled: v.CONTROL_API, key: v.CONTROL_KEY, journalSize: v.CONTROL_JOURNAL_SIZE, fixtures: v.FIXTURES_FILE },
     rateLimits: {
       enabled: v.RATE_LIMITS,
       windowSeconds: v.RATE_LIMIT_WINDOW_SECONDS,

@@ -10,7 +10,9 @@ export async function resetPlatform(ctx: Context<'resetPlatform'>) {
   const started = performance.now();
   const projectId = ctx.body?.project_id;
   const deleted =
-    projectId === undefined ? await resetAll(ctx.db, ctx.config.dataDir, ctx.control.reseed) : await resetProject(ctx.db, ctx.config.dataDir, projectId);
+    projectId === undefined
+      ? await resetAll(ctx.db, ctx.config.dataDir, ctx.control.reseed, ctx.control.forgetKey)
+      : await resetProject(ctx.db, ctx.config.dataDir, projectId);
   if (projectId === undefined) {
     ctx.control.journal.clear();
     ctx.control.faults.clear();

@@ -4,13 +4,16 @@
 // ControlPlane (plane.ts), behind the control key (key.ts). The HTTP pipeline records and applies them (server/http/app.ts).
 import type { ModuleDescriptor } from '../types.ts';
 import { getControlFineTuneMetrics, getControlOverview, getControlVideoContent } from './console.ts';
+import { applyFixtures } from './fixtures-apply.ts';
 import { clearFaults, clearJournal, createFault, deleteFault, listFaults, listJournal, resetPlatform } from './handlers.ts';
 import { getRateLimit, setRateLimit } from './limits.ts';
 import { clearScripts, createScript, deleteScript, getScript, listScripts } from './script-handlers.ts';
+import { createSnapshot, deleteSnapshot, listSnapshots, restoreSnapshot } from './snapshots.ts';
 import { advanceTime, getTime, transitionJob } from './time.ts';
 
 export type { Fault } from './faults.ts';
 export { failedWith } from './faults.ts';
+export { applyFixturesFile } from './fixtures-apply.ts';
 export { captureBody, keptBody } from './journal.ts';
 export { controlKey } from './key.ts';
 export { ControlPlane } from './plane.ts';
@@ -41,6 +44,11 @@ export const control: ModuleDescriptor<'control'> = {
     transitionJob,
     getRateLimit,
     setRateLimit,
+    listSnapshots,
+    createSnapshot,
+    deleteSnapshot,
+    restoreSnapshot,
+    applyFixtures,
   },
   // Nothing here belongs to a project: no cross-project fixtures.
 };

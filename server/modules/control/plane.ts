@@ -18,6 +18,8 @@ export class ControlPlane {
   readonly scripts = new Scripts();
   /** The jobs a control call can move, by kind (each module's `steer`), set once the services exist. */
   steerable: Record<string, Steerable> = {};
+  /** Drops a key from this process's key cache (set by the platform's start), when a restore takes the key away. */
+  forgetKey: (hash: string) => void = () => {};
 
   constructor(
     config: Pick<Config, 'control' | 'rateLimits'>,

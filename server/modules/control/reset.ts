@@ -6,12 +6,13 @@ import { join, resolve, sep } from 'node:path';
 import { Prisma } from '../../../generated/prisma/sqlite/client/client.ts';
 import { notFound } from '../../core/errors.ts';
 import type { Database, Tx } from '../../db/index.ts';
+import { KEY_REVOKED_CHANNEL } from '../../db/keys.ts';
 
 type Model = (typeof Prisma.ModelName)[keyof typeof Prisma.ModelName];
 // Tables of the platform itself rather than of any project: kept by a project's reset; a platform reset keeps
-// ServerKey (signing and control keys) and the default organization, project and its development keys, and
-// deletes the rest (the bootstrap seeds Hardware, the catalogue and SeedRun again).
-const PLATFORM: Model[] = ['Organization', 'Project', 'ApiKey', 'SeedRun', 'ServerKey', 'Hardware'];
+// ServerKey (signing and control keys), the control plane's snapshots and the default organization, project and its
+// development keys, and deletes the rest (the bootstrap seeds Hardware, the catalogue and SeedRun again).
+const PLATFORM: Model[] = ['Organization', 'Project', 'ApiKey', 'SeedRun', 'ServerKey', 'Hardware', 'ControlSnapshot'];
 // Tables scoped through a parent rather than a projectId column: the column naming the parent's id.
 const CHILDREN: Partial<Record<Model, { parent: Model; column: string }>> = {
   FineTuneEvent: { parent: 'FineTune', column: 'jobId' },
@@ -56,13 +57,23 @@ export async function resetProject(db: Database, dataDir: string, projectId: str
 }
 
 /** Deletes everything but the platform's keys and its default organization, project and development keys. */
-export async function resetPlatform(db: Database, dataDir: string, reseed: () => Promise<unknown>): Promise<number> {
+export async function resetPlatform(
+  db: Database,
+  dataDir: string,
+  reseed: () => Promise<unknown>,
+  forgetKey: (hash: string) => void = () => {},
+): Promise<number> {
   const kinds = storeKinds(db, dataDir);
+  const gone: string[] = [];
   const deleted = await db.write(async (tx) => {
     const project = await tx.project.findUnique({ where: { slug: 'default' } });
+    // The keys going are forgotten by every process's key cache, as a revocation is.
+    const keys = await tx.apiKey.findMany({ where: project ? { NOT: { projectId: project.id, development: true } } : {}, select: { hash: true } });
+    gone.push(...keys.map((k) => k.hash));
+    if (db.provider === 'postgresql') for (const hash of gone) await tx.$executeRawUnsafe(`SELECT pg_notify('${KEY_REVOKED_CHANNEL}', $1)`, hash);
     let n = 0;
     for (const model of MODELS) {
-      if (['Organization', 'Project', 'ApiKey', 'ServerKey'].includes(model)) continue;
+      if (['Organization', 'Project', 'ApiKey', 'ServerKey', 'ControlSnapshot'].includes(model)) continue;
       n += (await delegate(tx, model).deleteMany()).count;
     }
     n += (await tx.apiKey.deleteMany({ where: project ? { NOT: { projectId: project.id, development: true } } : {} })).count;
@@ -70,6 +81,7 @@ export async function resetPlatform(db: Database, dataDir: string, reseed: () =>
     n += (await tx.organization.deleteMany({ where: project ? { NOT: { id: project.organizationId } } : {} })).count;
     return n;
   });
+  for (const hash of gone) forgetKey(hash);
   for (const kind of kinds) rmSync(join(dataDir, kind), { recursive: true, force: true });
   await reseed();
   return deleted;
@@ -79,7 +91,7 @@ export async function resetPlatform(db: Database, dataDir: string, reseed: () =>
  * The folders of DATA_DIR holding stored bytes by project: every folder but `tmp` (uploads in flight) and one
  * holding the SQLite database (DATA_DIR is beside it by default).
  */
-function storeKinds(db: Database, dataDir: string): string[] {
+export function storeKinds(db: Database, dataDir: string): string[] {
   const database = db.provider === 'sqlite' ? resolve(db.url.replace(/^file:/, '')) : '';
   try {
     return readdirSync(dataDir, { withFileTypes: true })

@@ -8,7 +8,7 @@ import { createFileUpload, deleteFile, getFileContent, listFiles, putFileContent
 import { fileMachine, fileProgression } from './machine.ts';
 import { verifyUpload } from './signature.ts';
 
-export { datasetRows, type FileType, type Purpose, type Report, sampleTokens } from './rules.ts';
+export { checkPurpose, datasetRows, type FileType, type Purpose, type Report, sampleTokens } from './rules.ts';
 // What this module offers the others.
 export { ensureUploadKey } from './signature.ts';
 export { type File, fileLocation, filePath, findFile, type NewFile, readFileContent, recordFile, type StoreServices, storeFile } from './store.ts';

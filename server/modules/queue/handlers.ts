@@ -2,14 +2,13 @@
 // claim, heartbeat, complete, fail). Every job is addressed by its request id AND its model, in the caller's project.
 import type { QueueJob } from '../../../generated/prisma/sqlite/client/client.ts';
 import { instant } from '../../core/clock.ts';
-import { newId } from '../../core/ids.ts';
 import type { Db, Tx } from '../../db/index.ts';
 import { owned } from '../../http/scope.ts';
 import { transition } from '../../runner/progress.ts';
-import { enqueue } from '../../runner/runner.ts';
 import type { Context } from '../types.ts';
-import { claimJobs, claimTimeoutMs, completeHeld, finishJob, heartbeatJob, queueJobs, queueMachine, WORK_KIND } from './machine.ts';
-import { builtInModel, chatRequestOf, queueOf } from './rules.ts';
+import { claimJobs, claimTimeoutMs, completeHeld, finishJob, heartbeatJob, queueJobs, queueMachine } from './machine.ts';
+import { queueOf } from './rules.ts';
+import { insertJob, newJob } from './submit.ts';
 import { claimedJobWire, queueJobWire } from './wire.ts';
 
 /** The caller's job with this request id in this model's queue, or the 404 of an absent one. */
@@ -17,31 +16,11 @@ const findJob = (db: Db | Tx, projectId: string, requestId: string, model: strin
   owned(db.queueJob, projectId, { id: requestId, model: queueOf(model).model }, { what: 'queue job', id: requestId, param: 'request_id' });
 
 export async function submitQueueJob({ db, clock, identity, body }: Context<'submitQueueJob'>) {
-  const { model, warnings } = queueOf(body.model);
-  const builtIn = await builtInModel(db.prisma, identity.projectId, model);
-  if (builtIn) chatRequestOf(model, body.payload);
-  const now = instant(clock);
-  const id = newId('req', clock.now());
-  const data = {
-    id,
-    projectId: identity.projectId,
-    model,
-    status: queueMachine.states[0],
-    priority: body.priority ?? 0,
-    inputs: JSON.stringify(body.payload),
-    info: JSON.stringify(body.info ?? {}),
-    warnings: JSON.stringify(warnings),
-    createdAt: now,
-    updatedAt: now,
-  };
+  const { data, builtIn } = await newJob(db.prisma, clock, identity.projectId, body);
   // A job for a built-in worker is stored with the worker's work item; any other is one INSERT.
-  if (builtIn) {
-    await db.write(async (tx) => {
-      await tx.queueJob.create({ data });
-      await enqueue(tx, clock, { kind: WORK_KIND, subjectId: id, projectId: identity.projectId, payload: { model } });
-    });
-  } else await db.writeStatement((c) => c.queueJob.create({ data }));
-  return { requestId: id };
+  if (builtIn) await db.write((tx) => insertJob(tx, clock, data, true));
+  else await db.writeStatement((c) => c.queueJob.create({ data }));
+  return { requestId: data.id };
 }
 
 export async function getQueueJobStatus({ db, identity, query }: Context<'getQueueJobStatus'>) {

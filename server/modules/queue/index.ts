@@ -15,6 +15,9 @@ import {
 import { queueMachine, steerQueueJobs, WORK_KIND } from './machine.ts';
 import { builtInWorker, claimTimeoutCheck } from './worker.ts';
 
+// What this module offers the others: a fixture's job (the Control tag's applyFixtures).
+export { type SeededJob, seedJob } from './submit.ts';
+
 export const queue: ModuleDescriptor<'queue'> = {
   name: 'queue',
   handlers: {

@@ -6,6 +6,9 @@ import type { ModuleDescriptor } from '../types.ts';
 import { createVideo, createVideoV1, getVideoContent, getVideoContentV1, retrieveVideo, retrieveVideoV1 } from './handlers.ts';
 import { videoMachine, videoProgression } from './machine.ts';
 
+// What this module offers the others: a fixture's job (the Control tag's applyFixtures).
+export { type SeededVideo, seedVideo } from './create.ts';
+
 export const videos: ModuleDescriptor<'videos'> = {
   name: 'videos',
   handlers: { createVideo, createVideoV1, retrieveVideo, retrieveVideoV1, getVideoContent, getVideoContentV1 },

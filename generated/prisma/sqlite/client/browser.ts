@@ -118,6 +118,11 @@ export type Remediation = Prisma.RemediationModel
  */
 export type IdempotencyRecord = Prisma.IdempotencyRecordModel
 /**
+ * Model ControlSnapshot
+ * 
+ */
+export type ControlSnapshot = Prisma.ControlSnapshotModel
+/**
  * Model V1Endpoint
  * 
  */

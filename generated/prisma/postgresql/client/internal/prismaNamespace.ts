@@ -417,6 +417,7 @@ export const ModelName = {
   PassiveHealthCheckAlert: 'PassiveHealthCheckAlert',
   Remediation: 'Remediation',
   IdempotencyRecord: 'IdempotencyRecord',
+  ControlSnapshot: 'ControlSnapshot',
   V1Endpoint: 'V1Endpoint',
   ModelConfig: 'ModelConfig',
   DedicatedEndpoint: 'DedicatedEndpoint',
@@ -457,7 +458,7 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
     omit: GlobalOmitOptions
   }
   meta: {
-    modelProps: "organization" | "project" | "apiKey" | "seedRun" | "serverKey" | "autoscalerState" | "hardware" | "model" | "modelRevision" | "remoteUpload" | "remoteUploadEvent" | "modelUploadJob" | "hardwareReservation" | "cluster" | "computeHost" | "computeInstance" | "computeVm" | "passiveHealthCheckAlert" | "remediation" | "idempotencyRecord" | "v1Endpoint" | "modelConfig" | "dedicatedEndpoint" | "deployment" | "endpointEvent" | "adapterBinding" | "deploymentAdapter" | "servedRequest" | "evaluationJob" | "abExperiment" | "shadowExperiment" | "shadowTarget" | "file" | "fineTune" | "fineTuneEvent" | "fineTuneCheckpoint" | "queueJob" | "rollout" | "rolloutStep" | "workItem" | "volume" | "volumeVersion" | "volumeMount" | "secret" | "video"
+    modelProps: "organization" | "project" | "apiKey" | "seedRun" | "serverKey" | "autoscalerState" | "hardware" | "model" | "modelRevision" | "remoteUpload" | "remoteUploadEvent" | "modelUploadJob" | "hardwareReservation" | "cluster" | "computeHost" | "computeInstance" | "computeVm" | "passiveHealthCheckAlert" | "remediation" | "idempotencyRecord" | "controlSnapshot" | "v1Endpoint" | "modelConfig" | "dedicatedEndpoint" | "deployment" | "endpointEvent" | "adapterBinding" | "deploymentAdapter" | "servedRequest" | "evaluationJob" | "abExperiment" | "shadowExperiment" | "shadowTarget" | "file" | "fineTune" | "fineTuneEvent" | "fineTuneCheckpoint" | "queueJob" | "rollout" | "rolloutStep" | "workItem" | "volume" | "volumeVersion" | "volumeMount" | "secret" | "video"
     txIsolationLevel: TransactionIsolationLevel
   }
   model: {
@@ -1938,6 +1939,80 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
         count: {
           args: Prisma.IdempotencyRecordCountArgs<ExtArgs>
           result: runtime.Types.Utils.Optional<Prisma.IdempotencyRecordCountAggregateOutputType> | number
+        }
+      }
+    }
+    ControlSnapshot: {
+      payload: Prisma.$ControlSnapshotPayload<ExtArgs>
+      fields: Prisma.ControlSnapshotFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.ControlSnapshotFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ControlSnapshotPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.ControlSnapshotFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ControlSnapshotPayload>
+        }
+        findFirst: {
+          args: Prisma.ControlSnapshotFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ControlSnapshotPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.ControlSnapshotFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ControlSnapshotPayload>
+        }
+        findMany: {
+          args: Prisma.ControlSnapshotFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ControlSnapshotPayload>[]
+        }
+        create: {
+          args: Prisma.ControlSnapshotCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ControlSnapshotPayload>
+        }
+        createMany: {
+          args: Prisma.ControlSnapshotCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.ControlSnapshotCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ControlSnapshotPayload>[]
+        }
+        delete: {
+          args: Prisma.ControlSnapshotDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ControlSnapshotPayload>
+        }
+        update: {
+          args: Prisma.ControlSnapshotUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ControlSnapshotPayload>
+        }
+        deleteMany: {
+          args: Prisma.ControlSnapshotDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.ControlSnapshotUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.ControlSnapshotUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ControlSnapshotPayload>[]
+        }
+        upsert: {
+          args: Prisma.ControlSnapshotUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ControlSnapshotPayload>
+        }
+        aggregate: {
+          args: Prisma.ControlSnapshotAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateControlSnapshot>
+        }
+        groupBy: {
+          args: Prisma.ControlSnapshotGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.ControlSnapshotGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.ControlSnapshotCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.ControlSnapshotCountAggregateOutputType> | number
         }
       }
     }
@@ -4131,6 +4206,19 @@ export const IdempotencyRecordScalarFieldEnum = {
 export type IdempotencyRecordScalarFieldEnum = (typeof IdempotencyRecordScalarFieldEnum)[keyof typeof IdempotencyRecordScalarFieldEnum]
 
 
+export const ControlSnapshotScalarFieldEnum = {
+  name: 'name',
+  createdAt: 'createdAt',
+  rows: 'rows',
+  files: 'files',
+  rowCount: 'rowCount',
+  fileCount: 'fileCount',
+  fileBytes: 'fileBytes'
+} as const
+
+export type ControlSnapshotScalarFieldEnum = (typeof ControlSnapshotScalarFieldEnum)[keyof typeof ControlSnapshotScalarFieldEnum]
+
+
 export const V1EndpointScalarFieldEnum = {
   id: 'id',
   projectId: 'projectId',
@@ -4664,6 +4752,20 @@ export type FloatFieldRefInput<$PrismaModel> = FieldRefInputType<$PrismaModel, '
 export type ListFloatFieldRefInput<$PrismaModel> = FieldRefInputType<$PrismaModel, 'Float[]'>
     
 
+
+/**
+ * Reference to a field of type 'Bytes'
+ */
+export type BytesFieldRefInput<$PrismaModel> = FieldRefInputType<$PrismaModel, 'Bytes'>
+    
+
+
+/**
+ * Reference to a field of type 'Bytes[]'
+ */
+export type ListBytesFieldRefInput<$PrismaModel> = FieldRefInputType<$PrismaModel, 'Bytes[]'>
+    
+
 /**
  * Batch Payload for updateMany & deleteMany & createMany
  */
@@ -4835,6 +4937,7 @@ export type GlobalOmitConfig = {
   passiveHealthCheckAlert?: Prisma.PassiveHealthCheckAlertOmit
   remediation?: Prisma.RemediationOmit
   idempotencyRecord?: Prisma.IdempotencyRecordOmit
+  controlSnapshot?: Prisma.ControlSnapshotOmit
   v1Endpoint?: Prisma.V1EndpointOmit
   modelConfig?: Prisma.ModelConfigOmit
   dedicatedEndpoint?: Prisma.DedicatedEndpointOmit

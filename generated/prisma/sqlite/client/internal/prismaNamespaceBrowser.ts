@@ -71,6 +71,7 @@ export const ModelName = {
   PassiveHealthCheckAlert: 'PassiveHealthCheckAlert',
   Remediation: 'Remediation',
   IdempotencyRecord: 'IdempotencyRecord',
+  ControlSnapshot: 'ControlSnapshot',
   V1Endpoint: 'V1Endpoint',
   ModelConfig: 'ModelConfig',
   DedicatedEndpoint: 'DedicatedEndpoint',
@@ -410,6 +411,19 @@ export const IdempotencyRecordScalarFieldEnum = {
 } as const
 
 export type IdempotencyRecordScalarFieldEnum = (typeof IdempotencyRecordScalarFieldEnum)[keyof typeof IdempotencyRecordScalarFieldEnum]
+
+
+export const ControlSnapshotScalarFieldEnum = {
+  name: 'name',
+  createdAt: 'createdAt',
+  rows: 'rows',
+  files: 'files',
+  rowCount: 'rowCount',
+  fileCount: 'fileCount',
+  fileBytes: 'fileBytes'
+} as const
+
+export type ControlSnapshotScalarFieldEnum = (typeof ControlSnapshotScalarFieldEnum)[keyof typeof ControlSnapshotScalarFieldEnum]
 
 
 export const V1EndpointScalarFieldEnum = {

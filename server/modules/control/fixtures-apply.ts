@@ -1,0 +1,174 @@
+// Fixtures (the Control tag's applyFixtures, and FIXTURES_FILE at start): organizations, projects, API keys with
+// given secrets, files with content, queue jobs and videos, from one document, in one transaction, through each
+// module's own creation code (its index's exports): the Files module's recordFile after the bytes are at their
+// place, the queue's seedJob, the videos' seedVideo.
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import type { components } from '../../../generated/api.d.ts';
+import { instant } from '../../core/clock.ts';
+import { ApiError, StartError, taken } from '../../core/errors.ts';
+import { hashKey } from '../../core/identity.ts';
+import { newId } from '../../core/ids.ts';
+import { specPath } from '../../core/paths.ts';
+import { startLock, type Tx } from '../../db/index.ts';
+import { checkPurpose, type FileType, fileLocation, recordFile } from '../files/index.ts';
+import { seedJob } from '../queue/index.ts';
+import type { Context, Services } from '../types.ts';
+import { seedVideo } from '../videos/index.ts';
+
+type Fixtures = components['schemas']['Fixtures'];
+type Applied = components['schemas']['FixturesApplied'];
+type FixtureServices = Pick<Services, 'db' | 'clock' | 'config'>;
+
+export async function applyFixtures(ctx: Context<'applyFixtures'>) {
+  return apply(ctx, ctx.body as Fixtures);
+}
+
+// A project slug derived from its name, as the CLI derives it (accounts.ts slugify, which a module may not import).
+const slugOf = (name: string) =>
+  name
+    .toLowerCase()
+    .normalize('NFKD')
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 63)
+    .replace(/-+$/, '') || 'project';
+
+/** Applies `doc` in one transaction; `once`, given, runs first in it and may answer false to apply nothing. */
+async function apply(services: FixtureServices, doc: Fixtures): Promise<Applied>;
+async function apply(services: FixtureServices, doc: Fixtures, once: (tx: Tx) => Promise<boolean>): Promise<Applied | null>;
+async function apply(services: FixtureServices, doc: Fixtures, once?: (tx: Tx) => Promise<boolean>): Promise<Applied | null> {
+  const { db, clock, config } = services;
+  // Bytes are written to their places first (a file's row may only point at bytes that are there), and removed
+  // again if the transaction does not commit.
+  const written: string[] = [];
+  try {
+    return await db.write(async (tx) => {
+      if (once && !(await once(tx))) return null;
+      const applied: Applied = { object: 'fixtures', organizations: [], projects: [], api_keys: [], files: [], queue_jobs: [], videos: [] };
+      const now = instant(clock);
+      for (const [o, org] of (doc.organizations ?? []).entries()) {
+        const at = `organizations.${o}`;
+        const orgId = org.id ?? newId('org', clock.now());
+        if (org.id && (await tx.organization.findUnique({ where: { id: org.id } }))) throw idTaken('organization', org.id, `${at}.id`);
+        await tx.organization.create({ data: { id: orgId, name: org.name, createdAt: now } });
+        applied.organizations.push(orgId);
+        for (const [p, project] of (org.projects ?? []).entries()) {
+          const pat = `${at}.projects.${p}`;
+          const projectId = project.id ?? newId('proj', clock.now());
+          if (project.id && (await tx.project.findUnique({ where: { id: project.id } }))) throw idTaken('project', project.id, `${pat}.id`);
+          const slug = await freeSlug(tx, project.slug, project.name, `${pat}.slug`);
+          await tx.project.create({ data: { id: projectId, organizationId: orgId, name: project.name, slug, createdAt: now } });
+          applied.projects.push(projectId);
+          for (const [k, key] of (project.api_keys ?? []).entries()) {
+            const kat = `${pat}.api_keys.${k}`;
+            const keyId = key.id ?? newId('key', clock.now());
+            if (key.id && (await tx.apiKey.findUnique({ where: { id: key.id } }))) throw idTaken('API key', key.id, `${kat}.id`);
+            const hash = hashKey(key.secret);
+            if (await tx.apiKey.findUnique({ where: { hash } }))
+              throw taken(`An API key with this secret exists already (${kat}.secret).`, 'secret_taken', `${kat}.secret`);
+            await tx.apiKey.create({ data: { id: keyId, projectId, name: key.name, hash, prefix: key.secret.slice(0, 10), createdAt: now } });
+            applied.api_keys.push(keyId);
+          }
+          for (const [j, job] of (project.queue_jobs ?? []).entries()) {
+            const jat = `${pat}.queue_jobs.${j}`;
+            if (job.request_id && (await tx.queueJob.findUnique({ where: { id: job.request_id } })))
+              throw idTaken('queue job', job.request_id, `${jat}.request_id`);
+            const seeded = await within(jat, () => seedJob(tx, services, projectId, { ...job, id: job.request_id }));
+            applied.queue_jobs.push(seeded.id);
+          }
+          for (const [v, video] of (project.videos ?? []).entries()) {
+            const vat = `${pat}.videos.${v}`;
+            if (video.id && (await tx.video.findUnique({ where: { id: video.id } }))) throw idTaken('video', video.id, `${vat}.id`);
+            applied.videos.push((await within(`${vat}.request`, () => seedVideo(tx, services, projectId, video))).id);
+          }
+          for (const [f, file] of (project.files ?? []).entries()) {
+            const fat = `${pat}.files.${f}`;
+            const fileId = file.id ?? newId('file', clock.now()).replace(/^file_/, 'file-');
+            if (file.id && (await tx.file.findUnique({ where: { id: file.id } }))) throw idTaken('file', file.id, `${fat}.id`);
+            const fileType = (file.file_type ?? 'jsonl') as FileType;
+            await within(fat, async () => checkPurpose(file.purpose, fileType));
+            const path = join(config.dataDir, fileLocation(projectId, fileId));
+            await mkdir(dirname(path), { recursive: true });
+            written.push(path);
+            const bytes = Buffer.from(file.content);
+            await writeFile(path, bytes);
+            await recordFile(tx, services, fileId, { projectId, filename: file.filename, purpose: file.purpose, fileType }, bytes.length);
+            applied.files.push(fileId);
+          }
+        }
+      }
+      return applied;
+    });
+  } catch (e) {
+    await Promise.all(written.map((p) => rm(p, { force: true })));
+    throw e;
+  }
+}
+
+/** Runs a module's own check or creation for the document's item at `at`: its refusal names the item's field. */
+async function within<T>(at: string, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (e) {
+    if (!(e instanceof ApiError) || e.status >= 500) throw e;
+    const param = e.param === null ? at : `${at}.${e.param}`;
+    throw new ApiError(e.status, e.code, e.message, param, e.type, e.headers);
+  }
+}
+
+const idTaken = (what: string, id: string, param: string) => taken(`A ${what} with id '${id}' exists already (${param}).`, 'id_taken', param);
+
+async function freeSlug(tx: Tx, given: string | undefined, name: string, param: string): Promise<string> {
+  if (given !== undefined) {
+    if (await tx.project.findUnique({ where: { slug: given } })) throw taken(`The project slug '${given}' is taken (${param}).`, 'slug_taken', param);
+    return given;
+  }
+  const base = slugOf(name);
+  let slug = base;
+  for (let n = 2; await tx.project.findUnique({ where: { slug } }); n++) slug = `${base.slice(0, 63 - String(n).length - 1)}-${n}`;
+  return slug;
+}
+
+let validate: ((doc: unknown) => boolean) & { errors?: { instancePath: string; message?: string }[] | null };
+/** The contract's check of a document (the API's validator checks a posted one the same way). */
+function check(doc: unknown): string | null {
+  if (!validate) {
+    const ajv = new Ajv2020({ strict: false, allErrors: false, validateSchema: false });
+    const root = 'https://contract.invalid/openapi.json';
+    ajv.addSchema({ ...JSON.parse(readFileSync(specPath, 'utf8')), $id: root });
+    validate = ajv.compile({ $ref: `${root}#/components/schemas/Fixtures` });
+  }
+  if (validate(doc)) return null;
+  const error = validate.errors![0]!;
+  return `${error.instancePath.slice(1).replaceAll('/', '.') || 'the document'} ${error.message ?? 'is invalid'}`;
+}
+
+/**
+ * FIXTURES_FILE at start: applied once per database (its content's hash recorded in SeedRun, as a module's seed
+ * is), so a restart skips it and a platform reset (which empties SeedRun) applies it again. Refuses the start,
+ * naming the variable and the field, when the document is invalid or cannot be applied.
+ */
+export async function applyFixturesFile(services: FixtureServices): Promise<void> {
+  const file = services.config.control.fixtures;
+  if (!file) return;
+  const fail = (why: string) => new StartError(`FIXTURES_FILE (${file.path}) cannot be applied: ${why}; fix the file, or unset FIXTURES_FILE.`);
+  const problem = check(file.document);
+  if (problem) throw fail(problem);
+  const module = `fixtures:${createHash('sha256').update(JSON.stringify(file.document)).digest('hex').slice(0, 32)}`;
+  try {
+    // Recorded in the transaction that applies it, under the start lock: of two starts at once, one applies it.
+    await apply(services, file.document as Fixtures, async (tx) => {
+      await startLock(services.db, tx);
+      if (await tx.seedRun.findUnique({ where: { module } })) return false;
+      await tx.seedRun.create({ data: { module, seededAt: instant(services.clock) } });
+      return true;
+    });
+  } catch (e) {
+    if (e instanceof ApiError) throw fail(`${e.param ?? 'the document'}: ${e.message}`);
+    throw e;
+  }
+}
