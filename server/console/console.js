@@ -243,7 +243,7 @@ const pages = {
         field('usage_requests', 'Requests counted', { min: 0 }),
         field('usage_tokens', 'Tokens counted', { min: 0 }),
         field('resets_in_ms', 'Window ends in (ms)', { min: 1, max: 3600000 }),
-        h('label', {}, h('input', { type: 'checkbox', name: 'dynamic' }), ' Back to the dynamic limit'),
+        h('label', {}, h('input', { type: 'checkbox', name: 'dynamic' }), ' Back to the dynamic limit (instead of the two limits above)'),
         h('button', { type: 'submit' }, 'Set'),
       ),
       error,
@@ -347,13 +347,7 @@ const pages = {
         ttl_seconds: num('ttl_seconds'),
         ...(f.get('drop') ? { drop: true } : {}),
       };
-      try {
-        await json('POST', '/_control/faults', JSON.parse(JSON.stringify(rule)));
-        await show();
-      } catch (err) {
-        if (err instanceof Unauthorized) throw err;
-        error.textContent = err.message;
-      }
+      await attempt(error, () => json('POST', '/_control/faults', JSON.parse(JSON.stringify(rule))).then(show));
     };
     return [
       h('h1', {}, 'Fault rules'),
