@@ -1,7 +1,8 @@
 // The console (`/console`) in headless Chromium (Debian's, through playwright-core; no browser is downloaded), on a
 // platform seeded through the API: a fine-tune run to completion, a rendered video, a queue job, a deployment, a
 // fault rule and some traffic. Each page shows the seeded data, the video plays, the loss plot draws, and a fault
-// rule added in the page changes the next API call. Screenshots go to .test-output/console/ (not committed). Also the
+// rule added in the page changes the next API call; so do a rate limit set, a scripted answer added, a snapshot
+// restored, a job moved and the clock advanced in the page. Screenshots go to .test-output/console/ (not committed). Also the
 // console's control operations (overview, a fine-tune's metrics, a video's file) through the typed client.
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -243,10 +244,16 @@ describe.skipIf(!existsSync(CHROMIUM))(`the console in headless Chromium (${CHRO
     const text = (await page.textContent('#page'))!;
     expect(text).toContain(`Other Organization x ${CHAT}`);
     // Only rate-limited operations count (not the fine-tune, video or queue requests).
-    expect(await page.$$eval('tr[data-series]', (trs) => trs.map((tr) => tr.textContent))).toEqual([
-      `Default Organization x ${CHAT}30`,
-      `Other Organization x ${CHAT}10`,
-    ]);
+    expect(
+      await page.$$eval('tr[data-series]', (trs) =>
+        trs.map((tr) =>
+          [...tr.children]
+            .slice(0, 3)
+            .map((td) => td.textContent)
+            .join(''),
+        ),
+      ),
+    ).toEqual([`Default Organization x ${CHAT}30`, `Other Organization x ${CHAT}10`]);
     expect(await page.evaluate(() => (window as any).consolePlots['rate-limits'].series.length)).toBeGreaterThan(2);
   });
 
@@ -321,5 +328,136 @@ describe.skipIf(!existsSync(CHROMIUM))(`the console in headless Chromium (${CHRO
     expect(await page.textContent('#reset-result')).toMatch(/^Reset project: \d+ rows deleted/);
     // The seeded project is untouched.
     expect((await control.GET('/_control/overview')).data!.resources.some((r) => r.id === seeded.video)).toBe(true);
+  });
+
+  test('rate limits: the limit in force beside requests and 429s; a limit set in the page refuses the next call', async () => {
+    const org = t.caller.identity.organizationId;
+    const name = `Default Organization x ${CHAT}`;
+    const read = async () => (await control.GET('/_control/rate-limits', { params: { query: { organization_id: org, model: CHAT } } })).data!;
+    await open('rate-limits');
+    await page.waitForFunction(() => (window as any).consolePlots?.['rate-limits']);
+    const before = await read();
+    expect(await page.textContent(`tr[data-series="${name}"] .limit`)).toContain(`${before.limit.requests} requests, ${before.limit.tokens} tokens per`);
+    // The limit is a series of the plot (requests per second: per window over the window's seconds), beside the counts.
+    const limitLine = await page.evaluate((n) => {
+      const plot = (window as any).consolePlots['rate-limits'];
+      const i = plot.series.findIndex((s: { label: string }) => s.label === `${n}: limit`);
+      return plot.data[i];
+    }, name);
+    expect(new Set(limitLine)).toEqual(new Set([before.limit.requests / before.window.seconds]));
+    await page.selectOption('#set-limit select[name=organization_id]', org);
+    await page.fill('#set-limit input[name=model]', CHAT);
+    await page.fill('#set-limit input[name=limit_requests]', '1');
+    await page.fill('#set-limit input[name=usage_requests]', '1');
+    await page.fill('#set-limit input[name=resets_in_ms]', '60000');
+    await page.click('#set-limit button[type=submit]');
+    await page.waitForSelector('#notice');
+    expect(await page.textContent('#notice')).toContain(`Default Organization x ${CHAT}: 1 requests,`);
+    expect(await read()).toMatchObject({ set_limit: { requests: 1, tokens: null }, usage: { requests: 1 } });
+    expectError(await t.caller.http.post('/v1/chat/completions').send(chat), 429, { code: 'dynamic_request_limited' });
+    await open('projects');
+    await open('rate-limits');
+    await page.waitForFunction(() => (window as any).consolePlots?.['rate-limits']);
+    await shot('rate-limits-set');
+    expect(await page.textContent(`tr[data-series="${name}"] .limit`)).toMatch(/^1 requests, .* \(set\); counted 1 requests/);
+    expect(Number(await page.textContent(`tr[data-series="${name}"] td:nth-child(3)`))).toBe(1);
+    // A refusal says why, in the page (a body setting nothing).
+    await page.fill('#set-limit input[name=model]', CHAT);
+    await page.click('#set-limit button[type=submit]');
+    await page.waitForFunction(() => document.querySelector('#page [role=alert]')?.textContent);
+    expect(await page.textContent('#page [role=alert]')).toContain('Give something to set');
+    // Back to the dynamic limit, from the page, for the tests that follow.
+    await page.check('#set-limit input[name=dynamic]');
+    await page.fill('#set-limit input[name=usage_requests]', '0');
+    await page.click('#set-limit button[type=submit]');
+    await page.waitForSelector('#notice');
+    expect(await read()).toMatchObject({ set_limit: { requests: null, tokens: null }, usage: { requests: 0 } });
+    expect((await t.caller.http.post('/v1/chat/completions').send(chat)).status).toBe(200);
+  });
+
+  test('scripts: a rule added in the page (JSON) answers the next chat with x-scripted; removed in the page, it is gone', async () => {
+    await open('scripts');
+    const text = 'Scripted from the console.';
+    await page.fill('#add-script textarea', 'not json');
+    await page.click('#add-script button[type=submit]');
+    await page.waitForFunction(() => document.querySelector('#page [role=alert]')?.textContent);
+    expect(await page.textContent('#page [role=alert]')).toContain('not JSON');
+    // A rule the platform refuses says why.
+    await page.fill('#add-script textarea', JSON.stringify({ answers: [{}] }));
+    await page.click('#add-script button[type=submit]');
+    await page.waitForFunction(() => !document.querySelector('#page [role=alert]')?.textContent?.includes('not JSON'));
+    await page.waitForFunction(() => document.querySelector('#page [role=alert]')?.textContent);
+    expect((await control.GET('/_control/scripts')).data!.data).toEqual([]);
+    await page.fill('#add-script textarea', JSON.stringify({ match: { message_contains: 'from the console' }, answers: [{ content: text }] }));
+    await page.click('#add-script button[type=submit]');
+    await page.waitForSelector('tr[data-script]');
+    await shot('scripts');
+    const [rule] = (await control.GET('/_control/scripts')).data!.data;
+    const res = await t.caller.http.post('/v1/chat/completions').send({ ...chat, messages: [{ role: 'user', content: 'Hi from the console' }] });
+    expect(res.status).toBe(200);
+    expect(res.headers['x-scripted']).toBe(rule!.id);
+    expect(res.body.choices[0].message.content).toBe(text);
+    await open('projects');
+    await open('scripts');
+    expect(await page.textContent(`tr[data-script="${rule!.id}"] .hits`)).toBe('1');
+    await page.click(`tr[data-script="${rule!.id}"] button.remove`);
+    await page.waitForFunction(() => document.querySelectorAll('tr[data-script]').length === 0);
+    expect((await control.GET('/_control/scripts')).data!.data).toEqual([]);
+    expect((await t.caller.http.post('/v1/chat/completions').send(chat)).headers['x-scripted']).toBeUndefined();
+  });
+
+  test('snapshots: taken in the page, a restore in the page brings back a deleted resource; deleted in the page', async () => {
+    const file = await uploadFile(t.caller, 'eval', [{ text: 'kept by the snapshot' }], 'snap.jsonl');
+    await open('snapshots');
+    await page.fill('#take-snapshot input[name=name]', 'console-snap');
+    await page.click('#take-snapshot button[type=submit]');
+    await page.waitForSelector('tr[data-snapshot="console-snap"]');
+    expect(await page.textContent('#notice')).toMatch(/^Took console-snap: \d+ rows/);
+    expect((await control.GET('/_control/snapshots')).data!.data.map((s) => s.name)).toEqual(['console-snap']);
+    expect((await t.caller.http.delete(`/v1/files/${file}`)).status).toBe(200);
+    expect((await t.caller.http.get(`/v1/files/${file}`)).status).toBe(404);
+    await page.click('tr[data-snapshot="console-snap"] button.restore');
+    await page.waitForFunction(() => document.querySelector('#notice')?.textContent?.startsWith('Restored'));
+    await shot('snapshots');
+    expect(await page.textContent('#notice')).toMatch(/^Restored console-snap: \d+ rows and \d+ files written back/);
+    expect((await t.caller.http.get(`/v1/files/${file}`)).body).toMatchObject({ id: file, filename: 'snap.jsonl' });
+    await page.click('tr[data-snapshot="console-snap"] button.remove');
+    await page.waitForFunction(() => document.querySelectorAll('tr[data-snapshot]').length === 0);
+    expect((await control.GET('/_control/snapshots')).data!.data).toEqual([]);
+  });
+
+  test("time: the clock and its offset; a job's next / terminal buttons, a 409 shown as the platform's message; advance", async () => {
+    await open('time');
+    const clock = (await control.GET('/_control/time')).data!;
+    expect(await page.textContent('#clock-now')).toBe(clock.now);
+    expect(await page.textContent('#clock-offset')).toBe(`${clock.offset_ms} ms`);
+    // A queue job is claimed only by a worker: the platform's 409, its message in the job's row.
+    const refused = await control.POST('/_control/jobs/{kind}/{id}/transition', {
+      params: { path: { kind: 'queue_job', id: seeded.queueJob } },
+      body: { to: 'next' },
+    });
+    expect(refused.response.status).toBe(409);
+    await page.click(`tr[data-resource="${seeded.queueJob}"] button.next`);
+    await page.waitForFunction((id) => document.querySelector(`tr[data-resource="${id}"] [role=alert]`)?.textContent, seeded.queueJob);
+    expect(await page.textContent(`tr[data-resource="${seeded.queueJob}"] [role=alert]`)).toBe(refused.error!.error.message);
+    // The video left in progress: "terminal" renders it to completed.
+    expect(await page.textContent(`tr[data-resource="${seeded.pendingVideo}"] .state`)).toBe('in_progress');
+    await page.click(`tr[data-resource="${seeded.pendingVideo}"] button.terminal`);
+    await page.waitForFunction((id) => document.querySelector(`tr[data-resource="${id}"] .state`)?.textContent === 'completed', seeded.pendingVideo, {
+      timeout: 20_000,
+    });
+    expect((await t.caller.http.get(`/v2/videos/${seeded.pendingVideo}`)).body.status).toBe('completed');
+    // A completed job cannot move: 409 in the page.
+    await page.click(`tr[data-resource="${seeded.fineTune}"] button.next`);
+    await page.waitForFunction((id) => document.querySelector(`tr[data-resource="${id}"] [role=alert]`)?.textContent, seeded.fineTune);
+    expect(await page.textContent(`tr[data-resource="${seeded.fineTune}"] [role=alert]`)).toContain('completed');
+    await page.fill('#advance-time input[name=seconds]', '30');
+    await page.click('#advance-time button[type=submit]');
+    await page.waitForSelector('#notice');
+    await shot('time');
+    expect(await page.textContent('#notice')).toMatch(/^Advanced 30000 ms: \d+ timed steps run\.$/);
+    const after = (await control.GET('/_control/time')).data!;
+    expect(after.offset_ms).toBe(clock.offset_ms + 30_000);
+    expect(await page.textContent('#clock-offset')).toBe(`${after.offset_ms} ms`);
   });
 });

@@ -83,32 +83,7 @@ const pages = {
 
   async resources() {
     const { resources } = await json('GET', '/_control/overview');
-    return [
-      h('h1', {}, 'Resources and jobs'),
-      table(
-        ['Kind', 'Id', 'Project', 'What', 'State', 'Timeline'],
-        resources.map((r) =>
-          h(
-            'tr',
-            { 'data-resource': r.id },
-            h('td', {}, r.kind),
-            h('td', { class: 'mono' }, r.id),
-            h('td', { class: 'mono' }, r.project_id),
-            h('td', {}, r.label),
-            h('td', { class: 'state' }, r.state),
-            h(
-              'td',
-              {},
-              h(
-                'ol',
-                { class: 'timeline' },
-                r.timeline.map((s) => h('li', { title: s.message ?? '' }, `${time(s.at)} ${s.event}`)),
-              ),
-            ),
-          ),
-        ),
-      ),
-    ];
+    return [h('h1', {}, 'Resources and jobs'), resourceTable(resources)];
   },
 
   async queue() {
@@ -166,41 +141,112 @@ const pages = {
   },
 
   // Requests and refusals per organization x model over time, as this process's journal saw them: the operations the
-  // contract marks rate-limited (`x-rate-limited`), by their body's model.
+  // contract marks rate-limited (`x-rate-limited`), by their body's model; beside them the limit in force now, as
+  // `getRateLimit` reads it (per window, drawn per second: the plot's unit).
   async 'rate-limits'() {
     const [{ projects }, { data }, limited] = await Promise.all([
       json('GET', '/_control/overview?limit=1'),
       json('GET', '/_control/journal?limit=1000'),
       rateLimited(),
     ]);
-    const orgOf = new Map(projects.map((p) => [p.id, p.organization_name]));
-    const nameOf = (e) => `${orgOf.get(e.project_id) ?? e.project_id} x ${e.request_body.model}`;
+    const projectOf = new Map(projects.map((p) => [p.id, p]));
+    const keyOf = new Map();
+    const nameOf = (e) => {
+      const p = projectOf.get(e.project_id);
+      const name = `${p?.organization_name ?? e.project_id} x ${e.request_body.model}`;
+      if (p) keyOf.set(name, { organization_id: p.organization_id, model: e.request_body.model });
+      return name;
+    };
     const entries = data.filter((e) => limited.has(e.operation) && e.project_id && typeof e.request_body?.model === 'string').reverse();
     const series = [...new Set(entries.map(nameOf))];
     const second = (e) => Math.floor(Date.parse(e.at) / 1000);
-    const seconds = [...new Set(entries.map(second))].sort((a, b) => a - b);
+    // A second either side with nothing counted, so that one busy second still draws as lines.
+    const busy = [...new Set(entries.map(second))].sort((a, b) => a - b);
+    const seconds = busy.length ? [...new Set([busy[0] - 1, ...busy, busy.at(-1) + 1])] : [];
     const count = (name, refused) => seconds.map((s) => entries.filter((e) => second(e) === s && nameOf(e) === name && (e.status === 429) === refused).length);
+    const limits = await Promise.all(series.map((name) => (keyOf.has(name) ? readLimit(keyOf.get(name)).catch(keepUnauthorized) : null)));
+    const perSecond = (l) => (l instanceof Error || !l ? null : l.limit.requests / l.window.seconds);
     const plot = h('div', { id: 'rate-plot' });
     if (seconds.length)
       queueMicrotask(() =>
         draw(
           plot,
           'rate-limits',
-          [seconds, ...series.flatMap((name) => [count(name, false), count(name, true)])],
+          [seconds, ...series.flatMap((name, i) => [count(name, false), count(name, true), seconds.map(() => perSecond(limits[i]))])],
           series.flatMap((name, i) => [
             { label: name, stroke: COLOURS[i % COLOURS.length] },
             { label: `${name}: 429`, stroke: COLOURS[i % COLOURS.length], dash: [4, 4] },
+            { label: `${name}: limit`, stroke: COLOURS[i % COLOURS.length], dash: [1, 3], width: 1 },
           ]),
         ),
       );
+    const organizations = [...new Map(projects.map((p) => [p.organization_id, p.organization_name]))];
+    const first = keyOf.get(series[0]);
+    const error = h('p', { class: 'error', role: 'alert' });
+    const field = (name, label, attrs = {}) => h('label', {}, `${label} `, h('input', { name, type: 'number', ...attrs }));
+    const set = (event) => {
+      event.preventDefault();
+      const f = new FormData(event.target);
+      const num = (k) => (String(f.get(k) ?? '').trim() === '' ? undefined : Number(f.get(k)));
+      const dynamic = f.get('dynamic') ? { requests: null, tokens: null } : undefined;
+      const limit = dynamic ?? { requests: num('limit_requests'), tokens: num('limit_tokens') };
+      const usage = { requests: num('usage_requests'), tokens: num('usage_tokens') };
+      const body = { organization_id: f.get('organization_id'), model: String(f.get('model')).trim(), limit, usage, resets_in_ms: num('resets_in_ms') };
+      attempt(error, async () => {
+        // Fields left empty are not sent: they keep what the limiter holds (JSON drops undefined, and empty objects go).
+        const clean = JSON.parse(JSON.stringify(body));
+        for (const k of ['limit', 'usage']) if (clean[k] && Object.keys(clean[k]).length === 0) delete clean[k];
+        const l = await json('PATCH', '/_control/rate-limits', clean);
+        flash = `In force for ${organizations.find(([id]) => id === l.organization_id)?.[1] ?? l.organization_id} x ${l.model}: ${describeLimit(l)}.`;
+        await show();
+      });
+    };
     return [
       h('h1', {}, 'Rate limits: requests per second, by organization x model'),
-      h('p', {}, "From this process's request journal: the rate-limited operations' answered requests (solid) and 429 refusals (dashed)."),
+      h(
+        'p',
+        {},
+        "From this process's request journal: the rate-limited operations' answered requests (solid) and 429 refusals (dashed); dotted, the request limit in force now (per window, divided by the window's seconds).",
+      ),
       table(
-        ['Organization x model', 'Requests', '429'],
-        series.map((name) => h('tr', { 'data-series': name }, h('td', {}, name), h('td', {}, sum(count(name, false))), h('td', {}, sum(count(name, true))))),
+        ['Organization x model', 'Requests', '429', 'In force now'],
+        series.map((name, i) =>
+          h(
+            'tr',
+            { 'data-series': name },
+            h('td', {}, name),
+            h('td', {}, sum(count(name, false))),
+            h('td', {}, sum(count(name, true))),
+            h('td', { class: 'limit' }, limits[i] instanceof Error ? limits[i].message : limits[i] ? describeLimit(limits[i]) : ''),
+          ),
+        ),
       ),
       seconds.length ? plot : h('p', {}, 'No rate-limited request in the journal.'),
+      h(
+        'form',
+        { id: 'set-limit', class: 'inline', onsubmit: set },
+        h('h2', {}, 'Set a limit, its usage or its window'),
+        h('p', {}, 'Empty fields keep what the limiter holds. Usage at the limit refuses the next request (429) until the window ends.'),
+        h(
+          'label',
+          {},
+          'Organization ',
+          h(
+            'select',
+            { name: 'organization_id' },
+            organizations.map(([id, name]) => h('option', { value: id, selected: id === first?.organization_id }, name)),
+          ),
+        ),
+        h('label', {}, 'Model ', h('input', { name: 'model', required: true, value: first?.model ?? '' })),
+        field('limit_requests', 'Requests per window', { min: 1 }),
+        field('limit_tokens', 'Tokens per window', { min: 1 }),
+        field('usage_requests', 'Requests counted', { min: 0 }),
+        field('usage_tokens', 'Tokens counted', { min: 0 }),
+        field('resets_in_ms', 'Window ends in (ms)', { min: 1, max: 3600000 }),
+        h('label', {}, h('input', { type: 'checkbox', name: 'dynamic' }), ' Back to the dynamic limit (instead of the two limits above)'),
+        h('button', { type: 'submit' }, 'Set'),
+      ),
+      error,
     ];
   },
 
@@ -301,13 +347,7 @@ const pages = {
         ttl_seconds: num('ttl_seconds'),
         ...(f.get('drop') ? { drop: true } : {}),
       };
-      try {
-        await json('POST', '/_control/faults', JSON.parse(JSON.stringify(rule)));
-        await show();
-      } catch (err) {
-        if (err instanceof Unauthorized) throw err;
-        error.textContent = err.message;
-      }
+      await attempt(error, () => json('POST', '/_control/faults', JSON.parse(JSON.stringify(rule))).then(show));
     };
     return [
       h('h1', {}, 'Fault rules'),
@@ -367,6 +407,166 @@ const pages = {
     ];
   },
 
+  async snapshots() {
+    const { data } = await json('GET', '/_control/snapshots');
+    const error = h('p', { class: 'error', role: 'alert' });
+    const path = (name) => `/_control/snapshots/${encodeURIComponent(name)}`;
+    const restore = (name) => () =>
+      confirm(`Put the whole platform back as snapshot ${name} found it? (This process's journal and fault rules are cleared.)`) &&
+      attempt(error, async () => {
+        const r = await json('POST', `${path(name)}/restore`);
+        flash = `Restored ${r.name}: ${r.rows} rows and ${r.files} files written back in ${Math.round(r.ms)} ms.`;
+        await show();
+      });
+    const remove = (name) => () => confirm(`Delete snapshot ${name}?`) && attempt(error, () => json('DELETE', path(name)).then(show));
+    const take = (event) => {
+      event.preventDefault();
+      const name = String(new FormData(event.target).get('name')).trim();
+      attempt(error, async () => {
+        const s = await json('POST', '/_control/snapshots', { name });
+        flash = `Took ${s.name}: ${s.rows} rows, ${s.files} files.`;
+        await show();
+      });
+    };
+    return [
+      h('h1', {}, 'Snapshots'),
+      h('p', {}, 'A snapshot holds every table and stored file of the platform; a restore puts the platform back as it was, everything made since gone.'),
+      data.length === 0
+        ? h('p', {}, 'No snapshot.')
+        : table(
+            ['Name', 'Taken', 'Rows', 'Files', 'Bytes', ''],
+            data.map((s) =>
+              h(
+                'tr',
+                { 'data-snapshot': s.name },
+                h('td', {}, s.name),
+                h('td', {}, time(s.created_at)),
+                h('td', {}, s.rows),
+                h('td', {}, s.files),
+                h('td', {}, s.file_bytes),
+                h(
+                  'td',
+                  {},
+                  h('button', { type: 'button', class: 'restore', onclick: restore(s.name) }, 'Restore'),
+                  ' ',
+                  h('button', { type: 'button', class: 'remove', onclick: remove(s.name) }, 'Delete'),
+                ),
+              ),
+            ),
+          ),
+      h(
+        'form',
+        { id: 'take-snapshot', class: 'inline', onsubmit: take },
+        h('label', {}, 'Name ', h('input', { name: 'name', required: true, maxlength: 100, placeholder: 'before-suite' })),
+        h('button', { type: 'submit' }, 'Take a snapshot'),
+        h('span', {}, ' (a name kept already is replaced)'),
+      ),
+      error,
+    ];
+  },
+
+  async scripts() {
+    const { data } = await json('GET', '/_control/scripts');
+    const error = h('p', { class: 'error', role: 'alert' });
+    const editor = h('textarea', { name: 'rule', rows: 12, cols: 80, spellcheck: 'false' });
+    editor.value = JSON.stringify(
+      { capability: 'chat', match: { message_contains: 'hello' }, answers: [{ content: 'Hello from a scripted answer.' }], after_last: 'repeat' },
+      null,
+      2,
+    );
+    const add = (event) => {
+      event.preventDefault();
+      let rule;
+      try {
+        rule = JSON.parse(editor.value);
+      } catch (err) {
+        error.textContent = `The rule is not JSON: ${err.message}`;
+        return;
+      }
+      attempt(error, () => json('POST', '/_control/scripts', rule).then(show));
+    };
+    const brief = (value) => {
+      const text = JSON.stringify(value ?? {});
+      return text.length > 200 ? `${text.slice(0, 200)}…` : text;
+    };
+    return [
+      h('h1', {}, 'Scripted answers'),
+      h('p', {}, 'Tried oldest first; the first that matches answers in place of the engine, marked by the header x-scripted.'),
+      table(
+        ['Id', 'Capability', 'Match', 'Answers', 'Hits', 'Expires', ''],
+        data.map((r) =>
+          h(
+            'tr',
+            { 'data-script': r.id },
+            h('td', { class: 'mono' }, r.id),
+            h('td', {}, r.capability),
+            h('td', {}, h('code', {}, brief(r.match))),
+            h('td', {}, `${r.answers.length} (${r.after_last}) `, h('code', {}, brief(r.answers))),
+            h('td', { class: 'hits' }, r.hits),
+            h('td', {}, r.expires_at ? time(r.expires_at) : ''),
+            h(
+              'td',
+              {},
+              h(
+                'button',
+                {
+                  type: 'button',
+                  class: 'remove',
+                  onclick: () => attempt(error, () => json('DELETE', `/_control/scripts/${encodeURIComponent(r.id)}`).then(show)),
+                },
+                'Remove',
+              ),
+            ),
+          ),
+        ),
+      ),
+      h(
+        'form',
+        { id: 'add-script', onsubmit: add },
+        h('h2', {}, 'Add a rule (JSON, as createScript takes it)'),
+        editor,
+        h('br'),
+        h('button', { type: 'submit' }, 'Add'),
+      ),
+      error,
+    ];
+  },
+
+  async time() {
+    const [clock, { resources }] = await Promise.all([json('GET', '/_control/time'), json('GET', '/_control/overview')]);
+    const error = h('p', { class: 'error', role: 'alert' });
+    const advance = (event) => {
+      event.preventDefault();
+      const seconds = Number(new FormData(event.target).get('seconds'));
+      attempt(error, async () => {
+        const r = await json('POST', '/_control/time/advance', { seconds });
+        flash = `Advanced ${r.advanced_ms} ms: ${r.steps} timed steps run.`;
+        await show();
+      });
+    };
+    return [
+      h('h1', {}, "The platform's clock"),
+      h(
+        'dl',
+        { id: 'clock' },
+        h('dt', {}, 'Now'),
+        h('dd', { id: 'clock-now' }, clock.now),
+        h('dt', {}, 'Ahead of the system clock by'),
+        h('dd', { id: 'clock-offset' }, `${clock.offset_ms} ms`),
+      ),
+      h(
+        'form',
+        { id: 'advance-time', class: 'inline', onsubmit: advance },
+        h('label', {}, 'Advance by (s) ', h('input', { name: 'seconds', type: 'number', min: 0, max: 31536000, step: 'any', required: true, value: 60 })),
+        h('button', { type: 'submit' }, 'Advance'),
+        h('span', {}, ' (every timed step due on the way runs; the clock never goes back)'),
+      ),
+      error,
+      h('h2', {}, 'Jobs'),
+      resourceTable(resources.filter((r) => MOVABLE.has(r.kind))),
+    ];
+  },
+
   async reset() {
     const { projects } = await json('GET', '/_control/overview?limit=1');
     const result = h('p', { id: 'reset-result', role: 'status' });
@@ -405,6 +605,74 @@ async function rateLimited() {
 }
 
 const sum = (xs) => xs.reduce((a, b) => a + b, 0);
+
+/** A message for the next page drawn (what a change did), shown above it once. */
+let flash = '';
+
+/** Runs a change the page asked for: a refusal's message goes in `errorEl`, an invalid key signs out. */
+async function attempt(errorEl, change) {
+  errorEl.textContent = '';
+  try {
+    await change();
+  } catch (err) {
+    if (err instanceof Unauthorized) signOut(err.message);
+    else errorEl.textContent = err.message;
+  }
+}
+const keepUnauthorized = (err) => {
+  if (err instanceof Unauthorized) throw err;
+  return err;
+};
+
+const readLimit = ({ organization_id, model }) => json('GET', `/_control/rate-limits?${new URLSearchParams({ organization_id, model })}`);
+const describeLimit = (l) =>
+  `${l.limit.requests} requests, ${l.limit.tokens} tokens per ${l.window.seconds} s window${l.set_limit.requests !== null || l.set_limit.tokens !== null ? ' (set)' : ''}; ` +
+  `counted ${l.usage.requests} requests, ${l.usage.tokens} tokens${l.window.resets_in_ms ? `, window ends in ${l.window.resets_in_ms} ms` : ''}`;
+
+/** The kinds of job `transitionJob` moves (its `kind`); other resources have no buttons. */
+const MOVABLE = new Set(['video', 'fine_tune', 'evaluation', 'model_upload', 'remote_upload', 'remediation', 'deployment', 'queue_job']);
+
+/** Resources with their timelines; a job gets "next" and "terminal" buttons (transitionJob), a refusal shown in its row. */
+function resourceTable(resources) {
+  return table(
+    ['Kind', 'Id', 'Project', 'What', 'State', 'Timeline', 'Move'],
+    resources.map((r) => {
+      const error = h('p', { class: 'error', role: 'alert' });
+      const move = (to) => () =>
+        attempt(error, () => json('POST', `/_control/jobs/${encodeURIComponent(r.kind)}/${encodeURIComponent(r.id)}/transition`, { to }).then(show));
+      return h(
+        'tr',
+        { 'data-resource': r.id },
+        h('td', {}, r.kind),
+        h('td', { class: 'mono' }, r.id),
+        h('td', { class: 'mono' }, r.project_id),
+        h('td', {}, r.label),
+        h('td', { class: 'state' }, r.state),
+        h(
+          'td',
+          {},
+          h(
+            'ol',
+            { class: 'timeline' },
+            r.timeline.map((s) => h('li', { title: s.message ?? '' }, `${time(s.at)} ${s.event}`)),
+          ),
+        ),
+        h(
+          'td',
+          {},
+          MOVABLE.has(r.kind)
+            ? [
+                h('button', { type: 'button', class: 'next', onclick: move('next') }, 'Next'),
+                ' ',
+                h('button', { type: 'button', class: 'terminal', onclick: move('terminal') }, 'Terminal'),
+                error,
+              ]
+            : null,
+        ),
+      );
+    }),
+  );
+}
 const COLOURS = ['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e', '#9467bd', '#8c564b'];
 
 /** A uPlot line chart in `el`; the plots drawn are kept on window.consolePlots (by name) for whoever inspects the page. */
@@ -430,7 +698,9 @@ async function show() {
   page.dataset.page = name;
   page.dataset.ready = 'false';
   try {
-    page.replaceChildren(...(await (pages[name] ?? pages.projects)()).flat().filter(Boolean));
+    const notice = flash && h('p', { id: 'notice', role: 'status' }, flash);
+    flash = '';
+    page.replaceChildren(...[notice, ...(await (pages[name] ?? pages.projects)())].flat().filter(Boolean));
   } catch (err) {
     if (err instanceof Unauthorized) return signOut(err.message);
     page.replaceChildren(h('p', { class: 'error' }, err.message));
