@@ -90,7 +90,8 @@ export interface paths {
         /**
          * Create what a fixtures document describes, all or nothing
          * @description Creates the organizations of the document, each with its projects, and in each project its API keys,
-         *     files, queue jobs and videos, in ONE transaction: any refusal (400 for a bad field, 409 for a taken id, slug or secret) names the
+         *     files, queue jobs and videos; then puts what `projects` lists into projects that exist already (by id or
+         *     slug, e.g. the bootstrapped `default`); all in ONE transaction: any refusal (400 for a bad field, 409 for a taken id, slug or secret) names the
          *     field by its dotted path in the document (e.g. `organizations.0.projects.1.api_keys.0.secret`) and
          *     creates nothing. A resource is checked by its own module as its create operation checks it, and refused
          *     as that operation refuses it (e.g. 404 `model_not_found` for a video's unknown model). The same document may be given at start as `FIXTURES_FILE` (YAML or JSON).
@@ -4351,6 +4352,21 @@ export interface components {
         /** @description A fixtures document (`applyFixtures`, `FIXTURES_FILE`). */
         Fixtures: {
             organizations?: components["schemas"]["FixtureOrganization"][];
+            /** @description Contents put into projects that exist already (e.g. the bootstrapped `default`), applied after `organizations`. */
+            projects?: components["schemas"]["FixtureProjectContents"][];
+        };
+        /**
+         * @description Keys, files, queue jobs and videos put into a project that exists already (made before, by the API, the
+         *     CLI, the bootstrap or this document's `organizations`), which is not changed otherwise. A project the
+         *     reference finds nowhere is refused (404 `not_found`, `param` `projects.N.project`).
+         */
+        FixtureProjectContents: {
+            /** @description The project's id (`proj_...`) or its slug (e.g. `default`). */
+            project: string;
+            api_keys?: components["schemas"]["FixtureApiKey"][];
+            files?: components["schemas"]["FixtureFile"][];
+            queue_jobs?: components["schemas"]["FixtureQueueJob"][];
+            videos?: components["schemas"]["FixtureVideo"][];
         };
         FixtureOrganization: {
             id?: string;

@@ -9,7 +9,7 @@ import { dirname, join } from 'node:path';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import type { components } from '../../../generated/api.d.ts';
 import { instant } from '../../core/clock.ts';
-import { ApiError, StartError, taken } from '../../core/errors.ts';
+import { ApiError, apiError, StartError, taken } from '../../core/errors.ts';
 import { hashKey } from '../../core/identity.ts';
 import { newId } from '../../core/ids.ts';
 import { specPath } from '../../core/paths.ts';
@@ -21,6 +21,7 @@ import { seedVideo } from '../videos/index.ts';
 
 type Fixtures = components['schemas']['Fixtures'];
 type Applied = components['schemas']['FixturesApplied'];
+type FixtureContents = Omit<components['schemas']['FixtureProjectContents'], 'project'>;
 type FixtureServices = Pick<Services, 'db' | 'clock' | 'config'>;
 
 export async function applyFixtures(ctx: Context<'applyFixtures'>) {
@@ -50,6 +51,45 @@ async function apply(services: FixtureServices, doc: Fixtures, once?: (tx: Tx) =
       if (once && !(await once(tx))) return null;
       const applied: Applied = { object: 'fixtures', organizations: [], projects: [], api_keys: [], files: [], queue_jobs: [], videos: [] };
       const now = instant(clock);
+      // A project's contents, made or existing: keys, queue jobs, videos, files.
+      const fill = async (projectId: string, project: FixtureContents, pat: string) => {
+        for (const [k, key] of (project.api_keys ?? []).entries()) {
+          const kat = `${pat}.api_keys.${k}`;
+          const keyId = key.id ?? newId('key', clock.now());
+          if (key.id && (await tx.apiKey.findUnique({ where: { id: key.id } }))) throw idTaken('API key', key.id, `${kat}.id`);
+          const hash = hashKey(key.secret);
+          if (await tx.apiKey.findUnique({ where: { hash } }))
+            throw taken(`An API key with this secret exists already (${kat}.secret).`, 'secret_taken', `${kat}.secret`);
+          await tx.apiKey.create({ data: { id: keyId, projectId, name: key.name, hash, prefix: key.secret.slice(0, 10), createdAt: now } });
+          applied.api_keys.push(keyId);
+        }
+        for (const [j, job] of (project.queue_jobs ?? []).entries()) {
+          const jat = `${pat}.queue_jobs.${j}`;
+          if (job.request_id && (await tx.queueJob.findUnique({ where: { id: job.request_id } })))
+            throw idTaken('queue job', job.request_id, `${jat}.request_id`);
+          const seeded = await within(jat, () => seedJob(tx, services, projectId, { ...job, id: job.request_id }));
+          applied.queue_jobs.push(seeded.id);
+        }
+        for (const [v, video] of (project.videos ?? []).entries()) {
+          const vat = `${pat}.videos.${v}`;
+          if (video.id && (await tx.video.findUnique({ where: { id: video.id } }))) throw idTaken('video', video.id, `${vat}.id`);
+          applied.videos.push((await within(`${vat}.request`, () => seedVideo(tx, services, projectId, video))).id);
+        }
+        for (const [f, file] of (project.files ?? []).entries()) {
+          const fat = `${pat}.files.${f}`;
+          const fileId = file.id ?? newId('file', clock.now()).replace(/^file_/, 'file-');
+          if (file.id && (await tx.file.findUnique({ where: { id: file.id } }))) throw idTaken('file', file.id, `${fat}.id`);
+          const fileType = (file.file_type ?? 'jsonl') as FileType;
+          await within(fat, async () => checkPurpose(file.purpose, fileType));
+          const path = join(config.dataDir, fileLocation(projectId, fileId));
+          await mkdir(dirname(path), { recursive: true });
+          written.push(path);
+          const bytes = Buffer.from(file.content);
+          await writeFile(path, bytes);
+          await recordFile(tx, services, fileId, { projectId, filename: file.filename, purpose: file.purpose, fileType }, bytes.length);
+          applied.files.push(fileId);
+        }
+      };
       for (const [o, org] of (doc.organizations ?? []).entries()) {
         const at = `organizations.${o}`;
         const orgId = org.id ?? newId('org', clock.now());
@@ -63,43 +103,15 @@ async function apply(services: FixtureServices, doc: Fixtures, once?: (tx: Tx) =
           const slug = await freeSlug(tx, project.slug, project.name, `${pat}.slug`);
           await tx.project.create({ data: { id: projectId, organizationId: orgId, name: project.name, slug, createdAt: now } });
           applied.projects.push(projectId);
-          for (const [k, key] of (project.api_keys ?? []).entries()) {
-            const kat = `${pat}.api_keys.${k}`;
-            const keyId = key.id ?? newId('key', clock.now());
-            if (key.id && (await tx.apiKey.findUnique({ where: { id: key.id } }))) throw idTaken('API key', key.id, `${kat}.id`);
-            const hash = hashKey(key.secret);
-            if (await tx.apiKey.findUnique({ where: { hash } }))
-              throw taken(`An API key with this secret exists already (${kat}.secret).`, 'secret_taken', `${kat}.secret`);
-            await tx.apiKey.create({ data: { id: keyId, projectId, name: key.name, hash, prefix: key.secret.slice(0, 10), createdAt: now } });
-            applied.api_keys.push(keyId);
-          }
-          for (const [j, job] of (project.queue_jobs ?? []).entries()) {
-            const jat = `${pat}.queue_jobs.${j}`;
-            if (job.request_id && (await tx.queueJob.findUnique({ where: { id: job.request_id } })))
-              throw idTaken('queue job', job.request_id, `${jat}.request_id`);
-            const seeded = await within(jat, () => seedJob(tx, services, projectId, { ...job, id: job.request_id }));
-            applied.queue_jobs.push(seeded.id);
-          }
-          for (const [v, video] of (project.videos ?? []).entries()) {
-            const vat = `${pat}.videos.${v}`;
-            if (video.id && (await tx.video.findUnique({ where: { id: video.id } }))) throw idTaken('video', video.id, `${vat}.id`);
-            applied.videos.push((await within(`${vat}.request`, () => seedVideo(tx, services, projectId, video))).id);
-          }
-          for (const [f, file] of (project.files ?? []).entries()) {
-            const fat = `${pat}.files.${f}`;
-            const fileId = file.id ?? newId('file', clock.now()).replace(/^file_/, 'file-');
-            if (file.id && (await tx.file.findUnique({ where: { id: file.id } }))) throw idTaken('file', file.id, `${fat}.id`);
-            const fileType = (file.file_type ?? 'jsonl') as FileType;
-            await within(fat, async () => checkPurpose(file.purpose, fileType));
-            const path = join(config.dataDir, fileLocation(projectId, fileId));
-            await mkdir(dirname(path), { recursive: true });
-            written.push(path);
-            const bytes = Buffer.from(file.content);
-            await writeFile(path, bytes);
-            await recordFile(tx, services, fileId, { projectId, filename: file.filename, purpose: file.purpose, fileType }, bytes.length);
-            applied.files.push(fileId);
-          }
+          await fill(projectId, project, pat);
         }
+      }
+      for (const [p, into] of (doc.projects ?? []).entries()) {
+        const pat = `projects.${p}`;
+        const ref = into.project;
+        const found = await tx.project.findUnique({ where: ref.startsWith('proj_') ? { id: ref } : { slug: ref } });
+        if (!found) throw apiError(404, 'not_found', `No project with id or slug '${ref}' was found (${pat}.project).`, `${pat}.project`);
+        await fill(found.id, into, pat);
       }
       return applied;
     });
