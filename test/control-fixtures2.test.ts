@@ -59,3 +59,89 @@ describe('contents of projects that exist already', () => {
     expect(await t.services.db.prisma.apiKey.count()).toBe(before);
   });
 });
+
+describe('fine-tunes in given states', () => {
+  const BASE = 'meta-llama/Meta-Llama-3.1-8B-Instruct-Reference';
+  const dataset = `${Array.from({ length: 16 }, (_, i) => JSON.stringify({ text: `sample number ${i}` })).join('\n')}\n`;
+  const secret = 'fine-tune-fixture-key-0123456789';
+  const TRAIN = `file-${ulid('f1')}`;
+
+  test('completed with checkpoints and metrics, running, queued, pending, cancelled, error: on a file of the same document', async () => {
+    const request = { model: BASE, training_file: TRAIN, n_epochs: 2, n_checkpoints: 2, batch_size: 8 };
+    const { data, error } = await control.POST('/_control/fixtures', {
+      body: {
+        organizations: [
+          {
+            name: 'Tuning',
+            projects: [
+              {
+                name: 'Tunes',
+                api_keys: [{ name: 'ci', secret }],
+                files: [{ id: TRAIN, filename: 'train.jsonl', purpose: 'fine-tune', content: dataset }],
+                fine_tunes: [
+                  { id: `ft-${ulid('f2')}`, request: request as never, status: 'completed' },
+                  { request: request as never, status: 'running' },
+                  { request: request as never, status: 'queued' },
+                  { request: request as never },
+                  { request: request as never, status: 'cancelled' },
+                  { request: request as never, status: 'error', error: 'The GPU fell over.' },
+                ],
+              },
+            ],
+          },
+        ],
+      },
+    });
+    expect(error).toBeUndefined();
+    const ids = data!.fine_tunes;
+    expect(ids[0]).toBe(`ft-${ulid('f2')}`);
+    const client = new Together({ apiKey: secret, baseURL: `${t.url}/v1`, maxRetries: 0 });
+    const states = await Promise.all(ids.map(async (id) => (await client.fineTuning.retrieve(id)).status));
+    expect(states).toEqual(['completed', 'running', 'queued', 'pending', 'cancelled', 'error']);
+    const done = await client.fineTuning.retrieve(ids[0]!);
+    expect(done).toMatchObject({ training_file: TRAIN, user_id: 'fixtures', model_output_name: expect.any(String) });
+    const checkpoints = await client.fineTuning.listCheckpoints(ids[0]!);
+    expect(checkpoints.data.map((c) => c.checkpoint_type)).toContain('Final');
+    const metrics = (await t.http.get(`/v1/fine-tunes/${ids[0]}/metrics`).set('Authorization', `Bearer ${secret}`)).body.metrics;
+    expect(metrics.length).toBeGreaterThan(0);
+    expect(metrics[0]).toHaveProperty(['train/loss']);
+    // The fine-tuned model is in the project's catalogue, as after any completed job.
+    const { outputModelId } = await t.services.db.prisma.fineTune.findUniqueOrThrow({ where: { id: ids[0]! } });
+    expect((await client.models.list()).map((m) => m.id)).toContain(outputModelId);
+    expect(await client.fineTuning.retrieve(ids[5]!)).toMatchObject({ error: 'The GPU fell over.' });
+    // The running job is left to the runner: it completes in its own time, as any.
+    await t.advance(2000);
+    expect((await client.fineTuning.retrieve(ids[1]!)).status).toBe('completed');
+  });
+
+  test('a training file the module refuses, a taken id: the field inside the document, nothing made', async () => {
+    const before = await t.services.db.prisma.fineTune.count();
+    const body = (training_file: string, id?: string) => ({
+      projects: [
+        {
+          project: 'default',
+          files: [{ filename: 'eval.jsonl', purpose: 'eval', content: '{"text": "x"}\n' }],
+          fine_tunes: [{ ...(id && { id }), request: { model: BASE, training_file } }],
+        },
+      ],
+    });
+    expectError(await t.http.post('/_control/fixtures').set(auth).send(body('file-nope')), 404, {
+      code: 'file_not_found',
+      param: 'projects.0.fine_tunes.0.request.training_file',
+    });
+    // Another project's file is not this project's.
+    expectError(await t.http.post('/_control/fixtures').set(auth).send(body(TRAIN)), 404, { param: 'projects.0.fine_tunes.0.request.training_file' });
+    expectError(
+      await t.http
+        .post('/_control/fixtures')
+        .set(auth)
+        .send(body(TRAIN, `ft-${ulid('f2')}`)),
+      409,
+      {
+        code: 'id_taken',
+        param: 'projects.0.fine_tunes.0.id',
+      },
+    );
+    expect(await t.services.db.prisma.fineTune.count()).toBe(before);
+  });
+});

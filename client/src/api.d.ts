@@ -90,14 +90,14 @@ export interface paths {
         /**
          * Create what a fixtures document describes, all or nothing
          * @description Creates the organizations of the document, each with its projects, and in each project its API keys,
-         *     files, queue jobs and videos; then puts what `projects` lists into projects that exist already (by id or
+         *     files, queue jobs, videos and fine-tunes; then puts what `projects` lists into projects that exist already (by id or
          *     slug, e.g. the bootstrapped `default`); all in ONE transaction: any refusal (400 for a bad field, 409 for a taken id, slug or secret) names the
          *     field by its dotted path in the document (e.g. `organizations.0.projects.1.api_keys.0.secret`) and
          *     creates nothing. A resource is checked by its own module as its create operation checks it, and refused
          *     as that operation refuses it (e.g. 404 `model_not_found` for a video's unknown model). The same document may be given at start as `FIXTURES_FILE` (YAML or JSON).
          *
          *     **Ids.** Where the platform's id forms allow, an id may be given: organizations `org_`, projects `proj_`,
-         *     API keys `key_`, files `file-`, queue jobs `req_`, videos `video_`, each followed by a ULID in lower case (26 characters of Crockford base32,
+         *     API keys `key_`, files `file-`, queue jobs `req_`, videos `video_`, fine-tunes `ft-`, each followed by a ULID in lower case (26 characters of Crockford base32,
          *     the first `0`-`7`), as the platform makes them; another form is refused (400). Without one, the server
          *     makes an id as the API would.
          *
@@ -4356,7 +4356,7 @@ export interface components {
             projects?: components["schemas"]["FixtureProjectContents"][];
         };
         /**
-         * @description Keys, files, queue jobs and videos put into a project that exists already (made before, by the API, the
+         * @description Keys, files, queue jobs, videos and fine-tunes put into a project that exists already (made before, by the API, the
          *     CLI, the bootstrap or this document's `organizations`), which is not changed otherwise. A project the
          *     reference finds nowhere is refused (404 `not_found`, `param` `projects.N.project`).
          */
@@ -4367,6 +4367,7 @@ export interface components {
             files?: components["schemas"]["FixtureFile"][];
             queue_jobs?: components["schemas"]["FixtureQueueJob"][];
             videos?: components["schemas"]["FixtureVideo"][];
+            fine_tunes?: components["schemas"]["FixtureFineTune"][];
         };
         FixtureOrganization: {
             id?: string;
@@ -4382,6 +4383,7 @@ export interface components {
             files?: components["schemas"]["FixtureFile"][];
             queue_jobs?: components["schemas"]["FixtureQueueJob"][];
             videos?: components["schemas"]["FixtureVideo"][];
+            fine_tunes?: components["schemas"]["FixtureFineTune"][];
         };
         FixtureApiKey: {
             id?: string;
@@ -4446,12 +4448,37 @@ export interface components {
                 message: string;
             };
         };
+        /**
+         * @description A fine-tuning job, created as `createFineTune` creates it (the same checks: a model that can be
+         *     fine-tuned, a `training_file` of the project with purpose `fine-tune`, e.g. one of this document's files
+         *     by its given id, as files are made before fine-tunes), its `user_id` being `fixtures`; then moved to
+         *     `status` through the fine-tune machine:
+         *     - `pending` (the default): the runner validates its files and trains it in its own time, as any job.
+         *     - `cancelled` (cancelled before training), `error` (failed with `error` as its message).
+         *     - `queued`, `running`, `completed`: after the transaction commits, the runner takes the job's own steps
+         *       at once (the training file's validation, queue, start; for `completed` the simulated training, which
+         *       writes its loss metrics (`getFineTuneMetrics`), events and checkpoints (`listFineTuneCheckpoints`), then
+         *       compression and upload, which puts the fine-tuned model in the project's catalogue), as
+         *       `transitionJob` does; the answer comes when it is there. A dataset its validation refuses ends the
+         *       job `error` with the reason instead, as on the platform (the job, and the rest of the document, stay).
+         *       From `FIXTURES_FILE` (applied before the runner starts) such a job starts `pending` and the runner
+         *       takes it from there in its own time.
+         */
+        FixtureFineTune: {
+            id?: string;
+            request: components["schemas"]["CreateFineTuneBody"];
+            /** @enum {string} */
+            status?: "pending" | "queued" | "running" | "completed" | "cancelled" | "error";
+            /** @description An `error` job's message (default `The job failed.`). */
+            error?: string;
+        };
         FixturesApplied: {
             /** @constant */
             object: "fixtures";
             /** @description Their request ids. */
             queue_jobs: string[];
             videos: string[];
+            fine_tunes: string[];
             organizations: string[];
             projects: string[];
             api_keys: string[];

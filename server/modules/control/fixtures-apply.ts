@@ -1,7 +1,8 @@
 // Fixtures (the Control tag's applyFixtures, and FIXTURES_FILE at start): organizations, projects, API keys with
-// given secrets, files with content, queue jobs and videos, from one document, in one transaction, through each
-// module's own creation code (its index's exports): the Files module's recordFile after the bytes are at their
-// place, the queue's seedJob, the videos' seedVideo.
+// given secrets, files with content, queue jobs, videos and fine-tunes, into new or existing projects, from one
+// document, in one transaction, through each module's own creation code (its index's exports): the Files module's
+// recordFile after the bytes are at their place, the queue's seedJob, the videos' seedVideo, fine-tuning's
+// seedFineTune (and, after the commit, trainFineTune for the states training reaches).
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
@@ -15,6 +16,7 @@ import { newId } from '../../core/ids.ts';
 import { specPath } from '../../core/paths.ts';
 import { startLock, type Tx } from '../../db/index.ts';
 import { checkPurpose, type FileType, fileLocation, recordFile } from '../files/index.ts';
+import { type SeededFineTune, type SeededFineTuneStatus, seedFineTune, trainFineTune } from '../fine-tuning/index.ts';
 import { seedJob } from '../queue/index.ts';
 import type { Context, Services } from '../types.ts';
 import { seedVideo } from '../videos/index.ts';
@@ -22,7 +24,8 @@ import { seedVideo } from '../videos/index.ts';
 type Fixtures = components['schemas']['Fixtures'];
 type Applied = components['schemas']['FixturesApplied'];
 type FixtureContents = Omit<components['schemas']['FixtureProjectContents'], 'project'>;
-type FixtureServices = Pick<Services, 'db' | 'clock' | 'config'>;
+// The runner, when there is one (not yet at start), takes fixtures' fine-tunes to the states training reaches.
+type FixtureServices = Pick<Services, 'db' | 'clock' | 'config'> & Partial<Pick<Services, 'runner'>>;
 
 export async function applyFixtures(ctx: Context<'applyFixtures'>) {
   return apply(ctx, ctx.body as Fixtures);
@@ -46,13 +49,15 @@ async function apply(services: FixtureServices, doc: Fixtures, once?: (tx: Tx) =
   // Bytes are written to their places first (a file's row may only point at bytes that are there), and removed
   // again if the transaction does not commit.
   const written: string[] = [];
+  const train: { id: string; status: SeededFineTuneStatus }[] = [];
+  let applied: Applied | null;
   try {
-    return await db.write(async (tx) => {
+    applied = await db.write(async (tx) => {
       if (once && !(await once(tx))) return null;
-      const applied: Applied = { object: 'fixtures', organizations: [], projects: [], api_keys: [], files: [], queue_jobs: [], videos: [] };
+      const applied: Applied = { object: 'fixtures', organizations: [], projects: [], api_keys: [], files: [], queue_jobs: [], videos: [], fine_tunes: [] };
       const now = instant(clock);
-      // A project's contents, made or existing: keys, queue jobs, videos, files.
-      const fill = async (projectId: string, project: FixtureContents, pat: string) => {
+      // A project's contents, made or existing: keys, queue jobs, videos, files, then fine-tunes (which may train on those files).
+      const fill = async ({ id: projectId, slug }: { id: string; slug: string }, project: FixtureContents, pat: string) => {
         for (const [k, key] of (project.api_keys ?? []).entries()) {
           const kat = `${pat}.api_keys.${k}`;
           const keyId = key.id ?? newId('key', clock.now());
@@ -89,6 +94,13 @@ async function apply(services: FixtureServices, doc: Fixtures, once?: (tx: Tx) =
           await recordFile(tx, services, fileId, { projectId, filename: file.filename, purpose: file.purpose, fileType }, bytes.length);
           applied.files.push(fileId);
         }
+        for (const [n, fineTune] of (project.fine_tunes ?? []).entries()) {
+          const nat = `${pat}.fine_tunes.${n}`;
+          if (fineTune.id && (await tx.fineTune.findUnique({ where: { id: fineTune.id } }))) throw idTaken('fine-tune', fineTune.id, `${nat}.id`);
+          const job = await within(`${nat}.request`, () => seedFineTune(tx, services, { id: projectId, slug }, fineTune as SeededFineTune));
+          applied.fine_tunes.push(job.id);
+          if (fineTune.status && job.status !== fineTune.status) train.push({ id: job.id, status: fineTune.status });
+        }
       };
       for (const [o, org] of (doc.organizations ?? []).entries()) {
         const at = `organizations.${o}`;
@@ -103,7 +115,7 @@ async function apply(services: FixtureServices, doc: Fixtures, once?: (tx: Tx) =
           const slug = await freeSlug(tx, project.slug, project.name, `${pat}.slug`);
           await tx.project.create({ data: { id: projectId, organizationId: orgId, name: project.name, slug, createdAt: now } });
           applied.projects.push(projectId);
-          await fill(projectId, project, pat);
+          await fill({ id: projectId, slug }, project, pat);
         }
       }
       for (const [p, into] of (doc.projects ?? []).entries()) {
@@ -111,7 +123,7 @@ async function apply(services: FixtureServices, doc: Fixtures, once?: (tx: Tx) =
         const ref = into.project;
         const found = await tx.project.findUnique({ where: ref.startsWith('proj_') ? { id: ref } : { slug: ref } });
         if (!found) throw apiError(404, 'not_found', `No project with id or slug '${ref}' was found (${pat}.project).`, `${pat}.project`);
-        await fill(found.id, into, pat);
+        await fill(found, into, pat);
       }
       return applied;
     });
@@ -119,6 +131,9 @@ async function apply(services: FixtureServices, doc: Fixtures, once?: (tx: Tx) =
     await Promise.all(written.map((p) => rm(p, { force: true })));
     throw e;
   }
+  // Committed: the runner's own steps take each fine-tune to the state training reaches, in the document's order.
+  if (services.runner) for (const { id, status } of train) await trainFineTune({ db, runner: services.runner }, id, status);
+  return applied;
 }
 
 /** Runs a module's own check or creation for the document's item at `at`: its refusal names the item's field. */
@@ -149,7 +164,8 @@ let validate: ((doc: unknown) => boolean) & { errors?: { instancePath: string; m
 /** The contract's check of a document (the API's validator checks a posted one the same way). */
 function check(doc: unknown): string | null {
   if (!validate) {
-    const ajv = new Ajv2020({ strict: false, allErrors: false, validateSchema: false });
+    // Defaults filled in, as the API's validator fills them in a posted document (a fine-tune's request relies on them).
+    const ajv = new Ajv2020({ strict: false, allErrors: false, validateSchema: false, useDefaults: true });
     const root = 'https://contract.invalid/openapi.json';
     ajv.addSchema({ ...JSON.parse(readFileSync(specPath, 'utf8')), $id: root });
     validate = ajv.compile({ $ref: `${root}#/components/schemas/Fixtures` });
