@@ -145,3 +145,37 @@ describe('fine-tunes in given states', () => {
     expect(await t.services.db.prisma.fineTune.count()).toBe(before);
   });
 });
+
+describe('videos completed', () => {
+  test('rendered by the runner right after the commit: the answer comes with the file there', async () => {
+    const secret = 'video-completed-key-0123456789';
+    const { data, error } = await control.POST('/_control/fixtures', {
+      body: {
+        projects: [
+          {
+            project: 'default',
+            api_keys: [{ name: 'videos', secret }],
+            videos: [
+              {
+                id: `video_${ulid('v1')}`,
+                request: { model: 'Wan-AI/Wan2.2-T2V-A14B', prompt: 'a lighthouse', width: 128, height: 72, seconds: '1', fps: 12 },
+                status: 'completed',
+              },
+            ],
+          },
+        ],
+      },
+    });
+    expect(error).toBeUndefined();
+    expect(data!.videos).toEqual([`video_${ulid('v1')}`]);
+    const client = new Together({ apiKey: secret, baseURL: `${t.url}/v2`, maxRetries: 0 });
+    expect(await client.videos.retrieve(`video_${ulid('v1')}`)).toMatchObject({ status: 'completed', outputs: { video_url: expect.any(String) } });
+    const content = await t.http
+      .get(`/v2/videos/video_${ulid('v1')}/content`)
+      .set('Authorization', `Bearer ${secret}`)
+      .buffer(true);
+    expect(content.status).toBe(200);
+    expect(content.headers['content-type']).toBe('video/mp4');
+    expect(Number(content.headers['content-length'])).toBeGreaterThan(0);
+  });
+});

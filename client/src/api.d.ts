@@ -4434,15 +4434,18 @@ export interface components {
         /**
          * @description A video job, created as `createVideo` creates it (the same checks against its model), then moved through
          *     the video machine to `status`: `in_progress` (the default: its render is scheduled and the runner renders
-         *     it as it would any job, completing it) or `failed` with `error` (default `render_failed`). A `completed`
-         *     state cannot be given: a completed job's video is rendered by the runner, so give `in_progress` and let it
-         *     render.
+         *     it in its own time, as any job), `failed` with `error` (default `render_failed`), or `completed`: the
+         *     local engine renders real files, so a completed video is not written as a row alone: after the
+         *     transaction commits, the runner takes its render step at once (as `transitionJob` to `terminal` does)
+         *     and the answer comes when its file is there (`getVideoContent` serves it). A render that fails ends it
+         *     `failed` with the reason, as any (the rest of the document stays). From `FIXTURES_FILE` (applied before
+         *     the runner starts) it starts `in_progress` and the runner renders it in its own time.
          */
         FixtureVideo: {
             id?: string;
             request: components["schemas"]["CreateVideoBody"];
             /** @enum {string} */
-            status?: "in_progress" | "failed";
+            status?: "in_progress" | "completed" | "failed";
             error?: {
                 code: string;
                 message: string;

@@ -2,7 +2,7 @@
 // given secrets, files with content, queue jobs, videos and fine-tunes, into new or existing projects, from one
 // document, in one transaction, through each module's own creation code (its index's exports): the Files module's
 // recordFile after the bytes are at their place, the queue's seedJob, the videos' seedVideo, fine-tuning's
-// seedFineTune (and, after the commit, trainFineTune for the states training reaches).
+// seedFineTune; after the commit, the runner's own steps for the states it reaches (trainFineTune, renderVideo).
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
@@ -15,11 +15,12 @@ import { hashKey } from '../../core/identity.ts';
 import { newId } from '../../core/ids.ts';
 import { specPath } from '../../core/paths.ts';
 import { startLock, type Tx } from '../../db/index.ts';
+import type { Runner } from '../../runner/runner.ts';
 import { checkPurpose, type FileType, fileLocation, recordFile } from '../files/index.ts';
-import { type SeededFineTune, type SeededFineTuneStatus, seedFineTune, trainFineTune } from '../fine-tuning/index.ts';
+import { type SeededFineTune, seedFineTune, trainFineTune } from '../fine-tuning/index.ts';
 import { seedJob } from '../queue/index.ts';
 import type { Context, Services } from '../types.ts';
-import { seedVideo } from '../videos/index.ts';
+import { renderVideo, seedVideo } from '../videos/index.ts';
 
 type Fixtures = components['schemas']['Fixtures'];
 type Applied = components['schemas']['FixturesApplied'];
@@ -49,7 +50,8 @@ async function apply(services: FixtureServices, doc: Fixtures, once?: (tx: Tx) =
   // Bytes are written to their places first (a file's row may only point at bytes that are there), and removed
   // again if the transaction does not commit.
   const written: string[] = [];
-  const train: { id: string; status: SeededFineTuneStatus }[] = [];
+  // What the runner does once the document is committed: fine-tunes trained, videos rendered, in the document's order.
+  const after: ((runner: Runner) => Promise<unknown>)[] = [];
   let applied: Applied | null;
   try {
     applied = await db.write(async (tx) => {
@@ -78,7 +80,9 @@ async function apply(services: FixtureServices, doc: Fixtures, once?: (tx: Tx) =
         for (const [v, video] of (project.videos ?? []).entries()) {
           const vat = `${pat}.videos.${v}`;
           if (video.id && (await tx.video.findUnique({ where: { id: video.id } }))) throw idTaken('video', video.id, `${vat}.id`);
-          applied.videos.push((await within(`${vat}.request`, () => seedVideo(tx, services, projectId, video))).id);
+          const made = await within(`${vat}.request`, () => seedVideo(tx, services, projectId, video));
+          applied.videos.push(made.id);
+          if (video.status === 'completed') after.push((runner) => renderVideo({ db, runner }, made.id));
         }
         for (const [f, file] of (project.files ?? []).entries()) {
           const fat = `${pat}.files.${f}`;
@@ -99,7 +103,8 @@ async function apply(services: FixtureServices, doc: Fixtures, once?: (tx: Tx) =
           if (fineTune.id && (await tx.fineTune.findUnique({ where: { id: fineTune.id } }))) throw idTaken('fine-tune', fineTune.id, `${nat}.id`);
           const job = await within(`${nat}.request`, () => seedFineTune(tx, services, { id: projectId, slug }, fineTune as SeededFineTune));
           applied.fine_tunes.push(job.id);
-          if (fineTune.status && job.status !== fineTune.status) train.push({ id: job.id, status: fineTune.status });
+          const status = fineTune.status;
+          if (status && job.status !== status) after.push((runner) => trainFineTune({ db, runner }, job.id, status));
         }
       };
       for (const [o, org] of (doc.organizations ?? []).entries()) {
@@ -131,8 +136,7 @@ async function apply(services: FixtureServices, doc: Fixtures, once?: (tx: Tx) =
     await Promise.all(written.map((p) => rm(p, { force: true })));
     throw e;
   }
-  // Committed: the runner's own steps take each fine-tune to the state training reaches, in the document's order.
-  if (services.runner) for (const { id, status } of train) await trainFineTune({ db, runner: services.runner }, id, status);
+  if (services.runner) for (const step of after) await step(services.runner);
   return applied;
 }
 
