@@ -90,14 +90,14 @@ export interface paths {
         /**
          * Create what a fixtures document describes, all or nothing
          * @description Creates the organizations of the document, each with its projects, and in each project its API keys,
-         *     files, queue jobs, videos and fine-tunes; then puts what `projects` lists into projects that exist already (by id or
+         *     files, queue jobs, videos, fine-tunes and v1 endpoints; then puts what `projects` lists into projects that exist already (by id or
          *     slug, e.g. the bootstrapped `default`); all in ONE transaction: any refusal (400 for a bad field, 409 for a taken id, slug or secret) names the
          *     field by its dotted path in the document (e.g. `organizations.0.projects.1.api_keys.0.secret`) and
          *     creates nothing. A resource is checked by its own module as its create operation checks it, and refused
          *     as that operation refuses it (e.g. 404 `model_not_found` for a video's unknown model). The same document may be given at start as `FIXTURES_FILE` (YAML or JSON).
          *
          *     **Ids.** Where the platform's id forms allow, an id may be given: organizations `org_`, projects `proj_`,
-         *     API keys `key_`, files `file-`, queue jobs `req_`, videos `video_`, fine-tunes `ft-`, each followed by a ULID in lower case (26 characters of Crockford base32,
+         *     API keys `key_`, files `file-`, queue jobs `req_`, videos `video_`, fine-tunes `ft-` (v1 endpoints: `endpoint-<uuid>`), each followed by a ULID in lower case (26 characters of Crockford base32,
          *     the first `0`-`7`), as the platform makes them; another form is refused (400). Without one, the server
          *     makes an id as the API would.
          *
@@ -4356,7 +4356,7 @@ export interface components {
             projects?: components["schemas"]["FixtureProjectContents"][];
         };
         /**
-         * @description Keys, files, queue jobs, videos and fine-tunes put into a project that exists already (made before, by the API, the
+         * @description Keys, files, queue jobs, videos, fine-tunes and v1 endpoints put into a project that exists already (made before, by the API, the
          *     CLI, the bootstrap or this document's `organizations`), which is not changed otherwise. A project the
          *     reference finds nowhere is refused (404 `not_found`, `param` `projects.N.project`).
          */
@@ -4368,6 +4368,7 @@ export interface components {
             queue_jobs?: components["schemas"]["FixtureQueueJob"][];
             videos?: components["schemas"]["FixtureVideo"][];
             fine_tunes?: components["schemas"]["FixtureFineTune"][];
+            v1_endpoints?: components["schemas"]["FixtureV1Endpoint"][];
         };
         FixtureOrganization: {
             id?: string;
@@ -4384,6 +4385,7 @@ export interface components {
             queue_jobs?: components["schemas"]["FixtureQueueJob"][];
             videos?: components["schemas"]["FixtureVideo"][];
             fine_tunes?: components["schemas"]["FixtureFineTune"][];
+            v1_endpoints?: components["schemas"]["FixtureV1Endpoint"][];
         };
         FixtureApiKey: {
             id?: string;
@@ -4475,6 +4477,34 @@ export interface components {
             /** @description An `error` job's message (default `The job failed.`). */
             error?: string;
         };
+        /**
+         * @description A first-generation (v1) dedicated endpoint in a given state, as the default project's seeded ones are
+         *     made (v1 creation is retired on the API): its model and hardware must be in the catalogue (404
+         *     `model_not_found`, `hardware_not_found`). Its `name` is made as the platform names v1 endpoints
+         *     (`<model name>-<6 hex characters>`; none can be given). A `STARTED` one holds its `min_replicas`
+         *     replicas' hardware reservations (at least one) from now on, so it consumes capacity and bills, as the
+         *     seeded one does: like the seed, a fixture sets up a state, so the hardware's free capacity is not
+         *     checked. Nothing moves a v1 endpoint on its own: it stays in `state` until `updateEndpoint` stops it.
+         */
+        FixtureV1Endpoint: {
+            /** @description The platform's form, `endpoint-<uuid>` (lower case). */
+            id?: string;
+            display_name: string;
+            model: string;
+            /** @description A hardware configuration id (`listHardware`). */
+            hardware: string;
+            /** @description Default 1. */
+            min_replicas?: number;
+            /** @description Default 1; not below `min_replicas` (400). */
+            max_replicas?: number;
+            /**
+             * @description Default `STARTED`.
+             * @enum {string}
+             */
+            state?: "PENDING" | "STARTING" | "STARTED" | "STOPPING" | "STOPPED" | "ERROR";
+            /** @description Minutes; stored and reported only, as for every v1 endpoint. */
+            inactive_timeout?: number | null;
+        };
         FixturesApplied: {
             /** @constant */
             object: "fixtures";
@@ -4482,6 +4512,7 @@ export interface components {
             queue_jobs: string[];
             videos: string[];
             fine_tunes: string[];
+            v1_endpoints: string[];
             organizations: string[];
             projects: string[];
             api_keys: string[];

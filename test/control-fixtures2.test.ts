@@ -179,3 +179,55 @@ describe('videos completed', () => {
     expect(Number(content.headers['content-length'])).toBeGreaterThan(0);
   });
 });
+
+describe('v1 endpoints in given states', () => {
+  const HW = '1x_nvidia_h100_80gb_sxm';
+  const MODEL = 'meta-llama/Meta-Llama-3.1-8B-Instruct';
+  const ID = 'endpoint-0f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0';
+
+  test('STARTED (holding its replicas) and STOPPED, in the default project, with a given id', async () => {
+    const before = await t.services.db.prisma.hardwareReservation.count();
+    const { data, error } = await control.POST('/_control/fixtures', {
+      body: {
+        projects: [
+          {
+            project: 'default',
+            v1_endpoints: [
+              { id: ID, display_name: 'Fixture v1', model: MODEL, hardware: HW, min_replicas: 2, max_replicas: 3, inactive_timeout: 30 },
+              { display_name: 'Stopped v1', model: MODEL, hardware: HW, state: 'STOPPED' },
+            ],
+          },
+        ],
+      },
+    });
+    expect(error).toBeUndefined();
+    expect(data!.v1_endpoints).toEqual([ID, expect.stringMatching(/^endpoint-/)]);
+    const started = await t.caller.http.get(`/v1/endpoints/${ID}`);
+    expect(started.body).toMatchObject({
+      id: ID,
+      display_name: 'Fixture v1',
+      model: MODEL,
+      hardware: HW,
+      state: 'STARTED',
+      name: expect.stringMatching(/^default\/Meta-Llama-3\.1-8B-Instruct-[0-9a-f]{6}$/),
+    });
+    expect((await t.caller.http.get(`/v1/endpoints/${data!.v1_endpoints[1]}`)).body.state).toBe('STOPPED');
+    expect(await t.services.db.prisma.hardwareReservation.count()).toBe(before + 2);
+    // It moves as any v1 endpoint: stopped by its owner.
+    expect((await t.caller.http.patch(`/v1/endpoints/${ID}`).send({ state: 'STOPPED' })).body.state).toBe('STOPPED');
+  });
+
+  test('unknown hardware, max below min, a taken id: the field inside the document, nothing made', async () => {
+    const before = await t.services.db.prisma.v1Endpoint.count();
+    const send = (endpoint: Record<string, unknown>) =>
+      t.http
+        .post('/_control/fixtures')
+        .set(auth)
+        .send({ projects: [{ project: 'default', v1_endpoints: [{ display_name: 'x', model: MODEL, hardware: HW, ...endpoint }] }] });
+    expectError(await send({ hardware: 'no_such_hardware' }), 404, { code: 'hardware_not_found', param: 'projects.0.v1_endpoints.0.hardware' });
+    expectError(await send({ model: 'no/such-model' }), 404, { code: 'model_not_found', param: 'projects.0.v1_endpoints.0.model' });
+    expectError(await send({ min_replicas: 3, max_replicas: 2 }), 400, { param: 'projects.0.v1_endpoints.0.max_replicas' });
+    expectError(await send({ id: ID }), 409, { code: 'id_taken', param: 'projects.0.v1_endpoints.0.id' });
+    expect(await t.services.db.prisma.v1Endpoint.count()).toBe(before);
+  });
+});

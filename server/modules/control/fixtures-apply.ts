@@ -16,6 +16,7 @@ import { newId } from '../../core/ids.ts';
 import { specPath } from '../../core/paths.ts';
 import { startLock, type Tx } from '../../db/index.ts';
 import type { Runner } from '../../runner/runner.ts';
+import { seedV1Endpoint } from '../endpoints/index.ts';
 import { checkPurpose, type FileType, fileLocation, recordFile } from '../files/index.ts';
 import { type SeededFineTune, seedFineTune, trainFineTune } from '../fine-tuning/index.ts';
 import { seedJob } from '../queue/index.ts';
@@ -56,7 +57,17 @@ async function apply(services: FixtureServices, doc: Fixtures, once?: (tx: Tx) =
   try {
     applied = await db.write(async (tx) => {
       if (once && !(await once(tx))) return null;
-      const applied: Applied = { object: 'fixtures', organizations: [], projects: [], api_keys: [], files: [], queue_jobs: [], videos: [], fine_tunes: [] };
+      const applied: Applied = {
+        object: 'fixtures',
+        organizations: [],
+        projects: [],
+        api_keys: [],
+        files: [],
+        queue_jobs: [],
+        videos: [],
+        fine_tunes: [],
+        v1_endpoints: [],
+      };
       const now = instant(clock);
       // A project's contents, made or existing: keys, queue jobs, videos, files, then fine-tunes (which may train on those files).
       const fill = async ({ id: projectId, slug }: { id: string; slug: string }, project: FixtureContents, pat: string) => {
@@ -105,6 +116,22 @@ async function apply(services: FixtureServices, doc: Fixtures, once?: (tx: Tx) =
           applied.fine_tunes.push(job.id);
           const status = fineTune.status;
           if (status && job.status !== status) after.push((runner) => trainFineTune({ db, runner }, job.id, status));
+        }
+        for (const [e, endpoint] of (project.v1_endpoints ?? []).entries()) {
+          const eat = `${pat}.v1_endpoints.${e}`;
+          if (endpoint.id && (await tx.v1Endpoint.findUnique({ where: { id: endpoint.id } }))) throw idTaken('v1 endpoint', endpoint.id, `${eat}.id`);
+          const spec = {
+            id: endpoint.id,
+            displayName: endpoint.display_name,
+            model: endpoint.model,
+            hardware: endpoint.hardware,
+            minReplicas: endpoint.min_replicas ?? 1,
+            maxReplicas: endpoint.max_replicas ?? 1,
+            state: endpoint.state ?? 'STARTED',
+            inactiveTimeout: endpoint.inactive_timeout ?? null,
+          };
+          const made = await within(eat, () => seedV1Endpoint(tx, clock, projectId, spec));
+          applied.v1_endpoints.push(made.id);
         }
       };
       for (const [o, org] of (doc.organizations ?? []).entries()) {
