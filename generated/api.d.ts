@@ -90,13 +90,14 @@ export interface paths {
         /**
          * Create what a fixtures document describes, all or nothing
          * @description Creates the organizations of the document, each with its projects, and in each project its API keys,
-         *     files, queue jobs and videos, in ONE transaction: any refusal (400 for a bad field, 409 for a taken id, slug or secret) names the
+         *     files, queue jobs, videos, fine-tunes and v1 endpoints; then puts what `projects` lists into projects that exist already (by id or
+         *     slug, e.g. the bootstrapped `default`); all in ONE transaction: any refusal (400 for a bad field, 409 for a taken id, slug or secret) names the
          *     field by its dotted path in the document (e.g. `organizations.0.projects.1.api_keys.0.secret`) and
          *     creates nothing. A resource is checked by its own module as its create operation checks it, and refused
          *     as that operation refuses it (e.g. 404 `model_not_found` for a video's unknown model). The same document may be given at start as `FIXTURES_FILE` (YAML or JSON).
          *
          *     **Ids.** Where the platform's id forms allow, an id may be given: organizations `org_`, projects `proj_`,
-         *     API keys `key_`, files `file-`, queue jobs `req_`, videos `video_`, each followed by a ULID in lower case (26 characters of Crockford base32,
+         *     API keys `key_`, files `file-`, queue jobs `req_`, videos `video_`, fine-tunes `ft-` (v1 endpoints: `endpoint-<uuid>`), each followed by a ULID in lower case (26 characters of Crockford base32,
          *     the first `0`-`7`), as the platform makes them; another form is refused (400). Without one, the server
          *     makes an id as the API would.
          *
@@ -4351,6 +4352,23 @@ export interface components {
         /** @description A fixtures document (`applyFixtures`, `FIXTURES_FILE`). */
         Fixtures: {
             organizations?: components["schemas"]["FixtureOrganization"][];
+            /** @description Contents put into projects that exist already (e.g. the bootstrapped `default`), applied after `organizations`. */
+            projects?: components["schemas"]["FixtureProjectContents"][];
+        };
+        /**
+         * @description Keys, files, queue jobs, videos, fine-tunes and v1 endpoints put into a project that exists already (made before, by the API, the
+         *     CLI, the bootstrap or this document's `organizations`), which is not changed otherwise. A project the
+         *     reference finds nowhere is refused (404 `not_found`, `param` `projects.N.project`).
+         */
+        FixtureProjectContents: {
+            /** @description The project's id (`proj_...`) or its slug (e.g. `default`). */
+            project: string;
+            api_keys?: components["schemas"]["FixtureApiKey"][];
+            files?: components["schemas"]["FixtureFile"][];
+            queue_jobs?: components["schemas"]["FixtureQueueJob"][];
+            videos?: components["schemas"]["FixtureVideo"][];
+            fine_tunes?: components["schemas"]["FixtureFineTune"][];
+            v1_endpoints?: components["schemas"]["FixtureV1Endpoint"][];
         };
         FixtureOrganization: {
             id?: string;
@@ -4366,6 +4384,8 @@ export interface components {
             files?: components["schemas"]["FixtureFile"][];
             queue_jobs?: components["schemas"]["FixtureQueueJob"][];
             videos?: components["schemas"]["FixtureVideo"][];
+            fine_tunes?: components["schemas"]["FixtureFineTune"][];
+            v1_endpoints?: components["schemas"]["FixtureV1Endpoint"][];
         };
         FixtureApiKey: {
             id?: string;
@@ -4416,19 +4436,74 @@ export interface components {
         /**
          * @description A video job, created as `createVideo` creates it (the same checks against its model), then moved through
          *     the video machine to `status`: `in_progress` (the default: its render is scheduled and the runner renders
-         *     it as it would any job, completing it) or `failed` with `error` (default `render_failed`). A `completed`
-         *     state cannot be given: a completed job's video is rendered by the runner, so give `in_progress` and let it
-         *     render.
+         *     it in its own time, as any job), `failed` with `error` (default `render_failed`), or `completed`: the
+         *     local engine renders real files, so a completed video is not written as a row alone: after the
+         *     transaction commits, the runner takes its render step at once (as `transitionJob` to `terminal` does)
+         *     and the answer comes when its file is there (`getVideoContent` serves it). A render that fails ends it
+         *     `failed` with the reason, as any (the rest of the document stays). From `FIXTURES_FILE` (applied before
+         *     the runner starts) it starts `in_progress` and the runner renders it in its own time.
          */
         FixtureVideo: {
             id?: string;
             request: components["schemas"]["CreateVideoBody"];
             /** @enum {string} */
-            status?: "in_progress" | "failed";
+            status?: "in_progress" | "completed" | "failed";
             error?: {
                 code: string;
                 message: string;
             };
+        };
+        /**
+         * @description A fine-tuning job, created as `createFineTune` creates it (the same checks: a model that can be
+         *     fine-tuned, a `training_file` of the project with purpose `fine-tune`, e.g. one of this document's files
+         *     by its given id, as files are made before fine-tunes), its `user_id` being `fixtures`; then moved to
+         *     `status` through the fine-tune machine:
+         *     - `pending` (the default): the runner validates its files and trains it in its own time, as any job.
+         *     - `cancelled` (cancelled before training), `error` (failed with `error` as its message).
+         *     - `queued`, `running`, `completed`: after the transaction commits, the runner takes the job's own steps
+         *       at once (the training file's validation, queue, start; for `completed` the simulated training, which
+         *       writes its loss metrics (`getFineTuneMetrics`), events and checkpoints (`listFineTuneCheckpoints`), then
+         *       compression and upload, which puts the fine-tuned model in the project's catalogue), as
+         *       `transitionJob` does; the answer comes when it is there. A dataset its validation refuses ends the
+         *       job `error` with the reason instead, as on the platform (the job, and the rest of the document, stay).
+         *       From `FIXTURES_FILE` (applied before the runner starts) such a job starts `pending` and the runner
+         *       takes it from there in its own time.
+         */
+        FixtureFineTune: {
+            id?: string;
+            request: components["schemas"]["CreateFineTuneBody"];
+            /** @enum {string} */
+            status?: "pending" | "queued" | "running" | "completed" | "cancelled" | "error";
+            /** @description An `error` job's message (default `The job failed.`). */
+            error?: string;
+        };
+        /**
+         * @description A first-generation (v1) dedicated endpoint in a given state, as the default project's seeded ones are
+         *     made (v1 creation is retired on the API): its model and hardware must be in the catalogue (404
+         *     `model_not_found`, `hardware_not_found`). Its `name` is made as the platform names v1 endpoints
+         *     (`<model name>-<6 hex characters>`; none can be given). A `STARTED` one holds its `min_replicas`
+         *     replicas' hardware reservations (at least one) from now on, so it consumes capacity and bills, as the
+         *     seeded one does: like the seed, a fixture sets up a state, so the hardware's free capacity is not
+         *     checked. Nothing moves a v1 endpoint on its own: it stays in `state` until `updateEndpoint` stops it.
+         */
+        FixtureV1Endpoint: {
+            /** @description The platform's form, `endpoint-<uuid>` (lower case). */
+            id?: string;
+            display_name: string;
+            model: string;
+            /** @description A hardware configuration id (`listHardware`). */
+            hardware: string;
+            /** @description Default 1. */
+            min_replicas?: number;
+            /** @description Default 1; not below `min_replicas` (400). */
+            max_replicas?: number;
+            /**
+             * @description Default `STARTED`.
+             * @enum {string}
+             */
+            state?: "PENDING" | "STARTING" | "STARTED" | "STOPPING" | "STOPPED" | "ERROR";
+            /** @description Minutes; stored and reported only, as for every v1 endpoint. */
+            inactive_timeout?: number | null;
         };
         FixturesApplied: {
             /** @constant */
@@ -4436,6 +4511,8 @@ export interface components {
             /** @description Their request ids. */
             queue_jobs: string[];
             videos: string[];
+            fine_tunes: string[];
+            v1_endpoints: string[];
             organizations: string[];
             projects: string[];
             api_keys: string[];

@@ -6,8 +6,8 @@ import { v1EndpointMachine } from './machine.ts';
 import { createV1Endpoint, type V1EndpointSpec } from './rows.ts';
 import data from './seed.json' with { type: 'json' };
 
-// What this module offers the others.
-export { findV1Endpoint } from './rows.ts';
+// What this module offers the others (seedV1Endpoint: fixtures, the Control tag's applyFixtures).
+export { findV1Endpoint, seedV1Endpoint } from './rows.ts';
 export { qualifiedName } from './wire.ts';
 
 /** The default project's v1 endpoints (seed.json); one whose model or hardware the catalogue lacks is left out. */

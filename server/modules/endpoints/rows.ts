@@ -3,9 +3,11 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { V1Endpoint } from '../../../generated/prisma/sqlite/client/client.ts';
 import { type Clock, instant } from '../../core/clock.ts';
+import { apiError, badRequest } from '../../core/errors.ts';
 import type { Db, Tx } from '../../db/index.ts';
 import { owned } from '../../http/scope.ts';
 import { reserve } from '../hardware/index.ts';
+import { findModel } from '../models/index.ts';
 import type { V1State } from './machine.ts';
 
 export const V1_OWNER = 'v1_endpoint';
@@ -14,6 +16,8 @@ export const V1_OWNER = 'v1_endpoint';
 export const v1Replicas = (e: { minReplicas: number }) => Math.max(e.minReplicas, 1);
 
 export interface V1EndpointSpec {
+  /** Absent: `endpoint-<uuid>`, as the platform's ids are. */
+  id?: string;
   /** Absent: named as the platform names v1 endpoints (`newV1EndpointName`). */
   name?: string;
   displayName: string;
@@ -48,7 +52,7 @@ export async function createV1Endpoint(tx: Tx, clock: Clock, projectId: string, 
   const now = instant(clock);
   const row = await tx.v1Endpoint.create({
     data: {
-      id: `endpoint-${randomUUID()}`,
+      id: e.id ?? `endpoint-${randomUUID()}`,
       projectId,
       name: e.name ?? (await freeName(tx, projectId, e.model)),
       displayName: e.displayName,
@@ -68,4 +72,13 @@ export async function createV1Endpoint(tx: Tx, clock: Clock, projectId: string, 
 
 export function findV1Endpoint(db: Db | Tx, projectId: string, id: string): Promise<V1Endpoint> {
   return owned(db.v1Endpoint, projectId, { id }, { what: 'endpoint', id, param: 'endpointId' });
+}
+
+/** A fixture's v1 endpoint (the Control tag's applyFixtures): its model and hardware must be in the catalogue. */
+export async function seedV1Endpoint(tx: Tx, clock: Clock, projectId: string, e: Omit<V1EndpointSpec, 'name'>): Promise<V1Endpoint> {
+  if (!(await findModel(tx, projectId, e.model))) throw apiError(404, 'model_not_found', `No model '${e.model}' was found.`, 'model');
+  if (!(await tx.hardware.findUnique({ where: { id: e.hardware } })))
+    throw apiError(404, 'hardware_not_found', `No hardware configuration '${e.hardware}' was found.`, 'hardware');
+  if (e.maxReplicas < e.minReplicas) throw badRequest(`max_replicas (${e.maxReplicas}) is below min_replicas (${e.minReplicas}).`, 'max_replicas');
+  return createV1Endpoint(tx, clock, projectId, e);
 }

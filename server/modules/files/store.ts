@@ -10,7 +10,7 @@ import type { File } from '../../../generated/prisma/sqlite/client/client.ts';
 import { instant } from '../../core/clock.ts';
 import { conflict, notFound } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
-import type { Tx } from '../../db/index.ts';
+import type { Db, Tx } from '../../db/index.ts';
 import { enter, transition } from '../../runner/progress.ts';
 import type { Services } from '../types.ts';
 import { AWAITING_BYTES, fileMachine, files } from './machine.ts';
@@ -150,7 +150,12 @@ export async function storeFile(services: StoreServices, input: NewFile, content
 
 /** The project's file, or null (another project's file is absent, and so is a signed upload still awaiting its bytes). */
 export function findFile(services: Pick<Services, 'db'>, projectId: string, id: string): Promise<File | null> {
-  return services.db.prisma.file.findFirst({ where: { id, projectId, status: { not: AWAITING_BYTES } } });
+  return findFileIn(services.db.prisma, projectId, id);
+}
+
+/** findFile, read through `db` (a transaction's view: a fixture's file made in the same transaction). */
+export function findFileIn(db: Db | Tx, projectId: string, id: string): Promise<File | null> {
+  return db.file.findFirst({ where: { id, projectId, status: { not: AWAITING_BYTES } } });
 }
 
 /** A stored file's content, as a stream. */

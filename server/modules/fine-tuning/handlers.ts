@@ -1,83 +1,28 @@
-// Module `fine-tuning`: create (rules.ts), list, get, events, checkpoints, cancel, delete, estimate-price, metrics,
-// download (download.ts), supported models and limits. The runner moves jobs (machine.ts). Cancel, estimate-price
+// Module `fine-tuning`: create (create.ts, rules.ts), list, get, events, checkpoints, cancel, delete, estimate-price,
+// metrics, download (download.ts), supported models and limits. The runner moves jobs (machine.ts). Cancel, estimate-price
 // and metrics also serve the requirements' unprefixed paths (`...Unprefixed` operations, at the end).
-import type { Model } from '../../../generated/prisma/sqlite/client/client.ts';
-import { instant } from '../../core/clock.ts';
 import { apiError, badRequest } from '../../core/errors.ts';
-import { newId } from '../../core/ids.ts';
 import { tar, tarLength } from '../../core/tar.ts';
 import type { Db, Tx } from '../../db/index.ts';
 import { reply } from '../../http/reply.ts';
 import { owned } from '../../http/scope.ts';
-import { enter } from '../../runner/progress.ts';
 import { filePath, findFile, type Report } from '../files/index.ts';
 import { findModel } from '../models/index.ts';
 import type { Context, Services } from '../types.ts';
+import { acceptFineTune, checkpointSource, insertFineTune, supportedModel } from './create.ts';
 import { archiveMembers, type CheckpointType } from './download.ts';
-import { fineTuneMachine, loadDataset, moveFineTune, record } from './machine.ts';
+import { loadDataset, moveFineTune } from './machine.ts';
 import { firstSamples, preview } from './preview.ts';
-import { type Accepted, accept, fineTunable, limitsOf, outputName, priceOf, pricePerMillion } from './rules.ts';
+import { type Accepted, accept, fineTunable, limitsOf, priceOf } from './rules.ts';
 import { plan, runTokens } from './training.ts';
 import { checkpointWire, eventWire, fineTuneTruncatedWire, fineTuneWire } from './wire.ts';
 
-const newFineTuneId = (nowMs: number) => newId('ft', nowMs).replace(/^ft_/, 'ft-');
-
-async function supportedModel(db: Db | Tx, projectId: string, id: string, param: string): Promise<Model> {
-  const model = await findModel(db, projectId, id);
-  if (!model) throw apiError(404, 'model_not_found', `No model '${id}' was found.`, param);
-  if (!fineTunable(model)) throw badRequest(`${model.id} cannot be fine-tuned: see GET /v1/fine-tunes/models/supported.`, param, 'model_not_supported');
-  return model;
-}
-
-/** A dataset file of the project, for `field`: absent answers 404; a file of another purpose or known to be invalid, 400. */
-async function datasetFile(services: Pick<Services, 'db'>, projectId: string, id: string, field: string) {
-  const f = await findFile(services, projectId, id);
-  if (!f) throw apiError(404, 'file_not_found', `No file '${id}' was found.`, field);
-  if (f.purpose !== 'fine-tune') throw badRequest(`File '${id}' was uploaded for '${f.purpose}', not 'fine-tune'.`, field, 'wrong_purpose');
-  if (f.status === 'INVALID_FORMAT' || f.status === 'FAILED')
-    throw badRequest(`File '${id}' is ${f.status}: see its validation_report.`, field, 'file_invalid');
-  return f;
-}
-
-/** `from_checkpoint`: a completed job of the project (404 when there is none, 400 when it has not completed). */
-async function checkpointSource(db: Db, projectId: string, fromCheckpoint: string | undefined): Promise<void> {
-  if (!fromCheckpoint) return;
-  const [jobId] = fromCheckpoint.split(':');
-  const from = await db.fineTune.findFirst({ where: { id: jobId, projectId } });
-  if (!from) throw apiError(404, 'checkpoint_not_found', `No fine-tuning job '${jobId}' was found.`, 'from_checkpoint');
-  if (from.status !== 'completed')
-    throw badRequest(`Job '${jobId}' is ${from.status}: only a completed job's checkpoints can be continued from.`, 'from_checkpoint');
-}
-
 export async function createFineTune(ctx: Context<'createFineTune'>) {
-  const { db, clock, identity, body } = ctx;
-  const model = await supportedModel(db.prisma, identity.projectId, body.model, 'model');
-  const accepted = accept(body, model);
-  await datasetFile(ctx, identity.projectId, body.training_file, 'training_file');
-  if (body.validation_file) await datasetFile(ctx, identity.projectId, body.validation_file, 'validation_file');
-  await checkpointSource(db.prisma, identity.projectId, body.from_checkpoint);
-  const now = instant(clock);
-  const id = newFineTuneId(clock.now());
-  const params = { ...accepted, pricePerMillion: pricePerMillion(model, accepted.trainingType.type === 'Full', accepted.trainingMethod.method === 'dpo') };
+  const { db, identity, body } = ctx;
+  const accepted = await acceptFineTune(db.prisma, identity.projectId, body);
   const { job, events } = await db.write(async (tx) => {
-    const job = await tx.fineTune.create({
-      data: {
-        id,
-        projectId: identity.projectId,
-        userId: identity.apiKeyId,
-        status: 'pending',
-        model: model.id,
-        trainingFile: body.training_file,
-        validationFile: body.validation_file ?? null,
-        params: JSON.stringify(params),
-        outputName: outputName(identity.projectSlug, model, accepted.suffix, id),
-        createdAt: now,
-        updatedAt: now,
-      },
-    });
-    await record(tx, ctx, id, [{ type: 'job_pending', message: 'Fine-tuning job created.' }]);
-    await enter(tx, ctx, fineTuneMachine, { id, projectId: job.projectId, state: job.status });
-    return { job, events: await tx.fineTuneEvent.findMany({ where: { jobId: id }, orderBy: { id: 'asc' } }) };
+    const job = await insertFineTune(tx, ctx, { projectId: identity.projectId, projectSlug: identity.projectSlug, userId: identity.apiKeyId }, accepted);
+    return { job, events: await tx.fineTuneEvent.findMany({ where: { jobId: job.id }, orderBy: { id: 'asc' } }) };
   });
   return fineTuneTruncatedWire(job, events);
 }

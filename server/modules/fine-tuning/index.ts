@@ -22,7 +22,8 @@ import {
 } from './handlers.ts';
 import { fineTuneMachine, fineTuneProgression } from './machine.ts';
 
-// What this module offers the others.
+// What this module offers the others: fixtures' jobs (the Control tag's applyFixtures).
+export { type SeededFineTune, type SeededFineTuneStatus, seedFineTune, trainFineTune } from './create.ts';
 export { fineTunable } from './rules.ts';
 
 export const fineTuning: ModuleDescriptor<'fine-tuning'> = {

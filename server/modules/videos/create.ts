@@ -5,8 +5,9 @@ import type { Video } from '../../../generated/prisma/sqlite/client/client.ts';
 import { instant } from '../../core/clock.ts';
 import { apiError, badRequest, withArticle } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
-import type { Db, Tx } from '../../db/index.ts';
+import type { Database, Db, Tx } from '../../db/index.ts';
 import { enter, type Timing, transition } from '../../runner/progress.ts';
+import type { Runner } from '../../runner/runner.ts';
 import { findModel } from '../models/index.ts';
 import type { RequestBody } from '../types.ts';
 import { videoMachine, videos } from './machine.ts';
@@ -57,7 +58,8 @@ export async function insertVideo(
 export interface SeededVideo {
   id?: string;
   request: Body;
-  status?: 'in_progress' | 'failed';
+  /** `completed` is reached after the fixture's commit, by renderVideo. */
+  status?: 'in_progress' | 'completed' | 'failed';
   error?: { code: string; message: string };
 }
 
@@ -67,4 +69,17 @@ export async function seedVideo(tx: Tx, timing: Timing, projectId: string, input
   if (input.status !== 'failed') return v;
   const error = input.error ?? { code: 'render_failed', message: 'The video could not be rendered.' };
   return transition(tx, timing, videos, v, 'fail', { data: { errorCode: error.code, errorMessage: error.message, completedAt: instant(timing.clock) } });
+}
+
+/**
+ * Renders a committed job now, by the runner's own render step (as transitionJob does), so a fixture's `completed`
+ * video has its file when the answer comes; a render that fails ends it `failed` with the reason, as any. Answers
+ * the state it is in (still `in_progress` when another worker holds its step: that worker finishes it).
+ */
+export async function renderVideo(services: { db: Database; runner: Runner }, id: string): Promise<string> {
+  // Bounded: a failing render is retried at once, up to the runner's attempts, then given up (failed).
+  for (let i = 0; ; i++) {
+    const v = await services.db.prisma.video.findUniqueOrThrow({ where: { id } });
+    if (videoMachine.isTerminal(v.status) || i === 20 || !(await services.runner.runNow(videoMachine.kind, id))) return v.status;
+  }
 }

@@ -7,7 +7,7 @@ import { createVideo, createVideoV1, getVideoContent, getVideoContentV1, retriev
 import { videoMachine, videoProgression } from './machine.ts';
 
 // What this module offers the others: a fixture's job (the Control tag's applyFixtures).
-export { type SeededVideo, seedVideo } from './create.ts';
+export { renderVideo, type SeededVideo, seedVideo } from './create.ts';
 
 export const videos: ModuleDescriptor<'videos'> = {
   name: 'videos',
