@@ -12,7 +12,7 @@ import { apiError } from '../../core/errors.ts';
 import type { Database, Tx } from '../../db/index.ts';
 import { KEY_REVOKED_CHANNEL } from '../../db/keys.ts';
 import type { Context } from '../types.ts';
-import { storeKinds } from './reset.ts';
+import { filled, q, storeKinds } from './reset.ts';
 
 type Model = (typeof Prisma.ModelName)[keyof typeof Prisma.ModelName];
 type Row = Record<string, unknown>;
@@ -25,16 +25,6 @@ const KEPT: Model[] = ['ServerKey', 'ControlSnapshot'];
 const PARENTS: Model[] = ['Organization', 'Project', 'ApiKey'];
 const TABLES = [...PARENTS, ...(Object.values(Prisma.ModelName) as Model[]).filter((m) => !PARENTS.includes(m) && !KEPT.includes(m))];
 const table = (tx: Tx, model: Model) => (tx as unknown as Record<string, Table>)[model[0]!.toLowerCase() + model.slice(1)]!;
-
-// Tables and columns are the models' names (no @@map), quoted alike on SQLite and PostgreSQL.
-const q = (name: string) => Prisma.raw(`"${name}"`);
-/** The tables holding any row, in TABLES' order, found by one query rather than one per table. */
-async function filled(tx: Tx): Promise<Model[]> {
-  const probes = TABLES.map((m) => Prisma.sql`SELECT ${Prisma.raw(`'${m}'`)} AS "model" WHERE EXISTS (SELECT 1 FROM ${q(m)})`);
-  const rows = await tx.$queryRaw<{ model: Model }[]>(Prisma.join(probes, ' UNION ALL ', '', ''));
-  const found = new Set(rows.map((r) => r.model));
-  return TABLES.filter((m) => found.has(m));
-}
 
 // Rows per INSERT: within the bound parameters both databases take (SQLite 32,766, PostgreSQL 65,535).
 const PARAMETERS = 30_000;
@@ -142,7 +132,7 @@ export async function restoreSnapshot({ db, config, control, params }: Context<'
     const { rows, gone } = await db.write(async (tx) => {
       const before = await tx.apiKey.findMany({ where: { revokedAt: null }, select: { hash: true } });
       // Only the tables holding rows are emptied (most are empty in a test's platform), each by one plain DELETE.
-      for (const model of (await filled(tx)).reverse()) await tx.$executeRaw(Prisma.sql`DELETE FROM ${q(model)}`);
+      for (const model of (await filled(tx, TABLES)).reverse()) await tx.$executeRaw(Prisma.sql`DELETE FROM ${q(model)}`);
       let rows = 0;
       for (const model of TABLES) {
         const data = contents.tables[model] ?? [];
