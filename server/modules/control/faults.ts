@@ -65,7 +65,34 @@ const DEFAULT_CODES: Record<number, string> = {
   503: 'model_overloaded',
   504: 'upstream_timeout',
 };
-const PREFER = /(?:^|[,;\s])(code|delay)=(\d+)/g;
+// The `Prefer` header's tokens: `name` or `name=value` (a value may be quoted), separated by commas, semicolons or
+// spaces (Prism's form and RFC 7240's parameters alike); names this server does not know are left alone.
+const PREFER = /([a-z-]+)(?:=(?:"([^"]*)"|([^\s,;]*)))?/gi;
+const MAX_MS = 60_000;
+const CODE = /^[a-z0-9_]{1,64}$/;
+const count = (value: string | undefined) => (value !== undefined && /^\d{1,9}$/.test(value) ? Number(value) : undefined);
+
+/**
+ * What a request's `Prefer` header asks for, as a rule would (spec/tags/control.yaml, "Per request"); undefined when
+ * it asks for nothing this server knows, or for values out of range (ignored, as RFC 7240 has preferences ignored).
+ */
+export function parsePrefer(header: string): FaultInput | undefined {
+  const p = new Map<string, string>();
+  for (const [, name, quoted, plain] of header.matchAll(PREFER)) if (!p.has(name!.toLowerCase())) p.set(name!.toLowerCase(), quoted ?? plain ?? '');
+  const rule: FaultInput = {};
+  const status = count(p.get('code'));
+  if (status !== undefined && status >= 400 && status <= 599) rule.status = status;
+  const delay = count(p.get('delay'));
+  if (delay !== undefined) rule.delay_ms = Math.min(delay, MAX_MS);
+  if (p.get('drop') === '' || p.get('drop') === 'true') rule.drop = true;
+  const cutAfter = count(p.get('stream-cut'));
+  const stallAfter = count(p.get('stream-stall'));
+  if (stallAfter !== undefined) rule.stream = { after_chunks: stallAfter, stall_ms: Math.min(count(p.get('ms')) ?? 1000, MAX_MS), cut: cutAfter !== undefined };
+  else if (cutAfter !== undefined) rule.stream = { after_chunks: cutAfter, cut: true };
+  const failJob = p.get('fail-job');
+  if (failJob !== undefined && CODE.test(failJob)) rule.fail_job = { code: failJob };
+  return Object.keys(rule).length ? rule : undefined;
+}
 
 /** The platform's error for `status`, as the rule (or a `Prefer` header) asks for it. */
 export function faultError(
@@ -99,7 +126,11 @@ export const failedWith = (f: { code: string; message?: string }) => ({
 export class Faults {
   private rules: FaultRule[] = [];
 
-  constructor(private readonly limits: { requestLimit: number; tokenLimit: number }) {}
+  constructor(
+    private readonly limits: { requestLimit: number; tokenLimit: number },
+    /** The operations creating a job the control plane can fail (a `Prefer: fail-job=` applies only to those). */
+    private readonly creating: () => ReadonlySet<string> = () => new Set(),
+  ) {}
 
   /** `creating`: the operations that create a job the control plane can fail (a `fail_job` rule matches only those). */
   add(input: FaultInput, now: number, creating: ReadonlySet<string> = new Set()): FaultRule {
@@ -182,13 +213,15 @@ export class Faults {
       }
     }
     if (prefer === undefined) return null;
-    let status: number | undefined;
-    let delay: number | undefined;
-    for (const [, name, value] of prefer.matchAll(PREFER)) {
-      if (name === 'code' && Number(value) >= 400 && Number(value) <= 599) status = Number(value);
-      if (name === 'delay') delay = Math.min(Number(value), 60_000);
-    }
-    return status === undefined && delay === undefined ? null : this.fault('prefer', status, delay, false, {});
+    const asked = parsePrefer(prefer);
+    if (!asked) return null;
+    // As for a rule: a stream fault acts only on a stream, a job failure only on an operation creating a job.
+    if (asked.stream && !req.stream) delete asked.stream;
+    if (asked.fail_job && !this.creating().has(req.operationId)) delete asked.fail_job;
+    if (!Object.keys(asked).length) return null;
+    // A dropped connection answers no status (drop wins); either answers before the operation runs.
+    if (asked.drop) delete asked.status;
+    return this.fault('prefer', asked.status, asked.delay_ms, !!asked.drop, asked);
   }
 
   private fault(source: string, status: number | undefined, delayMs: number | undefined, drop: boolean, r: FaultInput): Fault {

@@ -33,7 +33,7 @@ export class ControlPlane {
     readonly limits: RateLimits,
   ) {
     this.journal = new Journal(keyHash === null ? 0 : config.control.journalSize);
-    this.faults = new Faults({ requestLimit: config.rateLimits.baseRequests, tokenLimit: config.rateLimits.baseTokens });
+    this.faults = new Faults({ requestLimit: config.rateLimits.baseRequests, tokenLimit: config.rateLimits.baseTokens }, () => this.creating);
   }
 
   /** The operations creating a job the control plane can fail (a fault rule's `fail_job`). */

@@ -25,13 +25,19 @@ const MODELS = Object.values(Prisma.ModelName) as Model[];
 /** Tables neither of the platform nor with their own projectId column nor placed as children: none may be. */
 export const unplaced = (columns: (model: Model) => string[]) =>
   MODELS.filter((m) => !PLATFORM.includes(m) && !CHILDREN[m] && !columns(m).includes('projectId'));
-const delegate = (tx: Tx, model: Model) =>
-  (tx as unknown as Record<string, { deleteMany(args?: unknown): Promise<{ count: number }> }>)[model[0]!.toLowerCase() + model.slice(1)]!;
 
 // One plain DELETE per table (a child's through a subquery on its parent), rather than the ORM's: no id lists to
 // bind (a project of any size), and none of the per-model query planning that made a process's first reset slow.
 // Tables and columns are the models' names (no @@map), quoted alike on SQLite and PostgreSQL.
-const q = (name: string) => Prisma.raw(`"${name}"`);
+export const q = (name: string) => Prisma.raw(`"${name}"`);
+
+/** Those of `models` holding any row, in their order, found by one query rather than one per table. */
+export async function filled<M extends Model>(tx: Tx, models: M[]): Promise<M[]> {
+  const probes = models.map((m) => Prisma.sql`SELECT ${Prisma.raw(`'${m}'`)} AS "model" WHERE EXISTS (SELECT 1 FROM ${q(m)})`);
+  const rows = await tx.$queryRaw<{ model: M }[]>(Prisma.join(probes, ' UNION ALL ', '', ''));
+  const found = new Set(rows.map((r) => r.model));
+  return models.filter((m) => found.has(m));
+}
 const deleteOf = (tx: Tx, model: Model, projectId: string) => {
   const child = CHILDREN[model];
   return tx.$executeRaw(
@@ -72,10 +78,9 @@ export async function resetPlatform(
     gone.push(...keys.map((k) => k.hash));
     if (db.provider === 'postgresql') for (const hash of gone) await tx.$executeRawUnsafe(`SELECT pg_notify('${KEY_REVOKED_CHANNEL}', $1)`, hash);
     let n = 0;
-    for (const model of MODELS) {
-      if (['Organization', 'Project', 'ApiKey', 'ServerKey', 'ControlSnapshot'].includes(model)) continue;
-      n += (await delegate(tx, model).deleteMany()).count;
-    }
+    // The tables holding rows, each emptied by one plain DELETE (no foreign keys but the accounts', below).
+    const tables = MODELS.filter((m) => !['Organization', 'Project', 'ApiKey', 'ServerKey', 'ControlSnapshot'].includes(m));
+    for (const model of await filled(tx, tables)) n += await tx.$executeRaw(Prisma.sql`DELETE FROM ${q(model)}`);
     n += (await tx.apiKey.deleteMany({ where: project ? { NOT: { projectId: project.id, development: true } } : {} })).count;
     n += (await tx.project.deleteMany({ where: project ? { NOT: { id: project.id } } : {} })).count;
     n += (await tx.organization.deleteMany({ where: project ? { NOT: { id: project.organizationId } } : {} })).count;
