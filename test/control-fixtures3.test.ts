@@ -1,0 +1,123 @@
+// Fixtures, third part (spec/tags/control.yaml applyFixtures): evaluations in given states, checked in the
+// document's transaction (a file of the same document); used as a CI suite would, through the typed client and HTTP.
+import { createPlatformClient, type PlatformClient } from '@inference-platform/client';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { expectError } from './support/expect.ts';
+import { startTestPlatform, TEST_CONTROL_KEY, type TestPlatform } from './support/platform.ts';
+
+const ulid = (tail: string) => `01js${'0'.repeat(22 - tail.length)}${tail}`;
+
+let t: TestPlatform;
+let control: PlatformClient;
+const auth = { Authorization: `Bearer ${TEST_CONTROL_KEY}` };
+
+beforeAll(async () => {
+  t = await startTestPlatform();
+  control = createPlatformClient({ baseUrl: t.url, apiKey: TEST_CONTROL_KEY });
+});
+afterAll(() => t?.close());
+
+describe('evaluations in given states', () => {
+  const JUDGE = 'meta-llama/Llama-3.3-70B-Instruct-Turbo';
+  const INPUT = `file-${ulid('e1')}`;
+  const secret = 'evaluation-fixture-key-0123456789';
+  const rows = ['yes', 'No, it is not.', 'Yes, yes.', 'It depends.'].map((response) => JSON.stringify({ question: 'Well?', response })).join('\n');
+  const parameters = (input = INPUT) => ({
+    judge: { model: JUDGE, model_source: 'serverless' as const, system_template: 'You judge answers to: {{ question }}' },
+    labels: ['yes', 'no'],
+    pass_labels: ['yes'],
+    model_to_evaluate: 'response',
+    input_data_file_path: input,
+  });
+
+  test('completed with results, running, queued, pending, error, user_error: on a file of the same document', async () => {
+    const p = parameters();
+    const { data, error } = await control.POST('/_control/fixtures', {
+      body: {
+        organizations: [
+          {
+            name: 'Evaluating',
+            projects: [
+              {
+                name: 'Evals',
+                api_keys: [{ name: 'ci', secret }],
+                files: [{ id: INPUT, filename: 'rows.jsonl', purpose: 'eval', content: `${rows}\n` }],
+                evaluations: [
+                  { id: `eval-${ulid('e2')}`, type: 'classify', parameters: p, status: 'completed' },
+                  { type: 'classify', parameters: p, status: 'running' },
+                  { type: 'classify', parameters: p, status: 'queued' },
+                  { type: 'classify', parameters: p },
+                  { type: 'classify', parameters: p, status: 'error', error: 'The judge fell over.' },
+                  { type: 'classify', parameters: p, status: 'user_error' },
+                ],
+              },
+            ],
+          },
+        ],
+      },
+    });
+    expect(error).toBeUndefined();
+    const ids = data!.evaluations;
+    expect(ids[0]).toBe(`eval-${ulid('e2')}`);
+    for (const id of ids) expect(id).toMatch(/^eval-[0-7][0-9a-hjkmnp-tv-z]{25}$/);
+    const get = async (id: string) => (await t.http.get(`/v1/evaluation/${id}`).set('Authorization', `Bearer ${secret}`)).body;
+    const jobs = await Promise.all(ids.map(get));
+    expect(jobs.map((j) => j.status)).toEqual(['completed', 'running', 'queued', 'pending', 'error', 'user_error']);
+    expect(jobs[0].status_updates.map((u: { status: string }) => u.status)).toEqual(['pending', 'queued', 'running', 'completed']);
+    // Two of the four rows say yes; 'It depends.' gives no label, so it is not counted.
+    expect(jobs[0].results).toMatchObject({ pass_percentage: 200 / 3, invalid_label_count: 1, result_file_id: expect.stringMatching(/^file-/) });
+    expect(jobs[4].results).toEqual({ error: 'The judge fell over.' });
+    expect(jobs[4].status_updates.map((u: { status: string }) => u.status)).toEqual(['pending', 'queued', 'running', 'error']);
+    expect(jobs[5].results).toEqual({ error: 'The evaluation failed.' });
+    // The others are left to the runner: they complete in their own time, as any.
+    await t.advance(0);
+    expect((await Promise.all(ids.slice(1, 4).map(get))).map((j) => j.status)).toEqual(['completed', 'completed', 'completed']);
+  });
+
+  test('parameters the module refuses, a file of another project, a taken id: the field inside the document, nothing made', async () => {
+    const before = await t.services.db.prisma.evaluationJob.count();
+    const files = await t.services.db.prisma.file.count();
+    const body = (evaluation: object) => ({
+      projects: [
+        {
+          project: 'default',
+          files: [{ id: `file-${ulid('e3')}`, filename: 'own.jsonl', purpose: 'eval', content: `${rows}\n` }],
+          evaluations: [{ type: 'classify', parameters: parameters(`file-${ulid('e3')}`) }, evaluation],
+        },
+      ],
+    });
+    const { labels: _, ...unlabelled } = parameters(`file-${ulid('e3')}`);
+    expectError(
+      await t.http
+        .post('/_control/fixtures')
+        .set(auth)
+        .send(body({ type: 'classify', parameters: unlabelled })),
+      400,
+      {
+        param: 'projects.0.evaluations.1.parameters.labels',
+      },
+    );
+    // The first test's file is another project's, not this one's.
+    expectError(
+      await t.http
+        .post('/_control/fixtures')
+        .set(auth)
+        .send(body({ type: 'classify', parameters: parameters() })),
+      400,
+      {
+        code: 'file_not_found',
+        param: 'projects.0.evaluations.1.parameters.input_data_file_path',
+      },
+    );
+    expectError(
+      await t.http
+        .post('/_control/fixtures')
+        .set(auth)
+        .send(body({ id: `eval-${ulid('e2')}`, type: 'classify', parameters: parameters(`file-${ulid('e3')}`) })),
+      409,
+      { code: 'id_taken', param: 'projects.0.evaluations.1.id' },
+    );
+    expect(await t.services.db.prisma.evaluationJob.count()).toBe(before);
+    expect(await t.services.db.prisma.file.count()).toBe(files);
+  });
+});
