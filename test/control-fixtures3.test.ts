@@ -121,3 +121,124 @@ describe('evaluations in given states', () => {
     expect(await t.services.db.prisma.file.count()).toBe(files);
   });
 });
+
+describe('v2 dedicated endpoints and deployments in given states', () => {
+  const MODEL = 'meta-llama/Meta-Llama-3.1-8B-Instruct';
+  const H100 = 'cr_llama_3_1_8b_h100';
+  const secret = 'dedicated-fixture-key-0123456789';
+  const request = (name: string, extra: object = {}) => ({ name, model: MODEL, config: H100, autoscaling: { minReplicas: 1, maxReplicas: 1 }, ...extra });
+
+  test('READY (provisioned by the runner), PROVISIONING, FAILED, STOPPED; a deployment serves chat and judges an evaluation', async () => {
+    const projectId = `proj_${ulid('d0')}`;
+    const { data, error } = await control.POST('/_control/fixtures', {
+      body: {
+        organizations: [
+          {
+            name: 'Dedicated',
+            projects: [
+              {
+                id: projectId,
+                name: 'Serving',
+                slug: 'serving',
+                api_keys: [{ name: 'ci', secret }],
+                files: [{ id: `file-${ulid('d5')}`, filename: 'rows.jsonl', purpose: 'eval', content: '{"question": "Well?", "response": "yes"}\n' }],
+                v2_endpoints: [
+                  {
+                    id: `ep_${ulid('d1')}`,
+                    name: 'serving/chat',
+                    deployments: [
+                      { id: `dep_${ulid('d2')}`, request: request('live') as never, state: 'DEPLOYMENT_STATE_READY' },
+                      { request: request('later') as never },
+                      { request: request('broken') as never, state: 'DEPLOYMENT_STATE_FAILED', message: 'The GPU fell over.' },
+                      { request: request('parked') as never, state: 'DEPLOYMENT_STATE_STOPPED' },
+                    ],
+                  },
+                ],
+                evaluations: [
+                  {
+                    type: 'classify',
+                    parameters: {
+                      judge: { model: 'serving/chat/live', model_source: 'dedicated', system_template: 'Judge: {{ question }}' },
+                      labels: ['yes', 'no'],
+                      pass_labels: ['yes'],
+                      model_to_evaluate: 'response',
+                      input_data_file_path: `file-${ulid('d5')}`,
+                    },
+                  },
+                ],
+              },
+            ],
+          },
+        ],
+      },
+    });
+    expect(error).toBeUndefined();
+    expect(data!.v2_endpoints).toEqual([`ep_${ulid('d1')}`]);
+    expect(data!.deployments[0]).toBe(`dep_${ulid('d2')}`);
+    for (const id of data!.deployments) expect(id).toMatch(/^dep_[0-7][0-9a-hjkmnp-tv-z]{25}$/);
+    expect(data!.evaluations).toHaveLength(1);
+    const as = { Authorization: `Bearer ${secret}` };
+    const endpoint = (await t.http.get(`/v2/projects/${projectId}/endpoints/ep_${ulid('d1')}`).set(as)).body;
+    expect(endpoint.name).toBe('serving/chat');
+    const deps = await Promise.all(
+      data!.deployments.map(async (id) => (await t.http.get(`/v2/projects/${projectId}/endpoints/ep_${ulid('d1')}/deployments/${id}`).set(as)).body),
+    );
+    expect(deps.map((d) => d.status.state)).toEqual([
+      'DEPLOYMENT_STATE_READY',
+      'DEPLOYMENT_STATE_PROVISIONING',
+      'DEPLOYMENT_STATE_FAILED',
+      'DEPLOYMENT_STATE_STOPPED',
+    ]);
+    expect(deps[2].status.message).toBe('The GPU fell over.');
+    expect(deps[0]).toMatchObject({ hardware: expect.any(String), status: { readyReplicas: 1 } });
+    // The READY deployment serves at once, addressed by its own name.
+    const chat = await t.http
+      .post('/v1/chat/completions')
+      .set(as)
+      .send({ model: 'serving/chat/live', messages: [{ role: 'user', content: 'Hello' }], max_tokens: 8 });
+    expect(chat.status, JSON.stringify(chat.body)).toBe(200);
+  });
+
+  test('a config the module refuses, a taken id, a taken name: the field inside the document, nothing made', async () => {
+    const before = [await t.services.db.prisma.dedicatedEndpoint.count(), await t.services.db.prisma.deployment.count()];
+    const body = (endpoint: object) => ({
+      projects: [{ project: 'default', v2_endpoints: [{ name: 'fixture-ok', deployments: [{ request: request('d') }] }, endpoint] }],
+    });
+    expectError(
+      await t.http
+        .post('/_control/fixtures')
+        .set(auth)
+        .send(body({ name: 'fixture-bad', deployments: [{ request: request('d', { config: 'cr_nope' }) }] })),
+      400,
+      { code: 'config_not_found', param: 'projects.0.v2_endpoints.1.deployments.0.request.config' },
+    );
+    expectError(
+      await t.http
+        .post('/_control/fixtures')
+        .set(auth)
+        .send(body({ id: `ep_${ulid('d1')}`, name: 'fixture-2' })),
+      409,
+      {
+        code: 'id_taken',
+        param: 'projects.0.v2_endpoints.1.id',
+      },
+    );
+    expectError(
+      await t.http
+        .post('/_control/fixtures')
+        .set(auth)
+        .send(body({ name: 'fixture-3', deployments: [{ id: `dep_${ulid('d2')}`, request: request('d') }] })),
+      409,
+      { code: 'id_taken', param: 'projects.0.v2_endpoints.1.deployments.0.id' },
+    );
+    expectError(
+      await t.http
+        .post('/_control/fixtures')
+        .set(auth)
+        .send(body({ name: 'fixture-ok' })),
+      409,
+      { param: 'projects.0.v2_endpoints.1.name' },
+    );
+    expect([await t.services.db.prisma.dedicatedEndpoint.count(), await t.services.db.prisma.deployment.count()]).toEqual(before);
+  });
+});
