@@ -1,7 +1,11 @@
 // Fixtures, third part (spec/tags/control.yaml applyFixtures): evaluations in given states, checked in the
 // document's transaction (a file of the same document); used as a CI suite would, through the typed client and HTTP.
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createPlatformClient, type PlatformClient } from '@inference-platform/client';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { loadConfig } from '../server/core/config.ts';
 import { expectError } from './support/expect.ts';
 import { startTestPlatform, TEST_CONTROL_KEY, type TestPlatform } from './support/platform.ts';
 
@@ -240,5 +244,61 @@ describe('v2 dedicated endpoints and deployments in given states', () => {
       { param: 'projects.0.v2_endpoints.1.name' },
     );
     expect([await t.services.db.prisma.dedicatedEndpoint.count(), await t.services.db.prisma.deployment.count()]).toEqual(before);
+  });
+});
+
+describe('FIXTURES_FILE', () => {
+  test('applied before the runner starts: a READY deployment starts provisioning, a completed evaluation pending; the runner takes them on', async () => {
+    const path = join(mkdtempSync(join(tmpdir(), 'fixtures3-')), 'fixtures.json');
+    const file = `file-${ulid('f1')}`;
+    writeFileSync(
+      path,
+      JSON.stringify({
+        projects: [
+          {
+            project: 'default',
+            files: [{ id: file, filename: 'rows.jsonl', purpose: 'eval', content: '{"response": "yes"}\n' }],
+            v2_endpoints: [
+              {
+                name: 'from-file',
+                deployments: [
+                  {
+                    id: `dep_${ulid('f2')}`,
+                    request: { name: 'd', model: 'meta-llama/Meta-Llama-3.1-8B-Instruct', config: 'cr_llama_3_1_8b_h100', autoscaling: { minReplicas: 1 } },
+                    state: 'DEPLOYMENT_STATE_READY',
+                  },
+                ],
+              },
+            ],
+            evaluations: [
+              {
+                id: `eval-${ulid('f3')}`,
+                type: 'classify',
+                parameters: {
+                  judge: { model: 'meta-llama/Llama-3.3-70B-Instruct-Turbo', model_source: 'serverless', system_template: 'Judge.' },
+                  labels: ['yes', 'no'],
+                  pass_labels: ['yes'],
+                  model_to_evaluate: 'response',
+                  input_data_file_path: file,
+                },
+                status: 'completed',
+              },
+            ],
+          },
+        ],
+      }),
+    );
+    const p = await startTestPlatform({ config: { control: { ...loadConfig({ FIXTURES_FILE: path }).control, key: TEST_CONTROL_KEY } } });
+    try {
+      const states = async () => [
+        (await p.services.db.prisma.deployment.findUniqueOrThrow({ where: { id: `dep_${ulid('f2')}` } })).state,
+        (await p.services.db.prisma.evaluationJob.findUniqueOrThrow({ where: { id: `eval-${ulid('f3')}` } })).status,
+      ];
+      expect(await states()).toEqual(['DEPLOYMENT_STATE_PROVISIONING', 'pending']);
+      await p.advance(60_000);
+      expect(await states()).toEqual(['DEPLOYMENT_STATE_READY', 'completed']);
+    } finally {
+      await p.close();
+    }
   });
 });
