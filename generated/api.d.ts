@@ -90,14 +90,14 @@ export interface paths {
         /**
          * Create what a fixtures document describes, all or nothing
          * @description Creates the organizations of the document, each with its projects, and in each project its API keys,
-         *     files, queue jobs, videos, fine-tunes and v1 endpoints; then puts what `projects` lists into projects that exist already (by id or
+         *     files, queue jobs, videos, fine-tunes, v1 endpoints, v2 endpoints with their deployments, and evaluations; then puts what `projects` lists into projects that exist already (by id or
          *     slug, e.g. the bootstrapped `default`); all in ONE transaction: any refusal (400 for a bad field, 409 for a taken id, slug or secret) names the
          *     field by its dotted path in the document (e.g. `organizations.0.projects.1.api_keys.0.secret`) and
          *     creates nothing. A resource is checked by its own module as its create operation checks it, and refused
          *     as that operation refuses it (e.g. 404 `model_not_found` for a video's unknown model). The same document may be given at start as `FIXTURES_FILE` (YAML or JSON).
          *
          *     **Ids.** Where the platform's id forms allow, an id may be given: organizations `org_`, projects `proj_`,
-         *     API keys `key_`, files `file-`, queue jobs `req_`, videos `video_`, fine-tunes `ft-` (v1 endpoints: `endpoint-<uuid>`), each followed by a ULID in lower case (26 characters of Crockford base32,
+         *     API keys `key_`, files `file-`, queue jobs `req_`, videos `video_`, fine-tunes `ft-`, evaluations `eval-`, v2 endpoints `ep_`, deployments `dep_` (v1 endpoints: `endpoint-<uuid>`), each followed by a ULID in lower case (26 characters of Crockford base32,
          *     the first `0`-`7`), as the platform makes them; another form is refused (400). Without one, the server
          *     makes an id as the API would.
          *
@@ -4356,7 +4356,7 @@ export interface components {
             projects?: components["schemas"]["FixtureProjectContents"][];
         };
         /**
-         * @description Keys, files, queue jobs, videos, fine-tunes and v1 endpoints put into a project that exists already (made before, by the API, the
+         * @description Keys, files, queue jobs, videos, fine-tunes, v1 and v2 endpoints, and evaluations put into a project that exists already (made before, by the API, the
          *     CLI, the bootstrap or this document's `organizations`), which is not changed otherwise. A project the
          *     reference finds nowhere is refused (404 `not_found`, `param` `projects.N.project`).
          */
@@ -4369,6 +4369,8 @@ export interface components {
             videos?: components["schemas"]["FixtureVideo"][];
             fine_tunes?: components["schemas"]["FixtureFineTune"][];
             v1_endpoints?: components["schemas"]["FixtureV1Endpoint"][];
+            v2_endpoints?: components["schemas"]["FixtureV2Endpoint"][];
+            evaluations?: components["schemas"]["FixtureEvaluation"][];
         };
         FixtureOrganization: {
             id?: string;
@@ -4386,6 +4388,8 @@ export interface components {
             videos?: components["schemas"]["FixtureVideo"][];
             fine_tunes?: components["schemas"]["FixtureFineTune"][];
             v1_endpoints?: components["schemas"]["FixtureV1Endpoint"][];
+            v2_endpoints?: components["schemas"]["FixtureV2Endpoint"][];
+            evaluations?: components["schemas"]["FixtureEvaluation"][];
         };
         FixtureApiKey: {
             id?: string;
@@ -4505,9 +4509,80 @@ export interface components {
             /** @description Minutes; stored and reported only, as for every v1 endpoint. */
             inactive_timeout?: number | null;
         };
+        /**
+         * @description A v2 dedicated endpoint, created as `createV2Endpoint` creates it (its name free among the project's v1 and
+         *     v2 endpoints: 409 `endpoint_name_taken` otherwise), with its `deployments`. Its traffic split is empty, as
+         *     after `createV2Endpoint`: a deployment is addressed by `<project_slug>/<endpoint>/<deployment>` until
+         *     `updateV2Endpoint` routes the endpoint's own name.
+         */
+        FixtureV2Endpoint: {
+            /** @description The platform's form, `ep_` and a ULID in lower case. */
+            id?: string;
+            name: components["schemas"]["QualifiedEndpointName"];
+            /**
+             * @description VISIBILITY_PRIVATE when absent.
+             * @enum {string}
+             */
+            visibility?: "VISIBILITY_PRIVATE" | "VISIBILITY_INTERNAL";
+            deployments?: components["schemas"]["FixtureDeployment"][];
+        };
+        /**
+         * @description A deployment of its endpoint, created as `createDeployment` creates it (the same checks: `model` a model
+         *     of the seeded catalogue or of the project, `config` a published config for it; a refusal names the field,
+         *     e.g. `organizations.0.projects.0.v2_endpoints.0.deployments.0.request.config`), then put in `state`:
+         *     - `DEPLOYMENT_STATE_PROVISIONING` (the default; `DEPLOYMENT_STATE_STOPPED` when it asks for no replicas):
+         *       the runner provisions it in its own time, as any.
+         *     - `DEPLOYMENT_STATE_FAILED` or `DEPLOYMENT_STATE_STOPPED`: moved there from provisioning, holding no
+         *       hardware, with `message`.
+         *     - `DEPLOYMENT_STATE_READY`: after the transaction commits, the runner takes its provisioning step at once,
+         *       which reserves its replicas' hardware; the answer comes when it is there. When no hardware matching its
+         *       config is free it ends `DEPLOYMENT_STATE_FAILED` with the reason instead, as on the platform (the
+         *       deployment, and the rest of the document, stay). From `FIXTURES_FILE` (applied before the runner starts)
+         *       it starts provisioning and the runner takes it from there in its own time.
+         */
+        FixtureDeployment: {
+            /** @description The platform's form, `dep_` and a ULID in lower case. */
+            id?: string;
+            request: components["schemas"]["DeploymentCreate"];
+            /** @enum {string} */
+            state?: "DEPLOYMENT_STATE_PROVISIONING" | "DEPLOYMENT_STATE_READY" | "DEPLOYMENT_STATE_FAILED" | "DEPLOYMENT_STATE_STOPPED";
+            /** @description A FAILED or STOPPED deployment's message (default `Provisioning failed.`, `Stopped.`). */
+            message?: string;
+        };
+        /**
+         * @description An evaluation job, created as `createEvaluationJob` creates it (the same checks, read in the document's
+         *     transaction: `parameters.input_data_file_path` may name one of this document's files by its given id, and
+         *     a `dedicated` model one of its v1 or v2 endpoints, as files and endpoints are made before evaluations; a
+         *     refusal names the field, e.g. `organizations.0.projects.0.evaluations.0.parameters.labels`), then put
+         *     in `status`:
+         *     - `pending` (the default): the runner queues and evaluates it in its own time, as any job.
+         *     - `error` or `user_error`: moved through its machine (queued, running, then failed) with `error` as its
+         *       message (default `The evaluation failed.`), which its results report as `{error}`.
+         *     - `queued`, `running`, `completed`: after the transaction commits, the runner takes the job's own steps
+         *       at once (queue, start; for `completed` the evaluation itself, through the judge engine, which writes
+         *       its results and result file), as `transitionJob` does; the answer comes when it is there. An input the
+         *       evaluation refuses ends it `user_error` with the reason instead, as on the platform (the job, and the
+         *       rest of the document, stay). From `FIXTURES_FILE` (applied before the runner starts) such a job starts
+         *       `pending` and the runner takes it from there in its own time.
+         */
+        FixtureEvaluation: {
+            /** @description The platform's form, `eval-` and a ULID in lower case. */
+            id?: string;
+            type: components["schemas"]["EvaluationType"];
+            parameters: components["schemas"]["EvaluationParameters"];
+            /** @enum {string} */
+            status?: "pending" | "queued" | "running" | "completed" | "error" | "user_error";
+            /** @description An `error` or `user_error` job's message (default `The evaluation failed.`). */
+            error?: string;
+        };
         FixturesApplied: {
             /** @constant */
             object: "fixtures";
+            v2_endpoints: string[];
+            /** @description Every v2 endpoint's deployments, in the document's order. */
+            deployments: string[];
+            /** @description Their workflow ids (`eval-...`). */
+            evaluations: string[];
             /** @description Their request ids. */
             queue_jobs: string[];
             videos: string[];

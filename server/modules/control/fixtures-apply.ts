@@ -2,7 +2,8 @@
 // given secrets, files with content, queue jobs, videos and fine-tunes, into new or existing projects, from one
 // document, in one transaction, through each module's own creation code (its index's exports): the Files module's
 // recordFile after the bytes are at their place, the queue's seedJob, the videos' seedVideo, fine-tuning's
-// seedFineTune; after the commit, the runner's own steps for the states it reaches (trainFineTune, renderVideo).
+// seedFineTune, dedicated's seedV2Endpoint, evaluation's seedEvaluation (its checks read in the transaction); after
+// the commit, the runner's own steps for the states it reaches (trainFineTune, renderVideo, readyDeployment, runEvaluation).
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
@@ -16,7 +17,9 @@ import { newId } from '../../core/ids.ts';
 import { specPath } from '../../core/paths.ts';
 import { startLock, type Tx } from '../../db/index.ts';
 import type { Runner } from '../../runner/runner.ts';
+import { readyDeployment, seedV2Endpoint } from '../dedicated/index.ts';
 import { seedV1Endpoint } from '../endpoints/index.ts';
+import { runEvaluation, type SeededEvaluation, seedEvaluation } from '../evaluation/index.ts';
 import { checkPurpose, type FileType, fileLocation, recordFile } from '../files/index.ts';
 import { type SeededFineTune, seedFineTune, trainFineTune } from '../fine-tuning/index.ts';
 import { seedJob } from '../queue/index.ts';
@@ -67,9 +70,13 @@ async function apply(services: FixtureServices, doc: Fixtures, once?: (tx: Tx) =
         videos: [],
         fine_tunes: [],
         v1_endpoints: [],
+        evaluations: [],
+        v2_endpoints: [],
+        deployments: [],
       };
       const now = instant(clock);
-      // A project's contents, made or existing: keys, queue jobs, videos, files, then fine-tunes (which may train on those files).
+      // A project's contents, made or existing: keys, queue jobs, videos, files, then fine-tunes (which may train on
+      // those files), v1 and v2 endpoints, then evaluations (which may read those files and judge with those endpoints).
       const fill = async ({ id: projectId, slug }: { id: string; slug: string }, project: FixtureContents, pat: string) => {
         for (const [k, key] of (project.api_keys ?? []).entries()) {
           const kat = `${pat}.api_keys.${k}`;
@@ -132,6 +139,24 @@ async function apply(services: FixtureServices, doc: Fixtures, once?: (tx: Tx) =
           };
           const made = await within(eat, () => seedV1Endpoint(tx, clock, projectId, spec));
           applied.v1_endpoints.push(made.id);
+        }
+        for (const [e, endpoint] of (project.v2_endpoints ?? []).entries()) {
+          const eat = `${pat}.v2_endpoints.${e}`;
+          if (endpoint.id && (await tx.dedicatedEndpoint.findUnique({ where: { id: endpoint.id } }))) throw idTaken('v2 endpoint', endpoint.id, `${eat}.id`);
+          for (const [d, dep] of (endpoint.deployments ?? []).entries())
+            if (dep.id && (await tx.deployment.findUnique({ where: { id: dep.id } }))) throw idTaken('deployment', dep.id, `${eat}.deployments.${d}.id`);
+          const made = await seedV2Endpoint(tx, services, { id: projectId, slug }, endpoint, eat, within);
+          applied.v2_endpoints.push(made.id);
+          applied.deployments.push(...made.deployments);
+          for (const id of made.toReady) after.push((runner) => readyDeployment({ db, runner }, id));
+        }
+        for (const [n, evaluation] of (project.evaluations ?? []).entries()) {
+          const nat = `${pat}.evaluations.${n}`;
+          if (evaluation.id && (await tx.evaluationJob.findUnique({ where: { id: evaluation.id } }))) throw idTaken('evaluation', evaluation.id, `${nat}.id`);
+          const job = await within(nat, () => seedEvaluation(tx, services, { projectId, projectSlug: slug }, evaluation as SeededEvaluation));
+          applied.evaluations.push(job.id);
+          const status = evaluation.status;
+          if (status && job.status !== status) after.push((runner) => runEvaluation({ db, runner }, job.id, status));
         }
       };
       for (const [o, org] of (doc.organizations ?? []).entries()) {

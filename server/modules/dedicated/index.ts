@@ -42,6 +42,7 @@ import { AUTOSCALER_KIND } from './traffic.ts';
 
 // What this module offers the others.
 export { setReplicas } from './scale.ts';
+export { readyDeployment, type SeededDeploymentState, seedV2Endpoint } from './seeded.ts';
 export { figures, nearestRank, recordServed, recordServedMany, type Served, type ServedFigures, servedFigures, servedRows } from './served.ts';
 export { adapterServers, routeRequest, type SplitEntry, splitOf, steerTraffic, type TrafficOwner, trafficSteered } from './traffic.ts';
 

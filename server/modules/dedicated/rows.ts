@@ -17,11 +17,19 @@ import { startRetention } from './served.ts';
 import { desiredReplicas, type Viewer } from './traffic.ts';
 import { deploymentWire, v2EndpointWire } from './wire.ts';
 
-export async function createEndpointRow(tx: Tx, clock: Clock, projectId: string, name: string, visibility: string, param: string): Promise<DedicatedEndpoint> {
+export async function createEndpointRow(
+  tx: Tx,
+  clock: Clock,
+  projectId: string,
+  name: string,
+  visibility: string,
+  param: string,
+  id?: string,
+): Promise<DedicatedEndpoint> {
   await checkNameFree(tx, projectId, name, param);
   const now = instant(clock);
   const e = await tx.dedicatedEndpoint.create({
-    data: { id: newId('ep', clock.now()), projectId, name, visibility, etag: newEtag(), createdAt: now, updatedAt: now },
+    data: { id: id ?? newId('ep', clock.now()), projectId, name, visibility, etag: newEtag(), createdAt: now, updatedAt: now },
   });
   await recordEndpointChange(tx, clock, null, e);
   await startRetention(tx, clock, e);
@@ -47,6 +55,8 @@ export function policyColumns(a: AutoscalingPolicy, current?: Deployment) {
 }
 
 export interface NewDeployment {
+  /** A fixture's given id; made as the API makes it otherwise. */
+  id?: string;
   projectId: string;
   endpointId: string;
   name: string;
@@ -69,7 +79,7 @@ export async function insertDeployment(tx: Tx, timing: Timing, input: NewDeploym
   const running = desiredReplicas(input) > 0;
   const d = await tx.deployment.create({
     data: {
-      id: newId('dep', timing.clock.now()),
+      id: input.id ?? newId('dep', timing.clock.now()),
       projectId: input.projectId,
       endpointId: input.endpointId,
       name: input.name,

@@ -6,12 +6,12 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { parse } from 'csv-parse';
-import type { Tx } from '../../db/index.ts';
-import { fileLocation, findFile, readFileContent, recordFile, type StoreServices } from '../files/index.ts';
+import type { Db, Tx } from '../../db/index.ts';
+import { fileLocation, findFile, findFileIn, readFileContent, recordFile, type StoreServices } from '../files/index.ts';
 
-/** Whether the project has that file (another project's file is absent). */
-export async function inputExists(services: Pick<StoreServices, 'db'>, projectId: string, fileId: string): Promise<boolean> {
-  return (await findFile(services, projectId, fileId)) !== null;
+/** Whether the project has that file (another project's file is absent), as `db` sees it (a transaction: a fixture's file). */
+export async function inputExists(db: Db | Tx, projectId: string, fileId: string): Promise<boolean> {
+  return (await findFileIn(db, projectId, fileId)) !== null;
 }
 
 /** What is wrong with an input file: the job ends `user_error` saying so. */

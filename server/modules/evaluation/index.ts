@@ -6,6 +6,8 @@ import type { ModuleDescriptor } from '../types.ts';
 import { createEvaluationJob, getAllEvaluationJobs, getEvaluationJobDetails, getEvaluationJobStatusAndResults, getModelList } from './handlers.ts';
 import { evaluationMachine, evaluationProgression } from './machine.ts';
 
+export { runEvaluation, type SeededEvaluation, type SeededEvaluationStatus, seedEvaluation } from './create.ts';
+
 export const evaluation: ModuleDescriptor<'evaluation'> = {
   name: 'evaluation',
   handlers: { createEvaluationJob, getAllEvaluationJobs, getModelList, getEvaluationJobDetails, getEvaluationJobStatusAndResults },

@@ -5,7 +5,7 @@
 
 import { apiError, badRequest, withArticle } from '../../core/errors.ts';
 import type { Identity } from '../../core/identity.ts';
-import type { Database } from '../../db/index.ts';
+import type { Database, Db, Tx } from '../../db/index.ts';
 import { findAdapter } from '../adapters/index.ts';
 import { adapterServers, routeRequest } from '../dedicated/index.ts';
 import { catalogueModel, findModel, notServerless } from '../models/index.ts';
@@ -36,12 +36,26 @@ const OPERATIONS_OF: Record<string, string> = {
   language: 'POST /v1/completions',
 };
 
+/**
+ * Read through the database, or through a transaction (its view: a fixture's endpoint made in the same one).
+ * Routing a request to a v2 endpoint writes (its split's turn): in the database's own transaction, or the given one.
+ */
+type Source = Database | Tx;
+const isDatabase = (s: Source): s is Database => 'provider' in s && 'write' in s;
+const readerOf = (s: Source): Db | Tx => (isDatabase(s) ? s.prisma : s);
+const writing = <T>(s: Source, fn: (tx: Tx) => Promise<T>): Promise<T> => (isDatabase(s) ? s.write(fn) : fn(s));
+
 /** The target, with the context length of the model it runs. */
-export async function resolveTarget(db: Database, identity: Identity, model: string, operation: keyof typeof SERVES): Promise<Target> {
-  const found = await findTarget(db, identity, model, operation);
+export async function resolveTarget(
+  source: Source,
+  identity: Pick<Identity, 'projectId' | 'projectSlug'>,
+  model: string,
+  operation: keyof typeof SERVES,
+): Promise<Target> {
+  const found = await findTarget(source, identity, model, operation);
   if (found.contextLength !== undefined) return found as Target;
-  const row =
-    (await catalogueModel(db.prisma, found.model)) ?? (await db.prisma.model.findUnique({ where: { id: found.model }, select: { contextLength: true } }));
+  const db = readerOf(source);
+  const row = (await catalogueModel(db, found.model)) ?? (await db.model.findUnique({ where: { id: found.model }, select: { contextLength: true } }));
   return { ...found, contextLength: row?.contextLength ?? null };
 }
 
@@ -50,14 +64,15 @@ export async function resolveTarget(db: Database, identity: Identity, model: str
  * exists but cannot serve now.
  */
 async function findTarget(
-  db: Database,
-  identity: Identity,
+  source: Source,
+  identity: Pick<Identity, 'projectId' | 'projectSlug'>,
   model: string,
   operation: keyof typeof SERVES,
 ): Promise<Omit<Target, 'contextLength'> & { contextLength?: number | null }> {
   const unknown = () => apiError(404, 'model_not_found', `The model '${model}' does not exist or is not available to this project.`, 'model');
   const notReady = (why: string) => apiError(503, 'endpoint_not_ready', `Endpoint '${model}' cannot serve requests now: ${why}.`, 'model');
   const { projectId, projectSlug } = identity;
+  const db = readerOf(source);
 
   if (model.startsWith(`${projectSlug}/`)) {
     let rest = model.slice(projectSlug.length + 1);
@@ -67,10 +82,10 @@ async function findTarget(
     const [endpointName, deploymentName, ...extra] = rest.split('/');
     if (extra.length) throw unknown();
 
-    const v2 = await db.prisma.dedicatedEndpoint.findFirst({ where: { projectId, name: endpointName } });
+    const v2 = await db.dedicatedEndpoint.findFirst({ where: { projectId, name: endpointName } });
     if (v2) {
       // An adapter is served by the deployments it is bound to and by those with LoRA enabled for its base model.
-      const adapter = adapterRef === undefined ? null : await findAdapter(db.prisma, projectId, adapterRef);
+      const adapter = adapterRef === undefined ? null : await findAdapter(db, projectId, adapterRef);
       if (adapterRef !== undefined && !adapter) throw unknown();
       const loraNotEnabled = (where: string) =>
         badRequest(
@@ -78,8 +93,8 @@ async function findTarget(
           'model',
           'lora_not_enabled',
         );
-      const deployments = await db.prisma.deployment.findMany({ where: { endpointId: v2.id } });
-      const accepts = adapter ? await adapterServers(db.prisma, deployments, adapter) : undefined;
+      const deployments = await db.deployment.findMany({ where: { endpointId: v2.id } });
+      const accepts = adapter ? await adapterServers(db, deployments, adapter) : undefined;
       if (deploymentName !== undefined) {
         const d = deployments.find((x) => x.name === deploymentName);
         if (!d) throw unknown();
@@ -88,7 +103,7 @@ async function findTarget(
         return { servedBy: d.id, endpointId: v2.id, model: d.modelId, adapter: adapter?.name };
       }
       if (accepts && !deployments.some(accepts)) throw loraNotEnabled('No deployment of this endpoint');
-      const d = await db.write(async (tx) => {
+      const d = await writing(source, async (tx) => {
         const endpoint = await tx.dedicatedEndpoint.findUnique({ where: { id: v2.id } });
         return endpoint ? routeRequest(tx, endpoint, accepts) : null;
       });
@@ -96,12 +111,12 @@ async function findTarget(
       return { servedBy: d.id, endpointId: v2.id, model: d.modelId, adapter: adapter?.name };
     }
 
-    const v1 = deploymentName === undefined ? await db.prisma.v1Endpoint.findFirst({ where: { projectId, name: endpointName } }) : null;
+    const v1 = deploymentName === undefined ? await db.v1Endpoint.findFirst({ where: { projectId, name: endpointName } }) : null;
     if (v1) {
       let adapter: string | undefined;
       if (adapterRef !== undefined) {
-        const a = await findAdapter(db.prisma, projectId, adapterRef);
-        const bound = a && (await db.prisma.adapterBinding.findFirst({ where: { endpointId: v1.id, adapterModelId: a.id } }));
+        const a = await findAdapter(db, projectId, adapterRef);
+        const bound = a && (await db.adapterBinding.findFirst({ where: { endpointId: v1.id, adapterModelId: a.id } }));
         if (!a || !bound) throw unknown();
         adapter = a.name;
       }
@@ -113,7 +128,7 @@ async function findTarget(
 
   // A model that is listed (the catalogue, or the project's own uploads) but not served serverless is not an
   // unknown name: it is 400 `model_not_available`, saying how to run it, as on the platform.
-  const listed = await findModel(db.prisma, projectId, model);
+  const listed = await findModel(db, projectId, model);
   if (!listed) throw unknown();
   if (!(SERVES[operation] as readonly string[]).includes(listed.type)) {
     const where = OPERATIONS_OF[listed.type];
