@@ -24,7 +24,8 @@ const chat = { model: CHAT, messages: [{ role: 'user' as const, content: 'Say hi
 
 let t: TestPlatform;
 let control: PlatformClient;
-const seeded = { fineTune: '', video: '', pendingVideo: '', queueJob: '', deployment: '', fault: '', uploadedModel: '' };
+const seeded = { fineTune: '', video: '', pendingVideo: '', queueJob: '', deployment: '', fault: '', uploadedModel: '', fixtureProject: '', fixtureJob: '' };
+const FIXTURE_SECRET = 'console-fixture-key-0123456789';
 
 beforeAll(async () => {
   t = await startTestPlatform();
@@ -66,6 +67,26 @@ beforeAll(async () => {
   seeded.pendingVideo = (await t.caller.http.post('/v2/videos').send({ model: T2V, prompt: 'not yet', width: 64, height: 64, seconds: '1' })).body.id;
   const { data: rule } = await control.POST('/_control/faults', { body: { match: { path: '/v1/never-called' }, status: 500 } });
   seeded.fault = rule!.id;
+  // A fixture document, as a test suite seeds one: an organization with a project, a fixed key and a failed job.
+  const { data: applied } = await control.POST('/_control/fixtures', {
+    body: {
+      organizations: [
+        {
+          name: 'Fixture Org',
+          projects: [
+            {
+              name: 'Fixture project',
+              slug: 'console-fixture',
+              api_keys: [{ name: 'ci', secret: FIXTURE_SECRET }],
+              queue_jobs: [{ model: 'fixture-queue', payload: { n: 2 }, status: 'failed', error: { message: 'The worker gave up.', code: 'worker_gave_up' } }],
+            },
+          ],
+        },
+      ],
+    },
+  });
+  seeded.fixtureProject = applied!.projects[0]!;
+  seeded.fixtureJob = applied!.queue_jobs[0]!;
   for (let i = 0; i < 3; i++) expect((await t.caller.http.post('/v1/chat/completions').send(chat)).status).toBe(200);
   expect((await t.other.http.post('/v1/chat/completions').send(chat)).status).toBe(200);
 }, 120_000);
@@ -216,6 +237,19 @@ describe.skipIf(!existsSync(CHROMIUM))(`the console in headless Chromium (${CHRO
     expect(text).toContain(t.other.identity.projectId);
     expect(text).toContain(`${t.caller.key.slice(0, 10)}…`);
     expect(text).not.toContain(t.caller.key);
+  });
+
+  test('a seeded fixture document: its project with its key masked, its failed job, its queue', async () => {
+    await open('projects');
+    const projects = (await page.textContent('#page'))!;
+    expect(projects).toContain(seeded.fixtureProject);
+    expect(projects).toContain('Fixture project');
+    expect(projects).toContain(`${FIXTURE_SECRET.slice(0, 10)}…`);
+    expect(projects).not.toContain(FIXTURE_SECRET);
+    await open('resources');
+    expect(await page.textContent(`tr[data-resource="${seeded.fixtureJob}"] .state`)).toBe('failed');
+    await open('queue');
+    expect(await page.textContent('tr[data-model="fixture-queue"]')).toContain('fixture-queue');
   });
 
   test('resources: the seeded jobs with their states and timelines', async () => {
