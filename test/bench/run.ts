@@ -59,6 +59,8 @@ interface Sample {
   p50: number;
   p99: number;
   cpuPerRequest: number;
+  requests: number;
+  cpuMicros: number;
 }
 
 async function measure(
@@ -68,11 +70,21 @@ async function measure(
   body: string | undefined,
   pid: number,
   connections: number,
+  duration = DURATION,
 ): Promise<Sample> {
   const before = cpuMicros(pid);
-  const r = await autocannon({ url, method: method as 'GET', headers, body, connections, duration: DURATION });
+  const r = await autocannon({ url, method: method as 'GET', headers, body, connections, duration });
   if (r.non2xx || r.errors) throw new Error(`${url}: ${r.non2xx} non-2xx responses, ${r.errors} errors`);
-  return { rps: r.requests.average, mean: r.latency.mean, p50: r.latency.p50, p99: r.latency.p99, cpuPerRequest: (cpuMicros(pid) - before) / r.requests.total };
+  const cpu = cpuMicros(pid) - before;
+  return {
+    rps: r.requests.average,
+    mean: r.latency.mean,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    cpuPerRequest: cpu / r.requests.total,
+    requests: r.requests.total,
+    cpuMicros: cpu,
+  };
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
@@ -168,7 +180,10 @@ try {
         `mean latency ${(mine.mean - theirs.mean).toFixed(2)} ms (${theirs.mean.toFixed(2)} -> ${mine.mean.toFixed(2)}), p50 ${theirs.p50} -> ${mine.p50} ms`,
     );
   }
-  // What a setting costs a request, on the same server: alternating rounds without it and with it.
+  // What a setting costs a request, on the same server. One 6 s measurement's CPU per request varies by ±15% on this
+  // machine (GC, scheduling), more than the cost measured, so each round interleaves short slices without and with
+  // it (ABBA, cancelling drift) and pools each side's CPU over its requests.
+  const SLICES = 6;
   for (const s of chosen) {
     if (!s.costOf) continue;
     const server = await serverFor(s.env);
@@ -176,12 +191,19 @@ try {
     const connections = s.connections ?? CONNECTIONS;
     const shares: number[] = [];
     for (let round = 1; round <= ROUNDS; round++) {
-      await s.costOf.undo(server);
-      const without = await measure(`${server.url}${s.path}`, s.method, server.auth, body, server.pid, connections);
-      await s.costOf.redo(server);
-      const within = await measure(`${server.url}${s.path}`, s.method, server.auth, body, server.pid, connections);
-      shares.push(within.cpuPerRequest / without.cpuPerRequest - 1);
-      console.log(`${s.name} round ${round}: ${without.cpuPerRequest.toFixed(0)} µs CPU/req without ${s.costOf.what}, ${within.cpuPerRequest.toFixed(0)} with`);
+      const pooled = { without: { cpu: 0, requests: 0 }, within: { cpu: 0, requests: 0 } };
+      for (let slice = 0; slice < SLICES; slice++) {
+        for (const side of slice % 2 ? (['within', 'without'] as const) : (['without', 'within'] as const)) {
+          await (side === 'within' ? s.costOf.redo : s.costOf.undo)(server);
+          const m = await measure(`${server.url}${s.path}`, s.method, server.auth, body, server.pid, connections, Math.max(1, Math.round(DURATION / 3)));
+          pooled[side].cpu += m.cpuMicros;
+          pooled[side].requests += m.requests;
+        }
+      }
+      const without = pooled.without.cpu / pooled.without.requests;
+      const within = pooled.within.cpu / pooled.within.requests;
+      shares.push(within / without - 1);
+      console.log(`${s.name} round ${round}: ${without.toFixed(0)} µs CPU/req without ${s.costOf.what}, ${within.toFixed(0)} with`);
     }
     const share = median(shares);
     const met = share <= s.costOf.maxShare;

@@ -126,8 +126,15 @@ export const scenarios: Scenario[] = [
     setup: inactiveFaultRules,
     costOf: {
       what: '100 inactive fault rules',
-      undo: async (server) => void (await controlCall(server, 'DELETE')),
-      redo: inactiveFaultRules,
+      // Both sides make the same control calls before their slice (their garbage is collected in it), in another order.
+      undo: async (server) => {
+        await inactiveFaultRules(server);
+        await controlCall(server, 'DELETE');
+      },
+      redo: async (server) => {
+        await controlCall(server, 'DELETE');
+        await inactiveFaultRules(server);
+      },
       maxShare: 0.05,
     },
   },
