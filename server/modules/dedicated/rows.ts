@@ -1,5 +1,6 @@
 // Writing v2 endpoints and deployments, and reading them back whole (with their siblings and mounted volumes) for
 // the wire.
+import type { components } from '../../../generated/api.d.ts';
 import type { DedicatedEndpoint, Deployment, Model, ModelConfig } from '../../../generated/prisma/sqlite/client/client.ts';
 import { type Clock, instant } from '../../core/clock.ts';
 import { newId } from '../../core/ids.ts';
@@ -8,11 +9,11 @@ import { newEtag } from '../../http/etag.ts';
 import { enter, type Timing } from '../../runner/progress.ts';
 import { release } from '../hardware/index.ts';
 import { attachVolumes, detachVolumes } from '../volumes/index.ts';
-import { ensureAutoscaler, type ScalingMetric } from './autoscaling.ts';
+import { checkPolicy, ensureAutoscaler, type ScalingMetric } from './autoscaling.ts';
 import { recordDeploymentChange, recordEndpointChange } from './events.ts';
 import { deploymentMachine } from './machine.ts';
-import { DEPLOYMENT_OWNER } from './placement.ts';
-import { checkNameFree, deploymentNameTaken, deploymentsOf } from './refs.ts';
+import { checkPlacement, DEPLOYMENT_OWNER } from './placement.ts';
+import { checkAutoscaling, checkName, checkNameFree, createBounds, deploymentNameTaken, deploymentsOf, resolveModelAndConfig } from './refs.ts';
 import { startRetention } from './served.ts';
 import { desiredReplicas, type Viewer } from './traffic.ts';
 import { deploymentWire, v2EndpointWire } from './wire.ts';
@@ -70,6 +71,32 @@ export interface NewDeployment {
   placement?: object;
   trafficMode: string;
   volumes?: string[];
+}
+
+/** A deployment request's checks (createDeployment's, a fixture's), and the row they make but for its ids. */
+export async function acceptDeployment(
+  db: Db | Tx,
+  projectId: string,
+  body: components['schemas']['DeploymentCreate'],
+): Promise<Omit<NewDeployment, 'id' | 'projectId' | 'endpointId'>> {
+  const name = checkName(body.name, 'name');
+  const autoscaling = createBounds(body.autoscaling);
+  checkAutoscaling(autoscaling, 'autoscaling.');
+  if (body.autoscaling) checkPolicy(body.autoscaling);
+  checkPlacement(body.placement);
+  const { model, modelRevisionId, config } = await resolveModelAndConfig(db, projectId, body);
+  return {
+    name,
+    model,
+    modelRevisionId,
+    config,
+    ...autoscaling,
+    policy: body.autoscaling,
+    enableLora: body.enableLora,
+    placement: body.placement,
+    trafficMode: body.trafficMode ?? 'TRAFFIC_MODE_LIVE',
+    volumes: body.volumes,
+  };
 }
 
 /** Creates a deployment: PROVISIONING (which the runner takes on), or STOPPED when it asks for no replicas. */

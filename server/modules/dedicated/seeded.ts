@@ -6,11 +6,9 @@ import type { Clock } from '../../core/clock.ts';
 import type { Database, Tx } from '../../db/index.ts';
 import { type Timing, transition } from '../../runner/progress.ts';
 import type { Runner } from '../../runner/runner.ts';
-import { checkPolicy } from './autoscaling.ts';
 import { deploymentMachine, deployments } from './machine.ts';
-import { checkPlacement } from './placement.ts';
-import { checkAutoscaling, checkName, createBounds, endpointNameOf, resolveModelAndConfig } from './refs.ts';
-import { createEndpointRow, insertDeployment } from './rows.ts';
+import { endpointNameOf } from './refs.ts';
+import { acceptDeployment, createEndpointRow, insertDeployment } from './rows.ts';
 
 export type SeededDeploymentState = NonNullable<components['schemas']['FixtureDeployment']['state']>;
 type SeededEndpoint = components['schemas']['FixtureV2Endpoint'];
@@ -36,28 +34,9 @@ export async function seedV2Endpoint(
   for (const [i, dep] of (input.deployments ?? []).entries()) {
     const dat = `${at}.deployments.${i}`;
     const body = dep.request;
-    let d = await within(`${dat}.request`, async () => {
-      const autoscaling = createBounds(body.autoscaling);
-      checkAutoscaling(autoscaling, 'autoscaling.');
-      checkPolicy(body.autoscaling);
-      checkPlacement(body.placement);
-      const { model, modelRevisionId, config } = await resolveModelAndConfig(tx, project.id, body);
-      return insertDeployment(tx, timing, {
-        id: dep.id,
-        projectId: project.id,
-        endpointId: e.id,
-        name: checkName(body.name, 'name'),
-        model,
-        modelRevisionId,
-        config,
-        ...autoscaling,
-        policy: body.autoscaling,
-        enableLora: body.enableLora,
-        placement: body.placement,
-        trafficMode: body.trafficMode ?? 'TRAFFIC_MODE_LIVE',
-        volumes: body.volumes,
-      });
-    });
+    let d = await within(`${dat}.request`, async () =>
+      insertDeployment(tx, timing, { id: dep.id, projectId: project.id, endpointId: e.id, ...(await acceptDeployment(tx, project.id, body)) }),
+    );
     const state = dep.state ?? 'DEPLOYMENT_STATE_PROVISIONING';
     const message = dep.message;
     if (state === 'DEPLOYMENT_STATE_FAILED' && d.state === 'DEPLOYMENT_STATE_PROVISIONING')

@@ -19,39 +19,28 @@ export interface Served {
   at: number;
 }
 
+const rowOf = (s: Served) => ({
+  id: newId('srv', s.at),
+  projectId: s.projectId,
+  endpointId: s.endpointId,
+  deploymentId: s.deploymentId,
+  role: s.role ?? 'primary',
+  status: s.status,
+  latencyMs: Math.max(0, Math.round(s.latencyMs)),
+  promptTokens: s.promptTokens ?? 0,
+  completionTokens: s.completionTokens ?? 0,
+  createdAt: BigInt(s.at),
+});
+
 export async function recordServed(db: Db | Tx, s: Served): Promise<void> {
-  await db.servedRequest.create({
-    data: {
-      id: newId('srv', s.at),
-      projectId: s.projectId,
-      endpointId: s.endpointId,
-      deploymentId: s.deploymentId,
-      role: s.role ?? 'primary',
-      status: s.status,
-      latencyMs: Math.max(0, Math.round(s.latencyMs)),
-      promptTokens: s.promptTokens ?? 0,
-      completionTokens: s.completionTokens ?? 0,
-      createdAt: BigInt(s.at),
-    },
-  });
+  await db.servedRequest.create({ data: rowOf(s) });
 }
 
 /** Several rows in one statement: the shadow copies' outcomes, recorded in batches off the callers' path. */
 export async function recordServedMany(db: Db | Tx, rows: Served[]): Promise<void> {
   if (rows.length === 0) return;
   await db.servedRequest.createMany({
-    data: rows.map((s) => ({
-      id: newId('srv', s.at),
-      projectId: s.projectId,
-      endpointId: s.endpointId,
-      deploymentId: s.deploymentId,
-      role: s.role ?? 'primary',
-      status: s.status,
-      latencyMs: Math.max(0, Math.round(s.latencyMs)),
-      promptTokens: s.promptTokens ?? 0,
-      completionTokens: s.completionTokens ?? 0,
-      createdAt: BigInt(s.at),
-    })),
+    data: rows.map(rowOf),
   });
 }
 

@@ -14,20 +14,9 @@ import { checkPolicy, ensureAutoscaler, metricsOf } from '../autoscaling.ts';
 import { recordDeploymentChange, recordEndpointChange } from '../events.ts';
 import { unqualified, V2_LIST, v2Query } from '../listing.ts';
 import { type DeploymentEvent, deploymentMachine, deployments } from '../machine.ts';
-import { checkPlacement, DEPLOYMENT_OWNER } from '../placement.ts';
-import {
-  checkAutoscaling,
-  checkName,
-  checkProject,
-  createBounds,
-  deploymentNameTaken,
-  deploymentsOf,
-  findDeployment,
-  findEndpoint,
-  parseModelRef,
-  resolveModelAndConfig,
-} from '../refs.ts';
-import { deploymentView, insertDeployment, mountsOf, policyColumns, releaseAll } from '../rows.ts';
+import { DEPLOYMENT_OWNER } from '../placement.ts';
+import { checkAutoscaling, checkName, checkProject, deploymentNameTaken, deploymentsOf, findDeployment, findEndpoint, parseModelRef } from '../refs.ts';
+import { acceptDeployment, deploymentView, insertDeployment, mountsOf, policyColumns, releaseAll } from '../rows.ts';
 import { desiredReplicas, scaledToZero, splitOf, trafficSteered } from '../traffic.ts';
 import { deploymentWire, listWire } from '../wire.ts';
 
@@ -69,36 +58,18 @@ export async function createDeployment(ctx: Context<'createDeployment'>) {
   const projectId = checkProject(ctx);
   const { db, body } = ctx;
   await findEndpoint(db.prisma, projectId, ctx.params.endpointId);
-  const name = checkName(body.name, 'name');
-  const autoscaling = createBounds(body.autoscaling);
-  checkAutoscaling(autoscaling, 'autoscaling.');
-  if (body.autoscaling) checkPolicy(body.autoscaling);
-  checkPlacement(body.placement);
-  const { model, modelRevisionId, config } = await resolveModelAndConfig(db.prisma, projectId, body);
+  const request = await acceptDeployment(db.prisma, projectId, body);
   try {
     const created = await uniquely(
       () =>
         db.write(async (tx) => {
           const e = await findEndpoint(tx, projectId, ctx.params.endpointId);
-          const d = await insertDeployment(tx, ctx, {
-            projectId,
-            endpointId: e.id,
-            name,
-            model,
-            modelRevisionId,
-            config,
-            ...autoscaling,
-            policy: body.autoscaling,
-            enableLora: body.enableLora,
-            placement: body.placement,
-            trafficMode: body.trafficMode ?? 'TRAFFIC_MODE_LIVE',
-            volumes: body.volumes,
-          });
+          const d = await insertDeployment(tx, ctx, { projectId, endpointId: e.id, ...request });
           // validateOnly runs the very same checks and writes, then rolls them back: the answer is the preview.
           if (ctx.query.validateOnly) throw new RolledBack(await deploymentView(tx, d, ctx));
           return d;
         }),
-      () => deploymentNameTaken(name),
+      () => deploymentNameTaken(request.name),
     );
     return deploymentView(db.prisma, created, ctx);
   } catch (err) {
