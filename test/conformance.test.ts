@@ -32,8 +32,7 @@ const show = (p: Problem) => `${p.operation} ${p.field} [${p.kind}] ${p.detail}`
 // The platform's areas this server covers: operations in them that it does not have yet are listed, as information.
 const AREAS = [
   /^\S+ \/v[12]\/(whoami|hardware|models|jobs|endpoints|embeddings|rerank|chat|completions|audio|videos|evaluation|fine-tunes|finetune|files|queue)\b/,
-  /^\S+ \/v1\/compute\/clusters\/\{\}\/instances\/\{\}\/remediations/,
-  /^\S+ \/v1\/deployments\/(secrets|storage)/,
+  /^\S+ \/v1\/(images|voices|batches|compute|clusters|deployments)\b/,
   /^\S+ \/v2\/projects\/\{\}\/(endpoints|configs|models|placement-profiles)/,
   /^\S+ \/v2\/(organizations\/\{\}\/endpoints|public\/|supported-models)/,
 ];
