@@ -11,6 +11,7 @@ import { curveHook } from '../server/modules/fine-tuning/machine.ts';
 import { expectError } from './support/expect.ts';
 import { uploadFile } from './support/files.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
+import { byName, untar } from './support/tar.ts';
 
 const BASE = 'meta-llama/Meta-Llama-3.1-8B-Instruct-Reference';
 let t: TestPlatform;
@@ -48,46 +49,6 @@ const binary = (res: any, done: (err: Error | null, body: unknown) => void) => {
 };
 const download = (query: Record<string, unknown>) => t.caller.http.get('/v1/finetune/download').query(query).buffer(true).parse(binary);
 
-interface Member {
-  name: string;
-  mode: number;
-  mtime: number;
-  content: Buffer;
-}
-
-/** Reads a ustar archive by the format's rules (every header's checksum and magic checked, the two zero blocks at the end). */
-function untar(buf: Buffer): Member[] {
-  expect(buf.length % 512).toBe(0);
-  const field = (h: Buffer, at: number, len: number) =>
-    h
-      .subarray(at, at + len)
-      .toString('latin1')
-      .replace(/\0.*$/s, '');
-  const members: Member[] = [];
-  let at = 0;
-  for (;;) {
-    const h = buf.subarray(at, at + 512);
-    if (h.every((b) => b === 0)) break;
-    let sum = 0;
-    for (let i = 0; i < 512; i++) sum += i >= 148 && i < 156 ? 32 : h[i]!;
-    expect(parseInt(field(h, 148, 8).trim(), 8), 'checksum').toBe(sum);
-    expect(h.subarray(257, 263).toString('latin1')).toBe('ustar\0');
-    expect(field(h, 156, 1)).toBe('0');
-    const size = parseInt(field(h, 124, 12), 8);
-    members.push({
-      name: field(h, 0, 100),
-      mode: parseInt(field(h, 100, 8), 8),
-      mtime: parseInt(field(h, 136, 12), 8),
-      content: buf.subarray(at + 512, at + 512 + size),
-    });
-    at += 512 + Math.ceil(size / 512) * 512;
-  }
-  expect(buf.subarray(at).length).toBe(1024);
-  expect(buf.subarray(at).every((b) => b === 0)).toBe(true);
-  return members;
-}
-
-const byName = (members: Member[]) => Object.fromEntries(members.map((m) => [m.name, m.content.toString('utf8')]));
 const jsonl = (text: string) =>
   text
     .split('\n')

@@ -1492,6 +1492,45 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/fine-tunes/{id}/download-tokenized-dataset": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Where to download a job's tokenized dataset
+         * @description A signed URL of the job's tokenized dataset archive, with its file name, size, type and expiry (the official
+         *     client's `fineTuning.retrieveTokenizedDataset(id)`). The URL is this server's
+         *     (`GET /v1/fine-tunes/{id}/tokenized-dataset?expires=&signature=`), works without an API key until
+         *     `expires_at` (an hour), and is never a hosted URL.
+         *
+         *     **What the archive holds** (a POSIX tar, `application/x-tar`, named `<ft id>-tokenized.tar`): what the local
+         *     engine computes exactly. `train.jsonl` and, when the job has a validation file, `validation.jsonl`: each
+         *     valid sample of the file, in order, one JSON object a line, `{input_ids, attention_mask, labels}` (a
+         *     preference sample `{chosen: {...}, rejected: {...}}`), rendered and tokenized as `POST /v1/fine-tunes/preview`
+         *     shows (the server's tokenizer, cl100k_base, not the model's own; a conversation's messages as
+         *     `<role>: <content>` lines; `labels` -100 where a token is not trained on, `train_on_inputs` applied, `auto`
+         *     as false), each sample cut to the job's `max_seq_length` and not packed; a pre-tokenized parquet dataset's
+         *     rows as given (cut; `attention_mask` all 1 and `labels` the ids when absent). `meta.json`: the job, the
+         *     tokenizer, and each set's file, rows and tokens. `README.txt` says the same in words.
+         *
+         *     The dataset is tokenized once the job's files are validated: a `pending` job answers 404
+         *     `tokenized_dataset_not_ready` (param `id`; the platform declares only 404 here); a job whose training file
+         *     has been deleted before its archive was made answers 404 `tokenized_dataset_not_found`. The archive is made
+         *     on the first request (it reads the whole dataset) and kept; the same job always gives the same bytes.
+         *     An unknown id, or another project's job, answers 404.
+         */
+        get: operations["retrieveFineTuneTokenizedDataset"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/fine-tunes/{id}/events": {
         parameters: {
             query?: never;
@@ -1527,6 +1566,29 @@ export interface paths {
          *     from `started_at`), and `resolution` (at most that many rows, evenly picked, evaluation rows kept).
          */
         get: operations["getFineTuneMetrics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/fine-tunes/{id}/tokenized-dataset": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download a job's tokenized dataset (its signed URL)
+         * @description The archive `GET /v1/fine-tunes/{id}/download-tokenized-dataset` describes, at the `url` it answered, as given
+         *     (streamed, with `Content-Length`, `Range` and `HEAD`). Authorised by the URL's `signature` and `expires`, not by
+         *     an API key: a signature this server did not make for this job and `expires` answers 403 `invalid_signature`
+         *     (param `signature`), an expired one 403 `signature_expired` (param `expires`). A job deleted since answers 404.
+         */
+        get: operations["downloadFineTuneTokenizedDataset"];
         put?: never;
         post?: never;
         delete?: never;
@@ -5781,6 +5843,25 @@ export interface components {
         FileDeleteResponse: {
             id: string;
             deleted: boolean;
+        };
+        /** @description Where a job's tokenized dataset archive is, and what it is. */
+        FineTuneTokenizedDataset: {
+            /**
+             * Format: uri
+             * @description This server's signed URL of the archive (no API key needed until `expires_at`).
+             */
+            url: string;
+            /** @description `<ft id>-tokenized.tar` */
+            filename: string;
+            /** @description The archive's size in bytes. */
+            size: number;
+            /** @description `application/x-tar` */
+            content_type: string;
+            /**
+             * Format: date-time
+             * @description When the URL stops working.
+             */
+            expires_at: string;
         };
         /**
          * @description The job's state (the machine above).
@@ -10557,6 +10638,34 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    retrieveFineTuneTokenizedDataset: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The job's id (`ft-...`). */
+                id: components["parameters"]["FineTuneId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The archive's signed URL and what it is. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FineTuneTokenizedDataset"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     listFineTuneEvents: {
         parameters: {
             query?: never;
@@ -10619,6 +10728,47 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    downloadFineTuneTokenizedDataset: {
+        parameters: {
+            query: {
+                /** @description When the URL stops working, in Unix seconds (signed with the path). */
+                expires: number;
+            };
+            header?: never;
+            path: {
+                /** @description The job's id (`ft-...`). */
+                id: components["parameters"]["FineTuneId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The archive (a tar stream). */
+            200: {
+                headers: {
+                    /** @description `attachment; filename=<ft id>-tokenized.tar` */
+                    "Content-Disposition"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-tar": Blob;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description The signature is not this server's for this URL (`invalid_signature`), or has expired (`signature_expired`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorData"];
+                };
+            };
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];

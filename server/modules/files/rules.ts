@@ -123,8 +123,8 @@ export function checkSample(value: unknown, purpose: Purpose): Sample {
   );
 }
 
-/** One sample of a dataset, or the reason its line is bad. */
-export type Row = { line: number; sample: Sample } | { line: number; error: string };
+/** One sample of a dataset (with the row as read, for those who tokenize it), or the reason its line is bad. */
+export type Row = { line: number; sample: Sample; raw: Record<string, unknown> } | { line: number; error: string };
 
 /** The samples of a JSON Lines dataset, a line at a time (blank lines skipped). */
 async function* jsonlRows(path: string, purpose: Purpose): AsyncGenerator<Row> {
@@ -150,7 +150,7 @@ function* oneLine(text: string, line: number, purpose: Purpose): Generator<Row> 
     return yield { line, error: `the line is not valid JSON (${(e as Error).message}).` };
   }
   try {
-    yield { line, sample: checkSample(value, purpose) };
+    yield { line, sample: checkSample(value, purpose), raw: value as Record<string, unknown> };
   } catch (e) {
     if (!(e instanceof Bad)) throw e;
     yield { line, error: e.message };
@@ -189,7 +189,7 @@ async function* parquetRows(path: string): AsyncGenerator<Row> {
       }
       const mismatch = ['attention_mask', 'labels'].find((c) => c in row && row[c] !== null && intList(row[c])?.length !== ids.length);
       if (mismatch) yield { line, error: `\`${mismatch}\` must be a list of integers as long as \`input_ids\` (${ids.length}).` };
-      else yield { line, sample: { format: 'TOKENIZED', tokens: ids.length } };
+      else yield { line, sample: { format: 'TOKENIZED', tokens: ids.length }, raw: row };
     }
     rowStart = rowEnd;
   }

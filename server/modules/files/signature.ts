@@ -41,16 +41,41 @@ async function signingKey(services: Pick<Services, 'config' | 'db'>): Promise<Bu
   return createHmac('sha256', secretsKey(services.config)).update('inference-platform file upload URLs').digest();
 }
 
-const sign = async (services: Pick<Services, 'config' | 'db'>, id: string, expires: number) =>
+/** The signature of `METHOD path` until `expires` (Unix seconds). */
+const sign = async (services: Pick<Services, 'config' | 'db'>, what: string, expires: number) =>
   createHmac('sha256', await signingKey(services))
-    .update(`PUT /v1/files/${id}/content ${expires}`)
+    .update(`${what} ${expires}`)
     .digest('base64url');
+
+/**
+ * A URL of this server that works without a key for `ttlMs` from now (whole seconds, rounded down): `path` with
+ * `expires` and `signature`, which authorise exactly `method` on it. Other modules hand out downloads with it.
+ */
+export async function signedUrl(services: Pick<Services, 'clock' | 'config' | 'db'>, origin: string, method: string, path: string, ttlMs: number) {
+  const expires = Math.floor((services.clock.now() + ttlMs) / 1000);
+  const query = new URLSearchParams({ expires: String(expires), signature: await sign(services, `${method} ${path}`, expires) });
+  return { url: `${origin}${path}?${query}`, expiresAt: expires * 1000 };
+}
+
+/**
+ * Checks a signed URL's `signature` (403 `invalid_signature`) and `expires` (403 `signature_expired`) for `METHOD
+ * path`; `again` tells the caller how to get a new URL.
+ */
+export async function checkSignature(services: Services, what: string, query: Record<string, unknown>, again: string): Promise<void> {
+  const expires = Number(query.expires);
+  const given = query.signature;
+  const want = Buffer.from(await sign(services, what, expires));
+  if (typeof given !== 'string' || given.length === 0)
+    throw forbidden(`The URL has no signature: use the URL ${again} answered, as given.`, 'invalid_signature', 'signature');
+  if (!(given.length === want.length && timingSafeEqual(Buffer.from(given), want)))
+    throw forbidden(`The URL's signature is not valid for it and its expiry: use the URL ${again} answered, as given.`, 'invalid_signature', 'signature');
+  if (services.clock.now() >= expires * 1000)
+    throw forbidden(`The URL expired at ${new Date(expires * 1000).toISOString()}: ask ${again} for a new one.`, 'signature_expired', 'expires');
+}
 
 /** The upload URL of file `id`, on `origin`, valid for the file's UPLOADING duration from now. */
 export async function uploadUrl(services: Pick<Services, 'clock' | 'config' | 'db'>, origin: string, id: string): Promise<string> {
-  const expires = Math.floor((services.clock.now() + fileMachine.delayMs(AWAITING_BYTES, services.config)!) / 1000);
-  const query = new URLSearchParams({ expires: String(expires), signature: await sign(services, id, expires) });
-  return `${origin}/v1/files/${encodeURIComponent(id)}/content?${query}`;
+  return (await signedUrl(services, origin, 'PUT', `/v1/files/${encodeURIComponent(id)}/content`, fileMachine.delayMs(AWAITING_BYTES, services.config)!)).url;
 }
 
 /**
@@ -60,28 +85,16 @@ export async function uploadUrl(services: Pick<Services, 'clock' | 'config' | 'd
  */
 export async function verifyUpload(services: Services, request: { params: Record<string, string>; query: Record<string, unknown> }): Promise<Identity> {
   const { id } = request.params;
-  const expires = Number(request.query.expires);
-  const given = request.query.signature;
-  const want = Buffer.from(await sign(services, id, expires));
-  if (typeof given !== 'string' || given.length === 0)
-    throw forbidden('The upload URL has no signature: PUT to the `Location` POST /v1/files answered, as given.', 'invalid_signature', 'signature');
-  if (!(given.length === want.length && timingSafeEqual(Buffer.from(given), want))) {
-    throw forbidden(
-      "The upload URL's signature is not valid for this file and expiry: PUT to the `Location` POST /v1/files answered, as given.",
-      'invalid_signature',
-      'signature',
-    );
-  }
-  if (services.clock.now() >= expires * 1000)
-    throw forbidden(
-      `The upload URL expired at ${new Date(expires * 1000).toISOString()}: start the upload again with POST /v1/files.`,
-      'signature_expired',
-      'expires',
-    );
+  await checkSignature(services, `PUT /v1/files/${encodeURIComponent(id)}/content`, request.query, 'POST /v1/files');
   const f = await services.db.prisma.file.findUnique({ where: { id } });
   if (!f) throw notFound('file', id);
   if (f.status !== AWAITING_BYTES) throw alreadyUploaded(id);
-  const project = await services.db.prisma.project.findUniqueOrThrow({ where: { id: f.projectId }, include: { organization: true } });
+  return projectIdentity(services, f.projectId);
+}
+
+/** Whom a signed request acts as: the project the signed thing belongs to (no key: the signature authorises). */
+export async function projectIdentity(services: Pick<Services, 'db'>, projectId: string): Promise<Identity> {
+  const project = await services.db.prisma.project.findUniqueOrThrow({ where: { id: projectId }, include: { organization: true } });
   return {
     apiKeyId: '',
     projectId: project.id,

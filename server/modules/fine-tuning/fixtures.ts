@@ -37,5 +37,6 @@ export const fixtures: Fixtures<'fine-tuning'> = {
     listFineTuneCheckpoints: async (kit) => ({ params: { id: await ownersJob(kit) } }),
     getFineTuneMetrics: async (kit) => ({ params: { id: await ownersJob(kit, true) } }),
     downloadFineTune: async (kit) => ({ params: {}, query: { ft_id: await ownersCompletedJob(kit) } }),
+    retrieveFineTuneTokenizedDataset: async (kit) => ({ params: { id: await ownersJob(kit, true) } }),
   },
 };

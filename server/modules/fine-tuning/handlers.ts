@@ -1,19 +1,21 @@
 // Module `fine-tuning`: create (create.ts, rules.ts), list, get, events, checkpoints, cancel, delete, estimate-price,
 // metrics, download (download.ts), supported models and limits. The runner moves jobs (machine.ts). Cancel, estimate-price
 // and metrics also serve the requirements' unprefixed paths (`...Unprefixed` operations, at the end).
-import { apiError, badRequest } from '../../core/errors.ts';
+import { iso } from '../../core/clock.ts';
+import { apiError, badRequest, notFound } from '../../core/errors.ts';
 import { tar, tarLength } from '../../core/tar.ts';
 import type { Db, Tx } from '../../db/index.ts';
 import { reply } from '../../http/reply.ts';
 import { owned } from '../../http/scope.ts';
-import { filePath, findFile, type Report } from '../files/index.ts';
+import { checkSignature, filePath, findFile, projectIdentity, type Report, signedUrl } from '../files/index.ts';
 import { findModel } from '../models/index.ts';
-import type { Context, Services } from '../types.ts';
+import type { Context, Services, SignedCheck } from '../types.ts';
 import { acceptFineTune, checkpointSource, insertFineTune, supportedModel } from './create.ts';
 import { archiveMembers, type CheckpointType } from './download.ts';
 import { loadDataset, moveFineTune } from './machine.ts';
 import { firstSamples, preview } from './preview.ts';
 import { type Accepted, accept, fineTunable, limitsOf, priceOf } from './rules.ts';
+import { forgetTokenized, TOKENIZED_CONTENT_TYPE, tokenizedArchive, tokenizedName } from './tokenized.ts';
 import { plan, runTokens } from './training.ts';
 import { checkpointWire, eventWire, fineTuneTruncatedWire, fineTuneWire } from './wire.ts';
 
@@ -82,6 +84,7 @@ export async function deleteFineTune(ctx: Context<'deleteFineTune'>) {
     await tx.fineTuneCheckpoint.deleteMany({ where: { jobId: job.id } });
     await tx.fineTune.deleteMany({ where: { id: job.id, projectId: job.projectId } });
   });
+  await forgetTokenized(ctx, job);
   return { message: `Fine-tuning job ${job.id} deleted.` };
 }
 
@@ -244,4 +247,29 @@ export async function estimateFineTunePriceUnprefixed(ctx: Context<'estimateFine
 
 export async function getFineTuneMetricsUnprefixed(ctx: Context<'getFineTuneMetricsUnprefixed'>) {
   return getFineTuneMetrics(ctx);
+}
+
+/** How long a tokenized dataset's URL works. */
+const TOKENIZED_URL_MS = 3_600_000;
+const tokenizedPath = (id: string) => `/v1/fine-tunes/${encodeURIComponent(id)}/tokenized-dataset`;
+
+export async function retrieveFineTuneTokenizedDataset(ctx: Context<'retrieveFineTuneTokenizedDataset'>) {
+  const job = await find(ctx);
+  const { size } = await tokenizedArchive(ctx, job);
+  const { url, expiresAt } = await signedUrl(ctx, ctx.origin, 'GET', tokenizedPath(job.id), TOKENIZED_URL_MS);
+  return { url, filename: tokenizedName(job), size, content_type: TOKENIZED_CONTENT_TYPE, expires_at: iso(BigInt(expiresAt)) };
+}
+
+/** The signed URL's check: its signature, then the job (whose project the download acts as). */
+export const checkTokenizedUrl: SignedCheck = async (services, { params, query }) => {
+  await checkSignature(services, `GET ${tokenizedPath(params.id)}`, query, `GET /v1/fine-tunes/${params.id}/download-tokenized-dataset`);
+  const job = await services.db.prisma.fineTune.findUnique({ where: { id: params.id } });
+  if (!job) throw notFound('fine-tuning job', params.id, 'id');
+  return projectIdentity(services, job.projectId);
+};
+
+export async function downloadFineTuneTokenizedDataset(ctx: Context<'downloadFineTuneTokenizedDataset'>) {
+  const job = await find(ctx);
+  const { path } = await tokenizedArchive(ctx, job);
+  return reply.file(path, TOKENIZED_CONTENT_TYPE, { headers: { 'Content-Disposition': `attachment; filename=${tokenizedName(job)}` } });
 }

@@ -5,9 +5,11 @@ import type { ModuleDescriptor } from '../types.ts';
 import {
   cancelFineTune,
   cancelFineTuneUnprefixed,
+  checkTokenizedUrl,
   createFineTune,
   deleteFineTune,
   downloadFineTune,
+  downloadFineTuneTokenizedDataset,
   estimateFineTunePrice,
   estimateFineTunePriceUnprefixed,
   getFineTuneMetrics,
@@ -19,6 +21,7 @@ import {
   listFineTunes,
   previewFineTune,
   retrieveFineTune,
+  retrieveFineTuneTokenizedDataset,
 } from './handlers.ts';
 import { fineTuneMachine, fineTuneProgression } from './machine.ts';
 
@@ -45,7 +48,11 @@ export const fineTuning: ModuleDescriptor<'fine-tuning'> = {
     listFineTuneModels,
     previewFineTune,
     getFineTuneModelLimits,
+    retrieveFineTuneTokenizedDataset,
+    downloadFineTuneTokenizedDataset,
   },
+  // The tokenized dataset's URL is signed: whoever holds it downloads without a key.
+  signed: { downloadFineTuneTokenizedDataset: checkTokenizedUrl },
   machines: [fineTuneMachine],
   work: (services) => ({ [fineTuneMachine.kind]: progressionWork(fineTuneProgression(services), services) }),
   steer: (services) => ({ fine_tune: { progression: fineTuneProgression(services), creates: ['createFineTune'] } }),
