@@ -19,6 +19,8 @@ export {
   nameKey,
   notServerless,
   serverlessModel,
+  type SpeechVoice,
+  speechVoices,
 } from './catalogue.ts';
 export { architectureOf, parseSource, resolves, SOURCE_LABEL, type Source } from './sources.ts';
 
