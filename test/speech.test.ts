@@ -114,7 +114,14 @@ describe('POST /v1/audio/speech: formats', () => {
   test(
     'mp3 at the asked rate and bit rate',
     async () => {
-      const res = await speech({ model: KOKORO, input: 'Hello there, how are you?', voice: 'am_adam', response_format: 'mp3', sample_rate: 22050, bit_rate: 64000 });
+      const res = await speech({
+        model: KOKORO,
+        input: 'Hello there, how are you?',
+        voice: 'am_adam',
+        response_format: 'mp3',
+        sample_rate: 22050,
+        bit_rate: 64000,
+      });
       expect(res.status).toBe(200);
       expect(res.headers['content-type']).toMatch(/^audio\/mpeg/);
       expect(probe(res.body)).toMatchObject({ codec_name: 'mp3', sample_rate: '22050', channels: 1 });
@@ -317,7 +324,8 @@ describe('the upstream route: the same body posted to <url>/audio/speech, its an
     upstream = createServer(async (req, res) => {
       const body = JSON.parse(await read(req));
       received = { path: req.url, body };
-      if (body.input === 'refuse') return res.writeHead(400, { 'Content-Type': 'application/json' }).end(JSON.stringify({ error: { message: 'no such voice', param: 'voice' } }));
+      if (body.input === 'refuse')
+        return res.writeHead(400, { 'Content-Type': 'application/json' }).end(JSON.stringify({ error: { message: 'no such voice', param: 'voice' } }));
       if (body.input === 'fail') return res.writeHead(500).end('boom');
       if (body.input === 'hang') return; // never answers: the route's timeoutMs passes
       if (body.stream) {

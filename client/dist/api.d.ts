@@ -622,6 +622,10 @@ export interface paths {
          *     128,000) is the MP3 bit rate, used by `mp3` only. `extra_params.pronunciation_dict` is applied before
          *     speaking: each whole-word, case-insensitive occurrence of a source is spoken as its replacement, in the
          *     order given.
+         *
+         *     **Without the local engine.** When espeak-ng is not installed (or `ESPEAK_PATH=off`) and the model is not
+         *     routed upstream, the answer is 503 `engine_unavailable` (`type` `server_error`, no `Retry-After`), whose
+         *     message says so: install `espeak-ng` or route the model upstream.
          */
         post: operations["createSpeech"];
         delete?: never;
@@ -8895,20 +8899,7 @@ export interface operations {
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             502: components["responses"]["AudioUpstreamFailed"];
-            /**
-             * @description `engine_unavailable` (`type` `server_error`): the local speech engine, espeak-ng, is not installed here
-             *     (or `ESPEAK_PATH=off`) and the model is not routed upstream; or, as for every rate-limited operation,
-             *     `model_overloaded` (see `Overloaded`), or an outage (`database_unavailable`, see `Unavailable`).
-             */
-            503: {
-                headers: {
-                    "Retry-After": components["headers"]["Retry-After"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorData"];
-                };
-            };
+            503: components["responses"]["Overloaded"];
             /** @description `upstream_timeout`: the upstream engine the model is routed to did not answer within its route's `timeoutMs` (default 120 s). */
             504: {
                 headers: {

@@ -97,7 +97,15 @@ export function espeakLanguages(espeak: string): Promise<ReadonlySet<string>> {
       child.once('close', (code) => {
         if (code !== 0) return reject(new SpeechEngineFailed(`espeak-ng --voices exited with ${code}`));
         // Lines `Pty Language Age/Gender VoiceName File Other...`.
-        resolve(new Set(out.split('\n').slice(1).map((l) => l.trim().split(/\s+/)[1]!).filter(Boolean)));
+        resolve(
+          new Set(
+            out
+              .split('\n')
+              .slice(1)
+              .map((l) => l.trim().split(/\s+/)[1]!)
+              .filter(Boolean),
+          ),
+        );
       });
     });
     listed.set(espeak, languages);

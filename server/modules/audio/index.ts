@@ -4,8 +4,8 @@
 import type { UploadRule } from '../../http/multipart.ts';
 import type { ModuleDescriptor, UploadContext } from '../types.ts';
 import { createTranscription, createTranslation } from './handlers.ts';
-import { createSpeech, listVoices } from './speech.ts';
 import { transcriptionModel, uploadTooLarge } from './rules.ts';
+import { createSpeech, listVoices } from './speech.ts';
 
 const rule = (task: 'transcribe' | 'translate'): UploadRule<UploadContext> => ({
   field: 'file',

@@ -12,6 +12,9 @@ export const MAX_PRONUNCIATION_RULES = 1000;
 export const MIN_RATE = 8000;
 export const MAX_RATE = 48_000;
 
+/** A value as messages quote it: at most 64 characters. */
+export const quoted = (value: string) => `'${value.length > 64 ? `${value.slice(0, 63)}…` : value}'`;
+
 /** A model's own output rate when the request gives none (the platform's: Kokoro and Orpheus 24 kHz, Cartesia 44.1 kHz). */
 const nativeRate = (model: string) => (model.startsWith('cartesia/') ? 44_100 : 24_000);
 
@@ -61,7 +64,7 @@ export function acceptSpeech(body: SpeechBody, model: string): AcceptedSpeech {
   const stream = body.stream === true;
   const format = body.response_format ?? (stream ? 'raw' : 'wav');
   if (stream && format !== 'raw') {
-    throw badRequest(`A stream carries raw samples only: send response_format 'raw' (or omit it) with stream true, not '${format}'.`, 'response_format');
+    throw badRequest(`A stream carries raw samples only: send response_format 'raw' (or omit it) with stream true, not ${quoted(format)}.`, 'response_format');
   }
   const sampleRate = body.sample_rate ?? nativeRate(model);
   if (sampleRate < MIN_RATE || sampleRate > MAX_RATE) {
@@ -114,14 +117,15 @@ export function chooseVoice(model: string, voice: string): ChosenVoice {
   };
   const unknown = (name: string) =>
     badRequest(
-      `'${name}' is not a voice of ${model}: use one GET /v1/voices?model=${encodeURIComponent(model)} lists, such as '${voices[0]?.name}'.`,
+      `${quoted(name)} is not a voice of ${model}: use one GET /v1/voices?model=${encodeURIComponent(model)} lists, such as '${voices[0]?.name}'.`,
       'voice',
       'invalid_voice',
     );
   const single = find(voice.trim());
   if (single) return { voice: single };
   if (!voice.includes('+')) throw unknown(voice);
-  if (model !== 'hexgrad/Kokoro-82M') throw badRequest(`${model} takes a single voice; only hexgrad/Kokoro-82M mixes voices with '+'.`, 'voice', 'invalid_voice');
+  if (model !== 'hexgrad/Kokoro-82M')
+    throw badRequest(`${model} takes a single voice; only hexgrad/Kokoro-82M mixes voices with '+'.`, 'voice', 'invalid_voice');
   let heaviest: { voice: SpeechVoice; weight: number } | undefined;
   for (const part of voice.split('+')) {
     const m = /^\s*([^()]+?)\s*(?:\(\s*(\d+(?:\.\d+)?)\s*\))?\s*$/.exec(part);

@@ -8,7 +8,7 @@ import { upstreamFetch } from '../../engines/upstream.ts';
 import { reply } from '../../http/reply.ts';
 import { speechVoices } from '../models/index.ts';
 import type { Context } from '../types.ts';
-import { acceptSpeech, chooseVoice, type SpeechBody, speechModel } from './speech-rules.ts';
+import { acceptSpeech, chooseVoice, quoted, type SpeechBody, speechModel } from './speech-rules.ts';
 import { speechChunk, voicesWire } from './wire.ts';
 
 const CONTENT_TYPES = { wav: 'audio/wav', mp3: 'audio/mpeg', raw: 'application/octet-stream' } as const;
@@ -32,7 +32,7 @@ export async function createSpeech(ctx: Context<'createSpeech'>) {
     );
   }
   const language = espeakLanguage(body.language ?? voice.language, await espeakLanguages(espeak));
-  if (!language) throw badRequest(`The local speech engine does not speak the language '${body.language}'.`, 'language', 'unsupported_language');
+  if (!language) throw badRequest(`The local speech engine does not speak the language ${quoted(body.language ?? voice.language)}.`, 'language', 'unsupported_language');
   const request: SpeechRequest = { ...accepted, voice: `${language}+${variantOf(model.id, voice.name, voice.gender)}` };
   const headers = { 'x-speech-engine': `local-espeak-ng; voice=${request.voice}${note ? `; ${note}` : ''}` };
   const ffmpeg = ffmpegPath(ctx.config.ffmpegPath);

@@ -18,8 +18,8 @@ export {
   isUploadedModelId,
   nameKey,
   notServerless,
-  serverlessModel,
   type SpeechVoice,
+  serverlessModel,
   speechVoices,
 } from './catalogue.ts';
 export { architectureOf, parseSource, resolves, SOURCE_LABEL, type Source } from './sources.ts';
