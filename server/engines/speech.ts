@@ -29,10 +29,10 @@ export const MP3_RATES = [8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100,
 
 export class SpeechEngineFailed extends Error {}
 
-/** The configured synthesiser: `ESPEAK_PATH`, else `espeak-ng` on the PATH; `off` disables it. */
+/** The configured synthesiser: `ESPEAK_PATH` (when that file exists), else `espeak-ng` on the PATH; `off` disables it. */
 export function findSynthesiser(configured: string | undefined, env: NodeJS.ProcessEnv = process.env): string | undefined {
   if (configured === 'off') return undefined;
-  if (configured) return configured;
+  if (configured) return existsSync(configured) ? configured : undefined;
   for (const dir of (env.PATH ?? '').split(delimiter)) {
     const candidate = join(dir, 'espeak-ng');
     if (dir && existsSync(candidate)) return candidate;
@@ -156,9 +156,13 @@ export async function* synthesise(espeak: string, ffmpeg: string, req: SpeechReq
   encoder.stderr.on('data', (c) => (encoderErr = (encoderErr + c).slice(-1000)));
   speaker.once('error', (e) => fail(new SpeechEngineFailed(`espeak-ng could not start: ${e.message}`)));
   encoder.once('error', (e) => fail(new SpeechEngineFailed(`ffmpeg could not start: ${e.message}`)));
-  speaker.once('close', (code) => {
-    if (code !== 0 && code !== null) fail(new SpeechEngineFailed(`espeak-ng exited with ${code}: ${speakerErr.trim() || 'no message'}`));
-  });
+  // Both exits are awaited: ffmpeg may end well on the part of the audio a failing espeak-ng wrote.
+  const spoke = new Promise<void>((resolve) =>
+    speaker.once('close', (code) => {
+      if (code !== 0 && code !== null) fail(new SpeechEngineFailed(`espeak-ng exited with ${code}: ${speakerErr.trim() || 'no message'}`));
+      resolve();
+    }),
+  );
   // A closed pipe on either side is reported by the process's exit, not here.
   speaker.stdin.on('error', () => {});
   encoder.stdin.on('error', () => {});
@@ -168,7 +172,7 @@ export async function* synthesise(espeak: string, ffmpeg: string, req: SpeechReq
   const timer = setTimeout(() => fail(new SpeechEngineFailed(`speaking took over ${timeoutMs / 1000} s`)), timeoutMs);
   try {
     for await (const chunk of encoder.stdout) yield chunk as Buffer;
-    const code = await exited;
+    const [code] = await Promise.all([exited, spoke]);
     if (failure) throw failure;
     if (code !== 0) throw new SpeechEngineFailed(`ffmpeg exited with ${code}: ${encoderErr.trim() || 'no message'}`);
   } finally {

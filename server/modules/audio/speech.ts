@@ -26,13 +26,14 @@ export async function createSpeech(ctx: Context<'createSpeech'>) {
     throw new ApiError(
       503,
       'engine_unavailable',
-      `The local speech engine, espeak-ng, is not installed on this server (install the espeak-ng package, or set ESPEAK_PATH), and ${model.id} is not routed to an upstream engine.`,
+      `The local speech engine, espeak-ng, is not installed on this server (install the espeak-ng package, or set ESPEAK_PATH to its binary), and ${model.id} is not routed to an upstream engine.`,
       null,
       'server_error',
     );
   }
   const language = espeakLanguage(body.language ?? voice.language, await espeakLanguages(espeak));
-  if (!language) throw badRequest(`The local speech engine does not speak the language ${quoted(body.language ?? voice.language)}.`, 'language', 'unsupported_language');
+  if (!language)
+    throw badRequest(`The local speech engine does not speak the language ${quoted(body.language ?? voice.language)}.`, 'language', 'unsupported_language');
   const request: SpeechRequest = { ...accepted, voice: `${language}+${variantOf(model.id, voice.name, voice.gender)}` };
   const headers = { 'x-speech-engine': `local-espeak-ng; voice=${request.voice}${note ? `; ${note}` : ''}` };
   const ffmpeg = ffmpegPath(ctx.config.ffmpegPath);
