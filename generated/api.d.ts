@@ -582,6 +582,58 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/audio/speech": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Generate speech from text
+         * @description Speaks `input` with `voice` of a speech `model` and answers the audio: whole, as `response_format` asks
+         *     (`wav` by default, `audio/wav`; `mp3`, `audio/mpeg`; `raw`, `application/octet-stream`), or with `stream:
+         *     true` as Server-Sent Events (`text/event-stream`): each `data:` an `audio.tts.chunk` object whose `b64`
+         *     is the base64 of the next raw samples (whole samples: a chunk never splits one) as they are made, then
+         *     `data: [DONE]`. A stream carries raw samples only, as on the platform: with `stream: true`, an absent
+         *     `response_format` is `raw` and `wav` or `mp3` answer 400 (`param: response_format`). See the tag for
+         *     what the local engine does.
+         *
+         *     **Checks** (this server's; the platform publishes no limits), each a 400 naming its field, before any
+         *     audio is made: `input` holds 1 to 10,000 characters, not only white space (`invalid_input`,
+         *     `input_too_long`); `voice` is a voice of the model, by its `name` or `id` (`GET /v1/voices`), else
+         *     `invalid_voice`; for `hexgrad/Kokoro-82M` only, a mix of its voices joined by `+`, each optionally
+         *     weighted `name(2)`, whose local rendering speaks with the heaviest voice (the first of equals) and says so
+         *     in `x-speech-engine` (espeak-ng cannot blend voices); `language` names a language espeak-ng speaks (ISO
+         *     639-1 codes such as `en`, `de`, `fr`, `es`, `hi`, `it`, `ja`, `ko`, `nl`, `pl`, `pt`, `ru`, `sv`, `tr`,
+         *     `zh`, and lower-case locales such as `en-gb`, `pt-br` or `zh-hk` for Cantonese; a locale espeak-ng lacks
+         *     falls back to its language), else `unsupported_language`; `sample_rate` is 8,000 to 48,000 Hz, and for
+         *     `mp3` one of MP3's rates (8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000), else
+         *     `invalid_sample_rate`; each `extra_params.pronunciation_dict` entry is `<source>/<replacement>`
+         *     (`invalid_value`).
+         *
+         *     **Defaults and how each field is honoured by the local engine.** `sample_rate` absent: the model's own
+         *     rate, 24,000 Hz for Kokoro and Orpheus and 44,100 Hz for Cartesia (the platform's); any rate asked is
+         *     honoured, by every model (ffmpeg resamples). `response_encoding` (default `pcm_f32le`) is the sample
+         *     format of `raw` and of a stream: 32-bit float, 16-bit signed, G.711 mu-law or A-law, little-endian, mono;
+         *     `wav` is always 16-bit PCM mono and `mp3` is MP3, whatever `response_encoding` says. `bit_rate` (default
+         *     128,000) is the MP3 bit rate, used by `mp3` only. `extra_params.pronunciation_dict` is applied before
+         *     speaking: each whole-word, case-insensitive occurrence of a source is spoken as its replacement, in the
+         *     order given.
+         *
+         *     **Without the local engine.** When espeak-ng is not installed (or `ESPEAK_PATH=off`) and the model is not
+         *     routed upstream, the answer is 503 `engine_unavailable` (`type` `server_error`, no `Retry-After`), whose
+         *     message says so: install `espeak-ng` or route the model upstream.
+         */
+        post: operations["createSpeech"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/audio/transcriptions": {
         parameters: {
             query?: never;
@@ -2273,6 +2325,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/voices": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the speech models' voices
+         * @description Each speech model of the catalogue with its voices, in catalogue order (the platform's voice names; `id` is
+         *     `<model>:<name>`, and either is accepted as `voice`). Voices are the platform's, the same for every project.
+         *     `model` (optional) keeps one model's entry: an unknown model answers 404 `model_not_found`, a model that
+         *     does not speak 400 `model_not_available`. `gender` and `language` (this server's additions) are what the
+         *     local engine speaks the voice with (see the tag).
+         */
+        get: operations["listVoices"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/whoami": {
         parameters: {
             query?: never;
@@ -3690,6 +3766,91 @@ export interface components {
             model_id: string;
             /** @constant */
             deleted: true;
+        };
+        AudioSpeechRequest: {
+            /**
+             * @description A speech model of the catalogue (`cartesia/sonic`, `cartesia/sonic-english`, `hexgrad/Kokoro-82M`, `canopylabs/orpheus-3b-0.1-ft`).
+             * @example hexgrad/Kokoro-82M
+             */
+            model: string;
+            /**
+             * @description The text to speak, 1 to 10,000 characters.
+             * @example Today is a wonderful day to build something people love!
+             */
+            input: string;
+            /**
+             * @description A voice of the model (`GET /v1/voices`), by name or id; for Kokoro also a mix such as `af_bella(2)+af_heart(1)` (see the operation).
+             * @example af_alloy
+             */
+            voice: string;
+            /**
+             * @description `wav` (the default; `raw` with `stream`), `mp3` or `raw` headerless samples.
+             * @enum {string}
+             */
+            response_format?: "mp3" | "wav" | "raw";
+            /** @description The language of `input` (ISO 639-1, or a lower-case locale); absent, the voice's own language (`en-us` for most). */
+            language?: string;
+            /**
+             * @description The sample format of `raw` and of a stream (ignored by `wav` and `mp3`).
+             * @default pcm_f32le
+             * @enum {string}
+             */
+            response_encoding: "pcm_f32le" | "pcm_s16le" | "pcm_mulaw" | "pcm_alaw";
+            /** @description Output sample rate in Hz, 8,000 to 48,000 (an MP3 rate for `mp3`); absent, the model's own (24,000 Kokoro and Orpheus, 44,100 Cartesia). */
+            sample_rate?: number;
+            /**
+             * @description The MP3 bit rate in bits per second (`mp3` only).
+             * @default 128000
+             * @enum {integer}
+             */
+            bit_rate: 32000 | 64000 | 96000 | 128000 | 192000;
+            /**
+             * @description Server-Sent Events of raw samples as they are made (see the operation).
+             * @default false
+             */
+            stream: boolean;
+            extra_params?: {
+                /** @description Rules `<source>/<replacement>` (`omg/oh my god`), applied in order to whole words, case-insensitively, before speaking. */
+                pronunciation_dict?: string[];
+            };
+        };
+        /** @description One event of a speech stream: a chunk of audio, or the `[DONE]` that ends the stream (sent as `data: [DONE]`). */
+        AudioSpeechStreamResponse: components["schemas"]["AudioSpeechStreamEvent"] | components["schemas"]["AudioSpeechStreamSentinel"];
+        AudioSpeechStreamEvent: {
+            data: components["schemas"]["AudioSpeechStreamChunk"];
+        };
+        AudioSpeechStreamSentinel: {
+            /** @enum {string} */
+            data: "[DONE]";
+        };
+        AudioSpeechStreamChunk: {
+            /** @constant */
+            object: "audio.tts.chunk";
+            /** @description The model's canonical id. */
+            model: string;
+            /** @description The next samples: raw, mono, in `response_encoding` at `sample_rate`. */
+            b64: string;
+        };
+        ListVoicesResponse: {
+            data: components["schemas"]["ModelVoices"][];
+        };
+        ModelVoices: {
+            /** @description A speech model's id. */
+            model: string;
+            voices: components["schemas"]["Voice"][];
+        };
+        Voice: {
+            /** @description `<model>:<name>`. */
+            id: string;
+            /** @description What `voice` takes. */
+            name: string;
+            /**
+             * @description The voice's gender: which espeak-ng variants the local engine picks from.
+             * @enum {string}
+             */
+            gender: "female" | "male";
+            /** @description The voice's own language (`en-us`, `en-gb`, `fr`...): the local engine's language when the request gives none. */
+            language: string;
         };
         /** @description The audio, as a file part of at most 80 MB, or its public `http(s)` URL (at most 1 GB) as a text field. */
         AudioFile: Blob | string;
@@ -8779,6 +8940,58 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    createSpeech: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["AudioSpeechRequest"];
+            };
+        };
+        responses: {
+            /** @description The audio, whole (`wav`, `mp3`, `raw`), or as Server-Sent Events with `stream` true. */
+            200: {
+                headers: {
+                    /** @description Which engine spoke (`local-espeak-ng; voice=<espeak-ng voice>`, with a note when a Kokoro mix was spoken with one of its voices; or `upstream`). */
+                    "x-speech-engine"?: string;
+                    "x-ratelimit-limit": components["headers"]["X-RateLimit-Limit"];
+                    "x-ratelimit-remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "x-ratelimit-reset": components["headers"]["X-RateLimit-Reset"];
+                    "x-tokenlimit-limit": components["headers"]["X-TokenLimit-Limit"];
+                    "x-tokenlimit-remaining": components["headers"]["X-TokenLimit-Remaining"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "audio/wav": Blob;
+                    "audio/mpeg": Blob;
+                    "application/octet-stream": Blob;
+                    "text/event-stream": components["schemas"]["AudioSpeechStreamResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["AudioModelNotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            502: components["responses"]["AudioUpstreamFailed"];
+            503: components["responses"]["Overloaded"];
+            /** @description `upstream_timeout`: the upstream engine the model is routed to did not answer within its route's `timeoutMs` (default 120 s). */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorData"];
+                };
+            };
+        };
+    };
     createTranscription: {
         parameters: {
             query?: never;
@@ -11506,6 +11719,34 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             416: components["responses"]["RangeNotSatisfiable"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listVoices: {
+        parameters: {
+            query?: {
+                /** @description Only this speech model's voices. */
+                model?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The speech models and their voices. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListVoicesResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["AudioModelNotFound"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
         };

@@ -68,7 +68,7 @@ const BAD: Record<string, string[]> = {
   RATE_LIMIT_DEDICATED_TOKENS: ['x'],
 };
 // Any text is a usable value of these (a path, a prefix).
-const ANY_TEXT = ['DATA_DIR', 'FFMPEG_PATH', 'POCKETSPHINX_PATH', 'RATE_LIMIT_KEY_PREFIX'];
+const ANY_TEXT = ['DATA_DIR', 'FFMPEG_PATH', 'POCKETSPHINX_PATH', 'ESPEAK_PATH', 'RATE_LIMIT_KEY_PREFIX'];
 
 test('every variable of the schema has its refusals tested here, or takes any text', () => {
   expect([...Object.keys(BAD), ...ANY_TEXT].sort()).toEqual(variables.map((v) => v.name).sort());

@@ -42,6 +42,8 @@ export interface Config {
   ffmpegPath?: string;
   /** The offline speech recogniser (pocketsphinx_continuous); unset: found on the PATH; `off`: none. */
   pocketsphinxPath?: string;
+  /** The speech synthesiser of the local speech engine (espeak-ng); unset: found on the PATH; `off`: none. */
+  espeakPath?: string;
   /** How this server fetches URLs its callers give it (audio by URL, an evaluation's external server): engines/user-urls.ts. */
   urlFetch: UrlFetchPolicy;
   /** Whether a proxy in front sets `X-Forwarded-Proto`/`-Host` (`TRUST_PROXY`): only then do headers decide the absolute URLs handed out. */
@@ -121,7 +123,7 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 // Engine routes (ENGINES / ENGINES_FILE): their JSON's shape is part of the schema, so a wrong route stops the start
 // before anything is created. server/engines/routes.ts turns the routes into lookups.
 
-export const CAPABILITIES = ['chat', 'embeddings', 'rerank', 'transcription'] as const;
+export const CAPABILITIES = ['chat', 'embeddings', 'rerank', 'transcription', 'speech'] as const;
 export type Capability = (typeof CAPABILITIES)[number];
 
 const routeCommon = {
@@ -316,6 +318,7 @@ const schema = z
     FINE_TUNE_CREDIT_LIMIT: given('100', decimal(0), 'a number of US dollars, at least 0'),
     FFMPEG_PATH: optional(z.string(), 'the path of an ffmpeg binary'),
     POCKETSPHINX_PATH: optional(z.string(), 'the path of pocketsphinx_continuous, or off'),
+    ESPEAK_PATH: optional(z.string(), 'the path of espeak-ng, or off'),
     AUDIO_UPLOAD_LIMIT_BYTES: given('83886080', whole(1), atLeast(1, ' of bytes')),
     AUDIO_URL_LIMIT_BYTES: given('1073741824', whole(1), atLeast(1, ' of bytes')),
     URL_FETCH_ALLOW_HOSTS: optional(allowHosts, ALLOW_HOSTS_EXPECTED),
@@ -478,6 +481,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     fineTuneCreditLimit: v.FINE_TUNE_CREDIT_LIMIT,
     ffmpegPath: v.FFMPEG_PATH,
     pocketsphinxPath: v.POCKETSPHINX_PATH,
+    espeakPath: v.ESPEAK_PATH,
     urlFetch: { allowHosts: v.URL_FETCH_ALLOW_HOSTS ?? [], connectTimeoutMs: v.URL_FETCH_CONNECT_TIMEOUT_MS, timeoutMs: v.URL_FETCH_TIMEOUT_MS },
     trustProxy: v.TRUST_PROXY,
     publicBaseUrl: v.PUBLIC_BASE_URL,

@@ -15,6 +15,7 @@ import { queueBench } from './queue.ts';
 import { resetBench } from './reset.ts';
 import { runnerBench } from './runner.ts';
 import { scenarios } from './scenarios.ts';
+import { benchSpeech } from './speech.ts';
 import { benchVideo } from './video.ts';
 
 const DURATION = Number(process.env.BENCH_SECONDS ?? 6);
@@ -215,6 +216,7 @@ try {
   }
   console.log(`${CONNECTIONS} connections, ${DURATION} s per measurement, ${ROUNDS} rounds`);
   if (!filter || 'video'.includes(filter)) await benchVideo();
+  if (!filter || 'speech'.includes(filter)) await benchSpeech();
   if ((!filter || 'queue throughput'.includes(filter)) && !(await queueBench(ROUNDS))) failed++;
   if (!filter || 'runner throughput'.includes(filter)) await runnerBench(ROUNDS);
   if ((!filter || 'reset'.includes(filter)) && !(await resetBench(ROUNDS))) failed++;

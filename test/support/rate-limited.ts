@@ -63,6 +63,10 @@ export const limitedOperations: Partial<Record<OperationId, LimitedOperation>> =
   },
   createTranscription: { model: 'openai/whisper-large-v3', request: audio('/v1/audio/transcriptions') },
   createTranslation: { model: 'openai/whisper-large-v3', request: audio('/v1/audio/translations') },
+  createSpeech: {
+    model: 'hexgrad/Kokoro-82M',
+    request: (c, model, text) => c.http.post('/v1/audio/speech').send({ model, input: text, voice: 'af_alloy', response_format: 'raw', sample_rate: 8000 }),
+  },
   rerank: {
     model: 'Salesforce/Llama-Rank-v1',
     request: (c, model, text) => c.http.post('/v1/rerank').send({ model, query: text, documents: ['a llama', 'a panda'] }),

@@ -1,9 +1,11 @@
 // Module `audio` (spec/tags/audio.yaml): transcription and translation of uploaded or linked audio, by the local
-// engine (decoded and measured by ffmpeg; words from PocketSphinx when installed) or an upstream server.
+// engine (decoded and measured by ffmpeg; words from PocketSphinx when installed) or an upstream server; speech
+// synthesis (espeak-ng, or an upstream server) and the speech models' voices.
 import type { UploadRule } from '../../http/multipart.ts';
 import type { ModuleDescriptor, UploadContext } from '../types.ts';
 import { createTranscription, createTranslation } from './handlers.ts';
 import { transcriptionModel, uploadTooLarge } from './rules.ts';
+import { createSpeech, listVoices } from './speech.ts';
 
 const rule = (task: 'transcribe' | 'translate'): UploadRule<UploadContext> => ({
   field: 'file',
@@ -17,6 +19,6 @@ const rule = (task: 'transcribe' | 'translate'): UploadRule<UploadContext> => ({
 
 export const audio: ModuleDescriptor<'audio'> = {
   name: 'audio',
-  handlers: { createTranscription, createTranslation },
+  handlers: { createTranscription, createTranslation, createSpeech, listVoices },
   uploads: { createTranscription: rule('transcribe'), createTranslation: rule('translate') },
 };

@@ -1,6 +1,8 @@
-// Module `audio`: a transcript -> the response format asked for (JSON shapes, plain text, SubRip, WebVTT).
+// Module `audio`: a transcript -> the response format asked for (JSON shapes, plain text, SubRip, WebVTT); speech
+// stream events and the voices list.
 import type { Transcript } from '../../engines/transcription.ts';
 import { reply } from '../../http/reply.ts';
+import type { SpeechVoice } from '../models/index.ts';
 import type { Wire } from '../types.ts';
 
 export type ResponseFormat = 'json' | 'verbose_json' | 'text' | 'srt' | 'vtt';
@@ -44,4 +46,21 @@ export function transcriptReply(t: Transcript, format: ResponseFormat, task: 'tr
         { headers },
       );
   }
+}
+
+/** One event of a speech stream: the next raw samples, base64. */
+export const speechChunk = (model: string, samples: Buffer): Wire<'AudioSpeechStreamChunk'> => ({
+  object: 'audio.tts.chunk',
+  model,
+  b64: samples.toString('base64'),
+});
+
+/** Speech models and their voices; a voice's id is `<model>:<name>`. */
+export function voicesWire(models: ReadonlyMap<string, readonly SpeechVoice[]>): Wire<'ListVoicesResponse'> {
+  return {
+    data: [...models].map(([model, voices]) => ({
+      model,
+      voices: voices.map((v) => ({ id: `${model}:${v.name}`, name: v.name, gender: v.gender, language: v.language })),
+    })),
+  };
 }

@@ -55,7 +55,21 @@ interface CatalogueEntry {
   /** Absent when the model is not priced per token or per hour (or its price is not known). */
   pricing?: Record<string, number>;
   description?: string;
+  /** A speech model's voices (`GET /v1/voices`). */
+  voices?: SpeechVoice[];
 }
+
+/** A voice of a speech model: its name (what `voice` takes), and what the local engine speaks it with. */
+export interface SpeechVoice {
+  name: string;
+  gender: 'female' | 'male';
+  /** A language code of the voice's own language (`en-us`, `fr`...). */
+  language: string;
+}
+
+/** Each catalogue speech model's voices, in catalogue order (static: voices are the platform's, not a project's). */
+export const speechVoices = (): ReadonlyMap<string, readonly SpeechVoice[]> =>
+  new Map((data.models as CatalogueEntry[]).filter((m) => m.voices).map((m) => [m.id, m.voices!]));
 
 /** Other ids of catalogue models (seed.json `aliases`): each answers as its canonical model wherever an id is read. */
 const ALIASES = new Map<string, string>(Object.entries(data.aliases));

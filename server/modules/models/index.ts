@@ -18,7 +18,9 @@ export {
   isUploadedModelId,
   nameKey,
   notServerless,
+  type SpeechVoice,
   serverlessModel,
+  speechVoices,
 } from './catalogue.ts';
 export { architectureOf, parseSource, resolves, SOURCE_LABEL, type Source } from './sources.ts';
 
