@@ -46,6 +46,12 @@ const sign = async (services: Pick<Services, 'config' | 'db'>, id: string, expir
     .update(`PUT /v1/files/${id}/content ${expires}`)
     .digest('base64url');
 
+/** The signature of `text` with the key of upload URLs (other modules' signed URLs: container storage reads). */
+export const signText = async (services: Pick<Services, 'config' | 'db'>, text: string) =>
+  createHmac('sha256', await signingKey(services))
+    .update(text)
+    .digest('base64url');
+
 /** The upload URL of file `id`, on `origin`, valid for the file's UPLOADING duration from now. */
 export async function uploadUrl(services: Pick<Services, 'clock' | 'config' | 'db'>, origin: string, id: string): Promise<string> {
   const expires = Math.floor((services.clock.now() + fileMachine.delayMs(AWAITING_BYTES, services.config)!) / 1000);
