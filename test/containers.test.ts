@@ -6,6 +6,7 @@ import Together from 'together-ai';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { storeFile } from '../server/modules/files/index.ts';
 import { expectError } from './support/expect.ts';
+import { driverOutageError } from './support/outage-error.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
 
 let t: TestPlatform;
@@ -363,6 +364,29 @@ describe('storage reads', () => {
     await t.caller.http.delete(`/v1/files/${f.id}`).expect(200);
     expectError(await t.http.get(url.slice(t.url.length)), 404, { param: 'file_id' });
     expectError(await t.http.get(`${D}/storage/gone.jsonl/content?file_id=${f.id}&expires=1`), 403, { code: 'invalid_signature' });
+  });
+});
+
+describe('storage reads when the database fails', () => {
+  test('an unexpected failure during a signed read: the generic 500; a database outage: 503 with Retry-After', async () => {
+    await storeFile(t.services, { projectId: t.caller.identity.projectId, filename: 'outage.jsonl', purpose: 'eval', fileType: 'jsonl' }, '{}\n');
+    const url: string = (await t.caller.http.get(`${D}/storage/outage.jsonl/url`)).body.url;
+    const path = url.slice(t.url.length);
+    let restore = t.breakDatabase();
+    try {
+      expectError(await t.http.get(path), 500, { code: 'internal_error', type: 'server_error', param: null });
+    } finally {
+      restore();
+    }
+    restore = t.breakDatabase(await driverOutageError(t.services.db.provider));
+    try {
+      const res = await t.http.get(path);
+      expectError(res, 503, { code: 'database_unavailable', type: 'server_error', param: null });
+      expect(res.headers['retry-after']).toBe('1');
+    } finally {
+      restore();
+    }
+    expect((await t.http.get(path)).status).toBe(200);
   });
 });
 
