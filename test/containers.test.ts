@@ -4,6 +4,7 @@
 // and the official client's beta.jig deployment calls.
 import Together from 'together-ai';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { containerProgression } from '../server/modules/containers/machine.ts';
 import { storeFile } from '../server/modules/files/index.ts';
 import { expectError } from './support/expect.ts';
 import { driverOutageError } from './support/outage-error.ts';
@@ -147,6 +148,28 @@ describe('lifecycle', () => {
     // HTTP metrics read 0 here: min_replicas.
     const http = (await create(base({ min_replicas: 2, max_replicas: 5, autoscaling: { metric: 'HTTPTotalRequests', target: 10 } }))).body;
     expect(http.desired_replicas).toBe(2);
+  });
+});
+
+describe('Failed', () => {
+  test("a rollout step the runner gives up on: Failed, with the log's reason; an update rolls out a new revision", async () => {
+    const d = (await create(base())).body;
+    // The runner's give-up for this machine's step (what it calls after RUNNER_MAX_FAILURES failed attempts).
+    const progression = containerProgression(t.services);
+    await t.services.db.write((tx) => progression.giveUp!(tx, d.id, 'the step failed (injected by the test)'));
+    expect((await get(d.id)).body).toMatchObject({ status: 'Failed', ready_replicas: 0 });
+    expect((await logs(d.id)).slice(-2).map((l) => l.replace(/^\S+ /, ''))).toEqual([
+      '[deployment] the server gave up on this step: the step failed (injected by the test)',
+      '[deployment] status Failed',
+    ]);
+    // Its scheduled rollout step finds it moved on and does nothing.
+    await t.advance(ROLLOUT);
+    expect((await get(d.id)).body.status).toBe('Failed');
+    const retried = (await patch(d.id, { description: 'try again' })).body;
+    expect(retried).toMatchObject({ status: 'Updating', description: 'try again' });
+    expect(Object.keys(retried.replica_events)).toEqual([`${d.id}-r2-1`]);
+    await t.advance(ROLLOUT);
+    expect((await get(d.id)).body).toMatchObject({ status: 'Ready', ready_replicas: 1 });
   });
 });
 
