@@ -48,6 +48,10 @@ const USER_WRITTEN: Record<string, Writer[]> = {
     { op: 'createSecret', in: 'body', field: 'name' },
     { op: 'updateSecret', in: 'body', field: 'name' },
   ],
+  'ContainerDeployment.name': [
+    { op: 'createContainerDeployment', in: 'body', field: 'name' },
+    { op: 'updateContainerDeployment', in: 'body', field: 'name' },
+  ],
   'IdempotencyRecord.key': [{ op: 'createRemediation', in: 'query', field: 'remediation_id' }],
   'ShadowExperiment.name': [{ op: 'createShadowExperiment', in: 'body', field: 'name' }],
   'ControlSnapshot.name': [{ op: 'createSnapshot', in: 'body', field: 'name' }],

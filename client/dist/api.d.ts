@@ -955,6 +955,95 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/deployments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List container deployments
+         * @description The project's container deployments, oldest first; not paged (as on the platform), the whole list in one answer (`client.beta.jig.list()`).
+         */
+        get: operations["listContainerDeployments"];
+        put?: never;
+        /**
+         * Create a container deployment
+         * @description Accepts the deployment as revision 1, `Updating` (`client.beta.jig.deploy(...)`); its references are
+         *     checked and its volumes mounted and secrets referenced in the same transaction, and its logs start. The
+         *     answer is 200 with the deployment, as on the platform.
+         */
+        post: operations["createContainerDeployment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/deployments/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a container deployment
+         * @description The deployment, by id or name (`client.beta.jig.retrieve(id)`).
+         */
+        get: operations["getContainerDeployment"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a container deployment
+         * @description Deletes the deployment at once, whatever its status (`client.beta.jig.destroy(id)`): its replicas are
+         *     released, its volumes unmounted and its secret references dropped (so they may then be deleted), and its
+         *     logs deleted with it. Its queue's jobs are the Queue tag's and stay. Answers `{}`; the id then answers 404.
+         */
+        delete: operations["deleteContainerDeployment"];
+        options?: never;
+        head?: never;
+        /**
+         * Update a container deployment
+         * @description Changes the fields given, and only those (`client.beta.jig.update(id, ...)`); a list given
+         *     (`environment_variables`, `volumes`, `command`, `args`) replaces the list whole, and `autoscaling` is
+         *     replaced whole. What changed decides the move (the tag's "Revisions"): a new revision is rolled out
+         *     (`update`, from any status), or the running one rescaled (`scale`, once its desired replicas differ from
+         *     its ready ones; while `Updating` the rollout under way takes the new numbers), or neither. The same checks
+         *     as on create apply to the deployment as it would become; a refused update changes nothing. A name taken by
+         *     another deployment answers 409 `deployment_name_taken`.
+         */
+        patch: operations["updateContainerDeployment"];
+        trace?: never;
+    };
+    "/v1/deployments/{id}/logs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a container deployment's logs
+         * @description What this server did for the deployment, oldest first, one line each: `<RFC 3339 time> [<source>] <text>`,
+         *     where the source is `deployment` or a replica id (`client.beta.jig.retrieveLogs(id, {...})`). Lines say
+         *     that the deployment or an update was accepted (revision, image, hardware), that a volume was mounted
+         *     (name, version, path), that a variable was set from a secret (the variable's and the secret's names, never
+         *     the value), that a replica was scheduled, became ready or was stopped, that the autoscaler changed the
+         *     desired replicas and why, and that a status was entered. No line is container output: no container runs
+         *     here. `replica_id` keeps the lines of that replica; `revision` (or `version`, the same: a revision number)
+         *     keeps the lines of that revision; a replica or revision the deployment never had answers no lines.
+         */
+        get: operations["getContainerDeploymentLogs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/deployments/secrets": {
         parameters: {
             query?: never;
@@ -998,7 +1087,9 @@ export interface paths {
         /**
          * Delete a secret
          * @description Deletes the secret, by id or name. 200 with `{}` (a JSON object); 404 with the envelope when the secret
-         *     does not exist; 500 on an internal error.
+         *     does not exist; 409 `secret_in_use` (param `id`, naming the deployments) while a container deployment takes
+         *     an environment variable from it (the Deployments tag): update or delete those first; 500 on an internal
+         *     error.
          */
         delete: operations["deleteSecret"];
         options?: never;
@@ -1009,6 +1100,72 @@ export interface paths {
          *     another secret answers 409 `secret_name_taken`.
          */
         patch: operations["updateSecret"];
+        trace?: never;
+    };
+    "/v1/deployments/storage/{filename}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download a file of the project's storage
+         * @description Answers 307 with `Location`: the file's signed URL on this server (the tag's description), which serves
+         *     the bytes without an API key. A client that follows redirects gets the file. The body is the URL as a
+         *     JSON string, as the platform's contract has it.
+         */
+        get: operations["getDeploymentStorageFile"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/deployments/storage/{filename}/content": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a file of the project's storage by its signed URL
+         * @description The file's bytes (with `Range` support, as Files' content), authorised by the URL's `signature` (with its
+         *     `file_id` and `expires`), not by an API key. Not in the platform's contract: it is where the two
+         *     operations above point. A signature this server did not make for this file, name and `expires` answers 403
+         *     `invalid_signature` (param `signature`), an expired one 403 `signature_expired` (param `expires`); a file
+         *     deleted since answers 404.
+         */
+        get: operations["readDeploymentStorageFile"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/deployments/storage/{filename}/url": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a signed URL of a file of the project's storage
+         * @description The file's signed URL on this server (the tag's description), as `{"url"}`.
+         */
+        get: operations["getDeploymentStorageFileUrl"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/v1/deployments/storage/volumes": {
@@ -4198,6 +4355,156 @@ export interface components {
             boot_count: number;
             /** Format: date-time */
             update_time: string;
+        };
+        /** @enum {string} */
+        ContainerGpuType: "h100-80gb" | "h100-40gb-mig" | "h200-140gb" | "b200-192gb";
+        /**
+         * @description The tag's state machine.
+         * @enum {string}
+         */
+        ContainerDeploymentStatus: "Updating" | "Scaling" | "Ready" | "Failed" | "ScaledToZero";
+        ContainerEnvironmentVariable: {
+            /** @description The variable's name, unique in the deployment. */
+            name: string;
+            /** @description A plain value (shown back, as the platform does). */
+            value?: string;
+            /** @description A secret of the project, by name or id; the deployment shows its current name, never its value. */
+            value_from_secret?: string;
+        };
+        ContainerVolumeMount: {
+            /** @description An absolute path in the container, unique in the deployment. */
+            mount_path: string;
+            /** @description A volume of the project, by name or id; the deployment shows its current name. */
+            name: string;
+            /** @description The volume's version to mount (default its current one); the deployment shows the version mounted. */
+            version?: number;
+        };
+        ContainerHttpAutoscaling: {
+            /** @enum {string} */
+            metric?: "HTTPTotalRequests" | "HTTPAvgRequestDuration";
+            target?: number;
+            time_interval_minutes?: number;
+        };
+        ContainerQueueAutoscaling: {
+            /** @enum {string} */
+            metric?: "QueueBacklogPerWorker";
+            /** @description The queue (the Queue tag: a model name) whose backlog sets the replicas. */
+            model?: string;
+            /** @description Backlog per replica (default 1). */
+            target?: number;
+        };
+        ContainerCustomMetricAutoscaling: {
+            custom_metric_name?: string;
+            /** @enum {string} */
+            metric?: "CustomMetric";
+            target?: number;
+        };
+        /**
+         * @description One of three shapes, told apart by `metric` (required by this server: without it no shape applies). HTTP and
+         *     custom metrics read 0 here (no traffic reaches a container), so they hold the deployment at `min_replicas`.
+         */
+        ContainerAutoscaling: components["schemas"]["ContainerHttpAutoscaling"] | components["schemas"]["ContainerQueueAutoscaling"] | components["schemas"]["ContainerCustomMetricAutoscaling"];
+        ContainerDeploymentCreate: {
+            /** @description Unique in the project. */
+            name: string;
+            /** @description The container image reference (not pulled: no container runs here). */
+            image: string;
+            description?: string;
+            gpu_type: components["schemas"]["ContainerGpuType"];
+            gpu_count?: number;
+            cpu?: number;
+            /** @description GB. */
+            memory?: number;
+            /** @description GB of ephemeral storage. */
+            storage?: number;
+            min_replicas?: number;
+            max_replicas?: number;
+            autoscaling?: components["schemas"]["ContainerAutoscaling"];
+            command?: string[];
+            args?: string[];
+            port?: number;
+            health_check_path?: string;
+            termination_grace_period_seconds?: number;
+            environment_variables?: components["schemas"]["ContainerEnvironmentVariable"][];
+            volumes?: components["schemas"]["ContainerVolumeMount"][];
+        };
+        ContainerDeploymentUpdate: {
+            name?: string;
+            image?: string;
+            description?: string;
+            gpu_type?: components["schemas"]["ContainerGpuType"];
+            gpu_count?: number;
+            cpu?: number;
+            memory?: number;
+            storage?: number;
+            min_replicas?: number;
+            max_replicas?: number;
+            autoscaling?: components["schemas"]["ContainerAutoscaling"];
+            command?: string[];
+            args?: string[];
+            port?: number;
+            health_check_path?: string;
+            termination_grace_period_seconds?: number;
+            environment_variables?: components["schemas"]["ContainerEnvironmentVariable"][];
+            volumes?: components["schemas"]["ContainerVolumeMount"][];
+        };
+        ContainerReplicaEvent: {
+            image: string;
+            /** @description The revision number the replica runs. */
+            revision_id: string;
+            /** @enum {string} */
+            replica_status: "Scheduled" | "Ready";
+            /** @description `RolloutInProgress`, `ScalingInProgress` or `Simulated` (ready: no container was started). */
+            replica_status_reason: string;
+            replica_status_message: string;
+            /** Format: date-time */
+            replica_ready_since?: string;
+            /**
+             * @description Present when the deployment mounts volumes.
+             * @enum {string}
+             */
+            volume_preload_status?: "Completed" | "Pending";
+            /** Format: date-time */
+            volume_preload_started_at?: string;
+            /** Format: date-time */
+            volume_preload_completed_at?: string;
+        };
+        /** @description The platform's DeploymentResponseItem. */
+        ContainerDeployment: {
+            /** @enum {string} */
+            object: "deployment";
+            id: string;
+            name: string;
+            description: string;
+            image: string;
+            status: components["schemas"]["ContainerDeploymentStatus"];
+            gpu_type: components["schemas"]["ContainerGpuType"];
+            gpu_count: number;
+            cpu: number;
+            memory: number;
+            storage: number;
+            min_replicas: number;
+            max_replicas: number;
+            desired_replicas: number;
+            ready_replicas: number;
+            autoscaling?: components["schemas"]["ContainerAutoscaling"];
+            command: string[];
+            args: string[];
+            port: number;
+            health_check_path: string;
+            termination_grace_period_seconds: number;
+            environment_variables: components["schemas"]["ContainerEnvironmentVariable"][];
+            volumes: components["schemas"]["ContainerVolumeMount"][];
+            replica_events: {
+                [key: string]: components["schemas"]["ContainerReplicaEvent"];
+            };
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        ContainerDeploymentLogs: {
+            lines: string[];
         };
         ClockReading: {
             /**
@@ -8001,6 +8308,10 @@ export interface components {
         InstanceId: string;
         /** @description The remediation's `id` (not the idempotency key). */
         RemediationId: string;
+        /** @description The deployment's id or its name. */
+        ContainerDeploymentRef: string;
+        /** @description A file's name as uploaded to the project (`/` sent encoded, `%2F`). */
+        StorageFilename: string;
         SnapshotNameParam: string;
         /** @description The caller's project id; any other answers 404. */
         ProjectId: string;
@@ -9578,6 +9889,191 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    listContainerDeployments: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The deployments. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        object: "list";
+                        data: components["schemas"]["ContainerDeployment"][];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createContainerDeployment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ContainerDeploymentCreate"];
+            };
+        };
+        responses: {
+            /** @description The new deployment. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ContainerDeployment"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getContainerDeployment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The deployment's id or its name. */
+                id: components["parameters"]["ContainerDeploymentRef"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The deployment. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ContainerDeployment"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteContainerDeployment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The deployment's id or its name. */
+                id: components["parameters"]["ContainerDeploymentRef"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updateContainerDeployment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The deployment's id or its name. */
+                id: components["parameters"]["ContainerDeploymentRef"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ContainerDeploymentUpdate"];
+            };
+        };
+        responses: {
+            /** @description The deployment as updated. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ContainerDeployment"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getContainerDeploymentLogs: {
+        parameters: {
+            query?: {
+                /** @description A replica's id (a key of `replica_events`). */
+                replica_id?: string;
+                /** @description A revision number, as `revision`; when both are given they must be the same (400 otherwise). */
+                version?: string;
+                /** @description A revision number (`1` for the deployment as created); a value that is not one answers 400. */
+                revision?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The deployment's id or its name. */
+                id: components["parameters"]["ContainerDeploymentRef"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The lines. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ContainerDeploymentLogs"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     listSecrets: {
         parameters: {
             query?: never;
@@ -9695,6 +10191,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
         };
@@ -9736,6 +10233,126 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getDeploymentStorageFile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A file's name as uploaded to the project (`/` sent encoded, `%2F`). */
+                filename: components["parameters"]["StorageFilename"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file's signed URL, in `Location` and as the body. */
+            307: {
+                headers: {
+                    /** @description The signed URL. */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    readDeploymentStorageFile: {
+        parameters: {
+            query: {
+                /** @description The file's id (signed; a URL without it carries no valid signature, 403 `invalid_signature`). */
+                file_id?: string;
+                /** @description When the URL stops working, in Unix seconds (signed). */
+                expires: number;
+            };
+            header?: never;
+            path: {
+                /** @description A file's name as uploaded to the project (`/` sent encoded, `%2F`). */
+                filename: components["parameters"]["StorageFilename"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The whole file. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": Blob;
+                };
+            };
+            /** @description The requested range of the file. */
+            206: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": Blob;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description The signature is not this server's for this file, name and `expires` (`invalid_signature`), or has expired (`signature_expired`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorData"];
+                };
+            };
+            404: components["responses"]["NotFound"];
+            /** @description The `Range` asked for lies outside the file (`range_not_satisfiable`). */
+            416: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorData"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getDeploymentStorageFileUrl: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A file's name as uploaded to the project (`/` sent encoded, `%2F`). */
+                filename: components["parameters"]["StorageFilename"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The signed URL. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description A URL of this server, readable without an API key until it expires. */
+                        url: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
         };

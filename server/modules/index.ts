@@ -5,6 +5,7 @@ import type { UploadRule } from '../http/multipart.ts';
 import { adapters } from './adapters/index.ts';
 import { audio } from './audio/index.ts';
 import { compute } from './compute/index.ts';
+import { containers } from './containers/index.ts';
 import { control } from './control/index.ts';
 import { dedicated } from './dedicated/index.ts';
 import { embeddings } from './embeddings/index.ts';
@@ -34,6 +35,7 @@ export const modules = [
   compute,
   volumes,
   secrets,
+  containers,
   endpoints,
   adapters,
   dedicated,

@@ -48,13 +48,14 @@ const sign = async (services: Pick<Services, 'config' | 'db'>, what: string, exp
     .digest('base64url');
 
 /**
- * A URL of this server that works without a key for `ttlMs` from now (whole seconds, rounded down): `path` with
- * `expires` and `signature`, which authorise exactly `method` on it. Other modules hand out downloads with it.
+ * A URL of this server that works without a key for `ttlMs` from now (whole seconds, rounded down): `path` (which may
+ * carry a query, signed with it) with `expires` and `signature`, which authorise exactly `method` on it. Other
+ * modules hand out downloads with it; their check is checkSignature over the same `METHOD path`.
  */
 export async function signedUrl(services: Pick<Services, 'clock' | 'config' | 'db'>, origin: string, method: string, path: string, ttlMs: number) {
   const expires = Math.floor((services.clock.now() + ttlMs) / 1000);
   const query = new URLSearchParams({ expires: String(expires), signature: await sign(services, `${method} ${path}`, expires) });
-  return { url: `${origin}${path}?${query}`, expiresAt: expires * 1000 };
+  return { url: `${origin}${path}${path.includes('?') ? '&' : '?'}${query}`, expiresAt: expires * 1000 };
 }
 
 /**

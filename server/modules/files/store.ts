@@ -158,6 +158,11 @@ export function findFileIn(db: Db | Tx, projectId: string, id: string): Promise<
   return db.file.findFirst({ where: { id, projectId, status: { not: AWAITING_BYTES } } });
 }
 
+/** The project's newest file uploaded as `filename` (its bytes arrived), or null. */
+export function findFileNamed(db: Db | Tx, projectId: string, filename: string): Promise<File | null> {
+  return db.file.findFirst({ where: { projectId, filename, status: { not: AWAITING_BYTES } }, orderBy: { id: 'desc' } });
+}
+
 /** A stored file's content, as a stream. */
 export function readFileContent(services: { config: Pick<Services['config'], 'dataDir'> }, f: Pick<File, 'path'>): ReadStream {
   return createReadStream(filePath(services.config, f));

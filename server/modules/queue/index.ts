@@ -15,6 +15,7 @@ import {
 import { queueMachine, steerQueueJobs, WORK_KIND } from './machine.ts';
 import { builtInWorker, claimTimeoutCheck } from './worker.ts';
 
+export { queueBacklog, queueName } from './backlog.ts';
 // What this module offers the others: a fixture's job (the Control tag's applyFixtures).
 export { type SeededJob, seedJob } from './submit.ts';
 

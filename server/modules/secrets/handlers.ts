@@ -8,6 +8,7 @@ import { owned, ownedOrNull } from '../../http/scope.ts';
 import { uniquely } from '../../http/unique.ts';
 import type { Context } from '../types.ts';
 import { encryptSecretValue, secretsKey } from './crypto.ts';
+import { refuseInUse } from './uses.ts';
 import { secretColumns, secretWire } from './wire.ts';
 
 /** A secret by id, else by name, in the project; absent and other-project are the same 404. */
@@ -89,6 +90,7 @@ export async function updateSecret({ db, clock, config, identity, params, body }
 export async function deleteSecret({ db, identity, params }: Context<'deleteSecret'>) {
   await db.write(async (tx) => {
     const s = await findSecret(tx, identity.projectId, params.id);
+    await refuseInUse(tx, s);
     await tx.secret.delete({ where: { id: s.id } });
   });
   return {};

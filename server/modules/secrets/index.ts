@@ -4,6 +4,7 @@ import { createSecret, deleteSecret, getSecret, listSecrets, updateSecret } from
 
 // What this module offers the others.
 export { secretsKey } from './crypto.ts';
+export { releaseSecrets, secretNames, useSecrets } from './uses.ts';
 
 export const secrets: ModuleDescriptor<'secrets'> = {
   name: 'secrets',

@@ -7,7 +7,7 @@ import { createVolumeRow } from './rows.ts';
 import data from './seed.json' with { type: 'json' };
 
 // What this module offers the others.
-export { attachVolumes, detachVolumes } from './rows.ts';
+export { attachVolumes, detachVolumes, type MountRequest, mountVolumes, volumeNames } from './rows.ts';
 
 /** The default project's volumes (seed.json). */
 async function seed({ tx, clock, projectId }: SeedContext): Promise<void> {

@@ -118,6 +118,16 @@ export type Remediation = Prisma.RemediationModel
  */
 export type IdempotencyRecord = Prisma.IdempotencyRecordModel
 /**
+ * Model ContainerDeployment
+ * 
+ */
+export type ContainerDeployment = Prisma.ContainerDeploymentModel
+/**
+ * Model ContainerDeploymentLog
+ * 
+ */
+export type ContainerDeploymentLog = Prisma.ContainerDeploymentLogModel
+/**
  * Model ControlSnapshot
  * 
  */
@@ -242,6 +252,11 @@ export type VolumeMount = Prisma.VolumeMountModel
  * 
  */
 export type Secret = Prisma.SecretModel
+/**
+ * Model SecretUse
+ * 
+ */
+export type SecretUse = Prisma.SecretUseModel
 /**
  * Model Video
  * 

@@ -417,6 +417,8 @@ export const ModelName = {
   PassiveHealthCheckAlert: 'PassiveHealthCheckAlert',
   Remediation: 'Remediation',
   IdempotencyRecord: 'IdempotencyRecord',
+  ContainerDeployment: 'ContainerDeployment',
+  ContainerDeploymentLog: 'ContainerDeploymentLog',
   ControlSnapshot: 'ControlSnapshot',
   V1Endpoint: 'V1Endpoint',
   ModelConfig: 'ModelConfig',
@@ -442,6 +444,7 @@ export const ModelName = {
   VolumeVersion: 'VolumeVersion',
   VolumeMount: 'VolumeMount',
   Secret: 'Secret',
+  SecretUse: 'SecretUse',
   Video: 'Video'
 } as const
 
@@ -458,7 +461,7 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
     omit: GlobalOmitOptions
   }
   meta: {
-    modelProps: "organization" | "project" | "apiKey" | "seedRun" | "serverKey" | "autoscalerState" | "hardware" | "model" | "modelRevision" | "remoteUpload" | "remoteUploadEvent" | "modelUploadJob" | "hardwareReservation" | "cluster" | "computeHost" | "computeInstance" | "computeVm" | "passiveHealthCheckAlert" | "remediation" | "idempotencyRecord" | "controlSnapshot" | "v1Endpoint" | "modelConfig" | "dedicatedEndpoint" | "deployment" | "endpointEvent" | "adapterBinding" | "deploymentAdapter" | "servedRequest" | "evaluationJob" | "abExperiment" | "shadowExperiment" | "shadowTarget" | "file" | "fineTune" | "fineTuneEvent" | "fineTuneCheckpoint" | "queueJob" | "rollout" | "rolloutStep" | "workItem" | "volume" | "volumeVersion" | "volumeMount" | "secret" | "video"
+    modelProps: "organization" | "project" | "apiKey" | "seedRun" | "serverKey" | "autoscalerState" | "hardware" | "model" | "modelRevision" | "remoteUpload" | "remoteUploadEvent" | "modelUploadJob" | "hardwareReservation" | "cluster" | "computeHost" | "computeInstance" | "computeVm" | "passiveHealthCheckAlert" | "remediation" | "idempotencyRecord" | "containerDeployment" | "containerDeploymentLog" | "controlSnapshot" | "v1Endpoint" | "modelConfig" | "dedicatedEndpoint" | "deployment" | "endpointEvent" | "adapterBinding" | "deploymentAdapter" | "servedRequest" | "evaluationJob" | "abExperiment" | "shadowExperiment" | "shadowTarget" | "file" | "fineTune" | "fineTuneEvent" | "fineTuneCheckpoint" | "queueJob" | "rollout" | "rolloutStep" | "workItem" | "volume" | "volumeVersion" | "volumeMount" | "secret" | "secretUse" | "video"
     txIsolationLevel: TransactionIsolationLevel
   }
   model: {
@@ -1939,6 +1942,154 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
         count: {
           args: Prisma.IdempotencyRecordCountArgs<ExtArgs>
           result: runtime.Types.Utils.Optional<Prisma.IdempotencyRecordCountAggregateOutputType> | number
+        }
+      }
+    }
+    ContainerDeployment: {
+      payload: Prisma.$ContainerDeploymentPayload<ExtArgs>
+      fields: Prisma.ContainerDeploymentFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.ContainerDeploymentFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ContainerDeploymentPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.ContainerDeploymentFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ContainerDeploymentPayload>
+        }
+        findFirst: {
+          args: Prisma.ContainerDeploymentFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ContainerDeploymentPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.ContainerDeploymentFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ContainerDeploymentPayload>
+        }
+        findMany: {
+          args: Prisma.ContainerDeploymentFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ContainerDeploymentPayload>[]
+        }
+        create: {
+          args: Prisma.ContainerDeploymentCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ContainerDeploymentPayload>
+        }
+        createMany: {
+          args: Prisma.ContainerDeploymentCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.ContainerDeploymentCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ContainerDeploymentPayload>[]
+        }
+        delete: {
+          args: Prisma.ContainerDeploymentDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ContainerDeploymentPayload>
+        }
+        update: {
+          args: Prisma.ContainerDeploymentUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ContainerDeploymentPayload>
+        }
+        deleteMany: {
+          args: Prisma.ContainerDeploymentDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.ContainerDeploymentUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.ContainerDeploymentUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ContainerDeploymentPayload>[]
+        }
+        upsert: {
+          args: Prisma.ContainerDeploymentUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ContainerDeploymentPayload>
+        }
+        aggregate: {
+          args: Prisma.ContainerDeploymentAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateContainerDeployment>
+        }
+        groupBy: {
+          args: Prisma.ContainerDeploymentGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.ContainerDeploymentGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.ContainerDeploymentCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.ContainerDeploymentCountAggregateOutputType> | number
+        }
+      }
+    }
+    ContainerDeploymentLog: {
+      payload: Prisma.$ContainerDeploymentLogPayload<ExtArgs>
+      fields: Prisma.ContainerDeploymentLogFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.ContainerDeploymentLogFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ContainerDeploymentLogPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.ContainerDeploymentLogFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ContainerDeploymentLogPayload>
+        }
+        findFirst: {
+          args: Prisma.ContainerDeploymentLogFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ContainerDeploymentLogPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.ContainerDeploymentLogFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ContainerDeploymentLogPayload>
+        }
+        findMany: {
+          args: Prisma.ContainerDeploymentLogFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ContainerDeploymentLogPayload>[]
+        }
+        create: {
+          args: Prisma.ContainerDeploymentLogCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ContainerDeploymentLogPayload>
+        }
+        createMany: {
+          args: Prisma.ContainerDeploymentLogCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.ContainerDeploymentLogCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ContainerDeploymentLogPayload>[]
+        }
+        delete: {
+          args: Prisma.ContainerDeploymentLogDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ContainerDeploymentLogPayload>
+        }
+        update: {
+          args: Prisma.ContainerDeploymentLogUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ContainerDeploymentLogPayload>
+        }
+        deleteMany: {
+          args: Prisma.ContainerDeploymentLogDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.ContainerDeploymentLogUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.ContainerDeploymentLogUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ContainerDeploymentLogPayload>[]
+        }
+        upsert: {
+          args: Prisma.ContainerDeploymentLogUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ContainerDeploymentLogPayload>
+        }
+        aggregate: {
+          args: Prisma.ContainerDeploymentLogAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateContainerDeploymentLog>
+        }
+        groupBy: {
+          args: Prisma.ContainerDeploymentLogGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.ContainerDeploymentLogGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.ContainerDeploymentLogCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.ContainerDeploymentLogCountAggregateOutputType> | number
         }
       }
     }
@@ -3792,6 +3943,80 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
         }
       }
     }
+    SecretUse: {
+      payload: Prisma.$SecretUsePayload<ExtArgs>
+      fields: Prisma.SecretUseFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.SecretUseFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$SecretUsePayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.SecretUseFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$SecretUsePayload>
+        }
+        findFirst: {
+          args: Prisma.SecretUseFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$SecretUsePayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.SecretUseFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$SecretUsePayload>
+        }
+        findMany: {
+          args: Prisma.SecretUseFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$SecretUsePayload>[]
+        }
+        create: {
+          args: Prisma.SecretUseCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$SecretUsePayload>
+        }
+        createMany: {
+          args: Prisma.SecretUseCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.SecretUseCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$SecretUsePayload>[]
+        }
+        delete: {
+          args: Prisma.SecretUseDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$SecretUsePayload>
+        }
+        update: {
+          args: Prisma.SecretUseUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$SecretUsePayload>
+        }
+        deleteMany: {
+          args: Prisma.SecretUseDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.SecretUseUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.SecretUseUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$SecretUsePayload>[]
+        }
+        upsert: {
+          args: Prisma.SecretUseUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$SecretUsePayload>
+        }
+        aggregate: {
+          args: Prisma.SecretUseAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateSecretUse>
+        }
+        groupBy: {
+          args: Prisma.SecretUseGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.SecretUseGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.SecretUseCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.SecretUseCountAggregateOutputType> | number
+        }
+      }
+    }
     Video: {
       payload: Prisma.$VideoPayload<ExtArgs>
       fields: Prisma.VideoFieldRefs
@@ -4204,6 +4429,43 @@ export const IdempotencyRecordScalarFieldEnum = {
 } as const
 
 export type IdempotencyRecordScalarFieldEnum = (typeof IdempotencyRecordScalarFieldEnum)[keyof typeof IdempotencyRecordScalarFieldEnum]
+
+
+export const ContainerDeploymentScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  name: 'name',
+  description: 'description',
+  image: 'image',
+  status: 'status',
+  epoch: 'epoch',
+  revision: 'revision',
+  spec: 'spec',
+  minReplicas: 'minReplicas',
+  maxReplicas: 'maxReplicas',
+  desiredReplicas: 'desiredReplicas',
+  readyReplicas: 'readyReplicas',
+  readyRevision: 'readyRevision',
+  readySince: 'readySince',
+  changedAt: 'changedAt',
+  createdAt: 'createdAt',
+  updatedAt: 'updatedAt'
+} as const
+
+export type ContainerDeploymentScalarFieldEnum = (typeof ContainerDeploymentScalarFieldEnum)[keyof typeof ContainerDeploymentScalarFieldEnum]
+
+
+export const ContainerDeploymentLogScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  deploymentId: 'deploymentId',
+  revision: 'revision',
+  source: 'source',
+  at: 'at',
+  text: 'text'
+} as const
+
+export type ContainerDeploymentLogScalarFieldEnum = (typeof ContainerDeploymentLogScalarFieldEnum)[keyof typeof ContainerDeploymentLogScalarFieldEnum]
 
 
 export const ControlSnapshotScalarFieldEnum = {
@@ -4637,6 +4899,15 @@ export const SecretScalarFieldEnum = {
 export type SecretScalarFieldEnum = (typeof SecretScalarFieldEnum)[keyof typeof SecretScalarFieldEnum]
 
 
+export const SecretUseScalarFieldEnum = {
+  secretId: 'secretId',
+  deploymentId: 'deploymentId',
+  projectId: 'projectId'
+} as const
+
+export type SecretUseScalarFieldEnum = (typeof SecretUseScalarFieldEnum)[keyof typeof SecretUseScalarFieldEnum]
+
+
 export const VideoScalarFieldEnum = {
   id: 'id',
   projectId: 'projectId',
@@ -4937,6 +5208,8 @@ export type GlobalOmitConfig = {
   passiveHealthCheckAlert?: Prisma.PassiveHealthCheckAlertOmit
   remediation?: Prisma.RemediationOmit
   idempotencyRecord?: Prisma.IdempotencyRecordOmit
+  containerDeployment?: Prisma.ContainerDeploymentOmit
+  containerDeploymentLog?: Prisma.ContainerDeploymentLogOmit
   controlSnapshot?: Prisma.ControlSnapshotOmit
   v1Endpoint?: Prisma.V1EndpointOmit
   modelConfig?: Prisma.ModelConfigOmit
@@ -4962,6 +5235,7 @@ export type GlobalOmitConfig = {
   volumeVersion?: Prisma.VolumeVersionOmit
   volumeMount?: Prisma.VolumeMountOmit
   secret?: Prisma.SecretOmit
+  secretUse?: Prisma.SecretUseOmit
   video?: Prisma.VideoOmit
 }
 

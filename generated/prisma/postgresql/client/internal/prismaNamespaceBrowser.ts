@@ -71,6 +71,8 @@ export const ModelName = {
   PassiveHealthCheckAlert: 'PassiveHealthCheckAlert',
   Remediation: 'Remediation',
   IdempotencyRecord: 'IdempotencyRecord',
+  ContainerDeployment: 'ContainerDeployment',
+  ContainerDeploymentLog: 'ContainerDeploymentLog',
   ControlSnapshot: 'ControlSnapshot',
   V1Endpoint: 'V1Endpoint',
   ModelConfig: 'ModelConfig',
@@ -96,6 +98,7 @@ export const ModelName = {
   VolumeVersion: 'VolumeVersion',
   VolumeMount: 'VolumeMount',
   Secret: 'Secret',
+  SecretUse: 'SecretUse',
   Video: 'Video'
 } as const
 
@@ -414,6 +417,43 @@ export const IdempotencyRecordScalarFieldEnum = {
 } as const
 
 export type IdempotencyRecordScalarFieldEnum = (typeof IdempotencyRecordScalarFieldEnum)[keyof typeof IdempotencyRecordScalarFieldEnum]
+
+
+export const ContainerDeploymentScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  name: 'name',
+  description: 'description',
+  image: 'image',
+  status: 'status',
+  epoch: 'epoch',
+  revision: 'revision',
+  spec: 'spec',
+  minReplicas: 'minReplicas',
+  maxReplicas: 'maxReplicas',
+  desiredReplicas: 'desiredReplicas',
+  readyReplicas: 'readyReplicas',
+  readyRevision: 'readyRevision',
+  readySince: 'readySince',
+  changedAt: 'changedAt',
+  createdAt: 'createdAt',
+  updatedAt: 'updatedAt'
+} as const
+
+export type ContainerDeploymentScalarFieldEnum = (typeof ContainerDeploymentScalarFieldEnum)[keyof typeof ContainerDeploymentScalarFieldEnum]
+
+
+export const ContainerDeploymentLogScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  deploymentId: 'deploymentId',
+  revision: 'revision',
+  source: 'source',
+  at: 'at',
+  text: 'text'
+} as const
+
+export type ContainerDeploymentLogScalarFieldEnum = (typeof ContainerDeploymentLogScalarFieldEnum)[keyof typeof ContainerDeploymentLogScalarFieldEnum]
 
 
 export const ControlSnapshotScalarFieldEnum = {
@@ -845,6 +885,15 @@ export const SecretScalarFieldEnum = {
 } as const
 
 export type SecretScalarFieldEnum = (typeof SecretScalarFieldEnum)[keyof typeof SecretScalarFieldEnum]
+
+
+export const SecretUseScalarFieldEnum = {
+  secretId: 'secretId',
+  deploymentId: 'deploymentId',
+  projectId: 'projectId'
+} as const
+
+export type SecretUseScalarFieldEnum = (typeof SecretUseScalarFieldEnum)[keyof typeof SecretUseScalarFieldEnum]
 
 
 export const VideoScalarFieldEnum = {
