@@ -273,36 +273,40 @@ export function renderPixels(request: ImageRequest, seed: number, colours: Rgb[]
     alpha: 0.35 + random() * 0.4,
   }));
   const weight = base ? Math.min(0.95, Math.max(0.05, request.guidanceScale / 10)) : 1;
-  const px = Buffer.allocUnsafe(width * height * 3);
-  for (let y = 0; y < height; y++) {
-    for (let x = 0; x < width; x++) {
-      const p = y * width + x;
-      const t = ((noise[p]! - lo) / span) * last;
-      const k = Math.min(last - 1, Math.floor(t));
-      const f = t - k;
-      const c0 = colours[k]!;
-      const c1 = colours[k + 1]!;
-      let r = c0[0] + (c1[0] - c0[0]) * f;
-      let g = c0[1] + (c1[1] - c0[1]) * f;
-      let b = c0[2] + (c1[2] - c0[2]) * f;
-      for (const d of discs) {
-        const dist = Math.hypot(x - d.cx, y - d.cy) / d.r;
-        if (dist >= 1) continue;
-        const a = d.alpha * (1 - smooth(dist));
-        r += (d.colour[0] - r) * a;
-        g += (d.colour[1] - g) * a;
-        b += (d.colour[2] - b) * a;
+  // The noise through the palette.
+  const rgb = new Float32Array(width * height * 3);
+  for (let p = 0; p < noise.length; p++) {
+    const t = ((noise[p]! - lo) / span) * last;
+    const k = Math.min(last - 1, Math.floor(t));
+    const f = t - k;
+    const c0 = colours[k]!;
+    const c1 = colours[k + 1]!;
+    rgb[p * 3] = c0[0] + (c1[0] - c0[0]) * f;
+    rgb[p * 3 + 1] = c0[1] + (c1[1] - c0[1]) * f;
+    rgb[p * 3 + 2] = c0[2] + (c1[2] - c0[2]) * f;
+  }
+  // The discs, each over its bounding box only.
+  for (const d of discs) {
+    const [x0, x1] = [Math.max(0, Math.floor(d.cx - d.r)), Math.min(width - 1, Math.ceil(d.cx + d.r))];
+    const [y0, y1] = [Math.max(0, Math.floor(d.cy - d.r)), Math.min(height - 1, Math.ceil(d.cy + d.r))];
+    for (let y = y0; y <= y1; y++) {
+      const dy = (y - d.cy) / d.r;
+      for (let x = x0; x <= x1; x++) {
+        const dx = (x - d.cx) / d.r;
+        const squared = dx * dx + dy * dy;
+        if (squared >= 1) continue;
+        const a = d.alpha * (1 - smooth(Math.sqrt(squared)));
+        const q = (y * width + x) * 3;
+        rgb[q] = rgb[q]! + (d.colour[0] - rgb[q]!) * a;
+        rgb[q + 1] = rgb[q + 1]! + (d.colour[1] - rgb[q + 1]!) * a;
+        rgb[q + 2] = rgb[q + 2]! + (d.colour[2] - rgb[q + 2]!) * a;
       }
-      if (base) {
-        r = base[p * 3]! + (r - base[p * 3]!) * weight;
-        g = base[p * 3 + 1]! + (g - base[p * 3 + 1]!) * weight;
-        b = base[p * 3 + 2]! + (b - base[p * 3 + 2]!) * weight;
-      }
-      px[p * 3] = r;
-      px[p * 3 + 1] = g;
-      px[p * 3 + 2] = b;
     }
   }
+  // The input image under it, then 8 bits per channel.
+  const px = Buffer.allocUnsafe(rgb.length);
+  if (base) for (let q = 0; q < rgb.length; q++) px[q] = base[q]! + (rgb[q]! - base[q]!) * weight;
+  else for (let q = 0; q < rgb.length; q++) px[q] = rgb[q]!;
   return px;
 }
 
