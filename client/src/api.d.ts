@@ -6519,9 +6519,9 @@ export interface components {
             warnings: string[];
         };
         ImageResponseDataB64: {
-            /** @description The image's place in `data` */
+            /** @description The image's place in `data`, from 0. */
             index: number;
-            /** @description The image file's bytes */
+            /** @description The image file's bytes, base64. */
             b64_json: string;
             /**
              * @description discriminator enum property added by openapi-typescript
@@ -6532,7 +6532,7 @@ export interface components {
             seed: number;
         };
         ImageResponseDataUrl: {
-            /** @description The image's place in `data` */
+            /** @description The image's place in `data`, from 0. */
             index: number;
             /** @description Where this server serves the image (`<this server>/v1/images/{id}/content`, authenticated). */
             url: string;
