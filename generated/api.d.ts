@@ -1768,8 +1768,8 @@ export interface paths {
         /**
          * Generate images
          * @description Renders `n` images from `prompt` (see the tag for the engines and what the local engine does), answered at
-         *     once (no job): `data` holds one item per image, in order, each with its `index`, its `seed` and either
-         *     `b64_json` or `url`.
+         *     once (no job): `data` holds one item per image, in order, each with its `index`, either `b64_json` or
+         *     `url`, and (local engine) its `seed`.
          *
          *     **Defaults and limits** (the platform publishes no limits; these are this server's). A value outside
          *     its range answers 400 naming the field (`param`), with code `invalid_value`, and nothing is rendered or
@@ -6508,7 +6508,10 @@ export interface components {
             /** @constant */
             object: "list";
             data: (components["schemas"]["ImageResponseDataB64"] | components["schemas"]["ImageResponseDataUrl"])[];
-            /** @description The seed of the first image (the request's, or the one drawn for it); image `i` used `seed + i`. */
+            /**
+             * @description The seed of the first image (the request's, or the one drawn for it and sent to the upstream engine
+             *     when one renders); with the local engine, image `i` used `seed + i` (its `data[i].seed`).
+             */
             seed: number;
             /**
              * @description Which engine rendered the images (see the tag).
@@ -6528,8 +6531,8 @@ export interface components {
              * @enum {string}
              */
             type: "b64_json";
-            /** @description The seed this image was rendered with. */
-            seed: number;
+            /** @description The seed this image was rendered with (`seed + index`): present when the local engine rendered it; an upstream engine's own use of the seed is not known here. */
+            seed?: number;
         };
         ImageResponseDataUrl: {
             /** @description The image's place in `data`, from 0. */
@@ -6541,8 +6544,8 @@ export interface components {
              * @enum {string}
              */
             type: "url";
-            /** @description The seed this image was rendered with. */
-            seed: number;
+            /** @description The seed this image was rendered with (`seed + index`): present when the local engine rendered it; an upstream engine's own use of the seed is not known here. */
+            seed?: number;
         };
         ChatTextPart: {
             /** @enum {string} */
@@ -11018,6 +11021,7 @@ export interface operations {
                     "image/webp": Blob;
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];

@@ -81,7 +81,7 @@ export const operations = {
   getFineTuneMetrics: {"method":"get","path":"/v1/fine-tunes/{id}/metrics","tag":"Fine-tuning","module":"fine-tuning","statuses":[200,400,401,404,500,503]},
   getFineTuneMetricsUnprefixed: {"method":"get","path":"/fine-tunes/{id}/metrics","tag":"Fine-tuning","module":"fine-tuning","statuses":[200,400,401,404,500,503]},
   getFineTuneModelLimits: {"method":"get","path":"/v1/fine-tunes/models/limits","tag":"Fine-tuning","module":"fine-tuning","statuses":[200,400,401,404,500,503]},
-  getImageContent: {"method":"get","path":"/v1/images/{id}/content","tag":"Images","module":"images","statuses":[200,401,404,500,503]},
+  getImageContent: {"method":"get","path":"/v1/images/{id}/content","tag":"Images","module":"images","statuses":[200,400,401,404,500,503]},
   getInferenceInstanceType: {"method":"get","path":"/v2/public/inference-instance-types/{instanceTypeId}","tag":"Hardware","module":"hardware","statuses":[200,400,401,404,500,503]},
   getJob: {"method":"get","path":"/v1/jobs/{jobId}","tag":"Models","module":"models","statuses":[200,400,401,404,500,503]},
   getModelList: {"method":"get","path":"/v1/evaluation/model-list","tag":"Evaluation","module":"evaluation","statuses":[200,400,401,500,503]},

@@ -179,6 +179,7 @@ describe('URLs', () => {
       expectError(await t.http.get(path), 401, { code: 'missing_api_key' });
     }
     expectError(await t.caller.http.get('/v1/images/image_01jq0000000000000000000000/content'), 404, { code: 'not_found', param: 'id' });
+    expectError(await t.caller.http.get('/v1/images/image%01/content'), 400, { code: 'invalid_characters', param: 'id' });
     const rows = await t.services.db.prisma.generatedImage.findMany({ where: { generationId: body.id }, orderBy: { index: 'asc' } });
     expect(rows.map((r) => [r.index, r.seed, r.format, r.width, r.height])).toEqual([
       [0, '5', 'webp', 96, 64],
@@ -318,6 +319,7 @@ describe('an upstream route', () => {
     const request = { model: 'black-forest-labs/FLUX.1.1-pro', prompt: 'a blue boat', ...small, seed: 77, output_format: 'png' };
     const body = await ok(request);
     expect(body).toMatchObject({ engine: 'upstream', seed: 77, warnings: [] });
+    expect(body.data[0]).not.toHaveProperty('seed');
     expect(body.data[0].url).toMatch(new RegExp(`^${t.url}/v1/images/`));
     const served = await t.caller.http.get(new URL(body.data[0].url).pathname).buffer(true);
     // The upstream (this server's own local engine there) rendered exactly what it renders for that seed.

@@ -13,14 +13,16 @@ export interface Rendered {
 }
 
 export function imageWire(r: Rendered): Wire<'ImageResponse'> {
+  // Each image's own seed only where this server knows it: the local engine renders image i with seed + i.
+  const seedOf = (index: number) => (r.engine === 'local' ? { seed: r.seed + index } : {});
   return {
     id: r.id,
     model: r.model,
     object: 'list',
     data: r.images.map((image, index) =>
       'url' in image
-        ? { index, type: 'url' as const, url: image.url, seed: r.seed + index }
-        : { index, type: 'b64_json' as const, b64_json: image.file.toString('base64'), seed: r.seed + index },
+        ? { index, type: 'url' as const, url: image.url, ...seedOf(index) }
+        : { index, type: 'b64_json' as const, b64_json: image.file.toString('base64'), ...seedOf(index) },
     ),
     seed: r.seed,
     engine: r.engine,
