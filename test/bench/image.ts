@@ -35,7 +35,7 @@ const timed = async (f: () => Promise<unknown>) => {
 export async function benchImage(): Promise<void> {
   for (const [name, change] of cases) {
     const request = { ...base, ...change };
-    const pixels = renderPixels(request, request.seed, palette(request.prompt, undefined, []));
+    const pixels = await renderPixels(request, request.seed, palette(request.prompt, undefined, []));
     const encodeOnly = () => encode(pixels, request.width, request.height, request.format as ImageFormat);
     await localImageEngine.generate(request);
     await encodeOnly();
