@@ -215,7 +215,7 @@ function shapesFor(id: OperationId): Shape[] {
     const arrays = { type: 'array', minItems: 10_000, items: { type: 'array', minItems: 10_000, items: { type: 'array', minItems: 10, items } } };
     return [{ type: 'array', minItems: 100_000_000 + r.pick, items }, arrays][r.pick % 2];
   };
-  // A response_format that takes a JSON Schema (chat's), not a name of an audio format (speech's).
+  // A response_format that takes a JSON Schema (chat's object); a string one (speech's audio format, images') has none to bloat.
   if ('response_format' in properties && deref(properties.response_format).type !== 'string') {
     shapes.push({
       kind: 'huge_min_items.response_format',

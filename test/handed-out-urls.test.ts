@@ -1,6 +1,6 @@
 // The URLs this server hands out: a signed upload URL cannot be forged from the source code (without SECRETS_KEY
 // each database signs with its own random key, made at its first start, shared by every process on it, and the
-// start says which key is in use); and the origin of absolute URLs (upload URLs, video URLs) comes from the
+// start says which key is in use); and the origin of absolute URLs (upload URLs, video URLs, image URLs) comes from the
 // request's Host and X-Forwarded-* headers only behind a proxy (TRUST_PROXY), else from PUBLIC_BASE_URL, else from
 // the address the connection reached.
 import { createHash, createHmac, randomBytes } from 'node:crypto';
@@ -100,6 +100,17 @@ describe('the origin of the URLs handed out', () => {
       await t.advance(0);
       const done = await t.caller.http.get(`/v2/videos/${video.body.id}`).set(SPOOFED);
       expect(done.body.outputs.video_url).toBe(`${t.url}/v2/videos/${video.body.id}/content`);
+      // A generated image's URL too, and it serves the image.
+      const image = await t.caller.http
+        .post('/v1/images/generations')
+        .set(SPOOFED)
+        .send({ model: 'black-forest-labs/FLUX.1-schnell', prompt: 'a lighthouse', width: 64, height: 64, steps: 1, response_format: 'url' });
+      expect(image.status, JSON.stringify(image.body)).toBe(200);
+      const url: string = image.body.data[0].url;
+      expect(url).toMatch(new RegExp(`^${t.url}/v1/images/image_[0-9a-z]+/content$`));
+      const served = await t.caller.http.get(new URL(url).pathname);
+      expect(served.status).toBe(200);
+      expect(served.headers['content-type']).toBe('image/jpeg');
     } finally {
       await t.close();
     }
@@ -109,6 +120,11 @@ describe('the origin of the URLs handed out', () => {
     const t = await startTestPlatform({ config: { publicBaseUrl: loadConfig({ PUBLIC_BASE_URL: 'https://api.example.com/' }).publicBaseUrl } });
     try {
       expect((await begin(t, SPOOFED)).headers.location).toMatch(/^https:\/\/api\.example\.com\/v1\/files\/file-[^/]+\/content\?/);
+      const image = await t.caller.http
+        .post('/v1/images/generations')
+        .set(SPOOFED)
+        .send({ model: 'black-forest-labs/FLUX.1-schnell', prompt: 'a lighthouse', width: 64, height: 64, steps: 1 });
+      expect(image.body.data[0].url).toMatch(/^https:\/\/api\.example\.com\/v1\/images\/image_[0-9a-z]+\/content$/);
     } finally {
       await t.close();
     }

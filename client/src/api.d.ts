@@ -2005,6 +2005,80 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/images/{id}/content": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download a generated image
+         * @description The bytes of an image a generation answered as a URL (its `data[i].url` points here), with its
+         *     `Content-Type` (`image/jpeg`, `image/png` or `image/webp`). Authenticated and scoped to the project: an
+         *     image of another project answers 404 exactly like an absent one.
+         */
+        get: operations["getImageContent"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/images/generations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Generate images
+         * @description Renders `n` images from `prompt` (see the tag for the engines and what the local engine does), answered at
+         *     once (no job): `data` holds one item per image, in order, each with its `index`, either `b64_json` or
+         *     `url`, and (local engine) its `seed`.
+         *
+         *     **Defaults and limits** (the platform publishes no limits; these are this server's). A value outside
+         *     its range answers 400 naming the field (`param`), with code `invalid_value`, and nothing is rendered or
+         *     stored:
+         *
+         *     | field | rule | default |
+         *     |---|---|---|
+         *     | `prompt` | 1 to 10,000 characters, not only white space | required |
+         *     | `width`, `height` | 64 to 2,048 pixels (any whole number) | 1024 |
+         *     | `n` | 1 to 4 images | 1 |
+         *     | `steps` | 1 to 50 | 20 |
+         *     | `seed` | a whole number from -9007199254740991 to 9007199254740991; image `i` of the answer is rendered with `seed + i`, returned as its `seed`, so a request with that seed and `n: 1` gives that image again | drawn at random (0 to 2,147,483,647) and returned |
+         *     | `guidance_scale` | 0 to 20 | 3.5 |
+         *     | `output_format` | `jpeg` (quality 90), `png`, or `webp` (quality 90; this server's addition) | `jpeg` |
+         *     | `response_format` | `url`, `base64`, or `b64_json` (the OpenAI name, read as `base64`) | `url` |
+         *     | `negative_prompt` | at most 10,000 characters | none |
+         *     | `reference_images` | at most 4 | none |
+         *     | `image_loras` | no catalogue model here takes LoRAs: a non-empty list answers 400 `lora_not_supported` (param `image_loras`) | none |
+         *
+         *     **Models.** A `model` not in the catalogue (nor among the project's uploads) answers 404
+         *     `model_not_found`; a catalogue model that is not an image model answers 400 `model_not_available` (param
+         *     `model`). Aliases answer as their model; `model` in the response is the canonical id.
+         *
+         *     **Image inputs** (see the tag): `image_url` or `reference_images` for a model that takes none answer 400
+         *     `model_not_available` naming the field; a URL that is not http(s) or `data:` answers 400
+         *     `invalid_image_url`; one that cannot be fetched (refused address, time-out, not a 2xx, over 20 MB) 400
+         *     `image_unreachable`; bytes that are not a readable image (or over 40 megapixels) 400 `invalid_image`;
+         *     `param` is `image_url` or `reference_images.<i>`.
+         *
+         *     Rate limited (`x-rate-limited`; see "Rate limits"): the token estimate counts the request's text.
+         */
+        post: operations["createImage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/jobs": {
         parameters: {
             query?: never;
@@ -6902,6 +6976,126 @@ export interface components {
              */
             user_id: string;
         };
+        ImageRequest: {
+            /**
+             * @description What to picture (1 to 10,000 characters). The local engine reads its colour words only (see the tag).
+             * @example a teal lighthouse at sunset
+             */
+            prompt: string;
+            /**
+             * @description An image model of the catalogue (`type` `image`), or an alias of one.
+             * @example black-forest-labs/FLUX.1-schnell
+             */
+            model: string | ("black-forest-labs/FLUX.1-schnell-Free" | "black-forest-labs/FLUX.1-schnell" | "black-forest-labs/FLUX.1.1-pro");
+            /**
+             * @description Generation steps, 1 to 50. The local engine renders `1 + floor(log2(steps))` octaves of detail.
+             * @default 20
+             */
+            steps: number;
+            /**
+             * @description The starting picture, an http(s) or `data:` URL, for models that take image input (see the tag); the
+             *     local engine blends it with its own picture.
+             */
+            image_url?: string;
+            /** @description The same seed gives the same picture. Absent, one is drawn and returned in the response's `seed`. */
+            seed?: number;
+            /**
+             * @description How many images, 1 to 4; image `i` is rendered with `seed + i`.
+             * @default 1
+             */
+            n: number;
+            /**
+             * @description Height in pixels, 64 to 2,048.
+             * @default 1024
+             */
+            height: number;
+            /**
+             * @description Width in pixels, 64 to 2,048.
+             * @default 1024
+             */
+            width: number;
+            /** @description What not to picture (at most 10,000 characters). The local engine leaves out the colours it names. */
+            negative_prompt?: string;
+            /**
+             * @description `url` (the default): each image is stored and served by this server at `data[i].url`. `base64` (or
+             *     `b64_json`, the OpenAI name): each image's bytes in `data[i].b64_json`; nothing is stored.
+             * @enum {string}
+             */
+            response_format?: "base64" | "url" | "b64_json";
+            /**
+             * @description 0 to 20. With an input image, the local engine's procedural picture weighs `guidance_scale / 10`
+             *     (clamped to 0.05 .. 0.95) against it; without one it changes nothing (said in `warnings`).
+             * @default 3.5
+             */
+            guidance_scale: number;
+            /**
+             * @description The file format. `webp` is this server's addition to the platform's two.
+             * @default jpeg
+             * @enum {string}
+             */
+            output_format: "jpeg" | "png" | "webp";
+            /** @description LoRAs to apply. No catalogue model here takes LoRAs, so a non-empty list answers 400 `lora_not_supported`. */
+            image_loras?: {
+                /** @description The LoRA's URL or repository. */
+                path: string;
+                /** @description Its strength. */
+                scale: number;
+            }[];
+            /**
+             * @description Up to 4 image URLs (http(s) or `data:`) that guide the look, for models that take image input; the
+             *     local engine puts each one's mean colour at the head of its palette.
+             */
+            reference_images?: string[];
+            /** @description Accepted. No safety checker runs on this server (said in `warnings` when this is not true). */
+            disable_safety_checker?: boolean;
+        };
+        ImageResponse: {
+            /** @description This generation's id (`imagegen_...`). */
+            id: string;
+            /** @description The model's canonical id. */
+            model: string;
+            /** @constant */
+            object: "list";
+            data: (components["schemas"]["ImageResponseDataB64"] | components["schemas"]["ImageResponseDataUrl"])[];
+            /**
+             * @description The seed of the first image (the request's, or the one drawn for it and sent to the upstream engine
+             *     when one renders); with the local engine, image `i` used `seed + i` (its `data[i].seed`).
+             */
+            seed: number;
+            /**
+             * @description Which engine rendered the images (see the tag).
+             * @enum {string}
+             */
+            engine: "local" | "upstream";
+            /** @description What the engine did not honour of the request, in words (see the tag); empty when it honoured everything. */
+            warnings: string[];
+        };
+        ImageResponseDataB64: {
+            /** @description The image's place in `data`, from 0. */
+            index: number;
+            /** @description The image file's bytes, base64. */
+            b64_json: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "b64_json";
+            /** @description The seed this image was rendered with (`seed + index`): present when the local engine rendered it; an upstream engine's own use of the seed is not known here. */
+            seed?: number;
+        };
+        ImageResponseDataUrl: {
+            /** @description The image's place in `data`, from 0. */
+            index: number;
+            /** @description Where this server serves the image (`<this server>/v1/images/{id}/content`, authenticated). */
+            url: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "url";
+            /** @description The seed this image was rendered with (`seed + index`): present when the local engine rendered it; an upstream engine's own use of the seed is not known here. */
+            seed?: number;
+        };
         ChatTextPart: {
             /** @enum {string} */
             type: "text";
@@ -11782,6 +11976,108 @@ export interface operations {
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
+        };
+    };
+    getImageContent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The image's id (`image_...`), as in its URL. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The image file. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "image/jpeg": Blob;
+                    "image/png": Blob;
+                    "image/webp": Blob;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createImage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ImageRequest"];
+            };
+        };
+        responses: {
+            /** @description The images, in order. */
+            200: {
+                headers: {
+                    "x-ratelimit-limit": components["headers"]["X-RateLimit-Limit"];
+                    "x-ratelimit-remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "x-ratelimit-reset": components["headers"]["X-RateLimit-Reset"];
+                    "x-tokenlimit-limit": components["headers"]["X-TokenLimit-Limit"];
+                    "x-tokenlimit-remaining": components["headers"]["X-TokenLimit-Remaining"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ImageResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /**
+             * @description `model_not_found`: no model of that id in the catalogue or among the caller's uploads; or the 404 of the
+             *     upstream engine the model is routed to, passed on with its message (`upstream_refused`).
+             */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorData"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            /**
+             * @description The upstream engine the model is routed to could not be reached (`upstream_unreachable`), failed, or
+             *     answered without one readable image per image asked (`upstream_failed`).
+             */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorData"];
+                };
+            };
+            503: components["responses"]["Overloaded"];
+            /**
+             * @description The upstream engine the model is routed to did not answer within its route's `timeoutMs` (default
+             *     120 s): `upstream_timeout`.
+             */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorData"];
+                };
+            };
         };
     };
     listJobs: {

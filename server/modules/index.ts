@@ -16,6 +16,7 @@ import { files } from './files/index.ts';
 import { fineTuning } from './fine-tuning/index.ts';
 import { hardware } from './hardware/index.ts';
 import { identity } from './identity/index.ts';
+import { images } from './images/index.ts';
 import { inference } from './inference/index.ts';
 import { modelCatalogue } from './model-catalogue/index.ts';
 import { models } from './models/index.ts';
@@ -45,6 +46,7 @@ export const modules = [
   embeddings,
   rerank,
   audio,
+  images,
   videos,
   files,
   fineTuning,

@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { root } from '../../server/core/paths.ts';
+import { benchImage } from './image.ts';
 import { queueBench } from './queue.ts';
 import { resetBench } from './reset.ts';
 import { runnerBench } from './runner.ts';
@@ -217,6 +218,7 @@ try {
   console.log(`${CONNECTIONS} connections, ${DURATION} s per measurement, ${ROUNDS} rounds`);
   if (!filter || 'video'.includes(filter)) await benchVideo();
   if (!filter || 'speech'.includes(filter)) await benchSpeech();
+  if (!filter || 'image'.includes(filter)) await benchImage();
   if ((!filter || 'queue throughput'.includes(filter)) && !(await queueBench(ROUNDS))) failed++;
   if (!filter || 'runner throughput'.includes(filter)) await runnerBench(ROUNDS);
   if ((!filter || 'reset'.includes(filter)) && !(await resetBench(ROUNDS))) failed++;

@@ -61,6 +61,11 @@ export const limitedOperations: Partial<Record<OperationId, LimitedOperation>> =
     model: 'BAAI/bge-base-en-v1.5',
     request: (c, model, text) => c.http.post('/v1/embeddings').send({ model, input: text }),
   },
+  createImage: {
+    model: 'black-forest-labs/FLUX.1-schnell',
+    request: (c, model, text) =>
+      c.http.post('/v1/images/generations').send({ model, prompt: text, width: 64, height: 64, steps: 1, response_format: 'base64' }),
+  },
   createTranscription: { model: 'openai/whisper-large-v3', request: audio('/v1/audio/transcriptions') },
   createTranslation: { model: 'openai/whisper-large-v3', request: audio('/v1/audio/translations') },
   createSpeech: {

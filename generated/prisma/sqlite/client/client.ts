@@ -237,6 +237,11 @@ export type FineTuneEvent = Prisma.FineTuneEventModel
  */
 export type FineTuneCheckpoint = Prisma.FineTuneCheckpointModel
 /**
+ * Model GeneratedImage
+ * 
+ */
+export type GeneratedImage = Prisma.GeneratedImageModel
+/**
  * Model QueueJob
  * 
  */

@@ -436,6 +436,7 @@ export const ModelName = {
   FineTune: 'FineTune',
   FineTuneEvent: 'FineTuneEvent',
   FineTuneCheckpoint: 'FineTuneCheckpoint',
+  GeneratedImage: 'GeneratedImage',
   QueueJob: 'QueueJob',
   Rollout: 'Rollout',
   RolloutStep: 'RolloutStep',
@@ -461,7 +462,7 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
     omit: GlobalOmitOptions
   }
   meta: {
-    modelProps: "organization" | "project" | "apiKey" | "seedRun" | "serverKey" | "autoscalerState" | "hardware" | "model" | "modelRevision" | "remoteUpload" | "remoteUploadEvent" | "modelUploadJob" | "hardwareReservation" | "cluster" | "computeHost" | "computeInstance" | "computeVm" | "passiveHealthCheckAlert" | "remediation" | "idempotencyRecord" | "containerDeployment" | "containerDeploymentLog" | "controlSnapshot" | "v1Endpoint" | "modelConfig" | "dedicatedEndpoint" | "deployment" | "endpointEvent" | "adapterBinding" | "deploymentAdapter" | "servedRequest" | "evaluationJob" | "abExperiment" | "shadowExperiment" | "shadowTarget" | "file" | "fineTune" | "fineTuneEvent" | "fineTuneCheckpoint" | "queueJob" | "rollout" | "rolloutStep" | "workItem" | "volume" | "volumeVersion" | "volumeMount" | "secret" | "secretUse" | "video"
+    modelProps: "organization" | "project" | "apiKey" | "seedRun" | "serverKey" | "autoscalerState" | "hardware" | "model" | "modelRevision" | "remoteUpload" | "remoteUploadEvent" | "modelUploadJob" | "hardwareReservation" | "cluster" | "computeHost" | "computeInstance" | "computeVm" | "passiveHealthCheckAlert" | "remediation" | "idempotencyRecord" | "containerDeployment" | "containerDeploymentLog" | "controlSnapshot" | "v1Endpoint" | "modelConfig" | "dedicatedEndpoint" | "deployment" | "endpointEvent" | "adapterBinding" | "deploymentAdapter" | "servedRequest" | "evaluationJob" | "abExperiment" | "shadowExperiment" | "shadowTarget" | "file" | "fineTune" | "fineTuneEvent" | "fineTuneCheckpoint" | "generatedImage" | "queueJob" | "rollout" | "rolloutStep" | "workItem" | "volume" | "volumeVersion" | "volumeMount" | "secret" | "secretUse" | "video"
     txIsolationLevel: TransactionIsolationLevel
   }
   model: {
@@ -3351,6 +3352,80 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
         }
       }
     }
+    GeneratedImage: {
+      payload: Prisma.$GeneratedImagePayload<ExtArgs>
+      fields: Prisma.GeneratedImageFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.GeneratedImageFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$GeneratedImagePayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.GeneratedImageFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$GeneratedImagePayload>
+        }
+        findFirst: {
+          args: Prisma.GeneratedImageFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$GeneratedImagePayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.GeneratedImageFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$GeneratedImagePayload>
+        }
+        findMany: {
+          args: Prisma.GeneratedImageFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$GeneratedImagePayload>[]
+        }
+        create: {
+          args: Prisma.GeneratedImageCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$GeneratedImagePayload>
+        }
+        createMany: {
+          args: Prisma.GeneratedImageCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.GeneratedImageCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$GeneratedImagePayload>[]
+        }
+        delete: {
+          args: Prisma.GeneratedImageDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$GeneratedImagePayload>
+        }
+        update: {
+          args: Prisma.GeneratedImageUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$GeneratedImagePayload>
+        }
+        deleteMany: {
+          args: Prisma.GeneratedImageDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.GeneratedImageUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.GeneratedImageUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$GeneratedImagePayload>[]
+        }
+        upsert: {
+          args: Prisma.GeneratedImageUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$GeneratedImagePayload>
+        }
+        aggregate: {
+          args: Prisma.GeneratedImageAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateGeneratedImage>
+        }
+        groupBy: {
+          args: Prisma.GeneratedImageGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.GeneratedImageGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.GeneratedImageCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.GeneratedImageCountAggregateOutputType> | number
+        }
+      }
+    }
     QueueJob: {
       payload: Prisma.$QueueJobPayload<ExtArgs>
       fields: Prisma.QueueJobFieldRefs
@@ -4759,6 +4834,24 @@ export const FineTuneCheckpointScalarFieldEnum = {
 export type FineTuneCheckpointScalarFieldEnum = (typeof FineTuneCheckpointScalarFieldEnum)[keyof typeof FineTuneCheckpointScalarFieldEnum]
 
 
+export const GeneratedImageScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  generationId: 'generationId',
+  index: 'index',
+  model: 'model',
+  format: 'format',
+  width: 'width',
+  height: 'height',
+  seed: 'seed',
+  file: 'file',
+  bytes: 'bytes',
+  createdAt: 'createdAt'
+} as const
+
+export type GeneratedImageScalarFieldEnum = (typeof GeneratedImageScalarFieldEnum)[keyof typeof GeneratedImageScalarFieldEnum]
+
+
 export const QueueJobScalarFieldEnum = {
   id: 'id',
   projectId: 'projectId',
@@ -5227,6 +5320,7 @@ export type GlobalOmitConfig = {
   fineTune?: Prisma.FineTuneOmit
   fineTuneEvent?: Prisma.FineTuneEventOmit
   fineTuneCheckpoint?: Prisma.FineTuneCheckpointOmit
+  generatedImage?: Prisma.GeneratedImageOmit
   queueJob?: Prisma.QueueJobOmit
   rollout?: Prisma.RolloutOmit
   rolloutStep?: Prisma.RolloutStepOmit

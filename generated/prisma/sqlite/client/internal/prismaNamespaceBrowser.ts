@@ -90,6 +90,7 @@ export const ModelName = {
   FineTune: 'FineTune',
   FineTuneEvent: 'FineTuneEvent',
   FineTuneCheckpoint: 'FineTuneCheckpoint',
+  GeneratedImage: 'GeneratedImage',
   QueueJob: 'QueueJob',
   Rollout: 'Rollout',
   RolloutStep: 'RolloutStep',
@@ -742,6 +743,24 @@ export const FineTuneCheckpointScalarFieldEnum = {
 } as const
 
 export type FineTuneCheckpointScalarFieldEnum = (typeof FineTuneCheckpointScalarFieldEnum)[keyof typeof FineTuneCheckpointScalarFieldEnum]
+
+
+export const GeneratedImageScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  generationId: 'generationId',
+  index: 'index',
+  model: 'model',
+  format: 'format',
+  width: 'width',
+  height: 'height',
+  seed: 'seed',
+  file: 'file',
+  bytes: 'bytes',
+  createdAt: 'createdAt'
+} as const
+
+export type GeneratedImageScalarFieldEnum = (typeof GeneratedImageScalarFieldEnum)[keyof typeof GeneratedImageScalarFieldEnum]
 
 
 export const QueueJobScalarFieldEnum = {
