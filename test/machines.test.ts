@@ -19,8 +19,9 @@ const descriptions: string[] = [];
 
 const declared = modules.flatMap((m) => (m.machines ?? []).map((machine) => ({ module: m.name, machine })));
 
-test('the modules declare the twelve machines', () => {
+test('the modules declare the fourteen machines', () => {
   expect(declared.map((d) => d.machine.name).sort()).toEqual([
+    'cluster',
     'deployment',
     'evaluation',
     'file',
@@ -30,6 +31,7 @@ test('the modules declare the twelve machines', () => {
     'remote upload',
     'rollout',
     'rollout step',
+    'shared volume',
     'upload job',
     'v1 endpoint',
     'video',
