@@ -716,7 +716,7 @@ export interface paths {
          *       one of the region's `driver_versions`;
          *     - `cluster_name` not empty; `project_id`, when given and not empty, the caller's own project;
          *     - `num_reserved_gpus` at most `num_gpus` (RESERVED and SCHEDULED_CAPACITY default it to `num_gpus`), and 0
-         *       for ON_DEMAND; `reservation_end_time` after `reservation_start_time`; `duration_days` at least 1;
+         *       for ON_DEMAND; `reservation_end_time` after `reservation_start_time`; `duration_days` from 1 to 3650;
          *     - `shared_volume` (a new volume, made in the cluster's region and attached) or `volume_id` (an existing
          *       `available` or `provisioning` volume of the project in the same region, not attached to another cluster:
          *       an unknown one answers 404 `volume_id`, one already attached 409 `invalid_state_transition`), not both;
@@ -9238,6 +9238,7 @@ export interface operations {
                     };
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -9363,7 +9364,7 @@ export interface operations {
                     num_gpus: number;
                     /** @description Not empty; not unique (clusters are known by `cluster_id`). */
                     cluster_name: string;
-                    /** @description At least 1; kept (as `duration_hours`) */
+                    /** @description 1 to 3650 (ten years); kept (as `duration_hours`), not enforced. */
                     duration_days?: number;
                     shared_volume?: components["schemas"]["SharedVolumeCreate"];
                     /** @description An existing shared volume to attach (see above). */
@@ -10273,6 +10274,7 @@ export interface operations {
                     };
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];

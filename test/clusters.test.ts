@@ -184,6 +184,7 @@ describe('shared volumes', () => {
     expect(v.status).toBe(200);
     expect(v.body).toMatchObject({ volume_name: 'data', size_tib: 4, status: 'provisioning', is_lifecycle_independent: false, cluster_id: null });
     expectError(await t.http.delete(`${volumes}/${v.body.volume_id}`).set(auth()), 409, { code: 'invalid_state_transition' });
+    expectError(await t.http.put(volumes).set(auth()).send({ volume_id: v.body.volume_id, size_tib: 5 }), 409, { code: 'invalid_state_transition' });
     await t.advance(PROVISION);
     expect((await getVolume(v.body.volume_id)).body.status).toBe('available');
     const grown = await t.http.put(volumes).set(auth()).send({ volume_id: v.body.volume_id, size_tib: 8 });
@@ -264,8 +265,12 @@ describe('add-ons', () => {
     );
     expect((await t.http.delete(addons(c.cluster_id, '/web')).set(auth())).body).toEqual({});
     expectError(await t.http.get(addons(c.cluster_id, '/web')).set(auth()), 404, { param: 'addon_id' });
+    expectError(await t.http.get(addons(c.cluster_id, '/%00')).set(auth()), 400);
     await del(c.cluster_id);
+    // A cluster being torn down takes no add-on change.
     expectError(await t.http.post(addons(c.cluster_id)).set(auth()).send({ name: 'late', add_on_type: 'ingress' }), 409, { code: 'invalid_state_transition' });
+    expectError(await t.http.put(addons(c.cluster_id, '/dash')).set(auth()).send({ config: {} }), 409, { code: 'invalid_state_transition' });
+    expectError(await t.http.delete(addons(c.cluster_id, '/dash')).set(auth()), 409, { code: 'invalid_state_transition' });
   });
 });
 
@@ -369,6 +374,9 @@ describe("another project's ids and bad input", () => {
     expectError(await newVolume({ volume_name: '' }), 400, { param: 'volume_name' });
     expectError(await newVolume({ project_id: 'someone-else' }), 400, { param: 'project_id' });
     expectError(await t.http.put(volumes).set(auth()).send({ volume_id: 'vol_missing', size_tib: 3 }), 404, { param: 'volume_id' });
+    // A control character in a path id is bad input, not a lookup.
+    expectError(await t.http.delete(`${volumes}/%00`).set(auth()), 400);
+    expectError(await del('%00'), 400);
   });
 });
 

@@ -41,6 +41,9 @@ function checkReserved(billingType: string, reserved: number, gpus: number): voi
   if (billingType === 'ON_DEMAND' && reserved > 0) throw badRequest('An ON_DEMAND cluster reserves no GPUs: num_reserved_gpus must be 0.', 'num_reserved_gpus');
 }
 
+/** Ten years: a reservation longer than any the platform sells (and `duration_hours` stays a safe integer). */
+const MAX_DURATION_DAYS = 3650;
+
 const noCapacityPools = (gpus: number | undefined) => {
   if (gpus) throw badRequest('This server has no capacity pools: num_capacity_pool_gpus must be 0.', 'num_capacity_pool_gpus');
 };
@@ -58,7 +61,8 @@ export async function createCluster(ctx: Context<'createCluster'>) {
   for (const field of ['auto_scale', 'auto_scaled'] as const)
     if (body[field]) throw badRequest('This server does not autoscale GPU clusters; give a fixed num_gpus.', field);
   if (body.auto_scale_max_gpus !== undefined) throw badRequest('This server does not autoscale GPU clusters.', 'auto_scale_max_gpus');
-  if (body.duration_days !== undefined && body.duration_days < 1) throw badRequest('duration_days must be at least 1.', 'duration_days');
+  if (body.duration_days !== undefined && (body.duration_days < 1 || body.duration_days > MAX_DURATION_DAYS))
+    throw badRequest(`duration_days must be from 1 to ${MAX_DURATION_DAYS}.`, 'duration_days');
   if (body.num_preemptible_gpus !== undefined && body.num_preemptible_gpus < 0)
     throw badRequest('num_preemptible_gpus must not be negative.', 'num_preemptible_gpus');
   if (body.reservation_start_time && body.reservation_end_time && Date.parse(body.reservation_end_time) <= Date.parse(body.reservation_start_time))
