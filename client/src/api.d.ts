@@ -3998,7 +3998,7 @@ export interface components {
             status: "provisioning" | "available" | "bound" | "deleting";
             region?: string;
             is_lifecycle_independent?: boolean;
-            /** @description The cluster it is attached to */
+            /** @description The cluster it is attached to, if any. */
             cluster_id?: string | null;
             /** Format: date-time */
             created_at?: string;
@@ -9398,9 +9398,9 @@ export interface operations {
                      * @default false
                      */
                     install_traefik?: boolean;
-                    /** @description With `nvidia_driver_version` */
+                    /** @description With `nvidia_driver_version`, one of the region's driver builds. */
                     cuda_version?: string;
-                    /** @description With `cuda_version` */
+                    /** @description With `cuda_version`, one of the region's driver builds. */
                     nvidia_driver_version?: string;
                     /** @description The `id` of one of the region's `driver_versions` (instead of the two versions). */
                     nvidia_version_id?: string;
