@@ -3,7 +3,7 @@
 import { instant } from '../../../core/clock.ts';
 import { badRequest, invalidTransition, taken } from '../../../core/errors.ts';
 import { newId } from '../../../core/ids.ts';
-import type { Tx } from '../../../db/index.ts';
+import { keyLock, type Tx } from '../../../db/index.ts';
 import type { Timing } from '../../../runner/progress.ts';
 import type { Context, Wire } from '../../types.ts';
 import { findAddOn, findCluster } from '../rows.ts';
@@ -61,6 +61,8 @@ export async function createClusterAddOn(ctx: Context<'createClusterAddOn'>) {
   return addOnWire(
     await db.write(async (tx) => {
       const cluster = open(await findCluster(tx, identity.projectId, params.cluster_id), 'add an add-on');
+      // Names are unique within the cluster: concurrent creates on it take turns.
+      await keyLock(db, tx, `cluster-add-ons/${cluster.id}`);
       const names = new Set((await tx.clusterAddOn.findMany({ where: { clusterId: cluster.id }, select: { name: true } })).map((a) => a.name));
       checkAddOn(body, cluster.clusterType, names);
       return insertAddOn(tx, ctx, cluster, body);

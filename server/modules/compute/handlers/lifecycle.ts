@@ -5,7 +5,7 @@ import type { Cluster } from '../../../../generated/prisma/sqlite/client/client.
 import { instant } from '../../../core/clock.ts';
 import { badRequest, conflict, invalidTransition } from '../../../core/errors.ts';
 import { newId } from '../../../core/ids.ts';
-import type { Tx } from '../../../db/index.ts';
+import { type Database, keyLock, type Tx } from '../../../db/index.ts';
 import { transition } from '../../../runner/progress.ts';
 import type { Context } from '../../types.ts';
 import { capacity, driverBuild, GPUS_PER_NODE, region } from '../catalogue.ts';
@@ -18,10 +18,12 @@ import { clusterView } from './clusters.ts';
 import { checkVolume, insertVolume, ownProject } from './volumes.ts';
 
 /** `num_gpus` is whole nodes, within what the region has left of the GPU type (every project's live clusters count). */
-async function checkGpus(tx: Tx, c: { region: string; gpuType: string; id?: string }, gpus: number): Promise<void> {
+async function checkGpus(db: Database, tx: Tx, c: { region: string; gpuType: string; id?: string }, gpus: number): Promise<void> {
   if (!Number.isInteger(gpus) || gpus < GPUS_PER_NODE || gpus % GPUS_PER_NODE !== 0)
     throw badRequest(`num_gpus must be a positive multiple of ${GPUS_PER_NODE} (whole nodes of ${GPUS_PER_NODE} GPUs).`, 'num_gpus');
   const total = capacity(region(c.region), c.gpuType);
+  // Concurrent creates and resizes of one region's GPU type take turns, so two cannot both fit into the last GPUs.
+  await keyLock(db, tx, `gpu-capacity/${c.region}/${c.gpuType}`);
   const held = await tx.cluster.aggregate({
     where: { region: c.region, gpuType: c.gpuType, state: { not: 'Deleted' }, ...(c.id ? { id: { not: c.id } } : {}) },
     _sum: { desiredGpus: true },
@@ -92,7 +94,7 @@ export async function createCluster(ctx: Context<'createCluster'>) {
     num_preemptible_gpus: body.num_preemptible_gpus,
   };
   return db.write(async (tx) => {
-    await checkGpus(tx, { region: body.region, gpuType: body.gpu_type }, body.num_gpus);
+    await checkGpus(db, tx, { region: body.region, gpuType: body.gpu_type }, body.num_gpus);
     const now = instant(clock);
     const cluster = await tx.cluster.create({
       data: {
@@ -164,7 +166,7 @@ export async function updateCluster(ctx: Context<'updateCluster'>) {
         : {}),
     };
     if (gpus !== c.desiredGpus) {
-      await checkGpus(tx, c, gpus);
+      await checkGpus(db, tx, c, gpus);
       c = await transition(tx, ctx, clusters, c, 'resize', { data: { ...data, desiredGpus: gpus } });
     } else c = await tx.cluster.update({ where: { id: c.id }, data });
     for (const u of body.add_ons ?? []) {
