@@ -19,8 +19,9 @@ const descriptions: string[] = [];
 
 const declared = modules.flatMap((m) => (m.machines ?? []).map((machine) => ({ module: m.name, machine })));
 
-test('the modules declare the thirteen machines', () => {
+test('the modules declare the fifteen machines', () => {
   expect(declared.map((d) => d.machine.name).sort()).toEqual([
+    'cluster',
     'container deployment',
     'deployment',
     'evaluation',
@@ -31,6 +32,7 @@ test('the modules declare the thirteen machines', () => {
     'remote upload',
     'rollout',
     'rollout step',
+    'shared volume',
     'upload job',
     'v1 endpoint',
     'video',

@@ -694,6 +694,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/clusters/availability-zones": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List availability zones
+         * @description The availability zones of every region of this server's catalogue (see `listRegions`), by region then
+         *     name. A zone is a name only here: clusters are placed by region.
+         */
+        get: operations["listAvailabilityZones"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/completions": {
         parameters: {
             query?: never;
@@ -730,7 +751,38 @@ export interface paths {
          */
         get: operations["listClusters"];
         put?: never;
-        post?: never;
+        /**
+         * Create a GPU cluster
+         * @description Creates a GPU cluster (`client.beta.clusters.create(...)`) in the caller's project and starts provisioning
+         *     it on the durable runner: it answers at once with the cluster in `WaitingForControlPlaneNodes`, and the
+         *     cluster then passes through the `cluster` machine's states (see the tag) to `Ready`. Its `num_gpus` GPUs
+         *     come as nodes of 8 GPUs (`gpus_per_node` of this server's catalogue), each an instance with one VM on its
+         *     own bare-metal host, plus one spare host per cluster that VM_ONLY and HOST_AWARE remediations can move a VM
+         *     to. The nodes appear (and start billing) when `WaitingForDataPlaneNodes` ends.
+         *
+         *     What is checked (each refusal a 400 naming the field, with nothing created):
+         *     - `region` must be one of `listRegions`, and `gpu_type` one its catalogue offers;
+         *     - `num_gpus` a positive multiple of 8, within what the region has left of that GPU type (its capacity in
+         *       this server's catalogue, less the GPUs every live cluster of any project holds or has asked for there);
+         *     - the NVIDIA software: either `nvidia_version_id`, or both `cuda_version` and `nvidia_driver_version`, naming
+         *       one of the region's `driver_versions`;
+         *     - `cluster_name` not empty; `project_id`, when given and not empty, the caller's own project;
+         *     - `num_reserved_gpus` at most `num_gpus` (RESERVED and SCHEDULED_CAPACITY default it to `num_gpus`), and 0
+         *       for ON_DEMAND; `reservation_end_time` after `reservation_start_time`; `duration_days` from 1 to 3650;
+         *     - `shared_volume` (a new volume, made in the cluster's region and attached) or `volume_id` (an existing
+         *       `available` or `provisioning` volume of the project in the same region, not attached to another cluster:
+         *       an unknown one answers 404 `volume_id`, one already attached 409 `invalid_state_transition`), not both;
+         *     - `add_ons`: as `createClusterAddOn` checks them.
+         *
+         *     What this server keeps but does not act on: `cluster_config`, `oidc_config`, `install_traefik`,
+         *     `slurm_shm_size_gib`, `slurm_image`, `acceptance_tests_params` (no acceptance tests run here, so a cluster
+         *     never enters `RunningAcceptanceTests`), `duration_days` and the reservation times (no cluster is ended at
+         *     its reservation's end; `duration_hours` is `duration_days` × 24). `num_preemptible_gpus` is kept as
+         *     `desired_preemptible_gpus`; none are ever allocated. What it cannot offer is refused rather than faked:
+         *     capacity pools (`capacity_pool_id`, `num_capacity_pool_gpus` above 0) and autoscaling (`auto_scale`,
+         *     `auto_scaled` true, `auto_scale_max_gpus`) answer 400 naming the field.
+         */
+        post: operations["createCluster"];
         delete?: never;
         options?: never;
         head?: never;
@@ -753,9 +805,88 @@ export interface paths {
          *     GPUs, node networks) is empty or zero, and says so.
          */
         get: operations["getCluster"];
-        put?: never;
+        /**
+         * Update a GPU cluster
+         * @description `client.beta.clusters.update(id, ...)`. Only what is given changes, in one transaction:
+         *     - `num_gpus` different from the cluster's asked-for GPUs resizes it: the `resize` move (only from `Ready`,
+         *       `Degraded` included; any other state answers 409 `invalid_state_transition`), checked as on create, back
+         *       to `WaitingForDataPlaneNodes`, where the runner adds nodes or releases the highest-named ones (never one
+         *       being remediated: it waits for it), then `InstallingDrivers` and `Ready`;
+         *     - `num_reserved_gpus` (0 to the new `num_gpus`; ON_DEMAND: 0) takes effect for billing from now on;
+         *     - `reservation_end_time`, `cluster_config`, `num_preemptible_gpus` (as `desired_preemptible_gpus`) are kept;
+         *     - `add_ons` updates the `config` of the named add-ons (an unknown name is 400 `add_ons`);
+         *     - `cluster_type` may only repeat the cluster's type (a running cluster is not converted: 400), and
+         *       `num_capacity_pool_gpus` only be 0 (no capacity pools here).
+         *
+         *     A cluster being deleted (`Deleting`) takes no update: 409 `invalid_state_transition`.
+         */
+        put: operations["updateCluster"];
         post?: never;
+        /**
+         * Delete a GPU cluster
+         * @description `client.beta.clusters.delete(id)`: the `delete` move to `Deleting` (from any state but `Deleting`; again
+         *     answers 409 `invalid_state_transition`), answered at once; the runner tears the cluster down after
+         *     `DURATION_CLUSTER_TEARDOWN_MS`, after which it answers 404 like an absent one. What it has goes with it:
+         *     - remediations: PENDING_APPROVAL and PENDING ones are cancelled now; while one is RUNNING the delete is
+         *       refused with 409 `remediation_running` (a running remediation cannot be stopped; it ends within
+         *       `DURATION_REMEDIATION_RUN_MS`), and nothing changes;
+         *     - add-ons are removed, its VMs deleted and its nodes released at teardown (billing stops there);
+         *     - shared volumes attached to it are detached at teardown: a lifecycle-independent one
+         *       (`is_lifecycle_independent`) becomes `available` again, any other is deleted with the cluster.
+         */
+        delete: operations["deleteCluster"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/compute/clusters/{cluster_id}/addons": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a cluster's add-ons
+         * @description The cluster's add-ons, oldest first (enabled or not; the cluster's `add_ons` lists the enabled ones).
+         */
+        get: operations["listClusterAddOns"];
+        put?: never;
+        /**
+         * Add an add-on to a cluster
+         * @description An add-on of one of the platform's five types: `dashboard`, `ingress`, `torchpass`, `headlamp` (any
+         *     cluster) and `slurm_web` (SLURM clusters only); any other type is 400 `add_on_type`. `config` may set only
+         *     the entry of its own type (e.g. `{"ingress": {"enabled": true}}`; another entry is 400 `config`); absent, the
+         *     add-on is enabled. An add-on is known by its `name` (the platform's AddOnInfo has no other id), which is its
+         *     `addon_id` in the paths: unique within the cluster (409 `add_on_exists`). No software is installed here: the
+         *     add-on is recorded and listed, and its `state` is the platform's (empty) state of its type. A cluster being
+         *     deleted takes no add-on (409 `invalid_state_transition`).
+         */
+        post: operations["createClusterAddOn"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/compute/clusters/{cluster_id}/addons/{addon_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get a cluster's add-on */
+        get: operations["getClusterAddOn"];
+        /**
+         * Update a cluster's add-on
+         * @description Replaces the add-on's `config` (checked as on create); absent, nothing changes.
+         */
+        put: operations["updateClusterAddOn"];
+        post?: never;
+        /** Remove a cluster's add-on */
+        delete: operations["deleteClusterAddOn"];
         options?: never;
         head?: never;
         patch?: never;
@@ -949,6 +1080,116 @@ export interface paths {
          *     PENDING, the remediation ends AUTO_RESOLVED; once it is RUNNING it carries on.
          */
         post: operations["resolvePassiveHealthCheckAlert"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/compute/clusters/storage/volumes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List shared volumes
+         * @description The project's cluster shared volumes, oldest first (`client.beta.clusters.storage.list()`); deleted ones
+         *     are gone. `projectId` naming another project lists none, as for `listClusters`.
+         */
+        get: operations["listSharedVolumes"];
+        /**
+         * Resize a shared volume
+         * @description `client.beta.clusters.storage.update({ volume_id, size_tib })`: grows the volume named by `volume_id` (it
+         *     never shrinks: a smaller `size_tib` is 400, as storage of data cannot be cut back; the same size changes
+         *     nothing). The `resize` move: only an `available` or `bound` volume (409 `invalid_state_transition`
+         *     otherwise). An unknown `volume_id`, or another project's, is 404.
+         */
+        put: operations["updateSharedVolume"];
+        /**
+         * Create a shared volume
+         * @description `client.beta.clusters.storage.create(...)`: a volume of `size_tib` TiB (1 to 1024, this server's bound on
+         *     one volume) in a region of `listRegions`, `provisioning` until `DURATION_SHARED_VOLUME_PROVISION_MS` has
+         *     passed, then `available` (see the `shared volume` machine in the tag). No bytes are stored: the volume is
+         *     capacity a cluster mounts, and this server runs no workload that writes to it. `project_id`, when given and
+         *     not empty, must be the caller's project (400).
+         */
+        post: operations["createSharedVolume"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/compute/clusters/storage/volumes/{volume_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a shared volume
+         * @description `client.beta.clusters.storage.retrieve(id)`.
+         */
+        get: operations["getSharedVolume"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a shared volume
+         * @description `client.beta.clusters.storage.delete(id)`: the `delete` move, only from `available`: a volume attached to a
+         *     cluster (`bound`) or still `provisioning` answers 409 `invalid_state_transition` (detach it by deleting the
+         *     cluster). The volume is `deleting` until `DURATION_SHARED_VOLUME_DELETE_MS` has passed, then gone (404).
+         */
+        delete: operations["deleteSharedVolume"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/compute/passive_health_check_alerts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List passive health-check alerts
+         * @description The project's passive health-check alerts across its clusters (those of deleted clusters included), by
+         *     `started_at` (newest first by default), then id. Filters: `cluster_id`, `instance_id`, `intent_id` (the
+         *     linked remediation), `status` (`PHC_ALERT_STATUS_FIRING`: not resolved; `PHC_ALERT_STATUS_RESOLVED`;
+         *     `PHC_ALERT_STATUS_ALL`, the default), `severity_filter` (any of). An id of another project matches nothing
+         *     (an empty list, as any filter that matches nothing). Pages of `page_size` (default 50, at most 100; 0 means
+         *     the default); `next_page_token` is empty on the last page.
+         */
+        get: operations["listPassiveHealthCheckAlerts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/compute/regions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List regions
+         * @description `client.beta.clusters.listRegions()`: the regions of **this server's catalogue**
+         *     (`server/modules/compute/catalogue.json`, not the platform's), each with the GPU types a cluster there may
+         *     have (`supported_instance_types`) and its NVIDIA driver builds. Their capacities and this server's price per
+         *     GPU-hour are in that file (see `Cluster.billing`).
+         */
+        get: operations["listRegions"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -4182,6 +4423,134 @@ export interface components {
             end: number;
         };
         /**
+         * @description The platform's GPU types; which a region offers is in `listRegions`.
+         * @enum {string}
+         */
+        GpuType: "H100_SXM" | "H200_SXM" | "RTX_6000_PCI" | "L40_PCIE" | "B200_SXM" | "H100_SXM_INF" | "B300_SXM";
+        SharedVolumeCreate: {
+            /** @description Not empty; not unique (volumes are known by `volume_id`). */
+            volume_name: string;
+            /** @description 1 to 1024. */
+            size_tib: number;
+            /** @description One of `listRegions`' names (for a cluster's `shared_volume`, the cluster's region). */
+            region: string;
+            /** @description True: the volume outlives a cluster it is attached to (detached and `available` again when the cluster is deleted); false (the default): deleted with it. */
+            is_lifecycle_independent?: boolean;
+            /** @description Empty, absent or the caller's project; any other is refused (400). */
+            project_id?: string;
+        };
+        /**
+         * @description A cluster shared volume. `status` is the `shared volume` machine's state: `provisioning`, `available`, `bound`
+         *     (attached to a cluster) or `deleting` (the platform's other values, `scheduled`, `failed`,
+         *     `access_revoked` and `unknown`, are never entered here).
+         */
+        SharedVolume: {
+            volume_id: string;
+            volume_name: string;
+            size_tib: number;
+            /** @enum {string} */
+            status: "provisioning" | "available" | "bound" | "deleting";
+            region?: string;
+            is_lifecycle_independent?: boolean;
+            /** @description The cluster it is attached to, if any. */
+            cluster_id?: string | null;
+            /** Format: date-time */
+            created_at?: string;
+        };
+        /** @description Kept and returned as given; no Kubernetes API server uses it here. */
+        OidcConfig: {
+            issuer_url: string;
+            client_id: string;
+            username_claim: string;
+            username_prefix: string;
+            group_claim: string;
+            group_prefix: string;
+            ca_cert?: string;
+        };
+        /** @description Kept; no acceptance tests run here (a cluster never enters `RunningAcceptanceTests`). */
+        AcceptanceTestsParams: {
+            enabled?: boolean;
+            /** @enum {string} */
+            dcgm_diag_level?: "DCGM_DIAG_LEVEL_SHORT" | "DCGM_DIAG_LEVEL_MEDIUM" | "DCGM_DIAG_LEVEL_LONG" | "DCGM_DIAG_LEVEL_EXTENDED";
+            gpu_burn_duration?: number;
+            nccl_single_node_skipped?: boolean;
+            gpu_burn_skipped?: boolean;
+            dcgm_diag_skipped?: boolean;
+            nccl_multi_node_skipped?: boolean;
+            storage_skipped?: boolean;
+        };
+        /** @description The cluster's software configuration, kept and returned as given; nothing is installed here. */
+        ClusterConfig: {
+            /** @enum {string} */
+            load_balancer: "NONE" | "TRAEFIK" | "NGINX" | "ISTIO";
+            kubernetes_dashboard_enabled?: boolean;
+            jumphost_enabled?: boolean;
+            slurm_startup_scripts?: {
+                worker_prolog?: string;
+                worker_epilog?: string;
+                controller_prolog?: string;
+                controller_epilog?: string;
+                login_init_script?: string;
+                nodeset_init_script?: string;
+                extra_slurm_conf?: string;
+            };
+            ingress?: components["schemas"]["Toggle"];
+            observability?: components["schemas"]["Toggle"];
+            gpu_operator_version?: string;
+            network_operator_version?: string;
+            ssh_ca_enabled?: boolean;
+        };
+        Toggle: {
+            enabled?: boolean;
+        };
+        /** @description The configuration of one add-on type (only the entry of the add-on's own type may be set). */
+        AddOnConfig: {
+            dashboard?: components["schemas"]["Toggle"];
+            ingress?: components["schemas"]["Toggle"];
+            torchpass?: components["schemas"]["Toggle"];
+            slurm_web?: components["schemas"]["Toggle"];
+            headlamp?: components["schemas"]["Toggle"];
+        };
+        AddOnCreate: {
+            /** @description Not empty; unique within the cluster; the add-on's `addon_id`. */
+            name: string;
+            /** @description `dashboard`, `ingress`, `torchpass`, `headlamp`, or `slurm_web` (SLURM clusters); any other is 400. */
+            add_on_type: string;
+            config?: components["schemas"]["AddOnConfig"];
+        };
+        AddOnUpdate: {
+            /** @description The add-on to update (400 `add_ons` when the cluster has none of that name). */
+            name: string;
+            config?: components["schemas"]["AddOnConfig"];
+        };
+        /**
+         * @description Not in the platform's cluster: what the cluster has cost so far under this server's declared price table
+         *     (`prices_per_gpu_hour` in `server/modules/compute/catalogue.json`, US dollars per GPU-hour by GPU type and
+         *     billing type; not the platform's prices), computed when read from the cluster's recorded history:
+         *     - reserved GPU-hours: `num_reserved_gpus` (as it was at each instant) × the time from the cluster's
+         *       creation until now (or its teardown), used or not, for RESERVED and SCHEDULED_CAPACITY clusters, at that
+         *       billing type's price;
+         *     - on-demand GPU-hours: at each instant, the GPUs of the cluster's VMs that exist then (a node's VM exists
+         *       from the end of `WaitingForDataPlaneNodes` until a resize releases it, a remediation deletes it, or the
+         *       teardown; a remediation's replacement VM counts from its creation) beyond the reservation (all of them for
+         *       ON_DEMAND), at the ON_DEMAND price.
+         *     `amount_usd` is their sum, rounded to cents.
+         */
+        ClusterBilling: {
+            /** @constant */
+            currency: "USD";
+            reserved_gpu_hours: number;
+            reserved_price_per_gpu_hour: number;
+            on_demand_gpu_hours: number;
+            on_demand_price_per_gpu_hour: number;
+            amount_usd: number;
+            /**
+             * Format: date-time
+             * @description The instant the figures are computed to.
+             */
+            as_of: string;
+        };
+        /**
          * @description The four modes of the requirements. VM_ONLY: new VM on any available host. HOST_AWARE: cordon the host, new
          *     VM on a different host. EVICT_WITHOUT_REPLACEMENT: delete the VM, no replacement. REBOOT_VM: reboot the same
          *     VM. Any other value, `REMEDIATION_MODE_HOST_POWER_CYCLE` (which the official SDK's types allow) included, is
@@ -4264,9 +4633,10 @@ export interface components {
             node_remediation_intent_id?: string;
         };
         /**
-         * @description The public platform's GPU cluster, with what the local platform models. Clusters are seeded (the seed
-         *     declares the cluster's configuration: region, type, GPU type, NVIDIA software, billing type, and each
-         *     instance's GPUs, CPU cores and memory); nothing here measures hardware.
+         * @description The public platform's GPU cluster, with what the local platform models. A cluster is seeded (the seed
+         *     declares its configuration: region, type, GPU type, NVIDIA software, billing type, and each instance's GPUs,
+         *     CPU cores and memory) or made by `createCluster` (nodes of 8 GPUs, whose VMs are declared with 0 CPU cores
+         *     and 0 GiB: nothing here measures hardware). Optional fields are returned when the cluster has them.
          */
         Cluster: {
             cluster_id: string;
@@ -4281,19 +4651,35 @@ export interface components {
              */
             gpu_type: "H100_SXM" | "H200_SXM" | "RTX_6000_PCI" | "L40_PCIE" | "B200_SXM" | "H100_SXM_INF" | "B300_SXM";
             /**
-             * @description `Degraded` while any host is cordoned.
+             * @description The `cluster` machine's state (see the tag); `Degraded` for a `Ready` cluster while any host is cordoned.
              * @enum {string}
              */
-            status: "Ready" | "Degraded";
-            /** @description GPUs of the instances that have a VM. */
+            status: "WaitingForControlPlaneNodes" | "WaitingForDataPlaneNodes" | "InstallingDrivers" | "Ready" | "Degraded" | "Deleting";
+            /** @description GPUs of the instances that have a VM (while provisioning or resizing, not yet the asked-for number). */
             num_gpus: number;
+            /** @description `duration_days` × 24, as asked on create (not enforced). */
+            duration_hours?: number;
+            /** Format: date-time */
+            reservation_start_time?: string;
+            /** Format: date-time */
+            reservation_end_time?: string;
+            install_traefik?: boolean;
+            slurm_shm_size_gib?: number;
+            oidc_config?: components["schemas"]["OidcConfig"];
+            cluster_config?: components["schemas"]["ClusterConfig"];
+            /**
+             * Format: date-time
+             * @description When the cluster first became `Ready`.
+             */
+            first_ready_at?: string;
+            billing: components["schemas"]["ClusterBilling"];
             /** Format: date-time */
             created_at: string;
             /** @description The CUDA version the cluster is declared with (the seed's configuration; `""` when none is declared). */
             cuda_version: string;
             /** @description The NVIDIA driver version the cluster is declared with (the seed's configuration; `""` when none is declared). */
             nvidia_driver_version: string;
-            /** @description Always empty: the local platform has no cluster shared storage (cluster storage volumes are not implemented). */
+            /** @description The shared volumes attached to the cluster (see `createCluster`), oldest first. */
             volumes: components["schemas"]["ClusterVolume"][];
             /** @description Always empty: the local platform runs no Kubernetes or Slurm control plane; only the GPU worker VMs are modelled. */
             control_plane_nodes: components["schemas"]["ClusterControlPlaneNode"][];
@@ -4302,29 +4688,30 @@ export interface components {
             /** @description Always 0: the local platform models no CPU-only workers. */
             num_cpu_workers: number;
             /**
-             * @description The cluster's phase history, oldest first: `CLUSTER_PHASE_READY` at `created_at` (a seeded cluster is
-             *     ready when created), then `CLUSTER_PHASE_DEGRADED` when a host was first cordoned, if one was (hosts are
-             *     never uncordoned, so the cluster stays `Degraded`).
+             * @description The cluster's phase history, oldest first: one entry per state of the `cluster` machine it entered (a
+             *     seeded cluster: `CLUSTER_PHASE_READY` at `created_at`), then `CLUSTER_PHASE_DEGRADED` when a host was
+             *     first cordoned, if one was (hosts are never uncordoned, so the cluster stays `Degraded`).
              */
             phase_transitions: components["schemas"]["ClusterPhaseTransition"][];
-            /** @description Always 0: the local platform has no preemptible capacity to ask for. */
+            /** @description The `num_preemptible_gpus` asked for (0 by default); none are ever allocated here. */
             desired_preemptible_gpus: number;
             /** @description Always 0: no preemptible GPUs are ever allocated. */
             allocated_preemptible_gpus: number;
             /** @description Always 0: the local platform has no capacity pools. */
             num_capacity_pool_gpus: number;
             /**
-             * @description Prepaid reserved GPUs: for a `RESERVED` cluster, the GPUs of all its instances when it was created (as the
-             *     platform defaults it to the cluster's size); 0 otherwise. It does not shrink when a remediation evicts a
-             *     VM (`num_gpus` does). Nothing is charged for them here.
+             * @description Prepaid reserved GPUs: for a seeded `RESERVED` cluster, the GPUs of all its instances when it was created
+             *     (as the platform defaults it to the cluster's size); for one made by `createCluster`, as asked (RESERVED
+             *     and SCHEDULED_CAPACITY default to `num_gpus`; ON_DEMAND 0). It does not shrink when a remediation evicts
+             *     a VM (`num_gpus` does). Billed as `billing` says.
              */
             num_reserved_gpus: number;
             /**
-             * @description The billing type the cluster is declared with (the seed's is `RESERVED`); the local platform bills nothing.
+             * @description The billing type the cluster is declared with (the seed's is `RESERVED`); see `billing`.
              * @enum {string}
              */
             billing_type: "RESERVED" | "ON_DEMAND" | "SCHEDULED_CAPACITY";
-            /** @description Always empty: the platform lists only enabled add-ons, and the local platform has none. */
+            /** @description The cluster's enabled add-ons (as the platform lists them): those whose config does not set `enabled: false`. */
             add_ons: components["schemas"]["ClusterAddOn"][];
             /** @description Not in the public platform's Cluster; the bare-metal hosts VMs are placed on. */
             hosts: components["schemas"]["ClusterHost"][];
@@ -4377,7 +4764,7 @@ export interface components {
              * @description The platform's cluster phases this platform enters.
              * @enum {string}
              */
-            phase: "CLUSTER_PHASE_READY" | "CLUSTER_PHASE_DEGRADED";
+            phase: "CLUSTER_PHASE_WAITING_FOR_CONTROL_PLANE_NODES" | "CLUSTER_PHASE_WAITING_FOR_DATA_PLANE_NODES" | "CLUSTER_PHASE_INSTALLING_DRIVERS" | "CLUSTER_PHASE_READY" | "CLUSTER_PHASE_DEGRADED" | "CLUSTER_PHASE_DELETING";
             /** Format: date-time */
             transition_time: string;
         };
@@ -4390,12 +4777,13 @@ export interface components {
             /** Format: date-time */
             transition_time: string;
         };
-        /** @description The platform's cluster shared volume (never returned here). */
+        /** @description A shared volume attached to the cluster (`status` as the volume's, see `SharedVolume`). */
         ClusterVolume: {
             volume_id: string;
             volume_name: string;
             size_tib: number;
-            status: string;
+            /** @enum {string} */
+            status: "provisioning" | "available" | "bound" | "deleting";
         };
         /** @description The platform's control-plane node (never returned here). */
         ClusterControlPlaneNode: {
@@ -4407,13 +4795,23 @@ export interface components {
             network: string;
             phase_transitions: components["schemas"]["NodePhaseTransition"][];
         };
-        /** @description The platform's enabled add-on (never returned here). */
+        /**
+         * @description An add-on of a cluster (see `createClusterAddOn`). `state` is the platform's state of its type, an empty
+         *     object (`{"ingress": {}}`): no software runs here to report more.
+         */
         ClusterAddOn: {
             name: string;
             add_on_type: string;
-            config: Record<string, never>;
-            state: Record<string, never>;
+            config: components["schemas"]["AddOnConfig"];
+            state: {
+                dashboard?: components["schemas"]["AddOnStateOfType"];
+                ingress?: components["schemas"]["AddOnStateOfType"];
+                torchpass?: components["schemas"]["AddOnStateOfType"];
+                slurm_web?: components["schemas"]["AddOnStateOfType"];
+                headlamp?: components["schemas"]["AddOnStateOfType"];
+            };
         };
+        AddOnStateOfType: Record<string, never>;
         ClusterInstance: {
             instance_id: string;
             instance_name: string;
@@ -8502,6 +8900,9 @@ export interface components {
         InstanceId: string;
         /** @description The remediation's `id` (not the idempotency key). */
         RemediationId: string;
+        VolumeId: string;
+        /** @description The add-on's `name`. */
+        AddOnId: string;
         /** @description The deployment's id or its name. */
         ContainerDeploymentRef: string;
         /** @description A file's name as uploaded to the project (`/` sent encoded, `%2F`). */
@@ -9616,6 +10017,32 @@ export interface operations {
             503: components["responses"]["Overloaded"];
         };
     };
+    listAvailabilityZones: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The zones. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        avzones: string[];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     createCompletion: {
         parameters: {
             query?: never;
@@ -9714,6 +10141,108 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    createCluster: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @default KUBERNETES
+                     * @enum {string}
+                     */
+                    cluster_type?: "KUBERNETES" | "SLURM";
+                    /** @description One of `listRegions`' names. */
+                    region: string;
+                    gpu_type: components["schemas"]["GpuType"];
+                    /** @description A positive multiple of 8, within the region's capacity. */
+                    num_gpus: number;
+                    /** @description Not empty; not unique (clusters are known by `cluster_id`). */
+                    cluster_name: string;
+                    /** @description 1 to 3650 (ten years); kept (as `duration_hours`), not enforced. */
+                    duration_days?: number;
+                    shared_volume?: components["schemas"]["SharedVolumeCreate"];
+                    /** @description An existing shared volume to attach (see above). */
+                    volume_id?: string;
+                    /** @enum {string} */
+                    billing_type: "RESERVED" | "ON_DEMAND" | "SCHEDULED_CAPACITY";
+                    /**
+                     * @deprecated
+                     * @description Only `false`; this server does not autoscale clusters.
+                     * @default false
+                     */
+                    auto_scaled?: boolean;
+                    /** @description Refused (400); this server does not autoscale clusters. */
+                    auto_scale_max_gpus?: number;
+                    /** @description Kept and returned; not acted on. */
+                    slurm_shm_size_gib?: number;
+                    /** @description Refused (400) when not empty; this server has no capacity pools. */
+                    capacity_pool_id?: string;
+                    /**
+                     * Format: date-time
+                     * @description Kept and returned; not enforced.
+                     */
+                    reservation_start_time?: string;
+                    /**
+                     * Format: date-time
+                     * @description Kept and returned (after the start); not enforced.
+                     */
+                    reservation_end_time?: string;
+                    /**
+                     * @description Kept and returned; nothing is installed.
+                     * @default false
+                     */
+                    install_traefik?: boolean;
+                    /** @description With `nvidia_driver_version`, one of the region's driver builds. */
+                    cuda_version?: string;
+                    /** @description With `cuda_version`, one of the region's driver builds. */
+                    nvidia_driver_version?: string;
+                    /** @description The `id` of one of the region's `driver_versions` (instead of the two versions). */
+                    nvidia_version_id?: string;
+                    /** @description Kept; no Slurm runs here. */
+                    slurm_image?: string;
+                    oidc_config?: components["schemas"]["OidcConfig"];
+                    /** @description Empty, absent or the caller's project; any other is refused (400): a key acts in its own project. */
+                    project_id?: string;
+                    acceptance_tests_params?: components["schemas"]["AcceptanceTestsParams"];
+                    cluster_config?: components["schemas"]["ClusterConfig"];
+                    /** @description Only 0; this server has no capacity pools. */
+                    num_capacity_pool_gpus?: number;
+                    /** @description Only `false`; this server does not autoscale clusters. */
+                    auto_scale?: boolean;
+                    /** @description At least 0; kept as `desired_preemptible_gpus`, never allocated. */
+                    num_preemptible_gpus?: number;
+                    /** @description 0 to `num_gpus` (ON_DEMAND: 0); RESERVED and SCHEDULED_CAPACITY default to `num_gpus`. */
+                    num_reserved_gpus?: number;
+                    /** @description Add-ons to create with the cluster (each as `createClusterAddOn` takes it). */
+                    add_ons?: components["schemas"]["AddOnCreate"][];
+                };
+            };
+        };
+        responses: {
+            /** @description The new cluster, in `WaitingForControlPlaneNodes`. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Cluster"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     getCluster: {
         parameters: {
             query?: never;
@@ -9737,6 +10266,249 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updateCluster: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                cluster_id: components["parameters"]["ClusterId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description Only the cluster's own type.
+                     * @enum {string}
+                     */
+                    cluster_type?: "KUBERNETES" | "SLURM";
+                    /** @description The new size: a positive multiple of 8 within the region's capacity. */
+                    num_gpus?: number;
+                    /** Format: date-time */
+                    reservation_end_time?: string;
+                    cluster_config?: components["schemas"]["ClusterConfig"];
+                    num_reserved_gpus?: number;
+                    num_preemptible_gpus?: number;
+                    /**
+                     * Format: int32
+                     * @description Only 0.
+                     */
+                    num_capacity_pool_gpus?: number;
+                    add_ons?: components["schemas"]["AddOnUpdate"][];
+                };
+            };
+        };
+        responses: {
+            /** @description The cluster, as it is after the update (a resize shows `WaitingForDataPlaneNodes`). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Cluster"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteCluster: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                cluster_id: components["parameters"]["ClusterId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The cluster's id. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        cluster_id: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listClusterAddOns: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                cluster_id: components["parameters"]["ClusterId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The add-ons. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        add_ons: components["schemas"]["ClusterAddOn"][];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createClusterAddOn: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                cluster_id: components["parameters"]["ClusterId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AddOnCreate"];
+            };
+        };
+        responses: {
+            /** @description The add-on. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClusterAddOn"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getClusterAddOn: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                cluster_id: components["parameters"]["ClusterId"];
+                /** @description The add-on's `name`. */
+                addon_id: components["parameters"]["AddOnId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The add-on. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClusterAddOn"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updateClusterAddOn: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                cluster_id: components["parameters"]["ClusterId"];
+                /** @description The add-on's `name`. */
+                addon_id: components["parameters"]["AddOnId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    config?: components["schemas"]["AddOnConfig"];
+                };
+            };
+        };
+        responses: {
+            /** @description The add-on. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClusterAddOn"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteClusterAddOn: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                cluster_id: components["parameters"]["ClusterId"];
+                /** @description The add-on's `name`. */
+                addon_id: components["parameters"]["AddOnId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
         };
@@ -10079,6 +10851,230 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listSharedVolumes: {
+        parameters: {
+            query?: {
+                projectId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The volumes. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        volumes: components["schemas"]["SharedVolume"][];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updateSharedVolume: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    volume_id: string;
+                    /** @description The new size: at least the current one, at most 1024. */
+                    size_tib?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description The volume. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SharedVolume"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createSharedVolume: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SharedVolumeCreate"];
+            };
+        };
+        responses: {
+            /** @description The new volume, `provisioning`. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SharedVolume"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getSharedVolume: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                volume_id: components["parameters"]["VolumeId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The volume. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SharedVolume"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteSharedVolume: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                volume_id: components["parameters"]["VolumeId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deletion started. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listPassiveHealthCheckAlerts: {
+        parameters: {
+            query?: {
+                intent_id?: string;
+                instance_id?: string;
+                cluster_id?: string;
+                page_size?: number;
+                page_token?: string;
+                status?: "PHC_ALERT_STATUS_FIRING" | "PHC_ALERT_STATUS_RESOLVED" | "PHC_ALERT_STATUS_ALL";
+                severity_filter?: ("PHC_SEVERITY_INFO" | "PHC_SEVERITY_WARNING" | "PHC_SEVERITY_CRITICAL")[];
+                order_by?: "PHC_ALERT_ORDER_STARTED_AT_ASC" | "PHC_ALERT_ORDER_STARTED_AT_DESC";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of alerts. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        alerts: components["schemas"]["PassiveHealthCheckAlert"][];
+                        next_page_token: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listRegions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The regions. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        regions: {
+                            name: string;
+                            supported_instance_types: components["schemas"]["GpuType"][];
+                            driver_versions: {
+                                /** @description What `nvidia_version_id` names. */
+                                id: string;
+                                cuda_version: string;
+                                nvidia_driver_version: string;
+                                os: string;
+                            }[];
+                        }[];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
         };

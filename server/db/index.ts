@@ -56,6 +56,15 @@ export async function startLock(db: Database, tx: Tx): Promise<void> {
   if (db.provider === 'postgresql') await tx.$executeRawUnsafe('SELECT pg_advisory_xact_lock(727073)');
 }
 
+/**
+ * Holds, until `tx` ends, a lock named by `key`, for a check-then-write no unique index can guard (a capacity shared
+ * by many rows, a name unique among few): PostgreSQL transactions of several processes otherwise interleave; SQLite
+ * writes are serialized already.
+ */
+export async function keyLock(db: Database, tx: Tx, key: string): Promise<void> {
+  if (db.provider === 'postgresql') await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext(${key}))`;
+}
+
 const SQLITE_BUSY_TIMEOUT_MS = 10_000;
 // The adapter opens transactions with a deferred BEGIN, which takes the file's write lock only at the first write. A
 // transaction that reads first and then writes after another process (the CLI) committed cannot upgrade its stale

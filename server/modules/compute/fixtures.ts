@@ -1,5 +1,6 @@
-// Module `compute`: what the auth matrix needs (tests only). Clusters come from the seed or the platform, not from
-// an API call, so the owner's cluster is created as the seed creates them.
+// Module `compute`: what the auth matrix needs (tests only). The owner's cluster is created as the seed creates them
+// (Ready at once, with no wait on the runner); its volumes and add-ons through the API.
+import { newId } from '../../core/ids.ts';
 import type { FixtureKit, Fixtures } from '../types.ts';
 import { createCluster } from './rows.ts';
 
@@ -28,6 +29,25 @@ async function ownersAlert(kit: FixtureKit) {
   return { ...ids, alert_id: data!.passive_health_check_alert_id, remediation_id: data!.node_remediation_intent_id! };
 }
 
+/** An available shared volume in the owner's project (made as if provisioned, with no wait on the runner). */
+async function ownersVolume({ services, owner }: FixtureKit) {
+  const now = BigInt(services.clock.now());
+  const id = newId('vol', services.clock.now());
+  await services.db.write((tx) =>
+    tx.clusterSharedVolume.create({
+      data: { id, projectId: owner.projectId, name: 'fixture', sizeTib: 1, region: 'us-central-8', status: 'available', createdAt: now, updatedAt: now },
+    }),
+  );
+  return id;
+}
+
+/** An add-on of the owner's cluster. */
+async function ownersAddOn(kit: FixtureKit) {
+  const { cluster_id } = await ownersInstance(kit);
+  await kit.owner.api.POST('/v1/compute/clusters/{cluster_id}/addons', { params: { path: { cluster_id } }, body: { name: 'dash', add_on_type: 'dashboard' } });
+  return { cluster_id, addon_id: 'dash' };
+}
+
 const remediation = async (kit: FixtureKit) => {
   const { cluster_id, instance_id, remediation_id } = await ownersAlert(kit);
   return { cluster_id, instance_id, remediation_id };
@@ -36,7 +56,17 @@ const remediation = async (kit: FixtureKit) => {
 export const fixtures: Fixtures<'compute'> = {
   crossProject: {
     getCluster: async (kit) => ({ params: { cluster_id: (await ownersInstance(kit)).cluster_id } }),
+    updateCluster: async (kit) => ({ params: { cluster_id: (await ownersInstance(kit)).cluster_id }, body: { num_reserved_gpus: 0 } }),
+    deleteCluster: async (kit) => ({ params: { cluster_id: (await ownersInstance(kit)).cluster_id } }),
     listClusterInstances: async (kit) => ({ params: { cluster_id: (await ownersInstance(kit)).cluster_id } }),
+    getSharedVolume: async (kit) => ({ params: { volume_id: await ownersVolume(kit) } }),
+    updateSharedVolume: async (kit) => ({ params: {}, body: { volume_id: await ownersVolume(kit), size_tib: 2 } }),
+    deleteSharedVolume: async (kit) => ({ params: { volume_id: await ownersVolume(kit) } }),
+    listClusterAddOns: async (kit) => ({ params: { cluster_id: (await ownersInstance(kit)).cluster_id } }),
+    createClusterAddOn: async (kit) => ({ params: { cluster_id: (await ownersInstance(kit)).cluster_id }, body: { name: 'web', add_on_type: 'ingress' } }),
+    getClusterAddOn: async (kit) => ({ params: await ownersAddOn(kit) }),
+    updateClusterAddOn: async (kit) => ({ params: await ownersAddOn(kit), body: { config: { dashboard: { enabled: false } } } }),
+    deleteClusterAddOn: async (kit) => ({ params: await ownersAddOn(kit) }),
     injectPassiveHealthCheckAlert: async (kit) => {
       const { cluster_id, instance_id } = await ownersInstance(kit);
       return { params: { cluster_id }, body: { instance_id, alert_name: 'DmesgXidError' } };

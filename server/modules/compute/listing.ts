@@ -2,7 +2,7 @@
 // can be ordered by (its wire names), its parameters' names, and its default order, newest first. An instance has
 // few remediations, so they are read whole and ordered by the kit, not by the database: every field below sorts
 // alike on SQLite and PostgreSQL, and the cursor stays exact when rows change between pages.
-import type { Remediation } from '../../../generated/prisma/sqlite/client/client.ts';
+import type { PassiveHealthCheckAlert, Remediation } from '../../../generated/prisma/sqlite/client/client.ts';
 import type { ListSpec } from '../../http/list.ts';
 
 const time = (v: bigint | null) => (v === null ? null : Number(v));
@@ -26,3 +26,15 @@ export const REMEDIATION_LIST: ListSpec<Remediation> = {
     error_message: { kind: 'string', get: (r) => r.errorMessage },
   },
 };
+
+/** The project-wide alerts list (listPassiveHealthCheckAlerts): by start time, then id; read whole, as alerts are few. */
+export const ALERT_LIST: ListSpec<PassiveHealthCheckAlert> = {
+  params: { size: 'page_size', cursor: 'page_token', order: 'order_by' },
+  defaultOrder: 'started_at desc',
+  fields: {
+    started_at: { kind: 'time', get: (a) => Number(a.startedAt) },
+  },
+};
+
+/** The contract's order values, in the kit's spelling. */
+export const ALERT_ORDER = { PHC_ALERT_ORDER_STARTED_AT_ASC: 'started_at asc', PHC_ALERT_ORDER_STARTED_AT_DESC: 'started_at desc' } as const;

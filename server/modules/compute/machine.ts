@@ -1,5 +1,6 @@
-// The remediation's state machine, and the runner's steps that move it. A remediation made through the API starts
-// PENDING; one raised by a passive health-check alert starts PENDING_APPROVAL. The runner starts a PENDING one once
+// The compute module's state machines: the GPU cluster's and the shared volume's (at the end; their runner steps are
+// in provisioning.ts), and the remediation's with the runner's steps that move it. A remediation made through the
+// API starts PENDING; one raised by a passive health-check alert starts PENDING_APPROVAL. The runner starts a PENDING one once
 // no other remediation of its instance is running, and finishes it through the cluster engine (engine.ts).
 import type { ComputeInstance, Remediation } from '../../../generated/prisma/sqlite/client/client.ts';
 import { instant } from '../../core/clock.ts';
@@ -189,3 +190,44 @@ async function finish(tx: Tx, timing: Timing, engine: ClusterEngine, r: Remediat
   }
   await transition(tx, timing, remediations, r, 'succeed');
 }
+
+/** A GPU cluster made through the API: provisioned, resized and torn down by the runner (provisioning.ts). */
+export const clusterMachine = defineMachine({
+  name: 'cluster',
+  kind: 'cluster',
+  states: ['WaitingForControlPlaneNodes', 'WaitingForDataPlaneNodes', 'InstallingDrivers', 'Ready', 'Deleting', 'Deleted'],
+  // resize/delete come from callers; the rest from the runner.
+  events: ['control_plane_ready', 'nodes_ready', 'drivers_installed', 'resize', 'delete', 'torn_down'],
+  terminal: ['Deleted'],
+  transitions: {
+    WaitingForControlPlaneNodes: { control_plane_ready: 'WaitingForDataPlaneNodes', delete: 'Deleting' },
+    WaitingForDataPlaneNodes: { nodes_ready: 'InstallingDrivers', delete: 'Deleting' },
+    InstallingDrivers: { drivers_installed: 'Ready', delete: 'Deleting' },
+    Ready: { resize: 'WaitingForDataPlaneNodes', delete: 'Deleting' },
+    Deleting: { torn_down: 'Deleted' },
+  },
+  timed: {
+    WaitingForControlPlaneNodes: { duration: 'cluster_control_plane', defaultMs: 30_000 },
+    WaitingForDataPlaneNodes: { duration: 'cluster_data_plane', defaultMs: 60_000 },
+    InstallingDrivers: { duration: 'cluster_drivers', defaultMs: 30_000 },
+    Deleting: { duration: 'cluster_teardown', defaultMs: 30_000 },
+  },
+});
+
+export const volumeMachine = defineMachine({
+  name: 'shared volume',
+  kind: 'shared_volume',
+  states: ['provisioning', 'available', 'bound', 'deleting', 'deleted'],
+  events: ['provisioned', 'attach', 'detach', 'resize', 'delete', 'removed'],
+  terminal: ['deleted'],
+  transitions: {
+    provisioning: { provisioned: 'available' },
+    available: { attach: 'bound', resize: 'available', delete: 'deleting' },
+    bound: { detach: 'available', resize: 'bound' },
+    deleting: { removed: 'deleted' },
+  },
+  timed: {
+    provisioning: { duration: 'shared_volume_provision', defaultMs: 10_000 },
+    deleting: { duration: 'shared_volume_delete', defaultMs: 5_000 },
+  },
+});

@@ -46,6 +46,7 @@ export async function createCluster(
       billingType,
       // A RESERVED cluster's prepaid GPUs are all of it, as the platform defaults them (its num_gpus at creation).
       numReservedGpus: billingType === 'RESERVED' ? spec.instances.reduce((n, i) => n + i.num_gpus, 0) : 0,
+      desiredGpus: spec.instances.reduce((n, i) => n + i.num_gpus, 0),
       createdAt: now,
     },
   });
@@ -94,13 +95,69 @@ export async function createCluster(
   return { clusterId, instanceIds };
 }
 
+/** The project's cluster; a torn-down one (`Deleted`) answers 404 like an absent one. */
 export async function findCluster(db: Db | Tx, projectId: string, clusterId: string) {
-  return owned(db.cluster, projectId, { id: clusterId }, { what: 'cluster', id: clusterId, param: 'cluster_id' });
+  return owned(db.cluster, projectId, { id: clusterId, state: { not: 'Deleted' } }, { what: 'cluster', id: clusterId, param: 'cluster_id' });
 }
 
+/** An instance of the cluster; one a resize or teardown released answers 404. */
 export async function findInstance(db: Db | Tx, projectId: string, clusterId: string, instanceId: string, param = 'instance_id') {
   await findCluster(db, projectId, clusterId);
-  return owned(db.computeInstance, projectId, { id: instanceId, clusterId }, { what: 'instance', id: instanceId, param });
+  return owned(db.computeInstance, projectId, { id: instanceId, clusterId, removedAt: null }, { what: 'instance', id: instanceId, param });
+}
+
+/**
+ * Adds `count` nodes to an API-made cluster: each an instance of GPUS_PER_NODE GPUs with one VM, booted now, on a
+ * host of its own (`host-<n>`, one VM slot), named after the cluster's instance count so far.
+ */
+export async function addNodes(tx: Tx, clock: Clock, cluster: { id: string; projectId: string }, count: number, gpusPerNode: number): Promise<void> {
+  const now = instant(clock);
+  let n = await tx.computeInstance.count({ where: { clusterId: cluster.id } });
+  for (let k = 0; k < count; k++) {
+    n += 1;
+    const hostId = newId('host', clock.now());
+    await tx.computeHost.create({
+      data: { id: hostId, projectId: cluster.projectId, clusterId: cluster.id, name: `host-${n}`, numGpus: gpusPerNode, vmCapacity: 1 },
+    });
+    const id = newId('inst', clock.now());
+    const vmName = `gpu-node-${n}-vm1`;
+    await tx.computeVm.create({
+      data: {
+        id: vmKey(cluster.id, vmName),
+        name: vmName,
+        projectId: cluster.projectId,
+        clusterId: cluster.id,
+        instanceId: id,
+        hostId,
+        createdAt: now,
+        lastBootAt: now,
+        phaseTransitions: afterBoot('[]', now),
+      },
+    });
+    await tx.computeInstance.create({
+      data: {
+        id,
+        projectId: cluster.projectId,
+        clusterId: cluster.id,
+        name: `gpu-node-${n}`,
+        numGpus: gpusPerNode,
+        status: 'RUNNING',
+        vmId: vmKey(cluster.id, vmName),
+        updatedAt: now,
+      },
+    });
+  }
+}
+
+/** The project's shared volume; a `deleted` one answers 404 like an absent one. */
+export async function findVolume(db: Db | Tx, projectId: string, volumeId: string, param = 'volume_id') {
+  return owned(db.clusterSharedVolume, projectId, { id: volumeId, status: { not: 'deleted' } }, { what: 'shared volume', id: volumeId, param });
+}
+
+/** A cluster's add-on, by its name (its `addon_id`). */
+export async function findAddOn(db: Db | Tx, projectId: string, clusterId: string, name: string) {
+  await findCluster(db, projectId, clusterId);
+  return owned(db.clusterAddOn, projectId, { clusterId, name }, { what: 'add-on', id: name, param: 'addon_id' });
 }
 
 export async function findRemediation(db: Db | Tx, projectId: string, params: { cluster_id: string; instance_id: string; remediation_id: string }) {

@@ -112,6 +112,16 @@ export type HardwareReservation = Prisma.HardwareReservationModel
  */
 export type Cluster = Prisma.ClusterModel
 /**
+ * Model ClusterSharedVolume
+ * 
+ */
+export type ClusterSharedVolume = Prisma.ClusterSharedVolumeModel
+/**
+ * Model ClusterAddOn
+ * 
+ */
+export type ClusterAddOn = Prisma.ClusterAddOnModel
+/**
  * Model ComputeHost
  * 
  */

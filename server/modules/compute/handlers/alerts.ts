@@ -3,8 +3,10 @@
 // is only recorded. When every alert linked to a remediation has resolved before it runs, it auto-resolves.
 import { randomUUID } from 'node:crypto';
 import { instant } from '../../../core/clock.ts';
+import { listPage } from '../../../http/list.ts';
 import { owned } from '../../../http/scope.ts';
 import type { Context } from '../../types.ts';
+import { ALERT_LIST, ALERT_ORDER } from '../listing.ts';
 import { autoResolveIfCleared, insertRemediation, OPEN_STATES } from '../machine.ts';
 import { findCluster, findInstance } from '../rows.ts';
 import { alertWire } from '../wire.ts';
@@ -76,4 +78,25 @@ export async function resolvePassiveHealthCheckAlert(ctx: Context<'resolvePassiv
     return a;
   });
   return alertWire(alert);
+}
+
+export async function listPassiveHealthCheckAlerts({ db, identity, query }: Context<'listPassiveHealthCheckAlerts'>) {
+  const severities = query.severity_filter === undefined ? [] : ([] as string[]).concat(query.severity_filter);
+  const rows = await db.prisma.passiveHealthCheckAlert.findMany({
+    where: {
+      projectId: identity.projectId,
+      ...(query.cluster_id ? { clusterId: query.cluster_id } : {}),
+      ...(query.instance_id ? { instanceId: query.instance_id } : {}),
+      ...(query.intent_id ? { remediationId: query.intent_id } : {}),
+      ...(query.status === 'PHC_ALERT_STATUS_FIRING'
+        ? { resolvedAt: null }
+        : query.status === 'PHC_ALERT_STATUS_RESOLVED'
+          ? { resolvedAt: { not: null } }
+          : {}),
+      ...(severities.length ? { severity: { in: severities } } : {}),
+    },
+  });
+  const order = ALERT_ORDER[query.order_by ?? 'PHC_ALERT_ORDER_STARTED_AT_DESC'];
+  const page = listPage(rows, { size: query.page_size, cursor: query.page_token, order }, ALERT_LIST);
+  return { alerts: page.rows.map(alertWire), next_page_token: page.next };
 }

@@ -411,6 +411,8 @@ export const ModelName = {
   ModelUploadJob: 'ModelUploadJob',
   HardwareReservation: 'HardwareReservation',
   Cluster: 'Cluster',
+  ClusterSharedVolume: 'ClusterSharedVolume',
+  ClusterAddOn: 'ClusterAddOn',
   ComputeHost: 'ComputeHost',
   ComputeInstance: 'ComputeInstance',
   ComputeVm: 'ComputeVm',
@@ -462,7 +464,7 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
     omit: GlobalOmitOptions
   }
   meta: {
-    modelProps: "organization" | "project" | "apiKey" | "seedRun" | "serverKey" | "autoscalerState" | "hardware" | "model" | "modelRevision" | "remoteUpload" | "remoteUploadEvent" | "modelUploadJob" | "hardwareReservation" | "cluster" | "computeHost" | "computeInstance" | "computeVm" | "passiveHealthCheckAlert" | "remediation" | "idempotencyRecord" | "containerDeployment" | "containerDeploymentLog" | "controlSnapshot" | "v1Endpoint" | "modelConfig" | "dedicatedEndpoint" | "deployment" | "endpointEvent" | "adapterBinding" | "deploymentAdapter" | "servedRequest" | "evaluationJob" | "abExperiment" | "shadowExperiment" | "shadowTarget" | "file" | "fineTune" | "fineTuneEvent" | "fineTuneCheckpoint" | "generatedImage" | "queueJob" | "rollout" | "rolloutStep" | "workItem" | "volume" | "volumeVersion" | "volumeMount" | "secret" | "secretUse" | "video"
+    modelProps: "organization" | "project" | "apiKey" | "seedRun" | "serverKey" | "autoscalerState" | "hardware" | "model" | "modelRevision" | "remoteUpload" | "remoteUploadEvent" | "modelUploadJob" | "hardwareReservation" | "cluster" | "clusterSharedVolume" | "clusterAddOn" | "computeHost" | "computeInstance" | "computeVm" | "passiveHealthCheckAlert" | "remediation" | "idempotencyRecord" | "containerDeployment" | "containerDeploymentLog" | "controlSnapshot" | "v1Endpoint" | "modelConfig" | "dedicatedEndpoint" | "deployment" | "endpointEvent" | "adapterBinding" | "deploymentAdapter" | "servedRequest" | "evaluationJob" | "abExperiment" | "shadowExperiment" | "shadowTarget" | "file" | "fineTune" | "fineTuneEvent" | "fineTuneCheckpoint" | "generatedImage" | "queueJob" | "rollout" | "rolloutStep" | "workItem" | "volume" | "volumeVersion" | "volumeMount" | "secret" | "secretUse" | "video"
     txIsolationLevel: TransactionIsolationLevel
   }
   model: {
@@ -1499,6 +1501,154 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
         count: {
           args: Prisma.ClusterCountArgs<ExtArgs>
           result: runtime.Types.Utils.Optional<Prisma.ClusterCountAggregateOutputType> | number
+        }
+      }
+    }
+    ClusterSharedVolume: {
+      payload: Prisma.$ClusterSharedVolumePayload<ExtArgs>
+      fields: Prisma.ClusterSharedVolumeFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.ClusterSharedVolumeFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ClusterSharedVolumePayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.ClusterSharedVolumeFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ClusterSharedVolumePayload>
+        }
+        findFirst: {
+          args: Prisma.ClusterSharedVolumeFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ClusterSharedVolumePayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.ClusterSharedVolumeFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ClusterSharedVolumePayload>
+        }
+        findMany: {
+          args: Prisma.ClusterSharedVolumeFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ClusterSharedVolumePayload>[]
+        }
+        create: {
+          args: Prisma.ClusterSharedVolumeCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ClusterSharedVolumePayload>
+        }
+        createMany: {
+          args: Prisma.ClusterSharedVolumeCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.ClusterSharedVolumeCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ClusterSharedVolumePayload>[]
+        }
+        delete: {
+          args: Prisma.ClusterSharedVolumeDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ClusterSharedVolumePayload>
+        }
+        update: {
+          args: Prisma.ClusterSharedVolumeUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ClusterSharedVolumePayload>
+        }
+        deleteMany: {
+          args: Prisma.ClusterSharedVolumeDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.ClusterSharedVolumeUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.ClusterSharedVolumeUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ClusterSharedVolumePayload>[]
+        }
+        upsert: {
+          args: Prisma.ClusterSharedVolumeUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ClusterSharedVolumePayload>
+        }
+        aggregate: {
+          args: Prisma.ClusterSharedVolumeAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateClusterSharedVolume>
+        }
+        groupBy: {
+          args: Prisma.ClusterSharedVolumeGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.ClusterSharedVolumeGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.ClusterSharedVolumeCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.ClusterSharedVolumeCountAggregateOutputType> | number
+        }
+      }
+    }
+    ClusterAddOn: {
+      payload: Prisma.$ClusterAddOnPayload<ExtArgs>
+      fields: Prisma.ClusterAddOnFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.ClusterAddOnFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ClusterAddOnPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.ClusterAddOnFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ClusterAddOnPayload>
+        }
+        findFirst: {
+          args: Prisma.ClusterAddOnFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ClusterAddOnPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.ClusterAddOnFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ClusterAddOnPayload>
+        }
+        findMany: {
+          args: Prisma.ClusterAddOnFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ClusterAddOnPayload>[]
+        }
+        create: {
+          args: Prisma.ClusterAddOnCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ClusterAddOnPayload>
+        }
+        createMany: {
+          args: Prisma.ClusterAddOnCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.ClusterAddOnCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ClusterAddOnPayload>[]
+        }
+        delete: {
+          args: Prisma.ClusterAddOnDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ClusterAddOnPayload>
+        }
+        update: {
+          args: Prisma.ClusterAddOnUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ClusterAddOnPayload>
+        }
+        deleteMany: {
+          args: Prisma.ClusterAddOnDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.ClusterAddOnUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.ClusterAddOnUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ClusterAddOnPayload>[]
+        }
+        upsert: {
+          args: Prisma.ClusterAddOnUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ClusterAddOnPayload>
+        }
+        aggregate: {
+          args: Prisma.ClusterAddOnAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateClusterAddOn>
+        }
+        groupBy: {
+          args: Prisma.ClusterAddOnGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.ClusterAddOnGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.ClusterAddOnCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.ClusterAddOnCountAggregateOutputType> | number
         }
       }
     }
@@ -4398,10 +4548,46 @@ export const ClusterScalarFieldEnum = {
   nvidiaDriverVersion: 'nvidiaDriverVersion',
   billingType: 'billingType',
   numReservedGpus: 'numReservedGpus',
-  createdAt: 'createdAt'
+  createdAt: 'createdAt',
+  state: 'state',
+  desiredGpus: 'desiredGpus',
+  options: 'options',
+  phases: 'phases',
+  reservations: 'reservations',
+  firstReadyAt: 'firstReadyAt',
+  deletedAt: 'deletedAt'
 } as const
 
 export type ClusterScalarFieldEnum = (typeof ClusterScalarFieldEnum)[keyof typeof ClusterScalarFieldEnum]
+
+
+export const ClusterSharedVolumeScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  name: 'name',
+  sizeTib: 'sizeTib',
+  region: 'region',
+  status: 'status',
+  lifecycleIndependent: 'lifecycleIndependent',
+  clusterId: 'clusterId',
+  createdAt: 'createdAt',
+  updatedAt: 'updatedAt'
+} as const
+
+export type ClusterSharedVolumeScalarFieldEnum = (typeof ClusterSharedVolumeScalarFieldEnum)[keyof typeof ClusterSharedVolumeScalarFieldEnum]
+
+
+export const ClusterAddOnScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  clusterId: 'clusterId',
+  name: 'name',
+  addOnType: 'addOnType',
+  config: 'config',
+  createdAt: 'createdAt'
+} as const
+
+export type ClusterAddOnScalarFieldEnum = (typeof ClusterAddOnScalarFieldEnum)[keyof typeof ClusterAddOnScalarFieldEnum]
 
 
 export const ComputeHostScalarFieldEnum = {
@@ -4430,7 +4616,8 @@ export const ComputeInstanceScalarFieldEnum = {
   vmId: 'vmId',
   vmGeneration: 'vmGeneration',
   unrecoverable: 'unrecoverable',
-  updatedAt: 'updatedAt'
+  updatedAt: 'updatedAt',
+  removedAt: 'removedAt'
 } as const
 
 export type ComputeInstanceScalarFieldEnum = (typeof ComputeInstanceScalarFieldEnum)[keyof typeof ComputeInstanceScalarFieldEnum]
@@ -5295,6 +5482,8 @@ export type GlobalOmitConfig = {
   modelUploadJob?: Prisma.ModelUploadJobOmit
   hardwareReservation?: Prisma.HardwareReservationOmit
   cluster?: Prisma.ClusterOmit
+  clusterSharedVolume?: Prisma.ClusterSharedVolumeOmit
+  clusterAddOn?: Prisma.ClusterAddOnOmit
   computeHost?: Prisma.ComputeHostOmit
   computeInstance?: Prisma.ComputeInstanceOmit
   computeVm?: Prisma.ComputeVmOmit

@@ -32,6 +32,7 @@ export type ComputeInstanceAvgAggregateOutputType = {
   memoryGib: number | null
   vmGeneration: number | null
   updatedAt: number | null
+  removedAt: number | null
 }
 
 export type ComputeInstanceSumAggregateOutputType = {
@@ -40,6 +41,7 @@ export type ComputeInstanceSumAggregateOutputType = {
   memoryGib: number | null
   vmGeneration: number | null
   updatedAt: bigint | null
+  removedAt: bigint | null
 }
 
 export type ComputeInstanceMinAggregateOutputType = {
@@ -55,6 +57,7 @@ export type ComputeInstanceMinAggregateOutputType = {
   vmGeneration: number | null
   unrecoverable: boolean | null
   updatedAt: bigint | null
+  removedAt: bigint | null
 }
 
 export type ComputeInstanceMaxAggregateOutputType = {
@@ -70,6 +73,7 @@ export type ComputeInstanceMaxAggregateOutputType = {
   vmGeneration: number | null
   unrecoverable: boolean | null
   updatedAt: bigint | null
+  removedAt: bigint | null
 }
 
 export type ComputeInstanceCountAggregateOutputType = {
@@ -85,6 +89,7 @@ export type ComputeInstanceCountAggregateOutputType = {
   vmGeneration: number
   unrecoverable: number
   updatedAt: number
+  removedAt: number
   _all: number
 }
 
@@ -95,6 +100,7 @@ export type ComputeInstanceAvgAggregateInputType = {
   memoryGib?: true
   vmGeneration?: true
   updatedAt?: true
+  removedAt?: true
 }
 
 export type ComputeInstanceSumAggregateInputType = {
@@ -103,6 +109,7 @@ export type ComputeInstanceSumAggregateInputType = {
   memoryGib?: true
   vmGeneration?: true
   updatedAt?: true
+  removedAt?: true
 }
 
 export type ComputeInstanceMinAggregateInputType = {
@@ -118,6 +125,7 @@ export type ComputeInstanceMinAggregateInputType = {
   vmGeneration?: true
   unrecoverable?: true
   updatedAt?: true
+  removedAt?: true
 }
 
 export type ComputeInstanceMaxAggregateInputType = {
@@ -133,6 +141,7 @@ export type ComputeInstanceMaxAggregateInputType = {
   vmGeneration?: true
   unrecoverable?: true
   updatedAt?: true
+  removedAt?: true
 }
 
 export type ComputeInstanceCountAggregateInputType = {
@@ -148,6 +157,7 @@ export type ComputeInstanceCountAggregateInputType = {
   vmGeneration?: true
   unrecoverable?: true
   updatedAt?: true
+  removedAt?: true
   _all?: true
 }
 
@@ -250,6 +260,7 @@ export type ComputeInstanceGroupByOutputType = {
   vmGeneration: number
   unrecoverable: boolean
   updatedAt: bigint
+  removedAt: bigint | null
   _count: ComputeInstanceCountAggregateOutputType | null
   _avg: ComputeInstanceAvgAggregateOutputType | null
   _sum: ComputeInstanceSumAggregateOutputType | null
@@ -288,6 +299,7 @@ export type ComputeInstanceWhereInput = {
   vmGeneration?: Prisma.IntFilter<"ComputeInstance"> | number
   unrecoverable?: Prisma.BoolFilter<"ComputeInstance"> | boolean
   updatedAt?: Prisma.BigIntFilter<"ComputeInstance"> | bigint | number
+  removedAt?: Prisma.BigIntNullableFilter<"ComputeInstance"> | bigint | number | null
 }
 
 export type ComputeInstanceOrderByWithRelationInput = {
@@ -303,6 +315,7 @@ export type ComputeInstanceOrderByWithRelationInput = {
   vmGeneration?: Prisma.SortOrder
   unrecoverable?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
+  removedAt?: Prisma.SortOrderInput | Prisma.SortOrder
 }
 
 export type ComputeInstanceWhereUniqueInput = Prisma.AtLeast<{
@@ -322,6 +335,7 @@ export type ComputeInstanceWhereUniqueInput = Prisma.AtLeast<{
   vmGeneration?: Prisma.IntFilter<"ComputeInstance"> | number
   unrecoverable?: Prisma.BoolFilter<"ComputeInstance"> | boolean
   updatedAt?: Prisma.BigIntFilter<"ComputeInstance"> | bigint | number
+  removedAt?: Prisma.BigIntNullableFilter<"ComputeInstance"> | bigint | number | null
 }, "id" | "clusterId_name">
 
 export type ComputeInstanceOrderByWithAggregationInput = {
@@ -337,6 +351,7 @@ export type ComputeInstanceOrderByWithAggregationInput = {
   vmGeneration?: Prisma.SortOrder
   unrecoverable?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
+  removedAt?: Prisma.SortOrderInput | Prisma.SortOrder
   _count?: Prisma.ComputeInstanceCountOrderByAggregateInput
   _avg?: Prisma.ComputeInstanceAvgOrderByAggregateInput
   _max?: Prisma.ComputeInstanceMaxOrderByAggregateInput
@@ -360,6 +375,7 @@ export type ComputeInstanceScalarWhereWithAggregatesInput = {
   vmGeneration?: Prisma.IntWithAggregatesFilter<"ComputeInstance"> | number
   unrecoverable?: Prisma.BoolWithAggregatesFilter<"ComputeInstance"> | boolean
   updatedAt?: Prisma.BigIntWithAggregatesFilter<"ComputeInstance"> | bigint | number
+  removedAt?: Prisma.BigIntNullableWithAggregatesFilter<"ComputeInstance"> | bigint | number | null
 }
 
 export type ComputeInstanceCreateInput = {
@@ -375,6 +391,7 @@ export type ComputeInstanceCreateInput = {
   vmGeneration?: number
   unrecoverable?: boolean
   updatedAt: bigint | number
+  removedAt?: bigint | number | null
 }
 
 export type ComputeInstanceUncheckedCreateInput = {
@@ -390,6 +407,7 @@ export type ComputeInstanceUncheckedCreateInput = {
   vmGeneration?: number
   unrecoverable?: boolean
   updatedAt: bigint | number
+  removedAt?: bigint | number | null
 }
 
 export type ComputeInstanceUpdateInput = {
@@ -405,6 +423,7 @@ export type ComputeInstanceUpdateInput = {
   vmGeneration?: Prisma.IntFieldUpdateOperationsInput | number
   unrecoverable?: Prisma.BoolFieldUpdateOperationsInput | boolean
   updatedAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  removedAt?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
 }
 
 export type ComputeInstanceUncheckedUpdateInput = {
@@ -420,6 +439,7 @@ export type ComputeInstanceUncheckedUpdateInput = {
   vmGeneration?: Prisma.IntFieldUpdateOperationsInput | number
   unrecoverable?: Prisma.BoolFieldUpdateOperationsInput | boolean
   updatedAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  removedAt?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
 }
 
 export type ComputeInstanceCreateManyInput = {
@@ -435,6 +455,7 @@ export type ComputeInstanceCreateManyInput = {
   vmGeneration?: number
   unrecoverable?: boolean
   updatedAt: bigint | number
+  removedAt?: bigint | number | null
 }
 
 export type ComputeInstanceUpdateManyMutationInput = {
@@ -450,6 +471,7 @@ export type ComputeInstanceUpdateManyMutationInput = {
   vmGeneration?: Prisma.IntFieldUpdateOperationsInput | number
   unrecoverable?: Prisma.BoolFieldUpdateOperationsInput | boolean
   updatedAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  removedAt?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
 }
 
 export type ComputeInstanceUncheckedUpdateManyInput = {
@@ -465,6 +487,7 @@ export type ComputeInstanceUncheckedUpdateManyInput = {
   vmGeneration?: Prisma.IntFieldUpdateOperationsInput | number
   unrecoverable?: Prisma.BoolFieldUpdateOperationsInput | boolean
   updatedAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  removedAt?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
 }
 
 export type ComputeInstanceClusterIdNameCompoundUniqueInput = {
@@ -485,6 +508,7 @@ export type ComputeInstanceCountOrderByAggregateInput = {
   vmGeneration?: Prisma.SortOrder
   unrecoverable?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
+  removedAt?: Prisma.SortOrder
 }
 
 export type ComputeInstanceAvgOrderByAggregateInput = {
@@ -493,6 +517,7 @@ export type ComputeInstanceAvgOrderByAggregateInput = {
   memoryGib?: Prisma.SortOrder
   vmGeneration?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
+  removedAt?: Prisma.SortOrder
 }
 
 export type ComputeInstanceMaxOrderByAggregateInput = {
@@ -508,6 +533,7 @@ export type ComputeInstanceMaxOrderByAggregateInput = {
   vmGeneration?: Prisma.SortOrder
   unrecoverable?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
+  removedAt?: Prisma.SortOrder
 }
 
 export type ComputeInstanceMinOrderByAggregateInput = {
@@ -523,6 +549,7 @@ export type ComputeInstanceMinOrderByAggregateInput = {
   vmGeneration?: Prisma.SortOrder
   unrecoverable?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
+  removedAt?: Prisma.SortOrder
 }
 
 export type ComputeInstanceSumOrderByAggregateInput = {
@@ -531,6 +558,7 @@ export type ComputeInstanceSumOrderByAggregateInput = {
   memoryGib?: Prisma.SortOrder
   vmGeneration?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
+  removedAt?: Prisma.SortOrder
 }
 
 
@@ -548,6 +576,7 @@ export type ComputeInstanceSelect<ExtArgs extends runtime.Types.Extensions.Inter
   vmGeneration?: boolean
   unrecoverable?: boolean
   updatedAt?: boolean
+  removedAt?: boolean
 }, ExtArgs["result"]["computeInstance"]>
 
 export type ComputeInstanceSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
@@ -563,6 +592,7 @@ export type ComputeInstanceSelectCreateManyAndReturn<ExtArgs extends runtime.Typ
   vmGeneration?: boolean
   unrecoverable?: boolean
   updatedAt?: boolean
+  removedAt?: boolean
 }, ExtArgs["result"]["computeInstance"]>
 
 export type ComputeInstanceSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
@@ -578,6 +608,7 @@ export type ComputeInstanceSelectUpdateManyAndReturn<ExtArgs extends runtime.Typ
   vmGeneration?: boolean
   unrecoverable?: boolean
   updatedAt?: boolean
+  removedAt?: boolean
 }, ExtArgs["result"]["computeInstance"]>
 
 export type ComputeInstanceSelectScalar = {
@@ -593,9 +624,10 @@ export type ComputeInstanceSelectScalar = {
   vmGeneration?: boolean
   unrecoverable?: boolean
   updatedAt?: boolean
+  removedAt?: boolean
 }
 
-export type ComputeInstanceOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "projectId" | "clusterId" | "name" | "numGpus" | "numCpuCores" | "memoryGib" | "status" | "vmId" | "vmGeneration" | "unrecoverable" | "updatedAt", ExtArgs["result"]["computeInstance"]>
+export type ComputeInstanceOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "projectId" | "clusterId" | "name" | "numGpus" | "numCpuCores" | "memoryGib" | "status" | "vmId" | "vmGeneration" | "unrecoverable" | "updatedAt" | "removedAt", ExtArgs["result"]["computeInstance"]>
 
 export type $ComputeInstancePayload<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   name: "ComputeInstance"
@@ -613,6 +645,7 @@ export type $ComputeInstancePayload<ExtArgs extends runtime.Types.Extensions.Int
     vmGeneration: number
     unrecoverable: boolean
     updatedAt: bigint
+    removedAt: bigint | null
   }, ExtArgs["result"]["computeInstance"]>
   composites: {}
 }
@@ -1048,6 +1081,7 @@ export interface ComputeInstanceFieldRefs {
   readonly vmGeneration: Prisma.FieldRef<"ComputeInstance", 'Int'>
   readonly unrecoverable: Prisma.FieldRef<"ComputeInstance", 'Boolean'>
   readonly updatedAt: Prisma.FieldRef<"ComputeInstance", 'BigInt'>
+  readonly removedAt: Prisma.FieldRef<"ComputeInstance", 'BigInt'>
 }
     
 

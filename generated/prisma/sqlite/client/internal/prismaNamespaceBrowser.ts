@@ -65,6 +65,8 @@ export const ModelName = {
   ModelUploadJob: 'ModelUploadJob',
   HardwareReservation: 'HardwareReservation',
   Cluster: 'Cluster',
+  ClusterSharedVolume: 'ClusterSharedVolume',
+  ClusterAddOn: 'ClusterAddOn',
   ComputeHost: 'ComputeHost',
   ComputeInstance: 'ComputeInstance',
   ComputeVm: 'ComputeVm',
@@ -309,10 +311,46 @@ export const ClusterScalarFieldEnum = {
   nvidiaDriverVersion: 'nvidiaDriverVersion',
   billingType: 'billingType',
   numReservedGpus: 'numReservedGpus',
-  createdAt: 'createdAt'
+  createdAt: 'createdAt',
+  state: 'state',
+  desiredGpus: 'desiredGpus',
+  options: 'options',
+  phases: 'phases',
+  reservations: 'reservations',
+  firstReadyAt: 'firstReadyAt',
+  deletedAt: 'deletedAt'
 } as const
 
 export type ClusterScalarFieldEnum = (typeof ClusterScalarFieldEnum)[keyof typeof ClusterScalarFieldEnum]
+
+
+export const ClusterSharedVolumeScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  name: 'name',
+  sizeTib: 'sizeTib',
+  region: 'region',
+  status: 'status',
+  lifecycleIndependent: 'lifecycleIndependent',
+  clusterId: 'clusterId',
+  createdAt: 'createdAt',
+  updatedAt: 'updatedAt'
+} as const
+
+export type ClusterSharedVolumeScalarFieldEnum = (typeof ClusterSharedVolumeScalarFieldEnum)[keyof typeof ClusterSharedVolumeScalarFieldEnum]
+
+
+export const ClusterAddOnScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  clusterId: 'clusterId',
+  name: 'name',
+  addOnType: 'addOnType',
+  config: 'config',
+  createdAt: 'createdAt'
+} as const
+
+export type ClusterAddOnScalarFieldEnum = (typeof ClusterAddOnScalarFieldEnum)[keyof typeof ClusterAddOnScalarFieldEnum]
 
 
 export const ComputeHostScalarFieldEnum = {
@@ -341,7 +379,8 @@ export const ComputeInstanceScalarFieldEnum = {
   vmId: 'vmId',
   vmGeneration: 'vmGeneration',
   unrecoverable: 'unrecoverable',
-  updatedAt: 'updatedAt'
+  updatedAt: 'updatedAt',
+  removedAt: 'removedAt'
 } as const
 
 export type ComputeInstanceScalarFieldEnum = (typeof ComputeInstanceScalarFieldEnum)[keyof typeof ComputeInstanceScalarFieldEnum]

@@ -29,11 +29,17 @@ export type AggregateCluster = {
 export type ClusterAvgAggregateOutputType = {
   numReservedGpus: number | null
   createdAt: number | null
+  desiredGpus: number | null
+  firstReadyAt: number | null
+  deletedAt: number | null
 }
 
 export type ClusterSumAggregateOutputType = {
   numReservedGpus: number | null
   createdAt: bigint | null
+  desiredGpus: number | null
+  firstReadyAt: bigint | null
+  deletedAt: bigint | null
 }
 
 export type ClusterMinAggregateOutputType = {
@@ -48,6 +54,13 @@ export type ClusterMinAggregateOutputType = {
   billingType: string | null
   numReservedGpus: number | null
   createdAt: bigint | null
+  state: string | null
+  desiredGpus: number | null
+  options: string | null
+  phases: string | null
+  reservations: string | null
+  firstReadyAt: bigint | null
+  deletedAt: bigint | null
 }
 
 export type ClusterMaxAggregateOutputType = {
@@ -62,6 +75,13 @@ export type ClusterMaxAggregateOutputType = {
   billingType: string | null
   numReservedGpus: number | null
   createdAt: bigint | null
+  state: string | null
+  desiredGpus: number | null
+  options: string | null
+  phases: string | null
+  reservations: string | null
+  firstReadyAt: bigint | null
+  deletedAt: bigint | null
 }
 
 export type ClusterCountAggregateOutputType = {
@@ -76,6 +96,13 @@ export type ClusterCountAggregateOutputType = {
   billingType: number
   numReservedGpus: number
   createdAt: number
+  state: number
+  desiredGpus: number
+  options: number
+  phases: number
+  reservations: number
+  firstReadyAt: number
+  deletedAt: number
   _all: number
 }
 
@@ -83,11 +110,17 @@ export type ClusterCountAggregateOutputType = {
 export type ClusterAvgAggregateInputType = {
   numReservedGpus?: true
   createdAt?: true
+  desiredGpus?: true
+  firstReadyAt?: true
+  deletedAt?: true
 }
 
 export type ClusterSumAggregateInputType = {
   numReservedGpus?: true
   createdAt?: true
+  desiredGpus?: true
+  firstReadyAt?: true
+  deletedAt?: true
 }
 
 export type ClusterMinAggregateInputType = {
@@ -102,6 +135,13 @@ export type ClusterMinAggregateInputType = {
   billingType?: true
   numReservedGpus?: true
   createdAt?: true
+  state?: true
+  desiredGpus?: true
+  options?: true
+  phases?: true
+  reservations?: true
+  firstReadyAt?: true
+  deletedAt?: true
 }
 
 export type ClusterMaxAggregateInputType = {
@@ -116,6 +156,13 @@ export type ClusterMaxAggregateInputType = {
   billingType?: true
   numReservedGpus?: true
   createdAt?: true
+  state?: true
+  desiredGpus?: true
+  options?: true
+  phases?: true
+  reservations?: true
+  firstReadyAt?: true
+  deletedAt?: true
 }
 
 export type ClusterCountAggregateInputType = {
@@ -130,6 +177,13 @@ export type ClusterCountAggregateInputType = {
   billingType?: true
   numReservedGpus?: true
   createdAt?: true
+  state?: true
+  desiredGpus?: true
+  options?: true
+  phases?: true
+  reservations?: true
+  firstReadyAt?: true
+  deletedAt?: true
   _all?: true
 }
 
@@ -231,6 +285,13 @@ export type ClusterGroupByOutputType = {
   billingType: string
   numReservedGpus: number
   createdAt: bigint
+  state: string
+  desiredGpus: number
+  options: string
+  phases: string
+  reservations: string
+  firstReadyAt: bigint | null
+  deletedAt: bigint | null
   _count: ClusterCountAggregateOutputType | null
   _avg: ClusterAvgAggregateOutputType | null
   _sum: ClusterSumAggregateOutputType | null
@@ -268,6 +329,13 @@ export type ClusterWhereInput = {
   billingType?: Prisma.StringFilter<"Cluster"> | string
   numReservedGpus?: Prisma.IntFilter<"Cluster"> | number
   createdAt?: Prisma.BigIntFilter<"Cluster"> | bigint | number
+  state?: Prisma.StringFilter<"Cluster"> | string
+  desiredGpus?: Prisma.IntFilter<"Cluster"> | number
+  options?: Prisma.StringFilter<"Cluster"> | string
+  phases?: Prisma.StringFilter<"Cluster"> | string
+  reservations?: Prisma.StringFilter<"Cluster"> | string
+  firstReadyAt?: Prisma.BigIntNullableFilter<"Cluster"> | bigint | number | null
+  deletedAt?: Prisma.BigIntNullableFilter<"Cluster"> | bigint | number | null
 }
 
 export type ClusterOrderByWithRelationInput = {
@@ -282,6 +350,13 @@ export type ClusterOrderByWithRelationInput = {
   billingType?: Prisma.SortOrder
   numReservedGpus?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
+  state?: Prisma.SortOrder
+  desiredGpus?: Prisma.SortOrder
+  options?: Prisma.SortOrder
+  phases?: Prisma.SortOrder
+  reservations?: Prisma.SortOrder
+  firstReadyAt?: Prisma.SortOrderInput | Prisma.SortOrder
+  deletedAt?: Prisma.SortOrderInput | Prisma.SortOrder
 }
 
 export type ClusterWhereUniqueInput = Prisma.AtLeast<{
@@ -299,6 +374,13 @@ export type ClusterWhereUniqueInput = Prisma.AtLeast<{
   billingType?: Prisma.StringFilter<"Cluster"> | string
   numReservedGpus?: Prisma.IntFilter<"Cluster"> | number
   createdAt?: Prisma.BigIntFilter<"Cluster"> | bigint | number
+  state?: Prisma.StringFilter<"Cluster"> | string
+  desiredGpus?: Prisma.IntFilter<"Cluster"> | number
+  options?: Prisma.StringFilter<"Cluster"> | string
+  phases?: Prisma.StringFilter<"Cluster"> | string
+  reservations?: Prisma.StringFilter<"Cluster"> | string
+  firstReadyAt?: Prisma.BigIntNullableFilter<"Cluster"> | bigint | number | null
+  deletedAt?: Prisma.BigIntNullableFilter<"Cluster"> | bigint | number | null
 }, "id">
 
 export type ClusterOrderByWithAggregationInput = {
@@ -313,6 +395,13 @@ export type ClusterOrderByWithAggregationInput = {
   billingType?: Prisma.SortOrder
   numReservedGpus?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
+  state?: Prisma.SortOrder
+  desiredGpus?: Prisma.SortOrder
+  options?: Prisma.SortOrder
+  phases?: Prisma.SortOrder
+  reservations?: Prisma.SortOrder
+  firstReadyAt?: Prisma.SortOrderInput | Prisma.SortOrder
+  deletedAt?: Prisma.SortOrderInput | Prisma.SortOrder
   _count?: Prisma.ClusterCountOrderByAggregateInput
   _avg?: Prisma.ClusterAvgOrderByAggregateInput
   _max?: Prisma.ClusterMaxOrderByAggregateInput
@@ -335,6 +424,13 @@ export type ClusterScalarWhereWithAggregatesInput = {
   billingType?: Prisma.StringWithAggregatesFilter<"Cluster"> | string
   numReservedGpus?: Prisma.IntWithAggregatesFilter<"Cluster"> | number
   createdAt?: Prisma.BigIntWithAggregatesFilter<"Cluster"> | bigint | number
+  state?: Prisma.StringWithAggregatesFilter<"Cluster"> | string
+  desiredGpus?: Prisma.IntWithAggregatesFilter<"Cluster"> | number
+  options?: Prisma.StringWithAggregatesFilter<"Cluster"> | string
+  phases?: Prisma.StringWithAggregatesFilter<"Cluster"> | string
+  reservations?: Prisma.StringWithAggregatesFilter<"Cluster"> | string
+  firstReadyAt?: Prisma.BigIntNullableWithAggregatesFilter<"Cluster"> | bigint | number | null
+  deletedAt?: Prisma.BigIntNullableWithAggregatesFilter<"Cluster"> | bigint | number | null
 }
 
 export type ClusterCreateInput = {
@@ -349,6 +445,13 @@ export type ClusterCreateInput = {
   billingType?: string
   numReservedGpus?: number
   createdAt: bigint | number
+  state?: string
+  desiredGpus?: number
+  options?: string
+  phases?: string
+  reservations?: string
+  firstReadyAt?: bigint | number | null
+  deletedAt?: bigint | number | null
 }
 
 export type ClusterUncheckedCreateInput = {
@@ -363,6 +466,13 @@ export type ClusterUncheckedCreateInput = {
   billingType?: string
   numReservedGpus?: number
   createdAt: bigint | number
+  state?: string
+  desiredGpus?: number
+  options?: string
+  phases?: string
+  reservations?: string
+  firstReadyAt?: bigint | number | null
+  deletedAt?: bigint | number | null
 }
 
 export type ClusterUpdateInput = {
@@ -377,6 +487,13 @@ export type ClusterUpdateInput = {
   billingType?: Prisma.StringFieldUpdateOperationsInput | string
   numReservedGpus?: Prisma.IntFieldUpdateOperationsInput | number
   createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  state?: Prisma.StringFieldUpdateOperationsInput | string
+  desiredGpus?: Prisma.IntFieldUpdateOperationsInput | number
+  options?: Prisma.StringFieldUpdateOperationsInput | string
+  phases?: Prisma.StringFieldUpdateOperationsInput | string
+  reservations?: Prisma.StringFieldUpdateOperationsInput | string
+  firstReadyAt?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  deletedAt?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
 }
 
 export type ClusterUncheckedUpdateInput = {
@@ -391,6 +508,13 @@ export type ClusterUncheckedUpdateInput = {
   billingType?: Prisma.StringFieldUpdateOperationsInput | string
   numReservedGpus?: Prisma.IntFieldUpdateOperationsInput | number
   createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  state?: Prisma.StringFieldUpdateOperationsInput | string
+  desiredGpus?: Prisma.IntFieldUpdateOperationsInput | number
+  options?: Prisma.StringFieldUpdateOperationsInput | string
+  phases?: Prisma.StringFieldUpdateOperationsInput | string
+  reservations?: Prisma.StringFieldUpdateOperationsInput | string
+  firstReadyAt?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  deletedAt?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
 }
 
 export type ClusterCreateManyInput = {
@@ -405,6 +529,13 @@ export type ClusterCreateManyInput = {
   billingType?: string
   numReservedGpus?: number
   createdAt: bigint | number
+  state?: string
+  desiredGpus?: number
+  options?: string
+  phases?: string
+  reservations?: string
+  firstReadyAt?: bigint | number | null
+  deletedAt?: bigint | number | null
 }
 
 export type ClusterUpdateManyMutationInput = {
@@ -419,6 +550,13 @@ export type ClusterUpdateManyMutationInput = {
   billingType?: Prisma.StringFieldUpdateOperationsInput | string
   numReservedGpus?: Prisma.IntFieldUpdateOperationsInput | number
   createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  state?: Prisma.StringFieldUpdateOperationsInput | string
+  desiredGpus?: Prisma.IntFieldUpdateOperationsInput | number
+  options?: Prisma.StringFieldUpdateOperationsInput | string
+  phases?: Prisma.StringFieldUpdateOperationsInput | string
+  reservations?: Prisma.StringFieldUpdateOperationsInput | string
+  firstReadyAt?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  deletedAt?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
 }
 
 export type ClusterUncheckedUpdateManyInput = {
@@ -433,6 +571,13 @@ export type ClusterUncheckedUpdateManyInput = {
   billingType?: Prisma.StringFieldUpdateOperationsInput | string
   numReservedGpus?: Prisma.IntFieldUpdateOperationsInput | number
   createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  state?: Prisma.StringFieldUpdateOperationsInput | string
+  desiredGpus?: Prisma.IntFieldUpdateOperationsInput | number
+  options?: Prisma.StringFieldUpdateOperationsInput | string
+  phases?: Prisma.StringFieldUpdateOperationsInput | string
+  reservations?: Prisma.StringFieldUpdateOperationsInput | string
+  firstReadyAt?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  deletedAt?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
 }
 
 export type ClusterCountOrderByAggregateInput = {
@@ -447,11 +592,21 @@ export type ClusterCountOrderByAggregateInput = {
   billingType?: Prisma.SortOrder
   numReservedGpus?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
+  state?: Prisma.SortOrder
+  desiredGpus?: Prisma.SortOrder
+  options?: Prisma.SortOrder
+  phases?: Prisma.SortOrder
+  reservations?: Prisma.SortOrder
+  firstReadyAt?: Prisma.SortOrder
+  deletedAt?: Prisma.SortOrder
 }
 
 export type ClusterAvgOrderByAggregateInput = {
   numReservedGpus?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
+  desiredGpus?: Prisma.SortOrder
+  firstReadyAt?: Prisma.SortOrder
+  deletedAt?: Prisma.SortOrder
 }
 
 export type ClusterMaxOrderByAggregateInput = {
@@ -466,6 +621,13 @@ export type ClusterMaxOrderByAggregateInput = {
   billingType?: Prisma.SortOrder
   numReservedGpus?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
+  state?: Prisma.SortOrder
+  desiredGpus?: Prisma.SortOrder
+  options?: Prisma.SortOrder
+  phases?: Prisma.SortOrder
+  reservations?: Prisma.SortOrder
+  firstReadyAt?: Prisma.SortOrder
+  deletedAt?: Prisma.SortOrder
 }
 
 export type ClusterMinOrderByAggregateInput = {
@@ -480,11 +642,21 @@ export type ClusterMinOrderByAggregateInput = {
   billingType?: Prisma.SortOrder
   numReservedGpus?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
+  state?: Prisma.SortOrder
+  desiredGpus?: Prisma.SortOrder
+  options?: Prisma.SortOrder
+  phases?: Prisma.SortOrder
+  reservations?: Prisma.SortOrder
+  firstReadyAt?: Prisma.SortOrder
+  deletedAt?: Prisma.SortOrder
 }
 
 export type ClusterSumOrderByAggregateInput = {
   numReservedGpus?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
+  desiredGpus?: Prisma.SortOrder
+  firstReadyAt?: Prisma.SortOrder
+  deletedAt?: Prisma.SortOrder
 }
 
 
@@ -501,6 +673,13 @@ export type ClusterSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs 
   billingType?: boolean
   numReservedGpus?: boolean
   createdAt?: boolean
+  state?: boolean
+  desiredGpus?: boolean
+  options?: boolean
+  phases?: boolean
+  reservations?: boolean
+  firstReadyAt?: boolean
+  deletedAt?: boolean
 }, ExtArgs["result"]["cluster"]>
 
 export type ClusterSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
@@ -515,6 +694,13 @@ export type ClusterSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Exten
   billingType?: boolean
   numReservedGpus?: boolean
   createdAt?: boolean
+  state?: boolean
+  desiredGpus?: boolean
+  options?: boolean
+  phases?: boolean
+  reservations?: boolean
+  firstReadyAt?: boolean
+  deletedAt?: boolean
 }, ExtArgs["result"]["cluster"]>
 
 export type ClusterSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
@@ -529,6 +715,13 @@ export type ClusterSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Exten
   billingType?: boolean
   numReservedGpus?: boolean
   createdAt?: boolean
+  state?: boolean
+  desiredGpus?: boolean
+  options?: boolean
+  phases?: boolean
+  reservations?: boolean
+  firstReadyAt?: boolean
+  deletedAt?: boolean
 }, ExtArgs["result"]["cluster"]>
 
 export type ClusterSelectScalar = {
@@ -543,9 +736,16 @@ export type ClusterSelectScalar = {
   billingType?: boolean
   numReservedGpus?: boolean
   createdAt?: boolean
+  state?: boolean
+  desiredGpus?: boolean
+  options?: boolean
+  phases?: boolean
+  reservations?: boolean
+  firstReadyAt?: boolean
+  deletedAt?: boolean
 }
 
-export type ClusterOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "projectId" | "name" | "region" | "clusterType" | "gpuType" | "cudaVersion" | "nvidiaDriverVersion" | "billingType" | "numReservedGpus" | "createdAt", ExtArgs["result"]["cluster"]>
+export type ClusterOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "projectId" | "name" | "region" | "clusterType" | "gpuType" | "cudaVersion" | "nvidiaDriverVersion" | "billingType" | "numReservedGpus" | "createdAt" | "state" | "desiredGpus" | "options" | "phases" | "reservations" | "firstReadyAt" | "deletedAt", ExtArgs["result"]["cluster"]>
 
 export type $ClusterPayload<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   name: "Cluster"
@@ -562,6 +762,13 @@ export type $ClusterPayload<ExtArgs extends runtime.Types.Extensions.InternalArg
     billingType: string
     numReservedGpus: number
     createdAt: bigint
+    state: string
+    desiredGpus: number
+    options: string
+    phases: string
+    reservations: string
+    firstReadyAt: bigint | null
+    deletedAt: bigint | null
   }, ExtArgs["result"]["cluster"]>
   composites: {}
 }
@@ -996,6 +1203,13 @@ export interface ClusterFieldRefs {
   readonly billingType: Prisma.FieldRef<"Cluster", 'String'>
   readonly numReservedGpus: Prisma.FieldRef<"Cluster", 'Int'>
   readonly createdAt: Prisma.FieldRef<"Cluster", 'BigInt'>
+  readonly state: Prisma.FieldRef<"Cluster", 'String'>
+  readonly desiredGpus: Prisma.FieldRef<"Cluster", 'Int'>
+  readonly options: Prisma.FieldRef<"Cluster", 'String'>
+  readonly phases: Prisma.FieldRef<"Cluster", 'String'>
+  readonly reservations: Prisma.FieldRef<"Cluster", 'String'>
+  readonly firstReadyAt: Prisma.FieldRef<"Cluster", 'BigInt'>
+  readonly deletedAt: Prisma.FieldRef<"Cluster", 'BigInt'>
 }
     
 
