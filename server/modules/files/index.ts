@@ -11,7 +11,19 @@ import { verifyUpload } from './signature.ts';
 export { checkPurpose, datasetRows, type FileType, type Purpose, type Report, sampleTokens } from './rules.ts';
 // What this module offers the others.
 export { ensureUploadKey } from './signature.ts';
-export { type File, fileLocation, filePath, findFile, findFileIn, type NewFile, readFileContent, recordFile, type StoreServices, storeFile } from './store.ts';
+export {
+  type File,
+  fileLocation,
+  filePath,
+  findFile,
+  findFileIn,
+  type NewFile,
+  newFileId,
+  readFileContent,
+  recordFile,
+  type StoreServices,
+  storeFile,
+} from './store.ts';
 
 const tooLarge = (c: Config) => apiError(413, 'file_too_large', `The file is larger than this server takes (${c.filesMaxBytes} bytes).`, 'file');
 
