@@ -47,6 +47,16 @@ export async function end(tx: Tx, services: Pick<Services, 'clock' | 'config'>, 
 const expiryMessage = (row: Batch) =>
   `The batch did not finish within its completion window (${row.completionWindow}): ${row.linesDone} of ${row.totalLines} requests were done; their results are in its files.`;
 
+/**
+ * Schedules the next chunk of an IN_PROGRESS batch: its payload names the committed line count it starts from, so
+ * each chunk is one work item (a chunk scheduled twice would show as two items of one payload), and one held back
+ * by the rate limits (`held`) is told from the chunk it repeats.
+ */
+async function nextChunk(tx: Tx, services: Pick<Services, 'clock'>, row: Batch, delayMs: number, held = false) {
+  const payload = { state: row.status, epoch: 0, done: row.linesDone, ...(held && { held: services.clock.now() }) };
+  await enqueue(tx, services.clock, { kind: batchMachine.kind, subjectId: row.id, projectId: row.projectId, payload, delayMs });
+}
+
 export function batchProgression(services: Services): Progression<BatchState> {
   const expired = (row: Batch) => BigInt(services.clock.now()) >= row.jobDeadline;
   return {
@@ -64,21 +74,11 @@ export function batchProgression(services: Services): Progression<BatchState> {
         work: async (_id, row: Batch): Promise<Chunk | null> => (expired(row) ? null : runChunk(services, row)),
         async apply(tx, _id, chunk: Chunk | null, row: Batch) {
           if (chunk === null || expired(row)) return void (await end(tx, services, row, 'expire', { data: { error: expiryMessage(row) } }));
-          if (chunk.retryInMs !== undefined) {
-            // Held back by the rate limits: the same step again once the refusing window has ended.
-            const subject = { state: row.status, epoch: 0 };
-            return void (await enqueue(tx, services.clock, {
-              kind: batchMachine.kind,
-              subjectId: row.id,
-              projectId: row.projectId,
-              payload: subject,
-              delayMs: chunk.retryInMs,
-            }));
-          }
+          if (chunk.retryInMs !== undefined) return void (await nextChunk(tx, services, row, chunk.retryInMs, true));
           const after = await applyChunk(tx, services, row, chunk);
           if (!after) return;
           if (after.linesDone >= after.totalLines) return void (await end(tx, services, after, 'finish'));
-          return 'wait';
+          await nextChunk(tx, services, after, batchMachine.delayMs('IN_PROGRESS', services.config) ?? 0);
         },
       },
     },

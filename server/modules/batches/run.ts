@@ -19,8 +19,8 @@ import { inputPath, linesFrom } from './input.ts';
 import { customIdIn, requestOf } from './lines.ts';
 
 /** Lines per chunk, and the work a chunk stops after (an upstream engine's lines may be slow; the lease must hold). */
-export const CHUNK_LINES = 50;
-const CHUNK_MS = 2000;
+export const CHUNK_LINES = 500;
+const CHUNK_MS = 1000;
 
 export interface Chunk {
   /** The committed offset the chunk started from (its fence), and where it ended. */
