@@ -128,6 +128,17 @@ describe('a batch runs end to end', () => {
     expect(done.error_file_id).toBeUndefined();
   });
 
+  test('a batch holds its input file until it has ended; its result files are not held', async () => {
+    const input = await uploadFile(t.caller, 'batch-api', [line('h1', 'hold')]);
+    const job = (await t.caller.http.post('/v1/batches').send({ endpoint: '/v1/chat/completions', input_file_id: input })).body.job;
+    const refused = await t.caller.http.delete(`/v1/files/${input}`);
+    expectError(refused, 409, { code: 'file_in_use', param: 'id' });
+    expect(refused.body.error.message).toContain(`batch '${job.id}', which is VALIDATING`);
+    const done = await finish(job.id);
+    expect((await t.caller.http.delete(`/v1/files/${done.output_file_id}`)).status).toBe(200);
+    expect((await t.caller.http.delete(`/v1/files/${input}`)).status).toBe(200);
+  });
+
   test('a file with no requests fails the batch, saying why', async () => {
     const job = await createBatch(t.caller, '\n\n');
     const done = await finish(job.id);
