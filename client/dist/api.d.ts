@@ -640,7 +640,7 @@ export interface paths {
          * Create a batch job
          * @description Accepts a batch over `input_file_id` and answers 201 `{job}` at once, `VALIDATING` (see the tag). Checked
          *     before anything is stored (400 naming the field): `input_file_id` must be a file of the caller's project
-         *     (`file_not_found`), with `purpose` `batch-api` and `file_type` `jsonl` (`invalid_file`); `completion_window`
+         *     (404 `file_not_found` otherwise, another project's file included), with `purpose` `batch-api` and `file_type` `jsonl` (`invalid_file`); `completion_window`
          *     is a whole number of minutes, hours or days (`30m`, `24h`, `7d`) from 1 minute to 30 days; `model_id`, when
          *     given, must be a chat model the caller can address (404 `model_not_found` otherwise, as inference answers),
          *     and every line's `model` must then be it (a line without `model` takes it). `warning` says what this
@@ -1391,13 +1391,14 @@ export interface paths {
         /**
          * Delete a file
          * @description Deletes the file and its bytes: `{id, deleted: true}`. A file that a job still needs is not deleted: while
-         *     a fine-tuning job that reads it (as its training or validation file) or an evaluation job that reads it (as
-         *     its `input_data_file_path`) has not reached a terminal state, the delete answers 409 with code `file_in_use`
-         *     and param `id`, naming the job and its status, and nothing is deleted. One rule for both kinds: a job holds
-         *     its files until it is terminal (fine-tuning: `completed`, `error` or `cancelled`; evaluation: `completed`,
-         *     `user_error` or `error`), whatever step it is at, since a job that has not finished may read them again
-         *     (a step interrupted by a crash runs again from the start). Once the job is terminal, the delete works. A
-         *     finished evaluation's result file is not held.
+         *     a fine-tuning job that reads it (as its training or validation file), an evaluation job that reads it (as
+         *     its `input_data_file_path`) or a batch that reads it (as its `input_file_id`) has not reached a terminal
+         *     state, the delete answers 409 with code `file_in_use` and param `id`, naming the job and its status, and
+         *     nothing is deleted. One rule for every kind: a job holds its files until it is terminal (fine-tuning:
+         *     `completed`, `error` or `cancelled`; evaluation: `completed`, `user_error` or `error`; batch: `COMPLETED`,
+         *     `FAILED`, `EXPIRED` or `CANCELLED`), whatever step it is at, since a job that has not finished may read them
+         *     again (a step interrupted by a crash runs again from the start). Once the job is terminal, the delete works.
+         *     A finished evaluation's result file and a batch's output and error files are not held.
          */
         delete: operations["deleteFile"];
         options?: never;
