@@ -2,8 +2,9 @@
 // an evaluation job reading it (input file) is not terminal, DELETE /v1/files/{id} answers 409 file_in_use (param
 // id) and deletes nothing; once the job is terminal the delete works. One rule for both kinds (files/in-use.ts).
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { batchMachine } from '../server/modules/batches/machine.ts';
 import { evaluationMachine } from '../server/modules/evaluation/machine.ts';
-import { EVALUATION_TERMINAL, FINE_TUNE_TERMINAL } from '../server/modules/files/in-use.ts';
+import { BATCH_TERMINAL, EVALUATION_TERMINAL, FINE_TUNE_TERMINAL } from '../server/modules/files/in-use.ts';
 import { fineTuneMachine } from '../server/modules/fine-tuning/machine.ts';
 import { expectError } from './support/expect.ts';
 import { uploadFile } from './support/files.ts';
@@ -125,4 +126,5 @@ describe('a fine-tuning job holds its files until it is terminal', () => {
 test("the rule's terminal states are the machines'", () => {
   expect([...FINE_TUNE_TERMINAL].sort()).toEqual([...fineTuneMachine.terminal].sort());
   expect([...EVALUATION_TERMINAL].sort()).toEqual([...evaluationMachine.terminal].sort());
+  expect([...BATCH_TERMINAL].sort()).toEqual([...batchMachine.terminal].sort());
 });

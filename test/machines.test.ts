@@ -19,8 +19,9 @@ const descriptions: string[] = [];
 
 const declared = modules.flatMap((m) => (m.machines ?? []).map((machine) => ({ module: m.name, machine })));
 
-test('the modules declare the fifteen machines', () => {
+test('the modules declare the sixteen machines', () => {
   expect(declared.map((d) => d.machine.name).sort()).toEqual([
+    'batch',
     'cluster',
     'container deployment',
     'deployment',

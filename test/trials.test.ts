@@ -15,7 +15,18 @@ describe('durability (sample)', () => {
     try {
       // Two trials of eight jobs each: .ci/run runs four more on PostgreSQL, `npm run trials` a hundred.
       const r = await killTrials({ databaseUrl: scratch.url, trials: 2 });
-      expect(r.jobs).toEqual({ queue: 2, videos: 2, uploads: 2, remediations: 2, deployments: 2, fineTunes: 2, evaluations: 2, files: 2, rollouts: 2 });
+      expect(r.jobs).toEqual({
+        queue: 2,
+        videos: 2,
+        uploads: 2,
+        remediations: 2,
+        deployments: 2,
+        fineTunes: 2,
+        evaluations: 2,
+        files: 2,
+        rollouts: 2,
+        batches: 2,
+      });
       expect(r.killsMidWork).toBeGreaterThan(0);
       expect(r.rolloutsKilledRunning).toBeGreaterThan(0);
       expect(r.lost).toEqual([]);

@@ -674,6 +674,78 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/batches": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List batch jobs
+         * @description The caller's project's batches, newest first, as a bare array (as the platform answers): at most `limit`
+         *     (default 100, at most 100; negative is a 400).
+         */
+        get: operations["listBatches"];
+        put?: never;
+        /**
+         * Create a batch job
+         * @description Accepts a batch over `input_file_id` and answers 201 `{job}` at once, `VALIDATING` (see the tag). Checked
+         *     before anything is stored (400 naming the field): `input_file_id` must be a file of the caller's project
+         *     (404 `file_not_found` otherwise, another project's file included), with `purpose` `batch-api` and `file_type` `jsonl` (`invalid_file`); `completion_window`
+         *     is a whole number of minutes, hours or days (`30m`, `24h`, `7d`) from 1 minute to 30 days; `model_id`, when
+         *     given, must be a chat model the caller can address (404 `model_not_found` otherwise, as inference answers),
+         *     and every line's `model` must then be it (a line without `model` takes it). `warning` says what this
+         *     server will not do with the request (an audio `endpoint`, a `priority`), and is absent otherwise.
+         */
+        post: operations["createBatch"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/batches/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a batch job
+         * @description The batch (another project's id answers 404, as an absent one).
+         */
+        get: operations["getBatch"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/batches/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a batch job
+         * @description Ends a `VALIDATING` or `IN_PROGRESS` batch `CANCELLED` and answers it (see the tag: the lines committed so
+         *     far are kept, in its files); a batch already ended answers 409 `invalid_state_transition`.
+         */
+        post: operations["cancelBatch"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/chat/completions": {
         parameters: {
             query?: never;
@@ -1769,13 +1841,14 @@ export interface paths {
         /**
          * Delete a file
          * @description Deletes the file and its bytes: `{id, deleted: true}`. A file that a job still needs is not deleted: while
-         *     a fine-tuning job that reads it (as its training or validation file) or an evaluation job that reads it (as
-         *     its `input_data_file_path`) has not reached a terminal state, the delete answers 409 with code `file_in_use`
-         *     and param `id`, naming the job and its status, and nothing is deleted. One rule for both kinds: a job holds
-         *     its files until it is terminal (fine-tuning: `completed`, `error` or `cancelled`; evaluation: `completed`,
-         *     `user_error` or `error`), whatever step it is at, since a job that has not finished may read them again
-         *     (a step interrupted by a crash runs again from the start). Once the job is terminal, the delete works. A
-         *     finished evaluation's result file is not held.
+         *     a fine-tuning job that reads it (as its training or validation file), an evaluation job that reads it (as
+         *     its `input_data_file_path`) or a batch that reads it (as its `input_file_id`) has not reached a terminal
+         *     state, the delete answers 409 with code `file_in_use` and param `id`, naming the job and its status, and
+         *     nothing is deleted. One rule for every kind: a job holds its files until it is terminal (fine-tuning:
+         *     `completed`, `error` or `cancelled`; evaluation: `completed`, `user_error` or `error`; batch: `COMPLETED`,
+         *     `FAILED`, `EXPIRED` or `CANCELLED`), whatever step it is at, since a job that has not finished may read them
+         *     again (a step interrupted by a crash runs again from the start). Once the job is terminal, the delete works.
+         *     A finished evaluation's result file and a batch's output and error files are not held.
          */
         delete: operations["deleteFile"];
         options?: never;
@@ -4421,6 +4494,67 @@ export interface components {
             word: string;
             start: number;
             end: number;
+        };
+        CreateBatchRequest: {
+            /**
+             * @description Where every line of the file is sent (audio endpoints are accepted, their lines errored; see the tag).
+             * @enum {string}
+             */
+            endpoint: "/v1/chat/completions" | "/v1/audio/transcriptions" | "/v1/audio/translations";
+            /** @description A `batch-api` JSON Lines file of the caller's project. */
+            input_file_id: string;
+            /** @description How long the batch may take: `<n>m`, `<n>h` or `<n>d`, 1 minute to 30 days (default `24h`); sets `job_deadline`. */
+            completion_window?: string;
+            /** @description Stored, not used to reorder batches here (see the tag). */
+            priority?: number;
+            /** @description The model every line runs on (a line without `model` takes it; one naming another is an error line). */
+            model_id?: string;
+        };
+        /**
+         * @description Where the batch stands (the tag's state machine).
+         * @enum {string}
+         */
+        BatchJobStatus: "VALIDATING" | "IN_PROGRESS" | "COMPLETED" | "FAILED" | "EXPIRED" | "CANCELLED";
+        BatchJob: {
+            /**
+             * Format: uuid
+             * @description The batch's id, a UUID (version 7, ordered by creation time).
+             */
+            id: string;
+            /** @description The API key that created the batch (keys act for no user here; see `GET /v1/whoami`). */
+            user_id: string;
+            input_file_id: string;
+            /** @description Size of the input file in bytes. */
+            file_size_bytes: number;
+            status: components["schemas"]["BatchJobStatus"];
+            /**
+             * Format: date-time
+             * @description Creation time plus `completion_window`; a batch not ended by then ends `EXPIRED`.
+             */
+            job_deadline: string;
+            /** Format: date-time */
+            created_at: string;
+            endpoint: string;
+            /** @description Percentage (0 to 100) of the file's requests answered or errored. */
+            progress: number;
+            /** @description The batch's `model_id`, when it was given. */
+            model_id?: string;
+            /** @description The answers (once the batch has ended, when at least one line was answered). */
+            output_file_id?: string;
+            /** @description The failed lines (once the batch has ended, when at least one line failed). */
+            error_file_id?: string;
+            /** @description Why a `FAILED` batch failed, or why it ended early (`EXPIRED`, `CANCELLED`). */
+            error?: string;
+            /**
+             * Format: date-time
+             * @description When the batch ended (any end).
+             */
+            completed_at?: string;
+        };
+        BatchJobWithWarning: {
+            job: components["schemas"]["BatchJob"];
+            /** @description What this server will not do with the request, when anything (see createBatch). */
+            warning?: string;
         };
         /**
          * @description The platform's GPU types; which a region offers is in `listRegions`.
@@ -9946,6 +10080,119 @@ export interface operations {
             500: components["responses"]["InternalError"];
             502: components["responses"]["AudioUpstreamFailed"];
             503: components["responses"]["Overloaded"];
+        };
+    };
+    listBatches: {
+        parameters: {
+            query?: {
+                /** @description How many batches at most (default 100, at most 100). */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The batches. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BatchJob"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createBatch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateBatchRequest"];
+            };
+        };
+        responses: {
+            /** @description The accepted job. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BatchJobWithWarning"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getBatch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The batch. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BatchJob"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    cancelBatch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The cancelled batch. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BatchJob"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
     createChatCompletion: {

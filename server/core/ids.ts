@@ -10,3 +10,20 @@ const ulid = monotonicFactory();
 export function newId(prefix: string, nowMs = Date.now()): string {
   return `${prefix}_${ulid(nowMs).toLowerCase()}`;
 }
+
+/**
+ * A UUID version 7 (RFC 9562), for resources whose contract types the id as a UUID: the 48-bit millisecond time
+ * first, then the low 74 bits of a monotonic ULID's random part, so these too come out in creation order.
+ */
+export function newUuid7(nowMs = Date.now()): string {
+  // Crockford base32 to a 128-bit number; the ULID's top 48 bits are the time, the low 80 its (counting) random part.
+  const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
+  let n = 0n;
+  for (const c of ulid(nowMs)) n = (n << 5n) | BigInt(CROCKFORD.indexOf(c));
+  const time = n >> 80n;
+  const randA = (n >> 62n) & 0xfffn;
+  const randB = n & ((1n << 62n) - 1n);
+  const value = (time << 80n) | (0x7n << 76n) | (randA << 64n) | (0b10n << 62n) | randB;
+  const hex = value.toString(16).padStart(32, '0');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}

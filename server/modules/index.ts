@@ -4,6 +4,7 @@ import type { ModuleName, OperationId } from '../../generated/operations.ts';
 import type { UploadRule } from '../http/multipart.ts';
 import { adapters } from './adapters/index.ts';
 import { audio } from './audio/index.ts';
+import { batches } from './batches/index.ts';
 import { compute } from './compute/index.ts';
 import { containers } from './containers/index.ts';
 import { control } from './control/index.ts';
@@ -51,6 +52,7 @@ export const modules = [
   files,
   fineTuning,
   evaluation,
+  batches,
   queue,
   control,
 ] as const;

@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { root } from '../../server/core/paths.ts';
+import { batchBench } from './batches.ts';
 import { benchImage } from './image.ts';
 import { queueBench } from './queue.ts';
 import { resetBench } from './reset.ts';
@@ -222,6 +223,7 @@ try {
   if ((!filter || 'queue throughput'.includes(filter)) && !(await queueBench(ROUNDS))) failed++;
   if (!filter || 'runner throughput'.includes(filter)) await runnerBench(ROUNDS);
   if ((!filter || 'reset'.includes(filter)) && !(await resetBench(ROUNDS))) failed++;
+  if (!filter || 'batch'.includes(filter)) await batchBench();
   process.exitCode = failed ? 1 : 0;
 } finally {
   for (const c of children) c.kill('SIGTERM');

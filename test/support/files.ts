@@ -6,7 +6,7 @@ import type { Caller } from './platform.ts';
 export const jsonl = (rows: unknown[] | string) => (typeof rows === 'string' ? rows : rows.map((r) => JSON.stringify(r)).join('\n'));
 
 /** Uploads `rows` as `name` for `purpose`; answers the file's id (its validation runs on the runner, later). */
-export async function uploadFile(caller: Caller, purpose: 'fine-tune' | 'eval', rows: unknown[] | string, name = 'd.jsonl'): Promise<string> {
+export async function uploadFile(caller: Caller, purpose: 'fine-tune' | 'eval' | 'batch-api', rows: unknown[] | string, name = 'd.jsonl'): Promise<string> {
   const res = await caller.http
     .post('/v1/files/upload')
     .field('purpose', purpose)

@@ -35,6 +35,15 @@ const DATASET = Array.from({ length: 12 }, (_, i) =>
     ],
   }),
 ).join('\n');
+/** A batch's input: chat lines, every seventh one refused (an unknown role), so both result files grow. */
+const BATCH_LINES = 30;
+const batchInput = (trial: number) =>
+  Array.from({ length: BATCH_LINES }, (_, i) =>
+    JSON.stringify({
+      custom_id: `t${trial}-${i}`,
+      body: { model: CHAT, max_tokens: 4, messages: [{ role: i % 7 === 3 ? 'wizard' : 'user', content: `line ${i}` }] },
+    }),
+  ).join('\n');
 const EVAL_INPUT = Array.from({ length: 8 }, (_, i) => JSON.stringify({ question: `Is ${i} even?`, response: i % 2 ? 'no' : 'yes' })).join('\n');
 
 /** Durations short enough for many trials, long enough that a kill lands in the middle of the work. */
@@ -55,6 +64,7 @@ const TRIAL_ENV = {
   DURATION_EVALUATION_START_MS: '100',
   DURATION_EVALUATION_RUN_MS: '300',
   DURATION_DEPLOYMENT_STOP_MS: '200',
+  DURATION_BATCH_CHUNK_MS: '50',
 };
 /** A rollout's steps (the target's percent), each lasting ROLLOUT_STEP. */
 const ROLLOUT_STEPS = [25, 50, 100];
@@ -93,6 +103,7 @@ interface Created {
   evaluations: string[];
   files: string[];
   rollouts: string[];
+  batches: string[];
 }
 
 export interface KillTrialsResult {
@@ -106,6 +117,8 @@ export interface KillTrialsResult {
   killsMidWork: number;
   /** How many kills landed while the trial's rollout was RUNNING (in one of its steps). */
   rolloutsKilledRunning: number;
+  /** How many kills landed while the trial's batch was IN_PROGRESS (some of its lines committed, some not). */
+  batchesKilledRunning: number;
   ms: number;
 }
 
@@ -117,9 +130,21 @@ export async function killTrials(options: { databaseUrl: string; trials: number;
   let server = await startServerProcess(env);
   const key = server.key!;
   const db = await openDatabase(options.databaseUrl, { migrate: false });
-  const created: Created = { queue: [], videos: [], uploads: [], remediations: [], deployments: [], fineTunes: [], evaluations: [], files: [], rollouts: [] };
+  const created: Created = {
+    queue: [],
+    videos: [],
+    uploads: [],
+    remediations: [],
+    deployments: [],
+    fineTunes: [],
+    evaluations: [],
+    files: [],
+    rollouts: [],
+    batches: [],
+  };
   let killsMidWork = 0;
   let rolloutsKilledRunning = 0;
+  let batchesKilledRunning = 0;
   const lostDeployments: string[] = [];
   const doubledRollouts: string[] = [];
   const timings: string[] = [];
@@ -216,6 +241,8 @@ export async function killTrials(options: { databaseUrl: string; trials: number;
       });
       created.evaluations.push(ev.workflow_id);
       created.files.push(await upload(server, key, 'fine-tune', `trial-${trial}.jsonl`, DATASET));
+      const batchFile = await upload(server, key, 'batch-api', `batch-${trial}.jsonl`, batchInput(trial));
+      created.batches.push((await call(server, key, 'POST', '/v1/batches', { endpoint: '/v1/chat/completions', input_file_id: batchFile })).job.id);
 
       // A random moment, then the first moment after it (within a second) at which the runner holds work in hand:
       // a kill between steps tests less than one in the middle of a step.
@@ -228,6 +255,8 @@ export async function killTrials(options: { databaseUrl: string; trials: number;
       }
       if (inHand) killsMidWork++;
       if ((await db.prisma.rollout.findUniqueOrThrow({ where: { id: ro.id } })).state === 'ROLLOUT_STATE_RUNNING') rolloutsKilledRunning++;
+      const batch = await db.prisma.batch.findUniqueOrThrow({ where: { id: created.batches.at(-1)! } });
+      if (batch.status === 'IN_PROGRESS' && batch.linesDone > 0) batchesKilledRunning++;
       await server.stop('SIGKILL');
       const killedAt = Date.now();
       server = await startServerProcess(env);
@@ -252,6 +281,7 @@ export async function killTrials(options: { databaseUrl: string; trials: number;
       doubled,
       killsMidWork,
       rolloutsKilledRunning,
+      batchesKilledRunning,
       ms: Date.now() - started,
     };
   } finally {
@@ -303,6 +333,7 @@ async function settle(db: Database, c: Created, timeoutMs: number): Promise<void
       (await db.prisma.evaluationJob.count({ where: { id: { in: c.evaluations }, status: { in: ['pending', 'queued', 'running'] } } })) +
       (await db.prisma.file.count({ where: { id: { in: c.files }, status: 'PENDING' } })) +
       (await db.prisma.rollout.count({ where: { id: { in: c.rollouts }, state: { in: ['ROLLOUT_STATE_PENDING', 'ROLLOUT_STATE_RUNNING'] } } })) +
+      (await db.prisma.batch.count({ where: { id: { in: c.batches }, status: { in: ['VALIDATING', 'IN_PROGRESS'] } } })) +
       // The source's stop (the rollout's final replicas) finishes too.
       (await db.prisma.deployment.count({ where: { id: { in: await sources(db, c.rollouts) }, state: { not: 'DEPLOYMENT_STATE_STOPPED' } } }));
     if (busy === 0) return;
@@ -384,6 +415,30 @@ async function check(db: Database, c: Created, dataDir: string): Promise<{ lost:
     for (const f of mine) if (!existsSync(join(dataDir, f.path))) lost.push(`evaluation ${e.id}: result file ${f.id} has no bytes`);
     const statuses = (JSON.parse(e.statusUpdates) as { status: string }[]).map((u) => u.status);
     if (new Set(statuses).size !== statuses.length) doubled.push(`evaluation ${e.id}: status updates ${statuses.join(', ')}`);
+  }
+  // A batch ends COMPLETED with every line once, in input order: answered lines in its output file, refused ones in
+  // its error file (none lost, none doubled by a chunk run again after the kill).
+  const batches = await db.prisma.batch.findMany({ where: { id: { in: c.batches } } });
+  await expectAll('batch', c.batches, batches, (b) => b.status === 'COMPLETED' && b.linesDone === BATCH_LINES && b.filesRecorded);
+  for (const [trial, id] of c.batches.entries()) {
+    const b = batches.find((x) => x.id === id);
+    if (b?.status !== 'COMPLETED') continue;
+    const ids = (fileId: string) =>
+      readFileSync(join(dataDir, 'files', b.projectId, fileId), 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l).custom_id);
+    const all = Array.from({ length: BATCH_LINES }, (_, i) => i);
+    const want = (refused: boolean) => all.filter((i) => (i % 7 === 3) === refused).map((i) => `t${trial}-${i}`);
+    for (const [what, fileId, expected] of [
+      ['output', b.outputFileId, want(false)],
+      ['error', b.errorFileId, want(true)],
+    ] as const) {
+      const got = ids(fileId);
+      if (got.join() !== expected.join()) (got.length > expected.length ? doubled : lost).push(`batch ${id}: ${what} lines ${got.join(' ')}`);
+      const row = await db.prisma.file.findUnique({ where: { id: fileId } });
+      if (!row) lost.push(`batch ${id}: its ${what} file has no row`);
+    }
   }
   // No stray bytes: every file on disk under a project's files has its row (a rerun evaluation writes its result anew).
   const rows = new Set((await db.prisma.file.findMany({ select: { path: true } })).map((f) => f.path));

@@ -9,9 +9,10 @@ import type { Tx } from '../../db/index.ts';
  */
 export const FINE_TUNE_TERMINAL = ['cancelled', 'error', 'completed'];
 export const EVALUATION_TERMINAL = ['completed', 'user_error', 'error'];
+export const BATCH_TERMINAL = ['COMPLETED', 'FAILED', 'EXPIRED', 'CANCELLED'];
 
 export interface Holder {
-  what: 'fine-tuning job' | 'evaluation job';
+  what: 'fine-tuning job' | 'evaluation job' | 'batch';
   id: string;
   status: string;
 }
@@ -29,5 +30,8 @@ export async function holderOf(tx: Tx, projectId: string, fileId: string): Promi
     orderBy: { id: 'asc' },
   });
   const ev = evaluations.find((e) => (JSON.parse(e.parameters) as { input_data_file_path?: string }).input_data_file_path === fileId);
-  return ev ? { what: 'evaluation job', id: ev.id, status: ev.status } : null;
+  if (ev) return { what: 'evaluation job', id: ev.id, status: ev.status };
+  // A batch reads its input a chunk at a time until it has ended.
+  const batch = await tx.batch.findFirst({ where: { projectId, inputFileId: fileId, status: { notIn: BATCH_TERMINAL } }, orderBy: { id: 'asc' } });
+  return batch ? { what: 'batch', id: batch.id, status: batch.status } : null;
 }

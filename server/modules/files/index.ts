@@ -19,6 +19,7 @@ export {
   findFileIn,
   findFileNamed,
   type NewFile,
+  newFileId,
   readFileContent,
   recordFile,
   type StoreServices,

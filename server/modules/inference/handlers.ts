@@ -2,6 +2,7 @@
 // engine routes (ENGINES) pick the engine for it; the engine answers whole or as Server-Sent Events.
 import { unixSeconds } from '../../core/clock.ts';
 import { ApiError, badRequest } from '../../core/errors.ts';
+import type { Identity } from '../../core/identity.ts';
 import { newId } from '../../core/ids.ts';
 import { localTextEngine, type TextOperation, upstreamTextEngine } from '../../engines/chat.ts';
 import { reply } from '../../http/reply.ts';
@@ -9,13 +10,20 @@ import { scriptedTextEngine, textRequest } from '../control/index.ts';
 import { recordServed } from '../dedicated/index.ts';
 import { mirror } from '../experiments/index.ts';
 import { catalogueModel } from '../models/index.ts';
-import type { Context } from '../types.ts';
+import type { Context, Services } from '../types.ts';
 import { resolveTarget } from './targets.ts';
 import { fromUpstream } from './wire.ts';
 
-type Ctx = Context<'createChatCompletion'> | Context<'createCompletion'>;
+/** One text request as the engines take it: from the pipeline (a request's context) or a batch line (batches module). */
+export interface TextCall extends Services {
+  operationId: 'createChatCompletion' | 'createCompletion';
+  // biome-ignore lint/suspicious/noExplicitAny: a body already validated against the operation's request schema.
+  body: Record<string, any>;
+  identity: Identity;
+}
 
-async function infer(op: TextOperation, ctx: Ctx) {
+/** Answers one chat completion or completion: the JSON reply, or the Server-Sent Events of a streamed one. */
+export async function infer(op: TextOperation, ctx: TextCall) {
   const { db, clock, body, identity, engines } = ctx;
   const target = await resolveTarget(db, identity, body.model, op);
   const started = performance.now();
@@ -90,5 +98,5 @@ async function* recorded<T extends { usage?: Record<string, number> | null }>(
   }
 }
 
-export const createChatCompletion = (ctx: Context<'createChatCompletion'>) => infer('chat', ctx) as never;
-export const createCompletion = (ctx: Context<'createCompletion'>) => infer('completion', ctx) as never;
+export const createChatCompletion = (ctx: Context<'createChatCompletion'>) => infer('chat', ctx as TextCall) as never;
+export const createCompletion = (ctx: Context<'createCompletion'>) => infer('completion', ctx as TextCall) as never;

@@ -72,6 +72,11 @@ export type ServerKey = Prisma.ServerKeyModel
  */
 export type AutoscalerState = Prisma.AutoscalerStateModel
 /**
+ * Model Batch
+ * 
+ */
+export type Batch = Prisma.BatchModel
+/**
  * Model Hardware
  * 
  */

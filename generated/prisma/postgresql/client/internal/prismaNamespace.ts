@@ -403,6 +403,7 @@ export const ModelName = {
   SeedRun: 'SeedRun',
   ServerKey: 'ServerKey',
   AutoscalerState: 'AutoscalerState',
+  Batch: 'Batch',
   Hardware: 'Hardware',
   Model: 'Model',
   ModelRevision: 'ModelRevision',
@@ -464,7 +465,7 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
     omit: GlobalOmitOptions
   }
   meta: {
-    modelProps: "organization" | "project" | "apiKey" | "seedRun" | "serverKey" | "autoscalerState" | "hardware" | "model" | "modelRevision" | "remoteUpload" | "remoteUploadEvent" | "modelUploadJob" | "hardwareReservation" | "cluster" | "clusterSharedVolume" | "clusterAddOn" | "computeHost" | "computeInstance" | "computeVm" | "passiveHealthCheckAlert" | "remediation" | "idempotencyRecord" | "containerDeployment" | "containerDeploymentLog" | "controlSnapshot" | "v1Endpoint" | "modelConfig" | "dedicatedEndpoint" | "deployment" | "endpointEvent" | "adapterBinding" | "deploymentAdapter" | "servedRequest" | "evaluationJob" | "abExperiment" | "shadowExperiment" | "shadowTarget" | "file" | "fineTune" | "fineTuneEvent" | "fineTuneCheckpoint" | "generatedImage" | "queueJob" | "rollout" | "rolloutStep" | "workItem" | "volume" | "volumeVersion" | "volumeMount" | "secret" | "secretUse" | "video"
+    modelProps: "organization" | "project" | "apiKey" | "seedRun" | "serverKey" | "autoscalerState" | "batch" | "hardware" | "model" | "modelRevision" | "remoteUpload" | "remoteUploadEvent" | "modelUploadJob" | "hardwareReservation" | "cluster" | "clusterSharedVolume" | "clusterAddOn" | "computeHost" | "computeInstance" | "computeVm" | "passiveHealthCheckAlert" | "remediation" | "idempotencyRecord" | "containerDeployment" | "containerDeploymentLog" | "controlSnapshot" | "v1Endpoint" | "modelConfig" | "dedicatedEndpoint" | "deployment" | "endpointEvent" | "adapterBinding" | "deploymentAdapter" | "servedRequest" | "evaluationJob" | "abExperiment" | "shadowExperiment" | "shadowTarget" | "file" | "fineTune" | "fineTuneEvent" | "fineTuneCheckpoint" | "generatedImage" | "queueJob" | "rollout" | "rolloutStep" | "workItem" | "volume" | "volumeVersion" | "volumeMount" | "secret" | "secretUse" | "video"
     txIsolationLevel: TransactionIsolationLevel
   }
   model: {
@@ -909,6 +910,80 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
         count: {
           args: Prisma.AutoscalerStateCountArgs<ExtArgs>
           result: runtime.Types.Utils.Optional<Prisma.AutoscalerStateCountAggregateOutputType> | number
+        }
+      }
+    }
+    Batch: {
+      payload: Prisma.$BatchPayload<ExtArgs>
+      fields: Prisma.BatchFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.BatchFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BatchPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.BatchFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BatchPayload>
+        }
+        findFirst: {
+          args: Prisma.BatchFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BatchPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.BatchFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BatchPayload>
+        }
+        findMany: {
+          args: Prisma.BatchFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BatchPayload>[]
+        }
+        create: {
+          args: Prisma.BatchCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BatchPayload>
+        }
+        createMany: {
+          args: Prisma.BatchCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.BatchCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BatchPayload>[]
+        }
+        delete: {
+          args: Prisma.BatchDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BatchPayload>
+        }
+        update: {
+          args: Prisma.BatchUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BatchPayload>
+        }
+        deleteMany: {
+          args: Prisma.BatchDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.BatchUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.BatchUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BatchPayload>[]
+        }
+        upsert: {
+          args: Prisma.BatchUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BatchPayload>
+        }
+        aggregate: {
+          args: Prisma.BatchAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateBatch>
+        }
+        groupBy: {
+          args: Prisma.BatchGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.BatchGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.BatchCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.BatchCountAggregateOutputType> | number
         }
       }
     }
@@ -4420,6 +4495,39 @@ export const AutoscalerStateScalarFieldEnum = {
 export type AutoscalerStateScalarFieldEnum = (typeof AutoscalerStateScalarFieldEnum)[keyof typeof AutoscalerStateScalarFieldEnum]
 
 
+export const BatchScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  userId: 'userId',
+  endpoint: 'endpoint',
+  inputFileId: 'inputFileId',
+  fileSizeBytes: 'fileSizeBytes',
+  modelId: 'modelId',
+  completionWindow: 'completionWindow',
+  priority: 'priority',
+  status: 'status',
+  jobDeadline: 'jobDeadline',
+  totalLines: 'totalLines',
+  linesDone: 'linesDone',
+  inputOffset: 'inputOffset',
+  inputLine: 'inputLine',
+  outputBytes: 'outputBytes',
+  errorBytes: 'errorBytes',
+  outputLines: 'outputLines',
+  errorLines: 'errorLines',
+  outputFileId: 'outputFileId',
+  errorFileId: 'errorFileId',
+  filesRecorded: 'filesRecorded',
+  duplicates: 'duplicates',
+  error: 'error',
+  createdAt: 'createdAt',
+  updatedAt: 'updatedAt',
+  completedAt: 'completedAt'
+} as const
+
+export type BatchScalarFieldEnum = (typeof BatchScalarFieldEnum)[keyof typeof BatchScalarFieldEnum]
+
+
 export const HardwareScalarFieldEnum = {
   id: 'id',
   gpuType: 'gpuType',
@@ -5474,6 +5582,7 @@ export type GlobalOmitConfig = {
   seedRun?: Prisma.SeedRunOmit
   serverKey?: Prisma.ServerKeyOmit
   autoscalerState?: Prisma.AutoscalerStateOmit
+  batch?: Prisma.BatchOmit
   hardware?: Prisma.HardwareOmit
   model?: Prisma.ModelOmit
   modelRevision?: Prisma.ModelRevisionOmit

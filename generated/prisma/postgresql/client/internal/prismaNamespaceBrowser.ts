@@ -57,6 +57,7 @@ export const ModelName = {
   SeedRun: 'SeedRun',
   ServerKey: 'ServerKey',
   AutoscalerState: 'AutoscalerState',
+  Batch: 'Batch',
   Hardware: 'Hardware',
   Model: 'Model',
   ModelRevision: 'ModelRevision',
@@ -184,6 +185,39 @@ export const AutoscalerStateScalarFieldEnum = {
 } as const
 
 export type AutoscalerStateScalarFieldEnum = (typeof AutoscalerStateScalarFieldEnum)[keyof typeof AutoscalerStateScalarFieldEnum]
+
+
+export const BatchScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  userId: 'userId',
+  endpoint: 'endpoint',
+  inputFileId: 'inputFileId',
+  fileSizeBytes: 'fileSizeBytes',
+  modelId: 'modelId',
+  completionWindow: 'completionWindow',
+  priority: 'priority',
+  status: 'status',
+  jobDeadline: 'jobDeadline',
+  totalLines: 'totalLines',
+  linesDone: 'linesDone',
+  inputOffset: 'inputOffset',
+  inputLine: 'inputLine',
+  outputBytes: 'outputBytes',
+  errorBytes: 'errorBytes',
+  outputLines: 'outputLines',
+  errorLines: 'errorLines',
+  outputFileId: 'outputFileId',
+  errorFileId: 'errorFileId',
+  filesRecorded: 'filesRecorded',
+  duplicates: 'duplicates',
+  error: 'error',
+  createdAt: 'createdAt',
+  updatedAt: 'updatedAt',
+  completedAt: 'completedAt'
+} as const
+
+export type BatchScalarFieldEnum = (typeof BatchScalarFieldEnum)[keyof typeof BatchScalarFieldEnum]
 
 
 export const HardwareScalarFieldEnum = {
