@@ -29,13 +29,8 @@ const problems = shared.flatMap((k) => compare(theirs, ours, ops.ours.get(k)!, o
 const excused = (p: Problem) => exceptions.some((e) => e.operation === p.operation && e.field === p.field && e.kind === p.kind);
 const show = (p: Problem) => `${p.operation} ${p.field} [${p.kind}] ${p.detail}`;
 
-// The platform's areas this server covers: operations in them that it does not have yet are listed, as information.
-const AREAS = [
-  /^\S+ \/v[12]\/(whoami|hardware|models|jobs|endpoints|embeddings|rerank|chat|completions|audio|videos|evaluation|fine-tunes|finetune|files|queue)\b/,
-  /^\S+ \/v1\/(images|voices|batches|compute|clusters|deployments)\b/,
-  /^\S+ \/v2\/projects\/\{\}\/(endpoints|configs|models|placement-profiles)/,
-  /^\S+ \/v2\/(organizations\/\{\}\/endpoints|public\/|supported-models)/,
-];
+// The platform's operations this server does not serve, as the spec's description names them: every other one is here.
+const NOT_SERVED = [/^\S+ \/v1\/rl\//, /^\S+ \/v1\/tci\//, /^GET \/v1\/audio\/speech\/websocket$/, /^GET \/v1\/realtime$/];
 
 describe('conformance with the platform contract', () => {
   test(`${shared.length} operations in common: every difference is an exception a requirement forces`, () => {
@@ -45,9 +40,12 @@ describe('conformance with the platform contract', () => {
       `conformance: ${shared.length} operations in common; ${request.length} request differences (${request.filter(excused).length} excepted), ` +
         `${response.length} response differences (${response.filter(excused).length} excepted)`,
     );
-    const missing = [...ops.theirs.keys()].filter((k) => !ops.ours.has(k) && AREAS.some((a) => a.test(k))).sort();
-    if (missing.length) console.info(`platform operations of these areas not implemented yet (${missing.length}):\n  ${missing.join('\n  ')}`);
     expect(problems.filter((p) => !excused(p)).map(show)).toEqual([]);
+  });
+
+  test("every operation of the platform's contract is served, but for the areas the spec names as not served", () => {
+    const missing = [...ops.theirs.keys()].filter((k) => !ops.ours.has(k) && !NOT_SERVED.some((a) => a.test(k))).sort();
+    expect(missing).toEqual([]);
   });
 
   test('every exception names an operation, a field, a kind and its reason, and still matches a difference', () => {
