@@ -105,6 +105,66 @@ export async function fetchUserUrl(url: URL | string, init: RequestInit, policy:
   }
 }
 
+/** A download's refusals, in the caller's words (its field, its limit). */
+export interface DownloadRefusals {
+  unreachable: (why: string) => Error;
+  tooLarge: () => Error;
+}
+
+/**
+ * Downloads a user-given URL under `policy`, handing its body to `sink` a chunk at a time: refused (`refuse`) when it
+ * cannot be fetched or does not answer 2xx, when its `Content-Length` is over `limit`, and stopped as soon as more
+ * than `limit` bytes have arrived, so nothing larger is ever held. Answers the bytes read.
+ */
+export async function downloadUserUrl(
+  url: URL,
+  policy: UrlFetchPolicy,
+  limit: number,
+  refuse: DownloadRefusals,
+  sink: (chunk: Uint8Array) => unknown,
+): Promise<number> {
+  const controller = new AbortController();
+  let res: Response;
+  try {
+    res = await fetchUserUrl(url, { signal: controller.signal }, policy);
+  } catch (err) {
+    if (err instanceof UserUrlError) throw refuse.unreachable(err.message);
+    throw err;
+  }
+  if (!res.ok || !res.body) {
+    controller.abort();
+    throw refuse.unreachable(`it answered ${res.status}`);
+  }
+  const declared = Number(res.headers.get('content-length'));
+  if (Number.isFinite(declared) && declared > limit) {
+    controller.abort();
+    throw refuse.tooLarge();
+  }
+  let bytes = 0;
+  let sinkFailed: unknown;
+  try {
+    for await (const chunk of res.body) {
+      bytes += chunk.length;
+      if (bytes > limit) break;
+      try {
+        await sink(chunk);
+      } catch (err) {
+        sinkFailed = err;
+        throw err;
+      }
+    }
+  } catch (err) {
+    controller.abort();
+    if (sinkFailed) throw err;
+    throw refuse.unreachable(`it could not be read whole (the connection failed, or the download took over ${policy.timeoutMs / 1000} s)`);
+  }
+  if (bytes > limit) {
+    controller.abort();
+    throw refuse.tooLarge();
+  }
+  return bytes;
+}
+
 /** Reads a response's body as text, at most `limit` bytes (then throws a UserUrlError): an answer never fills the memory. */
 export async function readCapped(body: AsyncIterable<Uint8Array> | null, limit: number): Promise<string> {
   const chunks: Uint8Array[] = [];

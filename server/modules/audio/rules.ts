@@ -1,9 +1,9 @@
 // Module `audio`: the rules of a transcription or translation request: which model, which audio, which limits.
 import { createWriteStream } from 'node:fs';
 import type { UrlFetchPolicy } from '../../core/config.ts';
-import { ApiError, apiError, badRequest, withArticle } from '../../core/errors.ts';
+import { apiError, badRequest, withArticle } from '../../core/errors.ts';
 import type { Db } from '../../db/index.ts';
-import { fetchUserUrl, UserUrlError } from '../../engines/user-urls.ts';
+import { downloadUserUrl } from '../../engines/user-urls.ts';
 import { capabilities, findModel } from '../models/index.ts';
 
 /** The platform's default model when `model` is absent. */
@@ -57,39 +57,21 @@ export function audioUrl(value: unknown): URL {
  * over `limit`, and stopped as soon as more than `limit` bytes have arrived, so nothing larger is ever held.
  */
 export async function downloadAudio(url: URL, path: string, limit: number, policy: UrlFetchPolicy): Promise<number> {
-  const tooLarge = () => badRequest(`The audio at ${url.href} is over the ${mb(limit)} limit of audio by URL.`, 'file', 'file_too_large');
-  const unreachable = (why: string) => badRequest(`The audio at ${url.href} cannot be fetched: ${why}.`, 'file', 'file_unreachable');
-  const controller = new AbortController();
-  let res: Awaited<ReturnType<typeof fetchUserUrl>>;
-  try {
-    res = await fetchUserUrl(url, { signal: controller.signal }, policy);
-  } catch (err) {
-    if (err instanceof UserUrlError) throw unreachable(err.message);
-    throw err;
-  }
-  if (!res.ok || !res.body) {
-    controller.abort();
-    throw unreachable(`it answered ${res.status}`);
-  }
-  const declared = Number(res.headers.get('content-length'));
-  if (Number.isFinite(declared) && declared > limit) {
-    controller.abort();
-    throw tooLarge();
-  }
   const out = createWriteStream(path);
-  let bytes = 0;
   try {
-    for await (const chunk of res.body) {
-      bytes += chunk.length;
-      if (bytes > limit) throw tooLarge();
-      if (!out.write(chunk)) await new Promise<void>((r) => out.once('drain', () => r()));
-    }
-  } catch (err) {
-    controller.abort();
-    if (err instanceof ApiError) throw err;
-    throw unreachable(`it could not be read whole (the connection failed, or the download took over ${policy.timeoutMs / 1000} s)`);
+    return await downloadUserUrl(
+      url,
+      policy,
+      limit,
+      {
+        tooLarge: () => badRequest(`The audio at ${url.href} is over the ${mb(limit)} limit of audio by URL.`, 'file', 'file_too_large'),
+        unreachable: (why) => badRequest(`The audio at ${url.href} cannot be fetched: ${why}.`, 'file', 'file_unreachable'),
+      },
+      async (chunk) => {
+        if (!out.write(chunk)) await new Promise<void>((r) => out.once('drain', () => r()));
+      },
+    );
   } finally {
     await new Promise<void>((r) => out.end(() => r()));
   }
-  return bytes;
 }

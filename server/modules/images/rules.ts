@@ -2,10 +2,10 @@
 // in the spec's createImage description): its numbers' ranges, the model's image inputs, and fetching them.
 import { randomInt } from 'node:crypto';
 import type { UrlFetchPolicy } from '../../core/config.ts';
-import { ApiError, badRequest } from '../../core/errors.ts';
+import { badRequest } from '../../core/errors.ts';
 import type { ImageFormat } from '../../engines/image.ts';
 import { readableImage, UnreadableImage } from '../../engines/image.ts';
-import { fetchUserUrl, UserUrlError } from '../../engines/user-urls.ts';
+import { downloadUserUrl } from '../../engines/user-urls.ts';
 import type { RequestBody } from '../types.ts';
 
 export const LIMITS = {
@@ -93,37 +93,14 @@ function dataUrlBytes(url: string, param: string): Buffer {
 /** Fetches an http(s) URL under the policy (engines/user-urls.ts), at most LIMITS.inputBytes. */
 async function download(url: URL, param: string, policy: UrlFetchPolicy): Promise<Buffer> {
   const unreachable = (why: string) => badRequest(`The image at ${url.href} (${param}) cannot be fetched: ${why}.`, param, 'image_unreachable');
-  const controller = new AbortController();
-  let res: Awaited<ReturnType<typeof fetchUserUrl>>;
-  try {
-    res = await fetchUserUrl(url, { signal: controller.signal }, policy);
-  } catch (err) {
-    if (err instanceof UserUrlError) throw unreachable(err.message);
-    throw err;
-  }
-  if (!res.ok || !res.body) {
-    controller.abort();
-    throw unreachable(`it answered ${res.status}`);
-  }
-  const tooLarge = () => unreachable(`it is over the ${mb(LIMITS.inputBytes)} limit of an input image`);
-  const declared = Number(res.headers.get('content-length'));
-  if (Number.isFinite(declared) && declared > LIMITS.inputBytes) {
-    controller.abort();
-    throw tooLarge();
-  }
   const chunks: Uint8Array[] = [];
-  let bytes = 0;
-  try {
-    for await (const chunk of res.body) {
-      bytes += chunk.length;
-      if (bytes > LIMITS.inputBytes) throw tooLarge();
-      chunks.push(chunk);
-    }
-  } catch (err) {
-    controller.abort();
-    if (err instanceof ApiError) throw err;
-    throw unreachable(`it could not be read whole (the connection failed, or the download took over ${policy.timeoutMs / 1000} s)`);
-  }
+  await downloadUserUrl(
+    url,
+    policy,
+    LIMITS.inputBytes,
+    { unreachable, tooLarge: () => unreachable(`it is over the ${mb(LIMITS.inputBytes)} limit of an input image`) },
+    (c) => chunks.push(c),
+  );
   return Buffer.concat(chunks);
 }
 
