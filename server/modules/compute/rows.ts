@@ -60,39 +60,34 @@ export async function createCluster(
   for (const i of spec.instances) {
     const hostId = hostIds.get(i.host);
     if (!hostId) throw new Error(`cluster seed: instance ${i.name} names unknown host ${i.host}`);
-    const id = newId('inst', clock.now());
-    instanceIds[i.name] = id;
-    const vmName = `${i.name}-vm1`;
-    await tx.computeVm.create({
-      data: {
-        id: vmKey(clusterId, vmName),
-        name: vmName,
-        projectId,
-        clusterId,
-        instanceId: id,
-        hostId,
-        createdAt: now,
-        lastBootAt: now,
-        phaseTransitions: afterBoot('[]', now),
-      },
-    });
-    await tx.computeInstance.create({
-      data: {
-        id,
-        projectId,
-        clusterId,
-        name: i.name,
-        numGpus: i.num_gpus,
-        numCpuCores: i.num_cpu_cores ?? 0,
-        memoryGib: i.memory_gib ?? 0,
-        status: 'RUNNING',
-        vmId: vmKey(clusterId, vmName),
-        unrecoverable: i.unrecoverable ?? false,
-        updatedAt: now,
-      },
+    instanceIds[i.name] = await bootInstance(tx, clock, { id: clusterId, projectId }, hostId, {
+      name: i.name,
+      numGpus: i.num_gpus,
+      numCpuCores: i.num_cpu_cores ?? 0,
+      memoryGib: i.memory_gib ?? 0,
+      unrecoverable: i.unrecoverable ?? false,
     });
   }
   return { clusterId, instanceIds };
+}
+
+/** An instance of the cluster with its one VM (`<name>-vm1`) on `hostId`, running and booted now; answers its id. */
+async function bootInstance(
+  tx: Tx,
+  clock: Clock,
+  cluster: { id: string; projectId: string },
+  hostId: string,
+  instance: { name: string; numGpus: number; numCpuCores?: number; memoryGib?: number; unrecoverable?: boolean },
+): Promise<string> {
+  const now = instant(clock);
+  const id = newId('inst', clock.now());
+  const vmId = vmKey(cluster.id, `${instance.name}-vm1`);
+  const at = { projectId: cluster.projectId, clusterId: cluster.id };
+  await tx.computeVm.create({
+    data: { id: vmId, name: `${instance.name}-vm1`, ...at, instanceId: id, hostId, createdAt: now, lastBootAt: now, phaseTransitions: afterBoot('[]', now) },
+  });
+  await tx.computeInstance.create({ data: { id, ...at, ...instance, status: 'RUNNING', vmId, updatedAt: now } });
+  return id;
 }
 
 /** The project's cluster; a torn-down one (`Deleted`) answers 404 like an absent one. */
@@ -111,7 +106,6 @@ export async function findInstance(db: Db | Tx, projectId: string, clusterId: st
  * host of its own (`host-<n>`, one VM slot), named after the cluster's instance count so far.
  */
 export async function addNodes(tx: Tx, clock: Clock, cluster: { id: string; projectId: string }, count: number, gpusPerNode: number): Promise<void> {
-  const now = instant(clock);
   let n = await tx.computeInstance.count({ where: { clusterId: cluster.id } });
   for (let k = 0; k < count; k++) {
     n += 1;
@@ -119,33 +113,7 @@ export async function addNodes(tx: Tx, clock: Clock, cluster: { id: string; proj
     await tx.computeHost.create({
       data: { id: hostId, projectId: cluster.projectId, clusterId: cluster.id, name: `host-${n}`, numGpus: gpusPerNode, vmCapacity: 1 },
     });
-    const id = newId('inst', clock.now());
-    const vmName = `gpu-node-${n}-vm1`;
-    await tx.computeVm.create({
-      data: {
-        id: vmKey(cluster.id, vmName),
-        name: vmName,
-        projectId: cluster.projectId,
-        clusterId: cluster.id,
-        instanceId: id,
-        hostId,
-        createdAt: now,
-        lastBootAt: now,
-        phaseTransitions: afterBoot('[]', now),
-      },
-    });
-    await tx.computeInstance.create({
-      data: {
-        id,
-        projectId: cluster.projectId,
-        clusterId: cluster.id,
-        name: `gpu-node-${n}`,
-        numGpus: gpusPerNode,
-        status: 'RUNNING',
-        vmId: vmKey(cluster.id, vmName),
-        updatedAt: now,
-      },
-    });
+    await bootInstance(tx, clock, cluster, hostId, { name: `gpu-node-${n}`, numGpus: gpusPerNode });
   }
 }
 
