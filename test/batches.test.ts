@@ -1,7 +1,13 @@
-// Batches: a JSON Lines file of chat requests run by the runner through the inference path, answers and errors
+// Batches: a JSON Lines file of chat requests (and audio by URL) run by the runner through the single requests' path, answers and errors
 // written to Files in input order; bad lines to the error file; cancel; expiry past job_deadline; lists; another
 // project's batch 404; the official client's batches.create/retrieve/list/cancel.
 
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createPlatformClient } from '@inference-platform/client';
 import Together from 'together-ai';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
@@ -9,7 +15,7 @@ import { loadConfig } from '../server/core/config.ts';
 import { CHUNK_LINES } from '../server/modules/batches/run.ts';
 import { expectError } from './support/expect.ts';
 import { uploadFile } from './support/files.ts';
-import { type Caller, startTestPlatform, TEST_CONTROL_KEY, type TestPlatform } from './support/platform.ts';
+import { type Caller, localUrls, startTestPlatform, TEST_CONTROL_KEY, type TestPlatform } from './support/platform.ts';
 
 const CHAT = 'meta-llama/Llama-3.3-70B-Instruct-Turbo';
 /** More lines than one chunk runs (a chunk may also stop early, after its time), and the progress of `done` of them. */
@@ -45,7 +51,7 @@ async function createBatch(caller: Caller, rows: unknown[] | string, extra: Reco
 }
 
 /** Runs the runner until the batch has ended. */
-async function finish(id: string, caller = t.caller, on = t) {
+async function finish(id: string, caller = t.caller, on: TestPlatform = t) {
   for (let i = 0; i < 200; i++) {
     const b = (await caller.http.get(`/v1/batches/${id}`)).body;
     if (!['VALIDATING', 'IN_PROGRESS'].includes(b.status)) return b;
@@ -247,15 +253,43 @@ describe('the request', () => {
     expect((await lines(t.caller, done.error_file_id)).map((l) => l.error.code)).toEqual(['model_mismatch']);
   });
 
-  test('an audio endpoint is accepted with a warning, its lines answered as errors', async () => {
-    const input = await uploadFile(t.caller, 'batch-api', [{ custom_id: 'au', body: { model: 'openai/whisper-large-v3' } }]);
-    const res = await t.caller.http.post('/v1/batches').send({ endpoint: '/v1/audio/transcriptions', input_file_id: input, priority: 1 });
-    expect(res.status).toBe(201);
-    expect(res.body.warning).toMatch(/chat\/completions only/);
-    expect(res.body.warning).toMatch(/priority/);
-    const done = await finish(res.body.job.id);
-    expect(done.status).toBe('COMPLETED');
-    expect((await lines(t.caller, done.error_file_id)).map((l) => l.error.code)).toEqual(['endpoint_not_supported']);
+  test('audio lines are transcribed (and translated) from their URL exactly as the single request; a line without a URL is its error', async () => {
+    // A platform that may fetch this machine's addresses, and a server of one spoken WAV file.
+    const dir = mkdtempSync(join(tmpdir(), 'batch-audio-'));
+    const wav = join(dir, 'speech.wav');
+    execFileSync('espeak-ng', ['-v', 'en-us+klatt', '-s', '140', '-w', wav, 'The weather is nice today.']);
+    const files = createServer((_req, res) => res.writeHead(200, { 'Content-Type': 'audio/wav' }).end(readFileSync(wav)));
+    await new Promise<void>((r) => files.listen(0, '127.0.0.1', r));
+    const url = `http://127.0.0.1:${(files.address() as AddressInfo).port}/speech.wav`;
+    const local = await startTestPlatform({ config: { urlFetch: localUrls } });
+    try {
+      for (const [endpoint, single] of [
+        ['/v1/audio/transcriptions', '/v1/audio/transcriptions'],
+        ['/v1/audio/translations', '/v1/audio/translations'],
+      ] as const) {
+        const rows = [
+          { custom_id: 'a1', body: { file: url, response_format: 'verbose_json' } },
+          { custom_id: 'a2', body: { file: 'not a url' } },
+        ];
+        const input = await uploadFile(local.caller, 'batch-api', rows, 'audio.jsonl');
+        const res = await local.caller.http.post('/v1/batches').send({ endpoint, input_file_id: input, priority: 1 });
+        expect(res.status, JSON.stringify(res.body)).toBe(201);
+        expect(res.body.warning).toMatch(/priority/);
+        const done = await finish(res.body.job.id, local.caller, local);
+        expect(done.status).toBe('COMPLETED');
+        const [out] = await lines(local.caller, done.output_file_id);
+        const direct = await local.caller.http.post(single).field('file', url).field('response_format', 'verbose_json');
+        expect(direct.status).toBe(200);
+        expect(out.response.body).toEqual(direct.body);
+        expect(out.response.body.text.length).toBeGreaterThan(0);
+        const [error] = await lines(local.caller, done.error_file_id);
+        expect([error.custom_id, error.response.status_code, error.response.body.error.param]).toEqual(['a2', 400, 'file']);
+      }
+    } finally {
+      await local.close();
+      files.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 

@@ -696,7 +696,7 @@ export interface paths {
          *     is a whole number of minutes, hours or days (`30m`, `24h`, `7d`) from 1 minute to 30 days; `model_id`, when
          *     given, must be a chat model the caller can address (404 `model_not_found` otherwise, as inference answers),
          *     and every line's `model` must then be it (a line without `model` takes it). `warning` says what this
-         *     server will not do with the request (an audio `endpoint`, a `priority`), and is absent otherwise.
+         *     server will not do with the request (a `priority`), and is absent otherwise.
          */
         post: operations["createBatch"];
         delete?: never;
@@ -4497,7 +4497,7 @@ export interface components {
         };
         CreateBatchRequest: {
             /**
-             * @description Where every line of the file is sent (audio endpoints are accepted, their lines errored; see the tag).
+             * @description Where every line of the file is sent (chat completions, or audio by URL; see the tag).
              * @enum {string}
              */
             endpoint: "/v1/chat/completions" | "/v1/audio/transcriptions" | "/v1/audio/translations";

@@ -3,6 +3,7 @@
 import { openAsBlob, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { badRequest, withoutPaths } from '../../core/errors.ts';
+import type { Identity } from '../../core/identity.ts';
 import { decodeAudio, UnsupportedAudio } from '../../engines/audio.ts';
 import { ffmpegPath } from '../../engines/ffmpeg.ts';
 import type { UpstreamRoute } from '../../engines/routes.ts';
@@ -10,7 +11,7 @@ import { findRecogniser, type Transcript, transcribeLocally } from '../../engine
 import { upstreamFetch } from '../../engines/upstream.ts';
 import { temporaryFile, type Upload } from '../../http/multipart.ts';
 import { scriptedTranscript } from '../control/index.ts';
-import type { Context } from '../types.ts';
+import type { Context, Services } from '../types.ts';
 import { audioUrl, DEFAULT_MODEL, downloadAudio, MAX_SECONDS, transcriptionModel } from './rules.ts';
 import { type ResponseFormat, transcriptReply } from './wire.ts';
 
@@ -120,4 +121,14 @@ export async function createTranscription(ctx: Context<'createTranscription'>) {
 
 export async function createTranslation(ctx: Context<'createTranslation'>) {
   return run(ctx, 'translate');
+}
+
+/**
+ * A transcription or translation of audio by URL (`file` a URL, no upload), as a batch line asks it: the same path as
+ * the single request, answering what its body would be (the JSON, or the text of a text format).
+ */
+export async function transcribeByUrl(services: Services, identity: Identity, task: Task, body: Record<string, unknown>): Promise<unknown> {
+  const operationId = task === 'transcribe' ? 'createTranscription' : 'createTranslation';
+  const answer = await run({ ...services, identity, body, uploads: {}, params: {}, query: {}, operationId } as unknown as Ctx, task);
+  return answer.content.kind === 'json' ? answer.content.value : answer.content.kind === 'text' ? String(answer.content.value) : undefined;
 }

@@ -4,6 +4,10 @@
 import type { UploadRule } from '../../http/multipart.ts';
 import type { ModuleDescriptor, UploadContext } from '../types.ts';
 import { createTranscription, createTranslation } from './handlers.ts';
+
+// What this module offers the others: audio by URL, as a batch line asks it.
+export { transcribeByUrl } from './handlers.ts';
+
 import { transcriptionModel, uploadTooLarge } from './rules.ts';
 import { createSpeech, listVoices } from './speech.ts';
 

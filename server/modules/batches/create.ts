@@ -44,10 +44,7 @@ export async function createBatchJob(ctx: Context<'createBatch'>): Promise<{ job
       if (!(err instanceof ApiError)) throw err;
     });
   }
-  const warnings = [
-    ...(chat ? [] : [`Lines for ${body.endpoint} are answered as errors: this server's batches run /v1/chat/completions only.`]),
-    ...(body.priority !== undefined ? ['priority is kept but does not reorder batches on this server.'] : []),
-  ];
+  const warnings = body.priority !== undefined ? ['priority is kept but does not reorder batches on this server.'] : [];
   const now = instant(ctx.clock);
   const job = await db.write(async (tx) => {
     const row = await tx.batch.create({

@@ -11,6 +11,7 @@ import { newId } from '../../core/ids.ts';
 import type { Tx } from '../../db/index.ts';
 import { Reply } from '../../http/reply.ts';
 import { type Admitted, estimateTokens } from '../../limits/rate-limits.ts';
+import { transcribeByUrl } from '../audio/index.ts';
 import { answerText } from '../inference/index.ts';
 import type { Services } from '../types.ts';
 import { writeAt } from './files.ts';
@@ -84,8 +85,7 @@ export async function runChunk(services: Services, row: Batch): Promise<Chunk> {
         }
         admitted = outcome.admitted;
       }
-      const answer = await answerText('chat', { ...services, operationId: 'createChatCompletion', body: request.body, identity });
-      const body = answer instanceof Reply && answer.content.kind === 'json' ? answer.content.value : undefined;
+      const body = await answer(services, identity, row.endpoint, request.body);
       if (body === undefined) throw internalError();
       if (admitted) limits.settle(admitted, (body as { usage?: { total_tokens?: number } }).usage?.total_tokens);
       chunk.output += `${JSON.stringify({ id: requestId, custom_id: customId, response: { status_code: 200, request_id: requestId, body }, error: null })}\n`;
@@ -104,6 +104,14 @@ export async function runChunk(services: Services, row: Batch): Promise<Chunk> {
     chunk.toLine = line.number;
   }
   return chunk;
+}
+
+/** What the single request to `endpoint` answers: its JSON body (or a text format's text). */
+async function answer(services: Services, identity: Identity, endpoint: string, body: Record<string, unknown>): Promise<unknown> {
+  if (endpoint === '/v1/audio/transcriptions') return transcribeByUrl(services, identity, 'transcribe', body);
+  if (endpoint === '/v1/audio/translations') return transcribeByUrl(services, identity, 'translate', body);
+  const reply = await answerText('chat', { ...services, operationId: 'createChatCompletion', body, identity });
+  return reply instanceof Reply && reply.content.kind === 'json' ? reply.content.value : undefined;
 }
 
 /** The line admitted by the organization's limits on its model, as a single request is (without its short wait), or how long until the refusing window ends. */
