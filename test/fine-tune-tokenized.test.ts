@@ -6,6 +6,7 @@ import Together from 'together-ai';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { expectError } from './support/expect.ts';
 import { uploadFile } from './support/files.ts';
+import { driverOutageError } from './support/outage-error.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
 import { byName, untar } from './support/tar.ts';
 
@@ -177,4 +178,25 @@ test("the official client's fineTuning.retrieveTokenizedDataset", async () => {
   const res = await fetch(got.url);
   expect(res.status).toBe(200);
   expect((await res.arrayBuffer()).byteLength).toBe(got.size);
+});
+
+test('the signed download when the database fails: the generic 500; an outage: 503 with Retry-After', async () => {
+  const id = await job({});
+  await t.advance(0);
+  const path = (await t.caller.http.get(`/v1/fine-tunes/${id}/download-tokenized-dataset`)).body.url.slice(t.url.length);
+  let restore = t.breakDatabase();
+  try {
+    expectError(await t.http.get(path), 500, { code: 'internal_error', type: 'server_error', param: null });
+  } finally {
+    restore();
+  }
+  restore = t.breakDatabase(await driverOutageError(t.services.db.provider));
+  try {
+    const res = await t.http.get(path);
+    expectError(res, 503, { code: 'database_unavailable', type: 'server_error', param: null });
+    expect(res.headers['retry-after']).toBe('1');
+  } finally {
+    restore();
+  }
+  expect((await t.http.get(path)).status).toBe(200);
 });
