@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { ffmpegPath } from '../server/engines/ffmpeg.ts';
 import { type ScratchDatabase, scratchDatabase } from './support/database.ts';
 import { expectError } from './support/expect.ts';
+import { silentWav, wavHeader } from './support/files.ts';
 import { localUrls, startTestPlatform, type TestPlatform } from './support/platform.ts';
 import { type ServerProcess, startServerProcess } from './support/server-process.ts';
 
@@ -342,26 +343,6 @@ describe('the 80 MB limit of a binary upload', () => {
   );
 });
 
-/** The 44-byte header of a 16 kHz mono 16-bit PCM WAV file whose samples take `dataBytes`. */
-function wavHeader(dataBytes: number): Buffer {
-  const b = Buffer.alloc(44);
-  b.write('RIFF', 0);
-  b.writeUInt32LE(36 + dataBytes, 4);
-  b.write('WAVEfmt ', 8);
-  b.writeUInt32LE(16, 16);
-  b.writeUInt16LE(1, 20);
-  b.writeUInt16LE(1, 22);
-  b.writeUInt32LE(16000, 24);
-  b.writeUInt32LE(32000, 28);
-  b.writeUInt16LE(2, 32);
-  b.writeUInt16LE(16, 34);
-  b.write('data', 36);
-  b.writeUInt32LE(dataBytes, 40);
-  return b;
-}
-/** A silent WAV file of exactly `bytes` bytes. */
-const wavOf = (bytes: number) => Buffer.concat([wavHeader(bytes - 44), Buffer.alloc(bytes - 44)]);
-
 describe('the limit is inclusive, and holds at any size', () => {
   const LIMIT = 80 * 1024 * 1024;
 
@@ -386,7 +367,7 @@ describe('the limit is inclusive, and holds at any size', () => {
     const send = (bytes: number, model: boolean, path = '/v1/audio/transcriptions') => {
       let req = small.caller.http.post(path);
       if (model) req = req.field('model', MODEL);
-      return req.attach('file', wavOf(bytes), 'short.wav');
+      return req.attach('file', silentWav(bytes), 'short.wav');
     };
 
     test.each([

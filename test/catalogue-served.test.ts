@@ -2,6 +2,7 @@
 // with a success, or, for a model the platform serves only on dedicated endpoints, 400 `model_not_available` whose
 // message says how to run it. A model of a type no operation serves fails here, so the catalogue cannot list one.
 import { afterAll, beforeAll, expect, test } from 'vitest';
+import { silentWav } from './support/files.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
 
 let t: TestPlatform;
@@ -14,25 +15,6 @@ beforeAll(async () => {
   models = res.body;
 });
 afterAll(() => t?.close());
-
-/** One second of 16 kHz mono silence as a WAV file. */
-function silentWav(): Buffer {
-  const samples = 16_000;
-  const b = Buffer.alloc(44 + samples * 2);
-  b.write('RIFF', 0);
-  b.writeUInt32LE(36 + samples * 2, 4);
-  b.write('WAVEfmt ', 8);
-  b.writeUInt32LE(16, 16);
-  b.writeUInt16LE(1, 20);
-  b.writeUInt16LE(1, 22);
-  b.writeUInt32LE(16_000, 24);
-  b.writeUInt32LE(32_000, 28);
-  b.writeUInt16LE(2, 32);
-  b.writeUInt16LE(16, 34);
-  b.write('data', 36);
-  b.writeUInt32LE(samples * 2, 40);
-  return b;
-}
 
 /** The smallest real request of the operation that serves a model of this kind. */
 function call(m: (typeof models)[number]) {
@@ -58,7 +40,10 @@ function call(m: (typeof models)[number]) {
     case 'audio':
       // Speech models are those GET /v1/voices lists; the others transcribe.
       if (voices[m.id]) return http.post('/v1/audio/speech').send({ model: m.id, input: 'Hello.', voice: defaultVoice(m.id) });
-      return http.post('/v1/audio/transcriptions').field('model', m.id).attach('file', silentWav(), 'silence.wav');
+      return http
+        .post('/v1/audio/transcriptions')
+        .field('model', m.id)
+        .attach('file', silentWav(44 + 32_000), 'silence.wav');
     default:
       throw new Error(`no operation serves a model of kind '${m.kind}' (${m.id})`);
   }
@@ -83,6 +68,6 @@ test('every catalogue model is served by its operation, or answers model_not_ava
     }
   }
   // Each kind the catalogue lists is served by some model.
-  const served = new Set(models.filter((m, i) => outcomes[i]!.endsWith('served')).map((m) => m.kind));
+  const served = new Set(models.filter((_, i) => outcomes[i]!.endsWith('served')).map((m) => m.kind));
   expect([...new Set(models.map((m) => m.kind))].filter((k) => !served.has(k))).toEqual([]);
 });

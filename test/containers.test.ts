@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { containerProgression } from '../server/modules/containers/machine.ts';
 import { storeFile } from '../server/modules/files/index.ts';
 import { expectError } from './support/expect.ts';
-import { driverOutageError } from './support/outage-error.ts';
+import { expectSignedReadFailures } from './support/outage-error.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
 
 let t: TestPlatform;
@@ -395,21 +395,7 @@ describe('storage reads when the database fails', () => {
     await storeFile(t.services, { projectId: t.caller.identity.projectId, filename: 'outage.jsonl', purpose: 'eval', fileType: 'jsonl' }, '{}\n');
     const url: string = (await t.caller.http.get(`${D}/storage/outage.jsonl/url`)).body.url;
     const path = url.slice(t.url.length);
-    let restore = t.breakDatabase();
-    try {
-      expectError(await t.http.get(path), 500, { code: 'internal_error', type: 'server_error', param: null });
-    } finally {
-      restore();
-    }
-    restore = t.breakDatabase(await driverOutageError(t.services.db.provider));
-    try {
-      const res = await t.http.get(path);
-      expectError(res, 503, { code: 'database_unavailable', type: 'server_error', param: null });
-      expect(res.headers['retry-after']).toBe('1');
-    } finally {
-      restore();
-    }
-    expect((await t.http.get(path)).status).toBe(200);
+    await expectSignedReadFailures(t, path);
   });
 });
 

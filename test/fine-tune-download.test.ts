@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { fixtures } from '../server/modules/fine-tuning/fixtures.ts';
 import { curveHook } from '../server/modules/fine-tuning/machine.ts';
 import { expectError } from './support/expect.ts';
-import { uploadFile } from './support/files.ts';
+import { binaryBody, uploadFile } from './support/files.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
 import { byName, untar } from './support/tar.ts';
 
@@ -38,16 +38,7 @@ async function job(body: object, until = 'completed') {
   return id;
 }
 
-/** The body as bytes; an error envelope (JSON) as its object. */
-const binary = (res: any, done: (err: Error | null, body: unknown) => void) => {
-  const chunks: Buffer[] = [];
-  res.on('data', (c: Buffer) => chunks.push(c));
-  res.on('end', () => {
-    const bytes = Buffer.concat(chunks);
-    done(null, /json/.test(res.headers['content-type'] ?? '') ? JSON.parse(bytes.toString('utf8')) : bytes);
-  });
-};
-const download = (query: Record<string, unknown>) => t.caller.http.get('/v1/finetune/download').query(query).buffer(true).parse(binary);
+const download = (query: Record<string, unknown>) => t.caller.http.get('/v1/finetune/download').query(query).buffer(true).parse(binaryBody);
 
 const jsonl = (text: string) =>
   text
@@ -339,7 +330,7 @@ describe('refusals', () => {
     const stranger = await download(req.query!);
     expectError(stranger, 404, { param: 'ft_id', type: 'not_found_error' });
     expect(stranger.body.error.message).toBe(`No fine-tuning job with id '${req.query!.ft_id}' was found.`);
-    const owner = await t.other.http.get('/v1/finetune/download').query(req.query!).buffer(true).parse(binary);
+    const owner = await t.other.http.get('/v1/finetune/download').query(req.query!).buffer(true).parse(binaryBody);
     expect(owner.status).toBe(200);
     expect(untar(owner.body).map((m) => m.name)).toEqual(['README.txt', 'training_args.json', 'checkpoint.json', 'metrics.jsonl']);
   });

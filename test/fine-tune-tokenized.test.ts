@@ -5,8 +5,8 @@
 import Together from 'together-ai';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { expectError } from './support/expect.ts';
-import { uploadFile } from './support/files.ts';
-import { driverOutageError } from './support/outage-error.ts';
+import { binaryBody, uploadFile } from './support/files.ts';
+import { expectSignedReadFailures } from './support/outage-error.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
 import { byName, untar } from './support/tar.ts';
 
@@ -27,17 +27,8 @@ const jsonl = (text: string) =>
     .filter(Boolean)
     .map((l) => JSON.parse(l));
 
-/** The body as bytes; an error envelope (JSON) as its object. */
-const binary = (res: any, done: (err: Error | null, body: unknown) => void) => {
-  const chunks: Buffer[] = [];
-  res.on('data', (c: Buffer) => chunks.push(c));
-  res.on('end', () => {
-    const bytes = Buffer.concat(chunks);
-    done(null, /json/.test(res.headers['content-type'] ?? '') ? JSON.parse(bytes.toString('utf8')) : bytes);
-  });
-};
 /** A GET of a URL the server handed out, as given, without a key. */
-const fetchUrl = (url: string) => t.http.get(url.slice(t.url.length)).buffer(true).parse(binary);
+const fetchUrl = (url: string) => t.http.get(url.slice(t.url.length)).buffer(true).parse(binaryBody);
 
 async function job(body: object) {
   const res = await t.caller.http.post('/v1/fine-tunes').send({ model: BASE, training_file: train, ...body });
@@ -184,19 +175,5 @@ test('the signed download when the database fails: the generic 500; an outage: 5
   const id = await job({});
   await t.advance(0);
   const path = (await t.caller.http.get(`/v1/fine-tunes/${id}/download-tokenized-dataset`)).body.url.slice(t.url.length);
-  let restore = t.breakDatabase();
-  try {
-    expectError(await t.http.get(path), 500, { code: 'internal_error', type: 'server_error', param: null });
-  } finally {
-    restore();
-  }
-  restore = t.breakDatabase(await driverOutageError(t.services.db.provider));
-  try {
-    const res = await t.http.get(path);
-    expectError(res, 503, { code: 'database_unavailable', type: 'server_error', param: null });
-    expect(res.headers['retry-after']).toBe('1');
-  } finally {
-    restore();
-  }
-  expect((await t.http.get(path)).status).toBe(200);
+  await expectSignedReadFailures(t, path);
 });

@@ -9,9 +9,12 @@ import { join } from 'node:path';
 import { PrismaBetterSqlite3 } from '@prisma/adapter-better-sqlite3';
 import { PrismaPg } from '@prisma/adapter-pg';
 import Sqlite from 'better-sqlite3';
+import { expect } from 'vitest';
 import { PrismaClient as PgClient } from '../../generated/prisma/postgresql/client/client.ts';
 import { PrismaClient as SqliteClient } from '../../generated/prisma/sqlite/client/client.ts';
 import { openDatabase } from '../../server/db/index.ts';
+import { expectError } from './expect.ts';
+import type { TestPlatform } from './platform.ts';
 
 async function closedPort(): Promise<number> {
   const server = createServer();
@@ -53,4 +56,26 @@ export async function driverOutageError(provider: 'sqlite' | 'postgresql'): Prom
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * A key-less GET of `path` (a signed URL this server handed out) while the database fails: the generic 500 for an
+ * unexpected failure, 503 `database_unavailable` with `Retry-After` for an outage, and 200 once it is back.
+ */
+export async function expectSignedReadFailures(t: TestPlatform, path: string): Promise<void> {
+  let restore = t.breakDatabase();
+  try {
+    expectError(await t.http.get(path), 500, { code: 'internal_error', type: 'server_error', param: null });
+  } finally {
+    restore();
+  }
+  restore = t.breakDatabase(await driverOutageError(t.services.db.provider));
+  try {
+    const res = await t.http.get(path);
+    expectError(res, 503, { code: 'database_unavailable', type: 'server_error', param: null });
+    expect(res.headers['retry-after']).toBe('1');
+  } finally {
+    restore();
+  }
+  expect((await t.http.get(path)).status).toBe(200);
 }
