@@ -4,7 +4,7 @@
 // (the text is spoken as written).
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { delimiter, join } from 'node:path';
+import { onPath } from './tools.ts';
 
 export type SpeechFormat = 'mp3' | 'wav' | 'raw';
 export type SpeechEncoding = 'pcm_f32le' | 'pcm_s16le' | 'pcm_mulaw' | 'pcm_alaw';
@@ -33,11 +33,7 @@ export class SpeechEngineFailed extends Error {}
 export function findSynthesiser(configured: string | undefined, env: NodeJS.ProcessEnv = process.env): string | undefined {
   if (configured === 'off') return undefined;
   if (configured) return existsSync(configured) ? configured : undefined;
-  for (const dir of (env.PATH ?? '').split(delimiter)) {
-    const candidate = join(dir, 'espeak-ng');
-    if (dir && existsSync(candidate)) return candidate;
-  }
-  return undefined;
+  return onPath('espeak-ng', env);
 }
 
 // Variants of espeak-ng's standard set, by gender (the novelty ones, whisper and croak, are left out).

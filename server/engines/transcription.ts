@@ -3,9 +3,8 @@
 // installed. Without it the segments are the measured ones with empty text, and the result says why: no word is
 // ever made up.
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { delimiter, join } from 'node:path';
 import { type Decoded, detectSpeech, round, type Segment } from './audio.ts';
+import { onPath } from './tools.ts';
 
 export interface TranscriptWord {
   word: string;
@@ -38,11 +37,7 @@ export interface TranscriptionRequest {
 export function findRecogniser(configured: string | undefined, env: NodeJS.ProcessEnv = process.env): string | undefined {
   if (configured === 'off') return undefined;
   if (configured) return configured;
-  for (const dir of (env.PATH ?? '').split(delimiter)) {
-    const candidate = join(dir, 'pocketsphinx_continuous');
-    if (dir && existsSync(candidate)) return candidate;
-  }
-  return undefined;
+  return onPath('pocketsphinx_continuous', env);
 }
 
 /** Runs the recogniser on the decoded PCM: its words, with their times in seconds. */
