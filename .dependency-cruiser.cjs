@@ -1,7 +1,8 @@
-// The architecture's rules, checked by test/architecture.test.ts (and `npx depcruise server client`): no import
-// cycle anywhere in server/ or client/ (type-only imports included), and the layers import only downwards:
-// core <- db <- runner <- http <- modules, engines below modules, limits (the rate limits' algorithm) below http,
-// entry points (main, cli, platform, bootstrap, accounts) on top; and modules meet at each other's index.ts.
+// The architecture's rules, checked by test/architecture.test.ts (and `npx depcruise server client --config
+// .dependency-cruiser.cjs`): no import cycle anywhere in server/ or client/ (type-only imports included), and the
+// layers import only downwards: core <- db <- runner <- http <- modules, engines below modules, limits (the rate
+// limits' algorithm) below http, entry points (main, cli, platform, bootstrap, accounts) on top; modules meet at each
+// other's index.ts; and the control plane is a guest that no module imports (the platform plugs it in).
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
   forbidden: [
@@ -45,6 +46,21 @@ module.exports = {
       comment: 'Modules are assembled by the platform; they never import the app, the platform or the entry points.',
       from: { path: '^server/modules/' },
       to: { path: '^server/(http/app|http/auth|http/error-handler|platform|main|cli|bootstrap|accounts)\\.ts$' },
+    },
+    {
+      name: 'http-below-modules',
+      severity: 'error',
+      comment: 'The pipeline runs the operations it is given (http/context.ts); it knows no module.',
+      from: { path: '^server/http/' },
+      to: { path: '^server/modules/' },
+    },
+    {
+      name: 'no-module-imports-control',
+      severity: 'error',
+      comment:
+        'The control plane steers the platform through seams the lower layers own (engines/intercept.ts, http/guests.ts, the descriptors\' hooks): nothing but the entry points imports it.',
+      from: { path: '^server/', pathNot: ['^server/modules/control/', '^server/(platform|main|cli)\\.ts$'] },
+      to: { path: '^server/modules/control/' },
     },
     {
       name: 'http-below-the-entry-points',

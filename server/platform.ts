@@ -1,7 +1,8 @@
 // Assembles a running platform, in an order where every step can fail without leaving anything behind it: take
 // the port (a taken one fails before anything is created), open and migrate the database, bootstrap (defaults and
-// seeds), the development key, the key cache, the runner with every module's work, and the HTTP app. The entry
-// point (main.ts) and the tests start it the same way.
+// seeds), the development key, the key cache, the runner with every module's work, the control plane when it is on
+// (a guest plugged into the pipeline and the engines, never imported by a module), and the HTTP app. The entry point
+// (main.ts) and the tests start it the same way.
 import { createServer, type Server, STATUS_CODES } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
@@ -10,13 +11,17 @@ import { type Clock, OffsetClock, systemClock } from './core/clock.ts';
 import type { Config } from './core/config.ts';
 import { apiError, StartError } from './core/errors.ts';
 import { createLogger } from './core/log.ts';
+import { restoreClock } from './db/clock.ts';
 import { type Database, openDatabase } from './db/index.ts';
+import { Notifications } from './db/notifications.ts';
+import { withInterceptors } from './engines/intercept.ts';
 import { loadEngineRoutes } from './engines/routes.ts';
 import { type AppOptions, createApp } from './http/app.ts';
 import { KeyCache } from './http/auth.ts';
 import { RateLimits } from './limits/rate-limits.ts';
-import { applyFixturesFile, ControlPlane, controlKey, restoreClock } from './modules/control/index.ts';
-import { modules } from './modules/index.ts';
+import { applyFixturesFile, ControlPlane, controlKey, controlModule } from './modules/control/index.ts';
+import { modules, servedBy } from './modules/index.ts';
+import type { FixtureSections } from './modules/types.ts';
 import { Runner } from './runner/runner.ts';
 
 export interface Platform {
@@ -26,6 +31,8 @@ export interface Platform {
   firstKey: string | null;
   /** The control key's secret when this start minted it (no CONTROL_KEY, first start); else null. */
   controlKey: string | null;
+  /** The control plane, when CONTROL_API is on. */
+  control?: ControlPlane;
   /** Records that `firstKey` has been shown, so no later start replaces it. */
   announced(): Promise<void>;
   server?: Server;
@@ -93,14 +100,16 @@ export function keysInUse(config: Pick<Config, 'secretsKey'>): string {
 
 export async function startPlatform(
   config: Config,
-  options: { clock?: Clock; log?: Logger; listen?: boolean; observe?: AppOptions['observe'] } = {},
+  options_: { clock?: Clock; log?: Logger; listen?: boolean; observe?: AppOptions['observe'] } = {},
 ): Promise<Platform> {
   // The control plane moves this clock forward (control/time.ts); everything reads it.
-  const clock = new OffsetClock(options.clock ?? systemClock);
-  const log = options.log ?? createLogger(config.logLevel);
-  const server = options.listen === false ? undefined : await listen(config);
+  const clock = new OffsetClock(options_.clock ?? systemClock);
+  const log = options_.log ?? createLogger(config.logLevel);
+  const server = options_.listen === false ? undefined : await listen(config);
   let db: Database | undefined;
   let limits: RateLimits | undefined;
+  let notifications: Notifications | undefined;
+  let control: ControlPlane | undefined;
   try {
     db = await openDatabase(config.databaseUrl);
     await restoreClock(db, clock);
@@ -108,25 +117,45 @@ export async function startPlatform(
     log.info({ secretsKey: config.secretsKey.trim() ? 'SECRETS_KEY' : 'unset' }, keysInUse(config));
     const key = await developmentKey(db, clock, project.id);
     const database = db;
-    const control = await controlKey(db, clock, config.control);
-    limits = RateLimits.create(config.rateLimits, config.redisUrl, log);
+    const controlled = await controlKey(db, clock, config.control);
+    limits = RateLimits.create(config.rateLimits, config.redisUrl, log, clock);
     await limits.ready();
-    // FIXTURES_FILE after the bootstrap, at start and after a platform reset (applied once per database).
-    const seed = async () => {
-      await bootstrap(database, clock);
-      await applyFixturesFile({ db: database, clock, config });
-    };
-    await applyFixturesFile({ db, clock, config });
-    const plane = new ControlPlane(config, control?.hash ?? null, seed, clock, limits);
-    const keys = new KeyCache(db, clock, config.keyCacheTtlMs, log);
-    plane.forgetKey = (hash) => keys.evict(hash);
-    await keys.listen();
+    // FIXTURES_FILE after the bootstrap, at start and after a platform reset (applied once per database), its
+    // sections filled by the modules that own them.
+    const sections: FixtureSections = Object.assign({}, ...modules.map((m) => m.fixtureSections));
+    await applyFixturesFile({ db, clock, config }, sections);
+    notifications = new Notifications(db, log);
+    const keys = new KeyCache(db, clock, config.keyCacheTtlMs, notifications);
     const runner = new Runner(db, clock, config.runner, log);
-    const engines = loadEngineRoutes(config.engines);
-    const services: AppOptions = { config, db, clock, log, runner, engines, control: plane, keys, limits, observe: options.observe };
+    const engines = withInterceptors(loadEngineRoutes(config.engines));
+    const services = { config, db, clock, log, runner, engines, limits };
     for (const m of modules) for (const [kind, work] of Object.entries(m.work?.(services) ?? {})) runner.register(kind, work);
-    for (const m of modules) Object.assign(plane.steerable, m.steer?.(services));
-    const app = createApp(services);
+    if (controlled) {
+      control = new ControlPlane({
+        config,
+        services,
+        clock,
+        notifications,
+        keyHash: controlled.hash,
+        forgetKeys: () => keys.clear(),
+        reseed: async () => {
+          await bootstrap(database, clock);
+          await applyFixturesFile({ db: database, clock, config }, sections);
+        },
+        modules,
+      });
+      engines.intercept = control.interceptors;
+    }
+    await notifications.start();
+    await control?.start();
+    const options: AppOptions = {
+      ...services,
+      keys,
+      served: servedBy(control ? [...modules, controlModule(control)] : modules),
+      guest: control?.guest,
+      observe: options_.observe,
+    };
+    const app = createApp(options);
     runner.start();
 
     let url: string | undefined;
@@ -147,15 +176,17 @@ export async function startPlatform(
           });
         }
         await runner.stop();
-        await keys.close();
+        await control?.close();
+        await notifications?.close();
         await limiter.close();
         await database.close();
       })());
     return {
       app,
-      services,
+      services: options,
       firstKey: key?.secret ?? null,
-      controlKey: control?.minted ?? null,
+      controlKey: controlled?.minted ?? null,
+      control,
       announced: async () => {
         if (key) await markAnnounced(database, clock, key.id);
       },
@@ -165,6 +196,8 @@ export async function startPlatform(
     };
   } catch (err) {
     server?.close();
+    await control?.close().catch(() => {});
+    await notifications?.close();
     await limits?.close();
     await db?.close().catch(() => {});
     throw err;

@@ -89,7 +89,13 @@ describe('rate limits', () => {
       body: { organization_id: org, model: MODEL, limit: { requests: 1 }, usage: { requests: 1 }, resets_in_ms: 1500 },
     });
     const client = new OpenAI({ apiKey: t.caller.key, baseURL: `${t.url}/v1`, maxRetries: 2 });
-    const completion = await client.chat.completions.create(chat);
+    const pending = client.chat.completions.create(chat);
+    // The window ends on the platform's clock: once the client has its 429, the test moves the clock past the window's
+    // end while the client waits out the Retry-After.
+    const refused = async () => (await control.GET('/_control/journal', { params: { query: { status: 429 } } })).data!.data.length;
+    await expect.poll(refused, { timeout: 10_000, interval: 20 }).toBe(1);
+    await control.POST('/_control/time/advance', { body: { seconds: 1.5 } });
+    const completion = await pending;
     expect(completion.choices[0]!.message.content).toBeTruthy();
     const { data: journal } = await control.GET('/_control/journal', { params: { query: { operation: 'createChatCompletion' } } });
     expect(journal!.data.map((e) => e.status)).toEqual([200, 429]);

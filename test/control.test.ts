@@ -1,12 +1,13 @@
 // The control plane (spec/tags/control.yaml), used the way an application's test suite would: through the typed
 // client with the control key, beside the official clients pointed at the server.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { createPlatformClient, type PlatformClient } from '@inference-platform/client';
 import OpenAI from 'openai';
 import Together from 'together-ai';
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
-import { unplaced } from '../server/modules/control/index.ts';
+import { unplaced } from '../server/modules/control/reset.ts';
 import { expectError } from './support/expect.ts';
 import { uploadFile } from './support/files.ts';
 import { startTestPlatform, TEST_CONTROL_KEY, type TestPlatform } from './support/platform.ts';
@@ -137,6 +138,42 @@ describe('fault rules', () => {
     expect((await control.GET('/_control/faults')).data!.data).toEqual([]);
   });
 
+  test('a rule beyond the bounds (a ttl_seconds of 1e20, a count past a billion) is refused and not installed; scripts alike', async () => {
+    const post = (path: string, body: object) => t.http.post(path).set('Authorization', `Bearer ${TEST_CONTROL_KEY}`).send(body);
+    expectError(await post('/_control/faults', { status: 500, ttl_seconds: 1e20 }), 400, { param: 'ttl_seconds' });
+    expectError(await post('/_control/faults', { status: 500, count: 1e12 }), 400, { param: 'count' });
+    expectError(await post('/_control/scripts', { answers: [{ content: 'x' }], ttl_seconds: 1e20 }), 400, { param: 'ttl_seconds' });
+    expect((await control.GET('/_control/faults')).data!.data).toEqual([]);
+    expect((await control.GET('/_control/scripts')).data!.data).toEqual([]);
+    expect((await t.caller.http.get('/v1/whoami')).status).toBe(200);
+  });
+
+  test('a client that goes away during a delay is let go: the operation it asked for never runs', async () => {
+    const server = t.platform.server!;
+    const accepted: Socket[] = [];
+    const onConnection = (s: Socket) => accepted.push(s);
+    server.on('connection', onConnection);
+    try {
+      const { port } = new URL(t.url);
+      const client = connect(Number(port), '127.0.0.1');
+      const body = JSON.stringify({ name: 'AFTER_ABORT', value: 'v' });
+      client.write(
+        `POST /v1/deployments/secrets HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${t.caller.key}\r\nPrefer: delay=300\r\n` +
+          `Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+      );
+      await expect.poll(() => accepted[0]?.bytesRead ?? 0, { timeout: 10_000, interval: 5 }).toBeGreaterThan(body.length);
+      const closed = new Promise((resolve) => accepted[0]!.once('close', resolve));
+      client.destroy();
+      await closed;
+    } finally {
+      server.off('connection', onConnection);
+    }
+    // Past the delay (real time, as a fault's delay is), the secret was never made.
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    const names = (await t.caller.http.get('/v1/deployments/secrets')).body.data.map((s: { name: string }) => s.name);
+    expect(names).not.toContain('AFTER_ABORT');
+  });
+
   test('a rule is removed by id, and expires after ttl_seconds', async () => {
     const { data: a } = await control.POST('/_control/faults', { body: { status: 500 } });
     await control.POST('/_control/faults', { body: { status: 500, ttl_seconds: 5 } });
@@ -168,6 +205,29 @@ describe('the request journal', () => {
     const all = JSON.stringify(data);
     expect(all).not.toContain('hunter2-value');
     expect(all).not.toContain(t.caller.key);
+  });
+
+  test('redacts credentials wherever they are: a name/value pair named as one, a value shaped like one', async () => {
+    const body = {
+      name: 'journal-probe',
+      image: 'registry.example/app:1',
+      environment_variables: [
+        { name: 'HF_TOKEN', value: 'hf_abcdefghijklmnopqrstuvwxyz' },
+        { name: 'LOG_LEVEL', value: 'debug' },
+      ],
+      args: ['--auth', 'Bearer abcdefghijklmnop', '--key=sk-0123456789abcdefghijkl'],
+      description: 'sk-0123456789abcdefghijkl',
+    };
+    await t.caller.http.post('/v1/deployments').send(body);
+    const [entry] = (await control.GET('/_control/journal')).data!.data;
+    const kept = entry!.request_body as typeof body;
+    expect(kept.environment_variables).toEqual([
+      { name: 'HF_TOKEN', value: '[redacted]' },
+      { name: 'LOG_LEVEL', value: 'debug' },
+    ]);
+    expect(kept.args).toEqual(['--auth', '[redacted]', '--key=sk-0123456789abcdefghijkl']);
+    expect(kept.description).toBe('[redacted]');
+    expect(JSON.stringify(entry)).not.toContain('hf_abcdefghijklmnopqrstuvwxyz');
   });
 
   test('keeps a bounded copy of any body: 100,000 levels deep or a megabyte long', async () => {

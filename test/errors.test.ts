@@ -65,8 +65,7 @@ describe.each(operationIds)('%s', (id) => {
 
   // An operation a signed URL authorises refuses an unsigned request before touching the database: its 500 is
   // checked with a signed request where it is tested (test/files-signed-upload.test.ts). Of the control plane's,
-  // those that use the database document its 500 (the journal and fault rules are in memory, and its key is
-  // checked without it).
+  // those that use the database document its 500 (all but the clock's reading; its key is checked without it).
   const usesDatabase = !keyless(id) && (!controlled(id) || (operations[id].statuses as readonly number[]).includes(500));
   const keyOf = async () => (controlled(id) ? TEST_CONTROL_KEY : (await t.newCaller(t.caller.identity.projectId)).key);
   test.runIf(usesDatabase)('an unexpected failure: generic 500 with the request id, cause only in the log', async () => {

@@ -79,6 +79,9 @@ const SERVER_WRITTEN: Record<string, string> = {
   'QueueJob.status': "a state of the queue job's machine",
   'WorkItem.state': "a state of the runner's items",
   'ServerKey.name': "the name of one of the server's own keys (`upload-urls`, `control-key-sha256`)",
+  'ControlRule.kind': '`fault` or `script`',
+  'ControlSetting.name':
+    "a setting of the control plane (`version`, `epoch:<what>`) or `limit:<organization id>:<model>`, of setRateLimit's organization_id (256) and model (512)",
 };
 
 /** Each model's String columns and its indexes (lists of column names), from prisma/models/. */

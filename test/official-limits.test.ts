@@ -3,7 +3,7 @@
 // server's request log shows the refused attempt and the successful one.
 import OpenAI from 'openai';
 import Together from 'together-ai';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { loadConfig } from '../server/core/config.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
 
@@ -17,6 +17,8 @@ beforeAll(async () => {
   });
 });
 afterAll(() => t?.close());
+// Each test in a window of its own: the windows follow the platform's clock.
+beforeEach(() => t.clock.advance(1000));
 
 /** Statuses the server logged for chat completions since `from` (an index into the log). */
 const statusesSince = (from: number) =>
@@ -37,7 +39,11 @@ describe.each(Object.keys(clients) as (keyof typeof clients)[])('%s', (name) => 
     const messages = [{ role: 'user' as const, content: 'Hello there' }];
     await client.chat.completions.create({ model: MODEL, messages }); // takes the window's one request
     const from = t.logs.length;
-    const { data, response } = await client.chat.completions.create({ model: MODEL, messages }).withResponse();
+    const pending = client.chat.completions.create({ model: MODEL, messages }).withResponse();
+    // The window ends on the platform's clock: the test moves it on once the 429 is answered, while the client waits.
+    await expect.poll(() => statusesSince(from), { timeout: 10_000, interval: 20 }).toEqual([429]);
+    t.clock.advance(1000);
+    const { data, response } = await pending;
     expect(data.object).toBe('chat.completion');
     expect(response.headers.get('x-ratelimit-limit')).toBe('1');
     // One refusal, then success: the retry waited for the next window, as the 429 said (a retry on the client's own

@@ -90,7 +90,7 @@ describe.runIf(usingPostgres && privatePostgresAvailable)('PostgreSQL stopped an
     await admin.connect();
     try {
       const listening = async () =>
-        Number((await admin.query(`SELECT count(*) AS n FROM pg_stat_activity WHERE query = 'LISTEN ${KEY_REVOKED_CHANNEL}'`)).rows[0].n);
+        Number((await admin.query(`SELECT count(*) AS n FROM pg_stat_activity WHERE query LIKE '%LISTEN ${KEY_REVOKED_CHANNEL}%'`)).rows[0].n);
       await expect.poll(listening, { timeout: 30_000, interval: 100 }).toBe(1);
     } finally {
       await admin.end();

@@ -5,7 +5,6 @@ import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { specPath } from '../server/core/paths.ts';
 import { responseValidator } from '../server/http/responses.ts';
-import { handlers } from '../server/modules/index.ts';
 import { expectError } from './support/expect.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
 
@@ -29,6 +28,7 @@ beforeAll(async () => {
 afterAll(() => t?.close());
 
 test('a handler whose answer drifts from the contract answers 500, and the cause is logged', async () => {
+  const handlers = t.services.served.handlers;
   const original = handlers.whoami;
   handlers.whoami = (async () => ({ api_key_id: 'only this' })) as never;
   try {

@@ -5,6 +5,7 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -47,13 +48,14 @@ const speech = (body: Record<string, unknown>, http = t.caller.http) =>
       });
     });
 
+// The ffprobe of the devDependency (the machine need not have one on its PATH).
+const ffprobe = (createRequire(import.meta.url)('@ffprobe-installer/ffprobe') as { path: string }).path;
+
 /** ffprobe's view of audio bytes: codec, sample rate, channels, duration (a raw format needs its demuxer options). */
 function probe(bytes: Buffer, input: string[] = []) {
   const file = join(dir, `probe-${Math.random().toString(36).slice(2)}`);
   writeFileSync(file, bytes);
-  const ffprobe = ffmpegPath().replace(/ffmpeg$/, 'ffprobe');
-  const bin = existsSync(ffprobe) ? ffprobe : 'ffprobe';
-  const out = execFileSync(bin, ['-v', 'error', ...input, '-show_entries', 'stream=codec_name,sample_rate,channels:format=duration', '-of', 'json', file]);
+  const out = execFileSync(ffprobe, ['-v', 'error', ...input, '-show_entries', 'stream=codec_name,sample_rate,channels:format=duration', '-of', 'json', file]);
   rmSync(file);
   const parsed = JSON.parse(out.toString());
   return { ...parsed.streams[0], duration: Number(parsed.format.duration) } as { codec_name: string; sample_rate: string; channels: number; duration: number };

@@ -21,7 +21,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The fault rules in force in this process */
+        /** The fault rules in force */
         get: operations["listFaults"];
         put?: never;
         /**
@@ -175,11 +175,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The requests this process answered, newest first */
+        /** The requests the server processes answered, newest first */
         get: operations["listJournal"];
         put?: never;
         post?: never;
-        /** Empty this process's journal */
+        /** Empty the journal */
         delete: operations["clearJournal"];
         options?: never;
         head?: never;
@@ -232,9 +232,10 @@ export interface paths {
          *     not know has a window no request ever opens); it is a dedicated endpoint's when it starts with the slug of
          *     one of the organization's projects and a `/`.
          *
-         *     With `REDIS_URL` the counts are those every process shares; the limits set here are kept by the process
-         *     that was asked (like fault rules). With `RATE_LIMITS=off` nothing is limited: 409 `rate_limits_off`. An
-         *     unknown organization answers 404 naming `organization_id`.
+         *     The limits and windows set here hold in every process (like every control state); the counts are those
+         *     every process shares with `REDIS_URL`, and each process's own without it. Windows follow the platform's
+         *     clock (`getTime`): moving it forward ends them. With `RATE_LIMITS=off` nothing is limited: 409
+         *     `rate_limits_off`. An unknown organization answers 404 naming `organization_id`.
          */
         get: operations["getRateLimit"];
         put?: never;
@@ -252,16 +253,17 @@ export interface paths {
          *       otherwise rises with sustained successful traffic); `null` gives a field back to the dynamic limit. Kept
          *       until set again or a platform reset.
          *     - `usage`: the requests and/or tokens already counted in the current window (a field not given keeps its
-         *       count). A request is refused when its count would pass the limit, so `usage.requests` equal to
+         *       count; without `REDIS_URL`, in each process's own count). A request is refused when its count would pass the limit, so `usage.requests` equal to
          *       `limit.requests` refuses the next one with 429 `dynamic_request_limited`, and its `Retry-After` is the
          *       window's end. (As for any refusal, a window that ends within `RATE_LIMIT_QUEUE_WAIT_MS`, 1 s by
          *       default, holds the request until it ends instead: set `resets_in_ms` above that to see the 429.)
-         *     - `resets_in_ms`: when the current window ends (its counts then start again at 0). Without it, setting
-         *       `usage` keeps the open window's end, or opens a window of `RATE_LIMIT_WINDOW_SECONDS` when none is open.
-         *       It may be longer than that (up to an hour), so a test need not race a one-second window.
+         *     - `resets_in_ms`: when the current window ends, on the platform's clock (its counts then start again at 0).
+         *       Without it, setting `usage` keeps the open window's end, or opens a window of `RATE_LIMIT_WINDOW_SECONDS`
+         *       when none is open. It may be longer than that (up to an hour), so a test need not race a one-second
+         *       window; `advanceTime` ends it sooner.
          *
          *     A body setting nothing (none of the three) answers 400 `nothing_to_set`. Otherwise as `getRateLimit`:
-         *     per-process limits, 404 for an unknown organization, 409 `rate_limits_off`.
+         *     what is set holds in every process, 404 for an unknown organization, 409 `rate_limits_off`.
          */
         patch: operations["setRateLimit"];
         trace?: never;
@@ -281,11 +283,10 @@ export interface paths {
          *     again, so the platform is as its first start left it: the default organization and project keep their
          *     ids and their development keys (so the key a test suite holds still works), the catalogue and hardware
          *     are seeded afresh, and every stored file, video and upload goes from the disk. A deleted key answers 401
-         *     at once, though a process had it cached (in every process on PostgreSQL, as a revocation). The journal, the fault
-         *     rules and the scripted answers of this process are cleared, and so is every rate-limit window, recent usage
-         *     (the dynamic limits start again from the base) and limit set by `setRateLimit` (with `REDIS_URL`, every key
-         *     under `RATE_LIMIT_KEY_PREFIX`, so the windows every process shares); the clock's offset is kept (see
-         *     `getTime`).
+         *     at once, though a process had it cached (in every process). The journal, the fault rules and the scripted
+         *     answers are cleared, and so is every rate-limit window, recent usage (the dynamic limits start again from
+         *     the base) and limit set by `setRateLimit`, in every process (with `REDIS_URL`, every key under
+         *     `RATE_LIMIT_KEY_PREFIX` too); the clock's offset is kept (see `getTime`).
          *
          *     With `project_id`: that project's resources (files, fine-tunes, videos, evaluations, queue jobs,
          *     endpoints, deployments, models, secrets, volumes, clusters, their work on the runner and their stored
@@ -309,7 +310,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The scripted-answer rules in force in this process */
+        /** The scripted-answer rules in force */
         get: operations["listScripts"];
         put?: never;
         /**
@@ -367,7 +368,7 @@ export interface paths {
          *     keys, every project's resources and jobs, the runner's pending work, the catalogue and hardware), read in
          *     one transaction so it is one consistent moment, and every stored file, video and upload under `DATA_DIR`
          *     (read just before). Not copied: the server's own keys (the control key, the upload-URL signing key), and
-         *     this process's journal and fault rules (not platform state).
+         *     the control plane's own state: its journal, rules and settings (not platform state).
          *
          *     **Where snapshots live.** In the database itself (one row per snapshot), so every server process on the
          *     database lists and restores the same snapshots, and they last across restarts. A reset (`resetPlatform`)
@@ -416,8 +417,8 @@ export interface paths {
          *     once, in every process on PostgreSQL), the same resources in the same states with the same ids, and the
          *     runner's pending work as it was; everything made since is gone. A restore that fails changes nothing in
          *     the database. The stored files are written beside the store before the transaction and moved into place
-         *     after it commits. Like a platform reset, it clears this process's journal and fault rules; the snapshots
-         *     stay. Rate-limit windows are not part of a snapshot. An unknown name answers 404 naming `name`. Answers
+         *     after it commits. Like a platform reset, it clears the journal and the fault rules, in every process (the
+         *     scripted answers stay); the snapshots stay. Rate-limit windows are not part of a snapshot. An unknown name answers 404 naming `name`. Answers
          *     how long it took (a small platform restores in well under a second, like a reset).
          */
         post: operations["restoreSnapshot"];
@@ -440,10 +441,9 @@ export interface paths {
          *     back). Every time the platform writes or compares (jobs' timestamps, the runner's timed steps, rate-limit
          *     windows, expiries) reads it. The clock never runs back (ids and timestamps sort by time): the offset is
          *     kept in the database, so a restarted process, or one started later, takes it up, and a reset keeps it; a
-         *     test suite should compare instants against `now` here rather than against the wall clock. Each running
-         *     process keeps its own offset in memory: with several server processes on one database, the others see
-         *     the jobs the advance moved (in the database), but their own timestamps and timed steps follow their own
-         *     clock until they restart. Steer time with one process.
+         *     test suite should compare instants against `now` here rather than against the wall clock. Every process on
+         *     the database takes up an advance made through any of them before the advance answers (as every control
+         *     state: see the tag), so their timestamps, timed steps and rate-limit windows follow one clock.
          */
         get: operations["getTime"];
         put?: never;
@@ -473,7 +473,8 @@ export interface paths {
          *     and uploaded when the call answers, and its timestamps are those its durations give. A step that fails is
          *     retried with the runner's backoff as time passes, and given up after `RUNNER_MAX_FAILURES`. `seconds: 0`
          *     runs what is due now. The background runner (when `RUNNER_ENABLED`) keeps running too; another process
-         *     running steps meanwhile is not waited for. A step takes the time its work takes (rendering a video), not
+         *     running steps meanwhile is not waited for, but its clock is moved too before the call answers (steps due on
+         *     the way are run by this process, or by another process's runner once its clock has moved). A step takes the time its work takes (rendering a video), not
          *     the time moved. A step a worker is taking when the clock jumps past its lease (`RUNNER_LEASE_MS`) is
          *     taken over, its work done again; only one outcome is kept (the runner's fencing).
          */
@@ -5118,7 +5119,7 @@ export interface components {
              * @description The platform's time.
              */
             now: string;
-            /** @description How far this process's clock is ahead of the system clock (the sum of every advance). */
+            /** @description How far the platform's clock is ahead of the system clock (the sum of every advance). */
             offset_ms: number;
         };
         /** @description The error a job fails with. */
@@ -5129,7 +5130,7 @@ export interface components {
             message?: string;
         };
         JournalEntry: {
-            /** @description Position in this process's journal (rises by one per request). */
+            /** @description The entry's id, unique among every process's entries (assigned when the entry is written to the database, so not in the order of `at`). */
             id: number;
             /** Format: date-time */
             at: string;
@@ -5160,6 +5161,17 @@ export interface components {
             model?: string;
             project_id?: string;
         };
+        /**
+         * @example {
+         *       "match": {
+         *         "operations": [
+         *           "createChatCompletion"
+         *         ]
+         *       },
+         *       "status": 429,
+         *       "count": 1
+         *     }
+         */
         FaultRuleInput: {
             match?: components["schemas"]["FaultMatch"];
             /** @description Answer this status with the platform's error for it (see the tag's table). */
@@ -5179,7 +5191,7 @@ export interface components {
             after?: number;
             /** @description Apply to this share of matching requests (default 1). */
             probability?: number;
-            /** @description Go after this long. */
+            /** @description Go after this long (at most a year, 31,536,000 s, of the platform's clock). */
             ttl_seconds?: number;
             /**
              * @description Let the request succeed, and fail the job it creates at its first step with this error (the job is
@@ -5261,7 +5273,7 @@ export interface components {
                 resets_in_ms: number;
             };
             /**
-             * @description Where the counts are kept now (`fallback`: Redis configured but not answering, so this process's own).
+             * @description Where the counts are kept now (`fallback`: Redis configured but not answering, so the answering process's own).
              * @enum {string}
              */
             store: "memory" | "redis" | "fallback";
@@ -5361,6 +5373,28 @@ export interface components {
                 vector: number[];
             }[];
         };
+        /**
+         * @example {
+         *       "match": {
+         *         "tool": "get_weather"
+         *       },
+         *       "answers": [
+         *         {
+         *           "tool_calls": [
+         *             {
+         *               "name": "get_weather",
+         *               "arguments": {
+         *                 "city": "Paris"
+         *               }
+         *             }
+         *           ]
+         *         },
+         *         {
+         *           "content": "It is sunny in Paris."
+         *         }
+         *       ]
+         *     }
+         */
         ScriptRuleInput: {
             /**
              * @description What the rule answers for (default `chat`): `chat` (chat completions and completions), `embeddings`, `transcription` (transcriptions and translations), `judge` (the judge's verdicts in evaluations).
@@ -5375,7 +5409,7 @@ export interface components {
              * @enum {string}
              */
             after_last?: "repeat" | "fall_through";
-            /** @description Go after this long. */
+            /** @description Go after this long (at most a year, 31,536,000 s, of the platform's clock). */
             ttl_seconds?: number;
         };
         /** @description A rule as given (ScriptRuleInput), with its defaults and what the server adds. */
@@ -9124,6 +9158,8 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
     createFault: {
@@ -9152,6 +9188,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
     clearFaults: {
@@ -9177,6 +9215,8 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
     deleteFault: {
@@ -9206,6 +9246,8 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
     getControlFineTuneMetrics: {
@@ -9359,6 +9401,8 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
     clearJournal: {
@@ -9384,6 +9428,8 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
     getControlOverview: {
@@ -9542,6 +9588,8 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
     createScript: {
@@ -9570,6 +9618,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
     clearScripts: {
@@ -9595,6 +9645,8 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
     getScript: {
@@ -9620,6 +9672,8 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
     deleteScript: {
@@ -9649,6 +9703,8 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
     listSnapshots: {

@@ -46,6 +46,23 @@ export const forbidden = (message: string, code: string, param: string | null = 
 export const taken = (message: string, code: string, param: string) =>
   new ApiError(409, code, message, param, 'invalid_request_error', { 'x-should-retry': 'false' });
 
+/** An id a document gives for something new is taken already. */
+export const idTaken = (what: string, id: string, param: string) => taken(`A ${what} with id '${id}' exists already.`, 'id_taken', param);
+
+/**
+ * Runs `fn` for the item at `at` of a document (`organizations.0.projects.1.videos.2`): its refusals (4xx) name the
+ * item's field (`<at>.<field>`, or `<at>` for the item as a whole).
+ */
+export async function within<T>(at: string, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (e) {
+    if (!(e instanceof ApiError) || e.status >= 500) throw e;
+    const param = e.param === null ? at : `${at}.${e.param}`;
+    throw new ApiError(e.status, e.code, e.message, param, e.type, e.headers);
+  }
+}
+
 /** `noun` with its indefinite article, by its first letter ("an embedding", "a chat"): enough for the kinds, formats and machine names messages give. */
 export function withArticle(noun: string, capital = false): string {
   const article = /^[aeiou]/i.test(noun) ? 'an' : 'a';

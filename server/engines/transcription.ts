@@ -24,8 +24,8 @@ export interface Transcript {
   words: TranscriptWord[];
   /** `local-pocketsphinx`, or `local` with the reason the text is empty; `upstream` for an upstream engine. */
   engine: string;
-  /** The scripted answer's rule (the Control tag), when one answered instead of an engine. */
-  scripted?: string;
+  /** Headers that say what answered instead of an engine (an answer interceptor's: engines/intercept.ts). */
+  headers?: Record<string, string>;
 }
 
 export interface TranscriptionRequest {

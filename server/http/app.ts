@@ -1,11 +1,13 @@
-// One linear request pipeline, read top to bottom: request id and log line; HEAD answered as GET; the
-// infrastructure routes; authentication (by key, except for the operations a signed URL authorises: their module's
-// check runs in dispatch, after validation and before their body is read); JSON and form parsing; the nesting
-// depth guard and the control-character guard; validation of the request against the spec; the rate limits of the operations the spec
-// marks `x-rate-limited` (rate-limits.ts: admitted before the handler, settled from its answer's `usage` after); the
-// operation's handler, whose result `send` writes (JSON bodies checked against the spec first, responses.ts); and
-// one error handler that writes the envelope for anything that went wrong on the way (after the limited operations'
-// refusals are given their `x-ratelimit-reset`).
+// One linear request pipeline, read top to bottom: request id and log line (and the guest's observer, told of the
+// answer); HEAD answered as GET; the infrastructure routes; authentication (by key, except for the operations a
+// signed URL authorises: their module's check runs in dispatch, after validation and before their body is read; and
+// a guest's own operations, which take its key); JSON and form parsing; the nesting depth guard and the
+// control-character guard; validation of the request against the spec; the guest's fault policy; the rate limits of
+// the operations the spec marks `x-rate-limited` (rate-limits.ts: admitted before the handler, settled from its
+// answer's `usage` after); the operation's handler, whose result `send` writes (JSON bodies checked against the spec
+// first, responses.ts); and one error handler that writes the envelope for anything that went wrong on the way (after
+// the limited operations' refusals are given their `x-ratelimit-reset`). The pipeline runs the operations it is given
+// (`served`) and knows no module; a guest (the control plane) plugs into it through guests.ts.
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -15,14 +17,12 @@ import { marked } from 'marked';
 import { type OperationId, operations } from '../../generated/operations.ts';
 import { apiError } from '../core/errors.ts';
 import { changelogPath, specPath } from '../core/paths.ts';
-import type { RateLimits } from '../limits/rate-limits.ts';
-import { captureBody, failedWith, keptBody } from '../modules/control/index.ts';
-import { handlers, signed, uploads } from '../modules/index.ts';
-import type { Services } from '../modules/types.ts';
 import { failingWork } from '../runner/runner.ts';
 import { authenticate, bearerKey, type KeyCache } from './auth.ts';
 import { consolePages } from './console.ts';
+import type { Served, Services } from './context.ts';
 import { errorHandler } from './error-handler.ts';
+import { captureBody, type Guest } from './guests.ts';
 import { refuseControlCharacters, refuseDeepNesting, refuseNonFinite } from './input.ts';
 import { multipartBodies, type Upload } from './multipart.ts';
 import { originOf } from './origin.ts';
@@ -34,7 +34,10 @@ import { validator } from './validator.ts';
 
 export interface AppOptions extends Services {
   keys: KeyCache;
-  limits: RateLimits;
+  /** The operations served: every module's handlers, upload rules and signed checks (platform.ts gathers them). */
+  served: Served;
+  /** What steers the platform from outside its modules (the control plane), when it is on (guests.ts). */
+  guest?: Guest;
   /** Called once per finished API response with its operation (when one matched) and status; the contract-coverage test listens here. */
   observe?: (operationId: OperationId | undefined, status: number) => void;
 }
@@ -84,33 +87,32 @@ function pathParamAt(method: string, path: string, i: number): string | null {
   return op ? (/^\{(\w+)\}$/.exec(operations[op].path.split('/')[i] ?? '')?.[1] ?? null) : null;
 }
 
-const CONTROL_PREFIX = '/_control/';
-/** Whether a request goes in the journal: API requests, not the control plane's own. */
-const journaled = (path: string) => !path.startsWith(CONTROL_PREFIX) && apiPrefixes.some((p) => path.startsWith(p));
-
 const noRoute = (req: express.Request) => apiError(404, 'not_found', `No route ${req.method} ${req.path} exists.`);
 
-// The operations the spec authorises otherwise than by the bearer key are exactly those a module checks itself
-// (the control plane's, which take the control key, aside).
-const unkeyed = Object.entries(operations)
-  .filter(([, op]) => {
-    const security: Record<string, unknown>[] | undefined = spec.paths[op.path]?.[op.method]?.security;
-    return security !== undefined && !security.some((s) => 'bearerAuth' in s || 'controlKey' in s);
-  })
-  .map(([id]) => id)
-  .sort();
-if (JSON.stringify(unkeyed) !== JSON.stringify(Object.keys(signed).sort())) {
-  throw new Error(`operations without bearerAuth in the spec (${unkeyed.join(', ')}) and modules' signed checks (${Object.keys(signed).join(', ')}) differ`);
-}
-const signedMethods = new Set(unkeyed.map((id) => operations[id as OperationId].method.toUpperCase()));
-const isSigned = (method: string, path: string) => signedMethods.has(method) && signed[matchOperation(method, path)!] !== undefined;
+/** Each operation's security schemes, as the spec gives them (none: the spec's default, the bearer key). */
+const schemesOf = (id: OperationId): string[] | undefined => {
+  const op = operations[id];
+  const security: Record<string, unknown>[] | undefined = spec.paths[op.path]?.[op.method]?.security;
+  return security?.flatMap((s) => Object.keys(s));
+};
+// The spec's security schemes by kind: the project key (`bearerAuth`); a guest's own bearer key (`controlKey`); and the
+// signatures a module checks itself (`apiKey` schemes in the query: signed URLs).
+const schemes: Record<string, { type: string; scheme?: string }> = spec.components.securitySchemes;
+const isGuestScheme = (name: string) => name !== 'bearerAuth' && schemes[name]?.type === 'http';
+const isSignature = (name: string) => schemes[name]?.type === 'apiKey';
+/** The operations a guest's key opens. */
+const guestOperations = (Object.keys(operations) as OperationId[]).filter((id) => schemesOf(id)?.some(isGuestScheme));
+/** Where a guest's operations are: the first segment of their paths (`/_control/`). */
+const guestPrefixes = [...new Set(guestOperations.map((id) => `/${operations[id].path.split('/')[1]}/`))];
 
 /** Where API requests go: the first segment of every operation's path (`/v1/`, `/v2/`, and the requirements' `/fine-tunes/`). */
 const apiPrefixes = [...new Set(Object.values(operations).map((op) => `/${op.path.split('/')[1]}/`))];
 
 /** Upload rules by kind: multipart forms (parsed before validation) and raw bodies (read in dispatch). */
-const multipartRules = Object.fromEntries(Object.entries(uploads).filter(([, r]) => !r.raw));
-const rawRules = Object.fromEntries(Object.entries(uploads).filter(([, r]) => r.raw)) as typeof uploads;
+const byKind = (uploads: Served['uploads']) => ({
+  multipart: Object.fromEntries(Object.entries(uploads).filter(([, r]) => !r!.raw)) as Served['uploads'],
+  raw: Object.fromEntries(Object.entries(uploads).filter(([, r]) => r!.raw)) as Served['uploads'],
+});
 
 interface Matched {
   schema?: { operationId?: OperationId };
@@ -118,7 +120,8 @@ interface Matched {
 }
 
 export function createApp(options: AppOptions): express.Express {
-  const { config, log, db, keys, limits, observe } = options;
+  const { config, log, db, keys, limits, observe, served, guest } = options;
+  const { handlers, signed } = served;
   const services: Services = {
     config: options.config,
     db: options.db,
@@ -126,9 +129,22 @@ export function createApp(options: AppOptions): express.Express {
     log: options.log,
     runner: options.runner,
     engines: options.engines,
-    control: options.control,
+    limits: options.limits,
   };
-  const { control } = options;
+  // The operations the spec authorises by a signed URL are exactly those a module checks itself.
+  const unsigned = (Object.keys(operations) as OperationId[]).filter((id) => schemesOf(id)?.some(isSignature) && !signed[id]);
+  const unlisted = (Object.keys(signed) as OperationId[]).filter((id) => !schemesOf(id)?.some(isSignature));
+  if (unsigned.length || unlisted.length)
+    throw new Error(`signed operations without a check (${unsigned.join(', ')}) or checks of unsigned ones (${unlisted.join(', ')})`);
+  if (guest && !guestPrefixes.includes(guest.prefix)) throw new Error(`a guest's prefix ${guest.prefix} holds none of the spec's guest operations`);
+  const signedMethods = new Set(Object.keys(signed).map((id) => operations[id as OperationId].method.toUpperCase()));
+  const isSigned = (method: string, path: string) => signedMethods.has(method) && signed[matchOperation(method, path)!] !== undefined;
+  const rules = byKind(served.uploads);
+  const observer = guest?.observer;
+  const faults = guest?.faults;
+  /** Whether the observer is told of a request: API requests, not the guest's own. */
+  const observed = (path: string) => apiPrefixes.some((p) => path.startsWith(p)) && !guestPrefixes.some((p) => path.startsWith(p));
+
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
@@ -142,17 +158,18 @@ export function createApp(options: AppOptions): express.Express {
     res.setHeader('x-request-id', requestId);
     const started = process.hrtime.bigint();
     const method = req.method;
-    const answered = control.journal.enabled && journaled(req.path) ? captureBody(res) : undefined;
+    const told = observer !== undefined && observed(req.path);
+    const answered = told && observer.captures ? captureBody(res) : undefined;
     res.on('finish', () => {
       // The validator has already matched most requests; only those it never saw (e.g. refused keys) are matched here.
       const operationId = (req as { openapi?: Matched }).openapi?.schema?.operationId ?? matchOperation(req.method, req.path);
       observe?.(operationId, res.statusCode);
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
       log.info({ requestId, method, path: req.path, operationId, status: res.statusCode, ms }, 'request');
-      // The journal never fails a request: what it cannot keep is logged and left out.
-      if (answered)
+      // An observer never fails a request: what it cannot take is logged and left out.
+      if (told)
         try {
-          control.journal.add({
+          observer.observe({
             at: options.clock.now(),
             method,
             path: req.originalUrl,
@@ -160,12 +177,12 @@ export function createApp(options: AppOptions): express.Express {
             projectId: req.identity?.projectId ?? null,
             status: res.statusCode,
             ms: Math.round(ms * 10) / 10,
-            requestBody: keptBody(req.body, operationId ?? null),
-            responseBody: answered(),
+            requestBody: req.body,
+            responseBody: answered?.() ?? null,
             fault: (res.locals.fault as string | undefined) ?? null,
           });
         } catch (err) {
-          log.warn({ err, requestId }, 'the request journal could not keep this request');
+          log.warn({ err, requestId }, 'the request observer could not take this request');
         }
     });
     // HEAD is GET without the body: Node's response already knows to send none.
@@ -184,24 +201,25 @@ export function createApp(options: AppOptions): express.Express {
   infra.get('/docs', (_req, res) => void res.type('html').send(docsPage));
   infra.get('/docs/changes', (_req, res) => void res.type('html').send(changesPage));
   infra.get('/docs/redoc.standalone.js', (_req, res) => res.sendFile(redocBundle));
+  // The console drives the guest's operations: it is there while a guest is.
   infra.use(
     '/console',
-    consolePages(() => control.enabled),
+    consolePages(() => guest !== undefined),
   );
   // API requests are authenticated; everything else is an infrastructure route (or a 404). One layer for both.
   const auth = authenticate(keys);
   app.use(((req, res, next) => {
     if (!apiPrefixes.some((p) => req.path.startsWith(p))) return infra(req, res, next);
-    if (req.path.startsWith(CONTROL_PREFIX)) return authenticateControl(req, next);
+    if (guestPrefixes.some((p) => req.path.startsWith(p))) return authenticateGuest(req, next);
     return isSigned(req.method, req.path) ? next() : auth(req, res, next);
   }) as RequestHandler);
-  // The control plane takes the control key, never a project's; switched off, its paths do not exist.
-  const authenticateControl = (req: express.Request, next: express.NextFunction) => {
-    if (!control.enabled) throw noRoute(req);
+  // A guest's operations take the guest's key, never a project's; without the guest, its paths do not exist.
+  const authenticateGuest = (req: express.Request, next: express.NextFunction) => {
+    if (!guest || !req.path.startsWith(guest.prefix)) throw noRoute(req);
     const secret = bearerKey(req.get('authorization'));
     if (secret === undefined)
       throw apiError(401, 'missing_api_key', "The control plane takes the control key: send it as 'Authorization: Bearer <control key>'.");
-    if (secret === null || !control.accepts(secret))
+    if (secret === null || !guest.accepts(secret))
       throw apiError(401, 'invalid_api_key', 'The control key provided is not valid (a project API key does not open the control plane).');
     next();
   };
@@ -219,7 +237,7 @@ export function createApp(options: AppOptions): express.Express {
     next();
   }) as RequestHandler);
   // Multipart bodies of the operations that take an upload: text fields to `req.body`, the file streamed to disk.
-  app.use(multipartBodies(multipartRules, matchOperation, config, spec, (req) => ({ ...services, identity: req.identity! })));
+  app.use(multipartBodies(rules.multipart, matchOperation, config, spec, (req) => ({ ...services, identity: req.identity! })));
   app.use(refuseDeepNesting);
   app.use(refuseControlCharacters(pathParamAt));
   app.use(validator(spec));
@@ -243,31 +261,31 @@ export function createApp(options: AppOptions): express.Express {
     const identity = check
       ? await check(services, { params: params as Record<string, string>, query: req.query as Record<string, unknown> }).catch(refuse)
       : req.identity!;
-    // A fault rule of the control plane (or the request's own `Prefer`) answers before the operation runs.
+    // A guest's fault policy (the control plane's fault rules, a request's `Prefer`) may act before the operation runs.
     const fault =
-      control.enabled && identity
-        ? control.faults.match(
-            {
-              operationId,
-              path: req.path,
-              model: typeof req.body?.model === 'string' ? req.body.model : undefined,
-              projectId: identity.projectId,
-              stream: req.body?.stream === true,
-            },
-            options.clock.now(),
-            req.get('prefer'),
-          )
+      faults && identity
+        ? await faults.match({
+            operationId,
+            path: req.path,
+            model: typeof req.body?.model === 'string' ? req.body.model : undefined,
+            projectId: identity.projectId,
+            stream: req.body?.stream === true,
+            prefer: req.get('prefer'),
+          })
         : null;
     if (fault) {
       res.locals.fault = fault.source;
       res.setHeader('x-fault-injected', fault.source);
-      if (fault.delayMs) await sleep(fault.delayMs);
+      // A client that goes away ends the wait (and the request) at once.
+      if (fault.delayMs && !(await waitUnlessGone(res, fault.delayMs))) return;
       if (fault.drop) return void req.socket.destroy();
       if (fault.error) refuse(fault.error);
     }
-    const raw = rawRules[operationId];
+    const raw = rules.raw[operationId];
     const files = raw ? { [raw.field]: await receiveBody(req, res, raw, config) } : ((req as { uploads?: Record<string, Upload> }).uploads ?? {});
-    const handler = handlers[operationId] as (ctx: unknown) => Promise<unknown>;
+    const handler = handlers[operationId] as ((ctx: unknown) => Promise<unknown>) | undefined;
+    // An operation of the spec no module serves here (a guest's, without the guest).
+    if (!handler) return next();
     // A limited request is admitted on its body's `model`, or the default the spec gives it (a multipart body's text
     // fields are parsed by now).
     const gate = limited.has(operationId) ? new Gate(limits, identity, res) : undefined;
@@ -278,7 +296,7 @@ export function createApp(options: AppOptions): express.Express {
       const origin = originOf(config, req);
       const run = () => handler({ ...services, operationId, params, query: req.query, body: req.body, headers: req.headers, origin, uploads: files, identity });
       // A `fail_job` rule: the job this request creates is marked, as it is scheduled, to fail at its first step.
-      result = await (fault?.failJob ? failingWork.run(failedWith(fault.failJob), run) : run());
+      result = await (fault?.failJob ? failingWork.run(fault.failJob, run) : run());
     } catch (err) {
       gate?.fail();
       throw err;
@@ -294,4 +312,21 @@ export function createApp(options: AppOptions): express.Express {
   app.use(resetOnRefusals(limits, limited, (req) => (req as { openapi?: Matched }).openapi?.schema?.operationId ?? matchOperation(req.method, req.path)));
   app.use(errorHandler(log));
   return app;
+}
+
+/** Waits `ms`, unless the client goes first (then the connection is let go at once): answers whether it is still there. */
+async function waitUnlessGone(res: express.Response, ms: number): Promise<boolean> {
+  if (res.destroyed) return false;
+  const gone = new AbortController();
+  const onClose = () => gone.abort();
+  res.once('close', onClose);
+  try {
+    await sleep(ms, undefined, { signal: gone.signal });
+    return true;
+  } catch {
+    res.destroy();
+    return false;
+  } finally {
+    res.off('close', onClose);
+  }
 }

@@ -2,13 +2,18 @@
 // description, "Rate limits"). The pipeline (http/rate-limits.ts) puts every request of a limited operation through
 // `attempt` before its handler and `settle` after it.
 //
-// Counters are fixed windows of rate-limiter-flexible (in Redis when REDIS_URL is set, so every process shares one
-// limit; in memory otherwise). Its limiters are used as atomic counters with an unreachable ceiling: the limit is
-// dynamic, so the decision is taken here against the counts they return, and a refused request's points are given
-// back.
+// Windows follow the platform's clock (core/clock.ts), so moving it (the control plane's `advanceTime`) ends them:
+// window n of a key is [n, n + 1) x RATE_LIMIT_WINDOW_SECONDS of that clock, unless the control plane set the key a
+// window of its own (its end, and its counts). Each window's counts are a counter of rate-limiter-flexible (in Redis
+// when REDIS_URL is set, so every process shares one limit; in memory otherwise) under the key and the window's id.
+// Its limiters are used as atomic counters with an unreachable ceiling and a lifetime well past any window: the limit
+// is dynamic, so the decision is taken here against the counts they return, and a refused request's points are
+// given back.
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { type RateLimiterAbstract, RateLimiterMemory, RateLimiterRedis, type RateLimiterRes } from 'rate-limiter-flexible';
+import type { Clock } from '../core/clock.ts';
 import type { RateLimitConfig } from '../core/config.ts';
 import { ApiError } from '../core/errors.ts';
 import type { Identity } from '../core/identity.ts';
@@ -39,6 +44,10 @@ export function estimateTokens(body: unknown, atMost = Infinity): number {
 
 /** How long settled requests' counts are gathered before they are written to Redis. */
 const FLUSH_MS = 50;
+/** How often a request waiting in a key's queue looks at the clock. */
+const WAIT_STEP_MS = 25;
+/** The least a counter lives (real seconds), whatever its window: a test's clock may stand still meanwhile. */
+const LIFETIME_S = 600;
 
 // Above any limit: the limiters only count; the decision is ours.
 const UNREACHABLE = Number.MAX_SAFE_INTEGER;
@@ -59,8 +68,20 @@ export interface Admitted {
 
 export interface Counted {
   res: RateLimiterRes;
-  /** When this count's window ends (epoch ms): points given back after that would open the next window negative. */
+  /** The window counted in, and when it ends (the platform clock's ms): points given back after that are too late. */
+  window: Window;
+}
+
+/** A key's window: its id among the key's windows, and its end (the platform clock's ms). */
+export interface Window {
+  id: string;
   endsAt: number;
+}
+
+/** What the control plane sets on a key: limits in place of the dynamic ones, and a window of its own with its counts. */
+export interface KeySetting {
+  limits: Partial<Limits>;
+  window?: Window & { used: Limits };
 }
 
 export class RateLimits {
@@ -70,8 +91,10 @@ export class RateLimits {
   private capacity!: RateLimiterAbstract;
   /** Successful requests and tokens, in buckets of the usage window (`<key>:<r|t>:<bucket>`), kept two buckets long. */
   private usage!: RateLimiterAbstract;
-  /** Limits the control plane set per key, in place of the dynamic ones (per process). */
+  /** Limits the control plane set per key, in place of the dynamic ones (the same in every process: control/limits.ts). */
   private readonly overrides = new Map<string, Partial<Limits>>();
+  /** Windows the control plane set per key, until they end. */
+  private readonly windows = new Map<string, Window>();
   /** Each key's dynamic limits, recomputed at most once per window in each process. */
   private readonly cache = new Map<string, { limits: Limits; until: number }>();
   /** Requests of this process waiting in each key's queue. */
@@ -80,16 +103,28 @@ export class RateLimits {
   private constructor(
     readonly config: RateLimitConfig,
     private readonly log: Logger,
+    private readonly clock: Clock,
     private readonly redis?: Redis,
   ) {
     this.build();
   }
 
+  /** A key's window now: the one the control plane set it while that lasts, else the clock's current one. */
+  window(key: string): Window {
+    const now = this.clock.now();
+    const set = this.windows.get(key);
+    if (set && now < set.endsAt) return set;
+    const span = this.config.windowSeconds * 1000;
+    const n = Math.floor(now / span);
+    return { id: String(n), endsAt: (n + 1) * span };
+  }
+
   private build(): void {
     const config = this.config;
     const redis = this.redis;
+    // A counter outlives its window (whose id is in its key) by far: the window, not the counter's lifetime, ends a count.
     const make = (name: string, duration: number) => {
-      const opts = { keyPrefix: `${config.keyPrefix}:${name}`, points: UNREACHABLE, duration };
+      const opts = { keyPrefix: `${config.keyPrefix}:${name}`, points: UNREACHABLE, duration: Math.max(LIFETIME_S, duration) };
       // A Redis failure falls back to a per-process count of the same window rather than failing the request.
       // `rejectIfRedisNotReady`: while the connection is down, at once (not after ioredis's reconnection delay).
       return redis
@@ -102,7 +137,7 @@ export class RateLimits {
     this.usage = make('use', 2 * config.usageWindowSeconds);
   }
 
-  static create(config: RateLimitConfig, redisUrl: string | undefined, log: Logger): RateLimits {
+  static create(config: RateLimitConfig, redisUrl: string | undefined, log: Logger, clock: Clock): RateLimits {
     // One connection per process. Auto-pipelining stays off (explicitly): commands go out as issued, in order.
     const redis =
       config.enabled && redisUrl
@@ -116,7 +151,7 @@ export class RateLimits {
           })
         : undefined;
     redis?.on('error', (err) => log.warn({ err: err.message }, 'rate limits: Redis unavailable; counting in this process meanwhile'));
-    const limits = new RateLimits(config, log, redis);
+    const limits = new RateLimits(config, log, clock, redis);
     limits.watch();
     return limits;
   }
@@ -205,7 +240,7 @@ export class RateLimits {
 
   private async dynamicLimits(key: string): Promise<Limits> {
     const c = this.config;
-    const now = Date.now();
+    const now = this.clock.now();
     const cached = this.cache.get(key);
     if (cached && cached.until > now) return cached.limits;
     const span = c.usageWindowSeconds * 1000;
@@ -226,19 +261,39 @@ export class RateLimits {
   }
 
   async count(limiter: 'requests' | 'tokens' | 'capacity', key: string, points: number): Promise<Counted> {
-    const res = await this[limiter].consume(key, points).catch((r: unknown) => {
+    const window = this.window(key);
+    const res = await this[limiter].consume(`${key}@${window.id}`, points).catch((r: unknown) => {
       // A store failure with no insurance left: count nothing, refuse nothing.
       if (r instanceof Error) throw r;
       return r as RateLimiterRes;
     });
-    return { res, endsAt: Date.now() + res.msBeforeNext };
+    return { res, window };
+  }
+
+  /** Milliseconds until a counted window ends. */
+  private left(counted: Counted): number {
+    return Math.max(0, counted.window.endsAt - this.clock.now());
   }
 
   /** Gives points back (or takes more: negative) in a window that is still open; failures only cost accuracy. */
   adjust(limiter: 'requests' | 'tokens' | 'capacity', key: string, counted: Counted, points: number): void {
-    if (points === 0 || Date.now() >= counted.endsAt - 5) return;
-    const done = points > 0 ? this[limiter].reward(key, points) : this[limiter].penalty(key, -points);
-    done.catch((err: unknown) => this.log.warn({ err: String(err) }, 'rate limits: adjustment lost'));
+    if (points === 0 || this.clock.now() >= counted.window.endsAt - 5) return;
+    const at = `${key}@${counted.window.id}`;
+    const done = points > 0 ? this[limiter].reward(at, points) : this[limiter].penalty(at, -points);
+    this.track(done.catch((err: unknown) => this.log.warn({ err: String(err) }, 'rate limits: adjustment lost')));
+  }
+
+  /** Writes on their way (nothing waits for them but `settled`). */
+  private readonly writing = new Set<Promise<unknown>>();
+  private track(write: Promise<unknown>): void {
+    this.writing.add(write);
+    void write.finally(() => this.writing.delete(write));
+  }
+
+  /** Resolves once every count gathered so far has been written (a test's way to know, and a shutdown's). */
+  async settled(): Promise<void> {
+    this.flush();
+    await Promise.all(this.writing);
   }
 
   /**
@@ -252,7 +307,7 @@ export class RateLimits {
   private later(limiter: 'tokens' | 'usage', key: string, points: number, counted?: Counted): void {
     if (points === 0) return;
     if (!this.redis) return void this.write(limiter, key, points, counted);
-    const id = `${limiter}\n${key}\n${counted ? Math.round(counted.endsAt / 1000) : ''}`;
+    const id = `${limiter}\n${key}\n${counted ? counted.window.id : ''}`;
     const entry = this.pending.get(id);
     if (entry) entry.points += points;
     else this.pending.set(id, { limiter, key, points, counted });
@@ -261,7 +316,7 @@ export class RateLimits {
 
   private write(limiter: 'tokens' | 'usage', key: string, points: number, counted?: Counted): void {
     if (limiter === 'tokens') this.adjust('tokens', key, counted!, -points);
-    else this.usage.penalty(key, points).catch((err: unknown) => this.log.warn({ err: String(err) }, 'rate limits: usage not recorded'));
+    else this.track(this.usage.penalty(key, points).catch((err: unknown) => this.log.warn({ err: String(err) }, 'rate limits: usage not recorded')));
   }
 
   private flush(): void {
@@ -277,24 +332,31 @@ export class RateLimits {
   }
 
   recordSuccess(key: string, tokens: number): void {
-    const bucket = Math.floor(Date.now() / (this.config.usageWindowSeconds * 1000));
+    const bucket = Math.floor(this.clock.now() / (this.config.usageWindowSeconds * 1000));
     this.later('usage', `${key}:r:${bucket}`, 1);
     this.later('usage', `${key}:t:${bucket}`, Math.round(tokens));
   }
 
   /** Milliseconds until the key's current request window ends, 0 when none is open; counts nothing. */
   async msBeforeReset(key: string): Promise<number> {
-    const res = await this.requests.get(key).catch(() => null);
-    return Math.max(0, res?.msBeforeNext ?? 0);
+    const window = this.window(key);
+    const res = await this.requests.get(`${key}@${window.id}`).catch(() => null);
+    return res ? Math.max(0, window.endsAt - this.clock.now()) : 0;
   }
 
-  /** Takes a place in the key's wait queue if there is one and the wait is short enough; false when refused at once. */
+  /**
+   * Takes a place in the key's wait queue if there is one and the wait is short enough (false: refused at once), and
+   * waits until the platform's clock reaches the window's end: as long in real time (the clock follows the system's),
+   * or less if the clock is moved meanwhile (a test's, or `advanceTime`).
+   */
   async wait(key: string, ms: number): Promise<boolean> {
     const waiting = this.waiting.get(key) ?? 0;
     if (ms > this.config.queueWaitMs || waiting >= this.config.queueSize) return false;
     this.waiting.set(key, waiting + 1);
+    const endsAt = this.clock.now() + ms;
+    const deadline = Date.now() + ms + 1;
     try {
-      await new Promise((resolve) => setTimeout(resolve, ms + 1));
+      while (this.clock.now() < endsAt && Date.now() < deadline) await sleep(Math.min(WAIT_STEP_MS, deadline - Date.now()));
     } finally {
       const left = (this.waiting.get(key) ?? 1) - 1;
       if (left > 0) this.waiting.set(key, left);
@@ -340,7 +402,7 @@ export class RateLimits {
     const overTokens = usedT > limits.tokens && usedT > estimate;
     if (overRequests || overTokens) {
       giveBack();
-      const waitMs = overRequests ? requests.res.msBeforeNext : tokens.res.msBeforeNext;
+      const waitMs = this.left(overRequests ? requests : tokens);
       const type = overRequests ? 'dynamic_request_limited' : 'dynamic_token_limited';
       const what = overRequests ? `${limits.requests} requests` : `${limits.tokens} tokens`;
       const wait = Math.max(1, Math.ceil(waitMs / 1000));
@@ -362,7 +424,7 @@ export class RateLimits {
     const cap = model === undefined ? undefined : (this.config.modelCapacities[model] ?? this.config.modelCapacity);
     if (capacity && cap !== undefined && capacity.res.consumedPoints > cap) {
       giveBack();
-      const waitMs = capacity.res.msBeforeNext;
+      const waitMs = this.left(capacity);
       const error = new ApiError(
         503,
         'model_overloaded',
@@ -370,14 +432,14 @@ export class RateLimits {
         null,
         'server_error',
         {
-          ...headers(limits.requests - usedR + 1, limits.tokens - usedT + estimate, requests.res.msBeforeNext),
+          ...headers(limits.requests - usedR + 1, limits.tokens - usedT + estimate, this.left(requests)),
           'retry-after': String(Math.max(1, Math.ceil(waitMs / 1000))),
           'retry-after-ms': String(Math.ceil(waitMs)),
         },
       );
       return { refusal: error, waitMs };
     }
-    return { admitted: { key, estimate, limits, tokens, headers: headers(limits.requests - usedR, limits.tokens - usedT, requests.res.msBeforeNext) } };
+    return { admitted: { key, estimate, limits, tokens, headers: headers(limits.requests - usedR, limits.tokens - usedT, this.left(requests)) } };
   }
 
   /**
@@ -400,48 +462,76 @@ export class RateLimits {
 
   /** A key's limits in force, the ones the control plane set, and its current window's counts and end. */
   async state(key: string, dedicated: boolean): Promise<KeyState> {
-    const [limits, requests, tokens] = await Promise.all([this.limitsFor(key, dedicated), this.requests.get(key), this.tokens.get(key)]);
+    const window = this.window(key);
+    const at = `${key}@${window.id}`;
+    const [limits, requests, tokens] = await Promise.all([this.limitsFor(key, dedicated), this.requests.get(at), this.tokens.get(at)]);
     return {
       limits,
       set: this.overrides.get(key) ?? {},
       used: { requests: requests?.consumedPoints ?? 0, tokens: tokens?.consumedPoints ?? 0 },
-      msLeft: Math.max(0, requests?.msBeforeNext ?? 0, tokens?.msBeforeNext ?? 0),
+      msLeft: requests || tokens ? Math.max(0, window.endsAt - this.clock.now()) : 0,
     };
   }
 
   /**
-   * Sets a key's limits (null: back to the dynamic one) and/or its current window: the counts given (others kept),
-   * ending in `msLeft` (default: when the open window ends, or a whole window from now when none is open).
+   * The setting a change makes of a key's `current` one: limits set (null: back to the dynamic one), and/or the
+   * current window's counts (others kept) ending in `msLeft` (default: when the open window ends, or a whole window
+   * from now when none is open). A window given an end of its own gets an id of its own.
    */
-  async setState(key: string, change: { limits?: { [K in keyof Limits]?: number | null }; used?: Partial<Limits>; msLeft?: number }): Promise<void> {
-    if (change.limits) {
-      const set = { ...this.overrides.get(key) };
-      for (const k of ['requests', 'tokens'] as const) {
-        if (change.limits[k] === null) delete set[k];
-        else if (change.limits[k] !== undefined) set[k] = change.limits[k];
-      }
-      if (Object.keys(set).length) this.overrides.set(key, set);
-      else this.overrides.delete(key);
+  async settingOf(
+    key: string,
+    current: KeySetting | undefined,
+    change: { limits?: { [K in keyof Limits]?: number | null }; used?: Partial<Limits>; msLeft?: number },
+  ): Promise<KeySetting> {
+    const limits = { ...current?.limits };
+    for (const k of ['requests', 'tokens'] as const) {
+      if (change.limits?.[k] === null) delete limits[k];
+      else if (change.limits?.[k] !== undefined) limits[k] = change.limits[k];
     }
-    if (change.used === undefined && change.msLeft === undefined) return;
-    const now = await this.state(key, false);
-    const ms = change.msLeft ?? (now.msLeft || this.config.windowSeconds * 1000);
-    this.flush(); // a pending correction would land on the window set here
-    await Promise.all((['requests', 'tokens'] as const).map((k) => this.put(k, key, change.used?.[k] ?? now.used[k], ms)));
+    const now = this.clock.now();
+    const kept = current?.window && current.window.endsAt > now ? current.window : undefined;
+    if (change.used === undefined && change.msLeft === undefined) return { limits, window: kept };
+    const state = await this.state(key, false);
+    const open = this.window(key);
+    const window =
+      change.msLeft !== undefined || state.msLeft === 0
+        ? { id: `set-${now}-${Math.random().toString(36).slice(2, 8)}`, endsAt: now + (change.msLeft ?? this.config.windowSeconds * 1000) }
+        : open;
+    return {
+      limits,
+      window: { ...window, used: { requests: change.used?.requests ?? state.used.requests, tokens: change.used?.tokens ?? state.used.tokens } },
+    };
   }
 
-  /** One counter's window set to `points`, ending in `ms` (to the millisecond in Redis too, where `set` has whole seconds). */
+  /**
+   * Puts a key's setting in force in this process (undefined: none). `counts`: also writes its window's counts (in
+   * memory every process writes its own; in Redis, which every process shares, the process that made the setting).
+   */
+  async apply(key: string, setting: KeySetting | undefined, counts: boolean): Promise<void> {
+    if (setting && Object.keys(setting.limits).length) this.overrides.set(key, setting.limits);
+    else this.overrides.delete(key);
+    const window = setting?.window;
+    if (window && !/^\d+$/.test(window.id)) this.windows.set(key, { id: window.id, endsAt: window.endsAt });
+    else this.windows.delete(key);
+    if (!counts || !window) return;
+    this.flush(); // a pending correction would land on the window set here
+    const ms = Math.max(1, window.endsAt - this.clock.now(), LIFETIME_S * 1000);
+    await Promise.all((['requests', 'tokens'] as const).map((k) => this.put(k, `${key}@${window.id}`, window.used[k], ms)));
+  }
+
+  /** One counter set to `points`, living `ms` (to the millisecond in Redis too, where `set` has whole seconds). */
   private async put(limiter: 'requests' | 'tokens', key: string, points: number, ms: number): Promise<void> {
     if (this.store === 'redis') await this.redis!.set(this[limiter].getKey(key), points, 'PX', Math.max(1, Math.round(ms)));
     else await this[limiter].set(key, points, ms / 1000);
   }
 
-  /** Every window, recent usage and set limit gone (in Redis, every key under RATE_LIMIT_KEY_PREFIX). */
-  async clear(): Promise<void> {
+  /** Every window, recent usage and set limit gone (`shared`: in Redis too, every key under RATE_LIMIT_KEY_PREFIX). */
+  async clear(shared = true): Promise<void> {
     this.pending.clear();
     this.cache.clear();
     this.overrides.clear();
-    if (this.redis && this.store === 'redis') {
+    this.windows.clear();
+    if (shared && this.redis && this.store === 'redis') {
       const stream = this.redis.scanStream({ match: `${this.config.keyPrefix.replace(/[*?[\]\\]/g, '\\$&')}:*`, count: 500 });
       for await (const keys of stream as AsyncIterable<string[]>) if (keys.length) await this.redis.unlink(...keys);
     }

@@ -1,13 +1,14 @@
 // The registry: one line per module (one module per spec tag file). Order matters for seeds only: a module's seed
-// may refer to rows an earlier one seeded (the catalogue before the endpoints that serve it).
-import type { ModuleName, OperationId } from '../../generated/operations.ts';
-import type { UploadRule } from '../http/multipart.ts';
+// may refer to rows an earlier one seeded (the catalogue before the endpoints that serve it). The control plane's
+// module (Control tag) is not here: it is a guest the platform plugs in when CONTROL_API is on (platform.ts), and no
+// module imports it.
+import type { ModuleName } from '../../generated/operations.ts';
+import type { Served } from '../http/context.ts';
 import { adapters } from './adapters/index.ts';
 import { audio } from './audio/index.ts';
 import { batches } from './batches/index.ts';
 import { compute } from './compute/index.ts';
 import { containers } from './containers/index.ts';
-import { control } from './control/index.ts';
 import { dedicated } from './dedicated/index.ts';
 import { embeddings } from './embeddings/index.ts';
 import { endpoints } from './endpoints/index.ts';
@@ -25,7 +26,7 @@ import { queue } from './queue/index.ts';
 import { rerank } from './rerank/index.ts';
 import { rollouts } from './rollouts/index.ts';
 import { secrets } from './secrets/index.ts';
-import type { SignedCheck, UploadContext } from './types.ts';
+import type { AnyModule } from './types.ts';
 import { videos } from './videos/index.ts';
 import { volumes } from './volumes/index.ts';
 
@@ -54,22 +55,18 @@ export const modules = [
   evaluation,
   batches,
   queue,
-  control,
 ] as const;
 
-// Every module of the spec is listed: a tag file without its line here fails `tsc`.
+// Every module of the spec is listed (but the guest's): a tag file without its line here fails `tsc`.
 type Listed = (typeof modules)[number]['name'];
-const complete: [Exclude<ModuleName, Listed>] extends [never] ? true : never = true;
+const complete: [Exclude<ModuleName, Listed | 'control'>] extends [never] ? true : never = true;
 void complete;
 
-/** Every operation's handler, by operationId. */
-export const handlers: Record<string, (ctx: never) => Promise<unknown>> = Object.fromEntries(modules.flatMap((m) => Object.entries(m.handlers)));
-
-/** Upload rules of the operations that take a multipart file, by operationId. */
-export const uploads: Partial<Record<OperationId, UploadRule<UploadContext>>> = Object.assign(
-  {},
-  ...modules.map((m) => ('uploads' in m ? m.uploads : undefined) ?? {}),
-);
-
-/** The checks of the operations authorised by a signed URL instead of a key, by operationId. */
-export const signed: Partial<Record<OperationId, SignedCheck>> = Object.assign({}, ...modules.map((m) => ('signed' in m ? m.signed : undefined) ?? {}));
+/** What the pipeline serves of `served` modules: every handler, upload rule and signed check, by operationId. */
+export function servedBy(served: readonly AnyModule[]): Served {
+  return {
+    handlers: Object.fromEntries(served.flatMap((m) => Object.entries(m.handlers))),
+    uploads: Object.assign({}, ...served.map((m) => m.uploads ?? {})),
+    signed: Object.assign({}, ...served.map((m) => m.signed ?? {})),
+  };
+}

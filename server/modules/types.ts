@@ -1,82 +1,34 @@
 // The types every module is written against (types only: nothing here runs, and nothing here imports the app).
 // A module is one spec tag file: `spec/tags/<name>.yaml` is implemented by `server/modules/<name>/`, whose
 // index.ts exports one descriptor: its handlers (a named function per operationId of that tag file, checked
-// against the generated operation table), its seed, the runner work it brings, and its test fixtures.
+// against the generated operation table), its seed, the runner work it brings, its fixture sections, and its test
+// fixtures. What the pipeline gives a handler (its context and the services) is the pipeline's (http/context.ts).
 
-import type { IncomingHttpHeaders } from 'node:http';
 import type { PlatformClient } from '@inference-platform/client';
-import type { Logger } from 'pino';
-import type { components, operations as Operations, Readable, Writable } from '../../generated/api.d.ts';
+import type { components, Readable } from '../../generated/api.d.ts';
 import type { ModuleName, OperationId, operations } from '../../generated/operations.ts';
 import type { Clock } from '../core/clock.ts';
-import type { Config } from '../core/config.ts';
-import type { Identity } from '../core/identity.ts';
 import type { Machine } from '../core/machine.ts';
-import type { Database, Tx } from '../db/index.ts';
-import type { EngineRoutes } from '../engines/routes.ts';
-import type { Upload, UploadRule } from '../http/multipart.ts';
-import type { Reply } from '../http/reply.ts';
+import type { Tx } from '../db/index.ts';
+import type { Handler, Services, SignedCheck, UploadContext } from '../http/context.ts';
+import type { UploadRule } from '../http/multipart.ts';
 import type { Progression } from '../runner/progress.ts';
 import type { Runner, WorkHandler } from '../runner/runner.ts';
-import type { ControlPlane } from './control/plane.ts';
 
-/** What the platform gives every handler, seed and work handler. */
-export interface Services {
-  config: Config;
-  db: Database;
-  clock: Clock;
-  log: Logger;
-  runner: Runner;
-  /** Which engine serves a model, per capability (local by default). */
-  engines: EngineRoutes;
-  /** The control plane's per-process state (the Control tag): its journal, fault rules and reset's bootstrap. */
-  control: ControlPlane;
-}
-
-type Op<K extends OperationId> = Operations[K];
-type Part<T, K extends string> = T extends { [P in K]?: infer V } ? (undefined extends V ? Exclude<V, undefined> | undefined : V) : undefined;
-type JsonOf<T> = T extends { content: { 'application/json': infer B } } ? B : T extends { content: { 'multipart/form-data': infer B } } ? B : undefined;
-// 302: an operation whose success is a redirect (the signed upload's POST) answers its body with it.
-type SuccessOf<R> = R extends { 200: infer S }
-  ? S
-  : R extends { 201: infer S }
-    ? S
-    : R extends { 202: infer S }
-      ? S
-      : R extends { 302: infer S }
-        ? S
-        : undefined;
+export type {
+  Context,
+  Handler,
+  PathParams,
+  QueryParams,
+  RequestBody,
+  ResponseBody,
+  Services,
+  SignedCheck,
+  UploadContext,
+} from '../http/context.ts';
 
 /** A schema of the spec as a response carries it (read-only fields included): what a module's wire.ts builds. */
 export type Wire<K extends keyof components['schemas']> = Readable<components['schemas'][K]>;
-
-export type PathParams<K extends OperationId> = Part<Op<K>['parameters'], 'path'>;
-export type QueryParams<K extends OperationId> = Part<Op<K>['parameters'], 'query'>;
-export type RequestBody<K extends OperationId> = Writable<JsonOf<NonNullable<Part<Op<K>, 'requestBody'>>>>;
-export type ResponseBody<K extends OperationId> = Readable<JsonOf<SuccessOf<Op<K>['responses']>>>;
-
-export interface Context<K extends OperationId> extends Services {
-  operationId: K;
-  params: PathParams<K>;
-  query: QueryParams<K>;
-  body: RequestBody<K>;
-  headers: IncomingHttpHeaders;
-  /** Where the caller reached this server (`http://host:port`), the origin of the absolute URLs it hands out (http/origin.ts). */
-  origin: string;
-  /** Files of a multipart body, by field (operations with an `uploads` rule; http/multipart.ts); empty otherwise. */
-  uploads: Record<string, Upload>;
-  /** The caller; every resource lookup is scoped to `identity.projectId`. */
-  identity: Identity;
-}
-
-/** A signed operation's check of its request (its path parameters and validated query). */
-export type SignedCheck = (services: Services, request: { params: Record<string, string>; query: Record<string, unknown> }) => Promise<Identity>;
-
-/** What an upload rule's `beforeFile` check is given: the services and the caller. */
-export type UploadContext = Services & { identity: Identity };
-
-/** A handler answers its body (sent with the operation's documented success status) or a Reply (http/reply.ts). */
-export type Handler<K extends OperationId> = (ctx: Context<K>) => Promise<ResponseBody<K> | Reply<ResponseBody<K>> | Reply<never>>;
 
 /** The operations of a module, from the generated table. */
 export type OperationsOf<M extends ModuleName> = { [K in OperationId]: (typeof operations)[K]['module'] extends M ? K : never }[OperationId];
@@ -107,6 +59,8 @@ export interface FixtureKit {
   services: Services;
   /** The owner: a caller in a project other than the default one. */
   owner: { key: string; projectId: string; api: PlatformClient };
+  /** Moves the platform's clock forward and runs every work item that became due. */
+  advance(ms: number): Promise<void>;
 }
 
 export interface Fixtures<M extends ModuleName> {
@@ -128,6 +82,41 @@ export interface Steerable {
   untimed?: true;
 }
 
+type FixtureContents = components['schemas']['FixtureProjectContents'];
+/** The sections of a fixtures document's project that modules fill (API keys are the accounts', filled by the control plane). */
+export type FixtureSectionName = Exclude<keyof FixtureContents, 'project' | 'api_keys'>;
+export type FixtureItem<S extends FixtureSectionName> = NonNullable<FixtureContents[S]>[number];
+/** The lists a fixtures document's answer gives the ids made in. */
+export type FixtureList = Exclude<keyof components['schemas']['FixturesApplied'], 'object'>;
+
+/** Where a section's item is made: inside the document's one transaction, in the project it goes into. */
+export interface FixtureFill {
+  tx: Tx;
+  services: Pick<Services, 'db' | 'clock' | 'config'>;
+  project: { id: string; slug: string };
+  /** Files written before the commit (their paths): removed again if the document does not commit. */
+  written: string[];
+}
+
+/** What an item made: its ids by list, and what the runner does once the document has committed. */
+export interface FixtureMade {
+  ids: Partial<Record<FixtureList, string[]>>;
+  after?: (runner: Runner) => Promise<unknown>;
+}
+
+/**
+ * How a module makes one item of its section of a fixtures document (the Control tag's applyFixtures, and
+ * FIXTURES_FILE), through its own creation code. Sections are filled in `order` within a project (a fine-tune may
+ * train on a file of the same document). A refusal names the item's field relative to the item (`id`,
+ * `request.model`): the control plane prefixes the item's place in the document.
+ */
+export interface FixtureSection<S extends FixtureSectionName> {
+  order: number;
+  fill(f: FixtureFill, item: FixtureItem<S>): Promise<FixtureMade>;
+}
+
+export type FixtureSections = { [S in FixtureSectionName]?: FixtureSection<S> };
+
 export interface ModuleDescriptor<M extends ModuleName> {
   name: M;
   handlers: { [K in OperationsOf<M>]: Handler<K> };
@@ -138,6 +127,8 @@ export interface ModuleDescriptor<M extends ModuleName> {
   work?: (services: Services) => Record<string, WorkHandler>;
   /** The jobs of this module the control plane can move and fail (control/time.ts), by the kind its paths name. */
   steer?: (services: Services) => Record<string, Steerable>;
+  /** The sections of a fixtures document this module fills. */
+  fixtureSections?: FixtureSections;
   /**
    * Operations the spec authorises by a signed URL instead of a key (a security scheme other than `bearerAuth`):
    * the check, run after validation and before the body is read, that answers whom the request acts as or refuses it.
@@ -148,3 +139,7 @@ export interface ModuleDescriptor<M extends ModuleName> {
   /** Loaded by the tests only. */
   fixtures?: () => Promise<Fixtures<M>>;
 }
+
+/** Any module's descriptor, as the platform assembles them. */
+// biome-ignore lint/suspicious/noExplicitAny: a descriptor of any module.
+export type AnyModule = ModuleDescriptor<any>;

@@ -3,6 +3,7 @@
 // one request at a time and 16 at a time, in memory and in Redis (REDIS_URL, default the local one), with limits
 // too high to refuse anything. `npm run bench -- limiter` measures the same through the whole HTTP stack.
 import { performance } from 'node:perf_hooks';
+import { systemClock } from '../../server/core/clock.ts';
 import { loadConfig } from '../../server/core/config.ts';
 import type { Identity } from '../../server/core/identity.ts';
 import { createLogger } from '../../server/core/log.ts';
@@ -30,7 +31,12 @@ async function run(store: 'memory' | 'redis') {
     modelCapacity: 1e9,
     keyPrefix: `bench-limiter-${process.pid}-${store}`,
   };
-  const limits = RateLimits.create(config, store === 'redis' ? (process.env.REDIS_URL ?? 'redis://127.0.0.1:6379') : undefined, createLogger('silent'));
+  const limits = RateLimits.create(
+    config,
+    store === 'redis' ? (process.env.REDIS_URL ?? 'redis://127.0.0.1:6379') : undefined,
+    createLogger('silent'),
+    systemClock,
+  );
   await limits.ready();
   const one = async () => {
     const gate = new Gate(limits, identity, res);

@@ -62,6 +62,9 @@ export class TestPlatform {
       dataDir: mkdtempSync(join(tmpdir(), 'platform-data-')),
       logLevel: 'info',
       control: { ...base.control, key: TEST_CONTROL_KEY },
+      // Rate-limit windows follow the platform's clock, which stands still in a test unless moved: limits no test meets
+      // by accident (the tests of the limits set their own).
+      rateLimits: { ...base.rateLimits, ...UNMET_LIMITS },
       ...options.config,
       runner: { ...base.runner, enabled: false, ...options.runner },
     };
@@ -145,7 +148,7 @@ export class TestPlatform {
 
   /** What a module's fixtures need to act as `owner`. */
   fixtureKit(owner: Caller): FixtureKit {
-    return { services: this.services, owner: { key: owner.key, projectId: owner.identity.projectId, api: owner.api } };
+    return { services: this.services, owner: { key: owner.key, projectId: owner.identity.projectId, api: owner.api }, advance: (ms) => this.advance(ms) };
   }
 
   /**
@@ -169,6 +172,9 @@ export class TestPlatform {
     rmSync(this.config.dataDir, { recursive: true, force: true });
   }
 }
+
+/** Rate limits high enough that no test meets them unless it sets its own. */
+export const UNMET_LIMITS = { baseRequests: 1_000_000, maxRequests: 1_000_000, baseTokens: 1e9, maxTokens: 1e9, modelCapacity: 1_000_000 };
 
 /** The control key every test platform takes (CONTROL_KEY), as a test suite would set it. */
 export const TEST_CONTROL_KEY = 'ctl_test-control-key-0123456789';

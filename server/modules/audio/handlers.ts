@@ -10,7 +10,6 @@ import type { UpstreamRoute } from '../../engines/routes.ts';
 import { findRecogniser, type Transcript, transcribeLocally } from '../../engines/transcription.ts';
 import { upstreamFetch } from '../../engines/upstream.ts';
 import { temporaryFile, type Upload } from '../../http/multipart.ts';
-import { scriptedTranscript } from '../control/index.ts';
 import type { Context, Services } from '../types.ts';
 import { audioUrl, DEFAULT_MODEL, downloadAudio, MAX_SECONDS, transcriptionModel } from './rules.ts';
 import { type ResponseFormat, transcriptReply } from './wire.ts';
@@ -39,11 +38,10 @@ async function run(ctx: Ctx, task: Task) {
   const format = body.response_format ?? 'json';
   const granularities = body.timestamp_granularities === undefined ? ['segment'] : [body.timestamp_granularities].flat();
   const route = ctx.engines.routeFor('transcription', model.id);
-  // A scripted answer of the control plane stands in for the engine (the audio is not read).
-  const request = { operationId: ctx.operationId, model: model.id, texts: [body.prompt ?? ''], body };
-  const scripted = ctx.control.scripts.take('transcription', request, ctx.clock.now());
-  const transcript = scripted
-    ? scriptedTranscript(scripted, body.language)
+  // An answer interceptor (the control plane's scripted answers) may stand in for the engine: the audio is not read.
+  const intercepted = await ctx.engines.intercept.transcription?.({ operationId: ctx.operationId, model: model.id, body });
+  const transcript = intercepted
+    ? { ...intercepted.value, headers: intercepted.headers }
     : route.engine === 'upstream'
       ? await upstream(route, task, model.id, body, upload, url!, format)
       : await local(ctx, task, body, upload, url);

@@ -25,7 +25,7 @@ export function verboseWire(t: Transcript, task: 'transcribe' | 'translate', wit
 }
 
 export function transcriptReply(t: Transcript, format: ResponseFormat, task: 'transcribe' | 'translate', withWords: boolean) {
-  const headers: Record<string, string> = { 'x-transcription-engine': t.engine, ...(t.scripted ? { 'x-scripted': t.scripted } : {}) };
+  const headers: Record<string, string> = { 'x-transcription-engine': t.engine, ...t.headers };
   switch (format) {
     case 'json':
       return reply.json<Wire<'AudioTranscriptionJson'>>({ text: t.text }, { headers });

@@ -54,7 +54,7 @@ export async function runChunk(services: Services, row: Batch): Promise<Chunk> {
   const path = await inputPath(services, row);
   if (!path) throw new Error(`The input file '${row.inputFileId}' no longer exists.`);
   const identity = await identityOf(services, row);
-  const limits = services.control.limits;
+  const limits = services.limits;
   const duplicates = new Set<number>(JSON.parse(row.duplicates));
   const started = performance.now();
   for await (const line of linesFrom(path, chunk.from, row.inputLine + 1)) {
@@ -116,7 +116,7 @@ async function answer(services: Services, identity: Identity, endpoint: string, 
 
 /** The line admitted by the organization's limits on its model, as a single request is (without its short wait), or how long until the refusing window ends. */
 async function admit(services: Services, identity: Identity, body: Record<string, unknown>): Promise<{ admitted: Admitted } | { waitMs: number }> {
-  const limits = services.control.limits;
+  const limits = services.limits;
   const model = String(body.model);
   const estimate = estimateTokens(body, (await limits.tokenLimit(identity, model)) + 1);
   const outcome = await limits.attempt(identity, model, estimate);

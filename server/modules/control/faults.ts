@@ -1,11 +1,13 @@
-// Fault rules (the Control tag): matched against each authenticated, validated API request before its operation
-// runs, they answer the platform's own error for a status, delay the answer, drop the connection, or stall or cut a
-// stream of events (http/reply.ts applies that one as it writes the stream). Kept in memory
-// per process; the empty list costs one length check per request.
+// Fault rules (the Control tag): the pipeline's fault policy (http/guests.ts), matched against each authenticated,
+// validated API request before its operation runs; they answer the platform's own error for a status, delay the
+// answer, drop the connection, or stall or cut a stream of events (http/reply.ts applies that one as it writes the
+// stream). Shared by every process (rules.ts); with no rule and no `Prefer` header a request costs two checks.
 import { operations } from '../../../generated/operations.ts';
-import { ApiError, badRequest, notFound } from '../../core/errors.ts';
+import { ApiError, badRequest } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
-import type { StreamFault } from '../../http/reply.ts';
+import type { Database } from '../../db/index.ts';
+import type { Fault, FaultPolicy, FaultRequest } from '../../http/guests.ts';
+import { type Rule, RuleStore } from './rules.ts';
 
 export interface FaultMatch {
   operations?: string[];
@@ -31,32 +33,7 @@ export interface FaultInput {
   fail_job?: { code: string; message?: string };
 }
 
-export interface FaultRule extends FaultInput {
-  id: string;
-  hits: number;
-  createdAt: number;
-  expiresAt: number | null;
-}
-
-/** What applies to one request: wait `delayMs`, then drop the connection, throw `error`, or go on. */
-export interface Fault {
-  source: string;
-  delayMs: number;
-  drop: boolean;
-  error?: ApiError;
-  /** Let the request through, then fail the job it created with this error. */
-  failJob?: { code: string; message?: string };
-  stream?: StreamFault;
-}
-
-export interface Request {
-  operationId: string;
-  path: string;
-  model?: string;
-  projectId: string;
-  /** Whether the request asks for a stream of events (`stream: true`). */
-  stream: boolean;
-}
+export type FaultRule = Rule<FaultInput>;
 
 const DEFAULT_CODES: Record<number, string> = {
   429: 'dynamic_request_limited',
@@ -123,97 +100,83 @@ export const failedWith = (f: { code: string; message?: string }) => ({
   message: f.message ?? `The job failed with ${f.code} (a fault rule of the control plane failed it).`,
 });
 
-export class Faults {
-  private rules: FaultRule[] = [];
+/** Refuses a rule that cannot act as given (400 naming the field); `creating`: the operations creating a job it can fail. */
+export function checkFault(input: FaultInput, creating: ReadonlySet<string>): void {
+  if (input.status === undefined && input.delay_ms === undefined && !input.drop && !input.fail_job && !input.stream)
+    throw badRequest('A fault rule needs something to do: a status, a delay_ms, drop, stream or fail_job.', 'status', 'fault_without_effect');
+  if (input.fail_job) {
+    if (input.status !== undefined || input.drop || input.stream)
+      throw badRequest('fail_job lets the request succeed: give it without status, drop or stream.', 'fail_job', 'invalid_value');
+    if (!input.match?.operations?.length || input.match.operations.some((op) => !creating.has(op)))
+      throw badRequest(`fail_job needs match.operations, each an operation creating a job: ${[...creating].join(', ')}.`, 'match.operations', 'invalid_value');
+  }
+  if (input.stream && input.stream.stall_ms === undefined && !input.stream.cut)
+    throw badRequest('A stream fault needs something to do: stall_ms and/or cut.', 'stream', 'fault_without_effect');
+  if (input.stream && (input.status !== undefined || input.drop))
+    throw badRequest('A stream fault acts on a stream that is answered: give it without status or drop.', 'stream', 'invalid_value');
+  if (input.code !== undefined && input.status === undefined)
+    throw badRequest('code is the error code of a status: give status too.', 'code', 'fault_without_effect');
+  if (input.drop && input.status !== undefined)
+    throw badRequest('A dropped connection answers no status: give one of drop and status.', 'drop', 'invalid_value');
+  input.match?.operations?.forEach((op, i) => {
+    if (!(op in operations)) throw badRequest(`'${op}' is not an operationId of this API.`, `match.operations.${i}`, 'unknown_operation');
+  });
+}
+
+/** A new rule of `input`, made at `now`. */
+export const newFault = (input: FaultInput, now: number): FaultRule => ({
+  id: newId('fault', now),
+  input,
+  hits: 0,
+  skipped: 0,
+  createdAt: now,
+  expiresAt: input.ttl_seconds === undefined ? null : now + input.ttl_seconds * 1000,
+});
+
+/** Whether a rule has applied to all the requests its `count` gives it. */
+export const spentFault = (r: FaultRule) => r.input.count !== undefined && r.hits >= r.input.count;
+
+export class Faults implements FaultPolicy {
+  readonly store: RuleStore<FaultInput>;
 
   constructor(
+    db: Database,
     private readonly limits: { requestLimit: number; tokenLimit: number },
     /** The operations creating a job the control plane can fail (a `Prefer: fail-job=` applies only to those). */
-    private readonly creating: () => ReadonlySet<string> = () => new Set(),
-  ) {}
-
-  /** `creating`: the operations that create a job the control plane can fail (a `fail_job` rule matches only those). */
-  add(input: FaultInput, now: number, creating: ReadonlySet<string> = new Set()): FaultRule {
-    if (input.status === undefined && input.delay_ms === undefined && !input.drop && !input.fail_job && !input.stream)
-      throw badRequest('A fault rule needs something to do: a status, a delay_ms, drop, stream or fail_job.', 'status', 'fault_without_effect');
-    if (input.fail_job) {
-      if (input.status !== undefined || input.drop || input.stream)
-        throw badRequest('fail_job lets the request succeed: give it without status, drop or stream.', 'fail_job', 'invalid_value');
-      if (!input.match?.operations?.length || input.match.operations.some((op) => !creating.has(op)))
-        throw badRequest(
-          `fail_job needs match.operations, each an operation creating a job: ${[...creating].join(', ')}.`,
-          'match.operations',
-          'invalid_value',
-        );
-    }
-    if (input.stream && input.stream.stall_ms === undefined && !input.stream.cut)
-      throw badRequest('A stream fault needs something to do: stall_ms and/or cut.', 'stream', 'fault_without_effect');
-    if (input.stream && (input.status !== undefined || input.drop))
-      throw badRequest('A stream fault acts on a stream that is answered: give it without status or drop.', 'stream', 'invalid_value');
-    if (input.code !== undefined && input.status === undefined)
-      throw badRequest('code is the error code of a status: give status too.', 'code', 'fault_without_effect');
-    if (input.drop && input.status !== undefined)
-      throw badRequest('A dropped connection answers no status: give one of drop and status.', 'drop', 'invalid_value');
-    input.match?.operations?.forEach((op, i) => {
-      if (!(op in operations)) throw badRequest(`'${op}' is not an operationId of this API.`, `match.operations.${i}`, 'unknown_operation');
-    });
-    const rule: FaultRule = {
-      ...input,
-      id: newId('fault', now),
-      hits: 0,
-      createdAt: now,
-      expiresAt: input.ttl_seconds === undefined ? null : now + input.ttl_seconds * 1000,
-    };
-    this.rules.push(rule);
-    return rule;
-  }
-
-  list(now: number): FaultRule[] {
-    this.rules = this.rules.filter((r) => r.expiresAt === null || r.expiresAt > now);
-    return [...this.rules];
-  }
-
-  remove(id: string): void {
-    const i = this.rules.findIndex((r) => r.id === id);
-    if (i < 0) throw notFound('fault rule', id, 'faultId');
-    this.rules.splice(i, 1);
-  }
-
-  clear(): number {
-    const n = this.rules.length;
-    this.rules = [];
-    return n;
+    private readonly creating: () => ReadonlySet<string>,
+    private readonly now: () => number,
+    private readonly random = Math.random,
+  ) {
+    this.store = new RuleStore(db, 'fault', 'fault rule', 'faultId');
   }
 
   /** The fault for a request: the first rule in force that matches it, else what its `Prefer` header asks, else null. */
-  match(req: Request, now: number, prefer: string | undefined, random = Math.random): Fault | null {
-    if (this.rules.length) {
-      for (let i = 0; i < this.rules.length; i++) {
-        const r = this.rules[i]!;
-        if (r.expiresAt !== null && r.expiresAt <= now) {
-          this.rules.splice(i--, 1);
-          continue;
-        }
-        const m = r.match;
-        if (m) {
-          if (m.operations && !m.operations.includes(req.operationId)) continue;
-          if (m.path !== undefined && !req.path.startsWith(m.path)) continue;
-          if (m.model !== undefined && req.model !== m.model) continue;
-          if (m.project_id !== undefined && req.projectId !== m.project_id) continue;
-        }
-        if (r.stream && !req.stream) continue;
-        if (r.after) {
-          r.after--;
-          continue;
-        }
-        if (r.probability !== undefined && random() >= r.probability) continue;
-        r.hits++;
-        if (r.count !== undefined && --r.count <= 0) this.rules.splice(i, 1);
-        return this.fault(r.id, r.status, r.delay_ms, !!r.drop, r);
+  match(req: FaultRequest): Fault | null | Promise<Fault | null> {
+    if (this.store.held.length) return this.matchRules(req);
+    return req.prefer === undefined ? null : this.preferred(req);
+  }
+
+  private async matchRules(req: FaultRequest): Promise<Fault | null> {
+    for (const r of this.store.inForce(this.now())) {
+      const { input } = r;
+      const m = input.match;
+      if (m) {
+        if (m.operations && !m.operations.includes(req.operationId)) continue;
+        if (m.path !== undefined && !req.path.startsWith(m.path)) continue;
+        if (m.model !== undefined && req.model !== m.model) continue;
+        if (m.project_id !== undefined && req.projectId !== m.project_id) continue;
       }
+      if (input.stream && !req.stream) continue;
+      if (input.after && (await this.store.skip(r.id, input.after))) continue;
+      if (input.probability !== undefined && this.random() >= input.probability) continue;
+      if (!(await this.store.hit(r.id, input.after ?? 0, input.count))) continue;
+      return this.fault(r.id, input.status, input.delay_ms, !!input.drop, input);
     }
-    if (prefer === undefined) return null;
-    const asked = parsePrefer(prefer);
+    return req.prefer === undefined ? null : this.preferred(req);
+  }
+
+  private preferred(req: FaultRequest): Fault | null {
+    const asked = parsePrefer(req.prefer!);
     if (!asked) return null;
     // As for a rule: a stream fault acts only on a stream, a job failure only on an operation creating a job.
     if (asked.stream && !req.stream) delete asked.stream;
@@ -228,6 +191,6 @@ export class Faults {
     const error =
       status === undefined ? undefined : faultError(status, { code: r.code, message: r.message, retryAfterSeconds: r.retry_after_seconds, ...this.limits });
     const stream = r.stream && { afterChunks: r.stream.after_chunks, stallMs: r.stream.stall_ms ?? 0, cut: !!r.stream.cut };
-    return { source, delayMs: delayMs ?? 0, drop, error, failJob: r.fail_job, stream };
+    return { source, delayMs: delayMs ?? 0, drop, error, failJob: r.fail_job && failedWith(r.fail_job), stream };
   }
 }

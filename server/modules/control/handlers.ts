@@ -1,24 +1,19 @@
-// Module `control` (spec/tags/control.yaml): reset, the request journal and fault rules.
+// Module `control` (spec/tags/control.yaml): reset, the request journal and fault rules. Each change is made through
+// the control plane's shared state (shared.ts), so it holds in every process when it answers.
 import { performance } from 'node:perf_hooks';
 import { iso } from '../../core/clock.ts';
 import type { Context } from '../types.ts';
-import type { FaultRule } from './faults.ts';
+import { checkFault, type FaultRule, newFault, spentFault } from './faults.ts';
 import type { JournalEntry } from './journal.ts';
+import { Journal } from './journal.ts';
+import type { ControlPlane } from './plane.ts';
 import { resetPlatform as resetAll, resetProject } from './reset.ts';
+import { timesWire } from './rules.ts';
 
-export async function resetPlatform(ctx: Context<'resetPlatform'>) {
+export async function resetPlatform(ctx: Context<'resetPlatform'>, plane: ControlPlane) {
   const started = performance.now();
   const projectId = ctx.body?.project_id;
-  const deleted =
-    projectId === undefined
-      ? await resetAll(ctx.db, ctx.config.dataDir, ctx.control.reseed, ctx.control.forgetKey)
-      : await resetProject(ctx.db, ctx.config.dataDir, projectId);
-  if (projectId === undefined) {
-    ctx.control.journal.clear();
-    ctx.control.faults.clear();
-    ctx.control.scripts.clear();
-    await ctx.control.limits.clear();
-  }
+  const deleted = projectId === undefined ? await resetAll(plane) : await resetProject(ctx.db, ctx.config.dataDir, projectId);
   return {
     scope: projectId === undefined ? ('platform' as const) : ('project' as const),
     project_id: projectId ?? null,
@@ -41,8 +36,10 @@ const entryWire = (e: JournalEntry) => ({
   fault: e.fault,
 });
 
-export async function listJournal({ query, control }: Context<'listJournal'>) {
-  const data = control.journal.list({
+export async function listJournal({ query }: Context<'listJournal'>, plane: ControlPlane) {
+  // Every process writes down what it holds first, so the read holds every request finished before it.
+  await plane.gatherJournal();
+  const data = await plane.journal.list({
     limit: query.limit ?? 100,
     operation: query.operation,
     path: query.path,
@@ -52,29 +49,41 @@ export async function listJournal({ query, control }: Context<'listJournal'>) {
   return { object: 'list' as const, data: data.map(entryWire) };
 }
 
-export async function clearJournal({ control }: Context<'clearJournal'>) {
-  return { cleared: control.journal.clear() };
+export async function clearJournal(_ctx: Context<'clearJournal'>, plane: ControlPlane) {
+  await plane.gatherJournal();
+  return { cleared: await plane.change((tx) => Journal.clear(tx), ['journal']) };
 }
 
-const faultWire = ({ createdAt, expiresAt, ...rule }: FaultRule) => ({
-  ...rule,
-  created_at: iso(createdAt),
-  expires_at: expiresAt === null ? null : iso(expiresAt),
-});
+// The counts a rule has left, as the wire gives them.
+const faultWire = (r: FaultRule) => {
+  const { count, after, ...input } = r.input;
+  return {
+    ...input,
+    ...(count === undefined ? {} : { count: count - r.hits }),
+    ...(after === undefined ? {} : { after: Math.max(0, after - r.skipped) }),
+    id: r.id,
+    hits: r.hits,
+    ...timesWire(r),
+  };
+};
 
-export async function listFaults({ control, clock }: Context<'listFaults'>) {
-  return { object: 'list' as const, data: control.faults.list(clock.now()).map(faultWire) };
+export async function listFaults({ clock }: Context<'listFaults'>, plane: ControlPlane) {
+  return { object: 'list' as const, data: (await plane.faults.store.list(clock.now(), spentFault)).map(faultWire) };
 }
 
-export async function createFault({ control, clock, body }: Context<'createFault'>) {
-  return faultWire(control.faults.add(structuredClone(body), clock.now(), control.creating));
+export async function createFault({ clock, body }: Context<'createFault'>, plane: ControlPlane) {
+  const input = structuredClone(body);
+  checkFault(input, plane.creating);
+  const rule = newFault(input, clock.now());
+  await plane.change((tx) => plane.faults.store.insert(tx, rule));
+  return faultWire(rule);
 }
 
-export async function deleteFault({ control, params }: Context<'deleteFault'>) {
-  control.faults.remove(params.faultId);
+export async function deleteFault({ params }: Context<'deleteFault'>, plane: ControlPlane) {
+  await plane.change((tx) => plane.faults.store.remove(tx, params.faultId));
   return { id: params.faultId, deleted: true as const };
 }
 
-export async function clearFaults({ control }: Context<'clearFaults'>) {
-  return { cleared: control.faults.clear() };
+export async function clearFaults({ clock }: Context<'clearFaults'>, plane: ControlPlane) {
+  return { cleared: await plane.change((tx) => plane.faults.store.clear(tx, clock.now())) };
 }

@@ -1,15 +1,14 @@
-// The request journal (the Control tag): this process's last API requests and their answers, in a ring of
-// `CONTROL_JOURNAL_SIZE` entries, so a test can assert what its application sent. Bodies are kept up to 4 KiB, with
-// secret-looking fields redacted; the Authorization header is never read.
-import type { ServerResponse } from 'node:http';
+// The request journal (the Control tag): every server process's last API requests and their answers, so a test can
+// assert what its application sent. A request costs its process only an entry in memory (its bodies kept up to 4 KiB,
+// credentials redacted); the entries are written to the database, where every process reads them, whenever the control
+// plane's state changes, which a journal read makes happen first (shared.ts): so a read on any process holds every
+// process's requests finished before it. A process killed before then loses its unwritten entries. The newest
+// CONTROL_JOURNAL_SIZE entries are kept, in memory and in the database alike.
 import type { OperationId } from '../../../generated/operations.ts';
+import type { Database, Tx } from '../../db/index.ts';
+import { CAPTURE_LIMIT, type ObservedRequest } from '../../http/guests.ts';
 
-export const BODY_LIMIT = 4096;
-// A field named as a key, secret, password, credential or token (`api_key`, `wandb_api_key`, `hf_api_token`), not
-// one that counts tokens (`max_tokens`).
-const SECRET_FIELD = /(^|_)(api_?key|key|secret|password|credentials?|authorization)$|^([a-z_]+_)?token$/i;
-// The operations whose `value` field is a secret's value (write-only everywhere).
-const SECRET_VALUES = new Set<string>(['createSecret', 'updateSecret']);
+export const BODY_LIMIT = CAPTURE_LIMIT;
 
 export interface JournalEntry {
   id: number;
@@ -25,105 +24,199 @@ export interface JournalEntry {
   fault: string | null;
 }
 
+// ---- redaction ----------------------------------------------------------------------------------------------------
+
+// The words of a field's name (`hfToken`, `HF_TOKEN`, `api-key` -> hf, token / api, key).
+const wordsOf = (name: string) =>
+  name
+    .replace(/([a-z0-9])([A-Z])/g, '$1 $2')
+    .toLowerCase()
+    .split(/[^a-z0-9]+/)
+    .filter(Boolean);
+const SECRET_WORDS = new Set(['token', 'secret', 'password', 'passwd', 'passphrase', 'credential', 'credentials', 'authorization', 'apikey', 'pat']);
+/**
+ * Whether a field (or a name/value pair's name) names a credential: a word of it is token, secret, password,
+ * credential, authorization, or its last word is `key` (`api_key`, `HF_TOKEN`, `wandb_api_key`, `secretKey`), but not
+ * a count of them (`max_tokens`, `prompt_tokens`: plural) nor a bare `key` (a sampling key names a field).
+ */
+export function namesCredential(name: string): boolean {
+  const words = wordsOf(name);
+  if (words.some((w) => SECRET_WORDS.has(w))) return true;
+  return words.length > 1 && words.at(-1) === 'key';
+}
+// A value that is a credential whatever its name: an Authorization header's value, or a token of a known issuer.
+const CREDENTIAL_VALUE =
+  /^(?:(?:Bearer|Basic|Token)\s+\S{8,}|(?:sk|pk|rk)-[\w-]{16,}|hf_[A-Za-z0-9]{16,}|gh[pousr]_[A-Za-z0-9]{20,}|xox[abprs]-[\w-]{10,}|AKIA[0-9A-Z]{16}|ctl_[\w-]{16,}|tgp_v1_[\w-]{16,})$/;
+/** The operations whose `value` field is a secret's value (write-only everywhere). */
+const SECRET_VALUES = new Set<string>(['createSecret', 'updateSecret']);
+const REDACTED = '[redacted]';
+
 // A kept body is at most BODY_LIMIT characters, so a copy stops early: at the body nesting limit's depth and after
 // enough values to fill it (a 10 MB or 100,000-level body costs no more to journal than a small one).
 const MAX_DEPTH = 64;
 const MAX_VALUES = BODY_LIMIT;
 
-/** A bounded copy of a JSON value with secret-looking fields (and a secret operation's `value`) replaced. */
+/**
+ * A bounded copy of a JSON value with credentials replaced: fields named as one, the `value` of a name/value pair
+ * whose name names one (an environment variable `{"name": "HF_TOKEN", "value": ...}`), a secret operation's `value`,
+ * and strings shaped like a credential wherever they are.
+ */
 export function redact(value: unknown, operation: string | null, budget = { values: MAX_VALUES }, depth = 0): unknown {
+  if (typeof value === 'string') return CREDENTIAL_VALUE.test(value) ? REDACTED : value;
   if (value === null || typeof value !== 'object') return value;
   if (depth >= MAX_DEPTH) return '[deeper than 64 levels]';
-  const entries = Array.isArray(value) ? value.map((v, i) => [i, v] as const) : Object.entries(value);
+  const isArray = Array.isArray(value);
+  const entries = isArray ? value.map((v, i) => [i, v] as const) : Object.entries(value);
+  // A name/value pair: `{name|key: <credential name>, value: ...}`.
+  const pairName = isArray ? undefined : ((value as Record<string, unknown>).name ?? (value as Record<string, unknown>).key);
+  const secretPair = typeof pairName === 'string' && namesCredential(pairName);
   const out: [string | number, unknown][] = [];
   for (const [k, v] of entries) {
     if (--budget.values < 0) {
       out.push([typeof k === 'number' ? k : '...', '[cut]']);
       break;
     }
-    const secret = typeof k === 'string' && (SECRET_FIELD.test(k) || (depth === 0 && k === 'value' && operation !== null && SECRET_VALUES.has(operation)));
-    out.push([k, secret ? '[redacted]' : redact(v, operation, budget, depth + 1)]);
+    const secret =
+      typeof k === 'string' &&
+      typeof v !== 'number' &&
+      typeof v !== 'boolean' &&
+      v !== null &&
+      (namesCredential(k) || (k === 'value' && (secretPair || (depth === 0 && operation !== null && SECRET_VALUES.has(operation)))));
+    out.push([k, secret ? REDACTED : redact(v, operation, budget, depth + 1)]);
   }
-  return Array.isArray(value) ? out.map(([, v]) => v) : Object.fromEntries(out);
+  return isArray ? out.map(([, v]) => v) : Object.fromEntries(out);
 }
 
 /** A body as the journal keeps it: JSON (redacted) when it fits, else its text cut at BODY_LIMIT. */
 export function keptBody(body: unknown, operation: string | null): unknown {
   if (body === undefined || body === null) return null;
-  const text = typeof body === 'string' ? body : JSON.stringify(redact(body, operation));
+  const kept = redact(body, operation);
+  const text = typeof kept === 'string' ? kept : JSON.stringify(kept);
   if (text.length > BODY_LIMIT) return `${text.slice(0, BODY_LIMIT)}... (cut at ${BODY_LIMIT} characters)`;
-  return typeof body === 'string' ? body : JSON.parse(text);
+  return kept;
 }
 
-/** Keeps the first BODY_LIMIT bytes a response writes; answers them as the journal keeps a body (JSON when whole). */
-export function captureBody(res: ServerResponse): () => unknown {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  let total = 0;
-  const keep = (chunk: unknown, encoding?: unknown) => {
-    if (chunk === undefined || chunk === null || typeof chunk === 'function') return;
-    const buf = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as string, typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8');
-    total += buf.length;
-    if (size < BODY_LIMIT) {
-      chunks.push(buf.subarray(0, BODY_LIMIT - size));
-      size += Math.min(buf.length, BODY_LIMIT - size);
-    }
-  };
-  const write = res.write.bind(res) as (...a: unknown[]) => boolean;
-  const end = res.end.bind(res) as (...a: unknown[]) => ServerResponse;
-  res.write = ((...a: unknown[]) => {
-    keep(a[0], a[1]);
-    return write(...a);
-  }) as typeof res.write;
-  res.end = ((...a: unknown[]) => {
-    keep(a[0], a[1]);
-    return end(...a);
-  }) as typeof res.end;
-  return () => {
-    const text = Buffer.concat(chunks).toString('utf8');
-    if (total > BODY_LIMIT) return `${text}... (cut at ${BODY_LIMIT} of ${total} bytes)`;
-    if (!text) return null;
-    try {
-      return JSON.parse(text);
-    } catch {
-      return text;
-    }
-  };
+// ---- the journal --------------------------------------------------------------------------------------------------
+
+interface Held extends Omit<JournalEntry, 'id'> {
+  finishedAt: bigint;
 }
+
+// Rows per INSERT: well within the bound parameters both databases take.
+const PER_INSERT = 500;
+const COLUMNS = 11;
+
+/** Wall-clock microseconds: the order of entries across processes (the platform's clock may stand still in a test). */
+const wallMicros = () => BigInt(Math.round((performance.timeOrigin + performance.now()) * 1000));
 
 export class Journal {
-  private entries: JournalEntry[] = [];
-  private next = 1;
+  private held: Held[] = [];
 
-  constructor(readonly size: number) {}
+  constructor(
+    private readonly db: Database,
+    readonly size: number,
+  ) {}
 
   get enabled(): boolean {
     return this.size > 0;
   }
 
-  add(entry: Omit<JournalEntry, 'id'>): void {
+  add(request: ObservedRequest): void {
     if (!this.enabled) return;
-    this.entries.push({ ...entry, id: this.next++ });
-    if (this.entries.length > this.size) this.entries.splice(0, this.entries.length - this.size);
+    this.held.push({
+      at: request.at,
+      finishedAt: wallMicros(),
+      method: request.method,
+      path: request.path,
+      operation: request.operation,
+      projectId: request.projectId,
+      status: request.status,
+      ms: request.ms,
+      requestBody: keptBody(request.requestBody, request.operation),
+      responseBody: keptBody(request.responseBody, request.operation),
+      fault: request.fault,
+    });
+    if (this.held.length > this.size) this.held.splice(0, this.held.length - this.size);
   }
 
-  /** Newest first, filtered. */
-  list(filter: { limit: number; operation?: string; path?: string; status?: number; projectId?: string }): JournalEntry[] {
-    const out: JournalEntry[] = [];
-    for (let i = this.entries.length - 1; i >= 0 && out.length < filter.limit; i--) {
-      const e = this.entries[i]!;
-      if (filter.operation !== undefined && e.operation !== filter.operation) continue;
-      if (filter.path !== undefined && !e.path.startsWith(filter.path)) continue;
-      if (filter.status !== undefined && e.status !== filter.status) continue;
-      if (filter.projectId !== undefined && e.projectId !== filter.projectId) continue;
-      out.push(e);
-    }
-    return out;
+  /** Forgets what this process holds (a clear or reset of the journal, made anywhere). */
+  drop(): void {
+    this.held = [];
   }
 
-  clear(): number {
-    const n = this.entries.length;
-    this.entries = [];
-    return n;
+  /** Writes what this process holds to the database, and keeps the newest `size` there. */
+  async flush(): Promise<void> {
+    if (!this.held.length) return;
+    const rows = this.held;
+    this.held = [];
+    const json = (v: unknown) => (v === null ? null : JSON.stringify(v));
+    await this.db.write(async (tx) => {
+      for (let i = 0; i < rows.length; i += PER_INSERT) {
+        const chunk = rows.slice(i, i + PER_INSERT);
+        const values = chunk.flatMap((r) => [
+          r.at,
+          r.finishedAt,
+          r.method,
+          r.path,
+          r.operation,
+          r.projectId,
+          r.status,
+          r.ms,
+          json(r.requestBody),
+          json(r.responseBody),
+          r.fault,
+        ]);
+        const pg = this.db.provider === 'postgresql';
+        const row = (n: number) => `(${Array.from({ length: COLUMNS }, (_, c) => (pg ? `$${n * COLUMNS + c + 1}` : '?')).join(', ')})`;
+        await tx.$executeRawUnsafe(
+          `INSERT INTO "ControlJournalEntry" ("at", "finishedAt", "method", "path", "operation", "projectId", "status", "ms", "requestBody", "responseBody", "fault") VALUES ${chunk.map((_, n) => row(n)).join(', ')}`,
+          ...values,
+        );
+      }
+      await this.trim(tx);
+    });
+  }
+
+  private async trim(tx: Tx): Promise<void> {
+    const [edge] = await tx.controlJournalEntry.findMany({
+      orderBy: [{ finishedAt: 'desc' }, { id: 'desc' }],
+      skip: this.size,
+      take: 1,
+      select: { finishedAt: true },
+    });
+    if (edge) await tx.controlJournalEntry.deleteMany({ where: { finishedAt: { lte: edge.finishedAt } } });
+  }
+
+  /** Newest first, filtered: what the database holds (flush first). */
+  async list(filter: { limit: number; operation?: string; path?: string; status?: number; projectId?: string }): Promise<JournalEntry[]> {
+    const rows = await this.db.prisma.controlJournalEntry.findMany({
+      where: {
+        operation: filter.operation,
+        path: filter.path === undefined ? undefined : { startsWith: filter.path },
+        status: filter.status,
+        projectId: filter.projectId,
+      },
+      orderBy: [{ finishedAt: 'desc' }, { id: 'desc' }],
+      take: filter.limit,
+    });
+    const parsed = (text: string | null) => (text === null ? null : JSON.parse(text));
+    return rows.map((r) => ({
+      id: r.id,
+      at: Number(r.at),
+      method: r.method,
+      path: r.path,
+      operation: r.operation as OperationId | null,
+      projectId: r.projectId,
+      status: r.status,
+      ms: r.ms,
+      requestBody: parsed(r.requestBody),
+      responseBody: parsed(r.responseBody),
+      fault: r.fault,
+    }));
+  }
+
+  /** Empties the journal's table (in a change's transaction); answers how many entries it held. */
+  static async clear(tx: Tx): Promise<number> {
+    return (await tx.controlJournalEntry.deleteMany({})).count;
   }
 }

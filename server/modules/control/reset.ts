@@ -6,13 +6,28 @@ import { join, resolve, sep } from 'node:path';
 import { Prisma } from '../../../generated/prisma/sqlite/client/client.ts';
 import { notFound } from '../../core/errors.ts';
 import type { Database, Tx } from '../../db/index.ts';
-import { KEY_REVOKED_CHANNEL } from '../../db/keys.ts';
+import { type ControlPlane, LIMIT_PREFIX } from './plane.ts';
 
 type Model = (typeof Prisma.ModelName)[keyof typeof Prisma.ModelName];
 // Tables of the platform itself rather than of any project: kept by a project's reset; a platform reset keeps
-// ServerKey (signing and control keys), the control plane's snapshots and the default organization, project and its
-// development keys, and deletes the rest (the bootstrap seeds Hardware, the catalogue and SeedRun again).
-const PLATFORM: Model[] = ['Organization', 'Project', 'ApiKey', 'SeedRun', 'ServerKey', 'Hardware', 'ControlSnapshot'];
+// ServerKey (signing and control keys, the clock's offset), the control plane's snapshots, settings and processes, and
+// the default organization, project and its development keys, and deletes the rest (the bootstrap seeds Hardware, the
+// catalogue and SeedRun again; the control plane's rules and journal go).
+const PLATFORM: Model[] = [
+  'Organization',
+  'Project',
+  'ApiKey',
+  'SeedRun',
+  'ServerKey',
+  'Hardware',
+  'ControlSnapshot',
+  'ControlRule',
+  'ControlJournalEntry',
+  'ControlSetting',
+  'ControlProcess',
+];
+/** What a platform reset keeps of the platform's own tables (the accounts are kept in part, below). */
+const KEPT: Model[] = ['Organization', 'Project', 'ApiKey', 'ServerKey', 'ControlSnapshot', 'ControlSetting', 'ControlProcess'];
 // Tables scoped through a parent rather than a projectId column: the column naming the parent's id.
 const CHILDREN: Partial<Record<Model, { parent: Model; column: string }>> = {
   FineTuneEvent: { parent: 'FineTune', column: 'jobId' },
@@ -62,33 +77,33 @@ export async function resetProject(db: Database, dataDir: string, projectId: str
   return deleted;
 }
 
-/** Deletes everything but the platform's keys and its default organization, project and development keys. */
-export async function resetPlatform(
-  db: Database,
-  dataDir: string,
-  reseed: () => Promise<unknown>,
-  forgetKey: (hash: string) => void = () => {},
-): Promise<number> {
-  const kinds = storeKinds(db, dataDir);
-  const gone: string[] = [];
-  const deleted = await db.write(async (tx) => {
-    const project = await tx.project.findUnique({ where: { slug: 'default' } });
-    // The keys going are forgotten by every process's key cache, as a revocation is.
-    const keys = await tx.apiKey.findMany({ where: project ? { NOT: { projectId: project.id, development: true } } : {}, select: { hash: true } });
-    gone.push(...keys.map((k) => k.hash));
-    if (db.provider === 'postgresql') for (const hash of gone) await tx.$executeRawUnsafe(`SELECT pg_notify('${KEY_REVOKED_CHANNEL}', $1)`, hash);
-    let n = 0;
-    // The tables holding rows, each emptied by one plain DELETE (no foreign keys but the accounts', below).
-    const tables = MODELS.filter((m) => !['Organization', 'Project', 'ApiKey', 'ServerKey', 'ControlSnapshot'].includes(m));
-    for (const model of await filled(tx, tables)) n += await tx.$executeRaw(Prisma.sql`DELETE FROM ${q(model)}`);
-    n += (await tx.apiKey.deleteMany({ where: project ? { NOT: { projectId: project.id, development: true } } : {} })).count;
-    n += (await tx.project.deleteMany({ where: project ? { NOT: { id: project.id } } : {} })).count;
-    n += (await tx.organization.deleteMany({ where: project ? { NOT: { id: project.organizationId } } : {} })).count;
-    return n;
-  });
-  for (const hash of gone) forgetKey(hash);
-  for (const kind of kinds) rmSync(join(dataDir, kind), { recursive: true, force: true });
-  await reseed();
+/**
+ * Deletes everything but the platform's keys and its default organization, project and development keys, and the
+ * control plane's rules, journal and rate limits in every process (the keys taken away are forgotten by every
+ * process's key cache, and every process's rate-limit counts start again).
+ */
+export async function resetPlatform(plane: ControlPlane): Promise<number> {
+  const { db, config } = plane;
+  const kinds = storeKinds(db, config.dataDir);
+  const deleted = await plane.change(
+    async (tx) => {
+      const project = await tx.project.findUnique({ where: { slug: 'default' } });
+      let n = 0;
+      // The tables holding rows, each emptied by one plain DELETE (no foreign keys but the accounts', below).
+      const tables = MODELS.filter((m) => !KEPT.includes(m));
+      for (const model of await filled(tx, tables)) n += await tx.$executeRaw(Prisma.sql`DELETE FROM ${q(model)}`);
+      await tx.controlSetting.deleteMany({ where: { name: { startsWith: LIMIT_PREFIX } } });
+      n += (await tx.apiKey.deleteMany({ where: project ? { NOT: { projectId: project.id, development: true } } : {} })).count;
+      n += (await tx.project.deleteMany({ where: project ? { NOT: { id: project.id } } : {} })).count;
+      n += (await tx.organization.deleteMany({ where: project ? { NOT: { id: project.organizationId } } : {} })).count;
+      return n;
+    },
+    ['journal', 'limits', 'keys'],
+  );
+  // The counts every process shares in Redis (each process has forgotten its own).
+  await plane.services.limits.clear(true);
+  for (const kind of kinds) rmSync(join(config.dataDir, kind), { recursive: true, force: true });
+  await plane.reseed();
   return deleted;
 }
 

@@ -1,16 +1,14 @@
-// What a scripted answer (scripts.ts) becomes: the operation's own answer, built where each capability calls its
-// engine (one interception point each: inference's infer, the embeddings handler, audio's run, an evaluation's
-// judge). Token counts are the local engine's, so usage and rate limits settle as for an engine's answer.
+// What a scripted answer (scripts.ts) becomes: the operation's own answer, given through the answer interceptor each
+// capability asks before its engine (engines/intercept.ts: inference's text path, the embeddings handler, audio's
+// transcription, an evaluation's judge). Token counts are the local engine's, so usage and rate limits settle as for
+// an engine's answer.
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Outcome, Served, TextEngine, TextOperation } from '../../engines/chat.ts';
 import { promptTokens } from '../../engines/chat.ts';
-import type { EmbeddingRequest, EmbeddingResult, EmbeddingsEngine } from '../../engines/embeddings.ts';
-import type { JudgeEngine } from '../../engines/judge.ts';
+import type { AnswerInterceptors } from '../../engines/intercept.ts';
 import { countTokens, decode, encode } from '../../engines/tokens.ts';
-import type { Transcript } from '../../engines/transcription.ts';
-import type { ControlPlane } from './plane.ts';
-import { contentText, type ScriptAnswer, type Scripted, type ScriptRequest } from './scripts.ts';
+import { contentText, type ScriptAnswer, type Scripted, type ScriptRequest, type Scripts } from './scripts.ts';
 
 // biome-ignore lint/suspicious/noExplicitAny: a request body, already validated against the contract.
 type Body = Record<string, any>;
@@ -143,43 +141,38 @@ async function* stream(op: TextOperation, body: Body, served: Served, a: ScriptA
   if (includeUsage) yield chunk(-1, null, null, p.usage);
 }
 
+const scriptedHeaders = (rule: string) => ({ 'x-scripted': rule });
+
 /**
- * The embeddings of a request: the vectors a rule gives for its texts (as given), the engine's for the others.
- * `scripted` names the rule, null when none applied.
+ * The answer interceptors of the scripted answers (engines/intercept.ts): each capability's request, matched against
+ * the rules, answered as the matching rule says. With no rule held, none of them is asked for anything.
  */
-export async function embedScripted(
-  control: ControlPlane,
-  now: number,
-  req: EmbeddingRequest,
-  engine: EmbeddingsEngine,
-): Promise<{ result: EmbeddingResult; scripted: string | null }> {
-  const s = control.scripts.take('embeddings', { operationId: 'createEmbedding', model: req.model, texts: req.input }, now, (a) =>
-    a.embeddings!.some((e) => req.input.includes(e.text)),
-  );
-  if (!s) return { result: await engine.embed(req), scripted: null };
-  const given = new Map(s.answer.embeddings!.map((e) => [e.text, Float32Array.from(e.vector)]));
-  const rest = req.input.filter((t) => !given.has(t));
-  const computed = rest.length ? await engine.embed({ ...req, input: rest }) : null;
-  let k = 0;
-  const vectors = req.input.map((t) => given.get(t) ?? computed!.vectors[k++]!);
-  const promptTokens = req.input.filter((t) => given.has(t)).reduce((sum, t) => sum + countTokens(t), computed?.promptTokens ?? 0);
-  return { result: { vectors, promptTokens, engine: computed?.engine ?? 'local' }, scripted: s.rule };
-}
-
-/** A scripted transcript: the text as one segment (the audio is not read). */
-export function scriptedTranscript(s: Scripted, language: string | undefined): Transcript {
-  const text = s.answer.content!;
-  return { language: language ?? 'en', duration: 0, text, segments: [{ start: 0, end: 0, text }], words: [], engine: 'scripted', scripted: s.rule };
-}
-
-/** The judge of an evaluation, answering as scripted where a rule matches its call (model, and the text it judges). */
-export function scriptedJudge(control: ControlPlane, now: () => number, engine: JudgeEngine): JudgeEngine {
+export function scriptedAnswers(scripts: Scripts): AnswerInterceptors {
   return {
-    ...engine,
-    async judge(task, call) {
-      const s = control.scripts.take('judge', { model: call.model, texts: [call.user] }, now());
-      if (!s) return engine.judge(task, call);
-      return s.answer.content ?? JSON.stringify(s.answer.verdict);
+    async text({ op, operationId, body }) {
+      if (!scripts.any) return null;
+      const s = await scripts.take('chat', textRequest(op, operationId, body));
+      return s && { value: scriptedTextEngine(s), headers: scriptedHeaders(s.rule) };
+    },
+    async embeddings(req) {
+      if (!scripts.any) return null;
+      const s = await scripts.take('embeddings', { operationId: 'createEmbedding', model: req.model, texts: req.input }, (a) =>
+        a.embeddings!.some((e) => req.input.includes(e.text)),
+      );
+      return s && { value: new Map(s.answer.embeddings!.map((e) => [e.text, Float32Array.from(e.vector)])), headers: scriptedHeaders(s.rule) };
+    },
+    async transcription({ operationId, model, body }) {
+      if (!scripts.any) return null;
+      const s = await scripts.take('transcription', { operationId, model, texts: [body.prompt ?? ''], body });
+      if (!s) return null;
+      const text = s.answer.content!;
+      const transcript = { language: body.language ?? 'en', duration: 0, text, segments: [{ start: 0, end: 0, text }], words: [], engine: 'scripted' };
+      return { value: transcript, headers: scriptedHeaders(s.rule) };
+    },
+    async judge(call) {
+      if (!scripts.any) return null;
+      const s = await scripts.take('judge', { model: call.model, texts: [call.user] });
+      return s && { value: s.answer.content ?? JSON.stringify(s.answer.verdict), headers: scriptedHeaders(s.rule) };
     },
   };
 }

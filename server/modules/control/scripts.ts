@@ -1,11 +1,14 @@
 // Scripted answers (the Control tag, like WireMock's stubs): rules that match a request to an engine (chat and
-// completions, embeddings, transcription, an evaluation's judge) and decide its answer instead of the engine. Kept
-// in memory per process, like the fault rules; the empty list costs one length check per request. What an answer
-// becomes on the wire is built in scripted.ts, at one interception point per capability.
+// completions, embeddings, transcription, an evaluation's judge) and decide its answer instead of the engine. Shared
+// by every process like the fault rules (rules.ts): a sequence of answers is consumed once in total, whichever process
+// answers; with no rule held the engines' interceptors cost one check. What an answer becomes on the wire is built in
+// scripted.ts, the answer interceptors registered with the engines (engines/intercept.ts).
 import { isDeepStrictEqual } from 'node:util';
 import { RE2JS } from 're2js';
-import { badRequest, notFound } from '../../core/errors.ts';
+import { badRequest } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
+import type { Database } from '../../db/index.ts';
+import { type Rule, RuleStore } from './rules.ts';
 
 export type Capability = 'chat' | 'embeddings' | 'transcription' | 'judge';
 
@@ -66,14 +69,8 @@ export interface ScriptInput {
   ttl_seconds?: number;
 }
 
-export interface ScriptRule extends ScriptInput {
-  id: string;
-  capability: Capability;
-  after_last: 'repeat' | 'fall_through';
-  hits: number;
-  createdAt: number;
-  expiresAt: number | null;
-}
+/** A rule, its defaults filled in. */
+export type ScriptRule = Rule<ScriptInput & { capability: Capability; after_last: 'repeat' | 'fall_through' }>;
 
 /** A request to an engine, as a rule sees it. */
 export interface ScriptRequest {
@@ -116,149 +113,142 @@ function holds(body: unknown, c: BodyCondition): boolean {
   return true;
 }
 
-/** The rules in force and what they match, each with its compiled pattern (RE2: linear in the text). */
-interface Held {
-  rule: ScriptRule;
-  pattern?: RE2JS;
+/** The operations a capability's rule may name, checked as a rule is made (400 naming the field). */
+function checkInput(input: ScriptInput, capability: Capability, dimensions: number | undefined): void {
+  const m = input.match ?? {};
+  m.operations?.forEach((op, i) => {
+    if (!CAPABILITY_OPERATIONS[capability].includes(op))
+      throw badRequest(
+        `'${op}' is not an operation a ${capability} rule answers (${CAPABILITY_OPERATIONS[capability].join(', ') || 'none: the judge runs inside evaluations'}).`,
+        `match.operations.${i}`,
+        'unknown_operation',
+      );
+  });
+  if (m.tool !== undefined && capability !== 'chat')
+    throw badRequest('Only chat requests offer tools: match.tool is for chat rules.', 'match.tool', 'invalid_value');
+  if (m.message_regex !== undefined) compile(m.message_regex);
+  m.body?.forEach((c, i) => {
+    if (segments(c.path).some((s) => s === ''))
+      throw badRequest(`'${c.path}' is not a dotted path (keys and array indices joined by '.').`, `match.body.${i}.path`, 'invalid_value');
+    if (c.equals === undefined && c.contains === undefined)
+      throw badRequest('A body condition needs equals or contains.', `match.body.${i}.equals`, 'invalid_value');
+  });
+  for (const [i, a] of input.answers.entries()) checkAnswer(capability, a, `answers.${i}`, dimensions);
+}
+
+function compile(pattern: string): RE2JS {
+  try {
+    return RE2JS.compile(pattern);
+  } catch (e) {
+    throw badRequest(`match.message_regex is not a pattern RE2 reads: ${(e as Error).message}`, 'match.message_regex', 'invalid_pattern');
+  }
+}
+
+function checkAnswer(capability: Capability, a: ScriptAnswer, param: string, dimensions: number | undefined) {
+  for (const key of Object.keys(a))
+    if (!ANSWER_FIELDS[capability].includes(key))
+      throw badRequest(`'${key}' is not part of a ${capability} answer (${ANSWER_FIELDS[capability].join(', ')}).`, `${param}.${key}`, 'invalid_value');
+  const given = (keys: (keyof ScriptAnswer)[]) => keys.filter((k) => a[k] !== undefined);
+  if (capability === 'chat') {
+    if (!given(['content', 'chunks', 'json', 'tool_calls']).length)
+      throw badRequest('A chat answer needs content, chunks, json or tool_calls.', `${param}.content`, 'missing_field');
+    const texts = given(['content', 'chunks', 'json']);
+    if (texts.length > 1) throw badRequest(`Give one of content, chunks and json (got ${texts.join(' and ')}).`, `${param}.${texts[1]}`, 'invalid_value');
+  }
+  if (capability === 'transcription' && a.content === undefined)
+    throw badRequest('A transcription answer needs content (the transcript).', `${param}.content`, 'missing_field');
+  if (capability === 'judge' && given(['content', 'verdict']).length !== 1)
+    throw badRequest('A judge answer is a verdict or the judge\u2019s text (content): give one.', `${param}.verdict`, 'invalid_value');
+  if (capability === 'embeddings') {
+    if (!a.embeddings?.length) throw badRequest('An embeddings answer needs embeddings: [{text, vector}].', `${param}.embeddings`, 'missing_field');
+    a.embeddings.forEach((e, k) => {
+      if (e.vector.length !== dimensions)
+        throw badRequest(
+          `The vector has ${e.vector.length} dimensions; the model's vectors have ${dimensions}.`,
+          `${param}.embeddings.${k}.vector`,
+          'invalid_dimensions',
+        );
+    });
+  }
+}
+
+/**
+ * A new rule checked against what the spec's schema cannot say (400 naming the field), made at `now`.
+ * `dimensionsOf` gives an embedding model's vector length (undefined: not an embedding model of the catalogue).
+ */
+export function newScript(input: ScriptInput, now: number, dimensionsOf: (model: string) => number | undefined): ScriptRule {
+  const capability = input.capability ?? 'chat';
+  let dimensions: number | undefined;
+  if (capability === 'embeddings') {
+    const model = input.match?.model;
+    if (model === undefined) throw badRequest('An embeddings rule names its model: its vectors must have its dimensions.', 'match.model', 'missing_field');
+    dimensions = dimensionsOf(model);
+    if (dimensions === undefined) throw badRequest(`'${model}' is not an embedding model of the catalogue.`, 'match.model', 'model_not_supported');
+  }
+  checkInput(input, capability, dimensions);
+  return {
+    id: newId('script', now),
+    input: { ...input, capability, after_last: input.after_last ?? 'repeat' },
+    hits: 0,
+    skipped: 0,
+    createdAt: now,
+    expiresAt: input.ttl_seconds === undefined ? null : now + input.ttl_seconds * 1000,
+  };
 }
 
 export class Scripts {
-  private held: Held[] = [];
+  readonly store: RuleStore<ScriptRule['input']>;
+  /** Each held rule's compiled pattern (RE2: linear in the text), made when first needed. */
+  private readonly patterns = new Map<string, RE2JS>();
 
-  /**
-   * Adds a rule checked against what the spec's schema cannot say (400 naming the field). `dimensionsOf` gives an
-   * embedding model's vector length (undefined: not an embedding model of the catalogue).
-   */
-  add(input: ScriptInput, now: number, dimensionsOf: (model: string) => number | undefined): ScriptRule {
-    const capability = input.capability ?? 'chat';
-    const m = input.match ?? {};
-    m.operations?.forEach((op, i) => {
-      if (!CAPABILITY_OPERATIONS[capability].includes(op))
-        throw badRequest(
-          `'${op}' is not an operation a ${capability} rule answers (${CAPABILITY_OPERATIONS[capability].join(', ') || 'none: the judge runs inside evaluations'}).`,
-          `match.operations.${i}`,
-          'unknown_operation',
-        );
-    });
-    if (m.tool !== undefined && capability !== 'chat')
-      throw badRequest('Only chat requests offer tools: match.tool is for chat rules.', 'match.tool', 'invalid_value');
-    let pattern: RE2JS | undefined;
+  constructor(
+    db: Database,
+    private readonly now: () => number,
+  ) {
+    this.store = new RuleStore<ScriptRule['input']>(db, 'script', 'script rule', 'scriptId');
+  }
+
+  /** Whether any rule is held (the engines' interceptors ask nothing more when none is). */
+  get any(): boolean {
+    return this.store.held.length > 0;
+  }
+
+  private matches(rule: ScriptRule, capability: Capability, req: ScriptRequest): boolean {
+    const input = rule.input;
+    if (input.capability !== capability) return false;
+    const m = input.match;
+    if (!m) return true;
+    if (m.model !== undefined && m.model !== req.model) return false;
+    if (m.operations && !(req.operationId && m.operations.includes(req.operationId))) return false;
+    if (m.message_contains !== undefined && !req.texts.some((t) => t.includes(m.message_contains!))) return false;
     if (m.message_regex !== undefined) {
-      try {
-        pattern = RE2JS.compile(m.message_regex);
-      } catch (e) {
-        throw badRequest(`match.message_regex is not a pattern RE2 reads: ${(e as Error).message}`, 'match.message_regex', 'invalid_pattern');
-      }
+      const pattern = this.patterns.get(rule.id) ?? RE2JS.compile(m.message_regex);
+      this.patterns.set(rule.id, pattern);
+      if (!req.texts.some((t) => pattern.matcher(t).find())) return false;
     }
-    m.body?.forEach((c, i) => {
-      if (segments(c.path).some((s) => s === ''))
-        throw badRequest(`'${c.path}' is not a dotted path (keys and array indices joined by '.').`, `match.body.${i}.path`, 'invalid_value');
-      if (c.equals === undefined && c.contains === undefined)
-        throw badRequest('A body condition needs equals or contains.', `match.body.${i}.equals`, 'invalid_value');
-    });
-    let dimensions: number | undefined;
-    if (capability === 'embeddings') {
-      if (m.model === undefined) throw badRequest('An embeddings rule names its model: its vectors must have its dimensions.', 'match.model', 'missing_field');
-      dimensions = dimensionsOf(m.model);
-      if (dimensions === undefined) throw badRequest(`'${m.model}' is not an embedding model of the catalogue.`, 'match.model', 'model_not_supported');
-    }
-    for (const [i, a] of input.answers.entries()) this.check(capability, a, `answers.${i}`, dimensions);
-    const rule: ScriptRule = {
-      ...input,
-      capability,
-      after_last: input.after_last ?? 'repeat',
-      id: newId('script', now),
-      hits: 0,
-      createdAt: now,
-      expiresAt: input.ttl_seconds === undefined ? null : now + input.ttl_seconds * 1000,
-    };
-    this.held.push({ rule, pattern });
-    return rule;
-  }
-
-  private check(capability: Capability, a: ScriptAnswer, param: string, dimensions: number | undefined) {
-    for (const key of Object.keys(a))
-      if (!ANSWER_FIELDS[capability].includes(key))
-        throw badRequest(`'${key}' is not part of a ${capability} answer (${ANSWER_FIELDS[capability].join(', ')}).`, `${param}.${key}`, 'invalid_value');
-    const given = (keys: (keyof ScriptAnswer)[]) => keys.filter((k) => a[k] !== undefined);
-    if (capability === 'chat') {
-      if (!given(['content', 'chunks', 'json', 'tool_calls']).length)
-        throw badRequest('A chat answer needs content, chunks, json or tool_calls.', `${param}.content`, 'missing_field');
-      const texts = given(['content', 'chunks', 'json']);
-      if (texts.length > 1) throw badRequest(`Give one of content, chunks and json (got ${texts.join(' and ')}).`, `${param}.${texts[1]}`, 'invalid_value');
-    }
-    if (capability === 'transcription' && a.content === undefined)
-      throw badRequest('A transcription answer needs content (the transcript).', `${param}.content`, 'missing_field');
-    if (capability === 'judge' && given(['content', 'verdict']).length !== 1)
-      throw badRequest('A judge answer is a verdict or the judge\u2019s text (content): give one.', `${param}.verdict`, 'invalid_value');
-    if (capability === 'embeddings') {
-      if (!a.embeddings?.length) throw badRequest('An embeddings answer needs embeddings: [{text, vector}].', `${param}.embeddings`, 'missing_field');
-      a.embeddings.forEach((e, k) => {
-        if (e.vector.length !== dimensions)
-          throw badRequest(
-            `The vector has ${e.vector.length} dimensions; the model's vectors have ${dimensions}.`,
-            `${param}.embeddings.${k}.vector`,
-            'invalid_dimensions',
-          );
-      });
-    }
-  }
-
-  list(now: number): ScriptRule[] {
-    this.expire(now);
-    return this.held.map((h) => h.rule);
-  }
-
-  get(id: string, now: number): ScriptRule {
-    this.expire(now);
-    const held = this.held.find((h) => h.rule.id === id);
-    if (!held) throw notFound('script rule', id, 'scriptId');
-    return held.rule;
-  }
-
-  remove(id: string): void {
-    const i = this.held.findIndex((h) => h.rule.id === id);
-    if (i < 0) throw notFound('script rule', id, 'scriptId');
-    this.held.splice(i, 1);
-  }
-
-  clear(): number {
-    const n = this.held.length;
-    this.held = [];
-    return n;
+    if (m.tool !== undefined && !req.tools?.includes(m.tool)) return false;
+    if (m.body && !m.body.every((c) => holds(req.body, c))) return false;
+    return true;
   }
 
   /**
    * The answer for a request: the next answer of the first rule in force that matches it (oldest first), which is
-   * then consumed; null: the engine answers. `fits` may refuse an answer (embeddings: none of its texts asked for).
+   * then consumed, once in total whichever process takes it; null: the engine answers. `fits` may refuse an answer
+   * (embeddings: none of its texts asked for).
    */
-  take(capability: Capability, req: ScriptRequest, now: number, fits: (a: ScriptAnswer) => boolean = () => true): Scripted | null {
-    if (!this.held.length) return null;
-    this.expire(now);
-    for (const { rule, pattern } of this.held) {
-      if (rule.capability !== capability) continue;
-      const spent = rule.hits >= rule.answers.length;
-      if (spent && rule.after_last === 'fall_through') continue;
-      const m = rule.match;
-      if (m) {
-        if (m.model !== undefined && m.model !== req.model) continue;
-        if (m.operations && !(req.operationId && m.operations.includes(req.operationId))) continue;
-        if (m.message_contains !== undefined && !req.texts.some((t) => t.includes(m.message_contains!))) continue;
-        if (pattern && !req.texts.some((t) => pattern.matcher(t).find())) continue;
-        if (m.tool !== undefined && !req.tools?.includes(m.tool)) continue;
-        if (m.body && !m.body.every((c) => holds(req.body, c))) continue;
+  async take(capability: Capability, req: ScriptRequest, fits: (a: ScriptAnswer) => boolean = () => true): Promise<Scripted | null> {
+    for (const rule of this.store.inForce(this.now())) {
+      if (!this.matches(rule, capability, req)) continue;
+      const answers = rule.input.answers;
+      for (;;) {
+        const hits = await this.store.hitsOf(rule.id);
+        if (hits === null || (hits >= answers.length && rule.input.after_last === 'fall_through')) break;
+        const answer = answers[Math.min(hits, answers.length - 1)]!;
+        if (!fits(answer)) break;
+        if (await this.store.take(rule.id, hits)) return { rule: rule.id, answer };
       }
-      const answer = rule.answers[Math.min(rule.hits, rule.answers.length - 1)]!;
-      if (!fits(answer)) continue;
-      rule.hits++;
-      return { rule: rule.id, answer };
     }
     return null;
-  }
-
-  private expire(now: number) {
-    if (this.held.some((h) => h.rule.expiresAt !== null && h.rule.expiresAt <= now))
-      this.held = this.held.filter((h) => h.rule.expiresAt === null || h.rule.expiresAt > now);
   }
 }
 

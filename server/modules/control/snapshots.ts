@@ -10,8 +10,8 @@ import { Prisma } from '../../../generated/prisma/sqlite/client/client.ts';
 import { instant, iso } from '../../core/clock.ts';
 import { apiError } from '../../core/errors.ts';
 import type { Database, Tx } from '../../db/index.ts';
-import { KEY_REVOKED_CHANNEL } from '../../db/keys.ts';
 import type { Context } from '../types.ts';
+import type { ControlPlane } from './plane.ts';
 import { filled, q, storeKinds } from './reset.ts';
 
 type Model = (typeof Prisma.ModelName)[keyof typeof Prisma.ModelName];
@@ -19,8 +19,9 @@ type Row = Record<string, unknown>;
 interface Table {
   findMany(args?: unknown): Promise<Row[]>;
 }
-// Not platform state: the server's own keys (the control key must go on working) and the snapshots themselves.
-const KEPT: Model[] = ['ServerKey', 'ControlSnapshot'];
+// Not platform state: the server's own keys (the control key must go on working), the snapshots themselves, and the
+// control plane's own state (its rules, journal, settings and processes).
+const KEPT: Model[] = ['ServerKey', 'ControlSnapshot', 'ControlRule', 'ControlJournalEntry', 'ControlSetting', 'ControlProcess'];
 // The only foreign keys (prisma/models/accounts.prisma): inserted parents first, deleted children first.
 const PARENTS: Model[] = ['Organization', 'Project', 'ApiKey'];
 const TABLES = [...PARENTS, ...(Object.values(Prisma.ModelName) as Model[]).filter((m) => !PARENTS.includes(m) && !KEPT.includes(m))];
@@ -112,7 +113,7 @@ export async function deleteSnapshot({ db, params }: Context<'deleteSnapshot'>) 
   return { object: 'snapshot' as const, name: params.name, deleted: true as const };
 }
 
-export async function restoreSnapshot({ db, config, control, params }: Context<'restoreSnapshot'>) {
+export async function restoreSnapshot({ db, config, params }: Context<'restoreSnapshot'>, plane: ControlPlane) {
   const started = performance.now();
   const snapshot = await db.prisma.controlSnapshot.findUnique({ where: { name: params.name } });
   if (!snapshot) throw unknown(params.name);
@@ -129,26 +130,24 @@ export async function restoreSnapshot({ db, config, control, params }: Context<'
     offset += f.size;
   }
   try {
-    const { rows, gone } = await db.write(async (tx) => {
-      const before = await tx.apiKey.findMany({ where: { revokedAt: null }, select: { hash: true } });
-      // Only the tables holding rows are emptied (most are empty in a test's platform), each by one plain DELETE.
-      for (const model of (await filled(tx, TABLES)).reverse()) await tx.$executeRaw(Prisma.sql`DELETE FROM ${q(model)}`);
-      let rows = 0;
-      for (const model of TABLES) {
-        const data = contents.tables[model] ?? [];
-        if (data.length) rows += await insert(tx, model, data);
-      }
-      const live = new Set((contents.tables.ApiKey ?? []).filter((k) => k.revokedAt === null).map((k) => k.hash));
-      const gone = before.map((k) => k.hash).filter((h) => !live.has(h));
-      // Keys the restore takes away are forgotten by every process's key cache, as a revocation is.
-      if (db.provider === 'postgresql') for (const hash of gone) await tx.$executeRawUnsafe(`SELECT pg_notify('${KEY_REVOKED_CHANNEL}', $1)`, hash);
-      return { rows, gone };
-    });
-    for (const hash of gone) control.forgetKey(hash);
+    // Like a platform reset: the journal and fault rules go, and every process forgets the keys it had cached.
+    const rows = await plane.change(
+      async (tx) => {
+        // Only the tables holding rows are emptied (most are empty in a test's platform), each by one plain DELETE.
+        for (const model of (await filled(tx, TABLES)).reverse()) await tx.$executeRaw(Prisma.sql`DELETE FROM ${q(model)}`);
+        let rows = 0;
+        for (const model of TABLES) {
+          const data = contents.tables[model] ?? [];
+          if (data.length) rows += await insert(tx, model, data);
+        }
+        await tx.controlJournalEntry.deleteMany({});
+        await tx.controlRule.deleteMany({ where: { kind: 'fault' } });
+        return rows;
+      },
+      ['journal', 'keys'],
+    );
     for (const kind of storeKinds(db, config.dataDir)) rmSync(join(config.dataDir, kind), { recursive: true, force: true });
     for (const kind of readdirSafe(stage)) renameSync(join(stage, kind), join(config.dataDir, kind));
-    control.journal.clear();
-    control.faults.clear();
     return {
       object: 'snapshot.restore' as const,
       name: snapshot.name,

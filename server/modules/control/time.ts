@@ -1,44 +1,27 @@
 // Time (the Control tag): the platform's clock moved forward, with every timed step of the durable runner that
-// comes due on the way run at its own due time; and one job moved through its declared machine, by the runner's
-// own step or by the table's move (runner/progress.ts `transition`), the jobs being the modules' `steer` kinds.
-import { instant, iso, type OffsetClock } from '../../core/clock.ts';
+// comes due on the way run at its own due time (the offset kept in the database, every process's clock moved with
+// it: db/clock.ts, shared.ts); and one job moved through its declared machine, by the runner's own step or by the
+// table's move (runner/progress.ts `transition`), the jobs being the modules' `steer` kinds.
+import { instant, iso } from '../../core/clock.ts';
 import { badRequest, conflict, invalidTransition, notFound, withArticle } from '../../core/errors.ts';
-import type { Database } from '../../db/index.ts';
+import { keepOffset } from '../../db/clock.ts';
 import { type JobError, transition } from '../../runner/progress.ts';
-import type { Context, Services, Steerable } from '../types.ts';
+import type { Context, Steerable } from '../types.ts';
+import type { ControlPlane } from './plane.ts';
 
 /** Rounds of "move to the next due step, run what is due" one advance makes at most (a step that keeps rescheduling itself). */
 const MAX_ROUNDS = 10_000;
 /** Moves one `terminal` call makes at most. */
 const MAX_MOVES = 32;
 
-// The offset is kept in the database beside the server's keys (a reset keeps it), so a restart does not run the
-// clock back and a process started later takes it up.
-const OFFSET_KEY = 'clock-offset-ms';
+const timeWire = ({ clock }: ControlPlane) => ({ now: iso(clock.now()), offset_ms: clock.offsetMs });
 
-/** Moves a starting process's clock to the offset an earlier advance left. */
-export async function restoreClock(db: Database, clock: OffsetClock): Promise<void> {
-  const row = await db.prisma.serverKey.findUnique({ where: { name: OFFSET_KEY } });
-  if (row) clock.advance(Number(row.value) - clock.offsetMs);
+export async function getTime(_ctx: Context<'getTime'>, plane: ControlPlane) {
+  return timeWire(plane);
 }
 
-/** Keeps the largest offset any process reached. */
-async function keepOffset(db: Database, clock: OffsetClock): Promise<void> {
-  await db.write(async (tx) => {
-    const row = await tx.serverKey.findUnique({ where: { name: OFFSET_KEY } });
-    const value = String(Math.max(clock.offsetMs, Number(row?.value ?? 0)));
-    await tx.serverKey.upsert({ where: { name: OFFSET_KEY }, create: { name: OFFSET_KEY, value, createdAt: instant(clock) }, update: { value } });
-  });
-}
-
-const timeWire = ({ control }: Services) => ({ now: iso(control.clock.now()), offset_ms: control.clock.offsetMs });
-
-export async function getTime(ctx: Context<'getTime'>) {
-  return timeWire(ctx);
-}
-
-export async function advanceTime(ctx: Context<'advanceTime'>) {
-  const { clock } = ctx.control;
+export async function advanceTime(ctx: Context<'advanceTime'>, plane: ControlPlane) {
+  const { clock } = plane;
   const ms = Math.round(ctx.body.seconds * 1000);
   const until = clock.offsetMs + ms;
   let steps = 0;
@@ -51,9 +34,10 @@ export async function advanceTime(ctx: Context<'advanceTime'>) {
     steps += await ctx.runner.drain();
   }
   clock.advance(until - clock.offsetMs);
-  await keepOffset(ctx.db, clock);
+  // Every process's clock takes the offset up before the call answers.
+  await plane.change((tx) => keepOffset(tx, clock.offsetMs, instant(clock)));
   steps += await ctx.runner.drain();
-  return { ...timeWire(ctx), advanced_ms: ms, steps };
+  return { ...timeWire(plane), advanced_ms: ms, steps };
 }
 
 interface Moved {
@@ -62,9 +46,9 @@ interface Moved {
   to: string;
 }
 
-export async function transitionJob(ctx: Context<'transitionJob'>) {
+export async function transitionJob(ctx: Context<'transitionJob'>, plane: ControlPlane) {
   const { params, body, db } = ctx;
-  const steer = ctx.control.steerable[params.kind] as Steerable;
+  const steer = plane.steerable[params.kind] as Steerable;
   const { stored, failure } = steer.progression;
   const { machine } = stored;
   const read = async () => {

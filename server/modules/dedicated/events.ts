@@ -4,8 +4,7 @@ import type { DedicatedEndpoint, Deployment } from '../../../generated/prisma/sq
 import { type Clock, instant } from '../../core/clock.ts';
 import { newId } from '../../core/ids.ts';
 import type { Tx } from '../../db/index.ts';
-import { deploymentMachine } from './machine.ts';
-import { desiredReplicas } from './traffic.ts';
+import { deploymentMachine, desiredReplicas } from './machine.ts';
 
 interface EventFields {
   type: string;

@@ -37,12 +37,12 @@ import { deploymentMachine } from './machine.ts';
 import { deploymentProgression } from './provisioning.ts';
 import { revisionOf } from './refs.ts';
 import data from './seed.json' with { type: 'json' };
+import { v2EndpointsSection } from './seeded.ts';
 import { RETENTION_KIND, retentionWork } from './served.ts';
 import { AUTOSCALER_KIND } from './traffic.ts';
 
 // What this module offers the others.
 export { setReplicas } from './scale.ts';
-export { readyDeployment, type SeededDeploymentState, seedV2Endpoint } from './seeded.ts';
 export { figures, nearestRank, recordServed, recordServedMany, type Served, type ServedFigures, servedFigures, servedRows } from './served.ts';
 export { adapterServers, routeRequest, type SplitEntry, splitOf, steerTraffic, type TrafficOwner, trafficSteered } from './traffic.ts';
 
@@ -112,5 +112,6 @@ export const dedicated: ModuleDescriptor<'dedicated'> = {
     [RETENTION_KIND]: retentionWork(services),
   }),
   steer: (services) => ({ deployment: { progression: deploymentProgression(services), creates: ['createDeployment', 'deployModel'] } }),
+  fixtureSections: { v2_endpoints: v2EndpointsSection },
   fixtures: async () => (await import('./fixtures.ts')).fixtures,
 };

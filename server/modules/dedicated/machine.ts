@@ -33,6 +33,12 @@ export const deploymentMachine = defineMachine({
   },
 });
 
+/**
+ * Replicas a deployment starts with when it provisions: its minimum, and at least one; none when its maximum is 0
+ * (stopped). Once READY, the autoscaler (autoscaling.ts) moves its `readyReplicas` between the bounds.
+ */
+export const desiredReplicas = (d: { minReplicas: number; maxReplicas: number }) => (d.maxReplicas === 0 ? 0 : Math.max(d.minReplicas, 1));
+
 export type DeploymentState = (typeof deploymentMachine.states)[number];
 export type DeploymentEvent = (typeof deploymentMachine.events)[number];
 

@@ -7,7 +7,7 @@ import { badRequest } from '../../core/errors.ts';
 import type { Db, Tx } from '../../db/index.ts';
 import { canRun, REGION, reserveIfFree } from '../hardware/index.ts';
 import type { RequestBody } from '../types.ts';
-import { desiredReplicas } from './traffic.ts';
+import { desiredReplicas } from './machine.ts';
 
 export const DEPLOYMENT_OWNER = 'deployment';
 

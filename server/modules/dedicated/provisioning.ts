@@ -4,9 +4,8 @@
 import { type Progression, type Timing, transition } from '../../runner/progress.ts';
 import { release } from '../hardware/index.ts';
 import { recordDeploymentChange } from './events.ts';
-import { type DeploymentState, deployments } from './machine.ts';
+import { type DeploymentState, deployments, desiredReplicas } from './machine.ts';
 import { DEPLOYMENT_OWNER, place } from './placement.ts';
-import { desiredReplicas } from './traffic.ts';
 
 export function deploymentProgression(timing: Timing): Progression<DeploymentState> {
   return {

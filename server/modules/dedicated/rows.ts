@@ -11,11 +11,11 @@ import { release } from '../hardware/index.ts';
 import { attachVolumes, detachVolumes } from '../volumes/index.ts';
 import { checkPolicy, ensureAutoscaler, type ScalingMetric } from './autoscaling.ts';
 import { recordDeploymentChange, recordEndpointChange } from './events.ts';
-import { deploymentMachine } from './machine.ts';
+import { deploymentMachine, desiredReplicas } from './machine.ts';
 import { checkPlacement, DEPLOYMENT_OWNER } from './placement.ts';
 import { checkAutoscaling, checkName, checkNameFree, createBounds, deploymentNameTaken, deploymentsOf, resolveModelAndConfig } from './refs.ts';
 import { startRetention } from './served.ts';
-import { desiredReplicas, type Viewer } from './traffic.ts';
+import type { Viewer } from './traffic.ts';
 import { deploymentWire, v2EndpointWire } from './wire.ts';
 
 export async function createEndpointRow(

@@ -8,9 +8,8 @@ import { newEtag } from '../../http/etag.ts';
 import { type Timing, transition } from '../../runner/progress.ts';
 import { release, reserveIfFree } from '../hardware/index.ts';
 import { recordDeploymentChange } from './events.ts';
-import { type DeploymentEvent, deployments } from './machine.ts';
+import { type DeploymentEvent, deployments, desiredReplicas } from './machine.ts';
 import { DEPLOYMENT_OWNER } from './placement.ts';
-import { desiredReplicas } from './traffic.ts';
 
 /**
  * Runs `replicas` replicas of a deployment: `minReplicas` becomes it (`maxReplicas` at least it; both 0 stop it).

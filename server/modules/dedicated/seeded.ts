@@ -3,18 +3,17 @@
 // after the commit by the runner's own provisioning (readyDeployment), as any deployment reaches it.
 import type { components } from '../../../generated/api.d.ts';
 import type { Clock } from '../../core/clock.ts';
+import { idTaken, within } from '../../core/errors.ts';
 import type { Database, Tx } from '../../db/index.ts';
 import { type Timing, transition } from '../../runner/progress.ts';
 import type { Runner } from '../../runner/runner.ts';
+import type { FixtureSection } from '../types.ts';
 import { deploymentMachine, deployments } from './machine.ts';
 import { endpointNameOf } from './refs.ts';
 import { acceptDeployment, createEndpointRow, insertDeployment } from './rows.ts';
 
 export type SeededDeploymentState = NonNullable<components['schemas']['FixtureDeployment']['state']>;
 type SeededEndpoint = components['schemas']['FixtureV2Endpoint'];
-
-/** Runs `fn` for the document's item at `at`, its refusals naming the item's field: the caller's `within`. */
-type Within = <T>(at: string, fn: () => Promise<T>) => Promise<T>;
 
 /**
  * A fixture's v2 endpoint with its deployments, in the caller's transaction; answers the endpoint's id and its
@@ -25,16 +24,13 @@ export async function seedV2Endpoint(
   timing: Timing & { clock: Clock },
   project: { id: string; slug: string },
   input: SeededEndpoint,
-  at: string,
-  within: Within,
 ): Promise<{ id: string; deployments: string[]; toReady: string[] }> {
-  const name = await within(at, async () => endpointNameOf(project.slug, input.name, 'name'));
-  const e = await within(at, () => createEndpointRow(tx, timing.clock, project.id, name, input.visibility ?? 'VISIBILITY_PRIVATE', 'name', input.id));
+  const name = endpointNameOf(project.slug, input.name, 'name');
+  const e = await createEndpointRow(tx, timing.clock, project.id, name, input.visibility ?? 'VISIBILITY_PRIVATE', 'name', input.id);
   const made = { id: e.id, deployments: [] as string[], toReady: [] as string[] };
   for (const [i, dep] of (input.deployments ?? []).entries()) {
-    const dat = `${at}.deployments.${i}`;
     const body = dep.request;
-    let d = await within(`${dat}.request`, async () =>
+    let d = await within(`deployments.${i}.request`, async () =>
       insertDeployment(tx, timing, { id: dep.id, projectId: project.id, endpointId: e.id, ...(await acceptDeployment(tx, project.id, body)) }),
     );
     const state = dep.state ?? 'DEPLOYMENT_STATE_PROVISIONING';
@@ -60,3 +56,20 @@ export async function readyDeployment(services: { db: Database; runner: Runner }
   await services.runner.runNow(deploymentMachine.kind, id);
   return (await prisma.deployment.findUniqueOrThrow({ where: { id } })).state;
 }
+
+/** A fixtures document's v2 endpoints with their deployments (the Control tag's applyFixtures): READY ones provisioned once it has committed. */
+export const v2EndpointsSection: FixtureSection<'v2_endpoints'> = {
+  order: 6,
+  async fill({ tx, services, project }, endpoint) {
+    if (endpoint.id && (await tx.dedicatedEndpoint.findUnique({ where: { id: endpoint.id } }))) throw idTaken('v2 endpoint', endpoint.id, 'id');
+    for (const [d, dep] of (endpoint.deployments ?? []).entries())
+      if (dep.id && (await tx.deployment.findUnique({ where: { id: dep.id } }))) throw idTaken('deployment', dep.id, `deployments.${d}.id`);
+    const made = await seedV2Endpoint(tx, services, project, endpoint as SeededEndpoint);
+    const after = made.toReady.length
+      ? async (runner: Runner) => {
+          for (const id of made.toReady) await readyDeployment({ db: services.db, runner }, id);
+        }
+      : undefined;
+    return { ids: { v2_endpoints: [made.id], deployments: made.deployments }, after };
+  },
+};

@@ -11,6 +11,7 @@ import type { EngineRoutes } from '../../engines/routes.ts';
 import { newEtag } from '../../http/etag.ts';
 import { fitsEndpoint } from '../adapters/index.ts';
 import { recordEndpointChange } from './events.ts';
+import { desiredReplicas } from './machine.ts';
 
 export interface SplitEntry {
   deploymentId: string;
@@ -38,12 +39,6 @@ async function requestWake(tx: Tx, ids: string[]): Promise<void> {
 }
 
 export const splitOf = (e: DedicatedEndpoint): SplitEntry[] => JSON.parse(e.trafficSplit);
-
-/**
- * Replicas a deployment starts with when it provisions: its minimum, and at least one; none when its maximum is 0
- * (stopped). Once READY, the autoscaler (autoscaling.ts) moves its `readyReplicas` between the bounds.
- */
-export const desiredReplicas = (d: { minReplicas: number; maxReplicas: number }) => (d.maxReplicas === 0 ? 0 : Math.max(d.minReplicas, 1));
 
 /** The engine a deployment's chat runs on, as the engine routes (ENGINES) pick it for its model. */
 export const runtimeOf = (d: Deployment, engines: EngineRoutes) => textRuntime(engines.routeFor('chat', d.modelId));

@@ -15,10 +15,11 @@ import type { Identity } from '../../core/identity.ts';
 import { isUploadedModelId } from '../models/index.ts';
 import type { Wire } from '../types.ts';
 import type { Summary } from './analytics.ts';
+import { desiredReplicas } from './machine.ts';
 import type { PLACEMENT_PROFILE } from './placement.ts';
 import { revisionOf } from './refs.ts';
 import type { Supported } from './supported.ts';
-import { desiredReplicas, runtimeOf, splitOf, targetReplicas, trafficShares, type Viewer } from './traffic.ts';
+import { runtimeOf, splitOf, targetReplicas, trafficShares, type Viewer } from './traffic.ts';
 
 const modelResource = (d: Deployment) => (isUploadedModelId(d.modelId) ? `projects/${d.projectId}/models/${d.modelId}` : `models/${d.modelId}`);
 

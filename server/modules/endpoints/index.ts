@@ -3,11 +3,10 @@
 import type { ModuleDescriptor, SeedContext } from '../types.ts';
 import { createEndpoint, deleteEndpoint, getEndpoint, getEndpointUsage, listEndpoints, updateEndpoint } from './handlers.ts';
 import { v1EndpointMachine } from './machine.ts';
-import { createV1Endpoint, type V1EndpointSpec } from './rows.ts';
+import { createV1Endpoint, type V1EndpointSpec, v1EndpointsSection } from './rows.ts';
 import data from './seed.json' with { type: 'json' };
 
-// What this module offers the others (seedV1Endpoint: fixtures, the Control tag's applyFixtures).
-export { findV1Endpoint, seedV1Endpoint } from './rows.ts';
+export { findV1Endpoint } from './rows.ts';
 export { qualifiedName } from './wire.ts';
 
 /** The default project's v1 endpoints (seed.json); one whose model or hardware the catalogue lacks is left out. */
@@ -23,5 +22,6 @@ export const endpoints: ModuleDescriptor<'endpoints'> = {
   handlers: { listEndpoints, createEndpoint, getEndpoint, updateEndpoint, deleteEndpoint, getEndpointUsage },
   seed,
   machines: [v1EndpointMachine],
+  fixtureSections: { v1_endpoints: v1EndpointsSection },
   fixtures: async () => (await import('./fixtures.ts')).fixtures,
 };

@@ -3,11 +3,12 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { V1Endpoint } from '../../../generated/prisma/sqlite/client/client.ts';
 import { type Clock, instant } from '../../core/clock.ts';
-import { apiError, badRequest } from '../../core/errors.ts';
+import { apiError, badRequest, idTaken } from '../../core/errors.ts';
 import type { Db, Tx } from '../../db/index.ts';
 import { owned } from '../../http/scope.ts';
 import { reserve } from '../hardware/index.ts';
 import { findModel } from '../models/index.ts';
+import type { FixtureSection } from '../types.ts';
 import type { V1State } from './machine.ts';
 
 export const V1_OWNER = 'v1_endpoint';
@@ -82,3 +83,22 @@ export async function seedV1Endpoint(tx: Tx, clock: Clock, projectId: string, e:
   if (e.maxReplicas < e.minReplicas) throw badRequest(`max_replicas (${e.maxReplicas}) is below min_replicas (${e.minReplicas}).`, 'max_replicas');
   return createV1Endpoint(tx, clock, projectId, e);
 }
+
+/** A fixtures document's v1 endpoints (the Control tag's applyFixtures). */
+export const v1EndpointsSection: FixtureSection<'v1_endpoints'> = {
+  order: 5,
+  async fill({ tx, services, project }, endpoint) {
+    if (endpoint.id && (await tx.v1Endpoint.findUnique({ where: { id: endpoint.id } }))) throw idTaken('v1 endpoint', endpoint.id, 'id');
+    const made = await seedV1Endpoint(tx, services.clock, project.id, {
+      id: endpoint.id,
+      displayName: endpoint.display_name,
+      model: endpoint.model,
+      hardware: endpoint.hardware,
+      minReplicas: endpoint.min_replicas ?? 1,
+      maxReplicas: endpoint.max_replicas ?? 1,
+      state: endpoint.state ?? 'STARTED',
+      inactiveTimeout: endpoint.inactive_timeout ?? null,
+    });
+    return { ids: { v1_endpoints: [made.id] } };
+  },
+};

@@ -2,13 +2,14 @@
 // transaction, which sees the document's own files and endpoints), its row, and the states fixtures put it in.
 import { instant } from '../../core/clock.ts';
 import type { Config } from '../../core/config.ts';
-import { badRequest } from '../../core/errors.ts';
+import { badRequest, idTaken } from '../../core/errors.ts';
 import type { Identity } from '../../core/identity.ts';
 import { newId } from '../../core/ids.ts';
 import type { Database, Db, Tx } from '../../db/index.ts';
 import { enter, type Timing, transition } from '../../runner/progress.ts';
 import type { Runner } from '../../runner/runner.ts';
 import { resolveTarget } from '../inference/index.ts';
+import type { FixtureSection } from '../types.ts';
 import { inputExists } from './dataset.ts';
 import { evaluationMachine, evaluations, type StatusUpdate } from './machine.ts';
 import { accept, type EvaluationType, type Parameters } from './rules.ts';
@@ -117,3 +118,15 @@ export async function runEvaluation(services: { db: Database; runner: Runner }, 
       return job.status;
   }
 }
+
+/** A fixtures document's evaluations (the Control tag's applyFixtures): moved on to their status once it has committed. */
+export const evaluationsSection: FixtureSection<'evaluations'> = {
+  order: 7,
+  async fill({ tx, services, project }, evaluation) {
+    if (evaluation.id && (await tx.evaluationJob.findUnique({ where: { id: evaluation.id } }))) throw idTaken('evaluation', evaluation.id, 'id');
+    const job = await seedEvaluation(tx, services, { projectId: project.id, projectSlug: project.slug }, evaluation as SeededEvaluation);
+    const status = evaluation.status;
+    const run = status && job.status !== status;
+    return { ids: { evaluations: [job.id] }, after: run ? (runner) => runEvaluation({ db: services.db, runner }, job.id, status) : undefined };
+  },
+};

@@ -4,9 +4,9 @@
 // wrong ends the job `user_error`; a failed call only fails its row.
 import { Semaphore } from 'async-mutex';
 import type { EvaluationJob } from '../../../generated/prisma/sqlite/client/client.ts';
+import { interceptedJudge } from '../../engines/intercept.ts';
 import { type ChatCall, type JudgeEngine, type JudgeTask, localJudgeEngine, openAiCompatibleEngine, RetriesExhausted } from '../../engines/judge.ts';
 import { UserUrlError } from '../../engines/user-urls.ts';
-import { scriptedJudge } from '../control/index.ts';
 import type { Services } from '../types.ts';
 import { InputError, inputRows, type PlacedFile, placeResultFile } from './dataset.ts';
 import {
@@ -113,8 +113,8 @@ export async function evaluate(services: Services, job: EvaluationJob): Promise<
   const p = JSON.parse(job.parameters) as Parameters;
   try {
     const rows = await readRows(services, job, p.input_data_file_path);
-    // The judge answers as the control plane scripts it where a rule matches (control's scriptedJudge).
-    const judge = scriptedJudge(services.control, () => services.clock.now(), engineFor(services, p.judge));
+    // An answer interceptor (the control plane's scripted answers) may answer a call instead of the judge.
+    const judge = interceptedJudge(services.engines.intercept, engineFor(services, p.judge));
     const judgeSlots = new Semaphore(workersOf(p.judge));
     const ask = (task: JudgeTask, row: Row, i: number) => {
       const call: ChatCall = {

@@ -3,10 +3,9 @@
 // server/engines/judge.ts), and its files in Files (dataset.ts).
 import { progressionWork } from '../../runner/progress.ts';
 import type { ModuleDescriptor } from '../types.ts';
+import { evaluationsSection } from './create.ts';
 import { createEvaluationJob, getAllEvaluationJobs, getEvaluationJobDetails, getEvaluationJobStatusAndResults, getModelList } from './handlers.ts';
 import { evaluationMachine, evaluationProgression } from './machine.ts';
-
-export { runEvaluation, type SeededEvaluation, type SeededEvaluationStatus, seedEvaluation } from './create.ts';
 
 export const evaluation: ModuleDescriptor<'evaluation'> = {
   name: 'evaluation',
@@ -14,5 +13,6 @@ export const evaluation: ModuleDescriptor<'evaluation'> = {
   machines: [evaluationMachine],
   work: (services) => ({ [evaluationMachine.kind]: progressionWork(evaluationProgression(services), services) }),
   steer: (services) => ({ evaluation: { progression: evaluationProgression(services), creates: [] } }),
+  fixtureSections: { evaluations: evaluationsSection },
   fixtures: async () => (await import('./fixtures.ts')).fixtures,
 };

@@ -26,6 +26,8 @@ export {
   storeFile,
 } from './store.ts';
 
+import { filesSection } from './seeded.ts';
+
 const tooLarge = (c: Config) => apiError(413, 'file_too_large', `The file is larger than this server takes (${c.filesMaxBytes} bytes).`, 'file');
 
 export const files: ModuleDescriptor<'files'> = {
@@ -41,5 +43,6 @@ export const files: ModuleDescriptor<'files'> = {
   signed: { putFileContent: verifyUpload },
   machines: [fileMachine],
   work: (services) => ({ [fileMachine.kind]: progressionWork(fileProgression(services), services) }),
+  fixtureSections: { files: filesSection },
   fixtures: async () => (await import('./fixtures.ts')).fixtures,
 };

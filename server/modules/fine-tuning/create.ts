@@ -4,14 +4,14 @@
 // reaches).
 import type { FineTune, Model } from '../../../generated/prisma/sqlite/client/client.ts';
 import { instant } from '../../core/clock.ts';
-import { apiError, badRequest } from '../../core/errors.ts';
+import { apiError, badRequest, idTaken, within } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
 import type { Database, Db, Tx } from '../../db/index.ts';
 import { enter, type Timing } from '../../runner/progress.ts';
 import type { Runner } from '../../runner/runner.ts';
 import { findFileIn } from '../files/index.ts';
 import { findModel } from '../models/index.ts';
-import type { RequestBody } from '../types.ts';
+import type { FixtureSection, RequestBody } from '../types.ts';
 import { fineTuneMachine, moveFineTune, record } from './machine.ts';
 import { accept, fineTunable, outputName, pricePerMillion } from './rules.ts';
 
@@ -126,3 +126,15 @@ export async function trainFineTune(services: { db: Database; runner: Runner }, 
       return job.status;
   }
 }
+
+/** A fixtures document's fine-tunes (the Control tag's applyFixtures): trained to their status once it has committed. */
+export const fineTunesSection: FixtureSection<'fine_tunes'> = {
+  order: 4,
+  async fill({ tx, services, project }, fineTune) {
+    if (fineTune.id && (await tx.fineTune.findUnique({ where: { id: fineTune.id } }))) throw idTaken('fine-tune', fineTune.id, 'id');
+    const job = await within('request', () => seedFineTune(tx, services, project, fineTune as SeededFineTune));
+    const status = fineTune.status;
+    const train = status && job.status !== status;
+    return { ids: { fine_tunes: [job.id] }, after: train ? (runner) => trainFineTune({ db: services.db, runner }, job.id, status) : undefined };
+  },
+};

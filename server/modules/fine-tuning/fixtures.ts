@@ -17,12 +17,8 @@ async function ownersJob({ owner, services }: FixtureKit, run = false) {
 /** A completed job of the owner's: the platform's clock is moved past training (the runner's timed steps). */
 async function ownersCompletedJob(kit: FixtureKit) {
   const id = await ownersJob(kit, true);
-  const { control, db, runner } = kit.services;
-  const clock = control.clock;
-  for (let i = 0; i < 5 && (await db.prisma.fineTune.findUniqueOrThrow({ where: { id } })).status !== 'completed'; i++) {
-    clock.advance(1000);
-    await runner.drain();
-  }
+  const { db } = kit.services;
+  for (let i = 0; i < 5 && (await db.prisma.fineTune.findUniqueOrThrow({ where: { id } })).status !== 'completed'; i++) await kit.advance(1000);
   return id;
 }
 

@@ -2,6 +2,7 @@
 // and the runner's steps (machine.ts), and the local engine's deterministic training simulation (training.ts).
 import { progressionWork } from '../../runner/progress.ts';
 import type { ModuleDescriptor } from '../types.ts';
+import { fineTunesSection } from './create.ts';
 import {
   cancelFineTune,
   cancelFineTuneUnprefixed,
@@ -26,7 +27,6 @@ import {
 import { fineTuneMachine, fineTuneProgression } from './machine.ts';
 
 // What this module offers the others: fixtures' jobs (the Control tag's applyFixtures).
-export { type SeededFineTune, type SeededFineTuneStatus, seedFineTune, trainFineTune } from './create.ts';
 export { fineTunable } from './rules.ts';
 
 export const fineTuning: ModuleDescriptor<'fine-tuning'> = {
@@ -56,5 +56,6 @@ export const fineTuning: ModuleDescriptor<'fine-tuning'> = {
   machines: [fineTuneMachine],
   work: (services) => ({ [fineTuneMachine.kind]: progressionWork(fineTuneProgression(services), services) }),
   steer: (services) => ({ fine_tune: { progression: fineTuneProgression(services), creates: ['createFineTune'] } }),
+  fixtureSections: { fine_tunes: fineTunesSection },
   fixtures: async () => (await import('./fixtures.ts')).fixtures,
 };

@@ -6,7 +6,6 @@ import type { Identity } from '../../core/identity.ts';
 import { newId } from '../../core/ids.ts';
 import { localTextEngine, type TextOperation, upstreamTextEngine } from '../../engines/chat.ts';
 import { reply } from '../../http/reply.ts';
-import { scriptedTextEngine, textRequest } from '../control/index.ts';
 import { recordServed } from '../dedicated/index.ts';
 import { mirror } from '../experiments/index.ts';
 import { catalogueModel } from '../models/index.ts';
@@ -51,11 +50,11 @@ export async function infer(op: TextOperation, ctx: TextCall) {
   const route = engines.routeFor('chat', target.model);
   const local = route.engine === 'local';
   const now = clock.now();
-  // A scripted answer of the control plane (its rule named in `x-scripted`) stands in for the engine.
-  const scripted = ctx.control.scripts.take('chat', textRequest(op, ctx.operationId, body), now);
-  if (local && !scripted && body.safety_model !== undefined)
+  // An answer interceptor (the control plane's scripted answers, named in `x-scripted`) may stand in for the engine.
+  const intercepted = await engines.intercept.text?.({ op, operationId: ctx.operationId, body });
+  if (local && !intercepted && body.safety_model !== undefined)
     warnings.push(`safety_model ${body.safety_model} was not applied: the local engine runs no safety model.`);
-  const engine = scripted ? scriptedTextEngine(scripted) : local ? localTextEngine : upstreamTextEngine(route);
+  const engine = intercepted ? intercepted.value : local ? localTextEngine : upstreamTextEngine(route);
   let outcome: Awaited<ReturnType<typeof engine.run>>;
   try {
     outcome = await engine.run(op, body, {
@@ -72,12 +71,12 @@ export async function infer(op: TextOperation, ctx: TextCall) {
     throw err;
   }
   // `x-served-by` names the deployment (or v1 endpoint) that answered; `x-inference-engine` the engine.
-  const headers: Record<string, string> = scripted
-    ? { 'x-served-by': target.servedBy, 'x-scripted': scripted.rule }
+  const headers: Record<string, string> = intercepted
+    ? { 'x-served-by': target.servedBy, ...intercepted.headers }
     : { 'x-served-by': target.servedBy, 'x-inference-engine': route.engine };
   if (outcome.kind === 'stream') return reply.sse(recorded(outcome.chunks, record), { headers });
   await record(200, outcome.body.usage);
-  return reply.json(local || scripted ? outcome.body : fromUpstream(op, outcome.body), { headers });
+  return reply.json(local || intercepted ? outcome.body : fromUpstream(op, outcome.body), { headers });
 }
 
 /** A stream that records its request when it ends: 200 when whole, 500 when it failed mid-way (or was cut). */

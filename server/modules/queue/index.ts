@@ -13,11 +13,10 @@ import {
   submitQueueJob,
 } from './handlers.ts';
 import { queueMachine, steerQueueJobs, WORK_KIND } from './machine.ts';
+import { queueJobsSection } from './submit.ts';
 import { builtInWorker, claimTimeoutCheck } from './worker.ts';
 
 export { queueBacklog, queueName } from './backlog.ts';
-// What this module offers the others: a fixture's job (the Control tag's applyFixtures).
-export { type SeededJob, seedJob } from './submit.ts';
 
 export const queue: ModuleDescriptor<'queue'> = {
   name: 'queue',
@@ -36,5 +35,6 @@ export const queue: ModuleDescriptor<'queue'> = {
   work: (services) => ({ [WORK_KIND]: builtInWorker(services), [queueMachine.kind]: claimTimeoutCheck(services) }),
   // Only a worker claims a job (the claim hands out its token); its timed step is the claim's timeout check.
   steer: (services) => ({ queue_job: { progression: steerQueueJobs(services), creates: [], callerOnly: ['claim'], untimed: true } }),
+  fixtureSections: { queue_jobs: queueJobsSection },
   fixtures: async () => (await import('./fixtures.ts')).fixtures,
 };

@@ -4,10 +4,12 @@
 import { randomUUID } from 'node:crypto';
 import type { QueueJob } from '../../../generated/prisma/sqlite/client/client.ts';
 import { type Clock, instant } from '../../core/clock.ts';
+import { idTaken } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
 import type { Db, Tx } from '../../db/index.ts';
 import { type Timing, transition } from '../../runner/progress.ts';
 import { enqueue } from '../../runner/runner.ts';
+import type { FixtureSection } from '../types.ts';
 import { finishJob, queueJobs, queueMachine, WORK_KIND } from './machine.ts';
 import { builtInModel, chatRequestOf, queueOf } from './rules.ts';
 
@@ -70,3 +72,13 @@ export async function seedJob(tx: Tx, timing: Timing, projectId: string, input: 
       : { event: 'fail' as const, error: input.error ?? { message: 'The worker failed the job.', code: 'worker_failed' } };
   return finishJob(tx, timing, claimed, token, finish);
 }
+
+/** A fixtures document's queue jobs (the Control tag's applyFixtures). */
+export const queueJobsSection: FixtureSection<'queue_jobs'> = {
+  order: 1,
+  async fill({ tx, services, project }, job) {
+    if (job.request_id && (await tx.queueJob.findUnique({ where: { id: job.request_id } }))) throw idTaken('queue job', job.request_id, 'request_id');
+    const seeded = await seedJob(tx, services, project.id, { ...job, id: job.request_id });
+    return { ids: { queue_jobs: [seeded.id] } };
+  },
+};

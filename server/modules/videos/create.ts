@@ -3,13 +3,13 @@
 // job moved on through the machine to the state it asks for.
 import type { Video } from '../../../generated/prisma/sqlite/client/client.ts';
 import { instant } from '../../core/clock.ts';
-import { apiError, badRequest, withArticle } from '../../core/errors.ts';
+import { apiError, badRequest, idTaken, withArticle, within } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
 import type { Database, Db, Tx } from '../../db/index.ts';
 import { enter, type Timing, transition } from '../../runner/progress.ts';
 import type { Runner } from '../../runner/runner.ts';
 import { findModel } from '../models/index.ts';
-import type { RequestBody } from '../types.ts';
+import type { FixtureSection, RequestBody } from '../types.ts';
 import { videoMachine, videos } from './machine.ts';
 import { accept } from './rules.ts';
 
@@ -83,3 +83,13 @@ export async function renderVideo(services: { db: Database; runner: Runner }, id
     if (videoMachine.isTerminal(v.status) || i === 20 || !(await services.runner.runNow(videoMachine.kind, id))) return v.status;
   }
 }
+
+/** A fixtures document's videos (the Control tag's applyFixtures): a completed one is rendered once it has committed. */
+export const videosSection: FixtureSection<'videos'> = {
+  order: 2,
+  async fill({ tx, services, project }, video) {
+    if (video.id && (await tx.video.findUnique({ where: { id: video.id } }))) throw idTaken('video', video.id, 'id');
+    const made = await within('request', () => seedVideo(tx, services, project.id, video as SeededVideo));
+    return { ids: { videos: [made.id] }, after: video.status === 'completed' ? (runner) => renderVideo({ db: services.db, runner }, made.id) : undefined };
+  },
+};

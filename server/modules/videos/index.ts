@@ -3,11 +3,11 @@
 // served from disk.
 import { progressionWork } from '../../runner/progress.ts';
 import type { ModuleDescriptor } from '../types.ts';
+import { videosSection } from './create.ts';
 import { createVideo, createVideoV1, getVideoContent, getVideoContentV1, retrieveVideo, retrieveVideoV1 } from './handlers.ts';
 import { videoMachine, videoProgression } from './machine.ts';
 
 // What this module offers the others: a fixture's job (the Control tag's applyFixtures).
-export { renderVideo, type SeededVideo, seedVideo } from './create.ts';
 
 export const videos: ModuleDescriptor<'videos'> = {
   name: 'videos',
@@ -15,5 +15,6 @@ export const videos: ModuleDescriptor<'videos'> = {
   machines: [videoMachine],
   work: (services) => ({ [videoMachine.kind]: progressionWork(videoProgression(services), services) }),
   steer: (services) => ({ video: { progression: videoProgression(services), creates: ['createVideo', 'createVideoV1'] } }),
+  fixtureSections: { videos: videosSection },
   fixtures: async () => (await import('./fixtures.ts')).fixtures,
 };

@@ -148,6 +148,26 @@ export type ContainerDeploymentLog = Prisma.ContainerDeploymentLogModel
  */
 export type ControlSnapshot = Prisma.ControlSnapshotModel
 /**
+ * Model ControlRule
+ * 
+ */
+export type ControlRule = Prisma.ControlRuleModel
+/**
+ * Model ControlJournalEntry
+ * 
+ */
+export type ControlJournalEntry = Prisma.ControlJournalEntryModel
+/**
+ * Model ControlSetting
+ * 
+ */
+export type ControlSetting = Prisma.ControlSettingModel
+/**
+ * Model ControlProcess
+ * 
+ */
+export type ControlProcess = Prisma.ControlProcessModel
+/**
  * Model V1Endpoint
  * 
  */

@@ -13,11 +13,11 @@ import type { Context } from '../../types.ts';
 import { checkPolicy, ensureAutoscaler, metricsOf } from '../autoscaling.ts';
 import { recordDeploymentChange, recordEndpointChange } from '../events.ts';
 import { unqualified, V2_LIST, v2Query } from '../listing.ts';
-import { type DeploymentEvent, deploymentMachine, deployments } from '../machine.ts';
+import { type DeploymentEvent, deploymentMachine, deployments, desiredReplicas } from '../machine.ts';
 import { DEPLOYMENT_OWNER } from '../placement.ts';
 import { checkAutoscaling, checkName, checkProject, deploymentNameTaken, deploymentsOf, findDeployment, findEndpoint, parseModelRef } from '../refs.ts';
 import { acceptDeployment, deploymentView, insertDeployment, mountsOf, policyColumns, releaseAll } from '../rows.ts';
-import { desiredReplicas, scaledToZero, splitOf, trafficSteered } from '../traffic.ts';
+import { scaledToZero, splitOf, trafficSteered } from '../traffic.ts';
 import { deploymentWire, listWire } from '../wire.ts';
 
 /**

@@ -77,6 +77,10 @@ export const ModelName = {
   ContainerDeployment: 'ContainerDeployment',
   ContainerDeploymentLog: 'ContainerDeploymentLog',
   ControlSnapshot: 'ControlSnapshot',
+  ControlRule: 'ControlRule',
+  ControlJournalEntry: 'ControlJournalEntry',
+  ControlSetting: 'ControlSetting',
+  ControlProcess: 'ControlProcess',
   V1Endpoint: 'V1Endpoint',
   ModelConfig: 'ModelConfig',
   DedicatedEndpoint: 'DedicatedEndpoint',
@@ -541,6 +545,55 @@ export const ControlSnapshotScalarFieldEnum = {
 } as const
 
 export type ControlSnapshotScalarFieldEnum = (typeof ControlSnapshotScalarFieldEnum)[keyof typeof ControlSnapshotScalarFieldEnum]
+
+
+export const ControlRuleScalarFieldEnum = {
+  id: 'id',
+  kind: 'kind',
+  input: 'input',
+  hits: 'hits',
+  skipped: 'skipped',
+  createdAt: 'createdAt',
+  expiresAt: 'expiresAt'
+} as const
+
+export type ControlRuleScalarFieldEnum = (typeof ControlRuleScalarFieldEnum)[keyof typeof ControlRuleScalarFieldEnum]
+
+
+export const ControlJournalEntryScalarFieldEnum = {
+  id: 'id',
+  at: 'at',
+  finishedAt: 'finishedAt',
+  method: 'method',
+  path: 'path',
+  operation: 'operation',
+  projectId: 'projectId',
+  status: 'status',
+  ms: 'ms',
+  requestBody: 'requestBody',
+  responseBody: 'responseBody',
+  fault: 'fault'
+} as const
+
+export type ControlJournalEntryScalarFieldEnum = (typeof ControlJournalEntryScalarFieldEnum)[keyof typeof ControlJournalEntryScalarFieldEnum]
+
+
+export const ControlSettingScalarFieldEnum = {
+  name: 'name',
+  value: 'value'
+} as const
+
+export type ControlSettingScalarFieldEnum = (typeof ControlSettingScalarFieldEnum)[keyof typeof ControlSettingScalarFieldEnum]
+
+
+export const ControlProcessScalarFieldEnum = {
+  id: 'id',
+  version: 'version',
+  aliveAt: 'aliveAt',
+  startedAt: 'startedAt'
+} as const
+
+export type ControlProcessScalarFieldEnum = (typeof ControlProcessScalarFieldEnum)[keyof typeof ControlProcessScalarFieldEnum]
 
 
 export const V1EndpointScalarFieldEnum = {

@@ -423,6 +423,10 @@ export const ModelName = {
   ContainerDeployment: 'ContainerDeployment',
   ContainerDeploymentLog: 'ContainerDeploymentLog',
   ControlSnapshot: 'ControlSnapshot',
+  ControlRule: 'ControlRule',
+  ControlJournalEntry: 'ControlJournalEntry',
+  ControlSetting: 'ControlSetting',
+  ControlProcess: 'ControlProcess',
   V1Endpoint: 'V1Endpoint',
   ModelConfig: 'ModelConfig',
   DedicatedEndpoint: 'DedicatedEndpoint',
@@ -465,7 +469,7 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
     omit: GlobalOmitOptions
   }
   meta: {
-    modelProps: "organization" | "project" | "apiKey" | "seedRun" | "serverKey" | "autoscalerState" | "batch" | "hardware" | "model" | "modelRevision" | "remoteUpload" | "remoteUploadEvent" | "modelUploadJob" | "hardwareReservation" | "cluster" | "clusterSharedVolume" | "clusterAddOn" | "computeHost" | "computeInstance" | "computeVm" | "passiveHealthCheckAlert" | "remediation" | "idempotencyRecord" | "containerDeployment" | "containerDeploymentLog" | "controlSnapshot" | "v1Endpoint" | "modelConfig" | "dedicatedEndpoint" | "deployment" | "endpointEvent" | "adapterBinding" | "deploymentAdapter" | "servedRequest" | "evaluationJob" | "abExperiment" | "shadowExperiment" | "shadowTarget" | "file" | "fineTune" | "fineTuneEvent" | "fineTuneCheckpoint" | "generatedImage" | "queueJob" | "rollout" | "rolloutStep" | "workItem" | "volume" | "volumeVersion" | "volumeMount" | "secret" | "secretUse" | "video"
+    modelProps: "organization" | "project" | "apiKey" | "seedRun" | "serverKey" | "autoscalerState" | "batch" | "hardware" | "model" | "modelRevision" | "remoteUpload" | "remoteUploadEvent" | "modelUploadJob" | "hardwareReservation" | "cluster" | "clusterSharedVolume" | "clusterAddOn" | "computeHost" | "computeInstance" | "computeVm" | "passiveHealthCheckAlert" | "remediation" | "idempotencyRecord" | "containerDeployment" | "containerDeploymentLog" | "controlSnapshot" | "controlRule" | "controlJournalEntry" | "controlSetting" | "controlProcess" | "v1Endpoint" | "modelConfig" | "dedicatedEndpoint" | "deployment" | "endpointEvent" | "adapterBinding" | "deploymentAdapter" | "servedRequest" | "evaluationJob" | "abExperiment" | "shadowExperiment" | "shadowTarget" | "file" | "fineTune" | "fineTuneEvent" | "fineTuneCheckpoint" | "generatedImage" | "queueJob" | "rollout" | "rolloutStep" | "workItem" | "volume" | "volumeVersion" | "volumeMount" | "secret" | "secretUse" | "video"
     txIsolationLevel: TransactionIsolationLevel
   }
   model: {
@@ -2390,6 +2394,302 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
         count: {
           args: Prisma.ControlSnapshotCountArgs<ExtArgs>
           result: runtime.Types.Utils.Optional<Prisma.ControlSnapshotCountAggregateOutputType> | number
+        }
+      }
+    }
+    ControlRule: {
+      payload: Prisma.$ControlRulePayload<ExtArgs>
+      fields: Prisma.ControlRuleFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.ControlRuleFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ControlRulePayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.ControlRuleFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ControlRulePayload>
+        }
+        findFirst: {
+          args: Prisma.ControlRuleFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ControlRulePayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.ControlRuleFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ControlRulePayload>
+        }
+        findMany: {
+          args: Prisma.ControlRuleFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ControlRulePayload>[]
+        }
+        create: {
+          args: Prisma.ControlRuleCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ControlRulePayload>
+        }
+        createMany: {
+          args: Prisma.ControlRuleCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.ControlRuleCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ControlRulePayload>[]
+        }
+        delete: {
+          args: Prisma.ControlRuleDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ControlRulePayload>
+        }
+        update: {
+          args: Prisma.ControlRuleUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ControlRulePayload>
+        }
+        deleteMany: {
+          args: Prisma.ControlRuleDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.ControlRuleUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.ControlRuleUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ControlRulePayload>[]
+        }
+        upsert: {
+          args: Prisma.ControlRuleUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ControlRulePayload>
+        }
+        aggregate: {
+          args: Prisma.ControlRuleAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateControlRule>
+        }
+        groupBy: {
+          args: Prisma.ControlRuleGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.ControlRuleGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.ControlRuleCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.ControlRuleCountAggregateOutputType> | number
+        }
+      }
+    }
+    ControlJournalEntry: {
+      payload: Prisma.$ControlJournalEntryPayload<ExtArgs>
+      fields: Prisma.ControlJournalEntryFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.ControlJournalEntryFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ControlJournalEntryPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.ControlJournalEntryFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ControlJournalEntryPayload>
+        }
+        findFirst: {
+          args: Prisma.ControlJournalEntryFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ControlJournalEntryPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.ControlJournalEntryFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ControlJournalEntryPayload>
+        }
+        findMany: {
+          args: Prisma.ControlJournalEntryFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ControlJournalEntryPayload>[]
+        }
+        create: {
+          args: Prisma.ControlJournalEntryCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ControlJournalEntryPayload>
+        }
+        createMany: {
+          args: Prisma.ControlJournalEntryCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.ControlJournalEntryCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ControlJournalEntryPayload>[]
+        }
+        delete: {
+          args: Prisma.ControlJournalEntryDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ControlJournalEntryPayload>
+        }
+        update: {
+          args: Prisma.ControlJournalEntryUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ControlJournalEntryPayload>
+        }
+        deleteMany: {
+          args: Prisma.ControlJournalEntryDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.ControlJournalEntryUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.ControlJournalEntryUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ControlJournalEntryPayload>[]
+        }
+        upsert: {
+          args: Prisma.ControlJournalEntryUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ControlJournalEntryPayload>
+        }
+        aggregate: {
+          args: Prisma.ControlJournalEntryAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateControlJournalEntry>
+        }
+        groupBy: {
+          args: Prisma.ControlJournalEntryGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.ControlJournalEntryGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.ControlJournalEntryCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.ControlJournalEntryCountAggregateOutputType> | number
+        }
+      }
+    }
+    ControlSetting: {
+      payload: Prisma.$ControlSettingPayload<ExtArgs>
+      fields: Prisma.ControlSettingFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.ControlSettingFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ControlSettingPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.ControlSettingFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ControlSettingPayload>
+        }
+        findFirst: {
+          args: Prisma.ControlSettingFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ControlSettingPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.ControlSettingFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ControlSettingPayload>
+        }
+        findMany: {
+          args: Prisma.ControlSettingFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ControlSettingPayload>[]
+        }
+        create: {
+          args: Prisma.ControlSettingCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ControlSettingPayload>
+        }
+        createMany: {
+          args: Prisma.ControlSettingCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.ControlSettingCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ControlSettingPayload>[]
+        }
+        delete: {
+          args: Prisma.ControlSettingDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ControlSettingPayload>
+        }
+        update: {
+          args: Prisma.ControlSettingUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ControlSettingPayload>
+        }
+        deleteMany: {
+          args: Prisma.ControlSettingDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.ControlSettingUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.ControlSettingUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ControlSettingPayload>[]
+        }
+        upsert: {
+          args: Prisma.ControlSettingUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ControlSettingPayload>
+        }
+        aggregate: {
+          args: Prisma.ControlSettingAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateControlSetting>
+        }
+        groupBy: {
+          args: Prisma.ControlSettingGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.ControlSettingGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.ControlSettingCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.ControlSettingCountAggregateOutputType> | number
+        }
+      }
+    }
+    ControlProcess: {
+      payload: Prisma.$ControlProcessPayload<ExtArgs>
+      fields: Prisma.ControlProcessFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.ControlProcessFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ControlProcessPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.ControlProcessFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ControlProcessPayload>
+        }
+        findFirst: {
+          args: Prisma.ControlProcessFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ControlProcessPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.ControlProcessFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ControlProcessPayload>
+        }
+        findMany: {
+          args: Prisma.ControlProcessFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ControlProcessPayload>[]
+        }
+        create: {
+          args: Prisma.ControlProcessCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ControlProcessPayload>
+        }
+        createMany: {
+          args: Prisma.ControlProcessCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.ControlProcessCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ControlProcessPayload>[]
+        }
+        delete: {
+          args: Prisma.ControlProcessDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ControlProcessPayload>
+        }
+        update: {
+          args: Prisma.ControlProcessUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ControlProcessPayload>
+        }
+        deleteMany: {
+          args: Prisma.ControlProcessDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.ControlProcessUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.ControlProcessUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ControlProcessPayload>[]
+        }
+        upsert: {
+          args: Prisma.ControlProcessUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ControlProcessPayload>
+        }
+        aggregate: {
+          args: Prisma.ControlProcessAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateControlProcess>
+        }
+        groupBy: {
+          args: Prisma.ControlProcessGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.ControlProcessGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.ControlProcessCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.ControlProcessCountAggregateOutputType> | number
         }
       }
     }
@@ -4848,6 +5148,55 @@ export const ControlSnapshotScalarFieldEnum = {
 export type ControlSnapshotScalarFieldEnum = (typeof ControlSnapshotScalarFieldEnum)[keyof typeof ControlSnapshotScalarFieldEnum]
 
 
+export const ControlRuleScalarFieldEnum = {
+  id: 'id',
+  kind: 'kind',
+  input: 'input',
+  hits: 'hits',
+  skipped: 'skipped',
+  createdAt: 'createdAt',
+  expiresAt: 'expiresAt'
+} as const
+
+export type ControlRuleScalarFieldEnum = (typeof ControlRuleScalarFieldEnum)[keyof typeof ControlRuleScalarFieldEnum]
+
+
+export const ControlJournalEntryScalarFieldEnum = {
+  id: 'id',
+  at: 'at',
+  finishedAt: 'finishedAt',
+  method: 'method',
+  path: 'path',
+  operation: 'operation',
+  projectId: 'projectId',
+  status: 'status',
+  ms: 'ms',
+  requestBody: 'requestBody',
+  responseBody: 'responseBody',
+  fault: 'fault'
+} as const
+
+export type ControlJournalEntryScalarFieldEnum = (typeof ControlJournalEntryScalarFieldEnum)[keyof typeof ControlJournalEntryScalarFieldEnum]
+
+
+export const ControlSettingScalarFieldEnum = {
+  name: 'name',
+  value: 'value'
+} as const
+
+export type ControlSettingScalarFieldEnum = (typeof ControlSettingScalarFieldEnum)[keyof typeof ControlSettingScalarFieldEnum]
+
+
+export const ControlProcessScalarFieldEnum = {
+  id: 'id',
+  version: 'version',
+  aliveAt: 'aliveAt',
+  startedAt: 'startedAt'
+} as const
+
+export type ControlProcessScalarFieldEnum = (typeof ControlProcessScalarFieldEnum)[keyof typeof ControlProcessScalarFieldEnum]
+
+
 export const V1EndpointScalarFieldEnum = {
   id: 'id',
   projectId: 'projectId',
@@ -5556,6 +5905,10 @@ export type GlobalOmitConfig = {
   containerDeployment?: Prisma.ContainerDeploymentOmit
   containerDeploymentLog?: Prisma.ContainerDeploymentLogOmit
   controlSnapshot?: Prisma.ControlSnapshotOmit
+  controlRule?: Prisma.ControlRuleOmit
+  controlJournalEntry?: Prisma.ControlJournalEntryOmit
+  controlSetting?: Prisma.ControlSettingOmit
+  controlProcess?: Prisma.ControlProcessOmit
   v1Endpoint?: Prisma.V1EndpointOmit
   modelConfig?: Prisma.ModelConfigOmit
   dedicatedEndpoint?: Prisma.DedicatedEndpointOmit
