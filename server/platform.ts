@@ -146,6 +146,7 @@ export async function startPlatform(
             server.closeIdleConnections();
           });
         }
+        for (const m of modules) if ('stop' in m) m.stop?.(services);
         await runner.stop();
         await keys.close();
         await limiter.close();

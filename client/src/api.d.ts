@@ -2773,6 +2773,48 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/tci/execute": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Execute code
+         * @description Runs `code` in the session named by `session_id`, or in a new session. Answers the session's id and the
+         *     cell's outputs (see the tag's description for each kind, the sandbox and the limits). An unknown session
+         *     id, or another project's, answers 404 `not_found`; an expired one 404 `session_expired`.
+         */
+        post: operations["executeCode"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tci/sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List sessions
+         * @description The project's sessions that have not expired, the most recently started first (all of them; a project has few at a time).
+         */
+        get: operations["listCodeInterpreterSessions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/videos": {
         parameters: {
             query?: never;
@@ -4555,6 +4597,116 @@ export interface components {
             job: components["schemas"]["BatchJob"];
             /** @description What this server will not do with the request, when anything (see createBatch). */
             warning?: string;
+        };
+        ExecuteRequest: {
+            /**
+             * @description The Python code to run (at most 1,000,000 characters).
+             * @example print('Hello, world!')
+             */
+            code: string;
+            /**
+             * @description The language of `code`; Python is the only one.
+             * @default python
+             * @enum {unknown}
+             */
+            language: "python";
+            /**
+             * @description The session to run in (from an earlier answer); absent, a new session starts.
+             * @example ses_01jq0000000000000000000000
+             */
+            session_id?: string;
+            /** @description Files written into the session's working directory before the code runs (at most 100). */
+            files?: {
+                /** @description A relative path (at most 255 characters, no `..` segment); its folders are made. */
+                name: string;
+                /**
+                 * @description `string`: the content is the text (written as UTF-8); `base64`: the content is the bytes in base64.
+                 * @enum {string}
+                 */
+                encoding: "string" | "base64";
+                content: string;
+            }[];
+        };
+        InterpreterOutput: {
+            /** @enum {string} */
+            type: "stdout" | "stderr";
+            data: string;
+        } | {
+            /** @enum {string} */
+            type: "error";
+            data: string;
+        } | {
+            /** @enum {string} */
+            type: "display_data" | "execute_result";
+            data: {
+                "text/plain": string;
+                "text/html"?: string;
+                "text/markdown"?: string;
+                "text/latex"?: string;
+                "image/svg+xml"?: string;
+                /** Format: byte */
+                "image/png"?: string;
+                /** Format: byte */
+                "image/jpeg"?: string;
+                /** Format: byte */
+                "image/gif"?: string;
+                /** Format: byte */
+                "application/pdf"?: string;
+                "application/json"?: {
+                    [key: string]: unknown;
+                };
+                "application/javascript"?: string;
+                "application/geo+json"?: {
+                    [key: string]: unknown;
+                };
+                "application/vnd.vega.v5+json"?: {
+                    [key: string]: unknown;
+                };
+                "application/vnd.vegalite.v4+json"?: {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        /** @description A successful execution (`errors` null); a call that cannot run answers an error envelope with its status instead. */
+        ExecuteResponse: {
+            errors: null;
+            data: {
+                /**
+                 * @description The session the code ran in; send it as `session_id` to run more code there.
+                 * @example ses_01jq0000000000000000000000
+                 */
+                session_id: string;
+                /**
+                 * @description The call ran the code (whether the code raised is told by an `error` output).
+                 * @enum {string}
+                 */
+                status: "success";
+                outputs: components["schemas"]["InterpreterOutput"][];
+            };
+        };
+        SessionListResponse: {
+            data: {
+                sessions: components["schemas"]["CodeInterpreterSession"][];
+            };
+            /** @description Never present here (the platform's place for a partial failure). */
+            errors?: (string | {
+                [key: string]: unknown;
+            })[];
+        };
+        CodeInterpreterSession: {
+            /** @example ses_01jq0000000000000000000000 */
+            id: string;
+            /** Format: date-time */
+            started_at: string;
+            /**
+             * Format: date-time
+             * @description `started_at` plus the session lifetime (60 minutes).
+             */
+            expires_at: string;
+            /** Format: date-time */
+            last_execute_at: string;
+            /** @description Calls that ran code in the session. */
+            execute_count: number;
         };
         /**
          * @description The platform's GPU types; which a region offers is in `listRegions`.
@@ -13775,6 +13927,59 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorData"];
                 };
             };
+        };
+    };
+    executeCode: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["ExecuteRequest"];
+            };
+        };
+        responses: {
+            /** @description The cell's outputs, in the session they ran in. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExecuteResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listCodeInterpreterSessions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The sessions. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SessionListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
     createVideoV1: {

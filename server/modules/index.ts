@@ -5,6 +5,7 @@ import type { UploadRule } from '../http/multipart.ts';
 import { adapters } from './adapters/index.ts';
 import { audio } from './audio/index.ts';
 import { batches } from './batches/index.ts';
+import { codeInterpreter } from './code-interpreter/index.ts';
 import { compute } from './compute/index.ts';
 import { containers } from './containers/index.ts';
 import { control } from './control/index.ts';
@@ -54,6 +55,7 @@ export const modules = [
   evaluation,
   batches,
   queue,
+  codeInterpreter,
   control,
 ] as const;
 
