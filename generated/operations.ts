@@ -180,6 +180,8 @@ export const operations = {
   promoteRollout: {"method":"post","path":"/v2/projects/{projectId}/endpoints/{endpointId}/rollouts/{id}/promote","tag":"Rollouts (v2)","module":"rollouts","statuses":[200,400,401,404,409,413,415,500,503]},
   putFileContent: {"method":"put","path":"/v1/files/{id}/content","tag":"Files","module":"files","statuses":[200,400,403,404,409,413,415,500,503]},
   readDeploymentStorageFile: {"method":"get","path":"/v1/deployments/storage/{filename}/content","tag":"DeploymentsStorage","module":"containers","statuses":[200,206,400,403,404,416,500,503]},
+  realtimeSpeech: {"method":"get","path":"/v1/audio/speech/websocket","tag":"Audio","module":"audio","statuses":[101,400,401,426,500,503]},
+  realtimeTranscription: {"method":"get","path":"/v1/realtime","tag":"Audio","module":"audio","statuses":[101,400,401,404,426,500,503]},
   rejectRemediation: {"method":"post","path":"/v1/compute/clusters/{cluster_id}/instances/{instance_id}/remediations/{remediation_id}/reject","tag":"Compute","module":"compute","statuses":[200,400,401,404,409,413,415,500,503]},
   removeAdapter: {"method":"delete","path":"/v1/endpoints/{endpointId}/adapters","tag":"Adapters","module":"adapters","statuses":[200,400,401,403,404,413,415,500,503]},
   removeDeploymentAdapter: {"method":"delete","path":"/v2/projects/{projectId}/endpoints/{endpointId}/deployments/{deploymentId}/adapters/{id}","tag":"Dedicated endpoints (v2)","module":"dedicated","statuses":[200,400,401,404,409,500,503]},

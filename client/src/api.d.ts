@@ -634,6 +634,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/audio/speech/websocket": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Speak streamed text (websocket)
+         * @description Upgrades to a websocket that speaks text as it streams in (the tag's "Realtime audio over websockets" gives
+         *     the events, how text is cut into pieces, and the limits).
+         */
+        get: operations["realtimeSpeech"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/audio/transcriptions": {
         parameters: {
             query?: never;
@@ -2722,6 +2743,28 @@ export interface paths {
          *     (higher first, default 0).
          */
         post: operations["submitQueueJob"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/realtime": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Transcribe streamed audio (websocket)
+         * @description Upgrades to a websocket that transcribes audio as it streams in, with partial and final results (the tag's
+         *     "Realtime audio over websockets" gives the events, turn detection and limits). `model` is a transcription
+         *     model of the catalogue.
+         */
+        get: operations["realtimeTranscription"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -9109,6 +9152,15 @@ export interface components {
                 "application/json": components["schemas"]["ErrorData"];
             };
         };
+        /** @description The operation is a websocket and the request did not ask to upgrade (`upgrade_required`). */
+        UpgradeRequired: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorData"];
+            };
+        };
         /**
          * @description An outage, not the request's fault: `database_unavailable` (the database cannot be reached or written
          *     now) or `storage_unavailable` (the server's disk cannot take the request's bytes now), `type`
@@ -10182,6 +10234,38 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorData"];
                 };
             };
+        };
+    };
+    realtimeSpeech: {
+        parameters: {
+            query?: {
+                /** @description The speech model. */
+                model?: "hexgrad/Kokoro-82M" | "cartesia/sonic-english";
+                /** @description A voice of the model (absent: its first voice in GET /v1/voices). */
+                voice?: string;
+                /** @description Characters held without a sentence's end before a piece is spoken anyway (1 to 10,000; 400 `invalid_value` outside). */
+                max_partial_length?: number;
+                /** @description The language espeak-ng speaks (default en). */
+                language?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Switching Protocols; the websocket is open and `session.created` comes first. */
+            101: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            426: components["responses"]["UpgradeRequired"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
     createTranscription: {
@@ -13856,6 +13940,47 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    realtimeTranscription: {
+        parameters: {
+            query: {
+                /** @description A transcription model, such as `openai/whisper-large-v3`. */
+                model: string;
+                /** @description The audio's encoding; 16 kHz 16-bit little-endian mono PCM is the only one. */
+                input_audio_format: "pcm_s16le_16000";
+                /** @description `server_vad` (the default) detects turns; `none` leaves items to `input_audio_buffer.commit`. */
+                turn_detection?: "server_vad" | "none";
+                /** @description Speech level, 0 to 1 (default 0.3). */
+                threshold?: number;
+                /** @description Silence that ends an item (default 500). */
+                min_silence_duration_ms?: number;
+                /** @description Shorter items are dropped (default 250). */
+                min_speech_duration_ms?: number;
+                /** @description An item is cut once it holds this much speech (default 5). */
+                max_speech_duration_s?: number;
+                /** @description Audio kept before an item's first speech (default 250). */
+                speech_pad_ms?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Switching Protocols; the websocket is open and `session.created` comes first. */
+            101: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["AudioModelNotFound"];
+            426: components["responses"]["UpgradeRequired"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
         };
