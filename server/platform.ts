@@ -3,8 +3,9 @@
 // seeds), the development key, the key cache, the runner with every module's work, the control plane when it is on
 // (a guest plugged into the pipeline and the engines, never imported by a module), and the HTTP app. The entry point
 // (main.ts) and the tests start it the same way.
-import { createServer, type Server, STATUS_CODES } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer, type IncomingMessage, type Server, ServerResponse, STATUS_CODES } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { bootstrap, developmentKey, markAnnounced } from './bootstrap.ts';
 import { type Clock, OffsetClock, systemClock } from './core/clock.ts';
@@ -158,10 +159,23 @@ export async function startPlatform(
     const app = createApp(options);
     runner.start();
 
+    const upgraded = new Set<Duplex>();
     let url: string | undefined;
     if (server) {
       server.removeAllListeners('request');
       server.on('request', app);
+      // A request to upgrade (the realtime websockets) takes the same pipeline, answered on its socket (http/reply.ts upgradeOf).
+      server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+        upgraded.add(socket);
+        socket.once('close', () => upgraded.delete(socket));
+        Object.assign(req, { upgrade: { socket, head } });
+        const res = new ServerResponse(req);
+        res.assignSocket(socket as Socket);
+        res.shouldKeepAlive = false;
+        // An answer other than the upgrade ends the connection once written.
+        res.once('finish', () => res.statusCode !== 101 && socket.end());
+        app(req, res);
+      });
       const { address, port } = server.address() as AddressInfo;
       url = `http://${address.includes(':') ? `[${address}]` : address}:${port}`;
     }
@@ -170,11 +184,13 @@ export async function startPlatform(
     const close = () =>
       (closing ??= (async () => {
         if (server) {
+          for (const socket of upgraded) socket.destroy();
           await new Promise<void>((resolve) => {
             server.close(() => resolve());
             server.closeIdleConnections();
           });
         }
+        for (const m of modules) if ('stop' in m) m.stop?.(services);
         await runner.stop();
         await control?.close();
         await notifications?.close();

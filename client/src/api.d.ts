@@ -635,6 +635,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/audio/speech/websocket": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Speak streamed text (websocket)
+         * @description Upgrades to a websocket that speaks text as it streams in (the tag's "Realtime audio over websockets" gives
+         *     the events, how text is cut into pieces, and the limits).
+         */
+        get: operations["realtimeSpeech"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/audio/transcriptions": {
         parameters: {
             query?: never;
@@ -2729,6 +2750,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/realtime": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Transcribe streamed audio (websocket)
+         * @description Upgrades to a websocket that transcribes audio as it streams in, with partial and final results (the tag's
+         *     "Realtime audio over websockets" gives the events, turn detection and limits). `model` is a transcription
+         *     model of the catalogue.
+         */
+        get: operations["realtimeTranscription"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/rerank": {
         parameters: {
             query?: never;
@@ -2768,6 +2811,48 @@ export interface paths {
          *     Aliases answer as their model, and `model` in the response is the model's canonical id.
          */
         post: operations["rerank"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tci/execute": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Execute code
+         * @description Runs `code` in the session named by `session_id`, or in a new session. Answers the session's id and the
+         *     cell's outputs (see the tag's description for each kind, the sandbox and the limits). An unknown session
+         *     id, or another project's, answers 404 `not_found`; an expired one 404 `session_expired`.
+         */
+        post: operations["executeCode"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tci/sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List sessions
+         * @description The project's sessions that have not expired, the most recently started first (all of them; a project has few at a time).
+         */
+        get: operations["listCodeInterpreterSessions"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -4556,6 +4641,116 @@ export interface components {
             job: components["schemas"]["BatchJob"];
             /** @description What this server will not do with the request, when anything (see createBatch). */
             warning?: string;
+        };
+        ExecuteRequest: {
+            /**
+             * @description The Python code to run (at most 1,000,000 characters).
+             * @example print('Hello, world!')
+             */
+            code: string;
+            /**
+             * @description The language of `code`; Python is the only one.
+             * @default python
+             * @enum {unknown}
+             */
+            language: "python";
+            /**
+             * @description The session to run in (from an earlier answer); absent, a new session starts.
+             * @example ses_01jq0000000000000000000000
+             */
+            session_id?: string;
+            /** @description Files written into the session's working directory before the code runs (at most 100). */
+            files?: {
+                /** @description A relative path (at most 255 characters, no `..` segment); its folders are made. */
+                name: string;
+                /**
+                 * @description `string`: the content is the text (written as UTF-8); `base64`: the content is the bytes in base64.
+                 * @enum {string}
+                 */
+                encoding: "string" | "base64";
+                content: string;
+            }[];
+        };
+        InterpreterOutput: {
+            /** @enum {string} */
+            type: "stdout" | "stderr";
+            data: string;
+        } | {
+            /** @enum {string} */
+            type: "error";
+            data: string;
+        } | {
+            /** @enum {string} */
+            type: "display_data" | "execute_result";
+            data: {
+                "text/plain": string;
+                "text/html"?: string;
+                "text/markdown"?: string;
+                "text/latex"?: string;
+                "image/svg+xml"?: string;
+                /** Format: byte */
+                "image/png"?: string;
+                /** Format: byte */
+                "image/jpeg"?: string;
+                /** Format: byte */
+                "image/gif"?: string;
+                /** Format: byte */
+                "application/pdf"?: string;
+                "application/json"?: {
+                    [key: string]: unknown;
+                };
+                "application/javascript"?: string;
+                "application/geo+json"?: {
+                    [key: string]: unknown;
+                };
+                "application/vnd.vega.v5+json"?: {
+                    [key: string]: unknown;
+                };
+                "application/vnd.vegalite.v4+json"?: {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        /** @description A successful execution (`errors` null); a call that cannot run answers an error envelope with its status instead. */
+        ExecuteResponse: {
+            errors: null;
+            data: {
+                /**
+                 * @description The session the code ran in; send it as `session_id` to run more code there.
+                 * @example ses_01jq0000000000000000000000
+                 */
+                session_id: string;
+                /**
+                 * @description The call ran the code (whether the code raised is told by an `error` output).
+                 * @enum {string}
+                 */
+                status: "success";
+                outputs: components["schemas"]["InterpreterOutput"][];
+            };
+        };
+        SessionListResponse: {
+            data: {
+                sessions: components["schemas"]["CodeInterpreterSession"][];
+            };
+            /** @description Never present here (the platform's place for a partial failure). */
+            errors?: (string | {
+                [key: string]: unknown;
+            })[];
+        };
+        CodeInterpreterSession: {
+            /** @example ses_01jq0000000000000000000000 */
+            id: string;
+            /** Format: date-time */
+            started_at: string;
+            /**
+             * Format: date-time
+             * @description `started_at` plus the session lifetime (60 minutes).
+             */
+            expires_at: string;
+            /** Format: date-time */
+            last_execute_at: string;
+            /** @description Calls that ran code in the session. */
+            execute_count: number;
         };
         /**
          * @description The platform's GPU types; which a region offers is in `listRegions`.
@@ -8991,6 +9186,15 @@ export interface components {
                 "application/json": components["schemas"]["ErrorData"];
             };
         };
+        /** @description The operation is a websocket and the request did not ask to upgrade (`upgrade_required`). */
+        UpgradeRequired: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorData"];
+            };
+        };
         /**
          * @description An outage, not the request's fault: `database_unavailable` (the database cannot be reached or written
          *     now) or `storage_unavailable` (the server's disk cannot take the request's bytes now), `type`
@@ -10086,6 +10290,38 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorData"];
                 };
             };
+        };
+    };
+    realtimeSpeech: {
+        parameters: {
+            query?: {
+                /** @description The speech model. */
+                model?: "hexgrad/Kokoro-82M" | "cartesia/sonic-english";
+                /** @description A voice of the model (absent: its first voice in GET /v1/voices). */
+                voice?: string;
+                /** @description Characters held without a sentence's end before a piece is spoken anyway (1 to 10,000; 400 `invalid_value` outside). */
+                max_partial_length?: number;
+                /** @description The language espeak-ng speaks (default en). */
+                language?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Switching Protocols; the websocket is open and `session.created` comes first. */
+            101: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            426: components["responses"]["UpgradeRequired"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
     createTranscription: {
@@ -13764,6 +14000,47 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    realtimeTranscription: {
+        parameters: {
+            query: {
+                /** @description A transcription model, such as `openai/whisper-large-v3`. */
+                model: string;
+                /** @description The audio's encoding; 16 kHz 16-bit little-endian mono PCM is the only one. */
+                input_audio_format: "pcm_s16le_16000";
+                /** @description `server_vad` (the default) detects turns; `none` leaves items to `input_audio_buffer.commit`. */
+                turn_detection?: "server_vad" | "none";
+                /** @description Speech level, 0 to 1 (default 0.3). */
+                threshold?: number;
+                /** @description Silence that ends an item (default 500). */
+                min_silence_duration_ms?: number;
+                /** @description Shorter items are dropped (default 250). */
+                min_speech_duration_ms?: number;
+                /** @description An item is cut once it holds this much speech (default 5). */
+                max_speech_duration_s?: number;
+                /** @description Audio kept before an item's first speech (default 250). */
+                speech_pad_ms?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Switching Protocols; the websocket is open and `session.created` comes first. */
+            101: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["AudioModelNotFound"];
+            426: components["responses"]["UpgradeRequired"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     rerank: {
         parameters: {
             query?: never;
@@ -13831,6 +14108,59 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorData"];
                 };
             };
+        };
+    };
+    executeCode: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["ExecuteRequest"];
+            };
+        };
+        responses: {
+            /** @description The cell's outputs, in the session they ran in. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExecuteResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listCodeInterpreterSessions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The sessions. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SessionListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
     createVideoV1: {

@@ -53,6 +53,8 @@ export interface Config {
   /** Largest binary audio upload, in bytes (80 MB); audio by URL is at most `audioUrlLimit` (1 GB). */
   audioUploadLimit: number;
   audioUrlLimit: number;
+  /** The code interpreter (the Code Interpreter tag): a cell's time limit, each interpreter's heap, live interpreters per process, a session's lifetime. */
+  codeInterpreter: { timeoutMs: number; memoryBytes: number; maxSandboxes: number; sessionMs: number };
   /** How evaluations retry an upstream or external server's 429 and 503 (`JUDGE_RETRY_ATTEMPTS`, `_BASE_MS`, `_MAX_MS`; see the Evaluation tag). */
   judgeRetry: { attempts: number; baseMs: number; maxMs: number };
   /** The dynamic rate limits of serverless inference (server/http/rate-limits.ts; the algorithm is in the spec). */
@@ -326,6 +328,10 @@ const schema = z
     URL_FETCH_TIMEOUT_MS: given('60000', whole(1), atLeast(1, ' of milliseconds')),
     TRUST_PROXY: given('off', flag, FLAG),
     PUBLIC_BASE_URL: optional(publicBaseUrl, 'an http(s) URL without credentials, query or fragment, e.g. https://api.example.com'),
+    CODE_INTERPRETER_TIMEOUT_MS: given('60000', whole(100), atLeast(100, ' of milliseconds')),
+    CODE_INTERPRETER_MEMORY_BYTES: given('1073741824', whole(67108864, 4294967296), 'a whole number of bytes, from 67108864 (64 MiB) to 4294967296 (4 GiB)'),
+    CODE_INTERPRETER_MAX_SANDBOXES: given('4', whole(1), atLeast(1)),
+    CODE_INTERPRETER_SESSION_MS: given('3600000', whole(1), atLeast(1, ' of milliseconds')),
     JUDGE_RETRY_ATTEMPTS: given('5', whole(1), atLeast(1)),
     JUDGE_RETRY_BASE_MS: given('1000', whole(0), atLeast(0, ' of milliseconds')),
     JUDGE_RETRY_MAX_MS: given('30000', whole(0), atLeast(0, ' of milliseconds')),
@@ -487,6 +493,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     publicBaseUrl: v.PUBLIC_BASE_URL,
     audioUploadLimit: v.AUDIO_UPLOAD_LIMIT_BYTES,
     audioUrlLimit: v.AUDIO_URL_LIMIT_BYTES,
+    codeInterpreter: {
+      timeoutMs: v.CODE_INTERPRETER_TIMEOUT_MS,
+      memoryBytes: v.CODE_INTERPRETER_MEMORY_BYTES,
+      maxSandboxes: v.CODE_INTERPRETER_MAX_SANDBOXES,
+      sessionMs: v.CODE_INTERPRETER_SESSION_MS,
+    },
     judgeRetry: { attempts: v.JUDGE_RETRY_ATTEMPTS, baseMs: v.JUDGE_RETRY_BASE_MS, maxMs: v.JUDGE_RETRY_MAX_MS },
     control: { enabled: v.CONTROL_API, key: v.CONTROL_KEY, journalSize: v.CONTROL_JOURNAL_SIZE, fixtures: v.FIXTURES_FILE },
     rateLimits: {

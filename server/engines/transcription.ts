@@ -41,7 +41,7 @@ export function findRecogniser(configured: string | undefined, env: NodeJS.Proce
 }
 
 /** Runs the recogniser on the decoded PCM: its words, with their times in seconds. */
-function recognise(recogniser: string, pcmPath: string): Promise<TranscriptWord[]> {
+export function recognise(recogniser: string, pcmPath: string): Promise<TranscriptWord[]> {
   return new Promise((resolve, reject) => {
     const child = spawn(recogniser, ['-infile', pcmPath, '-samprate', '16000', '-time', 'yes', '-logfn', '/dev/null'], { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';

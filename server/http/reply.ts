@@ -3,11 +3,14 @@
 // Server-Sent Events, a file, or bytes made as they are sent returns a Reply instead. Only the pipeline touches the
 // response (`send`), so JSON bodies still pass response validation and every handler stays a function of its request.
 import { once } from 'node:events';
+import type { Duplex } from 'node:stream';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Request, Response } from 'express';
 import type { Logger } from 'pino';
+import { type WebSocket, WebSocketServer } from 'ws';
+import { apiError } from '../core/errors.ts';
 import { logFailure, toApiError } from './error-handler.ts';
 
 type Content =
@@ -16,7 +19,8 @@ type Content =
   | { kind: 'text'; value: string | Buffer; contentType: string }
   | { kind: 'sse'; events: AsyncIterable<unknown>; fault?: StreamFault }
   | { kind: 'file'; path: string; contentType?: string }
-  | { kind: 'stream'; chunks: Iterable<Buffer> | AsyncIterable<Buffer>; contentType: string; length?: number };
+  | { kind: 'stream'; chunks: Iterable<Buffer> | AsyncIterable<Buffer>; contentType: string; length?: number }
+  | { kind: 'websocket'; accept: (ws: WebSocket) => void };
 
 /**
  * What a fault rule of the control plane does to a stream of events (set by the pipeline): once `afterChunks` events
@@ -56,7 +60,20 @@ export const reply = {
   /** Bytes produced as they are sent (an archive built on the fly); `length`, when known, becomes Content-Length. */
   stream: (chunks: Iterable<Buffer> | AsyncIterable<Buffer>, contentType: string, init: Init & { length?: number } = {}) =>
     new Reply<never>({ kind: 'stream', chunks, contentType, length: init.length }, init.status, init.headers ?? {}),
+  /** The request's connection becomes a websocket (101), handed to `accept`; only for a request that asked to upgrade (`upgradeOf`). */
+  websocket: (accept: (ws: WebSocket) => void) => new Reply<never>({ kind: 'websocket', accept }, 101, {}),
 };
+
+/** The largest websocket message a client may send (a larger one closes the connection with 1009). */
+export const WEBSOCKET_MAX_MESSAGE_BYTES = 1 << 20;
+const websockets = new WebSocketServer({ noServer: true, maxPayload: WEBSOCKET_MAX_MESSAGE_BYTES, perMessageDeflate: false });
+
+/**
+ * Set by the server's `upgrade` listener (platform.ts): the socket and the bytes read past the request's head. A
+ * request that asked to upgrade runs the same pipeline as any other (authentication, validation, the handler);
+ * its error answers are written on the socket as plain HTTP responses, and its handler's websocket reply upgrades it.
+ */
+export const upgradeOf = (req: Request): { socket: Duplex; head: Buffer } | undefined => (req as { upgrade?: { socket: Duplex; head: Buffer } }).upgrade;
 
 /** Checks a JSON body against the contract before it is sent (http/responses.ts); absent: no check. */
 export type CheckResponse = (status: number, body: unknown) => void;
@@ -118,6 +135,23 @@ export async function send(req: Request, res: Response, result: unknown, success
       return streamEvents(req, res, status, c.events, log, c.fault);
     case 'stream':
       return streamBytes(res, status, c, log);
+    case 'websocket': {
+      const upgrade = upgradeOf(req);
+      if (!upgrade)
+        throw apiError(
+          426,
+          'upgrade_required',
+          'This operation is a websocket: connect with a websocket client (the request must ask to upgrade: Connection: Upgrade, Upgrade: websocket).',
+        );
+      res.detachSocket(upgrade.socket as never);
+      websockets.handleUpgrade(req, upgrade.socket, upgrade.head, (ws) => {
+        // The request is answered (101): the log line, the journal and the observers hear of it as of any answer.
+        res.statusCode = 101;
+        res.emit('finish');
+        c.accept(ws);
+      });
+      return;
+    }
   }
 }
 

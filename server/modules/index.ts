@@ -7,6 +7,7 @@ import type { Served } from '../http/context.ts';
 import { adapters } from './adapters/index.ts';
 import { audio } from './audio/index.ts';
 import { batches } from './batches/index.ts';
+import { codeInterpreter } from './code-interpreter/index.ts';
 import { compute } from './compute/index.ts';
 import { containers } from './containers/index.ts';
 import { dedicated } from './dedicated/index.ts';
@@ -55,6 +56,7 @@ export const modules = [
   evaluation,
   batches,
   queue,
+  codeInterpreter,
 ] as const;
 
 // Every module of the spec is listed (but the guest's): a tag file without its line here fails `tsc`.

@@ -136,6 +136,8 @@ export interface ModuleDescriptor<M extends ModuleName> {
   signed?: { [K in OperationsOf<M>]?: SignedCheck };
   /** Operations that take an upload, multipart or (`raw`) the whole body: the file's field and its byte limit (http/multipart.ts). */
   uploads?: { [K in OperationsOf<M>]?: UploadRule<UploadContext> };
+  /** Stops what the module holds in this process besides its rows (interpreters, open websockets) when the platform closes. */
+  stop?: (services: Services) => void;
   /** Loaded by the tests only. */
   fixtures?: () => Promise<Fixtures<M>>;
 }

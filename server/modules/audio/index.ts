@@ -8,6 +8,7 @@ import { createTranscription, createTranslation } from './handlers.ts';
 // What this module offers the others: audio by URL, as a batch line asks it.
 export { transcribeByUrl } from './handlers.ts';
 
+import { realtimeSpeech, realtimeTranscription } from './realtime.ts';
 import { transcriptionModel, uploadTooLarge } from './rules.ts';
 import { createSpeech, listVoices } from './speech.ts';
 
@@ -23,6 +24,6 @@ const rule = (task: 'transcribe' | 'translate'): UploadRule<UploadContext> => ({
 
 export const audio: ModuleDescriptor<'audio'> = {
   name: 'audio',
-  handlers: { createTranscription, createTranslation, createSpeech, listVoices },
+  handlers: { createTranscription, createTranslation, createSpeech, listVoices, realtimeTranscription, realtimeSpeech },
   uploads: { createTranscription: rule('transcribe'), createTranslation: rule('translate') },
 };

@@ -112,6 +112,16 @@ export type ModelUploadJob = Prisma.ModelUploadJobModel
  */
 export type HardwareReservation = Prisma.HardwareReservationModel
 /**
+ * Model TciSession
+ * 
+ */
+export type TciSession = Prisma.TciSessionModel
+/**
+ * Model TciCell
+ * 
+ */
+export type TciCell = Prisma.TciCellModel
+/**
  * Model Cluster
  * 
  */

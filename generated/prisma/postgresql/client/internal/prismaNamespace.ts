@@ -411,6 +411,8 @@ export const ModelName = {
   RemoteUploadEvent: 'RemoteUploadEvent',
   ModelUploadJob: 'ModelUploadJob',
   HardwareReservation: 'HardwareReservation',
+  TciSession: 'TciSession',
+  TciCell: 'TciCell',
   Cluster: 'Cluster',
   ClusterSharedVolume: 'ClusterSharedVolume',
   ClusterAddOn: 'ClusterAddOn',
@@ -469,7 +471,7 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
     omit: GlobalOmitOptions
   }
   meta: {
-    modelProps: "organization" | "project" | "apiKey" | "seedRun" | "serverKey" | "autoscalerState" | "batch" | "hardware" | "model" | "modelRevision" | "remoteUpload" | "remoteUploadEvent" | "modelUploadJob" | "hardwareReservation" | "cluster" | "clusterSharedVolume" | "clusterAddOn" | "computeHost" | "computeInstance" | "computeVm" | "passiveHealthCheckAlert" | "remediation" | "idempotencyRecord" | "containerDeployment" | "containerDeploymentLog" | "controlSnapshot" | "controlRule" | "controlJournalEntry" | "controlSetting" | "controlProcess" | "v1Endpoint" | "modelConfig" | "dedicatedEndpoint" | "deployment" | "endpointEvent" | "adapterBinding" | "deploymentAdapter" | "servedRequest" | "evaluationJob" | "abExperiment" | "shadowExperiment" | "shadowTarget" | "file" | "fineTune" | "fineTuneEvent" | "fineTuneCheckpoint" | "generatedImage" | "queueJob" | "rollout" | "rolloutStep" | "workItem" | "volume" | "volumeVersion" | "volumeMount" | "secret" | "secretUse" | "video"
+    modelProps: "organization" | "project" | "apiKey" | "seedRun" | "serverKey" | "autoscalerState" | "batch" | "hardware" | "model" | "modelRevision" | "remoteUpload" | "remoteUploadEvent" | "modelUploadJob" | "hardwareReservation" | "tciSession" | "tciCell" | "cluster" | "clusterSharedVolume" | "clusterAddOn" | "computeHost" | "computeInstance" | "computeVm" | "passiveHealthCheckAlert" | "remediation" | "idempotencyRecord" | "containerDeployment" | "containerDeploymentLog" | "controlSnapshot" | "controlRule" | "controlJournalEntry" | "controlSetting" | "controlProcess" | "v1Endpoint" | "modelConfig" | "dedicatedEndpoint" | "deployment" | "endpointEvent" | "adapterBinding" | "deploymentAdapter" | "servedRequest" | "evaluationJob" | "abExperiment" | "shadowExperiment" | "shadowTarget" | "file" | "fineTune" | "fineTuneEvent" | "fineTuneCheckpoint" | "generatedImage" | "queueJob" | "rollout" | "rolloutStep" | "workItem" | "volume" | "volumeVersion" | "volumeMount" | "secret" | "secretUse" | "video"
     txIsolationLevel: TransactionIsolationLevel
   }
   model: {
@@ -1506,6 +1508,154 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
         count: {
           args: Prisma.HardwareReservationCountArgs<ExtArgs>
           result: runtime.Types.Utils.Optional<Prisma.HardwareReservationCountAggregateOutputType> | number
+        }
+      }
+    }
+    TciSession: {
+      payload: Prisma.$TciSessionPayload<ExtArgs>
+      fields: Prisma.TciSessionFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.TciSessionFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$TciSessionPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.TciSessionFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$TciSessionPayload>
+        }
+        findFirst: {
+          args: Prisma.TciSessionFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$TciSessionPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.TciSessionFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$TciSessionPayload>
+        }
+        findMany: {
+          args: Prisma.TciSessionFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$TciSessionPayload>[]
+        }
+        create: {
+          args: Prisma.TciSessionCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$TciSessionPayload>
+        }
+        createMany: {
+          args: Prisma.TciSessionCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.TciSessionCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$TciSessionPayload>[]
+        }
+        delete: {
+          args: Prisma.TciSessionDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$TciSessionPayload>
+        }
+        update: {
+          args: Prisma.TciSessionUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$TciSessionPayload>
+        }
+        deleteMany: {
+          args: Prisma.TciSessionDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.TciSessionUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.TciSessionUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$TciSessionPayload>[]
+        }
+        upsert: {
+          args: Prisma.TciSessionUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$TciSessionPayload>
+        }
+        aggregate: {
+          args: Prisma.TciSessionAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateTciSession>
+        }
+        groupBy: {
+          args: Prisma.TciSessionGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.TciSessionGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.TciSessionCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.TciSessionCountAggregateOutputType> | number
+        }
+      }
+    }
+    TciCell: {
+      payload: Prisma.$TciCellPayload<ExtArgs>
+      fields: Prisma.TciCellFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.TciCellFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$TciCellPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.TciCellFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$TciCellPayload>
+        }
+        findFirst: {
+          args: Prisma.TciCellFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$TciCellPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.TciCellFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$TciCellPayload>
+        }
+        findMany: {
+          args: Prisma.TciCellFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$TciCellPayload>[]
+        }
+        create: {
+          args: Prisma.TciCellCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$TciCellPayload>
+        }
+        createMany: {
+          args: Prisma.TciCellCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.TciCellCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$TciCellPayload>[]
+        }
+        delete: {
+          args: Prisma.TciCellDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$TciCellPayload>
+        }
+        update: {
+          args: Prisma.TciCellUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$TciCellPayload>
+        }
+        deleteMany: {
+          args: Prisma.TciCellDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.TciCellUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.TciCellUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$TciCellPayload>[]
+        }
+        upsert: {
+          args: Prisma.TciCellUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$TciCellPayload>
+        }
+        aggregate: {
+          args: Prisma.TciCellAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateTciCell>
+        }
+        groupBy: {
+          args: Prisma.TciCellGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.TciCellGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.TciCellCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.TciCellCountAggregateOutputType> | number
         }
       }
     }
@@ -4945,6 +5095,31 @@ export const HardwareReservationScalarFieldEnum = {
 export type HardwareReservationScalarFieldEnum = (typeof HardwareReservationScalarFieldEnum)[keyof typeof HardwareReservationScalarFieldEnum]
 
 
+export const TciSessionScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  startedAt: 'startedAt',
+  expiresAt: 'expiresAt',
+  lastExecuteAt: 'lastExecuteAt',
+  executeCount: 'executeCount'
+} as const
+
+export type TciSessionScalarFieldEnum = (typeof TciSessionScalarFieldEnum)[keyof typeof TciSessionScalarFieldEnum]
+
+
+export const TciCellScalarFieldEnum = {
+  sessionId: 'sessionId',
+  projectId: 'projectId',
+  seq: 'seq',
+  code: 'code',
+  files: 'files',
+  outcome: 'outcome',
+  createdAt: 'createdAt'
+} as const
+
+export type TciCellScalarFieldEnum = (typeof TciCellScalarFieldEnum)[keyof typeof TciCellScalarFieldEnum]
+
+
 export const ClusterScalarFieldEnum = {
   id: 'id',
   projectId: 'projectId',
@@ -5939,6 +6114,8 @@ export type GlobalOmitConfig = {
   remoteUploadEvent?: Prisma.RemoteUploadEventOmit
   modelUploadJob?: Prisma.ModelUploadJobOmit
   hardwareReservation?: Prisma.HardwareReservationOmit
+  tciSession?: Prisma.TciSessionOmit
+  tciCell?: Prisma.TciCellOmit
   cluster?: Prisma.ClusterOmit
   clusterSharedVolume?: Prisma.ClusterSharedVolumeOmit
   clusterAddOn?: Prisma.ClusterAddOnOmit

@@ -65,6 +65,8 @@ export const ModelName = {
   RemoteUploadEvent: 'RemoteUploadEvent',
   ModelUploadJob: 'ModelUploadJob',
   HardwareReservation: 'HardwareReservation',
+  TciSession: 'TciSession',
+  TciCell: 'TciCell',
   Cluster: 'Cluster',
   ClusterSharedVolume: 'ClusterSharedVolume',
   ClusterAddOn: 'ClusterAddOn',
@@ -336,6 +338,31 @@ export const HardwareReservationScalarFieldEnum = {
 } as const
 
 export type HardwareReservationScalarFieldEnum = (typeof HardwareReservationScalarFieldEnum)[keyof typeof HardwareReservationScalarFieldEnum]
+
+
+export const TciSessionScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  startedAt: 'startedAt',
+  expiresAt: 'expiresAt',
+  lastExecuteAt: 'lastExecuteAt',
+  executeCount: 'executeCount'
+} as const
+
+export type TciSessionScalarFieldEnum = (typeof TciSessionScalarFieldEnum)[keyof typeof TciSessionScalarFieldEnum]
+
+
+export const TciCellScalarFieldEnum = {
+  sessionId: 'sessionId',
+  projectId: 'projectId',
+  seq: 'seq',
+  code: 'code',
+  files: 'files',
+  outcome: 'outcome',
+  createdAt: 'createdAt'
+} as const
+
+export type TciCellScalarFieldEnum = (typeof TciCellScalarFieldEnum)[keyof typeof TciCellScalarFieldEnum]
 
 
 export const ClusterScalarFieldEnum = {
