@@ -23,6 +23,7 @@ import { modelCatalogue } from './model-catalogue/index.ts';
 import { models } from './models/index.ts';
 import { queue } from './queue/index.ts';
 import { rerank } from './rerank/index.ts';
+import { rl } from './rl/index.ts';
 import { rollouts } from './rollouts/index.ts';
 import { secrets } from './secrets/index.ts';
 import type { SignedCheck, UploadContext } from './types.ts';
@@ -54,6 +55,7 @@ export const modules = [
   evaluation,
   batches,
   queue,
+  rl,
   control,
 ] as const;
 

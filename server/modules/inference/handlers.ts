@@ -10,6 +10,7 @@ import { scriptedTextEngine, textRequest } from '../control/index.ts';
 import { recordServed } from '../dedicated/index.ts';
 import { mirror } from '../experiments/index.ts';
 import { catalogueModel } from '../models/index.ts';
+import { trainedTextEngine } from '../rl/index.ts';
 import type { Context, Services } from '../types.ts';
 import { resolveTarget } from './targets.ts';
 import { fromUpstream } from './wire.ts';
@@ -55,7 +56,12 @@ export async function infer(op: TextOperation, ctx: TextCall) {
   const scripted = ctx.control.scripts.take('chat', textRequest(op, ctx.operationId, body), now);
   if (local && !scripted && body.safety_model !== undefined)
     warnings.push(`safety_model ${body.safety_model} was not applied: the local engine runs no safety model.`);
-  const engine = scripted ? scriptedTextEngine(scripted) : local ? localTextEngine : upstreamTextEngine(route);
+  // An RL inference checkpoint's model is answered by its trained weights (rl's text engine), any other by the local engine.
+  const engine = scripted
+    ? scriptedTextEngine(scripted)
+    : local
+      ? ((await trainedTextEngine(ctx, target.model)) ?? localTextEngine)
+      : upstreamTextEngine(route);
   let outcome: Awaited<ReturnType<typeof engine.run>>;
   try {
     outcome = await engine.run(op, body, {
