@@ -185,3 +185,232 @@ describe('reinforcement learning', () => {
     expect(rewards.at(-1)!).toBeGreaterThanOrEqual(0.8);
   });
 });
+
+describe('model resources and sessions', () => {
+  test('resources are provisioned on the runner, listed newest first with filters and pages, priced, and stopped', async () => {
+    const created = await http().post('/v1/rl/model-resources').send({ base_model: BASE, lora_enabled: false, optimizer_config: { muon: {} }, compute_config: { num_generator_replicas: 2 } });
+    const r = ok(created);
+    expect(created.headers['x-rl-engine']).toMatch(/^local-rl-engine-1: this server's small local model/);
+    expect(r).toMatchObject({
+      status: 'MODEL_RESOURCES_STATUS_PENDING',
+      base_model: BASE,
+      lora_enabled: false,
+      compute_config: { num_generator_replicas: 2 },
+      optimizer_config: { muon: { scaling_strategy: 'MUON_SCALING_STRATEGY_MATCH_ADAMW' } },
+      created_by: t.caller.identity.apiKeyId,
+    });
+    await t.advance(0);
+    expect(ok(await http().get(`/v1/rl/model-resources/${r.id}`)).status).toBe('MODEL_RESOURCES_STATUS_READY');
+    const other = ok(await http().post('/v1/rl/model-resources').send({ base_model: BASE }));
+    const page = ok(await http().get('/v1/rl/model-resources').query({ limit: 1 }));
+    expect(page.data.map((x: { id: string }) => x.id)).toEqual([other.id]);
+    expect(page.meta).toEqual({ has_more: true, limit: 1, next_cursor: other.id });
+    const next = ok(await http().get('/v1/rl/model-resources').query({ limit: 1, after: other.id }));
+    expect(next.data[0].id).toBe(r.id);
+    const pending = ok(await http().get('/v1/rl/model-resources').query({ status: 'MODEL_RESOURCES_STATUS_PENDING' }));
+    expect(pending.data.map((x: { id: string }) => x.id)).toEqual([other.id]);
+    expect(ok(await http().get('/v1/rl/model-resources').query({ created_by: 'someone-else' })).data).toEqual([]);
+    // Priced as the platform would: a GPU per generator replica, and one (LoRA) or eight (full) for the trainer.
+    const h100 = ok(await http().get('/v1/hardware')).data.find((h: { id: string }) => h.id === '1x_nvidia_h100_80gb_sxm').pricing.cents_per_minute;
+    const cost = ok(await http().post('/v1/rl/model-resources/estimate-cost').send({ base_model: BASE, lora_enabled: false, compute_config: { num_generator_replicas: 2 } }));
+    expect(cost).toEqual({ price_per_hour: Math.round(10 * h100 * 60) / 100, currency: 'USD' });
+    const supported = await http().get('/v1/rl/supported-models');
+    expect(ok(supported).data.map((m: { base_model: string }) => m.base_model)).toContain(BASE);
+    expect(supported.body.data[0]).toMatchObject({ generator_config: { context_length: 2048 }, trainer_config: { lora: { max_rank: 64 } } });
+    // Stopping: STOPPING, then STOPPED; once stopped, the machine refuses.
+    expect(ok(await http().post(`/v1/rl/model-resources/${other.id}/stop`)).status).toBe('MODEL_RESOURCES_STATUS_STOPPING');
+    await t.advance(0);
+    expect(ok(await http().get(`/v1/rl/model-resources/${other.id}`)).status).toBe('MODEL_RESOURCES_STATUS_STOPPED');
+    expectError(await http().post(`/v1/rl/model-resources/${other.id}/stop`), 409, { code: 'invalid_state_transition', param: null });
+    expectError(await http().post('/v1/rl/training-sessions').send({ model_resources_id: other.id }), 409, { code: 'model_resources_not_active', param: 'model_resources_id' });
+  });
+
+  test('a session waits for its resources, takes operations while CREATING, and stops after the one in hand; stopping resources in use needs force', async () => {
+    const r = ok(await http().post('/v1/rl/model-resources').send({ base_model: BASE, lora_enabled: false }));
+    const s = ok(await http().post('/v1/rl/training-sessions').send({ model_resources_id: r.id, display_name: 'first', metadata: { wandb: { project: 'p' } } }));
+    expect(s).toMatchObject({ status: 'TRAINING_SESSION_STATUS_CREATING', step: 0, display_name: 'first', metadata: { wandb: { project: 'p' } }, inference_checkpoints: [], training_checkpoints: [] });
+    expect(s.lora_config).toBeUndefined();
+    const queued = ok(await http().post(`${ops(s.id)}/weights-sync`).send({ weight_sync_type: 'WEIGHT_SYNC_TYPE_SYNCHRONOUS' }));
+    expect(queued.status).toBe('TRAINING_OPERATION_STATUS_PENDING');
+    await t.advance(0);
+    expect(ok(await http().get(`${ops(s.id)}/weights-sync/${queued.id}`))).toEqual({ id: queued.id, status: 'TRAINING_OPERATION_STATUS_COMPLETED', output: { weights_version: 0 } });
+    // Another kind's path does not find it.
+    expectError(await http().get(`${ops(s.id)}/sample/${queued.id}`), 404, { param: 'operation_id' });
+    const renamed = ok(await http().patch(`/v1/rl/training-sessions/${s.id}`).send({ display_name: 'second' }));
+    expect(renamed).toMatchObject({ display_name: 'second', metadata: { wandb: { project: 'p' } } });
+    const listed = ok(await http().get('/v1/rl/training-sessions').query({ model_resources_id: r.id, status: 'TRAINING_SESSION_STATUS_RUNNING' }));
+    expect(listed.data.map((x: { id: string }) => x.id)).toEqual([s.id]);
+    expectError(await http().post(`/v1/rl/model-resources/${r.id}/stop`), 409, { code: 'model_resources_in_use', param: 'model_resources_id' });
+    // Two operations: the first is running when the session stops, the second waits and fails.
+    const first = ok(await http().post(`${ops(s.id)}/training-checkpoint`));
+    const second = ok(await http().post(`${ops(s.id)}/training-checkpoint`));
+    expect([first.status, second.status]).toEqual(['TRAINING_OPERATION_STATUS_RUNNING', 'TRAINING_OPERATION_STATUS_PENDING']);
+    expect(ok(await http().post(`/v1/rl/model-resources/${r.id}/stop`).query({ force: true })).status).toBe('MODEL_RESOURCES_STATUS_STOPPING');
+    expect(ok(await http().get(`/v1/rl/training-sessions/${s.id}`)).status).toBe('TRAINING_SESSION_STATUS_STOPPING');
+    expect(ok(await http().get(`${ops(s.id)}/training-checkpoint/${second.id}`))).toMatchObject({
+      status: 'TRAINING_OPERATION_STATUS_FAILED',
+      error: { code: 'TRAINING_OPERATION_ERROR_CODE_SESSION_NOT_ACTIVE' },
+    });
+    await t.advance(0);
+    expect(ok(await http().get(`${ops(s.id)}/training-checkpoint/${first.id}`)).status).toBe('TRAINING_OPERATION_STATUS_COMPLETED');
+    const stopped = ok(await http().get(`/v1/rl/training-sessions/${s.id}`));
+    expect(stopped.status).toBe('TRAINING_SESSION_STATUS_STOPPED');
+    expect(stopped.training_checkpoints).toHaveLength(1);
+    expectError(await http().post(`/v1/rl/training-sessions/${s.id}/stop`), 409, { code: 'invalid_state_transition', param: null });
+    // A stopped session takes no operation of any kind.
+    const bodies: Record<string, object | undefined> = {
+      forward: { samples: [sampleOf([1, 2])] },
+      'forward-backward': { samples: [sampleOf([1, 2])], loss: { type: 'LOSS_TYPE_CROSS_ENTROPY' } },
+      'custom-forward-backward': { samples: [sampleOf([1, 2])], gradients: [{ data: [1] }] },
+      'optim-step': {},
+      'weights-sync': { weight_sync_type: 'WEIGHT_SYNC_TYPE_SYNCHRONOUS' },
+      sample: { model_inputs: [chunks([1])] },
+      'inference-checkpoint': undefined,
+      'training-checkpoint': undefined,
+    };
+    for (const [kind, body] of Object.entries(bodies))
+      expectError(await http().post(`${ops(s.id)}/${kind}`).send(body), 409, { code: 'session_not_active', param: 'session_id' });
+  });
+
+  test('an idle session expires, failing nothing that ran', async () => {
+    const id = await session();
+    await t.advance(3_600_000);
+    expect(ok(await http().get(`/v1/rl/training-sessions/${id}`)).status).toBe('TRAINING_SESSION_STATUS_EXPIRED');
+  });
+});
+
+describe('checkpoints', () => {
+  test('a training checkpoint downloads as safetensors from signed URLs and resumes a session exactly where it was', async () => {
+    const id = await session({}, { lora_config: { rank: 8, alpha: 16 } });
+    const text = encode('The quick brown fox jumps over the lazy dog.');
+    await run(id, 'forward-backward', { samples: [sampleOf(text)], loss: { type: 'LOSS_TYPE_CROSS_ENTROPY' } });
+    await run(id, 'optim-step', { adam_params: { learning_rate: 0.02 } });
+    // A pass accumulated and not yet applied is part of the trainer's state too.
+    await run(id, 'forward-backward', { samples: [sampleOf(text)], loss: { type: 'LOSS_TYPE_CROSS_ENTROPY' } });
+    const { checkpoint_id } = await run(id, 'training-checkpoint');
+    const files = ok(await http().get(`/v1/rl/checkpoints/${checkpoint_id}/download`).query({ variant: 'CHECKPOINT_VARIANT_ADAPTER' }));
+    expect(files.data.map((f: { filename: string }) => f.filename)).toEqual(['adapter_model.safetensors', 'adapter_config.json', 'README.md', 'trainer_state.safetensors']);
+    const adapter = files.data[0];
+    // The URL is this server's, and needs no key.
+    const path = adapter.url.slice(t.url.length);
+    const res = await t.http.get(path).buffer(true).parse((r, done) => {
+      const parts: Buffer[] = [];
+      r.on('data', (c: Buffer) => parts.push(c));
+      r.on('end', () => done(null, Buffer.concat(parts)));
+    });
+    expect(res.status).toBe(200);
+    expect(res.body.length).toBe(adapter.size);
+    const tensors = readSafetensors(res.body).tensors;
+    expect(tensors.lora_hidden_a!.shape).toEqual([8, 128]);
+    expect(Array.from(tensors.table!.data)).toEqual(expect.arrayContaining(text));
+    expectError(await t.http.get(path.replace('adapter_model.safetensors', 'model.safetensors')), 403, { code: 'invalid_signature', param: 'signature' });
+    const merged = ok(await http().get(`/v1/rl/checkpoints/${checkpoint_id}/download`).query({ variant: 'CHECKPOINT_VARIANT_MERGED' }));
+    expect(merged.data.map((f: { filename: string }) => f.filename)).toEqual(['model.safetensors', 'config.json', 'README.md', 'trainer_state.safetensors']);
+    // Resumed: the same weights and optimizer state, so the same next step gives the same logprobs.
+    const resources = ok(await http().get(`/v1/rl/training-sessions/${id}`)).model_resources_id;
+    const resumed = ok(await http().post('/v1/rl/training-sessions').send({ model_resources_id: resources, resume_from_checkpoint_id: checkpoint_id }));
+    expect(resumed).toMatchObject({ resume_from_checkpoint_id: checkpoint_id, lora_config: { rank: 8, alpha: 16, dropout: 0, train_unembed: true } });
+    await t.advance(0);
+    expect(ok(await http().get(`/v1/rl/training-sessions/${resumed.id}`)).step).toBe(1);
+    const next = async (sid: string) => {
+      await run(sid, 'optim-step', { adam_params: { learning_rate: 0.02 } });
+      return (await run(sid, 'forward', { samples: [sampleOf(text)] })).logprobs[0].data;
+    };
+    expect(await next(resumed.id)).toEqual(await next(id));
+    expectError(await http().post('/v1/rl/training-sessions').send({ model_resources_id: resources, resume_from_checkpoint_id: 'ckpt_none' }), 404, {
+      param: 'resume_from_checkpoint_id',
+    });
+  });
+});
+
+describe('every loss, the custom backward pass, Muon and full training', () => {
+  test('importance sampling, PPO, CISPO, DRO and GRPO with a reference compute their loss; a custom gradient trains; Muon steps', async () => {
+    const id = await session({ lora_enabled: false, optimizer_config: { muon: { scaling_strategy: 'MUON_SCALING_STRATEGY_ORIGINAL' } } });
+    const text = encode('one two three four');
+    const n = text.length - 1;
+    const uniform = -Math.log(100_261);
+    const policy = { advantages: { data: Array(n).fill(1) }, logprobs: { data: Array(n).fill(uniform) } };
+    // On the untrained model every logprob is uniform, so each ratio is 1 and the losses are known in closed form.
+    const loss = async (type: string, inputs: string, params: object = {}) =>
+      (await run(id, 'forward-backward', { samples: [sampleOf(text, { [inputs]: policy })], loss: { type, ...params } })).loss;
+    expect(await loss('LOSS_TYPE_IMPORTANCE_SAMPLING', 'importance_sampling_inputs')).toBeCloseTo(-n, 6);
+    expect(await loss('LOSS_TYPE_PPO', 'ppo_inputs')).toBeCloseTo(-n, 6);
+    expect(await loss('LOSS_TYPE_CISPO', 'cispo_inputs')).toBeCloseTo(-n * uniform, 4);
+    expect(await loss('LOSS_TYPE_DRO', 'dro_inputs', { dro_params: { beta: 0.5 } })).toBeCloseTo(-n * uniform, 4);
+    const grpo = await run(id, 'forward-backward', {
+      samples: [sampleOf(text, { grpo_inputs: { ...policy, reference_logprobs: { data: Array(n).fill(uniform - 1) } } })],
+      loss: { type: 'LOSS_TYPE_GRPO', grpo_params: { beta: 0.1, ratio_type: 'GRPO_LOSS_RATIO_TYPE_SEQUENCE' } },
+    });
+    // The surrogate's mean is -1; the KL estimate exp(-1) - (-1) - 1 per token, times beta.
+    expect(grpo.loss).toBeCloseTo(-1 + 0.1 * Math.exp(-1), 6);
+    expect(grpo.metrics.kl).toBeCloseTo(Math.exp(-1), 6);
+    await run(id, 'custom-forward-backward', { samples: [sampleOf(text)], gradients: [{ data: Array(n).fill(-1) }] });
+    expect(await run(id, 'optim-step', { muon_params: { learning_rate: 0.01, adam: { learning_rate: 0.02 } } })).toEqual({ step: 1 });
+    const after = (await run(id, 'forward', { samples: [sampleOf(text)] })).logprobs[0].data as number[];
+    for (const lp of after) expect(lp).toBeGreaterThan(uniform);
+  });
+
+  test('a loss that is not finite fails the operation and changes nothing', async () => {
+    const id = await session();
+    const text = encode('a b c');
+    const res = ok(
+      await http()
+        .post(`${ops(id)}/forward-backward`)
+        .send({
+          samples: [sampleOf(text, { importance_sampling_inputs: { advantages: { data: [1e308, 1e308] }, logprobs: { data: [-1e5, -1e5] } } })],
+          loss: { type: 'LOSS_TYPE_IMPORTANCE_SAMPLING' },
+        }),
+    );
+    await t.advance(0);
+    expect(ok(await http().get(`${ops(id)}/forward-backward/${res.id}`))).toMatchObject({
+      status: 'TRAINING_OPERATION_STATUS_FAILED',
+      error: { code: 'TRAINING_OPERATION_ERROR_CODE_NON_FINITE_LOSS' },
+    });
+    // The next operation runs on the state as it was.
+    expect((await run(id, 'forward', { samples: [sampleOf(text)] })).logprobs[0].data[0]).toBeCloseTo(-Math.log(100_261), 6);
+  });
+});
+
+describe('refusals name their field and change nothing', () => {
+  test('bounds, loss inputs, optimizers and tokens', async () => {
+    const id = await session();
+    const fb = (body: object) => http().post(`${ops(id)}/forward-backward`).send(body);
+    const ce = { type: 'LOSS_TYPE_CROSS_ENTROPY' };
+    expectError(await fb({ samples: [sampleOf([1, 2, 3])], loss: { type: 'LOSS_TYPE_UNSPECIFIED' } }), 400, { param: 'loss.type' });
+    expectError(await fb({ samples: [sampleOf([1, 2, 3])], loss: { type: 'LOSS_TYPE_PPO' } }), 400, { param: 'samples.0.loss_inputs.ppo_inputs' });
+    expectError(await fb({ samples: [sampleOf([1, 100256])], loss: ce }), 400, { param: 'samples.0.loss_inputs.target_tokens.data.0' });
+    expectError(await fb({ samples: [{ model_input: chunks(['x7']), loss_inputs: { target_tokens: { data: [1] } } }], loss: ce }), 400, {
+      param: 'samples.0.model_input.chunks.0.encoded_text.tokens.0',
+    });
+    expectError(await fb({ samples: [sampleOf([1, 2, 3], { weights: { data: [1] } })], loss: ce }), 400, { param: 'samples.0.loss_inputs.weights.data' });
+    expectError(await fb({ samples: Array(65).fill(sampleOf([1, 2])), loss: ce }), 400, { param: 'samples' });
+    expectError(await fb({ samples: [sampleOf(Array(2050).fill(5))], loss: ce }), 400, { param: 'samples.0.model_input' });
+    expectError(await fb({ samples: [sampleOf([1, 2])], loss: { type: 'LOSS_TYPE_DRO' } }), 400, { param: 'loss.dro_params' });
+    expectError(await fb({ samples: [sampleOf([1, 2])], loss: { type: 'LOSS_TYPE_PPO', ppo_params: { clip_low_threshold: 2, clip_high_threshold: 1 } } }), 400, {
+      param: 'loss.ppo_params.clip_low_threshold',
+    });
+    expectError(await http().post(`${ops(id)}/optim-step`).send({ muon_params: {} }), 400, { param: 'muon_params' });
+    expectError(await http().post(`${ops(id)}/optim-step`).send({ adam_params: { beta1: 1 } }), 400, { param: 'adam_params.beta1' });
+    const sample = (body: object) => http().post(`${ops(id)}/sample`).send({ model_inputs: [chunks([1])], ...body });
+    expectError(await sample({ num_samples: 65 }), 400, { param: 'num_samples' });
+    expectError(await sample({ sampling_params: { max_tokens: 2048 } }), 400, { param: 'model_inputs.0' });
+    expectError(await sample({ num_samples: 64, sampling_params: { max_tokens: 512 } }), 400, { param: 'sampling_params.max_tokens' });
+    expectError(await sample({ sampling_params: { top_p: 0 } }), 400, { param: 'sampling_params.top_p' });
+    expectError(await sample({ sampling_params: { seed: '1.5' } }), 400, { param: 'sampling_params.seed' });
+    expectError(await sample({ sampling_params: { stop: [''] } }), 400, { param: 'sampling_params.stop.0' });
+    expectError(await http().post(`${ops(id)}/custom-forward-backward`).send({ samples: [sampleOf([1, 2])], gradients: [] }), 400, { param: 'gradients' });
+    const r = ok(await http().post('/v1/rl/model-resources').send({ base_model: BASE }));
+    expectError(await http().post('/v1/rl/model-resources').send({ base_model: 'no/such-model' }), 400, { code: 'model_not_supported', param: 'base_model' });
+    expectError(await http().post('/v1/rl/model-resources').send({ base_model: BASE, optimizer_config: { adamw: {}, muon: {} } }), 400, { param: 'optimizer_config' });
+    expectError(await http().post('/v1/rl/model-resources').send({ base_model: BASE, compute_config: { num_generator_replicas: 9 } }), 400, {
+      param: 'compute_config.num_generator_replicas',
+    });
+    const start = (body: object) => http().post('/v1/rl/training-sessions').send({ model_resources_id: r.id, ...body });
+    expectError(await start({ lora_config: { rank: 65 } }), 400, { param: 'lora_config.rank' });
+    expectError(await start({ lora_config: { train_unembed: false } }), 400, { param: 'lora_config.train_unembed' });
+    expectError(await start({ resume_from_hf_checkpoint: 'org/repo' }), 400, { param: 'resume_from_hf_checkpoint' });
+    // Nothing was submitted or started.
+    expect(await t.services.db.prisma.rlOperation.count({ where: { sessionId: id } })).toBe(0);
+    expect(await t.services.db.prisma.rlSession.count({ where: { modelResourcesId: r.id } })).toBe(0);
+  });
+});

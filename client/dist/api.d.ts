@@ -2809,8 +2809,8 @@ export interface paths {
         };
         /**
          * Download a checkpoint's file (its signed URL)
-         * @description One file `downloadCheckpoint` listed, at the `url` it answered, as given (`application/octet-stream` for
-         *     safetensors, `application/json`, `text/markdown`), with `Content-Length`. Authorised by the URL's
+         * @description One file `downloadCheckpoint` listed, at the `url` it answered, as given (`application/octet-stream`, with
+         *     `Content-Length` and `Content-Disposition`). Authorised by the URL's
          *     `signature` and `expires`, not by an API key: a signature this server did not make for this URL answers 403
          *     `invalid_signature` (param `signature`), an expired one 403 `signature_expired` (param `expires`). A file
          *     the checkpoint's variant does not have answers 404.
@@ -3138,9 +3138,14 @@ export interface paths {
         /**
          * Save an inference checkpoint
          * @description Submits an inference checkpoint: the trainer's current weights, saved and registered as a chat model of the
-         *     project (`output.model_name`, `rl/<checkpoint id>`, listed by `GET /v1/models`): `POST
-         *     /v1/chat/completions` and `/v1/completions` with that `model` are answered by those weights (the tag's
-         *     model; see Inference), unless an `ENGINES` route sends that name elsewhere. The session lists it in
+         *     project (`output.model_name`: its id in the project's catalogue, `ml_...`, as chat completions name a
+         *     project's models; listed by `GET /v1/models`, named `rl/<session id>/<checkpoint id>`): `POST
+         *     /v1/chat/completions` and `/v1/completions` with that `model` are answered by those weights, sampled with
+         *     the request's `temperature`, `top_p`, `top_k`, `stop`, `seed`, `n`, `max_tokens` (default 256) and
+         *     `logprobs`. A chat's messages are the model's input as `<role>: <content>` lines followed by
+         *     `\nassistant:`; generation ends at the end-of-text token, a stop string, `\nuser:` (the next turn) or
+         *     `max_tokens`. The answer's `system_fingerprint` is `local-rl-engine-1` and a `warnings` entry names the
+         *     checkpoint and says the model is this server's small local one. The session lists the checkpoint in
          *     `inference_checkpoints`; `GET /v1/rl/checkpoints/{id}/download` gives its files.
          */
         post: operations["createInferenceCheckpoint"];
@@ -9187,7 +9192,7 @@ export interface components {
             reference_logprobs?: components["schemas"]["RlNumberTensor"];
         };
         RlRoutedExperts: {
-            /** Format: byte */
+            /** @description Base64. */
             data: string;
             shape: components["schemas"]["RlIntegerish"][];
         };
@@ -9342,7 +9347,7 @@ export interface components {
             topk_prompt_logprobs: number;
         };
         /**
-         * @default CHECKPOINT_VARIANT_UNSPECIFIED
+         * @description Required (a request without it answers 400 naming it); `UNSPECIFIED` is the merged model.
          * @enum {string}
          */
         RlCheckpointVariant: "CHECKPOINT_VARIANT_UNSPECIFIED" | "CHECKPOINT_VARIANT_MERGED" | "CHECKPOINT_VARIANT_ADAPTER";
@@ -9472,7 +9477,7 @@ export interface components {
                 /** Format: date-time */
                 created_at: string;
                 registration: {
-                    /** @description The chat model it is served as (`rl/<checkpoint id>`). */
+                    /** @description The chat model it is served as: its id in the project's catalogue (`ml_...`). */
                     model_name: string;
                     /** @description The model's id in the project's catalogue (`ml_...`). */
                     model_object_id: string;

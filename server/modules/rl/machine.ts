@@ -121,7 +121,9 @@ export function sessionProgression(services: Services): Progression<SessionStatu
             await failSession(tx, services, s, started.code, started.message);
             return;
           }
-          await transition(tx, services, sessions, s, 'start', { data: { trainer: started.trainer, sampler: started.sampler, stateVersion: 1 } });
+          await transition(tx, services, sessions, s, 'start', {
+            data: { trainer: started.trainer, sampler: started.sampler, stateVersion: 1, step: started.step, weightsVersion: started.step },
+          });
           // The operations that waited for the session run now, in order.
           await startNext(tx, services, id);
         },

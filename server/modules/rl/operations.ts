@@ -124,7 +124,7 @@ export async function abandonPending(tx: Tx, services: Services, sessionId: stri
 // ---- starting a session ----
 
 export type Started =
-  | { kind: 'started'; trainer: Uint8Array<ArrayBuffer>; sampler: Uint8Array<ArrayBuffer> }
+  | { kind: 'started'; trainer: Uint8Array<ArrayBuffer>; sampler: Uint8Array<ArrayBuffer>; step: number }
   | { kind: 'wait' }
   | { kind: 'failed'; code: string; message: string };
 
@@ -144,7 +144,8 @@ export async function startSession(services: Services, id: string): Promise<Star
   };
   const resume = s.resumeFromCheckpoint ? await services.db.prisma.rlCheckpoint.findUnique({ where: { id: s.resumeFromCheckpoint } }) : null;
   const made = await engineFor(services, s).start(model, resume?.bytes);
-  return { kind: 'started', trainer: bytes(made.trainer), sampler: bytes(made.sampler) };
+  // A resumed session starts at its checkpoint's step, its sampler with the checkpoint's weights.
+  return { kind: 'started', trainer: bytes(made.trainer), sampler: bytes(made.sampler), step: resume?.step ?? 0 };
 }
 
 // ---- running an operation ----
