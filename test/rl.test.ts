@@ -6,7 +6,9 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { readSafetensors } from '../server/engines/rl/safetensors.ts';
 import { decode, encode } from '../server/engines/tokens.ts';
+import { signedUrl } from '../server/modules/files/index.ts';
 import { expectError } from './support/expect.ts';
+import { expectSignedReadFailures } from './support/outage-error.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
 
 const BASE = 'Qwen/Qwen2.5-7B-Instruct';
@@ -134,6 +136,55 @@ describe('training on a fixed text', () => {
   });
 });
 
+describe('sampling', () => {
+  test('seeds, temperature, top-k and top-p, stop strings, prompt logprobs and routed experts', async () => {
+    const id = await session();
+    const text = encode('red green blue red green blue red green blue');
+    for (let step = 0; step < 3; step++) {
+      await run(id, 'forward-backward', { samples: [sampleOf(text)], loss: { type: 'LOSS_TYPE_CROSS_ENTROPY' } });
+      await run(id, 'optim-step', { adam_params: { learning_rate: 0.02 } });
+    }
+    await run(id, 'weights-sync', { weight_sync_type: 'WEIGHT_SYNC_TYPE_BACKGROUND_PUBLISH' });
+    const prompt = text.slice(0, 2);
+    const draw = (params: object, extra: object = {}) =>
+      run(id, 'sample', { model_inputs: [chunks(prompt)], num_samples: 4, sampling_params: { max_tokens: 6, ...params }, ...extra });
+    const a = await draw({ seed: 7, temperature: 1.5 });
+    expect(await draw({ seed: '7', temperature: 1.5 })).toEqual(a);
+    const b = await draw({ seed: 8, temperature: 1.5 });
+    expect(b.results[0].sequences).not.toEqual(a.results[0].sequences);
+    // top_k 1 is greedy whatever the temperature; so is a tiny top_p.
+    const greedyTokens = (await greedy(id, prompt, 6)).tokens;
+    for (const params of [
+      { top_k: 1, temperature: 5 },
+      { top_p: 1e-9, temperature: 5 },
+    ]) {
+      const out = await draw({ seed: 1, ...params });
+      for (const q of out.results[0].sequences) expect(q.tokens).toEqual(greedyTokens);
+    }
+    // A stop string ends the sequence once its text contains it; the token that completed it is kept.
+    const stopped = (await draw({ temperature: 0, stop: [' blue'] })).results[0].sequences[0];
+    expect(decode(stopped.tokens).endsWith(' blue')).toBe(true);
+    expect(stopped.stop_reason).toBe('STOP_REASON_STOP');
+    // Prompt logprobs: each prompt token's, given those before it, as a forward pass computes them.
+    const withPrompt = await draw({ temperature: 0, max_tokens: 0 }, { prompt_logprobs: true, topk_prompt_logprobs: 3, return_routed_experts: true });
+    const r = withPrompt.results[0];
+    const fwd = (await run(id, 'forward', { samples: [sampleOf(prompt)] })).logprobs[0].data;
+    expect(r.prompt_logprobs[1]).toBeCloseTo(fwd[0], 6);
+    // The three most likely tokens at each position, most likely first, among them the trained one.
+    const top = r.topk_prompt_logprobs[1];
+    expect(top.token_ids).toHaveLength(3);
+    expect([...top.logprobs].sort((x: number, y: number) => y - x)).toEqual(top.logprobs);
+    expect(top.logprobs[top.token_ids.indexOf(prompt[1])]).toBeCloseTo(r.prompt_logprobs[1], 6);
+    expect(r.sequences[0]).toEqual({
+      tokens: [],
+      logprobs: [],
+      stop_reason: 'STOP_REASON_LENGTH',
+      prompt_cache_hit_tokens: 0,
+      routed_experts: { data: '', shape: [0, 0] },
+    });
+  });
+});
+
 describe('reinforcement learning', () => {
   test('a GRPO loop (sample, score, train) raises the reward of answers that end with a given token', async () => {
     const id = await session();
@@ -175,7 +226,10 @@ describe('reinforcement learning', () => {
           },
         });
       });
-      const fb = await run(id, 'forward-backward', { samples, loss: { type: 'LOSS_TYPE_GRPO', grpo_params: { agg_type: 'GRPO_LOSS_AGGREGATION_TYPE_TOKEN_MEAN' } } });
+      const fb = await run(id, 'forward-backward', {
+        samples,
+        loss: { type: 'LOSS_TYPE_GRPO', grpo_params: { agg_type: 'GRPO_LOSS_AGGREGATION_TYPE_TOKEN_MEAN' } },
+      });
       // On-policy: the sampler's weights are the trainer's, so no ratio is clipped.
       expect(fb.metrics.clip_fraction).toBe(0);
       await run(id, 'optim-step', { adam_params: { learning_rate: 0.02 } });
@@ -188,7 +242,9 @@ describe('reinforcement learning', () => {
 
 describe('model resources and sessions', () => {
   test('resources are provisioned on the runner, listed newest first with filters and pages, priced, and stopped', async () => {
-    const created = await http().post('/v1/rl/model-resources').send({ base_model: BASE, lora_enabled: false, optimizer_config: { muon: {} }, compute_config: { num_generator_replicas: 2 } });
+    const created = await http()
+      .post('/v1/rl/model-resources')
+      .send({ base_model: BASE, lora_enabled: false, optimizer_config: { muon: {} }, compute_config: { num_generator_replicas: 2 } });
     const r = ok(created);
     expect(created.headers['x-rl-engine']).toMatch(/^local-rl-engine-1: this server's small local model/);
     expect(r).toMatchObject({
@@ -212,7 +268,11 @@ describe('model resources and sessions', () => {
     expect(ok(await http().get('/v1/rl/model-resources').query({ created_by: 'someone-else' })).data).toEqual([]);
     // Priced as the platform would: a GPU per generator replica, and one (LoRA) or eight (full) for the trainer.
     const h100 = ok(await http().get('/v1/hardware')).data.find((h: { id: string }) => h.id === '1x_nvidia_h100_80gb_sxm').pricing.cents_per_minute;
-    const cost = ok(await http().post('/v1/rl/model-resources/estimate-cost').send({ base_model: BASE, lora_enabled: false, compute_config: { num_generator_replicas: 2 } }));
+    const cost = ok(
+      await http()
+        .post('/v1/rl/model-resources/estimate-cost')
+        .send({ base_model: BASE, lora_enabled: false, compute_config: { num_generator_replicas: 2 } }),
+    );
     expect(cost).toEqual({ price_per_hour: Math.round(10 * h100 * 60) / 100, currency: 'USD' });
     const supported = await http().get('/v1/rl/supported-models');
     expect(ok(supported).data.map((m: { base_model: string }) => m.base_model)).toContain(BASE);
@@ -222,18 +282,40 @@ describe('model resources and sessions', () => {
     await t.advance(0);
     expect(ok(await http().get(`/v1/rl/model-resources/${other.id}`)).status).toBe('MODEL_RESOURCES_STATUS_STOPPED');
     expectError(await http().post(`/v1/rl/model-resources/${other.id}/stop`), 409, { code: 'invalid_state_transition', param: null });
-    expectError(await http().post('/v1/rl/training-sessions').send({ model_resources_id: other.id }), 409, { code: 'model_resources_not_active', param: 'model_resources_id' });
+    expectError(await http().post('/v1/rl/training-sessions').send({ model_resources_id: other.id }), 409, {
+      code: 'model_resources_not_active',
+      param: 'model_resources_id',
+    });
   });
 
   test('a session waits for its resources, takes operations while CREATING, and stops after the one in hand; stopping resources in use needs force', async () => {
     const r = ok(await http().post('/v1/rl/model-resources').send({ base_model: BASE, lora_enabled: false }));
-    const s = ok(await http().post('/v1/rl/training-sessions').send({ model_resources_id: r.id, display_name: 'first', metadata: { wandb: { project: 'p' } } }));
-    expect(s).toMatchObject({ status: 'TRAINING_SESSION_STATUS_CREATING', step: 0, display_name: 'first', metadata: { wandb: { project: 'p' } }, inference_checkpoints: [], training_checkpoints: [] });
+    const s = ok(
+      await http()
+        .post('/v1/rl/training-sessions')
+        .send({ model_resources_id: r.id, display_name: 'first', metadata: { wandb: { project: 'p' } } }),
+    );
+    expect(s).toMatchObject({
+      status: 'TRAINING_SESSION_STATUS_CREATING',
+      step: 0,
+      display_name: 'first',
+      metadata: { wandb: { project: 'p' } },
+      inference_checkpoints: [],
+      training_checkpoints: [],
+    });
     expect(s.lora_config).toBeUndefined();
-    const queued = ok(await http().post(`${ops(s.id)}/weights-sync`).send({ weight_sync_type: 'WEIGHT_SYNC_TYPE_SYNCHRONOUS' }));
+    const queued = ok(
+      await http()
+        .post(`${ops(s.id)}/weights-sync`)
+        .send({ weight_sync_type: 'WEIGHT_SYNC_TYPE_SYNCHRONOUS' }),
+    );
     expect(queued.status).toBe('TRAINING_OPERATION_STATUS_PENDING');
     await t.advance(0);
-    expect(ok(await http().get(`${ops(s.id)}/weights-sync/${queued.id}`))).toEqual({ id: queued.id, status: 'TRAINING_OPERATION_STATUS_COMPLETED', output: { weights_version: 0 } });
+    expect(ok(await http().get(`${ops(s.id)}/weights-sync/${queued.id}`))).toEqual({
+      id: queued.id,
+      status: 'TRAINING_OPERATION_STATUS_COMPLETED',
+      output: { weights_version: 0 },
+    });
     // Another kind's path does not find it.
     expectError(await http().get(`${ops(s.id)}/sample/${queued.id}`), 404, { param: 'operation_id' });
     const renamed = ok(await http().patch(`/v1/rl/training-sessions/${s.id}`).send({ display_name: 'second' }));
@@ -269,7 +351,13 @@ describe('model resources and sessions', () => {
       'training-checkpoint': undefined,
     };
     for (const [kind, body] of Object.entries(bodies))
-      expectError(await http().post(`${ops(s.id)}/${kind}`).send(body), 409, { code: 'session_not_active', param: 'session_id' });
+      expectError(
+        await http()
+          .post(`${ops(s.id)}/${kind}`)
+          .send(body),
+        409,
+        { code: 'session_not_active', param: 'session_id' },
+      );
   });
 
   test('an idle session expires, failing nothing that ran', async () => {
@@ -289,21 +377,33 @@ describe('checkpoints', () => {
     await run(id, 'forward-backward', { samples: [sampleOf(text)], loss: { type: 'LOSS_TYPE_CROSS_ENTROPY' } });
     const { checkpoint_id } = await run(id, 'training-checkpoint');
     const files = ok(await http().get(`/v1/rl/checkpoints/${checkpoint_id}/download`).query({ variant: 'CHECKPOINT_VARIANT_ADAPTER' }));
-    expect(files.data.map((f: { filename: string }) => f.filename)).toEqual(['adapter_model.safetensors', 'adapter_config.json', 'README.md', 'trainer_state.safetensors']);
+    expect(files.data.map((f: { filename: string }) => f.filename)).toEqual([
+      'adapter_model.safetensors',
+      'adapter_config.json',
+      'README.md',
+      'trainer_state.safetensors',
+    ]);
     const adapter = files.data[0];
     // The URL is this server's, and needs no key.
     const path = adapter.url.slice(t.url.length);
-    const res = await t.http.get(path).buffer(true).parse((r, done) => {
-      const parts: Buffer[] = [];
-      r.on('data', (c: Buffer) => parts.push(c));
-      r.on('end', () => done(null, Buffer.concat(parts)));
-    });
+    const res = await t.http
+      .get(path)
+      .buffer(true)
+      .parse((r, done) => {
+        const parts: Buffer[] = [];
+        r.on('data', (c: Buffer) => parts.push(c));
+        r.on('end', () => done(null, Buffer.concat(parts)));
+      });
     expect(res.status).toBe(200);
     expect(res.body.length).toBe(adapter.size);
     const tensors = readSafetensors(res.body).tensors;
     expect(tensors.lora_hidden_a!.shape).toEqual([8, 128]);
     expect(Array.from(tensors.table!.data)).toEqual(expect.arrayContaining(text));
     expectError(await t.http.get(path.replace('adapter_model.safetensors', 'model.safetensors')), 403, { code: 'invalid_signature', param: 'signature' });
+    await expectSignedReadFailures(t, path);
+    // A file the checkpoint does not have, under a valid signature.
+    const none = await signedUrl(t.services, t.url, 'GET', `/v1/rl/checkpoints/${checkpoint_id}/files/none.bin?variant=CHECKPOINT_VARIANT_ADAPTER`, 60_000);
+    expectError(await t.http.get(none.url.slice(t.url.length)), 404, { param: 'filename' });
     const merged = ok(await http().get(`/v1/rl/checkpoints/${checkpoint_id}/download`).query({ variant: 'CHECKPOINT_VARIANT_MERGED' }));
     expect(merged.data.map((f: { filename: string }) => f.filename)).toEqual(['model.safetensors', 'config.json', 'README.md', 'trainer_state.safetensors']);
     // Resumed: the same weights and optimizer state, so the same next step gives the same logprobs.
@@ -374,7 +474,10 @@ describe('every loss, the custom backward pass, Muon and full training', () => {
 describe('refusals name their field and change nothing', () => {
   test('bounds, loss inputs, optimizers and tokens', async () => {
     const id = await session();
-    const fb = (body: object) => http().post(`${ops(id)}/forward-backward`).send(body);
+    const fb = (body: object) =>
+      http()
+        .post(`${ops(id)}/forward-backward`)
+        .send(body);
     const ce = { type: 'LOSS_TYPE_CROSS_ENTROPY' };
     expectError(await fb({ samples: [sampleOf([1, 2, 3])], loss: { type: 'LOSS_TYPE_UNSPECIFIED' } }), 400, { param: 'loss.type' });
     expectError(await fb({ samples: [sampleOf([1, 2, 3])], loss: { type: 'LOSS_TYPE_PPO' } }), 400, { param: 'samples.0.loss_inputs.ppo_inputs' });
@@ -386,26 +489,66 @@ describe('refusals name their field and change nothing', () => {
     expectError(await fb({ samples: Array(65).fill(sampleOf([1, 2])), loss: ce }), 400, { param: 'samples' });
     expectError(await fb({ samples: [sampleOf(Array(2050).fill(5))], loss: ce }), 400, { param: 'samples.0.model_input' });
     expectError(await fb({ samples: [sampleOf([1, 2])], loss: { type: 'LOSS_TYPE_DRO' } }), 400, { param: 'loss.dro_params' });
-    expectError(await fb({ samples: [sampleOf([1, 2])], loss: { type: 'LOSS_TYPE_PPO', ppo_params: { clip_low_threshold: 2, clip_high_threshold: 1 } } }), 400, {
-      param: 'loss.ppo_params.clip_low_threshold',
-    });
-    expectError(await http().post(`${ops(id)}/optim-step`).send({ muon_params: {} }), 400, { param: 'muon_params' });
-    expectError(await http().post(`${ops(id)}/optim-step`).send({ adam_params: { beta1: 1 } }), 400, { param: 'adam_params.beta1' });
-    const sample = (body: object) => http().post(`${ops(id)}/sample`).send({ model_inputs: [chunks([1])], ...body });
+    expectError(
+      await fb({ samples: [sampleOf([1, 2])], loss: { type: 'LOSS_TYPE_PPO', ppo_params: { clip_low_threshold: 2, clip_high_threshold: 1 } } }),
+      400,
+      {
+        param: 'loss.ppo_params.clip_low_threshold',
+      },
+    );
+    expectError(
+      await http()
+        .post(`${ops(id)}/optim-step`)
+        .send({ muon_params: {} }),
+      400,
+      { param: 'muon_params' },
+    );
+    expectError(
+      await http()
+        .post(`${ops(id)}/optim-step`)
+        .send({ adam_params: { beta1: 1 } }),
+      400,
+      { param: 'adam_params.beta1' },
+    );
+    const sample = (body: object) =>
+      http()
+        .post(`${ops(id)}/sample`)
+        .send({ model_inputs: [chunks([1])], ...body });
     expectError(await sample({ num_samples: 65 }), 400, { param: 'num_samples' });
     expectError(await sample({ sampling_params: { max_tokens: 2048 } }), 400, { param: 'model_inputs.0' });
     expectError(await sample({ num_samples: 64, sampling_params: { max_tokens: 512 } }), 400, { param: 'sampling_params.max_tokens' });
     expectError(await sample({ sampling_params: { top_p: 0 } }), 400, { param: 'sampling_params.top_p' });
     expectError(await sample({ sampling_params: { seed: '1.5' } }), 400, { param: 'sampling_params.seed' });
     expectError(await sample({ sampling_params: { stop: [''] } }), 400, { param: 'sampling_params.stop.0' });
-    expectError(await http().post(`${ops(id)}/custom-forward-backward`).send({ samples: [sampleOf([1, 2])], gradients: [] }), 400, { param: 'gradients' });
+    expectError(
+      await http()
+        .post(`${ops(id)}/custom-forward-backward`)
+        .send({ samples: [sampleOf([1, 2])], gradients: [] }),
+      400,
+      { param: 'gradients' },
+    );
     const r = ok(await http().post('/v1/rl/model-resources').send({ base_model: BASE }));
     expectError(await http().post('/v1/rl/model-resources').send({ base_model: 'no/such-model' }), 400, { code: 'model_not_supported', param: 'base_model' });
-    expectError(await http().post('/v1/rl/model-resources').send({ base_model: BASE, optimizer_config: { adamw: {}, muon: {} } }), 400, { param: 'optimizer_config' });
-    expectError(await http().post('/v1/rl/model-resources').send({ base_model: BASE, compute_config: { num_generator_replicas: 9 } }), 400, {
-      param: 'compute_config.num_generator_replicas',
-    });
-    const start = (body: object) => http().post('/v1/rl/training-sessions').send({ model_resources_id: r.id, ...body });
+    expectError(
+      await http()
+        .post('/v1/rl/model-resources')
+        .send({ base_model: BASE, optimizer_config: { adamw: {}, muon: {} } }),
+      400,
+      { param: 'optimizer_config' },
+    );
+    expectError(
+      await http()
+        .post('/v1/rl/model-resources')
+        .send({ base_model: BASE, compute_config: { num_generator_replicas: 9 } }),
+      400,
+      {
+        param: 'compute_config.num_generator_replicas',
+      },
+    );
+    const start = (body: object) =>
+      http()
+        .post('/v1/rl/training-sessions')
+        .send({ model_resources_id: r.id, ...body });
     expectError(await start({ lora_config: { rank: 65 } }), 400, { param: 'lora_config.rank' });
     expectError(await start({ lora_config: { train_unembed: false } }), 400, { param: 'lora_config.train_unembed' });
     expectError(await start({ resume_from_hf_checkpoint: 'org/repo' }), 400, { param: 'resume_from_hf_checkpoint' });
