@@ -9347,7 +9347,7 @@ export interface components {
             topk_prompt_logprobs: number;
         };
         /**
-         * @description Required (a request without it answers 400 naming it); `UNSPECIFIED` is the merged model.
+         * @description Which files of a checkpoint; `UNSPECIFIED` is the merged model.
          * @enum {string}
          */
         RlCheckpointVariant: "CHECKPOINT_VARIANT_UNSPECIFIED" | "CHECKPOINT_VARIANT_MERGED" | "CHECKPOINT_VARIANT_ADAPTER";
@@ -15045,7 +15045,8 @@ export interface operations {
     downloadCheckpointFile: {
         parameters: {
             query: {
-                variant: components["schemas"]["RlCheckpointVariant"];
+                /** @description As `downloadCheckpoint` put it in the URL (absent, the merged model). */
+                variant?: components["schemas"]["RlCheckpointVariant"];
                 /** @description When the URL stops working, in Unix seconds (signed with the path). */
                 expires: number;
             };

@@ -395,7 +395,7 @@ export async function downloadCheckpoint(ctx: Context<'downloadCheckpoint'>) {
 
 /** A checkpoint file's URL: its signature (403 otherwise), then the checkpoint (404 when gone). */
 export const checkCheckpointFileUrl: SignedCheck = async (services, { params, query }) => {
-  const path = `${filesPath(params.id!, params.filename!)}?variant=${query.variant}`;
+  const path = `${filesPath(params.id!, params.filename!)}${query.variant === undefined ? '' : `?variant=${query.variant}`}`;
   await checkSignature(services, `GET ${path}`, query, `GET /v1/rl/checkpoints/${params.id}/download`);
   const c = await services.db.prisma.rlCheckpoint.findUnique({ where: { id: params.id! }, select: { projectId: true } });
   if (!c) throw notFound('checkpoint', params.id!, 'id');
