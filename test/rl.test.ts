@@ -26,7 +26,7 @@ const ok = (res: { status: number; body: any }) => {
 const ops = (session: string) => `/v1/rl/training-sessions/${session}/operations`;
 
 /** Model resources and a session on them, RUNNING (LoRA adapters drawn from a fixed seed: every run trains alike). */
-async function session(resources: { lora_enabled?: boolean } & object = {}, body: object = {}): Promise<string> {
+async function session(resources: Record<string, unknown> & { lora_enabled?: boolean } = {}, body: object = {}): Promise<string> {
   const r = ok(
     await http()
       .post('/v1/rl/model-resources')
@@ -56,7 +56,7 @@ async function run(sessionId: string, kind: string, body?: object) {
   return done.output;
 }
 
-const chunks = (tokens: number[]) => ({ chunks: [{ encoded_text: { tokens } }] });
+const chunks = (tokens: (number | string)[]) => ({ chunks: [{ encoded_text: { tokens } }] });
 /** A sample of the whole sequence: inputs without its last token, targets without its first. */
 const sampleOf = (tokens: number[], extra: Record<string, unknown> = {}) => ({
   model_input: chunks(tokens.slice(0, -1)),
@@ -211,7 +211,7 @@ describe('reinforcement learning', () => {
       const sequences = out.results[0].sequences as { tokens: number[]; logprobs: number[] }[];
       expect(out.results[0].policy_segments).toEqual([{ version: 8 + round, start_token: 0 }]);
       // The rule: the answer (without its end-of-text token) ends with " yes".
-      const reward = sequences.map((q) => (q.tokens.filter((x) => x !== 100257).at(-1) === yes ? 1 : 0));
+      const reward: number[] = sequences.map((q) => (q.tokens.filter((x) => x !== 100257).at(-1) === yes ? 1 : 0));
       const mean = reward.reduce((a, b) => a + b, 0) / reward.length;
       rewards.push(mean);
       const samples = sequences.map((q, i) => {

@@ -47,16 +47,16 @@ export function writeSafetensors(file: TensorFile): Uint8Array {
 export function readSafetensors(bytes: Uint8Array): TensorFile {
   const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const length = Number(buf.readBigUInt64LE(0));
-  const header = JSON.parse(buf.subarray(8, 8 + length).toString('utf8')) as Record<string, any>;
+  const header = JSON.parse(buf.subarray(8, 8 + length).toString('utf8')) as Record<string, { dtype: string; shape: number[]; data_offsets: [number, number] }>;
   const base = 8 + length;
   const tensors: Record<string, Tensor> = {};
   for (const [name, entry] of Object.entries(header)) {
     if (name === '__metadata__') continue;
-    const [from, to] = entry.data_offsets as [number, number];
+    const [from, to] = entry.data_offsets;
     // A copy: the typed array must own aligned memory, whatever the source buffer's offset.
     const raw = new Uint8Array(buf.subarray(base + from, base + to));
     const data = entry.dtype === 'F32' ? new Float32Array(raw.buffer, 0, raw.byteLength / 4) : new Int32Array(raw.buffer, 0, raw.byteLength / 4);
-    tensors[name] = { data, shape: entry.shape as number[] };
+    tensors[name] = { data, shape: entry.shape };
   }
-  return { tensors, metadata: (header.__metadata__ as Record<string, string>) ?? {} };
+  return { tensors, metadata: (header.__metadata__ as unknown as Record<string, string>) ?? {} };
 }

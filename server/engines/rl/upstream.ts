@@ -110,10 +110,20 @@ export function upstreamRlEngine(route: UpstreamRoute): RlEngine {
     }
   }
 
-  /** Submits an operation to the remote session and answers its output once it completed. */
+  /**
+   * Submits an operation to the remote session and answers its output once it completed. A refusal of the
+   * submission (a 4xx but 429) fails the operation here as invalid input; anything else is retried by the runner.
+   */
   // biome-ignore lint/suspicious/noExplicitAny: as `call`.
   async function operation(session: string, kind: string, body: unknown = {}): Promise<any> {
-    const op = await call(`/rl/training-sessions/${session}/operations/${kind}`, body);
+    let op: { id: string };
+    try {
+      op = await call(`/rl/training-sessions/${session}/operations/${kind}`, body);
+    } catch (err) {
+      if (err instanceof ApiError && err.status >= 400 && err.status < 500 && err.status !== 429)
+        throw new OperationFailed('TRAINING_OPERATION_ERROR_CODE_INVALID_INPUT', err.message);
+      throw err;
+    }
     const ended = await until(
       `/rl/training-sessions/${session}/operations/${kind}/${op.id}`,
       (x) => x.status === 'TRAINING_OPERATION_STATUS_COMPLETED' || x.status === 'TRAINING_OPERATION_STATUS_FAILED',

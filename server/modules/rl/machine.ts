@@ -158,7 +158,7 @@ export function operationProgression(services: Services): Progression<OperationS
     stored: operations,
     steps: {
       [`${O}RUNNING`]: {
-        work: (id: string, row: RlOperation) => runOperation(services, row),
+        work: (_id: string, row: RlOperation) => runOperation(services, row),
         apply: (tx, _id, ran: Ran, row: RlOperation) => settleOperation(tx, services, row, ran),
       },
     },

@@ -1,6 +1,7 @@
 // The rules of reinforcement learning's requests, each once: what a body must be beyond its schema (the bounds the
 // spec's RL tag lists, the loss's inputs, the optimizer's parameters), with every default applied, as the engine
 // takes it. Every refusal is 400 naming the field (a dotted path, indices included); nothing is written before.
+import { createHash } from 'node:crypto';
 import type { components } from '../../../generated/api.d.ts';
 import { badRequest } from '../../core/errors.ts';
 import type { Lora, LossSpec, OptimizerStep, SampleRequest, TrainingSample } from '../../engines/rl/engine.ts';
@@ -60,6 +61,9 @@ export function integerish(value: string | number, param: string): string {
   if (n < INT64.min || n > INT64.max) throw refuse(param, `'${param}' must fit in 64 bits; got ${text}.`);
   return n.toString();
 }
+
+/** The seed an operation draws from when none is given: a 63-bit integer from its id (the same on every run of it). */
+export const seedOf = (id: string) => (createHash('sha256').update(id).digest().readBigUInt64BE(0) >> 1n).toString();
 
 /** A token id of the server's tokenizer. */
 function token(value: string | number, param: string): number {
@@ -299,7 +303,7 @@ export function acceptSample(body: RequestBody<'Sample'>, operationId: string): 
       topP,
       topK,
       stop,
-      seed: sp.seed === undefined ? operationId : integerish(sp.seed, 'sampling_params.seed'),
+      seed: sp.seed === undefined ? seedOf(operationId) : integerish(sp.seed, 'sampling_params.seed'),
     },
     promptLogprobs: body.prompt_logprobs ?? false,
     topkPromptLogprobs: body.topk_prompt_logprobs ?? 0,
