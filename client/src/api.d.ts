@@ -9127,7 +9127,7 @@ export interface components {
         };
         RlLoraConfig: {
             /**
-             * @description 1 to 1
+             * @description 1 to 1,024; the adapters are scaled by alpha / rank.
              * @default 64
              */
             alpha: number;
@@ -9354,7 +9354,7 @@ export interface components {
         RlListMeta: {
             has_more: boolean;
             limit: number;
-            /** @description The last id of this page */
+            /** @description The last id of this page, when more follow. */
             next_cursor?: string;
         };
         /** @enum {string} */

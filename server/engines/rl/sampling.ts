@@ -82,7 +82,8 @@ function draw(net: Net, context: number[], p: SamplingParams, next: () => number
     const token = best >= 0 && (net.outside === 0 || z[best]! >= other) ? net.w.table[best]! : net.outsideTokens(1)[0]!;
     return { token, logprob: logprobOf(token) };
   }
-  const c = candidates(net, z, other, p);
+  // Without top-k or top-p every token is a candidate: no need to order them.
+  const c = p.topK <= 0 && p.topP >= 1 ? { slots: Array.from(z.keys()), outside: net.outside } : candidates(net, z, other, p);
   const max = Math.max(...c.slots.map((j) => z[j]!), c.outside > 0 ? other : -Infinity);
   const weights = c.slots.map((j) => Math.exp((z[j]! - max) / p.temperature));
   const outsideWeight = c.outside * Math.exp((other - max) / p.temperature);
