@@ -9,7 +9,7 @@ import { decode, encode } from '../server/engines/tokens.ts';
 import { signedUrl } from '../server/modules/files/index.ts';
 import { expectError } from './support/expect.ts';
 import { expectSignedReadFailures } from './support/outage-error.ts';
-import { startTestPlatform, type TestPlatform } from './support/platform.ts';
+import { startTestPlatform, TEST_CONTROL_KEY, type TestPlatform } from './support/platform.ts';
 
 const BASE = 'Qwen/Qwen2.5-7B-Instruct';
 let t: TestPlatform;
@@ -125,12 +125,27 @@ describe('training on a fixed text', () => {
     expect(lp[0].logprob).toBeLessThan(0);
     expect(lp[0].logprob).toBeGreaterThan(-0.5);
     // Streamed, and as a completion of the raw prompt, the same text.
+    const streamed = await http()
+      .post('/v1/chat/completions')
+      .send({ model: out.model_name, messages: [{ role: 'user', content: 'Say the rhyme' }], temperature: 0, stream: true });
+    const deltas = streamed.text
+      .split('\n')
+      .filter((l) => l.startsWith('data: {'))
+      .map((l) => JSON.parse(l.slice(6)).choices[0]?.delta?.content ?? '');
+    expect(deltas.join('')).toBe(ANSWER);
     const completion = ok(
       await http()
         .post('/v1/completions')
         .send({ model: out.model_name, prompt: PROMPT, temperature: 0, max_tokens: 30, stop: ['<|endoftext|>'] }),
     );
     expect(completion.choices[0].text).toBe(ANSWER);
+    expectError(
+      await http()
+        .post('/v1/chat/completions')
+        .send({ model: out.model_name, messages: [{ role: 'user', content: 'x' }], n: 65 }),
+      400,
+      { param: 'n' },
+    );
     // The model list shows it as the project's own.
     const models = ok(await http().get('/v1/models'));
     expect(models.find((m: { id: string }) => m.id === out.model_name)).toMatchObject({ type: 'chat' });
@@ -422,6 +437,24 @@ describe('checkpoints', () => {
     expectError(await http().post('/v1/rl/training-sessions').send({ model_resources_id: resources, resume_from_checkpoint_id: 'ckpt_none' }), 404, {
       param: 'resume_from_checkpoint_id',
     });
+  });
+});
+
+describe("the control plane's snapshots", () => {
+  test("a snapshot and its restore keep a session's model (its bytes are text, as every row's columns are)", async () => {
+    const id = await session();
+    const text = encode('snap shot');
+    const logprobs = async () => (await run(id, 'forward', { samples: [sampleOf(text)] })).logprobs[0].data;
+    const control = (path: string) => t.http.post(path).set('Authorization', `Bearer ${TEST_CONTROL_KEY}`);
+    await run(id, 'forward-backward', { samples: [sampleOf(text)], loss: { type: 'LOSS_TYPE_CROSS_ENTROPY' } });
+    await run(id, 'optim-step', { adam_params: { learning_rate: 0.02 } });
+    const saved = await logprobs();
+    ok(await control('/_control/snapshots').send({ name: 'rl' }));
+    await run(id, 'forward-backward', { samples: [sampleOf(text)], loss: { type: 'LOSS_TYPE_CROSS_ENTROPY' } });
+    await run(id, 'optim-step', { adam_params: { learning_rate: 0.02 } });
+    expect(await logprobs()).not.toEqual(saved);
+    ok(await control('/_control/snapshots/rl/restore'));
+    expect(await logprobs()).toEqual(saved);
   });
 });
 

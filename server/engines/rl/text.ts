@@ -14,6 +14,7 @@ import { sampleSequences, topTokens } from './sampling.ts';
 import { decodeSnapshot } from './state.ts';
 
 const DEFAULT_MAX_TOKENS = 256;
+const MAX_SAMPLED = 16_384;
 const NEXT_TURN = '\nuser:';
 
 // biome-ignore lint/suspicious/noExplicitAny: a request body already validated against the contract.
@@ -54,6 +55,12 @@ export function rlTextEngine(checkpoint: Uint8Array, about: string): TextEngine 
       };
       const top = topAsked(op, body);
       const n: number = body.n ?? 1;
+      // Sampling runs on this CPU: one request samples at most as many tokens as an RL sample operation.
+      if (n * maxTokens > MAX_SAMPLED)
+        throw badRequest(
+          `n (${n}) x max_tokens (${maxTokens}) is more than ${MAX_SAMPLED.toLocaleString('en-US')} tokens to sample in one request from an RL checkpoint's model.`,
+          asked === undefined ? 'n' : 'max_tokens',
+        );
       const choices: Choice[] = [];
       for (let i = 0; i < n; i++) {
         const [q] = await sampleSequences(weights, promptIds, 1, params, `choice-${i}`);

@@ -124,11 +124,13 @@ export async function abandonPending(tx: Tx, services: Services, sessionId: stri
 // ---- starting a session ----
 
 export type Started =
-  | { kind: 'started'; trainer: Uint8Array<ArrayBuffer>; sampler: Uint8Array<ArrayBuffer>; step: number }
+  | { kind: 'started'; trainer: string; sampler: string; step: number }
   | { kind: 'wait' }
   | { kind: 'failed'; code: string; message: string };
 
-const bytes = (b: Uint8Array) => new Uint8Array(b) as Uint8Array<ArrayBuffer>;
+/** The engine's bytes as the database keeps them (base64 text), and back. */
+const stored = (b: Uint8Array) => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('base64');
+export const bytesOf = (text: string) => new Uint8Array(Buffer.from(text, 'base64'));
 
 /** The session's model, made by its engine once its resources are READY (outside any transaction). */
 export async function startSession(services: Services, id: string): Promise<Started> {
@@ -143,9 +145,9 @@ export async function startSession(services: Services, id: string): Promise<Star
     optimizer: 'muon' in JSON.parse(r.optimizerConfig) ? 'muon' : 'adamw',
   };
   const resume = s.resumeFromCheckpoint ? await services.db.prisma.rlCheckpoint.findUnique({ where: { id: s.resumeFromCheckpoint } }) : null;
-  const made = await engineFor(services, s).start(model, resume?.bytes);
+  const made = await engineFor(services, s).start(model, resume ? bytesOf(resume.bytes) : undefined);
   // A resumed session starts at its checkpoint's step, its sampler with the checkpoint's weights.
-  return { kind: 'started', trainer: bytes(made.trainer), sampler: bytes(made.sampler), step: resume?.step ?? 0 };
+  return { kind: 'started', trainer: stored(made.trainer), sampler: stored(made.sampler), step: resume?.step ?? 0 };
 }
 
 // ---- running an operation ----
@@ -156,11 +158,12 @@ export type Ran =
       /** The session's stateVersion the work read. */
       version: number;
       output: Record<string, unknown>;
-      trainer?: Uint8Array<ArrayBuffer>;
-      sampler?: Uint8Array<ArrayBuffer>;
+      /** The new trainer state and sampler weights, as stored (base64). */
+      trainer?: string;
+      sampler?: string;
       step?: number;
       weightsVersion?: number;
-      checkpoint?: { kind: 'training' | 'inference'; bytes: Uint8Array<ArrayBuffer>; step: number };
+      checkpoint?: { kind: 'training' | 'inference'; bytes: string; step: number };
     }
   | { kind: 'failed'; code: string; message: string };
 
@@ -184,7 +187,7 @@ export async function runOperation(services: Services, op: RlOperation): Promise
   const s = await services.db.prisma.rlSession.findUniqueOrThrow({ where: { id: op.sessionId } });
   const input = JSON.parse(op.input);
   const version = s.stateVersion;
-  const trainer = s.trainer!;
+  const trainer = bytesOf(s.trainer!);
   try {
     const engine = engineFor(services, s);
     switch (op.kind as OperationKind) {
@@ -192,29 +195,29 @@ export async function runOperation(services: Services, op: RlOperation): Promise
         return { kind: 'done', version, output: { logprobs: (await engine.forward(trainer, input.samples)).map((data) => ({ data })) } };
       case 'forward_backward': {
         const r = await engine.forwardBackward(trainer, input.samples, input.loss, op.id);
-        return { kind: 'done', version, output: { loss: r.loss, metrics: r.metrics }, trainer: bytes(r.trainer) };
+        return { kind: 'done', version, output: { loss: r.loss, metrics: r.metrics }, trainer: stored(r.trainer) };
       }
       case 'custom_forward_backward': {
         const r = await engine.customForwardBackward(trainer, input.samples, input.gradients, op.id);
-        return { kind: 'done', version, output: {}, trainer: bytes(r.trainer) };
+        return { kind: 'done', version, output: {}, trainer: stored(r.trainer) };
       }
       case 'optim_step': {
         const r = await engine.optimStep(trainer, input.step);
-        return { kind: 'done', version, output: { step: r.step }, trainer: bytes(r.trainer), step: r.step };
+        return { kind: 'done', version, output: { step: r.step }, trainer: stored(r.trainer), step: r.step };
       }
       case 'weights_sync': {
         const r = await engine.weightsSync(trainer);
-        return { kind: 'done', version, output: { weights_version: r.version }, sampler: bytes(r.sampler), weightsVersion: r.version };
+        return { kind: 'done', version, output: { weights_version: r.version }, sampler: stored(r.sampler), weightsVersion: r.version };
       }
       case 'sample': {
-        const outcomes = await engine.sample(s.sampler!, input.request);
+        const outcomes = await engine.sample(bytesOf(s.sampler!), input.request);
         return { kind: 'done', version, output: results(outcomes, s.weightsVersion, input.request.routedExperts) };
       }
       case 'inference_checkpoint':
       case 'training_checkpoint': {
         const kind = op.kind === 'training_checkpoint' ? 'training' : 'inference';
         const c = await engine.checkpoint(trainer, kind);
-        return { kind: 'done', version, output: {}, checkpoint: { kind, bytes: bytes(c.bytes), step: c.step } };
+        return { kind: 'done', version, output: {}, checkpoint: { kind, bytes: stored(c.bytes), step: c.step } };
       }
     }
   } catch (err) {
@@ -295,9 +298,9 @@ async function saveCheckpoint(tx: Tx, services: Services, op: RlOperation, c: No
 /** A checkpoint's files for a variant, as its engine makes them. */
 export async function checkpointFiles(
   services: Services,
-  checkpoint: { sessionId: string; kind: string; bytes: Uint8Array },
+  checkpoint: { sessionId: string; kind: string; bytes: string },
   variant: 'merged' | 'adapter',
 ): Promise<CheckpointFile[]> {
   const s = await services.db.prisma.rlSession.findUniqueOrThrow({ where: { id: checkpoint.sessionId } });
-  return engineFor(services, s).files(checkpoint.bytes, checkpoint.kind as 'training' | 'inference', variant);
+  return engineFor(services, s).files(bytesOf(checkpoint.bytes), checkpoint.kind as 'training' | 'inference', variant);
 }

@@ -5500,7 +5500,6 @@ export const RlSessionScalarFieldEnum = {
   loraConfig: 'loraConfig',
   resumeFromCheckpoint: 'resumeFromCheckpoint',
   status: 'status',
-  epoch: 'epoch',
   errorCode: 'errorCode',
   errorMessage: 'errorMessage',
   erroredAt: 'erroredAt',

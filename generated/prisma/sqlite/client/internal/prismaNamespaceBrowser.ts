@@ -893,7 +893,6 @@ export const RlSessionScalarFieldEnum = {
   loraConfig: 'loraConfig',
   resumeFromCheckpoint: 'resumeFromCheckpoint',
   status: 'status',
-  epoch: 'epoch',
   errorCode: 'errorCode',
   errorMessage: 'errorMessage',
   erroredAt: 'erroredAt',

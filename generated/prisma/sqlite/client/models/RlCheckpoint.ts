@@ -42,7 +42,7 @@ export type RlCheckpointMinAggregateOutputType = {
   sessionId: string | null
   kind: string | null
   step: number | null
-  bytes: runtime.Bytes | null
+  bytes: string | null
   modelId: string | null
   modelName: string | null
   createdAt: bigint | null
@@ -54,7 +54,7 @@ export type RlCheckpointMaxAggregateOutputType = {
   sessionId: string | null
   kind: string | null
   step: number | null
-  bytes: runtime.Bytes | null
+  bytes: string | null
   modelId: string | null
   modelName: string | null
   createdAt: bigint | null
@@ -213,7 +213,7 @@ export type RlCheckpointGroupByOutputType = {
   sessionId: string
   kind: string
   step: number
-  bytes: runtime.Bytes
+  bytes: string
   modelId: string | null
   modelName: string | null
   createdAt: bigint
@@ -248,7 +248,7 @@ export type RlCheckpointWhereInput = {
   sessionId?: Prisma.StringFilter<"RlCheckpoint"> | string
   kind?: Prisma.StringFilter<"RlCheckpoint"> | string
   step?: Prisma.IntFilter<"RlCheckpoint"> | number
-  bytes?: Prisma.BytesFilter<"RlCheckpoint"> | runtime.Bytes
+  bytes?: Prisma.StringFilter<"RlCheckpoint"> | string
   modelId?: Prisma.StringNullableFilter<"RlCheckpoint"> | string | null
   modelName?: Prisma.StringNullableFilter<"RlCheckpoint"> | string | null
   createdAt?: Prisma.BigIntFilter<"RlCheckpoint"> | bigint | number
@@ -275,7 +275,7 @@ export type RlCheckpointWhereUniqueInput = Prisma.AtLeast<{
   sessionId?: Prisma.StringFilter<"RlCheckpoint"> | string
   kind?: Prisma.StringFilter<"RlCheckpoint"> | string
   step?: Prisma.IntFilter<"RlCheckpoint"> | number
-  bytes?: Prisma.BytesFilter<"RlCheckpoint"> | runtime.Bytes
+  bytes?: Prisma.StringFilter<"RlCheckpoint"> | string
   modelId?: Prisma.StringNullableFilter<"RlCheckpoint"> | string | null
   modelName?: Prisma.StringNullableFilter<"RlCheckpoint"> | string | null
   createdAt?: Prisma.BigIntFilter<"RlCheckpoint"> | bigint | number
@@ -307,7 +307,7 @@ export type RlCheckpointScalarWhereWithAggregatesInput = {
   sessionId?: Prisma.StringWithAggregatesFilter<"RlCheckpoint"> | string
   kind?: Prisma.StringWithAggregatesFilter<"RlCheckpoint"> | string
   step?: Prisma.IntWithAggregatesFilter<"RlCheckpoint"> | number
-  bytes?: Prisma.BytesWithAggregatesFilter<"RlCheckpoint"> | runtime.Bytes
+  bytes?: Prisma.StringWithAggregatesFilter<"RlCheckpoint"> | string
   modelId?: Prisma.StringNullableWithAggregatesFilter<"RlCheckpoint"> | string | null
   modelName?: Prisma.StringNullableWithAggregatesFilter<"RlCheckpoint"> | string | null
   createdAt?: Prisma.BigIntWithAggregatesFilter<"RlCheckpoint"> | bigint | number
@@ -319,7 +319,7 @@ export type RlCheckpointCreateInput = {
   sessionId: string
   kind: string
   step: number
-  bytes: runtime.Bytes
+  bytes: string
   modelId?: string | null
   modelName?: string | null
   createdAt: bigint | number
@@ -331,7 +331,7 @@ export type RlCheckpointUncheckedCreateInput = {
   sessionId: string
   kind: string
   step: number
-  bytes: runtime.Bytes
+  bytes: string
   modelId?: string | null
   modelName?: string | null
   createdAt: bigint | number
@@ -343,7 +343,7 @@ export type RlCheckpointUpdateInput = {
   sessionId?: Prisma.StringFieldUpdateOperationsInput | string
   kind?: Prisma.StringFieldUpdateOperationsInput | string
   step?: Prisma.IntFieldUpdateOperationsInput | number
-  bytes?: Prisma.BytesFieldUpdateOperationsInput | runtime.Bytes
+  bytes?: Prisma.StringFieldUpdateOperationsInput | string
   modelId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   modelName?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
@@ -355,7 +355,7 @@ export type RlCheckpointUncheckedUpdateInput = {
   sessionId?: Prisma.StringFieldUpdateOperationsInput | string
   kind?: Prisma.StringFieldUpdateOperationsInput | string
   step?: Prisma.IntFieldUpdateOperationsInput | number
-  bytes?: Prisma.BytesFieldUpdateOperationsInput | runtime.Bytes
+  bytes?: Prisma.StringFieldUpdateOperationsInput | string
   modelId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   modelName?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
@@ -367,7 +367,7 @@ export type RlCheckpointCreateManyInput = {
   sessionId: string
   kind: string
   step: number
-  bytes: runtime.Bytes
+  bytes: string
   modelId?: string | null
   modelName?: string | null
   createdAt: bigint | number
@@ -379,7 +379,7 @@ export type RlCheckpointUpdateManyMutationInput = {
   sessionId?: Prisma.StringFieldUpdateOperationsInput | string
   kind?: Prisma.StringFieldUpdateOperationsInput | string
   step?: Prisma.IntFieldUpdateOperationsInput | number
-  bytes?: Prisma.BytesFieldUpdateOperationsInput | runtime.Bytes
+  bytes?: Prisma.StringFieldUpdateOperationsInput | string
   modelId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   modelName?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
@@ -391,7 +391,7 @@ export type RlCheckpointUncheckedUpdateManyInput = {
   sessionId?: Prisma.StringFieldUpdateOperationsInput | string
   kind?: Prisma.StringFieldUpdateOperationsInput | string
   step?: Prisma.IntFieldUpdateOperationsInput | number
-  bytes?: Prisma.BytesFieldUpdateOperationsInput | runtime.Bytes
+  bytes?: Prisma.StringFieldUpdateOperationsInput | string
   modelId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   modelName?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
@@ -504,7 +504,7 @@ export type $RlCheckpointPayload<ExtArgs extends runtime.Types.Extensions.Intern
     sessionId: string
     kind: string
     step: number
-    bytes: runtime.Bytes
+    bytes: string
     modelId: string | null
     modelName: string | null
     createdAt: bigint
@@ -936,7 +936,7 @@ export interface RlCheckpointFieldRefs {
   readonly sessionId: Prisma.FieldRef<"RlCheckpoint", 'String'>
   readonly kind: Prisma.FieldRef<"RlCheckpoint", 'String'>
   readonly step: Prisma.FieldRef<"RlCheckpoint", 'Int'>
-  readonly bytes: Prisma.FieldRef<"RlCheckpoint", 'Bytes'>
+  readonly bytes: Prisma.FieldRef<"RlCheckpoint", 'String'>
   readonly modelId: Prisma.FieldRef<"RlCheckpoint", 'String'>
   readonly modelName: Prisma.FieldRef<"RlCheckpoint", 'String'>
   readonly createdAt: Prisma.FieldRef<"RlCheckpoint", 'BigInt'>

@@ -27,7 +27,6 @@ export type AggregateRlSession = {
 }
 
 export type RlSessionAvgAggregateOutputType = {
-  epoch: number | null
   erroredAt: number | null
   stateVersion: number | null
   step: number | null
@@ -39,7 +38,6 @@ export type RlSessionAvgAggregateOutputType = {
 }
 
 export type RlSessionSumAggregateOutputType = {
-  epoch: number | null
   erroredAt: bigint | null
   stateVersion: number | null
   step: number | null
@@ -60,13 +58,12 @@ export type RlSessionMinAggregateOutputType = {
   loraConfig: string | null
   resumeFromCheckpoint: string | null
   status: string | null
-  epoch: number | null
   errorCode: string | null
   errorMessage: string | null
   erroredAt: bigint | null
   engine: string | null
-  trainer: runtime.Bytes | null
-  sampler: runtime.Bytes | null
+  trainer: string | null
+  sampler: string | null
   stateVersion: number | null
   step: number | null
   weightsVersion: number | null
@@ -87,13 +84,12 @@ export type RlSessionMaxAggregateOutputType = {
   loraConfig: string | null
   resumeFromCheckpoint: string | null
   status: string | null
-  epoch: number | null
   errorCode: string | null
   errorMessage: string | null
   erroredAt: bigint | null
   engine: string | null
-  trainer: runtime.Bytes | null
-  sampler: runtime.Bytes | null
+  trainer: string | null
+  sampler: string | null
   stateVersion: number | null
   step: number | null
   weightsVersion: number | null
@@ -114,7 +110,6 @@ export type RlSessionCountAggregateOutputType = {
   loraConfig: number
   resumeFromCheckpoint: number
   status: number
-  epoch: number
   errorCode: number
   errorMessage: number
   erroredAt: number
@@ -134,7 +129,6 @@ export type RlSessionCountAggregateOutputType = {
 
 
 export type RlSessionAvgAggregateInputType = {
-  epoch?: true
   erroredAt?: true
   stateVersion?: true
   step?: true
@@ -146,7 +140,6 @@ export type RlSessionAvgAggregateInputType = {
 }
 
 export type RlSessionSumAggregateInputType = {
-  epoch?: true
   erroredAt?: true
   stateVersion?: true
   step?: true
@@ -167,7 +160,6 @@ export type RlSessionMinAggregateInputType = {
   loraConfig?: true
   resumeFromCheckpoint?: true
   status?: true
-  epoch?: true
   errorCode?: true
   errorMessage?: true
   erroredAt?: true
@@ -194,7 +186,6 @@ export type RlSessionMaxAggregateInputType = {
   loraConfig?: true
   resumeFromCheckpoint?: true
   status?: true
-  epoch?: true
   errorCode?: true
   errorMessage?: true
   erroredAt?: true
@@ -221,7 +212,6 @@ export type RlSessionCountAggregateInputType = {
   loraConfig?: true
   resumeFromCheckpoint?: true
   status?: true
-  epoch?: true
   errorCode?: true
   errorMessage?: true
   erroredAt?: true
@@ -335,13 +325,12 @@ export type RlSessionGroupByOutputType = {
   loraConfig: string | null
   resumeFromCheckpoint: string | null
   status: string
-  epoch: number
   errorCode: string | null
   errorMessage: string | null
   erroredAt: bigint | null
   engine: string
-  trainer: runtime.Bytes | null
-  sampler: runtime.Bytes | null
+  trainer: string | null
+  sampler: string | null
   stateVersion: number
   step: number
   weightsVersion: number
@@ -385,13 +374,12 @@ export type RlSessionWhereInput = {
   loraConfig?: Prisma.StringNullableFilter<"RlSession"> | string | null
   resumeFromCheckpoint?: Prisma.StringNullableFilter<"RlSession"> | string | null
   status?: Prisma.StringFilter<"RlSession"> | string
-  epoch?: Prisma.IntFilter<"RlSession"> | number
   errorCode?: Prisma.StringNullableFilter<"RlSession"> | string | null
   errorMessage?: Prisma.StringNullableFilter<"RlSession"> | string | null
   erroredAt?: Prisma.BigIntNullableFilter<"RlSession"> | bigint | number | null
   engine?: Prisma.StringFilter<"RlSession"> | string
-  trainer?: Prisma.BytesNullableFilter<"RlSession"> | runtime.Bytes | null
-  sampler?: Prisma.BytesNullableFilter<"RlSession"> | runtime.Bytes | null
+  trainer?: Prisma.StringNullableFilter<"RlSession"> | string | null
+  sampler?: Prisma.StringNullableFilter<"RlSession"> | string | null
   stateVersion?: Prisma.IntFilter<"RlSession"> | number
   step?: Prisma.IntFilter<"RlSession"> | number
   weightsVersion?: Prisma.IntFilter<"RlSession"> | number
@@ -412,7 +400,6 @@ export type RlSessionOrderByWithRelationInput = {
   loraConfig?: Prisma.SortOrderInput | Prisma.SortOrder
   resumeFromCheckpoint?: Prisma.SortOrderInput | Prisma.SortOrder
   status?: Prisma.SortOrder
-  epoch?: Prisma.SortOrder
   errorCode?: Prisma.SortOrderInput | Prisma.SortOrder
   errorMessage?: Prisma.SortOrderInput | Prisma.SortOrder
   erroredAt?: Prisma.SortOrderInput | Prisma.SortOrder
@@ -442,13 +429,12 @@ export type RlSessionWhereUniqueInput = Prisma.AtLeast<{
   loraConfig?: Prisma.StringNullableFilter<"RlSession"> | string | null
   resumeFromCheckpoint?: Prisma.StringNullableFilter<"RlSession"> | string | null
   status?: Prisma.StringFilter<"RlSession"> | string
-  epoch?: Prisma.IntFilter<"RlSession"> | number
   errorCode?: Prisma.StringNullableFilter<"RlSession"> | string | null
   errorMessage?: Prisma.StringNullableFilter<"RlSession"> | string | null
   erroredAt?: Prisma.BigIntNullableFilter<"RlSession"> | bigint | number | null
   engine?: Prisma.StringFilter<"RlSession"> | string
-  trainer?: Prisma.BytesNullableFilter<"RlSession"> | runtime.Bytes | null
-  sampler?: Prisma.BytesNullableFilter<"RlSession"> | runtime.Bytes | null
+  trainer?: Prisma.StringNullableFilter<"RlSession"> | string | null
+  sampler?: Prisma.StringNullableFilter<"RlSession"> | string | null
   stateVersion?: Prisma.IntFilter<"RlSession"> | number
   step?: Prisma.IntFilter<"RlSession"> | number
   weightsVersion?: Prisma.IntFilter<"RlSession"> | number
@@ -469,7 +455,6 @@ export type RlSessionOrderByWithAggregationInput = {
   loraConfig?: Prisma.SortOrderInput | Prisma.SortOrder
   resumeFromCheckpoint?: Prisma.SortOrderInput | Prisma.SortOrder
   status?: Prisma.SortOrder
-  epoch?: Prisma.SortOrder
   errorCode?: Prisma.SortOrderInput | Prisma.SortOrder
   errorMessage?: Prisma.SortOrderInput | Prisma.SortOrder
   erroredAt?: Prisma.SortOrderInput | Prisma.SortOrder
@@ -504,13 +489,12 @@ export type RlSessionScalarWhereWithAggregatesInput = {
   loraConfig?: Prisma.StringNullableWithAggregatesFilter<"RlSession"> | string | null
   resumeFromCheckpoint?: Prisma.StringNullableWithAggregatesFilter<"RlSession"> | string | null
   status?: Prisma.StringWithAggregatesFilter<"RlSession"> | string
-  epoch?: Prisma.IntWithAggregatesFilter<"RlSession"> | number
   errorCode?: Prisma.StringNullableWithAggregatesFilter<"RlSession"> | string | null
   errorMessage?: Prisma.StringNullableWithAggregatesFilter<"RlSession"> | string | null
   erroredAt?: Prisma.BigIntNullableWithAggregatesFilter<"RlSession"> | bigint | number | null
   engine?: Prisma.StringWithAggregatesFilter<"RlSession"> | string
-  trainer?: Prisma.BytesNullableWithAggregatesFilter<"RlSession"> | runtime.Bytes | null
-  sampler?: Prisma.BytesNullableWithAggregatesFilter<"RlSession"> | runtime.Bytes | null
+  trainer?: Prisma.StringNullableWithAggregatesFilter<"RlSession"> | string | null
+  sampler?: Prisma.StringNullableWithAggregatesFilter<"RlSession"> | string | null
   stateVersion?: Prisma.IntWithAggregatesFilter<"RlSession"> | number
   step?: Prisma.IntWithAggregatesFilter<"RlSession"> | number
   weightsVersion?: Prisma.IntWithAggregatesFilter<"RlSession"> | number
@@ -531,13 +515,12 @@ export type RlSessionCreateInput = {
   loraConfig?: string | null
   resumeFromCheckpoint?: string | null
   status: string
-  epoch?: number
   errorCode?: string | null
   errorMessage?: string | null
   erroredAt?: bigint | number | null
   engine: string
-  trainer?: runtime.Bytes | null
-  sampler?: runtime.Bytes | null
+  trainer?: string | null
+  sampler?: string | null
   stateVersion?: number
   step?: number
   weightsVersion?: number
@@ -558,13 +541,12 @@ export type RlSessionUncheckedCreateInput = {
   loraConfig?: string | null
   resumeFromCheckpoint?: string | null
   status: string
-  epoch?: number
   errorCode?: string | null
   errorMessage?: string | null
   erroredAt?: bigint | number | null
   engine: string
-  trainer?: runtime.Bytes | null
-  sampler?: runtime.Bytes | null
+  trainer?: string | null
+  sampler?: string | null
   stateVersion?: number
   step?: number
   weightsVersion?: number
@@ -585,13 +567,12 @@ export type RlSessionUpdateInput = {
   loraConfig?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   resumeFromCheckpoint?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   status?: Prisma.StringFieldUpdateOperationsInput | string
-  epoch?: Prisma.IntFieldUpdateOperationsInput | number
   errorCode?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   errorMessage?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   erroredAt?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
   engine?: Prisma.StringFieldUpdateOperationsInput | string
-  trainer?: Prisma.NullableBytesFieldUpdateOperationsInput | runtime.Bytes | null
-  sampler?: Prisma.NullableBytesFieldUpdateOperationsInput | runtime.Bytes | null
+  trainer?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  sampler?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   stateVersion?: Prisma.IntFieldUpdateOperationsInput | number
   step?: Prisma.IntFieldUpdateOperationsInput | number
   weightsVersion?: Prisma.IntFieldUpdateOperationsInput | number
@@ -612,13 +593,12 @@ export type RlSessionUncheckedUpdateInput = {
   loraConfig?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   resumeFromCheckpoint?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   status?: Prisma.StringFieldUpdateOperationsInput | string
-  epoch?: Prisma.IntFieldUpdateOperationsInput | number
   errorCode?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   errorMessage?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   erroredAt?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
   engine?: Prisma.StringFieldUpdateOperationsInput | string
-  trainer?: Prisma.NullableBytesFieldUpdateOperationsInput | runtime.Bytes | null
-  sampler?: Prisma.NullableBytesFieldUpdateOperationsInput | runtime.Bytes | null
+  trainer?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  sampler?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   stateVersion?: Prisma.IntFieldUpdateOperationsInput | number
   step?: Prisma.IntFieldUpdateOperationsInput | number
   weightsVersion?: Prisma.IntFieldUpdateOperationsInput | number
@@ -639,13 +619,12 @@ export type RlSessionCreateManyInput = {
   loraConfig?: string | null
   resumeFromCheckpoint?: string | null
   status: string
-  epoch?: number
   errorCode?: string | null
   errorMessage?: string | null
   erroredAt?: bigint | number | null
   engine: string
-  trainer?: runtime.Bytes | null
-  sampler?: runtime.Bytes | null
+  trainer?: string | null
+  sampler?: string | null
   stateVersion?: number
   step?: number
   weightsVersion?: number
@@ -666,13 +645,12 @@ export type RlSessionUpdateManyMutationInput = {
   loraConfig?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   resumeFromCheckpoint?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   status?: Prisma.StringFieldUpdateOperationsInput | string
-  epoch?: Prisma.IntFieldUpdateOperationsInput | number
   errorCode?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   errorMessage?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   erroredAt?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
   engine?: Prisma.StringFieldUpdateOperationsInput | string
-  trainer?: Prisma.NullableBytesFieldUpdateOperationsInput | runtime.Bytes | null
-  sampler?: Prisma.NullableBytesFieldUpdateOperationsInput | runtime.Bytes | null
+  trainer?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  sampler?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   stateVersion?: Prisma.IntFieldUpdateOperationsInput | number
   step?: Prisma.IntFieldUpdateOperationsInput | number
   weightsVersion?: Prisma.IntFieldUpdateOperationsInput | number
@@ -693,13 +671,12 @@ export type RlSessionUncheckedUpdateManyInput = {
   loraConfig?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   resumeFromCheckpoint?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   status?: Prisma.StringFieldUpdateOperationsInput | string
-  epoch?: Prisma.IntFieldUpdateOperationsInput | number
   errorCode?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   errorMessage?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   erroredAt?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
   engine?: Prisma.StringFieldUpdateOperationsInput | string
-  trainer?: Prisma.NullableBytesFieldUpdateOperationsInput | runtime.Bytes | null
-  sampler?: Prisma.NullableBytesFieldUpdateOperationsInput | runtime.Bytes | null
+  trainer?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  sampler?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   stateVersion?: Prisma.IntFieldUpdateOperationsInput | number
   step?: Prisma.IntFieldUpdateOperationsInput | number
   weightsVersion?: Prisma.IntFieldUpdateOperationsInput | number
@@ -720,7 +697,6 @@ export type RlSessionCountOrderByAggregateInput = {
   loraConfig?: Prisma.SortOrder
   resumeFromCheckpoint?: Prisma.SortOrder
   status?: Prisma.SortOrder
-  epoch?: Prisma.SortOrder
   errorCode?: Prisma.SortOrder
   errorMessage?: Prisma.SortOrder
   erroredAt?: Prisma.SortOrder
@@ -738,7 +714,6 @@ export type RlSessionCountOrderByAggregateInput = {
 }
 
 export type RlSessionAvgOrderByAggregateInput = {
-  epoch?: Prisma.SortOrder
   erroredAt?: Prisma.SortOrder
   stateVersion?: Prisma.SortOrder
   step?: Prisma.SortOrder
@@ -759,7 +734,6 @@ export type RlSessionMaxOrderByAggregateInput = {
   loraConfig?: Prisma.SortOrder
   resumeFromCheckpoint?: Prisma.SortOrder
   status?: Prisma.SortOrder
-  epoch?: Prisma.SortOrder
   errorCode?: Prisma.SortOrder
   errorMessage?: Prisma.SortOrder
   erroredAt?: Prisma.SortOrder
@@ -786,7 +760,6 @@ export type RlSessionMinOrderByAggregateInput = {
   loraConfig?: Prisma.SortOrder
   resumeFromCheckpoint?: Prisma.SortOrder
   status?: Prisma.SortOrder
-  epoch?: Prisma.SortOrder
   errorCode?: Prisma.SortOrder
   errorMessage?: Prisma.SortOrder
   erroredAt?: Prisma.SortOrder
@@ -804,7 +777,6 @@ export type RlSessionMinOrderByAggregateInput = {
 }
 
 export type RlSessionSumOrderByAggregateInput = {
-  epoch?: Prisma.SortOrder
   erroredAt?: Prisma.SortOrder
   stateVersion?: Prisma.SortOrder
   step?: Prisma.SortOrder
@@ -813,10 +785,6 @@ export type RlSessionSumOrderByAggregateInput = {
   lastActivityAt?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
-}
-
-export type NullableBytesFieldUpdateOperationsInput = {
-  set?: runtime.Bytes | null
 }
 
 
@@ -831,7 +799,6 @@ export type RlSessionSelect<ExtArgs extends runtime.Types.Extensions.InternalArg
   loraConfig?: boolean
   resumeFromCheckpoint?: boolean
   status?: boolean
-  epoch?: boolean
   errorCode?: boolean
   errorMessage?: boolean
   erroredAt?: boolean
@@ -858,7 +825,6 @@ export type RlSessionSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Ext
   loraConfig?: boolean
   resumeFromCheckpoint?: boolean
   status?: boolean
-  epoch?: boolean
   errorCode?: boolean
   errorMessage?: boolean
   erroredAt?: boolean
@@ -885,7 +851,6 @@ export type RlSessionSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Ext
   loraConfig?: boolean
   resumeFromCheckpoint?: boolean
   status?: boolean
-  epoch?: boolean
   errorCode?: boolean
   errorMessage?: boolean
   erroredAt?: boolean
@@ -912,7 +877,6 @@ export type RlSessionSelectScalar = {
   loraConfig?: boolean
   resumeFromCheckpoint?: boolean
   status?: boolean
-  epoch?: boolean
   errorCode?: boolean
   errorMessage?: boolean
   erroredAt?: boolean
@@ -929,7 +893,7 @@ export type RlSessionSelectScalar = {
   updatedAt?: boolean
 }
 
-export type RlSessionOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "projectId" | "modelResourcesId" | "baseModel" | "displayName" | "metadata" | "loraConfig" | "resumeFromCheckpoint" | "status" | "epoch" | "errorCode" | "errorMessage" | "erroredAt" | "engine" | "trainer" | "sampler" | "stateVersion" | "step" | "weightsVersion" | "nextSeq" | "lastActivityAt" | "createdBy" | "createdAt" | "updatedAt", ExtArgs["result"]["rlSession"]>
+export type RlSessionOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "projectId" | "modelResourcesId" | "baseModel" | "displayName" | "metadata" | "loraConfig" | "resumeFromCheckpoint" | "status" | "errorCode" | "errorMessage" | "erroredAt" | "engine" | "trainer" | "sampler" | "stateVersion" | "step" | "weightsVersion" | "nextSeq" | "lastActivityAt" | "createdBy" | "createdAt" | "updatedAt", ExtArgs["result"]["rlSession"]>
 
 export type $RlSessionPayload<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   name: "RlSession"
@@ -944,13 +908,12 @@ export type $RlSessionPayload<ExtArgs extends runtime.Types.Extensions.InternalA
     loraConfig: string | null
     resumeFromCheckpoint: string | null
     status: string
-    epoch: number
     errorCode: string | null
     errorMessage: string | null
     erroredAt: bigint | null
     engine: string
-    trainer: runtime.Bytes | null
-    sampler: runtime.Bytes | null
+    trainer: string | null
+    sampler: string | null
     stateVersion: number
     step: number
     weightsVersion: number
@@ -1391,13 +1354,12 @@ export interface RlSessionFieldRefs {
   readonly loraConfig: Prisma.FieldRef<"RlSession", 'String'>
   readonly resumeFromCheckpoint: Prisma.FieldRef<"RlSession", 'String'>
   readonly status: Prisma.FieldRef<"RlSession", 'String'>
-  readonly epoch: Prisma.FieldRef<"RlSession", 'Int'>
   readonly errorCode: Prisma.FieldRef<"RlSession", 'String'>
   readonly errorMessage: Prisma.FieldRef<"RlSession", 'String'>
   readonly erroredAt: Prisma.FieldRef<"RlSession", 'BigInt'>
   readonly engine: Prisma.FieldRef<"RlSession", 'String'>
-  readonly trainer: Prisma.FieldRef<"RlSession", 'Bytes'>
-  readonly sampler: Prisma.FieldRef<"RlSession", 'Bytes'>
+  readonly trainer: Prisma.FieldRef<"RlSession", 'String'>
+  readonly sampler: Prisma.FieldRef<"RlSession", 'String'>
   readonly stateVersion: Prisma.FieldRef<"RlSession", 'Int'>
   readonly step: Prisma.FieldRef<"RlSession", 'Int'>
   readonly weightsVersion: Prisma.FieldRef<"RlSession", 'Int'>
