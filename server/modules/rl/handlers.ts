@@ -13,7 +13,7 @@ import { enter, transition } from '../../runner/progress.ts';
 import { checkSignature, projectIdentity, signedUrl } from '../files/index.ts';
 import type { Context, Services, SignedCheck } from '../types.ts';
 import { ACTIVE_SESSION, LIVE_RESOURCES, resourcesMachine, resourcesRows, sessionMachine, sessions } from './machine.ts';
-import { abandonPending, checkpointFiles, engineHeader, engineNameFor, type OperationKind, submitOperation } from './operations.ts';
+import { abandonPending, checkpointFiles, engineHeader, engineNameFor, type OperationKind, sessionRow, submitOperation, WITHOUT_BYTES } from './operations.ts';
 import {
   type AcceptedResources,
   acceptGradients,
@@ -42,8 +42,16 @@ const conflictOn = (param: string, code: string, message: string) =>
 const findResources = (ctx: Services & { identity: { projectId: string } }, id: string, param = 'model_resources_id') =>
   owned(ctx.db.prisma.rlModelResources, ctx.identity.projectId, { id }, { what: 'model resources', id, param });
 
+/** The caller's session, without its engine bytes. */
 const findSession = (ctx: Services & { identity: { projectId: string } }, id: string) =>
-  owned(ctx.db.prisma.rlSession, ctx.identity.projectId, { id }, { what: 'training session', id, param: 'session_id' });
+  owned(
+    {
+      findFirst: (args: { where: Record<string, unknown> }) => ctx.db.prisma.rlSession.findFirst({ ...args, omit: WITHOUT_BYTES }) as Promise<RlSession | null>,
+    },
+    ctx.identity.projectId,
+    { id },
+    { what: 'training session', id, param: 'session_id' },
+  );
 
 const checkpointsOf = (ctx: Services, sessionIds: string[]) =>
   ctx.db.prisma.rlCheckpoint.findMany({ where: { sessionId: { in: sessionIds } }, orderBy: { id: 'asc' }, omit: { bytes: true } });
@@ -123,7 +131,7 @@ export async function stopModelResources(ctx: Context<'stopModelResources'>) {
   const r = await ctx.db.write(async (tx) => {
     const row = await tx.rlModelResources.findUniqueOrThrow({ where: { id } });
     resourcesMachine.next(row.status, 'stop');
-    const active = await tx.rlSession.findMany({ where: { modelResourcesId: id, status: { in: ACTIVE_SESSION } } });
+    const active = (await tx.rlSession.findMany({ where: { modelResourcesId: id, status: { in: ACTIVE_SESSION } }, omit: WITHOUT_BYTES })) as RlSession[];
     if (active.length && !ctx.query.force)
       throw conflictOn(
         'model_resources_id',
@@ -158,7 +166,7 @@ export async function listTrainingSessions(ctx: Context<'listTrainingSessions'>)
   const page = cut(
     await ctx.db.prisma.rlSession.findMany({
       ...args,
-      omit: { trainer: true, sampler: true },
+      omit: WITHOUT_BYTES,
       where: {
         ...args.where,
         projectId: ctx.identity.projectId,
@@ -198,7 +206,7 @@ export async function startTrainingSession(ctx: Context<'startTrainingSession'>)
   if (b.resume_from_checkpoint_id !== undefined) {
     const cid = b.resume_from_checkpoint_id;
     const c = await owned(ctx.db.prisma.rlCheckpoint, ctx.identity.projectId, { id: cid }, { what: 'checkpoint', id: cid, param: 'resume_from_checkpoint_id' });
-    const from = await ctx.db.prisma.rlSession.findUniqueOrThrow({ where: { id: c.sessionId }, omit: { trainer: true, sampler: true } });
+    const from = await ctx.db.prisma.rlSession.findUniqueOrThrow({ where: { id: c.sessionId }, omit: WITHOUT_BYTES });
     const param = 'resume_from_checkpoint_id';
     if (c.kind !== 'training') throw badRequest(`'${cid}' is an inference checkpoint (weights only): resume from a training checkpoint.`, param);
     if (from.baseModel !== r.baseModel) throw badRequest(`Checkpoint '${cid}' is of ${from.baseModel}; these resources are of ${r.baseModel}.`, param);
@@ -246,6 +254,7 @@ export async function updateTrainingSession(ctx: Context<'updateTrainingSession'
   const updated = await ctx.db.write((tx) =>
     tx.rlSession.update({
       where: { id: s.id },
+      omit: WITHOUT_BYTES,
       data: {
         ...(b.display_name !== undefined && { displayName: b.display_name }),
         ...(b.metadata !== undefined && { metadata: JSON.stringify(b.metadata) }),
@@ -253,12 +262,12 @@ export async function updateTrainingSession(ctx: Context<'updateTrainingSession'
       },
     }),
   );
-  return sessionReply(ctx, updated);
+  return sessionReply(ctx, updated as RlSession);
 }
 
 export async function stopTrainingSession(ctx: Context<'stopTrainingSession'>) {
   const s = await findSession(ctx, ctx.params.session_id);
-  return sessionReply(ctx, await ctx.db.write(async (tx) => stopSession(tx, ctx, await tx.rlSession.findUniqueOrThrow({ where: { id: s.id } }))));
+  return sessionReply(ctx, await ctx.db.write(async (tx) => stopSession(tx, ctx, await sessionRow(tx, s.id))));
 }
 
 // ---- operations ----
@@ -362,7 +371,7 @@ const filesPath = (id: string, filename: string) => `/v1/rl/checkpoints/${encode
 /** The variant a download asks for: the adapter only of a LoRA checkpoint; `UNSPECIFIED` is the merged model. */
 async function variantOf(ctx: Services, c: { sessionId: string; id: string }, variant: string | undefined): Promise<'merged' | 'adapter'> {
   if (variant !== 'CHECKPOINT_VARIANT_ADAPTER') return 'merged';
-  const s = await ctx.db.prisma.rlSession.findUniqueOrThrow({ where: { id: c.sessionId }, omit: { trainer: true, sampler: true } });
+  const s = await ctx.db.prisma.rlSession.findUniqueOrThrow({ where: { id: c.sessionId }, omit: WITHOUT_BYTES });
   if (!s.loraConfig)
     throw badRequest(`Checkpoint '${c.id}' is of a session that trains every weight: it has no adapter (ask for CHECKPOINT_VARIANT_MERGED).`, 'variant');
   return 'adapter';
@@ -389,7 +398,7 @@ export async function downloadCheckpoint(ctx: Context<'downloadCheckpoint'>) {
         ).url,
     })),
   );
-  const s = await ctx.db.prisma.rlSession.findUniqueOrThrow({ where: { id: c.sessionId }, omit: { trainer: true, sampler: true } });
+  const s = await ctx.db.prisma.rlSession.findUniqueOrThrow({ where: { id: c.sessionId }, omit: WITHOUT_BYTES });
   return reply.json({ data }, { headers: engineHeader(ctx, s.baseModel, s.engine) });
 }
 

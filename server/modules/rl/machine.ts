@@ -11,7 +11,7 @@ import { duration } from '../../core/config.ts';
 import { defineMachine } from '../../core/machine.ts';
 import { type Progression, stored, transition } from '../../runner/progress.ts';
 import type { Services } from '../types.ts';
-import { abandonPending, hasRunning, type Ran, runOperation, type Started, settleOperation, startNext, startSession } from './operations.ts';
+import { abandonPending, hasRunning, type Ran, runOperation, type Started, sessionRow, settleOperation, startNext, startSession } from './operations.ts';
 
 const R = 'MODEL_RESOURCES_STATUS_';
 export const resourcesMachine = defineMachine({
@@ -115,7 +115,7 @@ export function sessionProgression(services: Services): Progression<SessionStatu
       [`${S}CREATING`]: {
         work: (id: string) => startSession(services, id),
         async apply(tx, id, started: Started) {
-          const s = await tx.rlSession.findUniqueOrThrow({ where: { id } });
+          const s = await sessionRow(tx, id);
           if (started.kind === 'wait') return 'wait';
           if (started.kind === 'failed') {
             await failSession(tx, services, s, started.code, started.message);
@@ -130,7 +130,7 @@ export function sessionProgression(services: Services): Progression<SessionStatu
       },
       // Expires once no operation has been submitted for the idle duration (checked every that long) and none runs.
       [`${S}RUNNING`]: async (tx, id) => {
-        const s = await tx.rlSession.findUniqueOrThrow({ where: { id } });
+        const s = await sessionRow(tx, id);
         const idle = duration(services.config, 'rl_session_idle', 3_600_000);
         if (services.clock.now() - Number(s.lastActivityAt) < idle || (await hasRunning(tx, id))) return 'wait';
         await abandonPending(tx, services, id, 'TRAINING_OPERATION_ERROR_CODE_SESSION_NOT_ACTIVE', `Training session '${id}' expired.`);
@@ -139,7 +139,7 @@ export function sessionProgression(services: Services): Progression<SessionStatu
       // Stops once the operation in hand (if any) has finished: nothing a caller was told is running is cut short.
       [`${S}STOPPING`]: async (tx, id) => {
         if (await hasRunning(tx, id)) return 'wait';
-        await transition(tx, services, sessions, await tx.rlSession.findUniqueOrThrow({ where: { id } }), 'stopped');
+        await transition(tx, services, sessions, await sessionRow(tx, id), 'stopped');
       },
     },
     failure: {
@@ -147,7 +147,7 @@ export function sessionProgression(services: Services): Progression<SessionStatu
       fail: (tx, s, _event, error) => failSession(tx, services, s, 'TRAINING_SESSION_ERROR_CODE_SESSION_FAILED', error.message),
     },
     giveUp: async (tx, id, error) => {
-      const s = await tx.rlSession.findUniqueOrThrow({ where: { id } });
+      const s = await sessionRow(tx, id);
       if (sessionMachine.can(s.status, 'fail')) await failSession(tx, services, s, 'TRAINING_SESSION_ERROR_CODE_SESSION_FAILED', error.slice(0, 500));
     },
   };

@@ -9,7 +9,7 @@ import type { RlOperation, RlSession } from '../../../generated/prisma/sqlite/cl
 import { instant } from '../../core/clock.ts';
 import { ApiError } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
-import { keyLock, type Tx } from '../../db/index.ts';
+import { type Db, keyLock, type Tx } from '../../db/index.ts';
 import { type CheckpointFile, OperationFailed, type RlEngine, type SampleOutcome, type SessionModel } from '../../engines/rl/engine.ts';
 import { localRlEngine } from '../../engines/rl/local.ts';
 import { upstreamRlEngine } from '../../engines/rl/upstream.ts';
@@ -38,6 +38,13 @@ const ACTIVE = ['TRAINING_SESSION_STATUS_CREATING', SESSION_RUNNING];
 const refusal = (code: string, message: string) => new ApiError(409, code, message, 'session_id', 'invalid_request_error', { 'x-should-retry': 'false' });
 
 const lockSession = (tx: Tx, services: Pick<Services, 'db'>, sessionId: string) => keyLock(services.db, tx, `rl-session:${sessionId}`);
+
+/** Reads of a session that need not its engine bytes (up to megabytes): only an operation's work reads those. */
+export const WITHOUT_BYTES = { trainer: true, sampler: true } as const;
+
+/** A session's row without its engine bytes (`trainer` and `sampler` read as absent), for moves and checks. */
+export const sessionRow = async (client: Tx | Db, id: string) =>
+  (await client.rlSession.findUniqueOrThrow({ where: { id }, omit: WITHOUT_BYTES })) as RlSession;
 
 /** The engine a session's model lives on: local, or the upstream its base model is routed to (ENGINES, capability `rl`). */
 export function engineFor(services: Pick<Services, 'engines'>, session: Pick<RlSession, 'engine' | 'baseModel'>): RlEngine {
@@ -73,7 +80,7 @@ export async function submitOperation(
   input: (id: string) => unknown,
 ): Promise<RlOperation> {
   await lockSession(tx, services, sessionId);
-  const s = await tx.rlSession.findUniqueOrThrow({ where: { id: sessionId } });
+  const s = await sessionRow(tx, sessionId);
   if (!ACTIVE.includes(s.status))
     throw refusal('session_not_active', `Training session '${s.id}' is ${s.status}: it takes operations only while CREATING or RUNNING.`);
   const waiting = await tx.rlOperation.count({ where: { sessionId, status: { in: [PENDING, RUNNING] } } });
@@ -83,7 +90,11 @@ export async function submitOperation(
       `Training session '${s.id}' has ${waiting} operations waiting, the most it takes; submit more once some have finished.`,
     );
   const now = services.clock.now();
-  const { nextSeq } = await tx.rlSession.update({ where: { id: sessionId }, data: { nextSeq: { increment: 1 }, lastActivityAt: BigInt(now) } });
+  const { nextSeq } = await tx.rlSession.update({
+    where: { id: sessionId },
+    data: { nextSeq: { increment: 1 }, lastActivityAt: BigInt(now) },
+    select: { nextSeq: true },
+  });
   const id = newId('op', now);
   await tx.rlOperation.create({
     data: {
@@ -105,7 +116,7 @@ export async function submitOperation(
 /** Starts the session's next waiting operation, unless one runs or the session does not. */
 export async function startNext(tx: Tx, services: Services, sessionId: string): Promise<void> {
   await lockSession(tx, services, sessionId);
-  const s = await tx.rlSession.findUnique({ where: { id: sessionId } });
+  const s = await tx.rlSession.findUnique({ where: { id: sessionId }, select: { status: true } });
   if (s?.status !== SESSION_RUNNING) return;
   if (await hasRunning(tx, sessionId)) return;
   const next = await tx.rlOperation.findFirst({ where: { sessionId, status: PENDING }, orderBy: { seq: 'asc' } });
@@ -134,7 +145,7 @@ export const bytesOf = (text: string) => new Uint8Array(Buffer.from(text, 'base6
 
 /** The session's model, made by its engine once its resources are READY (outside any transaction). */
 export async function startSession(services: Services, id: string): Promise<Started> {
-  const s = await services.db.prisma.rlSession.findUniqueOrThrow({ where: { id } });
+  const s = await sessionRow(services.db.prisma, id);
   const r = await services.db.prisma.rlModelResources.findUniqueOrThrow({ where: { id: s.modelResourcesId } });
   if (r.status === 'MODEL_RESOURCES_STATUS_PENDING' || r.status === 'MODEL_RESOURCES_STATUS_CREATING') return { kind: 'wait' };
   if (r.status !== 'MODEL_RESOURCES_STATUS_READY')
@@ -258,7 +269,7 @@ export async function settleOperation(tx: Tx, services: Services, op: RlOperatio
 
 /** A checkpoint's row; an inference checkpoint also enters the project's catalogue as the chat model that serves it. */
 async function saveCheckpoint(tx: Tx, services: Services, op: RlOperation, c: NonNullable<Extract<Ran, { kind: 'done' }>['checkpoint']>) {
-  const s = await tx.rlSession.findUniqueOrThrow({ where: { id: op.sessionId } });
+  const s = await sessionRow(tx, op.sessionId);
   const id = newId('ckpt', services.clock.now());
   let model: { id: string; name: string } | null = null;
   if (c.kind === 'inference') {
@@ -301,6 +312,6 @@ export async function checkpointFiles(
   checkpoint: { sessionId: string; kind: string; bytes: string },
   variant: 'merged' | 'adapter',
 ): Promise<CheckpointFile[]> {
-  const s = await services.db.prisma.rlSession.findUniqueOrThrow({ where: { id: checkpoint.sessionId } });
+  const s = await sessionRow(services.db.prisma, checkpoint.sessionId);
   return engineFor(services, s).files(bytesOf(checkpoint.bytes), checkpoint.kind as 'training' | 'inference', variant);
 }
