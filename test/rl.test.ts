@@ -483,6 +483,9 @@ describe('every loss, the custom backward pass, Muon and full training', () => {
     expect(await run(id, 'optim-step', { muon_params: { learning_rate: 0.01, adam: { learning_rate: 0.02 } } })).toEqual({ step: 1 });
     const after = (await run(id, 'forward', { samples: [sampleOf(text)] })).logprobs[0].data as number[];
     for (const lp of after) expect(lp).toBeGreaterThan(uniform);
+    // A full-training checkpoint has no adapter to download.
+    const { checkpoint_id } = await run(id, 'training-checkpoint');
+    expectError(await http().get(`/v1/rl/checkpoints/${checkpoint_id}/download`).query({ variant: 'CHECKPOINT_VARIANT_ADAPTER' }), 400, { param: 'variant' });
   });
 
   test('a loss that is not finite fails the operation and changes nothing', async () => {
@@ -587,6 +590,30 @@ describe('refusals name their field and change nothing', () => {
     expectError(await start({ lora_config: { rank: 65 } }), 400, { param: 'lora_config.rank' });
     expectError(await start({ lora_config: { train_unembed: false } }), 400, { param: 'lora_config.train_unembed' });
     expectError(await start({ resume_from_hf_checkpoint: 'org/repo' }), 400, { param: 'resume_from_hf_checkpoint' });
+    // At most 256 operations wait per session (here its resources are not ready, so none runs).
+    const waiting = ok(await http().post('/v1/rl/training-sessions').send({ model_resources_id: r.id })).id;
+    const now = BigInt(t.clock.now());
+    const { db } = t.services;
+    await db.write((tx) =>
+      tx.rlOperation.createMany({
+        data: Array.from({ length: 256 }, (_, seq) => ({
+          id: `op_queued_${seq}`,
+          projectId: t.caller.identity.projectId,
+          sessionId: waiting,
+          seq,
+          kind: 'weights_sync',
+          status: 'TRAINING_OPERATION_STATUS_PENDING',
+          input: '{}',
+          createdAt: now,
+          updatedAt: now,
+        })),
+      }),
+    );
+    expectError(await http().post(`${ops(waiting)}/training-checkpoint`), 409, { code: 'operation_queue_full', param: 'session_id' });
+    await db.write(async (tx) => {
+      await tx.rlOperation.deleteMany({ where: { sessionId: waiting } });
+      await tx.rlSession.delete({ where: { id: waiting } });
+    });
     // Nothing was submitted or started.
     expect(await t.services.db.prisma.rlOperation.count({ where: { sessionId: id } })).toBe(0);
     expect(await t.services.db.prisma.rlSession.count({ where: { modelResourcesId: r.id } })).toBe(0);
