@@ -2965,7 +2965,8 @@ export interface paths {
          *     recorded); on full-training resources a `lora_config` answers 400 naming it. `resume_from_checkpoint_id`
          *     starts from one of the project's training checkpoints (its weights, optimizer moments, accumulated
          *     gradients and step; 404 when absent), which must be of the same base model and training mode (400
-         *     otherwise); the session then takes the checkpoint's LoRA configuration. `resume_from_hf_checkpoint` is
+         *     otherwise); the session then takes the checkpoint's LoRA configuration (a `lora_config` given with it
+         *     answers 400 naming it). `resume_from_hf_checkpoint` is
          *     refused (400 naming it): this offline server reaches no model hub. `metadata.wandb` is recorded as given;
          *     nothing is sent to an experiment tracker.
          */

@@ -434,6 +434,13 @@ describe('checkpoints', () => {
       return (await run(sid, 'forward', { samples: [sampleOf(text)] })).logprobs[0].data;
     };
     expect(await next(resumed.id)).toEqual(await next(id));
+    expectError(
+      await http()
+        .post('/v1/rl/training-sessions')
+        .send({ model_resources_id: resources, resume_from_checkpoint_id: checkpoint_id, lora_config: { rank: 4 } }),
+      400,
+      { param: 'lora_config' },
+    );
     expectError(await http().post('/v1/rl/training-sessions').send({ model_resources_id: resources, resume_from_checkpoint_id: 'ckpt_none' }), 404, {
       param: 'resume_from_checkpoint_id',
     });

@@ -215,7 +215,7 @@ export async function startTrainingSession(ctx: Context<'startTrainingSession'>)
         `Checkpoint '${cid}' is of a ${from.loraConfig ? 'LoRA' : 'full'} session; these resources train ${r.loraEnabled ? 'LoRA adapters' : 'every weight'}.`,
         param,
       );
-    if (b.lora_config !== undefined) throw badRequest('A resumed session takes its checkpoint’s LoRA configuration: give no lora_config.', 'lora_config');
+    if (b.lora_config !== undefined) throw badRequest("A resumed session takes its checkpoint's LoRA configuration: give no lora_config.", 'lora_config');
     lora = from.loraConfig ? JSON.parse(from.loraConfig) : null;
   }
   const now = instant(ctx.clock);
