@@ -19,7 +19,7 @@ const descriptions: string[] = [];
 
 const declared = modules.flatMap((m) => (m.machines ?? []).map((machine) => ({ module: m.name, machine })));
 
-test('the modules declare the sixteen machines', () => {
+test('the modules declare the nineteen machines', () => {
   expect(declared.map((d) => d.machine.name).sort()).toEqual([
     'batch',
     'cluster',
@@ -28,12 +28,15 @@ test('the modules declare the sixteen machines', () => {
     'evaluation',
     'file',
     'fine-tune',
+    'model resources',
     'queue job',
     'remediation',
     'remote upload',
     'rollout',
     'rollout step',
     'shared volume',
+    'training operation',
+    'training session',
     'upload job',
     'v1 endpoint',
     'video',

@@ -2817,6 +2817,607 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/rl/checkpoints/{id}/download": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Where to download a checkpoint
+         * @description The files of a checkpoint (training or inference) of the project, each with a URL of this server that works
+         *     without an API key for an hour (`GET /v1/rl/checkpoints/{id}/files/{filename}?variant=&expires=&signature=`;
+         *     never a hosted URL) and its size in bytes. `variant` `CHECKPOINT_VARIANT_MERGED` (and `UNSPECIFIED`): the
+         *     whole model, LoRA merged in (`model.safetensors`, `config.json`); `CHECKPOINT_VARIANT_ADAPTER`: the LoRA
+         *     adapters (`adapter_model.safetensors`, `adapter_config.json`), 400 naming `variant` for a full-training
+         *     checkpoint. Every variant adds `README.md` (what the model is: this server's small local one), and a
+         *     training checkpoint `trainer_state.safetensors`. The files are safetensors (and JSON) any reader loads, made
+         *     from the checkpoint on request: the same checkpoint always gives the same bytes.
+         */
+        get: operations["downloadCheckpoint"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/rl/checkpoints/{id}/files/{filename}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download a checkpoint's file (its signed URL)
+         * @description One file `downloadCheckpoint` listed, at the `url` it answered, as given (`application/octet-stream`, with
+         *     `Content-Length` and `Content-Disposition`). Authorised by the URL's
+         *     `signature` and `expires`, not by an API key: a signature this server did not make for this URL answers 403
+         *     `invalid_signature` (param `signature`), an expired one 403 `signature_expired` (param `expires`). A file
+         *     the checkpoint's variant does not have answers 404.
+         */
+        get: operations["downloadCheckpointFile"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/rl/model-resources": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List model resources
+         * @description The project's model resources, newest first, `limit` (default 20, at most 100) a page; `after` is the
+         *     last id of the previous page (`meta.next_cursor`, present while `meta.has_more`). `status` (repeatable)
+         *     keeps those in the given statuses, `created_by` those created by that API key id.
+         */
+        get: operations["listModelResources"];
+        put?: never;
+        /**
+         * Create model resources
+         * @description Accepts model resources for `base_model` (one of `GET /v1/rl/supported-models`; another answers 400
+         *     `model_not_supported`, param `base_model`), with LoRA (`lora_enabled`, default true) or full training, and
+         *     an optimizer (`optimizer_config`: `adamw` (the default) or `muon`; both answers 400 naming
+         *     `optimizer_config`). They answer `MODEL_RESOURCES_STATUS_PENDING`; the runner provisions them (CREATING,
+         *     then READY). `num_generator_replicas` (default 1, 1 to 8) is recorded and priced: the local engine samples
+         *     on this CPU whatever it says.
+         */
+        post: operations["createModelResources"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/rl/model-resources/{model_resources_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get model resources
+         * @description The model resources as they stand. Another project's id answers 404 as an absent one.
+         */
+        get: operations["getModelResources"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/rl/model-resources/{model_resources_id}/stop": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Stop model resources
+         * @description Moves the resources to STOPPING (the runner then stops them: STOPPED). While a session on them is CREATING
+         *     or RUNNING this answers 409 `model_resources_in_use` (param `model_resources_id`) unless `force` is true,
+         *     which stops those sessions too (their waiting operations fail with `SESSION_NOT_ACTIVE`). Stopped resources
+         *     answer the machine's 409 `invalid_state_transition`.
+         */
+        post: operations["stopModelResources"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/rl/model-resources/estimate-cost": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Estimate the cost of model resources
+         * @description What the resources the body describes would cost per hour (the tag's **Costs**), checked as
+         *     `createModelResources` checks them; nothing is created.
+         */
+        post: operations["estimateModelResourcesCost"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/rl/supported-models": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the base models RL supports
+         * @description The base models model resources may name (catalogue models), each with what this server's local engine
+         *     takes: `generator_config` (context length 2,048 tokens, sampling defaults) and `trainer_config` (the most
+         *     samples per batch, tokens per sequence and, for LoRA, rank). The model trained is always the small local
+         *     one (see the tag); these names seed it.
+         */
+        get: operations["listRlSupportedModels"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/rl/training-sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List training sessions
+         * @description The project's training sessions, newest first, paged like `listModelResources`; `status` (repeatable),
+         *     `model_resources_id` and `created_by` filter them.
+         */
+        get: operations["listTrainingSessions"];
+        put?: never;
+        /**
+         * Start a training session
+         * @description A session on `model_resources_id` (404 when absent or another project's; 409 `model_resources_not_active`,
+         *     param `model_resources_id`, when they are stopping, stopped or in error), answered CREATING; the runner
+         *     starts it once the resources are READY. On LoRA resources `lora_config` applies (defaults: `rank` 32,
+         *     `alpha` 64, `dropout` 0, `train_unembed` true; `seed` drawn from the session's id when absent, and
+         *     recorded); on full-training resources a `lora_config` answers 400 naming it. `resume_from_checkpoint_id`
+         *     starts from one of the project's training checkpoints (its weights, optimizer moments, accumulated
+         *     gradients and step; 404 when absent), which must be of the same base model and training mode (400
+         *     otherwise); the session then takes the checkpoint's LoRA configuration (a `lora_config` given with it
+         *     answers 400 naming it). `resume_from_hf_checkpoint` is
+         *     refused (400 naming it): this offline server reaches no model hub. `metadata.wandb` is recorded as given;
+         *     nothing is sent to an experiment tracker.
+         */
+        post: operations["startTrainingSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/rl/training-sessions/{session_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a training session
+         * @description The session as it stands, with its checkpoints (oldest first).
+         */
+        get: operations["getTrainingSession"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Update a training session
+         * @description Sets `display_name` and/or `metadata` (each replaced whole when given), in any status.
+         */
+        patch: operations["updateTrainingSession"];
+        trace?: never;
+    };
+    "/v1/rl/training-sessions/{session_id}/operations/custom-forward-backward": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Custom forward-backward pass
+         * @description Submits a backward pass driven by the caller's gradients of its own loss with respect to each target's log
+         *     probability (`gradients`, one array per sample, as long as its targets): the gradient of
+         *     sum(gradients x logprobs) is added to those accumulated. `samples[i].loss_inputs` needs only
+         *     `target_tokens`. `output` is `{}`.
+         */
+        post: operations["customForwardBackward"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/rl/training-sessions/{session_id}/operations/custom-forward-backward/{operation_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a custom forward-backward pass
+         * @description The operation as it stands (its `output` once COMPLETED, its `error` once FAILED).
+         */
+        get: operations["getCustomForwardBackwardOperation"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/rl/training-sessions/{session_id}/operations/forward": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Forward pass
+         * @description Submits a forward pass: each sample's `target_tokens` log probabilities under the trainer's current weights
+         *     (`output.logprobs`, one array per sample, one value per position). No gradient, no change.
+         */
+        post: operations["forward"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/rl/training-sessions/{session_id}/operations/forward-backward": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Forward-backward pass
+         * @description Submits a forward-backward pass: the loss (`output.loss`, see the tag's **Losses**) of the samples under the
+         *     trainer's weights, its gradient added to those accumulated since the last `optim-step`, and `metrics`.
+         *     Tokens the session has not trained on enter the model's table here.
+         */
+        post: operations["forwardBackward"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/rl/training-sessions/{session_id}/operations/forward-backward/{operation_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a forward-backward pass
+         * @description The operation as it stands (its `output` once COMPLETED, its `error` once FAILED).
+         */
+        get: operations["getForwardBackwardOperation"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/rl/training-sessions/{session_id}/operations/forward/{operation_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a forward pass
+         * @description The operation as it stands (its `output` once COMPLETED, its `error` once FAILED).
+         */
+        get: operations["getForwardOperation"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/rl/training-sessions/{session_id}/operations/inference-checkpoint": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Save an inference checkpoint
+         * @description Submits an inference checkpoint: the trainer's current weights, saved and registered as a chat model of the
+         *     project (`output.model_name`: its id in the project's catalogue, `ml_...`, as chat completions name a
+         *     project's models; listed by `GET /v1/models`, named `rl/<session id>/<checkpoint id>`): `POST
+         *     /v1/chat/completions` and `/v1/completions` with that `model` are answered by those weights, sampled with
+         *     the request's `temperature`, `top_p`, `top_k`, `stop`, `seed`, `n`, `max_tokens` (default 256) and
+         *     `logprobs`. A chat's messages are the model's input as `<role>: <content>` lines followed by
+         *     `\nassistant:`; generation ends at the end-of-text token, a stop string, `\nuser:` (the next turn) or
+         *     `max_tokens`. The answer's `system_fingerprint` is `local-rl-engine-1` and a `warnings` entry names the
+         *     checkpoint and says the model is this server's small local one. The session lists the checkpoint in
+         *     `inference_checkpoints`; `GET /v1/rl/checkpoints/{id}/download` gives its files.
+         */
+        post: operations["createInferenceCheckpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/rl/training-sessions/{session_id}/operations/inference-checkpoint/{operation_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get an inference checkpoint operation
+         * @description The operation as it stands (its `output` once COMPLETED, its `error` once FAILED).
+         */
+        get: operations["getInferenceCheckpointOperation"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/rl/training-sessions/{session_id}/operations/optim-step": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Optimizer step
+         * @description Submits an optimizer step (see the tag's **Optimizer**); `output.step` is the session's step after it. The
+         *     sampler keeps its weights until a `weights-sync`.
+         */
+        post: operations["OptimStep"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/rl/training-sessions/{session_id}/operations/optim-step/{operation_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get an optimizer step
+         * @description The operation as it stands (its `output` once COMPLETED, its `error` once FAILED).
+         */
+        get: operations["getOptimStepOperation"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/rl/training-sessions/{session_id}/operations/sample": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sample
+         * @description Submits sampling from the sampler's weights (those of the last `weights-sync`; the initial model before
+         *     any): for each of `model_inputs` (a prompt), `num_samples` sequences (default 1) drawn with
+         *     `sampling_params` (`max_tokens` default 512, `temperature` 1 (0: greedy), `top_p` 1, `top_k` -1: none;
+         *     `stop` strings end a sequence once its text contains one, as does the end-of-text token 100257; `seed`: the
+         *     same seed gives the same tokens, drawn from the operation's id when absent). Each sequence's `tokens` include
+         *     the token that completed a stop; `logprobs` are the model's own (temperature 1, before top-k and top-p, as
+         *     `forward` computes them); `stop_reason` is `STOP_REASON_STOP` or `STOP_REASON_LENGTH`;
+         *     `prompt_cache_hit_tokens` is 0 (no prompt cache). `prompt_logprobs: true` adds each prompt token's log
+         *     probability given those before it (the first given the sequence's start), `topk_prompt_logprobs` the k most
+         *     likely tokens at each prompt position (ties among tokens the session never trained on are broken by id).
+         *     `policy_segments` is one segment (`start_token` 0) of the sampler's weights version. With
+         *     `return_routed_experts`, each sequence's `routed_experts` is empty (`data` "", `shape` [tokens, 0]): the
+         *     local model has no experts to route.
+         */
+        post: operations["Sample"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/rl/training-sessions/{session_id}/operations/sample/{operation_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a sample operation
+         * @description The operation as it stands (its `output` once COMPLETED, its `error` once FAILED).
+         */
+        get: operations["GetSample"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/rl/training-sessions/{session_id}/operations/training-checkpoint": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Save a training checkpoint
+         * @description Submits a training checkpoint: the trainer as it is (weights, accumulated gradients, optimizer moments,
+         *     step), to resume a new session from (`resume_from_checkpoint_id`) or download; `output.checkpoint_id`. The
+         *     session lists it in `training_checkpoints`.
+         */
+        post: operations["createTrainingCheckpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/rl/training-sessions/{session_id}/operations/training-checkpoint/{operation_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a training checkpoint operation
+         * @description The operation as it stands (its `output` once COMPLETED, its `error` once FAILED).
+         */
+        get: operations["getTrainingCheckpointOperation"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/rl/training-sessions/{session_id}/operations/weights-sync": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Publish the weights to the sampler
+         * @description Submits a weights sync: the sampler takes the trainer's current weights; `output.weights_version` is the
+         *     trainer's step, which later samples carry as their `policy_segments` version. The local engine publishes
+         *     synchronously for every `weight_sync_type` (the operation completes once the sampler has the weights).
+         */
+        post: operations["WeightsSync"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/rl/training-sessions/{session_id}/operations/weights-sync/{operation_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a weights sync
+         * @description The operation as it stands (its `output` once COMPLETED, its `error` once FAILED).
+         */
+        get: operations["getWeightsSyncOperation"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/rl/training-sessions/{session_id}/stop": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Stop a training session
+         * @description STOPPING: its waiting operations fail (`SESSION_NOT_ACTIVE`), the running one finishes, then STOPPED. A
+         *     session already stopping or ended answers the machine's 409 `invalid_state_transition`.
+         */
+        post: operations["stopTrainingSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/tci/execute": {
         parameters: {
             query?: never;
@@ -8701,6 +9302,542 @@ export interface components {
                 text?: string;
             };
         };
+        /**
+         * @description Informational; values are read as numbers.
+         * @default D_TYPE_UNSPECIFIED
+         * @enum {string}
+         */
+        RlDType: "D_TYPE_UNSPECIFIED" | "D_TYPE_INT64" | "D_TYPE_FLOAT32" | "D_TYPE_BFLOAT16";
+        /** @description An integer, or its decimal string (64-bit values). */
+        RlIntegerish: string | number;
+        RlComputeConfigCreateRequest: {
+            /**
+             * Format: int32
+             * @description 1 to 8.
+             * @default 1
+             */
+            num_generator_replicas: number;
+        };
+        /** @description One of `adamw` and `muon` (AdamW when neither). */
+        RlOptimizerConfig: {
+            adamw?: components["schemas"]["RlAdamWOptimizerConfig"];
+            muon?: components["schemas"]["RlMuonOptimizerConfig"];
+        };
+        RlAdamWOptimizerConfig: Record<string, never>;
+        RlMuonOptimizerConfig: {
+            scaling_strategy?: components["schemas"]["RlMuonScalingStrategy"];
+        };
+        /**
+         * @description How Muon's update is scaled (`UNSPECIFIED` is `MATCH_ADAMW`).
+         * @default MUON_SCALING_STRATEGY_MATCH_ADAMW
+         * @enum {string}
+         */
+        RlMuonScalingStrategy: "MUON_SCALING_STRATEGY_UNSPECIFIED" | "MUON_SCALING_STRATEGY_MATCH_ADAMW" | "MUON_SCALING_STRATEGY_ORIGINAL";
+        RlCreateModelResourcesRequest: {
+            /** @description A supported base model (`GET /v1/rl/supported-models`). */
+            base_model: string;
+            compute_config?: components["schemas"]["RlComputeConfigCreateRequest"];
+            /**
+             * @description LoRA (true) or full training.
+             * @default true
+             */
+            lora_enabled: boolean;
+            optimizer_config?: components["schemas"]["RlOptimizerConfig"];
+        };
+        RlWandbMetadata: {
+            entity?: string;
+            group?: string;
+            project?: string;
+            run_id?: string;
+            run_name?: string;
+            url?: string;
+        };
+        RlTrainingSessionMetadata: {
+            wandb?: components["schemas"]["RlWandbMetadata"];
+        };
+        RlLoraConfig: {
+            /**
+             * @description 1 to 1,024; the adapters are scaled by alpha / rank.
+             * @default 64
+             */
+            alpha: number;
+            /**
+             * @description 0 to less than 1; dropout on the hidden layer adapter's input during training.
+             * @default 0
+             */
+            dropout: number;
+            /**
+             * @description 1 to 64.
+             * @default 32
+             */
+            rank: number;
+            seed?: components["schemas"]["RlIntegerish"];
+            /**
+             * @description Must be true (see the tag).
+             * @default true
+             */
+            train_unembed: boolean;
+        };
+        RlStartTrainingSessionRequest: {
+            display_name?: string;
+            lora_config?: components["schemas"]["RlLoraConfig"];
+            metadata?: components["schemas"]["RlTrainingSessionMetadata"];
+            model_resources_id: string;
+            resume_from_checkpoint_id?: string;
+            /** @description Refused (400). */
+            resume_from_hf_checkpoint?: string;
+        };
+        RlUpdateTrainingSessionRequest: {
+            display_name?: string;
+            metadata?: components["schemas"]["RlTrainingSessionMetadata"];
+        };
+        RlEncodedTextChunk: {
+            tokens: components["schemas"]["RlIntegerish"][];
+        };
+        RlModelInputChunk: {
+            encoded_text: components["schemas"]["RlEncodedTextChunk"];
+        };
+        RlModelInput: {
+            chunks: components["schemas"]["RlModelInputChunk"][];
+        };
+        RlTokenTensor: {
+            data: components["schemas"]["RlIntegerish"][];
+            dtype?: components["schemas"]["RlDType"];
+        };
+        RlNumberTensor: {
+            data: number[];
+            dtype?: components["schemas"]["RlDType"];
+        };
+        RlWeights: {
+            data: number[];
+            dtype?: components["schemas"]["RlDType"];
+        };
+        RlPolicyInputs: {
+            advantages: components["schemas"]["RlNumberTensor"];
+            logprobs: components["schemas"]["RlNumberTensor"];
+        };
+        RlGRPOLossInputs: {
+            advantages: components["schemas"]["RlNumberTensor"];
+            logprobs: components["schemas"]["RlNumberTensor"];
+            reference_logprobs?: components["schemas"]["RlNumberTensor"];
+        };
+        RlRoutedExperts: {
+            /** @description Base64. */
+            data: string;
+            shape: components["schemas"]["RlIntegerish"][];
+        };
+        RlLossInputs: {
+            target_tokens: components["schemas"]["RlTokenTensor"];
+            weights?: components["schemas"]["RlWeights"];
+            importance_sampling_inputs?: components["schemas"]["RlPolicyInputs"];
+            ppo_inputs?: components["schemas"]["RlPolicyInputs"];
+            cispo_inputs?: components["schemas"]["RlPolicyInputs"];
+            dro_inputs?: components["schemas"]["RlPolicyInputs"];
+            grpo_inputs?: components["schemas"]["RlGRPOLossInputs"];
+            routed_experts?: components["schemas"]["RlRoutedExperts"];
+        };
+        RlTrainingSample: {
+            model_input: components["schemas"]["RlModelInput"];
+            loss_inputs: components["schemas"]["RlLossInputs"];
+        };
+        /**
+         * @default LOSS_TYPE_UNSPECIFIED
+         * @enum {string}
+         */
+        RlLossType: "LOSS_TYPE_UNSPECIFIED" | "LOSS_TYPE_CROSS_ENTROPY" | "LOSS_TYPE_GRPO" | "LOSS_TYPE_IMPORTANCE_SAMPLING" | "LOSS_TYPE_PPO" | "LOSS_TYPE_CISPO" | "LOSS_TYPE_DRO";
+        RlClipParams: {
+            /**
+             * Format: float
+             * @default 1.2
+             */
+            clip_high_threshold: number;
+            /**
+             * Format: float
+             * @default 0.8
+             */
+            clip_low_threshold: number;
+        };
+        RlCISPOLossParams: {
+            /**
+             * Format: float
+             * @default 4
+             */
+            clip_high_threshold: number;
+            /**
+             * Format: float
+             * @default 0
+             */
+            clip_low_threshold: number;
+        };
+        RlDROLossParams: {
+            /** Format: float */
+            beta: number;
+        };
+        RlGRPOLossParams: {
+            /**
+             * @default GRPO_LOSS_AGGREGATION_TYPE_FIXED_HORIZON
+             * @enum {string}
+             */
+            agg_type: "GRPO_LOSS_AGGREGATION_TYPE_UNSPECIFIED" | "GRPO_LOSS_AGGREGATION_TYPE_FIXED_HORIZON" | "GRPO_LOSS_AGGREGATION_TYPE_TOKEN_MEAN" | "GRPO_LOSS_AGGREGATION_TYPE_SEQUENCE_MEAN";
+            /** @default 0 */
+            beta: number;
+            /**
+             * Format: float
+             * @default 1.2
+             */
+            clip_high_threshold: number;
+            /**
+             * Format: float
+             * @default 0.8
+             */
+            clip_low_threshold: number;
+            /**
+             * @default GRPO_LOSS_RATIO_TYPE_TOKEN
+             * @enum {string}
+             */
+            ratio_type: "GRPO_LOSS_RATIO_TYPE_TOKEN" | "GRPO_LOSS_RATIO_TYPE_SEQUENCE";
+        };
+        RlLossConfig: {
+            type: components["schemas"]["RlLossType"];
+            cross_entropy_params?: Record<string, never>;
+            ppo_params?: components["schemas"]["RlClipParams"];
+            cispo_params?: components["schemas"]["RlCISPOLossParams"];
+            dro_params?: components["schemas"]["RlDROLossParams"];
+            grpo_params?: components["schemas"]["RlGRPOLossParams"];
+        };
+        RlForwardBody: {
+            samples: components["schemas"]["RlTrainingSample"][];
+        };
+        RlForwardBackwardBody: {
+            samples: components["schemas"]["RlTrainingSample"][];
+            loss: components["schemas"]["RlLossConfig"];
+        };
+        RlCustomForwardBackwardBody: {
+            samples: components["schemas"]["RlTrainingSample"][];
+            /** @description Per sample, d loss / d logprob of each target. */
+            gradients: components["schemas"]["RlNumberTensor"][];
+        };
+        RlAdamParams: {
+            /** @default 0.9 */
+            beta1: number;
+            /** @default 0.95 */
+            beta2: number;
+            /** @default 1e-8 */
+            eps: number;
+            /** @default 1 */
+            grad_clip_norm: number;
+            /** @description Default 1e-4. */
+            learning_rate?: number;
+            /** @default 0 */
+            weight_decay: number;
+        };
+        RlMuonParams: {
+            adam?: components["schemas"]["RlAdamParams"];
+            /** @default 1 */
+            grad_clip_norm: number;
+            /** @description Default 1e-4. */
+            learning_rate?: number;
+            /** @default 0.95 */
+            momentum: number;
+            /** @default 5 */
+            newton_schulz_steps: number;
+            /** @default 0 */
+            weight_decay: number;
+        };
+        RlOptimStepBody: {
+            adam_params?: components["schemas"]["RlAdamParams"];
+            muon_params?: components["schemas"]["RlMuonParams"];
+        };
+        RlWeightsSyncBody: {
+            /** @enum {string} */
+            weight_sync_type: "WEIGHT_SYNC_TYPE_SYNCHRONOUS" | "WEIGHT_SYNC_TYPE_BACKGROUND_PUBLISH" | "WEIGHT_SYNC_TYPE_PIPELINE";
+        };
+        RlSamplingParams: {
+            /** @default 512 */
+            max_tokens: number;
+            seed?: components["schemas"]["RlIntegerish"];
+            stop?: string[];
+            /** @default 1 */
+            temperature: number;
+            /** @default -1 */
+            top_k: number;
+            /** @default 1 */
+            top_p: number;
+        };
+        RlSampleBody: {
+            model_inputs: components["schemas"]["RlModelInput"][];
+            /** @default 1 */
+            num_samples: number;
+            /** @default false */
+            prompt_logprobs: boolean;
+            /** @default false */
+            return_routed_experts: boolean;
+            sampling_params?: components["schemas"]["RlSamplingParams"];
+            /** @default 0 */
+            topk_prompt_logprobs: number;
+        };
+        /**
+         * @description Which files of a checkpoint; `UNSPECIFIED` is the merged model.
+         * @enum {string}
+         */
+        RlCheckpointVariant: "CHECKPOINT_VARIANT_UNSPECIFIED" | "CHECKPOINT_VARIANT_MERGED" | "CHECKPOINT_VARIANT_ADAPTER";
+        RlListMeta: {
+            has_more: boolean;
+            limit: number;
+            /** @description The last id of this page, when more follow. */
+            next_cursor?: string;
+        };
+        /** @enum {string} */
+        RlModelResourcesStatus: "MODEL_RESOURCES_STATUS_PENDING" | "MODEL_RESOURCES_STATUS_CREATING" | "MODEL_RESOURCES_STATUS_READY" | "MODEL_RESOURCES_STATUS_ERROR" | "MODEL_RESOURCES_STATUS_STOPPED" | "MODEL_RESOURCES_STATUS_STOPPING";
+        RlOptimizerConfigWire: {
+            adamw?: Record<string, never>;
+            muon?: {
+                scaling_strategy: components["schemas"]["RlMuonScalingStrategy"];
+            };
+        };
+        RlModelResources: {
+            id: string;
+            status: components["schemas"]["RlModelResourcesStatus"];
+            base_model: string;
+            compute_config: {
+                /** Format: int32 */
+                num_generator_replicas: number;
+            };
+            lora_enabled: boolean;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+            optimizer_config: components["schemas"]["RlOptimizerConfigWire"];
+            /** @description The API key id that created them. */
+            created_by: string;
+            error?: {
+                /** @enum {string} */
+                code: "MODEL_RESOURCES_ERROR_CODE_CAPACITY_UNAVAILABLE" | "MODEL_RESOURCES_ERROR_CODE_PROVISIONING_FAILED";
+                message: string;
+                /** Format: date-time */
+                occurred_at: string;
+            };
+        };
+        RlModelResourcesList: {
+            data: components["schemas"]["RlModelResources"][];
+            meta: components["schemas"]["RlListMeta"];
+        };
+        RlModelResourcesEstimateCostResponse: {
+            /** Format: double */
+            price_per_hour: number;
+            /** @enum {string} */
+            currency: "USD";
+        };
+        RlSupportedModelsListResponse: {
+            data: {
+                base_model: string;
+                generator_config: {
+                    context_length: number;
+                    sampling_defaults: {
+                        n: number;
+                        max_tokens: number;
+                        temperature: number;
+                        logprobs: number;
+                    };
+                };
+                trainer_config: {
+                    full: {
+                        max_batch_size: number;
+                        max_seq_length: number;
+                    };
+                    lora: {
+                        max_batch_size: number;
+                        max_seq_length: number;
+                        max_rank: number;
+                    };
+                };
+            }[];
+        };
+        /**
+         * @description `UNSPECIFIED` is never answered; a filter on it matches nothing.
+         * @enum {string}
+         */
+        RlTrainingSessionStatus: "TRAINING_SESSION_STATUS_UNSPECIFIED" | "TRAINING_SESSION_STATUS_CREATING" | "TRAINING_SESSION_STATUS_RUNNING" | "TRAINING_SESSION_STATUS_STOPPED" | "TRAINING_SESSION_STATUS_STOPPING" | "TRAINING_SESSION_STATUS_ERROR" | "TRAINING_SESSION_STATUS_EXPIRED";
+        RlLoraConfigWire: {
+            alpha: number;
+            dropout: number;
+            rank: number;
+            seed: string;
+            train_unembed: boolean;
+        };
+        RlTrainingSessionMetadataWire: {
+            wandb?: {
+                entity?: string;
+                group?: string;
+                project?: string;
+                run_id?: string;
+                run_name?: string;
+                url?: string;
+            };
+        };
+        RlTrainingSession: {
+            id: string;
+            base_model: string;
+            model_resources_id: string;
+            /** @enum {string} */
+            status: "TRAINING_SESSION_STATUS_CREATING" | "TRAINING_SESSION_STATUS_RUNNING" | "TRAINING_SESSION_STATUS_STOPPED" | "TRAINING_SESSION_STATUS_STOPPING" | "TRAINING_SESSION_STATUS_ERROR" | "TRAINING_SESSION_STATUS_EXPIRED";
+            /** @description Optimizer steps taken. */
+            step: number;
+            display_name?: string;
+            metadata: components["schemas"]["RlTrainingSessionMetadataWire"];
+            lora_config?: components["schemas"]["RlLoraConfigWire"];
+            resume_from_checkpoint_id?: string;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+            /** @description The API key id that started it. */
+            created_by: string;
+            error?: {
+                /** @enum {string} */
+                code: "TRAINING_SESSION_ERROR_CODE_RESOURCE_UNAVAILABLE" | "TRAINING_SESSION_ERROR_CODE_RESOURCE_AT_CAPACITY" | "TRAINING_SESSION_ERROR_CODE_TIMED_OUT" | "TRAINING_SESSION_ERROR_CODE_SESSION_FAILED";
+                message: string;
+                /** Format: date-time */
+                occurred_at: string;
+            };
+            inference_checkpoints: {
+                id: string;
+                step: number;
+                /** Format: date-time */
+                created_at: string;
+                registration: {
+                    /** @description The chat model it is served as: its id in the project's catalogue (`ml_...`). */
+                    model_name: string;
+                    /** @description The model's id in the project's catalogue (`ml_...`). */
+                    model_object_id: string;
+                    /** Format: date-time */
+                    registered_at: string;
+                };
+            }[];
+            training_checkpoints: {
+                id: string;
+                step: number;
+                /** Format: date-time */
+                created_at: string;
+                registration: {
+                    /** @description The checkpoint's id. */
+                    object_id: string;
+                };
+            }[];
+        };
+        RlTrainingSessionsListResponse: {
+            data: components["schemas"]["RlTrainingSession"][];
+            meta: components["schemas"]["RlListMeta"];
+        };
+        /** @enum {string} */
+        RlTrainingOperationStatus: "TRAINING_OPERATION_STATUS_PENDING" | "TRAINING_OPERATION_STATUS_RUNNING" | "TRAINING_OPERATION_STATUS_COMPLETED" | "TRAINING_OPERATION_STATUS_FAILED";
+        RlTrainingOperationError: {
+            /** @enum {string} */
+            code: "TRAINING_OPERATION_ERROR_CODE_RESOURCE_EXHAUSTED" | "TRAINING_OPERATION_ERROR_CODE_TIMEOUT" | "TRAINING_OPERATION_ERROR_CODE_INTERNAL_ERROR" | "TRAINING_OPERATION_ERROR_CODE_SESSION_NOT_ACTIVE" | "TRAINING_OPERATION_ERROR_CODE_INVALID_INPUT" | "TRAINING_OPERATION_ERROR_CODE_NON_FINITE_LOSS";
+            message: string;
+        };
+        RlForwardOperation: {
+            id: string;
+            status: components["schemas"]["RlTrainingOperationStatus"];
+            error?: components["schemas"]["RlTrainingOperationError"];
+            output?: {
+                logprobs: {
+                    data: number[];
+                }[];
+            };
+        };
+        RlForwardBackwardOperation: {
+            id: string;
+            status: components["schemas"]["RlTrainingOperationStatus"];
+            error?: components["schemas"]["RlTrainingOperationError"];
+            output?: {
+                loss: number;
+                metrics: {
+                    [key: string]: number;
+                };
+            };
+        };
+        RlCustomForwardBackwardOperation: {
+            id: string;
+            status: components["schemas"]["RlTrainingOperationStatus"];
+            error?: components["schemas"]["RlTrainingOperationError"];
+            output?: Record<string, never>;
+        };
+        RlOptimStepOperation: {
+            id: string;
+            status: components["schemas"]["RlTrainingOperationStatus"];
+            error?: components["schemas"]["RlTrainingOperationError"];
+            output?: {
+                step: number;
+            };
+        };
+        RlWeightsSyncOperation: {
+            id: string;
+            status: components["schemas"]["RlTrainingOperationStatus"];
+            error?: components["schemas"]["RlTrainingOperationError"];
+            output?: {
+                weights_version: number;
+            };
+        };
+        RlSampleOperation: {
+            id: string;
+            status: components["schemas"]["RlTrainingOperationStatus"];
+            error?: components["schemas"]["RlTrainingOperationError"];
+            output?: {
+                results: {
+                    sequences: {
+                        tokens: number[];
+                        logprobs: number[];
+                        /** @enum {string} */
+                        stop_reason: "STOP_REASON_LENGTH" | "STOP_REASON_STOP";
+                        /** Format: int32 */
+                        prompt_cache_hit_tokens: number;
+                        routed_experts?: {
+                            /** Format: byte */
+                            data: string;
+                            shape: number[];
+                        };
+                    }[];
+                    policy_segments: {
+                        /** Format: int32 */
+                        version: number;
+                        /** Format: int32 */
+                        start_token: number;
+                    }[];
+                    prompt_logprobs?: number[];
+                    topk_prompt_logprobs?: {
+                        token_ids: number[];
+                        logprobs: number[];
+                    }[];
+                }[];
+            };
+        };
+        RlInferenceCheckpointOperation: {
+            id: string;
+            status: components["schemas"]["RlTrainingOperationStatus"];
+            error?: components["schemas"]["RlTrainingOperationError"];
+            output?: {
+                model_name: string;
+            };
+        };
+        RlTrainingCheckpointOperation: {
+            id: string;
+            status: components["schemas"]["RlTrainingOperationStatus"];
+            error?: components["schemas"]["RlTrainingOperationError"];
+            output?: {
+                checkpoint_id: string;
+            };
+        };
+        RlCheckpointDownloadResponse: {
+            data: {
+                filename: string;
+                /** @description This server's signed URL of the file (an hour, no key needed). */
+                url: string;
+                /** @description Bytes. */
+                size: number;
+            }[];
+        };
         /** @description Seconds with an `s`, e.g. `"300s"`. */
         RolloutDuration: string;
         RolloutStepSpec: {
@@ -9257,6 +10394,86 @@ export interface components {
                 "application/json": components["schemas"]["ErrorData"];
             };
         };
+        /** @description The operation. */
+        RlForwardOperation: {
+            headers: {
+                "x-rl-engine": components["headers"]["X-Rl-Engine"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["RlForwardOperation"];
+            };
+        };
+        /** @description The operation. */
+        RlForwardBackwardOperation: {
+            headers: {
+                "x-rl-engine": components["headers"]["X-Rl-Engine"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["RlForwardBackwardOperation"];
+            };
+        };
+        /** @description The operation. */
+        RlCustomForwardBackwardOperation: {
+            headers: {
+                "x-rl-engine": components["headers"]["X-Rl-Engine"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["RlCustomForwardBackwardOperation"];
+            };
+        };
+        /** @description The operation. */
+        RlOptimStepOperation: {
+            headers: {
+                "x-rl-engine": components["headers"]["X-Rl-Engine"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["RlOptimStepOperation"];
+            };
+        };
+        /** @description The operation. */
+        RlWeightsSyncOperation: {
+            headers: {
+                "x-rl-engine": components["headers"]["X-Rl-Engine"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["RlWeightsSyncOperation"];
+            };
+        };
+        /** @description The operation. */
+        RlSampleOperation: {
+            headers: {
+                "x-rl-engine": components["headers"]["X-Rl-Engine"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["RlSampleOperation"];
+            };
+        };
+        /** @description The operation. */
+        RlInferenceCheckpointOperation: {
+            headers: {
+                "x-rl-engine": components["headers"]["X-Rl-Engine"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["RlInferenceCheckpointOperation"];
+            };
+        };
+        /** @description The operation. */
+        RlTrainingCheckpointOperation: {
+            headers: {
+                "x-rl-engine": components["headers"]["X-Rl-Engine"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["RlTrainingCheckpointOperation"];
+            };
+        };
         /** @description The `Range` asked for lies outside the file (`range_not_satisfiable`). */
         RangeNotSatisfiable: {
             headers: {
@@ -9308,6 +10525,18 @@ export interface components {
         CatalogueModelId: string;
         /** @description A remote upload's id (`mu_...`). */
         RemoteUploadId: string;
+        /** @description The model resources' id (`mr_...`). */
+        RlModelResourcesId: string;
+        /** @description The training session's id (`ts_...`). */
+        RlSessionId: string;
+        /** @description The operation's id (`op_...`). */
+        RlOperationId: string;
+        /** @description Items per page (default 20, at most 100; a larger one gives 100; negative answers 400 `invalid_limit`). */
+        RlLimit: number;
+        /** @description The last id of the previous page (`meta.next_cursor`). */
+        RlAfter: string;
+        /** @description Only those created by this API key id. */
+        RlCreatedBy: string;
         /** @description A rollout's id (`ro_...`). */
         RolloutId: string;
         /** @description The secret's id or name. */
@@ -9333,6 +10562,12 @@ export interface components {
         "Retry-After": number;
         /** @description Milliseconds to wait before retrying; the official clients prefer it to `Retry-After`. */
         "Retry-After-Ms": number;
+        /**
+         * @description Which engine and model the session (or resources, or checkpoint) is on: `local-rl-engine-1: this server's
+         *     small local model (...)`, never the named base model; or `upstream <url>` for a base model an `ENGINES`
+         *     route sends elsewhere.
+         */
+        "X-Rl-Engine": string;
     };
     pathItems: never;
 }
@@ -14108,6 +15343,803 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorData"];
                 };
             };
+        };
+    };
+    downloadCheckpoint: {
+        parameters: {
+            query: {
+                variant: components["schemas"]["RlCheckpointVariant"];
+            };
+            header?: never;
+            path: {
+                /** @description The checkpoint's id (`ckpt_...`). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The checkpoint's files. */
+            200: {
+                headers: {
+                    "x-rl-engine": components["headers"]["X-Rl-Engine"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RlCheckpointDownloadResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    downloadCheckpointFile: {
+        parameters: {
+            query: {
+                /** @description As `downloadCheckpoint` put it in the URL (absent, the merged model). */
+                variant?: components["schemas"]["RlCheckpointVariant"];
+                /** @description When the URL stops working, in Unix seconds (signed with the path). */
+                expires: number;
+            };
+            header?: never;
+            path: {
+                /** @description The checkpoint's id. */
+                id: string;
+                /** @description The file's name. */
+                filename: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file. */
+            200: {
+                headers: {
+                    /** @description `attachment; filename=<filename>` */
+                    "Content-Disposition"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": Blob;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description The signature is not this server's for this URL (`invalid_signature`), or has expired (`signature_expired`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorData"];
+                };
+            };
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listModelResources: {
+        parameters: {
+            query?: {
+                status?: components["schemas"]["RlModelResourcesStatus"][];
+                /** @description Items per page (default 20, at most 100; a larger one gives 100; negative answers 400 `invalid_limit`). */
+                limit?: components["parameters"]["RlLimit"];
+                /** @description The last id of the previous page (`meta.next_cursor`). */
+                after?: components["parameters"]["RlAfter"];
+                /** @description Only those created by this API key id. */
+                created_by?: components["parameters"]["RlCreatedBy"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of model resources. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RlModelResourcesList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createModelResources: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RlCreateModelResourcesRequest"];
+            };
+        };
+        responses: {
+            /** @description The model resources, PENDING. */
+            200: {
+                headers: {
+                    "x-rl-engine": components["headers"]["X-Rl-Engine"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RlModelResources"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getModelResources: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The model resources' id (`mr_...`). */
+                model_resources_id: components["parameters"]["RlModelResourcesId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The model resources. */
+            200: {
+                headers: {
+                    "x-rl-engine": components["headers"]["X-Rl-Engine"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RlModelResources"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    stopModelResources: {
+        parameters: {
+            query?: {
+                /** @description Stop the sessions that run on the resources too. */
+                force?: boolean;
+            };
+            header?: never;
+            path: {
+                /** @description The model resources' id (`mr_...`). */
+                model_resources_id: components["parameters"]["RlModelResourcesId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The model resources, STOPPING. */
+            200: {
+                headers: {
+                    "x-rl-engine": components["headers"]["X-Rl-Engine"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RlModelResources"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    estimateModelResourcesCost: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RlCreateModelResourcesRequest"];
+            };
+        };
+        responses: {
+            /** @description The price per hour. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RlModelResourcesEstimateCostResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listRlSupportedModels: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The supported base models. */
+            200: {
+                headers: {
+                    "x-rl-engine": components["headers"]["X-Rl-Engine"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RlSupportedModelsListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listTrainingSessions: {
+        parameters: {
+            query?: {
+                status?: components["schemas"]["RlTrainingSessionStatus"][];
+                /** @description Items per page (default 20, at most 100; a larger one gives 100; negative answers 400 `invalid_limit`). */
+                limit?: components["parameters"]["RlLimit"];
+                /** @description The last id of the previous page (`meta.next_cursor`). */
+                after?: components["parameters"]["RlAfter"];
+                model_resources_id?: string;
+                /** @description Only those created by this API key id. */
+                created_by?: components["parameters"]["RlCreatedBy"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of training sessions. */
+            200: {
+                headers: {
+                    "x-rl-engine": components["headers"]["X-Rl-Engine"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RlTrainingSessionsListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    startTrainingSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RlStartTrainingSessionRequest"];
+            };
+        };
+        responses: {
+            /** @description The session, CREATING. */
+            200: {
+                headers: {
+                    "x-rl-engine": components["headers"]["X-Rl-Engine"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RlTrainingSession"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getTrainingSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The training session's id (`ts_...`). */
+                session_id: components["parameters"]["RlSessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The session. */
+            200: {
+                headers: {
+                    "x-rl-engine": components["headers"]["X-Rl-Engine"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RlTrainingSession"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updateTrainingSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The training session's id (`ts_...`). */
+                session_id: components["parameters"]["RlSessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RlUpdateTrainingSessionRequest"];
+            };
+        };
+        responses: {
+            /** @description The session. */
+            200: {
+                headers: {
+                    "x-rl-engine": components["headers"]["X-Rl-Engine"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RlTrainingSession"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    customForwardBackward: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The training session's id (`ts_...`). */
+                session_id: components["parameters"]["RlSessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RlCustomForwardBackwardBody"];
+            };
+        };
+        responses: {
+            200: components["responses"]["RlCustomForwardBackwardOperation"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getCustomForwardBackwardOperation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The training session's id (`ts_...`). */
+                session_id: components["parameters"]["RlSessionId"];
+                /** @description The operation's id (`op_...`). */
+                operation_id: components["parameters"]["RlOperationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["RlCustomForwardBackwardOperation"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    forward: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The training session's id (`ts_...`). */
+                session_id: components["parameters"]["RlSessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RlForwardBody"];
+            };
+        };
+        responses: {
+            200: components["responses"]["RlForwardOperation"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    forwardBackward: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The training session's id (`ts_...`). */
+                session_id: components["parameters"]["RlSessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RlForwardBackwardBody"];
+            };
+        };
+        responses: {
+            200: components["responses"]["RlForwardBackwardOperation"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getForwardBackwardOperation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The training session's id (`ts_...`). */
+                session_id: components["parameters"]["RlSessionId"];
+                /** @description The operation's id (`op_...`). */
+                operation_id: components["parameters"]["RlOperationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["RlForwardBackwardOperation"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getForwardOperation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The training session's id (`ts_...`). */
+                session_id: components["parameters"]["RlSessionId"];
+                /** @description The operation's id (`op_...`). */
+                operation_id: components["parameters"]["RlOperationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["RlForwardOperation"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createInferenceCheckpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The training session's id (`ts_...`). */
+                session_id: components["parameters"]["RlSessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["RlInferenceCheckpointOperation"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getInferenceCheckpointOperation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The training session's id (`ts_...`). */
+                session_id: components["parameters"]["RlSessionId"];
+                /** @description The operation's id (`op_...`). */
+                operation_id: components["parameters"]["RlOperationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["RlInferenceCheckpointOperation"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    OptimStep: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The training session's id (`ts_...`). */
+                session_id: components["parameters"]["RlSessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RlOptimStepBody"];
+            };
+        };
+        responses: {
+            200: components["responses"]["RlOptimStepOperation"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getOptimStepOperation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The training session's id (`ts_...`). */
+                session_id: components["parameters"]["RlSessionId"];
+                /** @description The operation's id (`op_...`). */
+                operation_id: components["parameters"]["RlOperationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["RlOptimStepOperation"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    Sample: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The training session's id (`ts_...`). */
+                session_id: components["parameters"]["RlSessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RlSampleBody"];
+            };
+        };
+        responses: {
+            200: components["responses"]["RlSampleOperation"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    GetSample: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The training session's id (`ts_...`). */
+                session_id: components["parameters"]["RlSessionId"];
+                /** @description The operation's id (`op_...`). */
+                operation_id: components["parameters"]["RlOperationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["RlSampleOperation"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createTrainingCheckpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The training session's id (`ts_...`). */
+                session_id: components["parameters"]["RlSessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["RlTrainingCheckpointOperation"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getTrainingCheckpointOperation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The training session's id (`ts_...`). */
+                session_id: components["parameters"]["RlSessionId"];
+                /** @description The operation's id (`op_...`). */
+                operation_id: components["parameters"]["RlOperationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["RlTrainingCheckpointOperation"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    WeightsSync: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The training session's id (`ts_...`). */
+                session_id: components["parameters"]["RlSessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RlWeightsSyncBody"];
+            };
+        };
+        responses: {
+            200: components["responses"]["RlWeightsSyncOperation"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getWeightsSyncOperation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The training session's id (`ts_...`). */
+                session_id: components["parameters"]["RlSessionId"];
+                /** @description The operation's id (`op_...`). */
+                operation_id: components["parameters"]["RlOperationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["RlWeightsSyncOperation"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    stopTrainingSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The training session's id (`ts_...`). */
+                session_id: components["parameters"]["RlSessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The session, STOPPING. */
+            200: {
+                headers: {
+                    "x-rl-engine": components["headers"]["X-Rl-Engine"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RlTrainingSession"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
     executeCode: {

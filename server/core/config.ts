@@ -125,7 +125,7 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 // Engine routes (ENGINES / ENGINES_FILE): their JSON's shape is part of the schema, so a wrong route stops the start
 // before anything is created. server/engines/routes.ts turns the routes into lookups.
 
-export const CAPABILITIES = ['chat', 'embeddings', 'rerank', 'transcription', 'speech', 'image'] as const;
+export const CAPABILITIES = ['chat', 'embeddings', 'rerank', 'transcription', 'speech', 'image', 'rl'] as const;
 export type Capability = (typeof CAPABILITIES)[number];
 
 const routeCommon = {

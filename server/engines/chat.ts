@@ -67,16 +67,21 @@ interface ToolCallOut {
   function: { name: string; arguments: string };
 }
 
-interface Choice {
+export interface Choice {
   /** The emitted tokens (empty for a tool call). */
   ids: number[];
   text: string;
   toolCall?: ToolCallOut;
   completionTokens: number;
   finishReason: 'stop' | 'length' | 'tool_calls';
+  /**
+   * Per emitted token, its log probability and the most likely tokens at its step (a model that has weights: the
+   * RL engine's). Absent: the local engine's one candidate per step, probability 1.
+   */
+  logprobs?: { logprob: number; top: { id: number; logprob: number }[] }[];
 }
 
-interface Generation {
+export interface Generation {
   promptText: string;
   promptIds: number[];
   choices: Choice[];
@@ -134,7 +139,7 @@ const textOfContent = (content: unknown): { text: string; skipped: number } => {
 };
 
 /** Each message as one line `<role>: <text>` (tool calls as JSON), then the tools' definitions. */
-function transcript(messages: Body[], tools: unknown): string {
+export function transcript(messages: Body[], tools: unknown): string {
   const lines = messages.map((m) => {
     let text = textOfContent(m.content).text;
     if (m.tool_calls?.length) text += (text ? '\n' : '') + JSON.stringify(m.tool_calls);
@@ -302,21 +307,26 @@ function generate(op: TextOperation, body: Body, served: Served): Generation {
 
 const bytesOf = (token: string) => [...Buffer.from(token, 'utf8')];
 
-/** Logprobs of emitted tokens: the engine's one candidate per step has probability 1. */
-function logprobsOf(ids: number[], top: number | null) {
+/** Logprobs of a choice's emitted tokens (`at`: only the one at that index): the model's, or the local engine's 0 (its one candidate). */
+function logprobsOf(c: Choice, top: number | null, at?: number) {
+  const ids = at === undefined ? c.ids : [c.ids[at]!];
+  const steps = ids.map((id, k) => c.logprobs?.[at ?? k] ?? { logprob: 0, top: [{ id, logprob: 0 }] });
   const tokens = ids.map((t) => decode([t]));
   return {
     tokens,
     token_ids: ids,
-    token_logprobs: ids.map(() => 0),
+    token_logprobs: steps.map((s) => s.logprob),
     ...(top === null
       ? {}
       : {
-          content: tokens.map((token) => ({
+          content: tokens.map((token, k) => ({
             token,
-            logprob: 0,
+            logprob: steps[k]!.logprob,
             bytes: bytesOf(token),
-            top_logprobs: top > 0 ? [{ token, logprob: 0, bytes: bytesOf(token) }] : [],
+            top_logprobs: steps[k]!.top.slice(0, top).map((alt) => {
+              const text = decode([alt.id]);
+              return { token: text, logprob: alt.logprob, bytes: bytesOf(text) };
+            }),
           })),
         }),
   };
@@ -338,14 +348,14 @@ function usageOf(g: Generation) {
   return { prompt_tokens: g.promptIds.length, completion_tokens: completion, total_tokens: g.promptIds.length + completion };
 }
 
-function localJson(op: TextOperation, body: Body, served: Served, g: Generation): Body {
+function localJson(op: TextOperation, body: Body, served: Served, g: Generation, fingerprint: string): Body {
   const top = logprobsAsked(op, body);
   const seed = Number.isInteger(body.seed) ? { seed: body.seed as number } : {};
   const prompt = body.echo ? [{ text: g.promptText, logprobs: { tokens: g.promptIds.map((t) => decode([t])), token_ids: g.promptIds } }] : [];
   const common = { id: served.id, created: served.created, model: served.requested, prompt };
   const tail = {
     usage: usageOf(g),
-    system_fingerprint: LOCAL_RUNTIME.engineVersion,
+    system_fingerprint: fingerprint,
     ...(g.warnings.length ? { warnings: g.warnings.map((message) => ({ message })) } : {}),
   };
   if (op === 'chat') {
@@ -356,7 +366,7 @@ function localJson(op: TextOperation, body: Body, served: Served, g: Generation)
         index,
         message: c.toolCall ? { role: 'assistant', content: null, tool_calls: [c.toolCall] } : { role: 'assistant', content: c.text },
         finish_reason: c.finishReason,
-        logprobs: top === null || c.toolCall ? null : logprobsOf(c.ids, top),
+        logprobs: top === null || c.toolCall ? null : logprobsOf(c, top),
         ...seed,
       })),
       ...tail,
@@ -369,14 +379,14 @@ function localJson(op: TextOperation, body: Body, served: Served, g: Generation)
       index,
       text: c.text,
       finish_reason: c.finishReason,
-      ...(top === null ? {} : { logprobs: logprobsOf(c.ids, null) }),
+      ...(top === null ? {} : { logprobs: logprobsOf(c, null) }),
       ...seed,
     })),
     ...tail,
   };
 }
 
-async function* localChunks(op: TextOperation, body: Body, served: Served, g: Generation): AsyncGenerator<Body> {
+async function* localChunks(op: TextOperation, body: Body, served: Served, g: Generation, fingerprint: string): AsyncGenerator<Body> {
   const top = logprobsAsked(op, body);
   const seed = Number.isInteger(body.seed) ? { seed: body.seed as number } : {};
   const includeUsage = body.stream_options?.include_usage === true;
@@ -385,16 +395,16 @@ async function* localChunks(op: TextOperation, body: Body, served: Served, g: Ge
     const chunk = (choices: Body[], usage: Body | null = null) => ({
       ...base,
       object: 'chat.completion.chunk',
-      system_fingerprint: LOCAL_RUNTIME.engineVersion,
+      system_fingerprint: fingerprint,
       choices,
       usage,
     });
     for (const [index, c] of g.choices.entries()) {
       yield chunk([{ index, delta: { role: 'assistant', content: '' }, finish_reason: null, logprobs: null }]);
       if (c.toolCall) yield chunk([{ index, delta: { role: 'assistant', content: null, tool_calls: [c.toolCall] }, finish_reason: null, logprobs: null }]);
-      for (const id of c.ids) {
+      for (const [k, id] of c.ids.entries()) {
         yield chunk([
-          { index, delta: { role: 'assistant', content: decode([id]) }, finish_reason: null, logprobs: top === null ? null : logprobsOf([id], top) },
+          { index, delta: { role: 'assistant', content: decode([id]) }, finish_reason: null, logprobs: top === null ? null : logprobsOf(c, top, k) },
         ]);
       }
       yield chunk([{ index, delta: { role: 'assistant' }, finish_reason: c.finishReason, logprobs: null, ...seed }]);
@@ -402,35 +412,46 @@ async function* localChunks(op: TextOperation, body: Body, served: Served, g: Ge
     if (includeUsage) yield chunk([], usageOf(g));
     return;
   }
-  const chunk = (index: number, id: number | null, finish: string | null, usage: Body | null = null) => ({
-    ...base,
-    object: 'completion.chunk',
-    token: id === null ? { id: -1, text: '', logprob: 0, special: true } : { id, text: decode([id]), logprob: 0, special: false },
-    choices: [
-      {
-        index,
-        text: id === null ? '' : decode([id]),
-        finish_reason: finish,
-        ...(top === null ? {} : { logprobs: id === null ? null : logprobsOf([id], null) }),
-      },
-    ],
-    usage,
-    finish_reason: finish,
-    ...seed,
-  });
+  const chunk = (index: number, k: number | null, finish: string | null, usage: Body | null = null) => {
+    const c = g.choices[index]!;
+    const id = k === null ? null : c.ids[k]!;
+    const logprob = k === null ? 0 : (c.logprobs?.[k]?.logprob ?? 0);
+    return {
+      ...base,
+      object: 'completion.chunk',
+      token: id === null ? { id: -1, text: '', logprob: 0, special: true } : { id, text: decode([id]), logprob, special: false },
+      choices: [
+        {
+          index,
+          text: id === null ? '' : decode([id]),
+          finish_reason: finish,
+          ...(top === null ? {} : { logprobs: k === null ? null : logprobsOf(c, null, k) }),
+        },
+      ],
+      usage,
+      finish_reason: finish,
+      ...seed,
+    };
+  };
   for (const [index, c] of g.choices.entries()) {
-    for (const id of c.ids) yield chunk(index, id, null);
+    for (const k of c.ids.keys()) yield chunk(index, k, null);
     yield chunk(index, null, c.finishReason);
   }
   if (includeUsage)
     yield { ...base, object: 'completion.chunk', token: { id: -1, text: '', logprob: 0, special: true }, choices: [], usage: usageOf(g), finish_reason: null };
 }
 
+/** A generation in the operation's wire shape: whole, or (`stream`) as the chunks of Server-Sent Events. */
+export function textAnswer(op: TextOperation, body: Body, served: Served, g: Generation, fingerprint: string): Outcome {
+  return body.stream
+    ? { kind: 'stream', chunks: localChunks(op, body, served, g, fingerprint) }
+    : { kind: 'json', body: localJson(op, body, served, g, fingerprint) };
+}
+
 export const localTextEngine: TextEngine = {
   runtime: LOCAL_RUNTIME,
   async run(op, body, served) {
-    const g = generate(op, body, served);
-    return body.stream ? { kind: 'stream', chunks: localChunks(op, body, served, g) } : { kind: 'json', body: localJson(op, body, served, g) };
+    return textAnswer(op, body, served, generate(op, body, served), LOCAL_RUNTIME.engineVersion);
   },
 };
 

@@ -14,11 +14,13 @@ export const UPSTREAM_TIMEOUT_MS = 120_000;
 
 export interface UpstreamOptions {
   signal?: AbortSignal;
+  /** GET (no body) instead of POST: reads of an upstream's resources (an RL operation polled until it ends). */
+  method?: 'GET';
   /** The route is a caller's server (an external judge), fetched under this policy. */
   external?: UrlFetchPolicy;
 }
 
-/** POSTs `body` (JSON, or FormData for uploads) to `<route.url><path>`; answers the response once its status is OK. */
+/** POSTs `body` (JSON, or FormData for uploads) to `<route.url><path>` (or GETs it); answers the response once its status is OK. */
 export async function upstreamFetch(route: UpstreamRoute, path: string, body: unknown, options: UpstreamOptions = {}): Promise<Response> {
   if (options.external) return externalFetch(route, path, body, options.external);
   const { signal } = options;
@@ -27,14 +29,15 @@ export async function upstreamFetch(route: UpstreamRoute, path: string, body: un
   const form = body instanceof FormData;
   let res: Response;
   try {
+    const get = options.method === 'GET';
     res = await fetch(`${route.url}${path}`, {
-      method: 'POST',
+      method: get ? 'GET' : 'POST',
       headers: {
         ...(route.apiKey ? { Authorization: `Bearer ${route.apiKey}` } : {}),
-        ...(form ? {} : { 'Content-Type': 'application/json' }),
+        ...(form || get ? {} : { 'Content-Type': 'application/json' }),
         Accept: 'application/json, text/event-stream',
       },
-      body: form ? body : JSON.stringify(body),
+      body: get ? undefined : form ? body : JSON.stringify(body),
       signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
     });
   } catch (err) {

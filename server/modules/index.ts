@@ -25,6 +25,7 @@ import { modelCatalogue } from './model-catalogue/index.ts';
 import { models } from './models/index.ts';
 import { queue } from './queue/index.ts';
 import { rerank } from './rerank/index.ts';
+import { rl } from './rl/index.ts';
 import { rollouts } from './rollouts/index.ts';
 import { secrets } from './secrets/index.ts';
 import type { AnyModule } from './types.ts';
@@ -57,6 +58,7 @@ export const modules = [
   batches,
   queue,
   codeInterpreter,
+  rl,
 ] as const;
 
 // Every module of the spec is listed (but the guest's): a tag file without its line here fails `tsc`.

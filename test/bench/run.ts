@@ -15,6 +15,7 @@ import { batchBench } from './batches.ts';
 import { benchImage } from './image.ts';
 import { queueBench } from './queue.ts';
 import { resetBench } from './reset.ts';
+import { benchRl } from './rl.ts';
 import { runnerBench } from './runner.ts';
 import { scenarios } from './scenarios.ts';
 import { benchSpeech } from './speech.ts';
@@ -224,6 +225,7 @@ try {
   if (!filter || 'runner throughput'.includes(filter)) await runnerBench(ROUNDS);
   if ((!filter || 'reset'.includes(filter)) && !(await resetBench(ROUNDS))) failed++;
   if (!filter || 'batch'.includes(filter)) await batchBench();
+  if (!filter || 'rl'.includes(filter)) await benchRl();
   process.exitCode = failed ? 1 : 0;
 } finally {
   for (const c of children) c.kill('SIGTERM');

@@ -9,6 +9,7 @@ import { reply } from '../../http/reply.ts';
 import { recordServed } from '../dedicated/index.ts';
 import { mirror } from '../experiments/index.ts';
 import { catalogueModel } from '../models/index.ts';
+import { trainedTextEngine } from '../rl/index.ts';
 import type { Context, Services } from '../types.ts';
 import { resolveTarget } from './targets.ts';
 import { fromUpstream } from './wire.ts';
@@ -54,7 +55,8 @@ export async function infer(op: TextOperation, ctx: TextCall) {
   const intercepted = await engines.intercept.text?.({ op, operationId: ctx.operationId, body });
   if (local && !intercepted && body.safety_model !== undefined)
     warnings.push(`safety_model ${body.safety_model} was not applied: the local engine runs no safety model.`);
-  const engine = intercepted ? intercepted.value : local ? localTextEngine : upstreamTextEngine(route);
+  // An RL inference checkpoint's model is answered by its trained weights (rl's text engine), any other by the local engine.
+  const engine = intercepted ? intercepted.value : local ? ((await trainedTextEngine(ctx, target.model)) ?? localTextEngine) : upstreamTextEngine(route);
   let outcome: Awaited<ReturnType<typeof engine.run>>;
   try {
     outcome = await engine.run(op, body, {

@@ -268,6 +268,26 @@ export type GeneratedImage = Prisma.GeneratedImageModel
  */
 export type QueueJob = Prisma.QueueJobModel
 /**
+ * Model RlModelResources
+ * 
+ */
+export type RlModelResources = Prisma.RlModelResourcesModel
+/**
+ * Model RlSession
+ * 
+ */
+export type RlSession = Prisma.RlSessionModel
+/**
+ * Model RlOperation
+ * 
+ */
+export type RlOperation = Prisma.RlOperationModel
+/**
+ * Model RlCheckpoint
+ * 
+ */
+export type RlCheckpoint = Prisma.RlCheckpointModel
+/**
  * Model Rollout
  * 
  */

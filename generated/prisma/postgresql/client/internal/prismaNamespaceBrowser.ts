@@ -101,6 +101,10 @@ export const ModelName = {
   FineTuneCheckpoint: 'FineTuneCheckpoint',
   GeneratedImage: 'GeneratedImage',
   QueueJob: 'QueueJob',
+  RlModelResources: 'RlModelResources',
+  RlSession: 'RlSession',
+  RlOperation: 'RlOperation',
+  RlCheckpoint: 'RlCheckpoint',
   Rollout: 'Rollout',
   RolloutStep: 'RolloutStep',
   WorkItem: 'WorkItem',
@@ -941,6 +945,87 @@ export const QueueJobScalarFieldEnum = {
 } as const
 
 export type QueueJobScalarFieldEnum = (typeof QueueJobScalarFieldEnum)[keyof typeof QueueJobScalarFieldEnum]
+
+
+export const RlModelResourcesScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  baseModel: 'baseModel',
+  loraEnabled: 'loraEnabled',
+  numGeneratorReplicas: 'numGeneratorReplicas',
+  optimizerConfig: 'optimizerConfig',
+  status: 'status',
+  errorCode: 'errorCode',
+  errorMessage: 'errorMessage',
+  erroredAt: 'erroredAt',
+  createdBy: 'createdBy',
+  createdAt: 'createdAt',
+  updatedAt: 'updatedAt'
+} as const
+
+export type RlModelResourcesScalarFieldEnum = (typeof RlModelResourcesScalarFieldEnum)[keyof typeof RlModelResourcesScalarFieldEnum]
+
+
+export const RlSessionScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  modelResourcesId: 'modelResourcesId',
+  baseModel: 'baseModel',
+  displayName: 'displayName',
+  metadata: 'metadata',
+  loraConfig: 'loraConfig',
+  resumeFromCheckpoint: 'resumeFromCheckpoint',
+  status: 'status',
+  errorCode: 'errorCode',
+  errorMessage: 'errorMessage',
+  erroredAt: 'erroredAt',
+  engine: 'engine',
+  trainer: 'trainer',
+  sampler: 'sampler',
+  stateVersion: 'stateVersion',
+  step: 'step',
+  weightsVersion: 'weightsVersion',
+  nextSeq: 'nextSeq',
+  lastActivityAt: 'lastActivityAt',
+  createdBy: 'createdBy',
+  createdAt: 'createdAt',
+  updatedAt: 'updatedAt'
+} as const
+
+export type RlSessionScalarFieldEnum = (typeof RlSessionScalarFieldEnum)[keyof typeof RlSessionScalarFieldEnum]
+
+
+export const RlOperationScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  sessionId: 'sessionId',
+  seq: 'seq',
+  kind: 'kind',
+  status: 'status',
+  input: 'input',
+  output: 'output',
+  errorCode: 'errorCode',
+  errorMessage: 'errorMessage',
+  createdAt: 'createdAt',
+  updatedAt: 'updatedAt'
+} as const
+
+export type RlOperationScalarFieldEnum = (typeof RlOperationScalarFieldEnum)[keyof typeof RlOperationScalarFieldEnum]
+
+
+export const RlCheckpointScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  sessionId: 'sessionId',
+  kind: 'kind',
+  step: 'step',
+  bytes: 'bytes',
+  modelId: 'modelId',
+  modelName: 'modelName',
+  createdAt: 'createdAt'
+} as const
+
+export type RlCheckpointScalarFieldEnum = (typeof RlCheckpointScalarFieldEnum)[keyof typeof RlCheckpointScalarFieldEnum]
 
 
 export const RolloutScalarFieldEnum = {

@@ -447,6 +447,10 @@ export const ModelName = {
   FineTuneCheckpoint: 'FineTuneCheckpoint',
   GeneratedImage: 'GeneratedImage',
   QueueJob: 'QueueJob',
+  RlModelResources: 'RlModelResources',
+  RlSession: 'RlSession',
+  RlOperation: 'RlOperation',
+  RlCheckpoint: 'RlCheckpoint',
   Rollout: 'Rollout',
   RolloutStep: 'RolloutStep',
   WorkItem: 'WorkItem',
@@ -471,7 +475,7 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
     omit: GlobalOmitOptions
   }
   meta: {
-    modelProps: "organization" | "project" | "apiKey" | "seedRun" | "serverKey" | "autoscalerState" | "batch" | "hardware" | "model" | "modelRevision" | "remoteUpload" | "remoteUploadEvent" | "modelUploadJob" | "hardwareReservation" | "tciSession" | "tciCell" | "cluster" | "clusterSharedVolume" | "clusterAddOn" | "computeHost" | "computeInstance" | "computeVm" | "passiveHealthCheckAlert" | "remediation" | "idempotencyRecord" | "containerDeployment" | "containerDeploymentLog" | "controlSnapshot" | "controlRule" | "controlJournalEntry" | "controlSetting" | "controlProcess" | "v1Endpoint" | "modelConfig" | "dedicatedEndpoint" | "deployment" | "endpointEvent" | "adapterBinding" | "deploymentAdapter" | "servedRequest" | "evaluationJob" | "abExperiment" | "shadowExperiment" | "shadowTarget" | "file" | "fineTune" | "fineTuneEvent" | "fineTuneCheckpoint" | "generatedImage" | "queueJob" | "rollout" | "rolloutStep" | "workItem" | "volume" | "volumeVersion" | "volumeMount" | "secret" | "secretUse" | "video"
+    modelProps: "organization" | "project" | "apiKey" | "seedRun" | "serverKey" | "autoscalerState" | "batch" | "hardware" | "model" | "modelRevision" | "remoteUpload" | "remoteUploadEvent" | "modelUploadJob" | "hardwareReservation" | "tciSession" | "tciCell" | "cluster" | "clusterSharedVolume" | "clusterAddOn" | "computeHost" | "computeInstance" | "computeVm" | "passiveHealthCheckAlert" | "remediation" | "idempotencyRecord" | "containerDeployment" | "containerDeploymentLog" | "controlSnapshot" | "controlRule" | "controlJournalEntry" | "controlSetting" | "controlProcess" | "v1Endpoint" | "modelConfig" | "dedicatedEndpoint" | "deployment" | "endpointEvent" | "adapterBinding" | "deploymentAdapter" | "servedRequest" | "evaluationJob" | "abExperiment" | "shadowExperiment" | "shadowTarget" | "file" | "fineTune" | "fineTuneEvent" | "fineTuneCheckpoint" | "generatedImage" | "queueJob" | "rlModelResources" | "rlSession" | "rlOperation" | "rlCheckpoint" | "rollout" | "rolloutStep" | "workItem" | "volume" | "volumeVersion" | "volumeMount" | "secret" | "secretUse" | "video"
     txIsolationLevel: TransactionIsolationLevel
   }
   model: {
@@ -4175,6 +4179,302 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
         }
       }
     }
+    RlModelResources: {
+      payload: Prisma.$RlModelResourcesPayload<ExtArgs>
+      fields: Prisma.RlModelResourcesFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.RlModelResourcesFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RlModelResourcesPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.RlModelResourcesFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RlModelResourcesPayload>
+        }
+        findFirst: {
+          args: Prisma.RlModelResourcesFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RlModelResourcesPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.RlModelResourcesFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RlModelResourcesPayload>
+        }
+        findMany: {
+          args: Prisma.RlModelResourcesFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RlModelResourcesPayload>[]
+        }
+        create: {
+          args: Prisma.RlModelResourcesCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RlModelResourcesPayload>
+        }
+        createMany: {
+          args: Prisma.RlModelResourcesCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.RlModelResourcesCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RlModelResourcesPayload>[]
+        }
+        delete: {
+          args: Prisma.RlModelResourcesDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RlModelResourcesPayload>
+        }
+        update: {
+          args: Prisma.RlModelResourcesUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RlModelResourcesPayload>
+        }
+        deleteMany: {
+          args: Prisma.RlModelResourcesDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.RlModelResourcesUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.RlModelResourcesUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RlModelResourcesPayload>[]
+        }
+        upsert: {
+          args: Prisma.RlModelResourcesUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RlModelResourcesPayload>
+        }
+        aggregate: {
+          args: Prisma.RlModelResourcesAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateRlModelResources>
+        }
+        groupBy: {
+          args: Prisma.RlModelResourcesGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.RlModelResourcesGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.RlModelResourcesCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.RlModelResourcesCountAggregateOutputType> | number
+        }
+      }
+    }
+    RlSession: {
+      payload: Prisma.$RlSessionPayload<ExtArgs>
+      fields: Prisma.RlSessionFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.RlSessionFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RlSessionPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.RlSessionFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RlSessionPayload>
+        }
+        findFirst: {
+          args: Prisma.RlSessionFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RlSessionPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.RlSessionFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RlSessionPayload>
+        }
+        findMany: {
+          args: Prisma.RlSessionFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RlSessionPayload>[]
+        }
+        create: {
+          args: Prisma.RlSessionCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RlSessionPayload>
+        }
+        createMany: {
+          args: Prisma.RlSessionCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.RlSessionCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RlSessionPayload>[]
+        }
+        delete: {
+          args: Prisma.RlSessionDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RlSessionPayload>
+        }
+        update: {
+          args: Prisma.RlSessionUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RlSessionPayload>
+        }
+        deleteMany: {
+          args: Prisma.RlSessionDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.RlSessionUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.RlSessionUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RlSessionPayload>[]
+        }
+        upsert: {
+          args: Prisma.RlSessionUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RlSessionPayload>
+        }
+        aggregate: {
+          args: Prisma.RlSessionAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateRlSession>
+        }
+        groupBy: {
+          args: Prisma.RlSessionGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.RlSessionGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.RlSessionCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.RlSessionCountAggregateOutputType> | number
+        }
+      }
+    }
+    RlOperation: {
+      payload: Prisma.$RlOperationPayload<ExtArgs>
+      fields: Prisma.RlOperationFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.RlOperationFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RlOperationPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.RlOperationFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RlOperationPayload>
+        }
+        findFirst: {
+          args: Prisma.RlOperationFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RlOperationPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.RlOperationFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RlOperationPayload>
+        }
+        findMany: {
+          args: Prisma.RlOperationFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RlOperationPayload>[]
+        }
+        create: {
+          args: Prisma.RlOperationCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RlOperationPayload>
+        }
+        createMany: {
+          args: Prisma.RlOperationCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.RlOperationCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RlOperationPayload>[]
+        }
+        delete: {
+          args: Prisma.RlOperationDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RlOperationPayload>
+        }
+        update: {
+          args: Prisma.RlOperationUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RlOperationPayload>
+        }
+        deleteMany: {
+          args: Prisma.RlOperationDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.RlOperationUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.RlOperationUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RlOperationPayload>[]
+        }
+        upsert: {
+          args: Prisma.RlOperationUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RlOperationPayload>
+        }
+        aggregate: {
+          args: Prisma.RlOperationAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateRlOperation>
+        }
+        groupBy: {
+          args: Prisma.RlOperationGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.RlOperationGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.RlOperationCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.RlOperationCountAggregateOutputType> | number
+        }
+      }
+    }
+    RlCheckpoint: {
+      payload: Prisma.$RlCheckpointPayload<ExtArgs>
+      fields: Prisma.RlCheckpointFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.RlCheckpointFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RlCheckpointPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.RlCheckpointFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RlCheckpointPayload>
+        }
+        findFirst: {
+          args: Prisma.RlCheckpointFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RlCheckpointPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.RlCheckpointFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RlCheckpointPayload>
+        }
+        findMany: {
+          args: Prisma.RlCheckpointFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RlCheckpointPayload>[]
+        }
+        create: {
+          args: Prisma.RlCheckpointCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RlCheckpointPayload>
+        }
+        createMany: {
+          args: Prisma.RlCheckpointCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.RlCheckpointCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RlCheckpointPayload>[]
+        }
+        delete: {
+          args: Prisma.RlCheckpointDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RlCheckpointPayload>
+        }
+        update: {
+          args: Prisma.RlCheckpointUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RlCheckpointPayload>
+        }
+        deleteMany: {
+          args: Prisma.RlCheckpointDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.RlCheckpointUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.RlCheckpointUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RlCheckpointPayload>[]
+        }
+        upsert: {
+          args: Prisma.RlCheckpointUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RlCheckpointPayload>
+        }
+        aggregate: {
+          args: Prisma.RlCheckpointAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateRlCheckpoint>
+        }
+        groupBy: {
+          args: Prisma.RlCheckpointGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.RlCheckpointGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.RlCheckpointCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.RlCheckpointCountAggregateOutputType> | number
+        }
+      }
+    }
     Rollout: {
       payload: Prisma.$RolloutPayload<ExtArgs>
       fields: Prisma.RolloutFieldRefs
@@ -5692,6 +5992,87 @@ export const QueueJobScalarFieldEnum = {
 export type QueueJobScalarFieldEnum = (typeof QueueJobScalarFieldEnum)[keyof typeof QueueJobScalarFieldEnum]
 
 
+export const RlModelResourcesScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  baseModel: 'baseModel',
+  loraEnabled: 'loraEnabled',
+  numGeneratorReplicas: 'numGeneratorReplicas',
+  optimizerConfig: 'optimizerConfig',
+  status: 'status',
+  errorCode: 'errorCode',
+  errorMessage: 'errorMessage',
+  erroredAt: 'erroredAt',
+  createdBy: 'createdBy',
+  createdAt: 'createdAt',
+  updatedAt: 'updatedAt'
+} as const
+
+export type RlModelResourcesScalarFieldEnum = (typeof RlModelResourcesScalarFieldEnum)[keyof typeof RlModelResourcesScalarFieldEnum]
+
+
+export const RlSessionScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  modelResourcesId: 'modelResourcesId',
+  baseModel: 'baseModel',
+  displayName: 'displayName',
+  metadata: 'metadata',
+  loraConfig: 'loraConfig',
+  resumeFromCheckpoint: 'resumeFromCheckpoint',
+  status: 'status',
+  errorCode: 'errorCode',
+  errorMessage: 'errorMessage',
+  erroredAt: 'erroredAt',
+  engine: 'engine',
+  trainer: 'trainer',
+  sampler: 'sampler',
+  stateVersion: 'stateVersion',
+  step: 'step',
+  weightsVersion: 'weightsVersion',
+  nextSeq: 'nextSeq',
+  lastActivityAt: 'lastActivityAt',
+  createdBy: 'createdBy',
+  createdAt: 'createdAt',
+  updatedAt: 'updatedAt'
+} as const
+
+export type RlSessionScalarFieldEnum = (typeof RlSessionScalarFieldEnum)[keyof typeof RlSessionScalarFieldEnum]
+
+
+export const RlOperationScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  sessionId: 'sessionId',
+  seq: 'seq',
+  kind: 'kind',
+  status: 'status',
+  input: 'input',
+  output: 'output',
+  errorCode: 'errorCode',
+  errorMessage: 'errorMessage',
+  createdAt: 'createdAt',
+  updatedAt: 'updatedAt'
+} as const
+
+export type RlOperationScalarFieldEnum = (typeof RlOperationScalarFieldEnum)[keyof typeof RlOperationScalarFieldEnum]
+
+
+export const RlCheckpointScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  sessionId: 'sessionId',
+  kind: 'kind',
+  step: 'step',
+  bytes: 'bytes',
+  modelId: 'modelId',
+  modelName: 'modelName',
+  createdAt: 'createdAt'
+} as const
+
+export type RlCheckpointScalarFieldEnum = (typeof RlCheckpointScalarFieldEnum)[keyof typeof RlCheckpointScalarFieldEnum]
+
+
 export const RolloutScalarFieldEnum = {
   id: 'id',
   projectId: 'projectId',
@@ -6104,6 +6485,10 @@ export type GlobalOmitConfig = {
   fineTuneCheckpoint?: Prisma.FineTuneCheckpointOmit
   generatedImage?: Prisma.GeneratedImageOmit
   queueJob?: Prisma.QueueJobOmit
+  rlModelResources?: Prisma.RlModelResourcesOmit
+  rlSession?: Prisma.RlSessionOmit
+  rlOperation?: Prisma.RlOperationOmit
+  rlCheckpoint?: Prisma.RlCheckpointOmit
   rollout?: Prisma.RolloutOmit
   rolloutStep?: Prisma.RolloutStepOmit
   workItem?: Prisma.WorkItemOmit
