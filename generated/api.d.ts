@@ -1374,7 +1374,8 @@ export interface paths {
          * Create a secret
          * @description Stores a secret. `project_id` is accepted for compatibility with the official client and ignored (a secret
          *     belongs to the caller's key's project), as on the public platform. A name already used in the project
-         *     answers 409 `secret_name_taken`.
+         *     answers 409 `secret_name_taken`; a project that already holds 1,000 secrets answers 409
+         *     `secret_limit_reached`.
          */
         post: operations["createSecret"];
         delete?: never;
@@ -8644,8 +8645,9 @@ export interface components {
          */
         SecretName: string;
         /**
-         * @description Write-only; stored encrypted, never returned. No length limit of its own (the platform sets none): the
-         *     whole body is bounded by `BODY_LIMIT_BYTES` (413 `body_too_large`).
+         * @description Write-only; stored encrypted, never returned. At most 131,072 characters (the platform states no limit;
+         *     see the tag's "Limits"); a longer one answers 400 `maxLength` (`param` `value`), whose message does not
+         *     hold the value.
          */
         SecretValue: string;
         /** @description The public platform's SecretResponseItem; never carries the value. */
