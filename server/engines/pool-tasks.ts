@@ -1,8 +1,7 @@
 // The tasks the worker threads of the pool (pool.ts) run: nothing here touches the event loop of the process.
-
 import { sample } from 'openapi-sampler';
 import { Piscina } from 'piscina';
-import { type ImageRequest, renderPixels } from './image.ts';
+import { encode, type ImageFormat, type ImageRequest, renderPixels } from './image.ts';
 import { SchemaProblem, validatorOf } from './json-schema.ts';
 import { beyondSampleBounds, SAMPLE_BOUNDS, sampleTooLong } from './sample-bounds.ts';
 
@@ -14,17 +13,23 @@ export interface ImageTask {
   colours: Rgb[];
   /** The input image's pixels, when there is one. */
   base?: Uint8Array;
+  format: ImageFormat;
 }
 
 /** What sampling a caller's schema came to: the sample's JSON, or why there is none. */
 export type SchemaOutcome = { json: string } | { problem: 'invalid'; why: string } | { problem: 'beyond'; why: string } | { problem: 'unsatisfied' };
 
 export const tasks = {
-  /** One local picture's pixels (RGB, 8 bits), moved back rather than copied. */
+  /**
+   * One local picture, rendered and encoded (its file, moved back rather than copied): only the file crosses to the
+   * event loop's thread, not the pixels (12 MB at 2048x2048, whose churn there cost long garbage collections).
+   */
   async image(task: ImageTask): Promise<ArrayBuffer> {
     const base = task.base ? Buffer.from(task.base.buffer, task.base.byteOffset, task.base.byteLength) : undefined;
-    const px = await renderPixels(task.request as ImageRequest, task.seed, task.colours, base);
-    const own = px.byteOffset === 0 && px.byteLength === px.buffer.byteLength ? px.buffer : px.buffer.slice(px.byteOffset, px.byteOffset + px.byteLength);
+    const { width, height } = task.request;
+    const file = await encode(await renderPixels(task.request as ImageRequest, task.seed, task.colours, base), width, height, task.format);
+    const own =
+      file.byteOffset === 0 && file.byteLength === file.buffer.byteLength ? file.buffer : file.buffer.slice(file.byteOffset, file.byteOffset + file.byteLength);
     return Piscina.move(own as ArrayBuffer) as unknown as ArrayBuffer;
   },
 
