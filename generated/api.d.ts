@@ -8950,6 +8950,21 @@ export interface components {
                 "application/json": components["schemas"]["ErrorData"];
             };
         };
+        /**
+         * @description `content_gone` (`type` `invalid_request_error`, `param` the id's parameter, with `x-should-retry: false`):
+         *     the resource's record exists but its bytes are no longer stored on this server (deleted from `DATA_DIR`
+         *     behind its back, while the storage folder itself is in place); sending the request again cannot help.
+         *     When the storage itself fails (its folder missing, replaced or unreadable) the answer is 503
+         *     `storage_unavailable` instead (see `Unavailable`).
+         */
+        Gone: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorData"];
+            };
+        };
         /** @description An unexpected failure; the message is generic and the cause is logged under the response's `x-request-id`. */
         InternalError: {
             headers: {
@@ -8961,7 +8976,7 @@ export interface components {
         };
         /**
          * @description An outage, not the request's fault: `database_unavailable` (the database cannot be reached or written
-         *     now) or `storage_unavailable` (the server's disk cannot take the request's bytes now), `type`
+         *     now) or `storage_unavailable` (the server's disk cannot take or give the request's bytes now), `type`
          *     `server_error`, `param` null. Nothing was changed (see the error table for the one exception); retry after `Retry-After` seconds, and the same request
          *     works once the database or disk is back.
          */
@@ -11752,6 +11767,7 @@ export interface operations {
                 };
             };
             404: components["responses"]["NotFound"];
+            410: components["responses"]["Gone"];
             /** @description The `Range` asked for lies outside the file (`range_not_satisfiable`). */
             416: {
                 headers: {
@@ -12628,6 +12644,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            410: components["responses"]["Gone"];
             /** @description The `Range` asked for lies outside the file (`range_not_satisfiable`). */
             416: {
                 headers: {
@@ -13249,6 +13266,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            410: components["responses"]["Gone"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
         };
@@ -13876,6 +13894,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            410: components["responses"]["Gone"];
             416: components["responses"]["RangeNotSatisfiable"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -16495,6 +16514,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            410: components["responses"]["Gone"];
             416: components["responses"]["RangeNotSatisfiable"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
