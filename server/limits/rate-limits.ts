@@ -127,8 +127,10 @@ export class RateLimits {
             enableAutoPipelining: false,
             maxRetriesPerRequest: 1,
             connectTimeout: 2000,
-            // No command waits on Redis longer than this: past it, the count is this process's (insurance).
-            commandTimeout: config.redisCommandTimeoutMs,
+            // A request stops waiting at its own deadline (RedisLink.within); a command's answer is still awaited a
+            // while longer, so that a late one can show Redis is there (and then dropped: a frozen Redis's commands
+            // do not pile up in the process).
+            commandTimeout: 5 * config.redisCommandTimeoutMs,
             lazyConnect: false,
           })
         : undefined;
@@ -545,7 +547,14 @@ class SharedCounter extends LocalCounter {
    */
   override async add(key: string, points: number, deadline: number): Promise<Tally> {
     const local = super.add(key, points);
-    const counted = await this.link.within(deadline, (until) => this.link.redis.rlCount(this.getKey(key), points, this.seconds * 1000, until));
+    const count = (until: number) => this.link.redis.rlCount(this.getKey(key), points, this.seconds * 1000, until);
+    if (deadline <= Date.now()) {
+      // The request's wait is spent (its other calls took it, or its event loop was held): it is decided on the
+      // process's tally, and Redis, if it answers, still counts it, so the shared window misses no request.
+      void this.link.within(Date.now() + this.link.timeoutMs, count);
+      return local;
+    }
+    const counted = await this.link.within(deadline, count);
     if (counted) return { res: result(counted[0], counted[1]), shared: true };
     return local;
   }
@@ -615,14 +624,18 @@ export class RedisWait {
 class RedisLink {
   /** A call went unanswered past its deadline: every request counts in the process until a probe is answered in time. */
   private late = false;
-  /** Redis's clock less this process's, in ms (from the probes: the round trip's middle). */
+  /** How many calls went unanswered in time (only the last one's late answer makes Redis usable again). */
+  private lateness = 0;
+  /** Redis's clock less this process's, in ms (from the probes: the round trip's middle), and how far off it may be. */
   private offset = 0;
+  private offsetError = 0;
+  private bestTrip = Number.POSITIVE_INFINITY;
   private timer?: NodeJS.Timeout;
   readonly redis: LinkedRedis;
 
   constructor(
     redis: Redis,
-    private readonly timeoutMs: number,
+    readonly timeoutMs: number,
     private readonly log: Logger,
   ) {
     redis.defineCommand('rlCount', { numberOfKeys: 1, lua: COUNT_SCRIPT });
@@ -650,11 +663,24 @@ class RedisLink {
       timer = setTimeout(() => setImmediate(() => resolve(LATE)), ms);
     });
     try {
-      const out = await Promise.race([call(deadline + this.offset).catch(() => FAILED), expired]);
+      // In Redis's clock, erring early by the clocks' uncertainty: a count Redis refuses as late is counted in the
+      // process instead (once either way), while one it took late would be counted twice.
+      const pending = call(Math.floor(deadline + this.offset - this.offsetError));
+      const out = await Promise.race([pending.catch(() => FAILED), expired]);
       // ioredis's own command timeout (the same length) may answer first: a failure at the deadline is lateness too.
       if (out === LATE || (out === FAILED && Date.now() >= deadline)) {
         if (!this.late) this.log.warn({ timeoutMs: this.timeoutMs }, 'rate limits: Redis did not answer in time; counting in this process until it does');
         this.late = true;
+        // An answer that comes after all (an event loop held by other work, a Redis slow for a moment rather than
+        // frozen) shows Redis is there: counting goes back to it at once rather than at the next probe. (What it
+        // counted late was refused by Redis's own deadline check: the request is counted in the process only.)
+        const since = ++this.lateness;
+        pending.then(
+          () => {
+            if (this.lateness === since) this.late = false;
+          },
+          () => {},
+        );
         return undefined;
       }
       // A count Redis refused as late (its clock past the deadline) is counted in the process.
@@ -693,7 +719,15 @@ class RedisLink {
       }
       const received = Date.now();
       const [seconds, micros] = answer as unknown as [string, string];
-      this.offset = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000) - (sent + received) / 2;
+      // The clocks' difference is known to half the round trip: a probe whose answer sat unread (an event loop held
+      // at start) would be seconds off, so only a round trip as short as the best so far (or 10 ms), and short beside
+      // the timeout, sets it.
+      const trip = received - sent;
+      if (trip <= Math.max(10, 2 * this.bestTrip) && trip < this.timeoutMs / 2) {
+        this.bestTrip = Math.min(this.bestTrip, trip);
+        this.offset = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000) - (sent + received) / 2;
+        this.offsetError = trip / 2 + 1;
+      }
       this.missed = 0;
       if (this.late) this.log.info('rate limits: Redis answers again; counting there');
       this.late = false;
