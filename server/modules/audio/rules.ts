@@ -63,8 +63,13 @@ export async function downloadAudio(url: URL, path: string, limit: number, polic
   let broken: unknown;
   const drained = () =>
     new Promise<void>((r) => {
-      out.once('drain', () => r());
-      out.once('error', () => r());
+      const done = () => {
+        out.off('drain', done);
+        out.off('error', done);
+        r();
+      };
+      out.on('drain', done);
+      out.on('error', done);
     });
   out.on('error', (err) => (broken ??= err));
   try {
@@ -85,6 +90,11 @@ export async function downloadAudio(url: URL, path: string, limit: number, polic
     if (broken) throw storageFailure(broken);
     return bytes;
   } finally {
-    if (!out.closed) out.destroy();
+    // Closed before the caller removes the file (its opening may still be under way when the fetch failed at once).
+    if (!out.closed)
+      await new Promise<void>((r) => {
+        out.once('close', () => r());
+        if (!out.writableEnded) out.end();
+      });
   }
 }
