@@ -10,6 +10,7 @@
 import { createHash } from 'node:crypto';
 import { apiError, badRequest } from '../core/errors.ts';
 import { offLoop } from './pool.ts';
+import type { SchemaOutcome } from './pool-tasks.ts';
 import type { Route, UpstreamRoute } from './routes.ts';
 import { beyondSchemaBounds } from './sample-bounds.ts';
 import { countTokens, decode, encode } from './tokens.ts';
@@ -93,7 +94,7 @@ async function sampleValid(schema: object, param: string, what: string): Promise
     badRequest(`The JSON Schema for ${what} asks for more than the local engine samples: ${why}.`, param, 'unsupported_json_schema');
   const huge = beyondSchemaBounds(schema);
   if (huge) throw tooLarge(huge);
-  const outcome = await offLoop('schema', { schema });
+  const outcome = await offLoop<SchemaOutcome>('schema', { schema });
   if ('json' in outcome) return outcome.json;
   if (outcome.problem === 'invalid') throw badRequest(`The JSON Schema for ${what} cannot be used: ${outcome.why}.`, param, 'invalid_json_schema');
   if (outcome.problem === 'beyond') throw tooLarge(outcome.why);

@@ -346,7 +346,7 @@ export const localImageEngine: ImageEngine = {
     const { model, prompt, negativePrompt, steps, guidanceScale, format } = request;
     const task = { request: { model, prompt, negativePrompt, width, height, steps, guidanceScale }, colours, base, format };
     const images = await Promise.all(
-      Array.from({ length: request.n }, async (_, i) => Buffer.from(await offLoop('image', { ...task, seed: request.seed + i }))),
+      Array.from({ length: request.n }, async (_, i) => Buffer.from(await offLoop<ArrayBuffer>('image', { ...task, seed: request.seed + i }))),
     );
     const warnings = [
       'The local image engine has no model weights: it renders a procedural picture in colours named by the prompt, not a depiction of the prompt.',

@@ -58,5 +58,3 @@ export const tasks = {
     }
   },
 };
-
-export type Tasks = typeof tasks;

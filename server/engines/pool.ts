@@ -8,12 +8,14 @@
 // registers tsx, so the TypeScript runs as it does on the main thread, under node, tsx or vitest alike).
 import { availableParallelism } from 'node:os';
 import { Piscina } from 'piscina';
-import type { Tasks } from './pool-tasks.ts';
 
-const pools = new Map<keyof Tasks, Piscina>();
+/** The tasks of pool-tasks.ts, by name (their inputs and outputs are typed where they are called). */
+export type TaskName = 'image' | 'schema';
+
+const pools = new Map<TaskName, Piscina>();
 let completed = 0;
 
-function poolFor(kind: keyof Tasks): Piscina {
+function poolFor(kind: TaskName): Piscina {
   let pool = pools.get(kind);
   if (!pool) {
     pool = new Piscina({
@@ -32,13 +34,12 @@ function poolFor(kind: keyof Tasks): Piscina {
   return pool;
 }
 
-/** Runs `kind` on a worker thread with `input` (structured-cloned; `transfer` moves buffers instead of copying). */
-export async function offLoop<K extends keyof Tasks>(
-  kind: K,
-  input: Parameters<Tasks[K]>[0],
-  transfer?: ArrayBuffer[],
-): Promise<Awaited<ReturnType<Tasks[K]>>> {
-  const out = await poolFor(kind).run(input, { transferList: transfer });
+/**
+ * Runs `kind` on a worker thread with `input` (structured-cloned; `transfer` moves buffers instead of copying); `Out`
+ * is the task's result (pool-tasks.ts, which this module does not import: it imports what calls it).
+ */
+export async function offLoop<Out>(kind: TaskName, input: unknown, transfer?: ArrayBuffer[]): Promise<Out> {
+  const out = (await poolFor(kind).run(input, { transferList: transfer })) as Out;
   completed++;
   return out;
 }
