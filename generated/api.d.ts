@@ -1396,7 +1396,8 @@ export interface paths {
          * Create a secret
          * @description Stores a secret. `project_id` is accepted for compatibility with the official client and ignored (a secret
          *     belongs to the caller's key's project), as on the public platform. A name already used in the project
-         *     answers 409 `secret_name_taken`.
+         *     answers 409 `secret_name_taken`; a project that already holds 1,000 secrets answers 409
+         *     `secret_limit_reached`.
          */
         post: operations["createSecret"];
         delete?: never;
@@ -10010,8 +10011,9 @@ export interface components {
          */
         SecretName: string;
         /**
-         * @description Write-only; stored encrypted, never returned. No length limit of its own (the platform sets none): the
-         *     whole body is bounded by `BODY_LIMIT_BYTES` (413 `body_too_large`).
+         * @description Write-only; stored encrypted, never returned. At most 131,072 characters (the platform states no limit;
+         *     see the tag's "Limits"); a longer one answers 400 `maxLength` (`param` `value`), whose message does not
+         *     hold the value.
          */
         SecretValue: string;
         /** @description The public platform's SecretResponseItem; never carries the value. */
@@ -10314,6 +10316,21 @@ export interface components {
                 "application/json": components["schemas"]["ErrorData"];
             };
         };
+        /**
+         * @description `content_gone` (`type` `invalid_request_error`, `param` the id's parameter, with `x-should-retry: false`):
+         *     the resource's record exists but its bytes are no longer stored on this server (deleted from `DATA_DIR`
+         *     behind its back, while the storage folder itself is in place); sending the request again cannot help.
+         *     When the storage itself fails (its folder missing, replaced or unreadable) the answer is 503
+         *     `storage_unavailable` instead (see `Unavailable`).
+         */
+        Gone: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorData"];
+            };
+        };
         /** @description An unexpected failure; the message is generic and the cause is logged under the response's `x-request-id`. */
         InternalError: {
             headers: {
@@ -10334,7 +10351,7 @@ export interface components {
         };
         /**
          * @description An outage, not the request's fault: `database_unavailable` (the database cannot be reached or written
-         *     now) or `storage_unavailable` (the server's disk cannot take the request's bytes now), `type`
+         *     now) or `storage_unavailable` (the server's disk cannot take or give the request's bytes now), `type`
          *     `server_error`, `param` null. Nothing was changed (see the error table for the one exception); retry after `Retry-After` seconds, and the same request
          *     works once the database or disk is back.
          */
@@ -13277,6 +13294,7 @@ export interface operations {
                 };
             };
             404: components["responses"]["NotFound"];
+            410: components["responses"]["Gone"];
             /** @description The `Range` asked for lies outside the file (`range_not_satisfiable`). */
             416: {
                 headers: {
@@ -14153,6 +14171,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            410: components["responses"]["Gone"];
             /** @description The `Range` asked for lies outside the file (`range_not_satisfiable`). */
             416: {
                 headers: {
@@ -14774,6 +14793,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            410: components["responses"]["Gone"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
         };
@@ -16292,6 +16312,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            410: components["responses"]["Gone"];
             416: components["responses"]["RangeNotSatisfiable"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -18911,6 +18932,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            410: components["responses"]["Gone"];
             416: components["responses"]["RangeNotSatisfiable"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];

@@ -3,6 +3,7 @@
 // (minItems 1e8, arrays of arrays of arrays). Each is refused with a 400 naming the field, the server stays up, and
 // what is within the documented bounds still works.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { offLoopCompleted } from '../server/engines/pool.ts';
 import { MAX_BODY_DEPTH } from '../server/http/input.ts';
 import { expectError } from './support/expect.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
@@ -133,6 +134,49 @@ describe('schema sampling: the local engine samples within documented bounds', (
     const res = await call({ type: 'object', properties: within, required: Object.keys(within) });
     expect(res.status, JSON.stringify(res.body).slice(0, 300)).toBe(200);
     expect(Object.keys(JSON.parse(res.body.choices[0].message.tool_calls[0].function.arguments))).toHaveLength(998);
+  });
+
+  test('arrays are bounded by their entries, all together: enum of 900,000 values (200 after 3 s, before) and required of 20,000 names are 400', async () => {
+    beyond(
+      await respond({ type: 'string', enum: Array.from({ length: 900_000 }, (_, i) => `v${i}`) }),
+      'response_format',
+      /arrays \(enum values, required names and the like\) hold more than 10,000 entries/,
+    );
+    beyond(await call({ type: 'object', required: Array.from({ length: 20_000 }, (_, i) => `k${i}`) }), 'tools', /more than 10,000 entries/);
+    // Within: 10,000 entries in all (an enum of 9,000 and a required of 1,000).
+    const keys = Array.from({ length: 1_000 }, (_, i) => `k${i}`);
+    const res = await respond({
+      type: 'object',
+      properties: { pick: { enum: Array.from({ length: 9_000 }, (_, i) => i) } },
+      required: keys.slice(0, 999).concat('pick'),
+    });
+    // 999 required names the sampler cannot fill (no properties for them): valid JSON Schema, not satisfiable by a sample.
+    expectError(res, 400, { code: 'unsupported_json_schema', param: 'response_format' });
+    expect(res.body.error.message).not.toMatch(/asks for more/);
+  });
+
+  test("a schema's strings and property names hold at most 1,000,000 characters together", async () => {
+    beyond(await respond({ type: 'string', description: 'd'.repeat(1_000_001) }), 'response_format', /more than 1,000,000 characters/);
+    const res = await respond({ type: 'string', description: 'd'.repeat(999_000) });
+    expect(res.status, JSON.stringify(res.body).slice(0, 300)).toBe(200);
+  });
+
+  test('a schema is compiled, sampled and checked off the event loop (a worker thread), once per request whatever n', async () => {
+    const before = offLoopCompleted();
+    const props = Object.fromEntries(Array.from({ length: 900 }, (_, i) => [`p${i}`, { type: 'string' }]));
+    const res = await t.http
+      .post('/v1/chat/completions')
+      .set('Authorization', `Bearer ${t.caller.key}`)
+      .send({
+        model: CHAT,
+        messages: hi,
+        n: 8,
+        response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'object', properties: props } } },
+      });
+    expect(res.status, JSON.stringify(res.body).slice(0, 300)).toBe(200);
+    expect(res.body.choices).toHaveLength(8);
+    expect(new Set(res.body.choices.map((c: any) => c.message.content)).size).toBe(1);
+    expect(offLoopCompleted() - before).toBe(1);
   });
 
   test("a pattern that backtracks (`^(\\w+)*x$`, minLength 40: hours with JavaScript's engine) is checked in linear time: answered, the server alive", async () => {

@@ -8,7 +8,7 @@
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { type AddressInfo, createServer } from 'node:net';
-import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, test, vi } from 'vitest';
 import { type OperationId, operations } from '../generated/operations.ts';
 import { ManualClock, systemClock } from '../server/core/clock.ts';
 import { type Config, loadConfig, type RateLimitConfig } from '../server/core/config.ts';
@@ -338,15 +338,15 @@ test('a frozen Redis (SIGSTOP) stalls nothing: requests are counted in the proce
     expect([await admit('m'), await admit('m')]).toEqual([200, 200]);
     redis.kill('SIGSTOP');
     // Every request settles while Redis is still frozen (were they waiting on it, this would never return): the
-    // process counts the window afresh (3 more, then 429).
+    // process goes on with its own tally of the window, which holds its two requests (1 more, then 429).
     const during = [];
     for (let i = 0; i < 5; i++) during.push(await admit('m'));
-    expect(during).toEqual([200, 200, 200, 429, 429]);
+    expect(during).toEqual([200, 429, 429, 429, 429]);
     expect(await until(() => limits.store === 'fallback', 20_000)).toBe(true);
     redis.kill('SIGCONT');
-    // Answering again: back to the count every process shares. (Redis also runs the commands that were on their way
-    // when it froze, which timed out here: at most the requests of one timeout are counted twice.) Another process's
-    // limiter on the same Redis sees this one's requests.
+    // Answering again: back to the count every process shares (the commands that were on their way when it froze
+    // count nothing when Redis runs them, past their deadline: see below). Another process's limiter on the same
+    // Redis sees this one's requests.
     expect(await until(() => limits.store === 'redis', 30_000)).toBe(true);
     other = RateLimits.create({ ...limits.config }, `redis://127.0.0.1:${port}`, createLogger('silent'), systemClock);
     expect(await until(() => other!.store === 'redis', 20_000)).toBe(true);
@@ -362,6 +362,99 @@ test('a frozen Redis (SIGSTOP) stalls nothing: requests are counted in the proce
     await other?.close();
     redis.kill('SIGKILL');
   }
+});
+
+/** A redis-server of the test's own (it is frozen with SIGSTOP), on a free port. */
+async function privateRedis() {
+  const port = await new Promise<number>((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as AddressInfo;
+      s.close(() => resolve(port));
+    });
+  });
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  return { url: `redis://127.0.0.1:${port}`, child };
+}
+
+describe('a frozen Redis (issue 28 §2)', () => {
+  const identity = { organizationId: `org_${randomUUID()}`, projectSlug: 'default' } as Identity;
+  const res = { set: () => res } as never;
+  const admit = (limits: RateLimits, model: string) =>
+    new Gate(limits, identity, res).admit(model, { model }).then(
+      () => 200,
+      (e) => e.status,
+    );
+  /** Lets ready I/O and immediates run (timers are fake in the test below, immediates are not). */
+  const turns = async (n = 20) => {
+    for (let i = 0; i < n; i++) await new Promise((r) => setImmediate(r));
+  };
+
+  test("each request waits on Redis at most RATE_LIMIT_REDIS_TIMEOUT_MS in all (2 s before: its limits' read, then its counts), the first of the freeze included; those after it not at all", async () => {
+    const redis = await privateRedis();
+    const limits = RateLimits.create(
+      limitsConfig({ baseRequests: 5, windowSeconds: 60, queueSize: 0, redisCommandTimeoutMs: 1000 }),
+      redis.url,
+      createLogger('silent'),
+      systemClock,
+    );
+    try {
+      expect(await until(() => limits.store === 'redis', 20_000)).toBe(true);
+      await limits.ready();
+      expect(await admit(limits, 'f1')).toBe(200);
+      redis.child.kill('SIGSTOP');
+      // The clock the waits are measured on is the test's: the bound is a fact of the code, not of this machine's speed.
+      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] });
+      // A model not asked for yet: its limits are read from Redis first (recent usage), then its counts made.
+      let status: number | undefined;
+      void admit(limits, 'f2').then((s) => (status = s));
+      await turns();
+      expect(status).toBeUndefined(); // waiting on Redis
+      vi.advanceTimersByTime(999);
+      await turns();
+      expect(status).toBeUndefined();
+      vi.advanceTimersByTime(1);
+      await turns();
+      expect(status).toBe(200); // counted in the process once its wait was spent, not a second wait for its counts
+      expect(limits.store).toBe('fallback');
+      // The next requests do not wait on Redis at all: counted at once, in the process.
+      let next: number | undefined;
+      void admit(limits, 'f3').then((s) => (next = s));
+      await turns();
+      expect(next).toBe(200);
+    } finally {
+      vi.useRealTimers();
+      redis.child.kill('SIGCONT');
+      await limits.close();
+      redis.child.kill('SIGKILL');
+    }
+  });
+
+  test('the requests counted in the process during a freeze do not land in Redis after it (the window stays as it was): another process still gets its share', async () => {
+    const redis = await privateRedis();
+    const config = limitsConfig({ baseRequests: 5, maxRequests: 5, windowSeconds: 60, queueSize: 0, redisCommandTimeoutMs: 200 });
+    const limits = RateLimits.create(config, redis.url, createLogger('silent'), systemClock);
+    const other = RateLimits.create({ ...config }, redis.url, createLogger('silent'), systemClock);
+    try {
+      expect(await until(() => limits.store === 'redis' && other.store === 'redis', 20_000)).toBe(true);
+      await Promise.all([limits.ready(), other.ready()]);
+      expect([await admit(limits, 'm'), await admit(limits, 'm')]).toEqual([200, 200]);
+      redis.child.kill('SIGSTOP');
+      // Three at once: their counts are written into the frozen connection, then counted in the process.
+      expect(await Promise.all([admit(limits, 'm'), admit(limits, 'm'), admit(limits, 'm')])).toEqual([200, 200, 200]);
+      redis.child.kill('SIGCONT');
+      expect(await until(() => limits.store === 'redis' && other.store === 'redis', 30_000)).toBe(true);
+      // Redis's window holds the two counted there: the other process may send three more (before: the three
+      // written during the freeze landed when Redis woke, and it was refused at once).
+      const elsewhere = [];
+      for (let i = 0; i < 4; i++) elsewhere.push(await admit(other, 'm'));
+      expect(elsewhere).toEqual([200, 200, 200, 429]);
+    } finally {
+      redis.child.kill('SIGCONT');
+      await limits.close();
+      await other.close();
+      redis.child.kill('SIGKILL');
+    }
+  });
 });
 
 test('RATE_LIMITS=off: no limits and no headers', async () => {

@@ -78,7 +78,7 @@ describe('secrets', () => {
     expectError(await t.http.get(`${SECRETS}/GONE_B`).set(auth()), 404, { code: 'not_found' });
   });
 
-  test("the platform's limits only: a name of any characters (1 to 100), a value of any length, a project_id of any length", async () => {
+  test('a name of any characters (1 to 100), a value up to 131,072 characters, a project_id of any length', async () => {
     const name = 'db password (prod) #1 / é';
     const value = 'v'.repeat(100_000);
     const res = await t.http
@@ -117,6 +117,60 @@ describe('secrets', () => {
     );
     // A path id of any length is looked up.
     expectError(await t.http.get(`${SECRETS}/${'z'.repeat(300)}`).set(auth()), 404, { code: 'not_found', param: 'id' });
+  });
+
+  test('a value over 131,072 characters is 400 maxLength (param value), on create and on update, without the value in the answer', async () => {
+    // A 9 MB value was once accepted (issue 28 §8).
+    const value = `s3cr3t-${'v'.repeat(131_072)}`;
+    for (const res of [
+      await t.http.post(SECRETS).set(auth()).send({ name: 'HUGE', value }),
+      await t.http.patch(`${SECRETS}/HF_TOKEN`).set(auth()).send({ value }),
+    ]) {
+      expectError(res, 400, { code: 'maxLength', param: 'value' });
+      expect(JSON.stringify(res.body)).not.toContain('s3cr3t');
+    }
+    expect(
+      (
+        await t.http
+          .post(SECRETS)
+          .set(auth())
+          .send({ name: 'AT_LIMIT', value: 'v'.repeat(131_072) })
+      ).status,
+    ).toBe(200);
+  });
+
+  test('a project holds at most 1,000 secrets: past it 409 secret_limit_reached (x-should-retry false); six creates racing for the last place, one wins', async () => {
+    const owner = await t.newCaller();
+    const { projectId, apiKeyId } = owner.identity;
+    // 998 made directly (1,000 through the API would only slow the suite); their values are never read here.
+    await t.services.db.write((tx) =>
+      tx.secret.createMany({
+        data: Array.from({ length: 998 }, (_, i) => ({
+          id: `sec_fill${String(i).padStart(6, '0')}`,
+          projectId,
+          name: `FILL_${i}`,
+          valueEncrypted: 'v1:unused',
+          createdBy: apiKeyId,
+          lastUpdatedBy: apiKeyId,
+          createdAt: BigInt(i),
+          updatedAt: BigInt(i),
+        })),
+      }),
+    );
+    const create = (name: string) => owner.http.post(SECRETS).send({ name, value: 'v' });
+    expect((await create('NINE_NINETY_NINE')).status).toBe(200);
+    const race = await Promise.all(['A', 'B', 'C', 'D', 'E', 'F'].map((x) => create(`LAST_${x}`)));
+    expect(race.map((r) => r.status).sort()).toEqual([200, 409, 409, 409, 409, 409]);
+    const refused = race.find((r) => r.status === 409)!;
+    expectError(refused, 409, { code: 'secret_limit_reached', param: null });
+    expect(refused.headers['x-should-retry']).toBe('false');
+    expect(refused.body.error.message).toMatch(/1,000 secrets/);
+    expect((await owner.http.get(SECRETS)).body.data).toHaveLength(1_000);
+    // Deleting one makes room; another project is not affected.
+    expect((await owner.http.delete(`${SECRETS}/FILL_0`)).status).toBe(200);
+    expect((await create('AFTER_DELETE')).status).toBe(200);
+    expectError(await create('ONE_TOO_MANY'), 409, { code: 'secret_limit_reached' });
+    expect((await t.http.post(SECRETS).set(auth(t.other.key)).send({ name: 'ELSEWHERE', value: 'v' })).status).toBe(200);
   });
 
   test('project_id in the body is ignored', async () => {

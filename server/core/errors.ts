@@ -121,7 +121,10 @@ export const databaseUnavailable = () =>
     'Retry-After': '1',
   });
 
-/** The server's disk cannot take the request's bytes now (full, read-only, a folder unusable): nothing was kept. */
+/**
+ * The server's disk cannot take or give the request's bytes now (full, read-only, a folder under DATA_DIR missing,
+ * replaced or unwritable): nothing was kept.
+ */
 export const storageUnavailable = () =>
   new ApiError(
     503,
@@ -132,6 +135,23 @@ export const storageUnavailable = () =>
     {
       'Retry-After': '1',
     },
+  );
+
+/** A file system failure under DATA_DIR (its words, naming paths, only in the log): 503 `storage_unavailable`. */
+export const storageFailure = (err: unknown): ApiError => Object.assign(storageUnavailable(), { cause: err });
+
+/**
+ * A stored resource whose bytes are no longer on disk while its storage is in place (deleted behind the server's
+ * back): 410, as sending the request again cannot help; the record itself is still there.
+ */
+export const contentGone = (what: string, id: string, param: string | null = 'id') =>
+  new ApiError(
+    410,
+    'content_gone',
+    `The content of ${what} '${id}' is no longer stored on this server (its record remains): it cannot be read again.`,
+    param,
+    'invalid_request_error',
+    { 'x-should-retry': 'false' },
   );
 
 /**

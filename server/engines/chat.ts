@@ -8,11 +8,11 @@
 // sampled from the caller's schema and checked with Ajv (in the schema's own draft, json-schema.ts) before they are
 // sent.
 import { createHash } from 'node:crypto';
-import { sample } from 'openapi-sampler';
-import { ApiError, apiError, badRequest } from '../core/errors.ts';
-import { SchemaProblem, validatorOf } from './json-schema.ts';
+import { apiError, badRequest } from '../core/errors.ts';
+import { offLoop } from './pool.ts';
+import type { SchemaOutcome } from './pool-tasks.ts';
 import type { Route, UpstreamRoute } from './routes.ts';
-import { beyondSampleBounds, beyondSchemaBounds, SAMPLE_BOUNDS, sampleTooLong } from './sample-bounds.ts';
+import { beyondSchemaBounds } from './sample-bounds.ts';
 import { countTokens, decode, encode } from './tokens.ts';
 import { upstreamEvents, upstreamFetch } from './upstream.ts';
 
@@ -88,41 +88,44 @@ export interface Generation {
   warnings: string[];
 }
 
-/** A value valid against `schema` (sampled, then checked), or a 400 naming `param`. */
-function sampleValid(schema: object, param: string, what: string): unknown {
+/**
+ * The JSON of a value valid against `schema` (sampled, then checked), or a 400 naming `param`. A schema beyond the
+ * size bounds is refused here, in one pass over it, before anything else is done with it; the compiling, sampling
+ * and checking run on a worker thread (pool.ts), so however long Ajv takes the event loop is not held. Done once per
+ * request: every choice carries the same sample.
+ */
+async function sampleValid(schema: object, param: string, what: string): Promise<string> {
   const tooLarge = (why: string) =>
     badRequest(`The JSON Schema for ${what} asks for more than the local engine samples: ${why}.`, param, 'unsupported_json_schema');
-  // A schema too large to compile is refused before Ajv sees it; one whose sample would be huge before it is
-  // sampled; a sample larger than estimated before it is checked or sent.
   const huge = beyondSchemaBounds(schema);
   if (huge) throw tooLarge(huge);
-  let valid: (value: unknown) => boolean;
-  try {
-    valid = validatorOf(schema);
-  } catch (e) {
-    if (!(e instanceof SchemaProblem)) throw e;
-    throw badRequest(`The JSON Schema for ${what} cannot be used: ${e.message}.`, param, 'invalid_json_schema');
+  const outcome = await offLoop<SchemaOutcome>('schema', { schema });
+  if ('json' in outcome) return outcome.json;
+  if (outcome.problem === 'invalid') throw badRequest(`The JSON Schema for ${what} cannot be used: ${outcome.why}.`, param, 'invalid_json_schema');
+  if (outcome.problem === 'beyond') throw tooLarge(outcome.why);
+  throw badRequest(
+    `The local engine could not produce ${what} valid against the given JSON Schema (it samples the schema and checks the sample; this schema's constraints are beyond it).`,
+    param,
+    'unsupported_json_schema',
+  );
+}
+
+/** What the output is made of when a schema shapes it: a forced tool call's arguments, or response_format's JSON. */
+interface Shaped {
+  forced: { name: string; parameters: object } | null;
+  /** The sampled arguments (forced) or JSON object (response_format), as JSON text. */
+  json?: string;
+}
+
+async function shapedOutput(op: TextOperation, body: Body): Promise<Shaped> {
+  const forced = op === 'chat' ? forcedFunction(body) : null;
+  if (forced) return { forced, json: await sampleValid(forced.parameters, 'tools', `arguments for '${forced.name}'`) };
+  const format = op === 'chat' ? (body.response_format as Body | undefined) : undefined;
+  if (format?.type === 'json_schema' || (format?.type === 'json_object' && format.schema)) {
+    const schema = format.type === 'json_schema' ? (format.json_schema?.schema ?? { type: 'object' }) : format.schema;
+    return { forced, json: await sampleValid(schema, 'response_format', 'JSON') };
   }
-  const beyond = beyondSampleBounds(schema);
-  if (beyond) throw tooLarge(beyond);
-  let value: unknown;
-  let ok = false;
-  try {
-    // The schema is also the document its local `$ref`s (`#/definitions/...`, `#/$defs/...`) point into.
-    value = sample(schema as never, { skipReadOnly: true, quiet: true, maxSampleDepth: SAMPLE_BOUNDS.depth }, schema as never);
-    if (sampleTooLong(value)) throw tooLarge(`its sample is longer than ${SAMPLE_BOUNDS.bytes.toLocaleString('en-US')} bytes of JSON`);
-    ok = valid(value);
-  } catch (e) {
-    if (e instanceof ApiError) throw e;
-    ok = false;
-  }
-  if (!ok)
-    throw badRequest(
-      `The local engine could not produce ${what} valid against the given JSON Schema (it samples the schema and checks the sample; this schema's constraints are beyond it).`,
-      param,
-      'unsupported_json_schema',
-    );
-  return value;
+  return { forced };
 }
 
 const textOfContent = (content: unknown): { text: string; skipped: number } => {
@@ -193,7 +196,7 @@ function forcedFunction(body: Body): { name: string; parameters: object } | null
   return { name: tool.name, parameters: tool.parameters ?? { type: 'object' } };
 }
 
-function generate(op: TextOperation, body: Body, served: Served): Generation {
+function generate(op: TextOperation, body: Body, served: Served, shaped: Shaped): Generation {
   const warnings = [...served.warnings];
   const n = body.n ?? 1;
   const maxTokens: number | undefined = body.max_tokens ?? body.max_completion_tokens ?? undefined;
@@ -251,14 +254,14 @@ function generate(op: TextOperation, body: Body, served: Served): Generation {
   if (skipped) warnings.push(`${skipped} image, video or audio content part(s) were not read: the local engine reads text only.`);
 
   const served_ = served.adapter ? `${served.model} with the LoRA adapter ${served.adapter}` : served.model;
-  const forced = op === 'chat' ? forcedFunction(body) : null;
+  const { forced } = shaped;
   const format = op === 'chat' ? (body.response_format as Body | undefined) : undefined;
   const stops = stopsOf(body.stop);
   const lastUser = textOfContent([...messages].reverse().find((m) => m.role === 'user')?.content).text;
 
   const choices = Array.from({ length: n }, (_, i): Choice => {
     if (forced) {
-      const args = JSON.stringify(sampleValid(forced.parameters, 'tools', `arguments for '${forced.name}'`));
+      const args = shaped.json!;
       const id = hashId('call_', served.requested, promptText, forced.name, i);
       return {
         ids: [],
@@ -269,9 +272,8 @@ function generate(op: TextOperation, body: Body, served: Served): Generation {
       };
     }
     let text: string;
-    if (format?.type === 'json_schema' || (format?.type === 'json_object' && format.schema)) {
-      const schema = format.type === 'json_schema' ? (format.json_schema?.schema ?? { type: 'object' }) : format.schema;
-      text = JSON.stringify(sampleValid(schema, 'response_format', 'JSON'));
+    if (shaped.json !== undefined) {
+      text = shaped.json;
     } else if (format?.type === 'json_object') {
       text = JSON.stringify({
         engine: 'local',
@@ -451,7 +453,7 @@ export function textAnswer(op: TextOperation, body: Body, served: Served, g: Gen
 export const localTextEngine: TextEngine = {
   runtime: LOCAL_RUNTIME,
   async run(op, body, served) {
-    return textAnswer(op, body, served, generate(op, body, served), LOCAL_RUNTIME.engineVersion);
+    return textAnswer(op, body, served, generate(op, body, served, await shapedOutput(op, body)), LOCAL_RUNTIME.engineVersion);
   },
 };
 

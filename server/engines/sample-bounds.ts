@@ -1,6 +1,8 @@
 // How much the local engine will sample from a caller's JSON Schema (response_format, tool parameters). Ajv compiles
 // each schema to code, in time that grows faster than the schema (2,000 properties of one object: seconds; 5,000:
-// a stack overflow), so a schema's size is bounded before it is compiled. The sampler (openapi-sampler) builds what
+// a stack overflow), so a schema's whole size (its objects, its arrays' entries, its characters) is bounded before
+// it is compiled, in one pass on the event loop; what is within the bounds is compiled and sampled on a worker
+// thread (pool.ts). The sampler (openapi-sampler) builds what
 // the schema asks for, so `minItems: 100000000` would take seconds and gigabytes, and arrays of arrays multiply.
 // Before sampling, the schema is walked once (each subschema per path, `$ref`s followed
 // as the sampler follows them) for an upper bound of the sample's values and string characters; after sampling, its
@@ -18,6 +20,10 @@ export const SAMPLE_BOUNDS = {
   depth: 32,
   /** JSON objects in the schema (subschemas, `properties` maps, definitions): what Ajv compiles in reasonable time. */
   objects: 1_000,
+  /** Entries of the schema's arrays, all together (`enum` values, `required` names, `type` lists, `anyOf` items, ...). */
+  entries: 10_000,
+  /** Characters of the schema's strings and property names, all together. */
+  schemaCharacters: 1_000_000,
   /** How deep subschemas and followed `$ref`s may nest in the walk (a guard for the walk itself). */
   walkDepth: 128,
 } as const;
@@ -32,17 +38,41 @@ type Schema = any;
 
 const count = (n: unknown): number => (typeof n === 'number' && Number.isFinite(n) && n > 0 ? n : 0);
 
-/** Why `schema` is too large to compile (a phrase naming the bound), or undefined; counted without recursion. */
+/**
+ * Why `schema` is too large to compile (a phrase naming the bound), or undefined: one pass over it, without
+ * recursion, that stops at the first bound passed (an array is counted by its length before its entries are looked
+ * at), so a schema of any size costs at most the bounds' work.
+ */
 export function beyondSchemaBounds(schema: object): string | undefined {
+  const n = (x: number) => x.toLocaleString('en-US');
   let objects = 0;
+  let entries = 0;
+  let characters = 0;
   const stack: unknown[] = [schema];
   while (stack.length) {
     const v = stack.pop();
-    if (v === null || typeof v !== 'object') continue;
-    if (!Array.isArray(v) && ++objects > SAMPLE_BOUNDS.objects)
-      return `it holds more than ${SAMPLE_BOUNDS.objects.toLocaleString('en-US')} JSON objects (subschemas, property maps and definitions together), the most the local engine compiles`;
-    for (const item of Object.values(v)) stack.push(item);
+    if (typeof v === 'string') characters += v.length;
+    if (v === null || typeof v !== 'object') {
+      if (characters > SAMPLE_BOUNDS.schemaCharacters) break;
+      continue;
+    }
+    if (Array.isArray(v)) {
+      entries += v.length;
+      if (entries > SAMPLE_BOUNDS.entries)
+        return `its arrays (enum values, required names and the like) hold more than ${n(SAMPLE_BOUNDS.entries)} entries together, the most the local engine reads`;
+      for (const item of v) stack.push(item);
+      continue;
+    }
+    if (++objects > SAMPLE_BOUNDS.objects)
+      return `it holds more than ${n(SAMPLE_BOUNDS.objects)} JSON objects (subschemas, property maps and definitions together), the most the local engine compiles`;
+    for (const key in v) {
+      characters += key.length;
+      stack.push((v as Record<string, unknown>)[key]);
+    }
+    if (characters > SAMPLE_BOUNDS.schemaCharacters) break;
   }
+  if (characters > SAMPLE_BOUNDS.schemaCharacters)
+    return `its strings and property names hold more than ${n(SAMPLE_BOUNDS.schemaCharacters)} characters together, the most the local engine reads`;
   return undefined;
 }
 

@@ -10,13 +10,23 @@ import { isDatabaseOutage } from '../db/outage.ts';
 const LOCATIONS = new Set(['body', 'query', 'params', 'path', 'headers']);
 /** File system errors that say the disk cannot take data now (full, over quota, read-only, out of descriptors, failing). */
 const STORAGE_CODES = new Set(['ENOSPC', 'EDQUOT', 'EROFS', 'EMFILE', 'ENFILE', 'EIO']);
+/**
+ * File system errors of a path the server keeps (a folder under DATA_DIR removed, replaced by a file, made
+ * unwritable, or bytes deleted behind its back): the storage's failure, never the caller's (a spawned program that
+ * is missing, `spawn ...` ENOENT, is not one).
+ */
+const PATH_CODES = new Set(['ENOENT', 'ENOTDIR', 'EISDIR', 'EACCES', 'EPERM', 'EEXIST', 'ELOOP', 'ENOTEMPTY', 'EBUSY', 'EXDEV']);
+// biome-ignore lint/suspicious/noExplicitAny: anything can be thrown; its fields are probed.
+const isStorageFailure = (err: any) =>
+  err?.syscall !== undefined &&
+  (STORAGE_CODES.has(err?.code) || (PATH_CODES.has(err?.code) && typeof err?.path === 'string' && !String(err.syscall).startsWith('spawn')));
 
 /** Maps express-openapi-validator and body-parser errors (and anything else) onto ApiError. */
 // biome-ignore lint/suspicious/noExplicitAny: anything can be thrown; its fields are probed below.
 export function toApiError(err: any): ApiError {
   if (err instanceof ApiError) return err;
   if (isDatabaseOutage(err)) return databaseUnavailable();
-  if (err?.syscall !== undefined && STORAGE_CODES.has(err?.code)) return storageUnavailable();
+  if (isStorageFailure(err)) return storageUnavailable();
   const status: number = Number(err?.status ?? err?.statusCode) || 500;
   // A system error (a file's bytes missing when sent: ENOENT with a 404 status) is the server's failure, and its
   // fields name server paths.

@@ -13,7 +13,7 @@ import busboy from 'busboy';
 import type { Request, RequestHandler } from 'express';
 import { type OperationId, operations } from '../../generated/operations.ts';
 import type { Config } from '../core/config.ts';
-import { type ApiError, apiError, badRequest, storageUnavailable } from '../core/errors.ts';
+import { type ApiError, apiError, badRequest, storageFailure } from '../core/errors.ts';
 import { refResolver, type SpecDocument as Spec } from './spec-ref.ts';
 
 export interface Upload {
@@ -54,9 +54,7 @@ export function temporaryFile(tmpDir: string, prefix = 'upload'): string {
 }
 
 /** Writing an upload to disk failed: 503 `storage_unavailable` (the file system's words, naming paths, only in the log). */
-export function storageFailure(err: unknown): ApiError {
-  return Object.assign(storageUnavailable(), { cause: err });
-}
+export { storageFailure };
 
 /** Largest text field, in bytes. */
 const FIELD_LIMIT = 1024 * 1024;

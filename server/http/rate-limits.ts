@@ -80,9 +80,11 @@ export class Gate {
    */
   async admit(model: string, body: unknown): Promise<void> {
     if (this.admitted) return;
-    const estimate = estimateTokens(body, (await this.limits.tokenLimit(this.identity, model)) + 1);
+    // One budget for every wait on Redis of this request (RATE_LIMIT_REDIS_TIMEOUT_MS in all).
+    const wait = this.limits.newWait();
+    const estimate = estimateTokens(body, (await this.limits.tokenLimit(this.identity, model, wait)) + 1);
     for (let attempt = 0; ; attempt++) {
-      const outcome = await this.limits.attempt(this.identity, model, estimate);
+      const outcome = await this.limits.attempt(this.identity, model, estimate, wait);
       if ('admitted' in outcome) {
         this.admitted = outcome.admitted;
         this.res.set(outcome.admitted.headers);

@@ -4,15 +4,21 @@
 //
 // Windows follow the platform's clock (core/clock.ts), so moving it (the control plane's `advanceTime`) ends them:
 // window n of a key is [n, n + 1) x RATE_LIMIT_WINDOW_SECONDS of that clock, unless the control plane set the key a
-// window of its own (its end, and its counts). Each window's counts are a counter of rate-limiter-flexible (in Redis
-// when REDIS_URL is set, so every process shares one limit; in memory otherwise) under the key and the window's id.
-// Its limiters are used as atomic counters with an unreachable ceiling and a lifetime well past any window: the limit
-// is dynamic, so the decision is taken here against the counts they return, and a refused request's points are
-// given back.
+// window of its own (its end, and its counts). Each window's counts are a counter (in Redis when REDIS_URL is set, so
+// every process shares one limit; in memory otherwise, rate-limiter-flexible's) under the key and the window's id,
+// living well past any window. They are used as atomic counters with an unreachable ceiling: the limit is dynamic,
+// so the decision is taken here against the counts they return, and a refused request's points are given back.
+//
+// Redis is waited on for at most RATE_LIMIT_REDIS_TIMEOUT_MS per request, all its calls together (RedisWait): past
+// it the request is counted in the process (the fallback), and so is every request after it until Redis answers a
+// probe again in time, so only the requests already waiting when Redis froze wait, and none longer than that. Each
+// write carries the moment its request stopped waiting, in Redis's clock (measured by the probes): a write Redis
+// runs only after it (a frozen Redis waking up, a command resent on reconnection) counts nothing, so the requests
+// counted in the process meanwhile do not land in Redis's window afterwards as well.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { type RateLimiterAbstract, RateLimiterMemory, RateLimiterRedis, type RateLimiterRes } from 'rate-limiter-flexible';
+import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import type { Clock } from '../core/clock.ts';
 import type { RateLimitConfig } from '../core/config.ts';
 import { ApiError } from '../core/errors.ts';
@@ -44,13 +50,13 @@ export function estimateTokens(body: unknown, atMost = Infinity): number {
 
 /** How long settled requests' counts are gathered before they are written to Redis. */
 const FLUSH_MS = 50;
+
+// Above any limit: the limiters only count; the decision is ours.
+const UNREACHABLE = Number.MAX_SAFE_INTEGER;
 /** How often a request waiting in a key's queue looks at the clock. */
 const WAIT_STEP_MS = 25;
 /** The least a counter lives (real seconds), whatever its window: a test's clock may stand still meanwhile. */
 const LIFETIME_S = 600;
-
-// Above any limit: the limiters only count; the decision is ours.
-const UNREACHABLE = Number.MAX_SAFE_INTEGER;
 
 export interface Limits {
   requests: number;
@@ -70,6 +76,8 @@ export interface Counted {
   res: RateLimiterRes;
   /** The window counted in, and when it ends (the platform clock's ms): points given back after that are too late. */
   window: Window;
+  /** Whether Redis counted it (else the process did): an adjustment goes where the count is. */
+  shared?: boolean;
 }
 
 /** A key's window: its id among the key's windows, and its end (the platform clock's ms). */
@@ -86,17 +94,21 @@ export interface KeySetting {
 
 export class RateLimits {
   // Made anew by `clear` (a platform reset of the control plane).
-  private requests!: RateLimiterAbstract;
-  private tokens!: RateLimiterAbstract;
-  private capacity!: RateLimiterAbstract;
+  private requests!: Counter;
+  private tokens!: Counter;
+  private capacity!: Counter;
   /** Successful requests and tokens, in buckets of the usage window (`<key>:<r|t>:<bucket>`), kept two buckets long. */
-  private usage!: RateLimiterAbstract;
+  private usage!: Counter;
+  /** The Redis connection's state (whether it answers in time) and clock, when Redis is configured. */
+  private readonly link?: RedisLink;
   /** Limits the control plane set per key, in place of the dynamic ones (the same in every process: control/limits.ts). */
   private readonly overrides = new Map<string, Partial<Limits>>();
   /** Windows the control plane set per key, until they end. */
   private readonly windows = new Map<string, Window>();
   /** Each key's dynamic limits, recomputed at most once per window in each process. */
-  private readonly cache = new Map<string, { limits: Limits; until: number }>();
+  private readonly cache = new Map<string, { limits: Limits; until: number; shared: boolean }>();
+  /** Keys whose usage is being read now. */
+  private readonly refreshing = new Set<string>();
   /** Requests of this process waiting in each key's queue. */
   private readonly waiting = new Map<string, number>();
 
@@ -106,6 +118,7 @@ export class RateLimits {
     private readonly clock: Clock,
     private readonly redis?: Redis,
   ) {
+    if (redis) this.link = new RedisLink(redis, config.redisCommandTimeoutMs, log);
     this.build();
   }
 
@@ -119,17 +132,26 @@ export class RateLimits {
     return { id: String(n), endsAt: (n + 1) * span };
   }
 
+  /** Milliseconds until a counted window ends. */
+  private left(counted: Counted): number {
+    return Math.max(0, counted.window.endsAt - this.clock.now());
+  }
+
+  /** A request's budget for waiting on Redis (RATE_LIMIT_REDIS_TIMEOUT_MS, all its calls together). */
+  newWait(): RedisWait {
+    return new RedisWait(this.config.redisCommandTimeoutMs);
+  }
+
   private build(): void {
     const config = this.config;
-    const redis = this.redis;
+    const link = this.link;
     // A counter outlives its window (whose id is in its key) by far: the window, not the counter's lifetime, ends a count.
-    const make = (name: string, duration: number) => {
-      const opts = { keyPrefix: `${config.keyPrefix}:${name}`, points: UNREACHABLE, duration: Math.max(LIFETIME_S, duration) };
-      // A Redis failure falls back to a per-process count of the same window rather than failing the request.
-      // `rejectIfRedisNotReady`: while the connection is down, at once (not after ioredis's reconnection delay).
-      return redis
-        ? new RateLimiterRedis({ ...opts, storeClient: redis, rejectIfRedisNotReady: true, insuranceLimiter: new RateLimiterMemory(opts) })
-        : new RateLimiterMemory(opts);
+    const make = (name: string, window: number): Counter => {
+      const duration = Math.max(LIFETIME_S, window);
+      const opts = { keyPrefix: `${config.keyPrefix}:${name}`, points: UNREACHABLE, duration };
+      // A Redis failure (or wait past the budget) falls back to a per-process count of the same window rather than
+      // failing the request.
+      return link ? new SharedCounter(link, opts.keyPrefix, duration, new RateLimiterMemory(opts)) : new LocalCounter(new RateLimiterMemory(opts));
     };
     this.requests = make('req', config.windowSeconds);
     this.tokens = make('tok', config.windowSeconds);
@@ -145,8 +167,10 @@ export class RateLimits {
             enableAutoPipelining: false,
             maxRetriesPerRequest: 1,
             connectTimeout: 2000,
-            // No command waits on Redis longer than this: past it, the count is this process's (insurance).
-            commandTimeout: config.redisCommandTimeoutMs,
+            // A request stops waiting at its own deadline (RedisLink.within); a command's answer is still awaited a
+            // while longer, so that a late one can show Redis is there (and then dropped: a frozen Redis's commands
+            // do not pile up in the process).
+            commandTimeout: 5 * config.redisCommandTimeoutMs,
             lazyConnect: false,
           })
         : undefined;
@@ -156,58 +180,28 @@ export class RateLimits {
     return limits;
   }
 
-  private watchdog?: NodeJS.Timeout;
-
-  /**
-   * A Redis that stops answering but keeps its connection (frozen, overloaded) would still look ready, and every
-   * command would wait out its timeout: a ping every timeout's length tells, and when two in a row go unanswered the
-   * connection is dropped, so that the counters fall back to this process at once (`rejectIfRedisNotReady`) until a
-   * new connection's ready check is answered. (Two, because a busy event loop can fire one timeout before it reads
-   * the answer that came in time.)
-   */
+  /** Probes Redis (RedisLink.watch): its state and clock. */
   private watch(): void {
-    const redis = this.redis;
-    if (!redis) return;
-    let pinging = false;
-    let missed = 0;
-    this.watchdog = setInterval(() => {
-      if (pinging || redis.status !== 'ready') return;
-      pinging = true;
-      redis
-        .ping()
-        .then(
-          () => {
-            missed = 0;
-          },
-          (err: Error) => {
-            if (++missed < 2 || redis.status !== 'ready') return;
-            missed = 0;
-            this.log.warn({ err: err.message }, 'rate limits: Redis stopped answering; counting in this process until it answers again');
-            redis.disconnect(true);
-          },
-        )
-        .finally(() => {
-          pinging = false;
-        });
-    }, this.config.redisCommandTimeoutMs);
-    this.watchdog.unref();
+    this.link?.watch();
   }
 
-  /** Resolves once Redis is connected (or after its connection timeout, counting in the process meanwhile). */
-  ready(): Promise<void> {
+  /** Resolves once Redis is connected and its clock read (or after its connection timeout, counting in the process meanwhile). */
+  async ready(): Promise<void> {
     const redis = this.redis;
-    if (!redis || redis.status === 'ready') return Promise.resolve();
-    return new Promise((resolve) => {
-      const timer = setTimeout(resolve, 2000);
-      redis.once('ready', () => {
-        clearTimeout(timer);
-        resolve();
+    if (!redis) return;
+    if (redis.status !== 'ready')
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, 2000);
+        redis.once('ready', () => {
+          clearTimeout(timer);
+          resolve();
+        });
       });
-    });
+    await this.link?.probe();
   }
 
   async close(): Promise<void> {
-    clearInterval(this.watchdog);
+    this.link?.stop();
     if (!this.redis) return;
     this.flush();
     // QUIT waits for a connection that may never come; a connection that is not up is just dropped.
@@ -217,8 +211,8 @@ export class RateLimits {
 
   /** Where the counts go now: `memory` (no Redis configured), `redis`, or `fallback` (Redis configured, not answering). */
   get store(): 'memory' | 'redis' | 'fallback' {
-    if (!this.redis) return 'memory';
-    return this.redis.status === 'ready' ? 'redis' : 'fallback';
+    if (!this.link) return 'memory';
+    return this.link.usable ? 'redis' : 'fallback';
   }
 
   /** A model string of the caller's project names a dedicated endpoint, which has its known fixed limit. */
@@ -227,18 +221,18 @@ export class RateLimits {
   }
 
   /** The token limit a request of `identity` on `model` is held to now (what its estimate needs counting up to). */
-  async tokenLimit(identity: Identity, model: string): Promise<number> {
-    return (await this.limitsFor(keyOf(identity, model), this.isDedicated(identity, model))).tokens;
+  async tokenLimit(identity: Identity, model: string, wait = this.newWait()): Promise<number> {
+    return (await this.limitsFor(keyOf(identity, model), this.isDedicated(identity, model), wait)).tokens;
   }
 
   /** The organization's limits on this model now: growth x recent successful usage, between the base and the ceiling. */
-  async limitsFor(key: string, dedicated: boolean): Promise<Limits> {
+  async limitsFor(key: string, dedicated: boolean, wait = this.newWait()): Promise<Limits> {
     const set = this.overrides.get(key);
-    const limits = dedicated ? { requests: this.config.dedicatedRequests, tokens: this.config.dedicatedTokens } : await this.dynamicLimits(key);
+    const limits = dedicated ? { requests: this.config.dedicatedRequests, tokens: this.config.dedicatedTokens } : await this.dynamicLimits(key, wait);
     return set ? { ...limits, ...set } : limits;
   }
 
-  private async dynamicLimits(key: string): Promise<Limits> {
+  private async dynamicLimits(key: string, wait: RedisWait): Promise<Limits> {
     const c = this.config;
     const now = this.clock.now();
     const cached = this.cache.get(key);
@@ -246,41 +240,49 @@ export class RateLimits {
     const span = c.usageWindowSeconds * 1000;
     const bucket = Math.floor(now / span);
     const elapsed = (now - bucket * span) / span;
-    const [rPrev, rCur, tPrev, tCur] = await Promise.all(
-      [`${key}:r:${bucket - 1}`, `${key}:r:${bucket}`, `${key}:t:${bucket - 1}`, `${key}:t:${bucket}`].map((k) =>
-        this.usage.get(k).then((r) => r?.consumedPoints ?? 0),
-      ),
-    );
+    // One read per key at a time: the requests that come while it is on its way use the limits of the last window
+    // (a frozen Redis then holds one request, not every request of its first second).
+    if (cached && this.refreshing.has(key)) return cached.limits;
+    this.refreshing.add(key);
+    const deadline = wait.open();
+    const reads = await Promise.all(
+      [`${key}:r:${bucket - 1}`, `${key}:r:${bucket}`, `${key}:t:${bucket - 1}`, `${key}:t:${bucket}`].map((k) => this.usage.get(k, deadline)),
+    ).finally(() => {
+      wait.close();
+      this.refreshing.delete(key);
+    });
+    // Read in the process (Redis not answering in time): the limits last computed from Redis's usage stay in force,
+    // rather than falling to the base for want of the usage only Redis knows.
+    if (cached?.shared && reads.some((r) => !r.shared)) return cached.limits;
+    const [rPrev, rCur, tPrev, tCur] = reads.map((r) => r.res?.consumedPoints ?? 0) as [number, number, number, number];
     // Successes over the last usage window (the previous bucket weighted by how much of it is still inside), per request window.
     const perWindow = (prev: number, cur: number) => ((prev * (1 - elapsed) + cur) * c.windowSeconds) / c.usageWindowSeconds;
     const dynamic = (prev: number, cur: number, base: number, max: number) => Math.min(max, Math.max(base, Math.ceil(c.growth * perWindow(prev, cur))));
     const limits = { requests: dynamic(rPrev, rCur, c.baseRequests, c.maxRequests), tokens: dynamic(tPrev, tCur, c.baseTokens, c.maxTokens) };
     if (this.cache.size > 10_000) this.cache.clear();
-    this.cache.set(key, { limits, until: now + c.windowSeconds * 1000 });
+    this.cache.set(key, { limits, until: now + c.windowSeconds * 1000, shared: reads.every((r) => r.shared) });
     return limits;
   }
 
-  async count(limiter: 'requests' | 'tokens' | 'capacity', key: string, points: number): Promise<Counted> {
+  async count(
+    limiter: 'requests' | 'tokens' | 'capacity',
+    key: string,
+    points: number,
+    deadline = Date.now() + this.config.redisCommandTimeoutMs,
+  ): Promise<Counted> {
     const window = this.window(key);
-    const res = await this[limiter].consume(`${key}@${window.id}`, points).catch((r: unknown) => {
-      // A store failure with no insurance left: count nothing, refuse nothing.
-      if (r instanceof Error) throw r;
-      return r as RateLimiterRes;
-    });
-    return { res, window };
+    const { res, shared } = await this[limiter].add(`${key}@${window.id}`, points, deadline);
+    return { res, window, shared };
   }
 
-  /** Milliseconds until a counted window ends. */
-  private left(counted: Counted): number {
-    return Math.max(0, counted.window.endsAt - this.clock.now());
-  }
-
-  /** Gives points back (or takes more: negative) in a window that is still open; failures only cost accuracy. */
+  /** Gives points back (or takes more: negative) in a window that is still open, where it was counted; failures only cost accuracy. */
   adjust(limiter: 'requests' | 'tokens' | 'capacity', key: string, counted: Counted, points: number): void {
     if (points === 0 || this.clock.now() >= counted.window.endsAt - 5) return;
-    const at = `${key}@${counted.window.id}`;
-    const done = points > 0 ? this[limiter].reward(at, points) : this[limiter].penalty(at, -points);
-    this.track(done.catch((err: unknown) => this.log.warn({ err: String(err) }, 'rate limits: adjustment lost')));
+    this.track(
+      this[limiter]
+        .adjust(`${key}@${counted.window.id}`, -points, counted.shared ?? false, Date.now() + this.config.redisCommandTimeoutMs)
+        .catch((err: unknown) => this.log.warn({ err: String(err) }, 'rate limits: adjustment lost')),
+    );
   }
 
   /** Writes on their way (nothing waits for them but `settled`). */
@@ -316,7 +318,12 @@ export class RateLimits {
 
   private write(limiter: 'tokens' | 'usage', key: string, points: number, counted?: Counted): void {
     if (limiter === 'tokens') this.adjust('tokens', key, counted!, -points);
-    else this.track(this.usage.penalty(key, points).catch((err: unknown) => this.log.warn({ err: String(err) }, 'rate limits: usage not recorded')));
+    else
+      this.track(
+        this.usage
+          .add(key, points, Date.now() + this.config.redisCommandTimeoutMs)
+          .catch((err: unknown) => this.log.warn({ err: String(err) }, 'rate limits: usage not recorded')),
+      );
   }
 
   private flush(): void {
@@ -338,9 +345,13 @@ export class RateLimits {
   }
 
   /** Milliseconds until the key's current request window ends, 0 when none is open; counts nothing. */
-  async msBeforeReset(key: string): Promise<number> {
+  async msBeforeReset(key: string, wait = this.newWait()): Promise<number> {
     const window = this.window(key);
-    const res = await this.requests.get(`${key}@${window.id}`).catch(() => null);
+    const deadline = wait.open();
+    const { res } = await this.requests
+      .get(`${key}@${window.id}`, deadline)
+      .catch(() => ({ res: null }))
+      .finally(() => wait.close());
     return res ? Math.max(0, window.endsAt - this.clock.now()) : 0;
   }
 
@@ -372,17 +383,23 @@ export class RateLimits {
    * `dynamic_token_limited`) or 503 (`model_overloaded`) with its headers, its points given back, and how long until
    * the refusing window ends.
    */
-  async attempt(identity: Identity, requested: string, estimate: number): Promise<{ admitted: Admitted } | { refusal: ApiError; waitMs: number }> {
+  async attempt(
+    identity: Identity,
+    requested: string,
+    estimate: number,
+    wait = this.newWait(),
+  ): Promise<{ admitted: Admitted } | { refusal: ApiError; waitMs: number }> {
     const dedicated = this.isDedicated(identity, requested);
     const key = keyOf(identity, requested);
     // A dedicated endpoint has no shared serving capacity to count.
     const model = dedicated ? undefined : requested;
+    const deadline = wait.open();
     const [limits, requests, tokens, capacity] = await Promise.all([
-      this.limitsFor(key, dedicated),
-      this.count('requests', key, 1),
-      this.count('tokens', key, estimate),
-      model === undefined ? undefined : this.count('capacity', model, 1),
-    ]);
+      this.limitsFor(key, dedicated, wait),
+      this.count('requests', key, 1, deadline),
+      this.count('tokens', key, estimate, deadline),
+      model === undefined ? undefined : this.count('capacity', model, 1, deadline),
+    ]).finally(() => wait.close());
     const usedR = requests.res.consumedPoints;
     const usedT = tokens.res.consumedPoints;
     const headers = (remainingR: number, remainingT: number, resetMs: number) => ({
@@ -464,7 +481,12 @@ export class RateLimits {
   async state(key: string, dedicated: boolean): Promise<KeyState> {
     const window = this.window(key);
     const at = `${key}@${window.id}`;
-    const [limits, requests, tokens] = await Promise.all([this.limitsFor(key, dedicated), this.requests.get(at), this.tokens.get(at)]);
+    const deadline = Date.now() + this.config.redisCommandTimeoutMs;
+    const [limits, { res: requests }, { res: tokens }] = await Promise.all([
+      this.limitsFor(key, dedicated),
+      this.requests.get(at, deadline),
+      this.tokens.get(at, deadline),
+    ]);
     return {
       limits,
       set: this.overrides.get(key) ?? {},
@@ -552,3 +574,273 @@ export const seconds = (ms: number) => Math.max(0, Math.ceil(ms) / 1000);
 
 /** The counters' key: per organization x `model` string. */
 export const keyOf = (identity: Pick<Identity, 'organizationId'>, model: string) => `${identity.organizationId}:${model}`;
+
+// ---- the counters: in the process, or in Redis with the process as fallback ----------------------------------------
+
+/** What a read or a count came to, and whether Redis gave it (else the process). */
+interface Tally {
+  res: RateLimiterRes;
+  shared: boolean;
+}
+
+/** A fixed-window counter keyed by organization x model (or bucket). */
+interface Counter {
+  /** Counts `points` (negative: gives back) in the key's window, opening one when none is open. */
+  add(key: string, points: number, deadline: number): Promise<Tally>;
+  /** The key's window, counting nothing (null: none open). */
+  get(key: string, deadline: number): Promise<{ res: RateLimiterRes | null; shared: boolean }>;
+  /** Adds `points` where an earlier count was made (Redis, or the process). */
+  adjust(key: string, points: number, shared: boolean, deadline: number): Promise<void>;
+  /** The key's window set to `points`, ending in `seconds`, in the process. */
+  set(key: string, points: number, seconds: number): Promise<unknown>;
+  /** The key's name in Redis. */
+  getKey(key: string): string;
+}
+
+/** rate-limiter-flexible's in-memory counter (it rejects with the result past its points: never, at UNREACHABLE). */
+class LocalCounter implements Counter {
+  constructor(readonly memory: RateLimiterMemory) {}
+  async add(key: string, points: number, _deadline?: number): Promise<Tally> {
+    const res = await (points >= 0 ? this.memory.penalty(key, points) : this.memory.reward(key, -points));
+    return { res, shared: false };
+  }
+  async get(key: string, _deadline?: number): Promise<{ res: RateLimiterRes | null; shared: boolean }> {
+    return { res: await this.memory.get(key), shared: false };
+  }
+  async adjust(key: string, points: number, _shared?: boolean, _deadline?: number): Promise<void> {
+    await this.add(key, points);
+  }
+  set(key: string, points: number, seconds: number) {
+    return this.memory.set(key, points, seconds);
+  }
+  getKey(key: string): string {
+    return this.memory.getKey(key);
+  }
+}
+
+/** Redis's count when it answers by the request's deadline, else the process's (LocalCounter). */
+class SharedCounter extends LocalCounter {
+  constructor(
+    private readonly link: RedisLink,
+    private readonly prefix: string,
+    private readonly seconds: number,
+    memory: RateLimiterMemory,
+  ) {
+    super(memory);
+  }
+
+  override getKey(key: string): string {
+    return `${this.prefix}:${key}`;
+  }
+
+  /**
+   * Counted in the process too, at once (its own tally, the fallback's count): a request whose wait on Redis runs
+   * out is then counted in the window it was sent in, not in the next one with the requests sent meanwhile (which
+   * would refuse some at 80% of the limit once a freeze is a second old).
+   */
+  override async add(key: string, points: number, deadline: number): Promise<Tally> {
+    const local = super.add(key, points);
+    const count = (until: number) => this.link.redis.rlCount(this.getKey(key), points, this.seconds * 1000, until);
+    if (deadline <= Date.now()) {
+      // The request's wait is spent (its other calls took it, or its event loop was held): it is decided on the
+      // process's tally, and Redis, if it answers, still counts it, so the shared window misses no request.
+      void this.link.within(Date.now() + this.link.timeoutMs, count);
+      return local;
+    }
+    const counted = await this.link.within(deadline, count);
+    if (counted) return { res: result(counted[0], counted[1]), shared: true };
+    return local;
+  }
+
+  override async get(key: string, deadline: number) {
+    const read = await this.link.within(deadline, () => this.link.redis.rlRead(this.getKey(key)));
+    if (read) return { res: read[0] === null ? null : result(read[0], read[1]), shared: true };
+    return super.get(key);
+  }
+
+  override async adjust(key: string, points: number, shared: boolean, deadline: number): Promise<void> {
+    // Every count is in the process's tally; one Redis made is adjusted there too (or not, when it does not answer).
+    await super.add(key, points);
+    if (shared) await this.link.within(deadline, (until) => this.link.redis.rlCount(this.getKey(key), points, this.seconds * 1000, until));
+  }
+}
+
+const result = (consumed: number | string, ttl: number | string) => {
+  const points = Number(consumed);
+  return new RateLimiterRes(Math.max(0, UNREACHABLE - points), Math.max(0, Number(ttl)), points, false);
+};
+
+/**
+ * Counts `ARGV[1]` points in the window of KEYS[1] (`ARGV[2]` ms long, opened when none is), unless Redis runs it
+ * after `ARGV[3]` (ms, Redis's clock), the moment its request stopped waiting: then it counts nothing (nil).
+ */
+const COUNT_SCRIPT = `
+local now = redis.call('TIME')
+if tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000) > tonumber(ARGV[3]) then return false end
+redis.call('SET', KEYS[1], 0, 'PX', ARGV[2], 'NX')
+local consumed = redis.call('INCRBY', KEYS[1], ARGV[1])
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl < 0 then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  ttl = tonumber(ARGV[2])
+end
+return {consumed, ttl}
+`;
+/** The window of KEYS[1]: its count (nil when none is open) and ms left. */
+const READ_SCRIPT = `return {redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1])}`;
+
+type LinkedRedis = Redis & {
+  rlCount(key: string, points: number, windowMs: number, until: number): Promise<[number, number] | null>;
+  rlRead(key: string): Promise<[string | null, number]>;
+};
+
+/**
+ * A request's wait on Redis: RATE_LIMIT_REDIS_TIMEOUT_MS for all its calls together (those made at once share the
+ * time they take), not counting its other waits (its turn in the queue for the next window).
+ */
+export class RedisWait {
+  private spent = 0;
+  private since = 0;
+  private open_ = 0;
+  constructor(private readonly budgetMs: number) {}
+  /** Starts calls made together; answers the moment the request stops waiting on them. */
+  open(): number {
+    if (this.open_++ === 0) this.since = Date.now();
+    return this.since + Math.max(0, this.budgetMs - this.spent);
+  }
+  close(): void {
+    if (--this.open_ === 0) this.spent += Date.now() - this.since;
+  }
+}
+
+/** The connection to Redis: whether it answers in time now, and the difference between its clock and this one. */
+class RedisLink {
+  /** A call went unanswered past its deadline: every request counts in the process until a probe is answered in time. */
+  private late = false;
+  /** How many calls went unanswered in time (only the last one's late answer makes Redis usable again). */
+  private lateness = 0;
+  /** Redis's clock less this process's, in ms (from the probes: the round trip's middle), and how far off it may be. */
+  private offset = 0;
+  private offsetError = 0;
+  private bestTrip = Number.POSITIVE_INFINITY;
+  private timer?: NodeJS.Timeout;
+  readonly redis: LinkedRedis;
+
+  constructor(
+    redis: Redis,
+    readonly timeoutMs: number,
+    private readonly log: Logger,
+  ) {
+    redis.defineCommand('rlCount', { numberOfKeys: 1, lua: COUNT_SCRIPT });
+    redis.defineCommand('rlRead', { numberOfKeys: 1, lua: READ_SCRIPT });
+    this.redis = redis as LinkedRedis;
+  }
+
+  /** Whether calls go to Redis now: connected, and nothing unanswered in time since the last probe. */
+  get usable(): boolean {
+    return this.redis.status === 'ready' && !this.late;
+  }
+
+  /**
+   * Runs `call` (given the deadline in Redis's clock) if Redis is usable and the deadline not past; answers its result,
+   * or undefined when the process must count instead: Redis not usable, the call failed, or unanswered by the
+   * deadline (then Redis is not usable until a probe is answered in time).
+   */
+  async within<T>(deadline: number, call: (until: number) => Promise<T | null>): Promise<T | undefined> {
+    const ms = deadline - Date.now();
+    if (!this.usable || ms <= 0) return undefined;
+    let timer: NodeJS.Timeout | undefined;
+    // When the timer fires, the answer may be waiting unread (a busy event loop runs timers before reading sockets):
+    // setImmediate lets it be read first.
+    const expired = new Promise<typeof LATE>((resolve) => {
+      timer = setTimeout(() => setImmediate(() => resolve(LATE)), ms);
+    });
+    try {
+      // In Redis's clock, erring early by the clocks' uncertainty: a count Redis refuses as late is counted in the
+      // process instead (once either way), while one it took late would be counted twice.
+      const pending = call(Math.floor(deadline + this.offset - this.offsetError));
+      const out = await Promise.race([pending.catch(() => FAILED), expired]);
+      // ioredis's own command timeout (the same length) may answer first: a failure at the deadline is lateness too.
+      if (out === LATE || (out === FAILED && Date.now() >= deadline)) {
+        if (!this.late) this.log.warn({ timeoutMs: this.timeoutMs }, 'rate limits: Redis did not answer in time; counting in this process until it does');
+        this.late = true;
+        // An answer that comes after all (an event loop held by other work, a Redis slow for a moment rather than
+        // frozen) shows Redis is there: counting goes back to it at once rather than at the next probe. (What it
+        // counted late was refused by Redis's own deadline check: the request is counted in the process only.)
+        const since = ++this.lateness;
+        pending.then(
+          () => {
+            if (this.lateness === since) this.late = false;
+          },
+          () => {},
+        );
+        return undefined;
+      }
+      // A count Redis refused as late (its clock past the deadline) is counted in the process.
+      return out === FAILED || out === null ? undefined : (out as T);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /**
+   * Asks Redis for its time: answered within the timeout, Redis is usable again and its clock known; unanswered twice in
+   * a row, the connection is dropped, so that a new one (whose ready check must be answered) is made.
+   */
+  private missed = 0;
+  private probing = false;
+  async probe(): Promise<void> {
+    if (this.probing || this.redis.status !== 'ready') return;
+    this.probing = true;
+    const sent = Date.now();
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const answer = await Promise.race([
+        this.redis.time(),
+        new Promise<typeof LATE>((resolve) => {
+          timer = setTimeout(() => setImmediate(() => resolve(LATE)), this.timeoutMs);
+        }),
+      ]).catch(() => LATE);
+      if (answer === LATE) {
+        this.late = true;
+        if (++this.missed >= 2 && this.redis.status === 'ready') {
+          this.missed = 0;
+          this.log.warn('rate limits: Redis stopped answering; counting in this process until it answers again');
+          this.redis.disconnect(true);
+        }
+        return;
+      }
+      const received = Date.now();
+      const [seconds, micros] = answer as unknown as [string, string];
+      // The clocks' difference is known to half the round trip: a probe whose answer sat unread (an event loop held
+      // at start) would be seconds off, so only a round trip as short as the best so far (or 10 ms), and short beside
+      // the timeout, sets it.
+      const trip = received - sent;
+      if (trip <= Math.max(10, 2 * this.bestTrip) && trip < this.timeoutMs / 2) {
+        this.bestTrip = Math.min(this.bestTrip, trip);
+        this.offset = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000) - (sent + received) / 2;
+        this.offsetError = trip / 2 + 1;
+      }
+      this.missed = 0;
+      if (this.late) this.log.info('rate limits: Redis answers again; counting there');
+      this.late = false;
+    } finally {
+      clearTimeout(timer);
+      this.probing = false;
+    }
+  }
+
+  /** Probes every timeout's length (and at once on each new connection). */
+  watch(): void {
+    this.timer = setInterval(() => void this.probe(), this.timeoutMs);
+    this.timer.unref();
+    this.redis.on('ready', () => void this.probe());
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+}
+
+const LATE = Symbol('late');
+const FAILED = Symbol('failed');

@@ -71,7 +71,7 @@ async function freePort(): Promise<number> {
 }
 
 /** A redis-server of the campaign's own, or null where none is installed. */
-async function startPrivateRedis(): Promise<{ url: string; child: ChildProcess } | null> {
+export async function startPrivateRedis(): Promise<{ url: string; child: ChildProcess } | null> {
   const port = await freePort();
   const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
   const failed = await Promise.race([new Promise<boolean>((resolve) => child.once('error', () => resolve(true))), sleep(300).then(() => false)]);

@@ -2,17 +2,22 @@
 // fresh database is made on it; SQLite in a temporary folder when unset): KILL_TRIALS kill -9 trials (default 100)
 // and, on PostgreSQL, QUEUE_JOBS queue jobs (default 10,000) through two server processes; then the outage campaign
 // (test/trials/outage.ts, on a PostgreSQL cluster and a Redis of its own): PostgreSQL stopped OUTAGE_MS (default
-// 10 s), then Redis frozen as long, under mixed traffic. TRIALS (default `kill,queue,outage`) picks which run.
-// Exits non-zero on any lost or doubled job, and on any 500, unanswered request or lost write in the campaign.
+// 10 s), then Redis frozen as long, under mixed traffic; then the fault campaign of issue 28 (test/trials/faults.ts):
+// hostile schemas, a frozen Redis under chat at 80% of its limit (FREEZE_MS, default 6 s) and images at the limits,
+// each with /healthz latency measured beside it. TRIALS (default `kill,queue,outage,faults`) picks which run.
+// Exits non-zero on any lost or doubled job, on any 500, unanswered request or lost write in the campaigns, on a
+// request that waited on the frozen Redis past its timeout, and on a 429 at 80% of the limit.
 import { scratchDatabase, usingPostgres } from '../support/database.ts';
 import { privatePostgresAvailable } from '../support/private-postgres.ts';
+import { imageCase, redisCase, schemaCase } from './faults.ts';
 import { outageCampaign } from './outage.ts';
 import { killTrials, queueThroughput } from './trials.ts';
 
 const trials = Number(process.env.KILL_TRIALS ?? 100);
 const jobs = Number(process.env.QUEUE_JOBS ?? 10_000);
 const outageMs = Number(process.env.OUTAGE_MS ?? 10_000);
-const which = new Set((process.env.TRIALS ?? 'kill,queue,outage').split(','));
+const freezeMs = Number(process.env.FREEZE_MS ?? 6_000);
+const which = new Set((process.env.TRIALS ?? 'kill,queue,outage,faults').split(','));
 let failed = false;
 
 if (which.has('kill')) {
@@ -51,6 +56,31 @@ if (!which.has('outage')) {
   if (!r.redis) console.log('  (no redis-server installed: the Redis freeze was left out)');
   failed ||= r.errors500 > 0 || r.hung > 0 || r.lost > 0 || r.givenUp > 0 || r.unvalidated > 0 || r.postgresRecoveryMs === null;
 } else console.log("outage campaign: needs PostgreSQL's server binaries (/usr/lib/postgresql/<version>/bin, or PG_BIN)");
+
+if (which.has('faults')) {
+  const show = (name: string, f: Awaited<ReturnType<typeof imageCase>>) => {
+    console.log(`${name}: /healthz beside it ${JSON.stringify(f.healthz)} (ms)`);
+    for (const [kind, r] of Object.entries(f.requests)) console.log(`  ${kind}: statuses ${JSON.stringify(r.statuses)}, ms ${JSON.stringify(r.ms)}`);
+    const bad = Object.values(f.requests).some((r) => Object.keys(r.statuses).some((s) => s === '0' || s.startsWith('5')));
+    if (f.healthz.max > 100) console.log(`  /healthz took over 100 ms at least once (slowest ${f.healthz.max} ms): see the machine's load`);
+    return bad;
+  };
+  const schemas = await schemaCase();
+  failed = show('case 1a, schemas past the bounds in 9 MB bodies (enum, required of 900,000; two at once)', schemas.large) || failed;
+  failed = show('case 1b, large schemas within the bounds (900 properties, 1,000 objects; six at once)', schemas.within) || failed;
+  const redis = await redisCase({ frozenMs: freezeMs });
+  if (redis) {
+    failed = show(`case 2, Redis frozen ${freezeMs} ms under chat at 80% of its limit`, redis) || failed;
+    for (const [phase, p] of Object.entries(redis.phases))
+      console.log(`  ${phase}: ${p.requests} requests, ${p.refused} refused (429), slowest ${p.slowestMs} ms`);
+    // Waiting on Redis at most its timeout; the rest of a request's time is the request's own (a few ms).
+    const overWait = redis.phases.frozen.slowestMs > redis.timeoutMs + 250;
+    const refused = Object.values(redis.phases).reduce((n, p) => n + p.refused, 0);
+    if (overWait) console.log(`  a request waited ${redis.phases.frozen.slowestMs} ms, past the ${redis.timeoutMs} ms timeout`);
+    failed ||= overWait || refused > 0;
+  } else console.log('case 2: no redis-server installed: left out');
+  failed = show('case 4, images at the limits (4 x 2048x2048, n 4, at once; then one alone)', await imageCase()) || failed;
+}
 
 console.log(failed ? 'TRIALS FAILED' : 'trials passed');
 process.exit(failed ? 1 : 0);

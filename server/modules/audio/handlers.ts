@@ -1,8 +1,8 @@
 // Module `audio`: transcription and translation. parse -> model -> audio (the upload, or the URL fetched) -> engine
 // (local: decoded, measured, recognised when a recogniser is installed; or an upstream server) -> response format.
-import { openAsBlob, rmSync } from 'node:fs';
-import { join } from 'node:path';
-import { badRequest, withoutPaths } from '../../core/errors.ts';
+import { existsSync, openAsBlob, rmSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { badRequest, storageFailure, withoutPaths } from '../../core/errors.ts';
 import type { Identity } from '../../core/identity.ts';
 import { decodeAudio, UnsupportedAudio } from '../../engines/audio.ts';
 import { ffmpegPath } from '../../engines/ffmpeg.ts';
@@ -62,6 +62,9 @@ async function local(ctx: Ctx, task: Task, body: Fields, upload: Upload | undefi
       decoded = await decodeAudio(ffmpegPath(ctx.config.ffmpegPath), input, `${work}.pcm`, MAX_SECONDS);
     } catch (err) {
       if (err instanceof UnsupportedAudio) {
+        // ffmpeg could not read its input or write its output because the temporary files went (DATA_DIR/tmp removed
+        // or replaced while the request ran): the storage failed, not the caller's audio.
+        if (!existsSync(input) || !existsSync(dirname(work))) throw storageFailure(err);
         // ffmpeg's words name its input and output files: the caller's upload (or URL), and no path of the server.
         const why = withoutPaths(err.message, { [input]: upload ? upload.filename : url!.href, [`${work}.pcm`]: 'the decoded audio' });
         throw badRequest(`'file' cannot be used: ${why}. Send wav, mp3, m4a, webm, flac, ogg, opus or aac audio.`, 'file', 'unsupported_format');

@@ -1,7 +1,7 @@
 // Module `audio`: the rules of a transcription or translation request: which model, which audio, which limits.
 import { createWriteStream } from 'node:fs';
 import type { UrlFetchPolicy } from '../../core/config.ts';
-import { apiError, badRequest, withArticle } from '../../core/errors.ts';
+import { apiError, badRequest, storageFailure, withArticle } from '../../core/errors.ts';
 import type { Db } from '../../db/index.ts';
 import { downloadUserUrl } from '../../engines/user-urls.ts';
 import { capabilities, findModel } from '../models/index.ts';
@@ -58,8 +58,22 @@ export function audioUrl(value: unknown): URL {
  */
 export async function downloadAudio(url: URL, path: string, limit: number, policy: UrlFetchPolicy): Promise<number> {
   const out = createWriteStream(path);
+  // The temporary file failing (DATA_DIR/tmp removed or replaced meanwhile) is the storage's failure: 503, not a
+  // crash for want of a listener, nor a write waiting forever for a 'drain' that never comes.
+  let broken: unknown;
+  const drained = () =>
+    new Promise<void>((r) => {
+      const done = () => {
+        out.off('drain', done);
+        out.off('error', done);
+        r();
+      };
+      out.on('drain', done);
+      out.on('error', done);
+    });
+  out.on('error', (err) => (broken ??= err));
   try {
-    return await downloadUserUrl(
+    const bytes = await downloadUserUrl(
       url,
       policy,
       limit,
@@ -68,10 +82,19 @@ export async function downloadAudio(url: URL, path: string, limit: number, polic
         unreachable: (why) => badRequest(`The audio at ${url.href} cannot be fetched: ${why}.`, 'file', 'file_unreachable'),
       },
       async (chunk) => {
-        if (!out.write(chunk)) await new Promise<void>((r) => out.once('drain', () => r()));
+        if (broken) throw storageFailure(broken);
+        if (!out.write(chunk)) await drained();
       },
     );
-  } finally {
     await new Promise<void>((r) => out.end(() => r()));
+    if (broken) throw storageFailure(broken);
+    return bytes;
+  } finally {
+    // Closed before the caller removes the file (its opening may still be under way when the fetch failed at once).
+    if (!out.closed)
+      await new Promise<void>((r) => {
+        out.once('close', () => r());
+        if (!out.writableEnded) out.end();
+      });
   }
 }

@@ -2,10 +2,11 @@
 // signed URL of this server (never a hosted one, Files' signedUrl over the path, the file's id and the expiry), which
 // serves the bytes without an API key until it expires.
 import { duration } from '../../core/config.ts';
-import { notFound } from '../../core/errors.ts';
+import { contentGone, notFound } from '../../core/errors.ts';
 import type { Identity } from '../../core/identity.ts';
+import { storedBytes } from '../../core/stored.ts';
 import { reply } from '../../http/reply.ts';
-import { checkSignature, filePath, findFileIn, findFileNamed, projectIdentity, signedUrl } from '../files/index.ts';
+import { checkSignature, findFileIn, findFileNamed, projectIdentity, signedUrl } from '../files/index.ts';
 import type { Context, Services, SignedCheck } from '../types.ts';
 
 /** How long a storage URL works: `DURATION_STORAGE_URL_MS`, default an hour. */
@@ -46,5 +47,5 @@ export async function readDeploymentStorageFile(ctx: Context<'readDeploymentStor
   const fileId = ctx.query.file_id ?? '';
   const f = await findFileIn(ctx.db.prisma, ctx.identity.projectId, fileId);
   if (!f) throw notFound('file', fileId, 'file_id');
-  return reply.file(filePath(ctx.config, f), 'application/octet-stream');
+  return reply.file(await storedBytes(ctx.config.dataDir, f.path, () => contentGone('file', f.id, 'file_id')), 'application/octet-stream');
 }

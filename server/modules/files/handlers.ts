@@ -1,7 +1,8 @@
 // Module `files`: upload (the multipart body streamed to disk by http/multipart.ts), the signed upload of the
 // official client (POST /v1/files, then the PUT of the bytes, streamed to disk by http/raw-body.ts and authorised
 // by signature.ts), list, get, delete, content.
-import { apiError, badRequest, conflict, notFound } from '../../core/errors.ts';
+import { apiError, badRequest, conflict, contentGone, notFound } from '../../core/errors.ts';
+import { storedBytes } from '../../core/stored.ts';
 import { reply } from '../../http/reply.ts';
 import { owned } from '../../http/scope.ts';
 import type { Context } from '../types.ts';
@@ -9,7 +10,7 @@ import { holderOf } from './in-use.ts';
 import { AWAITING_BYTES } from './machine.ts';
 import { checkPurpose, type FileType, type Purpose } from './rules.ts';
 import { uploadUrl } from './signature.ts';
-import { filePath, type NewFile, newFileId, placeFile, receiveBytes, recordFile, recordUpload, removeBytes } from './store.ts';
+import { type NewFile, newFileId, placeFile, receiveBytes, recordFile, recordUpload, removeBytes } from './store.ts';
 import { fileColumns, fileWire } from './wire.ts';
 
 /** The fields every upload takes, checked alike (the contract has checked their types). */
@@ -104,5 +105,6 @@ export async function getFileContent(ctx: Context<'getFileContent'>) {
   const f = await find(ctx);
   if (f.status === AWAITING_BYTES)
     throw conflict(`File '${f.id}' has no content yet: its bytes have not been uploaded to its upload URL.`, 'file_not_uploaded', 'id');
-  return reply.file(filePath(ctx.config, f), f.fileType === 'parquet' ? 'application/octet-stream' : 'text/plain; charset=utf-8');
+  const path = await storedBytes(ctx.config.dataDir, f.path, () => contentGone('file', f.id));
+  return reply.file(path, f.fileType === 'parquet' ? 'application/octet-stream' : 'text/plain; charset=utf-8');
 }

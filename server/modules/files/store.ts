@@ -8,7 +8,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { File } from '../../../generated/prisma/sqlite/client/client.ts';
 import { instant } from '../../core/clock.ts';
-import { conflict, notFound } from '../../core/errors.ts';
+import { conflict, notFound, storageFailure } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
 import type { Db, Tx } from '../../db/index.ts';
 import { enter, transition } from '../../runner/progress.ts';
@@ -89,12 +89,13 @@ export async function recordUpload(tx: Tx, services: Pick<Services, 'clock' | 'c
  */
 export async function receiveBytes(services: StoreServices, f: File, from: string, bytes: number): Promise<File> {
   const to = filePath(services.config, f);
-  await mkdir(dirname(to), { recursive: true });
+  await mkdir(dirname(to), { recursive: true }).catch(failed);
   try {
     await link(from, to);
   } catch (e) {
+    // EEXIST of the file itself (its folder is there): another upload of it placed its bytes first.
     if ((e as NodeJS.ErrnoException).code === 'EEXIST') throw alreadyUploaded(f.id);
-    throw e;
+    failed(e);
   }
   try {
     return await services.db.write(async (tx) => {
@@ -115,9 +116,17 @@ export const alreadyUploaded = (id: string) =>
 /** Moves bytes written elsewhere (an upload) to the file's place. */
 export async function placeFile(services: StoreServices, projectId: string, id: string, from: string): Promise<void> {
   const to = join(services.config.dataDir, fileLocation(projectId, id));
-  await mkdir(dirname(to), { recursive: true });
-  await rename(from, to);
+  await mkdir(dirname(to), { recursive: true }).catch(failed);
+  await rename(from, to).catch(failed);
 }
+
+/**
+ * A file system failure while placing bytes (DATA_DIR/files replaced by a file, the upload's temporary file removed
+ * with DATA_DIR/tmp while it streamed, a folder made unwritable): the storage's, 503 `storage_unavailable`.
+ */
+const failed = (err: unknown): never => {
+  throw storageFailure(err);
+};
 
 /**
  * Stores a file owned by a project (e.g. an evaluation's results): the content (a string, bytes or a stream) is

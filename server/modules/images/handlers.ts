@@ -2,8 +2,9 @@
 // the bytes stored when answered as URLs -> the wire.
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { badRequest } from '../../core/errors.ts';
+import { badRequest, contentGone } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
+import { storedBytes } from '../../core/stored.ts';
 import { imageEngineFor } from '../../engines/image.ts';
 import { reply } from '../../http/reply.ts';
 import { owned } from '../../http/scope.ts';
@@ -83,5 +84,5 @@ export async function createImage(ctx: Context<'createImage'>) {
 
 export async function getImageContent(ctx: Context<'getImageContent'>) {
   const image = await owned(ctx.db.prisma.generatedImage, ctx.identity.projectId, { id: ctx.params.id }, { what: 'image', id: ctx.params.id, param: 'id' });
-  return reply.file(join(ctx.config.dataDir, image.file), CONTENT_TYPES[image.format]);
+  return reply.file(await storedBytes(ctx.config.dataDir, image.file, () => contentGone('image', image.id)), CONTENT_TYPES[image.format]);
 }

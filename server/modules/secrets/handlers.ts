@@ -1,9 +1,9 @@
 // Module `secrets`: deployment secrets addressed by id or name; values are write-only (crypto.ts).
 import type { Secret } from '../../../generated/prisma/sqlite/client/client.ts';
 import { instant } from '../../core/clock.ts';
-import { taken } from '../../core/errors.ts';
+import { ApiError, taken } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
-import type { Db, Tx } from '../../db/index.ts';
+import { type Database, type Db, keyLock, type Tx } from '../../db/index.ts';
 import { owned, ownedOrNull } from '../../http/scope.ts';
 import { uniquely } from '../../http/unique.ts';
 import type { Context } from '../types.ts';
@@ -23,6 +23,29 @@ async function refuseTakenName(tx: Tx, projectId: string, name: string, except?:
   if (await tx.secret.findFirst({ where: { projectId, name, ...(except ? { id: { not: except } } : {}) } })) throw nameTaken(name);
 }
 
+/**
+ * The most secrets one project holds (the spec's Secrets tag): the platform publishes no limit, and its list is not
+ * paged, so the list a project reads (and the storage it takes) stays bounded. A value is bounded by the contract
+ * (SecretValue's maxLength).
+ */
+export const SECRETS_PER_PROJECT = 1_000;
+
+const limitReached = () =>
+  new ApiError(
+    409,
+    'secret_limit_reached',
+    `This project holds ${SECRETS_PER_PROJECT.toLocaleString('en-US')} secrets, the most a project may hold: delete one it no longer needs first.`,
+    null,
+    'invalid_request_error',
+    { 'x-should-retry': 'false' },
+  );
+
+/** Refuses a new secret in a full project; counted under the project's lock, so two creates cannot both take the last place. */
+async function refuseFull(db: Database, tx: Tx, projectId: string) {
+  await keyLock(db, tx, `secrets:${projectId}`);
+  if ((await tx.secret.count({ where: { projectId } })) >= SECRETS_PER_PROJECT) throw limitReached();
+}
+
 export async function listSecrets({ db, identity }: Context<'listSecrets'>) {
   // Only the columns the wire shape shows, in the order of the index on (projectId, createdAt, id).
   const secrets = await db.prisma.secret.findMany({
@@ -38,6 +61,7 @@ export async function createSecret({ db, clock, config, identity, body }: Contex
   const secret = await uniquely(
     () =>
       db.write(async (tx) => {
+        await refuseFull(db, tx, identity.projectId);
         await refuseTakenName(tx, identity.projectId, body.name);
         const now = instant(clock);
         const id = newId('sec', clock.now());

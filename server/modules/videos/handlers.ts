@@ -1,8 +1,8 @@
 // Module `videos`: video generation jobs, rendered by the runner (machine.ts) and served from disk. Each operation
 // is served under /v2 (the platform's address) and /v1 (where the official clients send it once their baseURL is
 // this server's /v1); the /v1 handlers are the same ones, named for their operation.
-import { join } from 'node:path';
-import { conflict } from '../../core/errors.ts';
+import { conflict, contentGone } from '../../core/errors.ts';
+import { storedBytes } from '../../core/stored.ts';
 import { reply } from '../../http/reply.ts';
 import { owned } from '../../http/scope.ts';
 import type { Context } from '../types.ts';
@@ -24,7 +24,8 @@ async function content(ctx: Context<'getVideoContent'>) {
   const v = await find(ctx);
   if (v.status !== 'completed' || !v.file)
     throw conflict(`Video '${v.id}' is ${v.status}: it has no content${v.status === 'in_progress' ? ' yet' : ''}.`, 'video_not_ready', 'id');
-  return reply.file(join(ctx.config.dataDir, v.file), v.file.endsWith('.webm') ? 'video/webm' : 'video/mp4');
+  const path = await storedBytes(ctx.config.dataDir, v.file, () => contentGone('video', v.id));
+  return reply.file(path, v.file.endsWith('.webm') ? 'video/webm' : 'video/mp4');
 }
 
 export async function createVideo(ctx: Context<'createVideo'>) {
