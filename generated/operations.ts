@@ -27,7 +27,7 @@ export const operations = {
   createContainerDeployment: {"method":"post","path":"/v1/deployments","tag":"Deployments","module":"containers","statuses":[200,400,401,409,413,415,500,503]},
   createDeployment: {"method":"post","path":"/v2/projects/{projectId}/endpoints/{endpointId}/deployments","tag":"Dedicated endpoints (v2)","module":"dedicated","statuses":[200,400,401,404,409,413,415,500,503]},
   createEmbedding: {"method":"post","path":"/v1/embeddings","tag":"Embeddings","module":"embeddings","statuses":[200,400,401,404,413,415,429,500,502,503,504]},
-  createEndpoint: {"method":"post","path":"/v1/endpoints","tag":"Endpoints","module":"endpoints","statuses":[400,401,403,413,415,500,503]},
+  createEndpoint: {"method":"post","path":"/v1/endpoints","tag":"Endpoints","module":"endpoints","statuses":[400,401,403,413,500,503]},
   createEvaluationJob: {"method":"post","path":"/v1/evaluation","tag":"Evaluation","module":"evaluation","statuses":[200,400,401,413,415,500,503]},
   createFault: {"method":"post","path":"/_control/faults","tag":"Control","module":"control","statuses":[200,400,401,413,415]},
   createFileUpload: {"method":"post","path":"/v1/files","tag":"Files","module":"files","statuses":[302,400,401,415,500,503]},

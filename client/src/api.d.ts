@@ -1594,9 +1594,12 @@ export interface paths {
         put?: never;
         /**
          * Create a v1 dedicated endpoint (retired)
-         * @description Retired: creating a v1 endpoint is refused, so a well-formed request always answers **403** with code
-         *     `endpoints_v1_create_access_disabled` and a message pointing to `POST /v2/projects/{projectId}/deploy`.
-         *     Nothing is created. The body is still validated first (400 for a malformed one), as the SDK's shape.
+         * @description Retired: creating a v1 endpoint is refused, so every request with a valid key answers **403** with code
+         *     `endpoints_v1_create_access_disabled` and a message pointing to `POST /v2/projects/{projectId}/deploy`,
+         *     whatever its body: the body is not validated (`x-always-refused`), so a caller is never asked to fix a
+         *     body only to be refused (the requirements' errors, rule 4). Nothing is created. The schema below is the
+         *     shape the SDK sends, for reference. Only a body that is not JSON at all is refused before (400
+         *     `invalid_json`, 413 `body_too_large`), as the parser reads it ahead of every operation.
          */
         post: operations["createEndpoint"];
         delete?: never;
@@ -2364,6 +2367,7 @@ export interface paths {
          *     |---|---|---|
          *     | `prompt` | 1 to 10,000 characters, not only white space | required |
          *     | `width`, `height` | 64 to 2,048 pixels (any whole number) | 1024 |
+         *     | `size` | `<width>x<height>` (the OpenAI clients' form, e.g. `256x256`), read as `width` and `height`; `auto`: the default | none |
          *     | `n` | 1 to 4 images | 1 |
          *     | `steps` | 1 to 50 | 20 |
          *     | `seed` | a whole number from -9007199254740991 to 9007199254740991; image `i` of the answer is rendered with `seed + i`, returned as its `seed`, so a request with that seed and `n: 1` gives that image again | drawn at random (0 to 2,147,483,647) and returned |
@@ -2518,8 +2522,9 @@ export interface paths {
          *     the field; when both are given they must be the same architecture (400 `base_model_mismatch`, param
          *     `lora_model`). The adapter applies to endpoints whose model has that architecture.
          *
-         *     **Names.** `model_name` is any string that is not empty or only spaces (400 `invalid_model_name`): it may
-         *     contain `/`, `:` and spaces, and has no length limit of its own (the body's size limit applies). It is
+         *     **Names.** `model_name` is 1 to 256 characters, not only spaces (400 `invalid_model_name`; past 256, 400
+         *     `maxLength`): it may contain `/`, `:` and spaces, but no control character (a line break or a tab
+         *     included) and no lone surrogate, as it becomes part of model strings (400 `invalid_characters`). It is
          *     unique among the project's models that are uploading or uploaded (409 `model_name_taken`, param
          *     `model_name`, with the header `x-should-retry: false` so that the official clients, which retry a 409 by
          *     default, do not ask again); a failed upload frees its name. An adapter is bound to an endpoint as
@@ -2986,8 +2991,12 @@ export interface paths {
          * @description Published configs, ordered by id. `referenceModelId` (a model id) or `referenceModel` (the same model as a
          *     resource name, `projects/{projectId}/models/{modelId}` or `models/{modelId}`, the filter the official
          *     client documents; a plain id is accepted too) filters to the configs published for that model; a resource
-         *     name in another project matches nothing. Given both, they must name the same model, else 400
-         *     `reference_model_mismatch` (param `referenceModel`). Paging: see `limit` and `after`.
+         *     name in another project matches nothing. For a model the project uploaded (its `ml_...` id, or the name it
+         *     was uploaded with), the filter answers the configs of its base architecture too: those published for the
+         *     catalogue models of its architecture, which deploying it accepts (the tag's **Models**), so the
+         *     requirements' migration step 1 (choose a model id and a config id) works for an upload. Given both, they
+         *     must name the same model, else 400 `reference_model_mismatch` (param `referenceModel`). Paging: see
+         *     `limit` and `after`.
          */
         get: operations["listConfigs"];
         put?: never;
@@ -4970,7 +4979,11 @@ export interface components {
          */
         ContainerDeploymentStatus: "Updating" | "Scaling" | "Ready" | "Failed" | "ScaledToZero";
         ContainerEnvironmentVariable: {
-            /** @description The variable's name, unique in the deployment. */
+            /**
+             * @description The variable's name, unique in the deployment: 1 to 256 characters, letters, digits, `_`, `-` and `.`,
+             *     not starting with a digit (a container's environment takes no other; `A=B` would set `A`): else 400
+             *     `invalid_variable_name`.
+             */
             name: string;
             /** @description A plain value (shown back, as the platform does). */
             value?: string;
@@ -5013,10 +5026,18 @@ export interface components {
         ContainerDeploymentCreate: {
             /** @description Unique in the project. */
             name: string;
-            /** @description The container image reference (not pulled: no container runs here). */
+            /**
+             * @description The container image reference (not pulled: no container runs here), at most 512 characters (a
+             *     registry's repository name is at most 255, a tag 128, a digest 71), without white space or control
+             *     characters (400 `invalid_image`).
+             */
             image: string;
             description?: string;
             gpu_type: components["schemas"]["ContainerGpuType"];
+            /**
+             * @description GPUs per replica, 1 to 8: one replica runs on one machine, and the hardware catalogue's largest
+             *     configurations (`GET /v1/hardware`: 8x H100, 8x H200) hold 8 GPUs.
+             */
             gpu_count?: number;
             cpu?: number;
             /** @description GB. */
@@ -5036,9 +5057,14 @@ export interface components {
         };
         ContainerDeploymentUpdate: {
             name?: string;
+            /** @description As at creation. */
             image?: string;
             description?: string;
             gpu_type?: components["schemas"]["ContainerGpuType"];
+            /**
+             * @description GPUs per replica, 1 to 8: one replica runs on one machine, and the hardware catalogue's largest
+             *     configurations (`GET /v1/hardware`: 8x H100, 8x H200) hold 8 GPUs.
+             */
             gpu_count?: number;
             cpu?: number;
             memory?: number;
@@ -7546,6 +7572,15 @@ export interface components {
              * @default 1024
              */
             width: number;
+            /**
+             * @description This server's addition, as the OpenAI-shaped clients send it (`openai.images.generate({ size })`, the
+             *     Vercel AI SDK's openai and openai-compatible image models): `<width>x<height>` in pixels, e.g.
+             *     `256x256` (each 64 to 2,048, as `width` and `height`), read as `width` and `height`; `auto` is the
+             *     default 1024x1024. Given, it decides both (a `width` or `height` beside it is not read); any other form
+             *     is 400 `invalid_size` (param `size`).
+             * @example 256x256
+             */
+            size?: string;
             /** @description What not to picture (at most 10,000 characters). The local engine leaves out the colours it names. */
             negative_prompt?: string;
             /**
@@ -8193,7 +8228,7 @@ export interface components {
         };
         ModelUploadRequest: {
             /**
-             * @description Name of the uploaded model, unique in the project; any string that is not empty or only spaces (`/` allowed).
+             * @description Name of the uploaded model, unique in the project; 1 to 256 characters, not only spaces, without control characters (`/` allowed; see **Names**).
              * @example Qwen2.5-72B-Instruct-support
              */
             model_name: string;
@@ -8491,6 +8526,7 @@ export interface components {
         RegressionDirection: "REGRESSION_DIRECTION_HIGHER_IS_WORSE" | "REGRESSION_DIRECTION_LOWER_IS_WORSE";
         /** @enum {string} */
         MetricStat: "METRIC_STAT_TYPE_AVG" | "METRIC_STAT_TYPE_MIN" | "METRIC_STAT_TYPE_MAX" | "METRIC_STAT_TYPE_PERCENTILE";
+        /** @description Exactly one of `thresholdCheck` and `regressionCheck` (400 `invalid_metric_rule` naming the second one given, or `thresholdCheck` when neither is). */
         RolloutMetricRule: {
             /** @enum {string} */
             name: "inflight_requests" | "router_error_rate" | "router_latency" | "serving_latency";
@@ -8506,7 +8542,8 @@ export interface components {
                 direction: components["schemas"]["RegressionDirection"];
             };
             window?: components["schemas"]["RolloutDuration"];
-        } & (unknown | unknown);
+        };
+        /** @description Exactly one strategy of `canary`, `blueGreen` and `rolling` (400 `invalid_strategy` naming the second one given, or `canary` when none is). */
         RolloutCreate: {
             sourceDeploymentId: string;
             targetDeploymentId: string;
@@ -8518,7 +8555,7 @@ export interface components {
             finalSourceReplicas?: number;
             /** @description Applied at completion; absent: kept. */
             finalTargetReplicas?: number;
-        } & (unknown | unknown | unknown);
+        };
         MetricResult: {
             name?: string;
             stat?: components["schemas"]["MetricStat"];
@@ -8865,8 +8902,9 @@ export interface components {
         /**
          * @description `model_overloaded` (`type` `server_error`): the serverless model's live capacity is used up while the
          *     organization is within its rate (see "Rate limits"). Retry after `Retry-After` seconds. An operation that
-         *     also serves dedicated endpoints answers 503 `endpoint_not_ready` (without the retry headers) when the
-         *     endpoint exists but nothing can serve it now (see its tag). Like every operation, it also answers 503
+         *     also serves dedicated endpoints answers 503 `endpoint_not_ready` when the endpoint exists but nothing can
+         *     serve it now, without the rate-limit headers, with `Retry-After` when a deployment is on its way to READY
+         *     (waking from zero replicas, or provisioning; see Dedicated endpoints (v2), **Scale to zero**). Like every operation, it also answers 503
          *     `database_unavailable` or `storage_unavailable` (with `Retry-After` only) during an outage (see
          *     `Unavailable`).
          */
@@ -8984,6 +9022,7 @@ export interface components {
                 "x-ratelimit-reset": components["headers"]["X-RateLimit-Reset"];
                 "x-tokenlimit-limit": components["headers"]["X-TokenLimit-Limit"];
                 "x-tokenlimit-remaining": components["headers"]["X-TokenLimit-Remaining"];
+                "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                 [name: string]: unknown;
             };
             content: {
@@ -9081,6 +9120,12 @@ export interface components {
     };
     requestBodies: never;
     headers: {
+        /**
+         * @description The request's fields this contract does not declare, which were ignored (see "Open request bodies"):
+         *     dotted paths, comma-separated; a character outside printable ASCII, `%` or `,` in a name is
+         *     percent-encoded (UTF-8); past 20 names, `+<n> more`. Absent when none was ignored.
+         */
+        "X-Ignored-Fields": string;
         /** @description Requests this organization may send on this model per window (see "Rate limits"). */
         "X-RateLimit-Limit": number;
         /** @description Requests left in the current window. */
@@ -9965,6 +10010,7 @@ export interface operations {
             /** @description The estimate. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10003,6 +10049,7 @@ export interface operations {
                     "x-ratelimit-reset": components["headers"]["X-RateLimit-Reset"];
                     "x-tokenlimit-limit": components["headers"]["X-TokenLimit-Limit"];
                     "x-tokenlimit-remaining": components["headers"]["X-TokenLimit-Remaining"];
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10125,6 +10172,7 @@ export interface operations {
             /** @description The accepted job. */
             201: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10222,6 +10270,7 @@ export interface operations {
                     "x-ratelimit-reset": components["headers"]["X-RateLimit-Reset"];
                     "x-tokenlimit-limit": components["headers"]["X-TokenLimit-Limit"];
                     "x-tokenlimit-remaining": components["headers"]["X-TokenLimit-Remaining"];
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10317,6 +10366,7 @@ export interface operations {
                     "x-ratelimit-reset": components["headers"]["X-RateLimit-Reset"];
                     "x-tokenlimit-limit": components["headers"]["X-TokenLimit-Limit"];
                     "x-tokenlimit-remaining": components["headers"]["X-TokenLimit-Remaining"];
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10474,6 +10524,7 @@ export interface operations {
             /** @description The new cluster, in `WaitingForControlPlaneNodes`. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10554,6 +10605,7 @@ export interface operations {
             /** @description The cluster, as it is after the update (a resize shows `WaitingForDataPlaneNodes`). */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10647,6 +10699,7 @@ export interface operations {
             /** @description The add-on. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10714,6 +10767,7 @@ export interface operations {
             /** @description The add-on. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10867,6 +10921,7 @@ export interface operations {
             /** @description The new remediation, or the first response again for a reused idempotency key. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10938,6 +10993,7 @@ export interface operations {
             /** @description The approved remediation. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11009,6 +11065,7 @@ export interface operations {
             /** @description The rejected remediation. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11059,6 +11116,7 @@ export interface operations {
             /** @description The recorded alert. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11150,6 +11208,7 @@ export interface operations {
             /** @description The volume. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11182,6 +11241,7 @@ export interface operations {
             /** @description The new volume, `provisioning`. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11370,6 +11430,7 @@ export interface operations {
             /** @description The new deployment. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11460,6 +11521,7 @@ export interface operations {
             /** @description The deployment as updated. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11561,6 +11623,7 @@ export interface operations {
             /** @description The new secret (without its value). */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11658,6 +11721,7 @@ export interface operations {
             /** @description The updated secret (without its value). */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11842,6 +11906,7 @@ export interface operations {
             /** @description The new volume. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11940,6 +12005,7 @@ export interface operations {
             /** @description The updated volume. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11979,6 +12045,7 @@ export interface operations {
                     "x-ratelimit-reset": components["headers"]["X-RateLimit-Reset"];
                     "x-tokenlimit-limit": components["headers"]["X-TokenLimit-Limit"];
                     "x-tokenlimit-remaining": components["headers"]["X-TokenLimit-Remaining"];
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12080,7 +12147,6 @@ export interface operations {
                 };
             };
             413: components["responses"]["PayloadTooLarge"];
-            415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
         };
@@ -12158,6 +12224,7 @@ export interface operations {
             /** @description The updated endpoint. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12238,6 +12305,7 @@ export interface operations {
             /** @description Bound (or already bound). */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12281,6 +12349,7 @@ export interface operations {
             /** @description Unbound. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12370,6 +12439,7 @@ export interface operations {
             /** @description The accepted job, `pending`. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12661,6 +12731,7 @@ export interface operations {
             /** @description The stored file. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12709,6 +12780,7 @@ export interface operations {
             /** @description The stored file. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12771,6 +12843,7 @@ export interface operations {
             /** @description The job, `pending`. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13057,6 +13130,7 @@ export interface operations {
             /** @description The estimate. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13140,6 +13214,7 @@ export interface operations {
             /** @description The tokenized rows. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13272,6 +13347,7 @@ export interface operations {
                     "x-ratelimit-reset": components["headers"]["X-RateLimit-Reset"];
                     "x-tokenlimit-limit": components["headers"]["X-TokenLimit-Limit"];
                     "x-tokenlimit-remaining": components["headers"]["X-TokenLimit-Remaining"];
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13418,6 +13494,7 @@ export interface operations {
             /** @description The upload is accepted and its job queued. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13449,6 +13526,7 @@ export interface operations {
             /** @description The job's status after the cancel. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13481,6 +13559,7 @@ export interface operations {
             /** @description The claimed jobs (maybe none). */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13511,6 +13590,7 @@ export interface operations {
             /** @description How many jobs were canceled. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13541,6 +13621,7 @@ export interface operations {
             /** @description The job, done. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13573,6 +13654,7 @@ export interface operations {
             /** @description The job, failed. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13605,6 +13687,7 @@ export interface operations {
             /** @description The job. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13694,6 +13777,7 @@ export interface operations {
             /** @description The job's request id. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13795,6 +13879,7 @@ export interface operations {
                 headers: {
                     /** @description `299 - "..."` when the request used a deprecated field. */
                     Warning?: string;
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14084,6 +14169,7 @@ export interface operations {
             /** @description Created; provisioning continues. */
             202: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14164,6 +14250,7 @@ export interface operations {
             /** @description The endpoint. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14281,6 +14368,7 @@ export interface operations {
             /** @description The updated endpoint. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14359,6 +14447,7 @@ export interface operations {
             /** @description The experiment. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14482,6 +14571,7 @@ export interface operations {
             /** @description The experiment. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14602,6 +14692,7 @@ export interface operations {
             /** @description The deployment. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14722,6 +14813,7 @@ export interface operations {
             /** @description The updated deployment. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14802,6 +14894,7 @@ export interface operations {
             /** @description The binding. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14925,6 +15018,7 @@ export interface operations {
             /** @description The binding. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15046,6 +15140,7 @@ export interface operations {
             /** @description The rollout. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15150,6 +15245,7 @@ export interface operations {
             /** @description The rollout, CANCELED. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15188,6 +15284,7 @@ export interface operations {
             /** @description The rollout, PAUSED. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15226,6 +15323,7 @@ export interface operations {
             /** @description The rollout, COMPLETED. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15264,6 +15362,7 @@ export interface operations {
             /** @description The rollout, RUNNING. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15332,6 +15431,7 @@ export interface operations {
             /** @description The preview. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15404,6 +15504,7 @@ export interface operations {
             /** @description The experiment. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15486,6 +15587,7 @@ export interface operations {
             /** @description The target. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15615,6 +15717,7 @@ export interface operations {
             /** @description The target. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15738,6 +15841,7 @@ export interface operations {
             /** @description The experiment. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15846,6 +15950,7 @@ export interface operations {
             /** @description The model. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15947,6 +16052,7 @@ export interface operations {
             /** @description The updated model. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -16108,6 +16214,7 @@ export interface operations {
             /** @description The upload, queued. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -16414,6 +16521,7 @@ export interface operations {
                 headers: {
                     /** @description `299 - "..."` when the request used a deprecated field. */
                     Warning?: string;
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {

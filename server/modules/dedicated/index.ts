@@ -41,6 +41,7 @@ import { RETENTION_KIND, retentionWork } from './served.ts';
 import { AUTOSCALER_KIND } from './traffic.ts';
 
 // What this module offers the others.
+export { readyEstimate } from './autoscaling.ts';
 export { setReplicas } from './scale.ts';
 export { readyDeployment, type SeededDeploymentState, seedV2Endpoint } from './seeded.ts';
 export { figures, nearestRank, recordServed, recordServedMany, type Served, type ServedFigures, servedFigures, servedRows } from './served.ts';

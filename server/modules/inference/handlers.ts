@@ -25,7 +25,7 @@ export interface TextCall extends Services {
 /** Answers one chat completion or completion: the JSON reply, or the Server-Sent Events of a streamed one. */
 export async function infer(op: TextOperation, ctx: TextCall) {
   const { db, clock, body, identity, engines } = ctx;
-  const target = await resolveTarget(db, identity, body.model, op);
+  const target = await resolveTarget(db, identity, body.model, op, ctx);
   const started = performance.now();
   // A v2 deployment's requests are recorded when their answer ends: analytics, rollouts' metric rules, A/B members
   // and the autoscaler read what was really served.
