@@ -11,6 +11,7 @@ import { createHash } from 'node:crypto';
 import { sample } from 'openapi-sampler';
 import { ApiError, apiError, badRequest } from '../core/errors.ts';
 import { SchemaProblem, validatorOf } from './json-schema.ts';
+import { schemaInPrompt } from './prompt-schema.ts';
 import type { Route, UpstreamRoute } from './routes.ts';
 import { beyondSampleBounds, beyondSchemaBounds, SAMPLE_BOUNDS, sampleTooLong } from './sample-bounds.ts';
 import { countTokens, decode, encode } from './tokens.ts';
@@ -188,6 +189,27 @@ function forcedFunction(body: Body): { name: string; parameters: object } | null
   return { name: tool.name, parameters: tool.parameters ?? { type: 'object' } };
 }
 
+/**
+ * The JSON a chat asks for with a schema in its messages rather than in `response_format` (prompt-schema.ts): with
+ * `json_object` and no schema of its own, or with no `response_format` and a message mentioning JSON. A schema the
+ * engine cannot sample is a 400 naming `messages` when `json_object` asked for JSON, else the usual text answers.
+ */
+function promptedJson(messages: Body[], format: Body | undefined): { text: string; fenced: boolean } | null {
+  const jsonAsked = format?.type === 'json_object';
+  if (format !== undefined && !(jsonAsked && !format.schema)) return null;
+  const found = schemaInPrompt(
+    messages.map((m) => textOfContent(m.content).text),
+    jsonAsked,
+  );
+  if (!found) return null;
+  try {
+    return { text: JSON.stringify(sampleValid(found.schema, 'messages', 'the JSON the prompt asks for')), fenced: found.fenced };
+  } catch (e) {
+    if (jsonAsked) throw e;
+    return null;
+  }
+}
+
 function generate(op: TextOperation, body: Body, served: Served): Generation {
   const warnings = [...served.warnings];
   const n = body.n ?? 1;
@@ -250,6 +272,7 @@ function generate(op: TextOperation, body: Body, served: Served): Generation {
   const format = op === 'chat' ? (body.response_format as Body | undefined) : undefined;
   const stops = stopsOf(body.stop);
   const lastUser = textOfContent([...messages].reverse().find((m) => m.role === 'user')?.content).text;
+  const prompted = forced ? null : promptedJson(messages, format);
 
   const choices = Array.from({ length: n }, (_, i): Choice => {
     if (forced) {
@@ -267,6 +290,8 @@ function generate(op: TextOperation, body: Body, served: Served): Generation {
     if (format?.type === 'json_schema' || (format?.type === 'json_object' && format.schema)) {
       const schema = format.type === 'json_schema' ? (format.json_schema?.schema ?? { type: 'object' }) : format.schema;
       text = JSON.stringify(sampleValid(schema, 'response_format', 'JSON'));
+    } else if (prompted) {
+      text = prompted.fenced ? `\`\`\`json\n${prompted.text}\n\`\`\`` : prompted.text;
     } else if (format?.type === 'json_object') {
       text = JSON.stringify({
         engine: 'local',
