@@ -105,13 +105,15 @@ describe("images: the OpenAI clients' size", () => {
 });
 
 describe('v1 endpoint creation is refused first', () => {
-  test('POST /v1/endpoints answers 403 whatever the body (empty, ill-typed, not JSON) and creates nothing', async () => {
+  test('POST /v1/endpoints answers 403 whatever the request (empty, ill-typed, malformed or no JSON, an unknown query) and creates nothing', async () => {
     const post = () => t.caller.http.post('/v1/endpoints');
     const before = await t.services.db.prisma.v1Endpoint.count();
     for (const res of [
       await post().send({}),
       await post().send({ model: 5, hardware: [], autoscaling: 'x' }),
       await post().set('Content-Type', 'text/plain').send('hello'),
+      await post().set('Content-Type', 'application/json').send('{"model": [1,'),
+      await post().query({ zz: 1 }).send({}),
       await post(),
     ]) {
       expectError(res, 403, { code: 'endpoints_v1_create_access_disabled' });

@@ -1596,10 +1596,9 @@ export interface paths {
          * Create a v1 dedicated endpoint (retired)
          * @description Retired: creating a v1 endpoint is refused, so every request with a valid key answers **403** with code
          *     `endpoints_v1_create_access_disabled` and a message pointing to `POST /v2/projects/{projectId}/deploy`,
-         *     whatever its body: the body is not validated (`x-always-refused`), so a caller is never asked to fix a
-         *     body only to be refused (the requirements' errors, rule 4). Nothing is created. The schema below is the
-         *     shape the SDK sends, for reference. Only a body that is not JSON at all is refused before (400
-         *     `invalid_json`, 413 `body_too_large`), as the parser reads it ahead of every operation.
+         *     whatever its body and query: nothing of the request but its key is read (`x-always-refused`), so a caller
+         *     is never asked to fix a body only to be refused (the requirements' errors, rule 4). Nothing is created.
+         *     The schema below is the shape the SDK sends, for reference.
          */
         post: operations["createEndpoint"];
         delete?: never;
@@ -3201,10 +3200,16 @@ export interface paths {
          *     at most 31 days long (400 `invalid_time_range`, param `startTime`). Requests are kept 31 days (the tag's
          *     **Analytics**): a range reaching further back counts none of the older ones.
          *
-         *     **Which requests.** The callers' requests only: copies a shadow experiment mirrors to its targets are not
-         *     counted here (they are not what callers were served). `deploymentId` restricts everything to one
-         *     deployment: a deployment of the endpoint, or a deleted one whose requests are still recorded; any other id
-         *     is 400 `unknown_deployment` (param `deploymentId`).
+         *     **Which requests.** The endpoint's figures (`metrics`, `timeSeries`) and each deployment's live entry
+         *     (`trafficMode` `TRAFFIC_MODE_LIVE`) count the callers' requests only. The copies shadow experiments made
+         *     are shown apart, marked as such: after the live entries, `deploymentAnalytics` has one entry with
+         *     `trafficMode` `TRAFFIC_MODE_SHADOW` per deployment that received copies in the range (in id order), with
+         *     the same figures counted over its copies (their status, latency from the copy's start to its answer's
+         *     end, and tokens); `metrics.deploymentMetrics` lists the live entries only. A shadow experiment's own
+         *     report (`getShadowExperimentResults`) compares each target's copies with the callers' answers.
+         *     `deploymentId` restricts everything to one deployment (its live entry, and its shadow entry when it
+         *     received copies): a deployment of the endpoint, or a deleted one whose requests are still recorded; any
+         *     other id is 400 `unknown_deployment` (param `deploymentId`).
          *
          *     **Figures.** `totalRequests` counts the answers; `failedRequests` those with a 5xx status (the deployment's
          *     failures; a caller's 4xx, e.g. a prompt too long, is not), and `successfulRequests` the rest;
@@ -3214,9 +3219,9 @@ export interface paths {
          *     `tokensPerSecond` (completion tokens) divide by the range's length in seconds. Counts are decimal strings
          *     (the platform's int64).
          *
-         *     **Deployments.** `deploymentAnalytics` (and `metrics.deploymentMetrics`) has one entry per deployment of the
-         *     endpoint (in id order, zeros when it served nothing), followed by each deleted deployment that served
-         *     requests in the range; with `deploymentId`, that one only.
+         *     **Deployments.** `deploymentAnalytics` (and `metrics.deploymentMetrics`) has one live entry per deployment
+         *     of the endpoint (in id order, zeros when it served nothing), followed by each deleted deployment that
+         *     served requests in the range, then the shadow entries; with `deploymentId`, that one only.
          *
          *     **Time series.** Only with `includeTimeSeries=true`: `timeSeries` for the endpoint and for each deployment.
          *     `granularity` is a positive whole number of seconds, minutes, hours or days: `30s`, `1m`, `5m`, `1h`, `1d`
@@ -3661,6 +3666,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/projects/{projectId}/endpoints/{endpointId}/shadowExperiments/{experimentId}/results": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                endpointId: components["parameters"]["V2EndpointId"];
+                /** @description The shadow experiment's id (`shx_...`). */
+                experimentId: components["parameters"]["ShadowExperimentId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * What a shadow experiment's targets answered, against the callers' answers
+         * @description This server's addition (the platform's contract has no report of a shadow experiment): what the copies
+         *     this experiment made did, per target, over `[startTime, endTime)` (RFC 3339; `endTime` defaults to now,
+         *     `startTime` to 24 hours before it; at most 31 days, and `startTime` before `endTime`, else 400
+         *     `invalid_time_range`, param `startTime`; copies are kept 31 days, as every served request).
+         *
+         *     `primary` counts the callers' requests the endpoint's deployments answered in the range (every request,
+         *     sampled or not: what the targets are compared with). Each of `targets` (in creation order) counts its
+         *     copies made by this experiment: `copies` (each recorded as it ended, whatever its outcome), `errors`
+         *     (5xx: the engine failed or timed out, or the target was not READY) and `errorRate` (a percentage),
+         *     latency percentiles in ms (nearest rank, from the copy's start to its answer's end; 0 without copies),
+         *     `compared` (copies answered 200 whose request the primary answered whole, with 200), `matched` (those
+         *     whose answer was the primary's: the same text of each choice, a chat message's content and its tool
+         *     calls' names and arguments, or a completion's text) and `matchRate` (`matched / compared` as a
+         *     percentage; null when none was compared). Answers are compared exactly, as text: the local engine's
+         *     answer names the model it stands for, so a target running another model never matches it.
+         */
+        get: operations["getShadowExperimentResults"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/projects/{projectId}/endpoints/{endpointId}/shadowExperiments/{experimentId}/targets": {
         parameters: {
             query?: never;
@@ -3766,6 +3811,13 @@ export interface paths {
          *     and cost so far of each deployment on the endpoint, and their sum. Each running replica bills every
          *     minute at its hardware's price per minute when it started (fractional minutes count). A deleted
          *     deployment's billing leaves this view with it.
+         *
+         *     **Over time** (for the monitoring dashboard, `/dashboard`), only with `includeTimeSeries=true`:
+         *     `timeSeries`, buckets of `granularity` over `[startTime, endTime)`, as the analytics operation makes them
+         *     (the same defaults, bounds and 400s: `invalid_time_range`, `invalid_granularity`, `too_many_buckets`),
+         *     each point's `values` holding `replicaMinutes` and `costCents` (the endpoint's deployments' replicas'
+         *     time and cost inside the bucket) and `replicas` (their mean number of running replicas over the bucket's
+         *     part inside the range). Without it, these parameters are not read.
          */
         get: operations["getV2EndpointUsage"];
         put?: never;
@@ -6264,6 +6316,13 @@ export interface components {
         DeploymentAnalyticsData: {
             deploymentId: string;
             endpointId: string;
+            /**
+             * @description This server's addition, in the platform's deployment `trafficMode` values: `TRAFFIC_MODE_LIVE` for
+             *     the requests the deployment served to callers, `TRAFFIC_MODE_SHADOW` for the copies shadow experiments
+             *     made to it (the operation's **Which requests**).
+             * @enum {string}
+             */
+            trafficMode: "TRAFFIC_MODE_LIVE" | "TRAFFIC_MODE_SHADOW";
             timeRange: components["schemas"]["MetricsTimeRange"];
             metrics: components["schemas"]["DeploymentMetrics"];
             /** @description Only with `includeTimeSeries=true`. */
@@ -6284,6 +6343,8 @@ export interface components {
             /** @description In cents, rounded to 1/100 cent. */
             costCents: number;
             deployments: components["schemas"]["DeploymentUsage"][];
+            /** @description Only with `includeTimeSeries=true`. */
+            timeSeries?: components["schemas"]["TimeSeriesDataPoint"][];
         };
         /** @description A model the platform serves to everyone (serverless), as a public endpoint. */
         PublicEndpoint: {
@@ -6694,6 +6755,39 @@ export interface components {
         EvaluationErrorResults: {
             /** @description Why the job ended `user_error` or `error`. */
             error: string;
+        };
+        /** @description Latency in ms, nearest-rank percentiles and the mean; 0 without requests. */
+        ShadowLatency: {
+            p50: number;
+            p90: number;
+            p95: number;
+            p99: number;
+            mean: number;
+        };
+        ShadowPrimaryResults: {
+            requests: number;
+            errors: number;
+            errorRate: number;
+            latencyMs: components["schemas"]["ShadowLatency"];
+        };
+        ShadowTargetResults: {
+            targetId: string;
+            name: string;
+            targetDeploymentId: string;
+            copies: number;
+            errors: number;
+            errorRate: number;
+            latencyMs: components["schemas"]["ShadowLatency"];
+            compared: number;
+            matched: number;
+            matchRate: number | null;
+        };
+        ShadowExperimentResults: {
+            experimentId: string;
+            endpointId: string;
+            timeRange: components["schemas"]["MetricsTimeRange"];
+            primary: components["schemas"]["ShadowPrimaryResults"];
+            targets: components["schemas"]["ShadowTargetResults"][];
         };
         ABExperimentMember: {
             /** @description A deployment of the endpoint. */
@@ -12135,7 +12229,6 @@ export interface operations {
             };
         };
         responses: {
-            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             /** @description Always (no success response exists), code `endpoints_v1_create_access_disabled`. */
             403: {
@@ -12146,7 +12239,6 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorData"];
                 };
             };
-            413: components["responses"]["PayloadTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
         };
@@ -15529,6 +15621,40 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    getShadowExperimentResults: {
+        parameters: {
+            query?: {
+                startTime?: string;
+                endTime?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                endpointId: components["parameters"]["V2EndpointId"];
+                /** @description The shadow experiment's id (`shx_...`). */
+                experimentId: components["parameters"]["ShadowExperimentId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The experiment's results over the range. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ShadowExperimentResults"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     listShadowTargets: {
         parameters: {
             query?: {
@@ -15868,7 +15994,12 @@ export interface operations {
     };
     getV2EndpointUsage: {
         parameters: {
-            query?: never;
+            query?: {
+                includeTimeSeries?: boolean;
+                granularity?: string;
+                startTime?: string;
+                endTime?: string;
+            };
             header?: never;
             path: {
                 /** @description The caller's project id; any other answers 404. */

@@ -676,7 +676,9 @@ export const ServedRequestScalarFieldEnum = {
   latencyMs: 'latencyMs',
   promptTokens: 'promptTokens',
   completionTokens: 'completionTokens',
-  createdAt: 'createdAt'
+  createdAt: 'createdAt',
+  experimentId: 'experimentId',
+  matched: 'matched'
 } as const
 
 export type ServedRequestScalarFieldEnum = (typeof ServedRequestScalarFieldEnum)[keyof typeof ServedRequestScalarFieldEnum]
