@@ -21,7 +21,7 @@ import { handlers, signed, uploads } from '../modules/index.ts';
 import type { Services } from '../modules/types.ts';
 import { failingWork } from '../runner/runner.ts';
 import { authenticate, bearerKey, type KeyCache } from './auth.ts';
-import { consolePages } from './console.ts';
+import { consolePages, dashboardPages } from './console.ts';
 import { errorHandler } from './error-handler.ts';
 import { refuseControlCharacters, refuseDeepNesting, refuseNonFinite } from './input.ts';
 import { multipartBodies, type Upload } from './multipart.ts';
@@ -188,6 +188,7 @@ export function createApp(options: AppOptions): express.Express {
     '/console',
     consolePages(() => control.enabled),
   );
+  infra.use('/dashboard', dashboardPages());
   // API requests are authenticated; everything else is an infrastructure route (or a 404). One layer for both.
   const auth = authenticate(keys);
   app.use(((req, res, next) => {
