@@ -76,18 +76,20 @@ test.runIf(existsSync(CHROMIUM))('signed in with the API key, it shows the endpo
   await page.waitForFunction(() => Object.keys((window as any).dashboardPlots ?? {}).length === 3);
   expect(await section.locator('[data-chart] canvas').count()).toBe(3);
   // Each deployment's live figures and the shadow copies apart.
-  const rows = await section.locator('table.deployments tbody tr').evaluateAll((trs) => trs.map((tr) => (tr as HTMLElement).innerText.split('\t').slice(0, 3)));
+  const cells = (selector: string) =>
+    section.locator(selector).evaluateAll((trs) => trs.map((tr) => [...(tr as HTMLTableRowElement).cells].map((c) => c.textContent ?? '')));
+  const rows = (await cells('table.deployments tbody tr')).map((r) => r.slice(0, 3));
   expect(rows.map((r) => r[1])).toEqual(['live', 'live', 'live', 'shadow copies']);
   expect(rows.at(-1)).toEqual(['candidate', 'shadow copies', '10']);
   // The A/B members side by side (5 requests each), and the shadow target against the callers.
-  const ab = await section.locator('.ab tbody tr').evaluateAll((trs) => trs.map((tr) => (tr as HTMLElement).innerText.split('\t').slice(1, 4)));
+  const ab = (await cells('.ab tbody tr')).map((r) => r.slice(1, 4));
   expect(ab).toEqual([
     ['control', '50%', '5'],
     ['variant', '50%', '5'],
   ]);
   expect(await section.locator('.shadow p').textContent()).toMatch(/^callers: 10 requests, 0% errors/);
-  const target = (await section.locator('.shadow tbody tr').innerText()).split('\t');
-  expect([target[1], target[5], target[6]]).toEqual(['10', '10', '100%']);
+  const [target] = await cells('.shadow tbody tr');
+  expect([target![1], target![5], target![6]]).toEqual(['10', '10', '100%']);
 
   mkdirSync(join(root, '.test-output/dashboard'), { recursive: true });
   await page.screenshot({ path: join(root, '.test-output/dashboard/endpoint.png'), fullPage: true });

@@ -47,7 +47,9 @@ export class AnswerText {
   // biome-ignore lint/suspicious/noExplicitAny: a chat completion, a completion, or one of their chunks.
   add(body: any): this {
     for (const c of body?.choices ?? []) {
-      const parts = (this.choices[c.index ?? 0] ??= []);
+      const i = c.index ?? 0;
+      this.choices[i] ??= [];
+      const parts = this.choices[i];
       const m = c.message ?? c.delta;
       if (typeof m?.content === 'string') parts.push(m.content);
       for (const call of m?.tool_calls ?? []) parts.push(`${call.function?.name ?? ''}${call.function?.arguments ?? ''}`);
