@@ -1617,9 +1617,11 @@ export interface paths {
         put?: never;
         /**
          * Create a v1 dedicated endpoint (retired)
-         * @description Retired: creating a v1 endpoint is refused, so a well-formed request always answers **403** with code
-         *     `endpoints_v1_create_access_disabled` and a message pointing to `POST /v2/projects/{projectId}/deploy`.
-         *     Nothing is created. The body is still validated first (400 for a malformed one), as the SDK's shape.
+         * @description Retired: creating a v1 endpoint is refused, so every request with a valid key answers **403** with code
+         *     `endpoints_v1_create_access_disabled` and a message pointing to `POST /v2/projects/{projectId}/deploy`,
+         *     whatever its body and query: nothing of the request but its key is read (`x-always-refused`), so a caller
+         *     is never asked to fix a body only to be refused (the requirements' errors, rule 4). Nothing is created.
+         *     The schema below is the shape the SDK sends, for reference.
          */
         post: operations["createEndpoint"];
         delete?: never;
@@ -2387,6 +2389,7 @@ export interface paths {
          *     |---|---|---|
          *     | `prompt` | 1 to 10,000 characters, not only white space | required |
          *     | `width`, `height` | 64 to 2,048 pixels (any whole number) | 1024 |
+         *     | `size` | `<width>x<height>` (the OpenAI clients' form, e.g. `256x256`), read as `width` and `height`; `auto`: the default | none |
          *     | `n` | 1 to 4 images | 1 |
          *     | `steps` | 1 to 50 | 20 |
          *     | `seed` | a whole number from -9007199254740991 to 9007199254740991; image `i` of the answer is rendered with `seed + i`, returned as its `seed`, so a request with that seed and `n: 1` gives that image again | drawn at random (0 to 2,147,483,647) and returned |
@@ -2541,8 +2544,9 @@ export interface paths {
          *     the field; when both are given they must be the same architecture (400 `base_model_mismatch`, param
          *     `lora_model`). The adapter applies to endpoints whose model has that architecture.
          *
-         *     **Names.** `model_name` is any string that is not empty or only spaces (400 `invalid_model_name`): it may
-         *     contain `/`, `:` and spaces, and has no length limit of its own (the body's size limit applies). It is
+         *     **Names.** `model_name` is 1 to 256 characters, not only spaces (400 `invalid_model_name`; past 256, 400
+         *     `maxLength`): it may contain `/`, `:` and spaces, but no control character (a line break or a tab
+         *     included) and no lone surrogate, as it becomes part of model strings (400 `invalid_characters`). It is
          *     unique among the project's models that are uploading or uploaded (409 `model_name_taken`, param
          *     `model_name`, with the header `x-should-retry: false` so that the official clients, which retry a 409 by
          *     default, do not ask again); a failed upload frees its name. An adapter is bound to an endpoint as
@@ -3674,8 +3678,12 @@ export interface paths {
          * @description Published configs, ordered by id. `referenceModelId` (a model id) or `referenceModel` (the same model as a
          *     resource name, `projects/{projectId}/models/{modelId}` or `models/{modelId}`, the filter the official
          *     client documents; a plain id is accepted too) filters to the configs published for that model; a resource
-         *     name in another project matches nothing. Given both, they must name the same model, else 400
-         *     `reference_model_mismatch` (param `referenceModel`). Paging: see `limit` and `after`.
+         *     name in another project matches nothing. For a model the project uploaded (its `ml_...` id, or the name it
+         *     was uploaded with), the filter answers the configs of its base architecture too: those published for the
+         *     catalogue models of its architecture, which deploying it accepts (the tag's **Models**), so the
+         *     requirements' migration step 1 (choose a model id and a config id) works for an upload. Given both, they
+         *     must name the same model, else 400 `reference_model_mismatch` (param `referenceModel`). Paging: see
+         *     `limit` and `after`.
          */
         get: operations["listConfigs"];
         put?: never;
@@ -3880,10 +3888,16 @@ export interface paths {
          *     at most 31 days long (400 `invalid_time_range`, param `startTime`). Requests are kept 31 days (the tag's
          *     **Analytics**): a range reaching further back counts none of the older ones.
          *
-         *     **Which requests.** The callers' requests only: copies a shadow experiment mirrors to its targets are not
-         *     counted here (they are not what callers were served). `deploymentId` restricts everything to one
-         *     deployment: a deployment of the endpoint, or a deleted one whose requests are still recorded; any other id
-         *     is 400 `unknown_deployment` (param `deploymentId`).
+         *     **Which requests.** The endpoint's figures (`metrics`, `timeSeries`) and each deployment's live entry
+         *     (`trafficMode` `TRAFFIC_MODE_LIVE`) count the callers' requests only. The copies shadow experiments made
+         *     are shown apart, marked as such: after the live entries, `deploymentAnalytics` has one entry with
+         *     `trafficMode` `TRAFFIC_MODE_SHADOW` per deployment that received copies in the range (in id order), with
+         *     the same figures counted over its copies (their status, latency from the copy's start to its answer's
+         *     end, and tokens); `metrics.deploymentMetrics` lists the live entries only. A shadow experiment's own
+         *     report (`getShadowExperimentResults`) compares each target's copies with the callers' answers.
+         *     `deploymentId` restricts everything to one deployment (its live entry, and its shadow entry when it
+         *     received copies): a deployment of the endpoint, or a deleted one whose requests are still recorded; any
+         *     other id is 400 `unknown_deployment` (param `deploymentId`).
          *
          *     **Figures.** `totalRequests` counts the answers; `failedRequests` those with a 5xx status (the deployment's
          *     failures; a caller's 4xx, e.g. a prompt too long, is not), and `successfulRequests` the rest;
@@ -3893,9 +3907,9 @@ export interface paths {
          *     `tokensPerSecond` (completion tokens) divide by the range's length in seconds. Counts are decimal strings
          *     (the platform's int64).
          *
-         *     **Deployments.** `deploymentAnalytics` (and `metrics.deploymentMetrics`) has one entry per deployment of the
-         *     endpoint (in id order, zeros when it served nothing), followed by each deleted deployment that served
-         *     requests in the range; with `deploymentId`, that one only.
+         *     **Deployments.** `deploymentAnalytics` (and `metrics.deploymentMetrics`) has one live entry per deployment
+         *     of the endpoint (in id order, zeros when it served nothing), followed by each deleted deployment that
+         *     served requests in the range, then the shadow entries; with `deploymentId`, that one only.
          *
          *     **Time series.** Only with `includeTimeSeries=true`: `timeSeries` for the endpoint and for each deployment.
          *     `granularity` is a positive whole number of seconds, minutes, hours or days: `30s`, `1m`, `5m`, `1h`, `1d`
@@ -4340,6 +4354,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/projects/{projectId}/endpoints/{endpointId}/shadowExperiments/{experimentId}/results": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                endpointId: components["parameters"]["V2EndpointId"];
+                /** @description The shadow experiment's id (`shx_...`). */
+                experimentId: components["parameters"]["ShadowExperimentId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * What a shadow experiment's targets answered, against the callers' answers
+         * @description This server's addition (the platform's contract has no report of a shadow experiment): what the copies
+         *     this experiment made did, per target, over `[startTime, endTime)` (RFC 3339; `endTime` defaults to now,
+         *     `startTime` to 24 hours before it; at most 31 days, and `startTime` before `endTime`, else 400
+         *     `invalid_time_range`, param `startTime`; copies are kept 31 days, as every served request).
+         *
+         *     `primary` counts the callers' requests the endpoint's deployments answered in the range (every request,
+         *     sampled or not: what the targets are compared with). Each of `targets` (in creation order) counts its
+         *     copies made by this experiment: `copies` (each recorded as it ended, whatever its outcome), `errors`
+         *     (5xx: the engine failed or timed out, or the target was not READY) and `errorRate` (a percentage),
+         *     latency percentiles in ms (nearest rank, from the copy's start to its answer's end; 0 without copies),
+         *     `compared` (copies answered 200 whose request the primary answered whole, with 200), `matched` (those
+         *     whose answer was the primary's: the same text of each choice, a chat message's content and its tool
+         *     calls' names and arguments, or a completion's text) and `matchRate` (`matched / compared` as a
+         *     percentage; null when none was compared). Answers are compared exactly, as text: the local engine's
+         *     answer names the model it stands for, so a target running another model never matches it.
+         */
+        get: operations["getShadowExperimentResults"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/projects/{projectId}/endpoints/{endpointId}/shadowExperiments/{experimentId}/targets": {
         parameters: {
             query?: never;
@@ -4445,6 +4499,13 @@ export interface paths {
          *     and cost so far of each deployment on the endpoint, and their sum. Each running replica bills every
          *     minute at its hardware's price per minute when it started (fractional minutes count). A deleted
          *     deployment's billing leaves this view with it.
+         *
+         *     **Over time** (for the monitoring dashboard, `/dashboard`), only with `includeTimeSeries=true`:
+         *     `timeSeries`, buckets of `granularity` over `[startTime, endTime)`, as the analytics operation makes them
+         *     (the same defaults, bounds and 400s: `invalid_time_range`, `invalid_granularity`, `too_many_buckets`),
+         *     each point's `values` holding `replicaMinutes` and `costCents` (the endpoint's deployments' replicas'
+         *     time and cost inside the bucket) and `replicas` (their mean number of running replicas over the bucket's
+         *     part inside the range). Without it, these parameters are not read.
          */
         get: operations["getV2EndpointUsage"];
         put?: never;
@@ -5768,7 +5829,11 @@ export interface components {
          */
         ContainerDeploymentStatus: "Updating" | "Scaling" | "Ready" | "Failed" | "ScaledToZero";
         ContainerEnvironmentVariable: {
-            /** @description The variable's name, unique in the deployment. */
+            /**
+             * @description The variable's name, unique in the deployment: 1 to 256 characters, letters, digits, `_`, `-` and `.`,
+             *     not starting with a digit (a container's environment takes no other; `A=B` would set `A`): else 400
+             *     `invalid_variable_name`.
+             */
             name: string;
             /** @description A plain value (shown back, as the platform does). */
             value?: string;
@@ -5811,10 +5876,18 @@ export interface components {
         ContainerDeploymentCreate: {
             /** @description Unique in the project. */
             name: string;
-            /** @description The container image reference (not pulled: no container runs here). */
+            /**
+             * @description The container image reference (not pulled: no container runs here), at most 512 characters (a
+             *     registry's repository name is at most 255, a tag 128, a digest 71), without white space or control
+             *     characters (400 `invalid_image`).
+             */
             image: string;
             description?: string;
             gpu_type: components["schemas"]["ContainerGpuType"];
+            /**
+             * @description GPUs per replica, 1 to 8: one replica runs on one machine, and the hardware catalogue's largest
+             *     configurations (`GET /v1/hardware`: 8x H100, 8x H200) hold 8 GPUs.
+             */
             gpu_count?: number;
             cpu?: number;
             /** @description GB. */
@@ -5834,9 +5907,14 @@ export interface components {
         };
         ContainerDeploymentUpdate: {
             name?: string;
+            /** @description As at creation. */
             image?: string;
             description?: string;
             gpu_type?: components["schemas"]["ContainerGpuType"];
+            /**
+             * @description GPUs per replica, 1 to 8: one replica runs on one machine, and the hardware catalogue's largest
+             *     configurations (`GET /v1/hardware`: 8x H100, 8x H200) hold 8 GPUs.
+             */
             gpu_count?: number;
             cpu?: number;
             memory?: number;
@@ -5947,6 +6025,8 @@ export interface components {
             response_body: unknown;
             /** @description The fault rule (or `prefer`) that answered or delayed it. */
             fault: string | null;
+            /** @description The undeclared body fields its operation ignored (as its `x-ignored-fields` header named them), null when none. */
+            ignored_fields: string[] | null;
         };
         /** @description What a rule matches; every field given must match (none given: every API request). */
         FaultMatch: {
@@ -7069,6 +7149,13 @@ export interface components {
         DeploymentAnalyticsData: {
             deploymentId: string;
             endpointId: string;
+            /**
+             * @description This server's addition, in the platform's deployment `trafficMode` values: `TRAFFIC_MODE_LIVE` for
+             *     the requests the deployment served to callers, `TRAFFIC_MODE_SHADOW` for the copies shadow experiments
+             *     made to it (the operation's **Which requests**).
+             * @enum {string}
+             */
+            trafficMode: "TRAFFIC_MODE_LIVE" | "TRAFFIC_MODE_SHADOW";
             timeRange: components["schemas"]["MetricsTimeRange"];
             metrics: components["schemas"]["DeploymentMetrics"];
             /** @description Only with `includeTimeSeries=true`. */
@@ -7089,6 +7176,8 @@ export interface components {
             /** @description In cents, rounded to 1/100 cent. */
             costCents: number;
             deployments: components["schemas"]["DeploymentUsage"][];
+            /** @description Only with `includeTimeSeries=true`. */
+            timeSeries?: components["schemas"]["TimeSeriesDataPoint"][];
         };
         /** @description A model the platform serves to everyone (serverless), as a public endpoint. */
         PublicEndpoint: {
@@ -7499,6 +7588,39 @@ export interface components {
         EvaluationErrorResults: {
             /** @description Why the job ended `user_error` or `error`. */
             error: string;
+        };
+        /** @description Latency in ms, nearest-rank percentiles and the mean; 0 without requests. */
+        ShadowLatency: {
+            p50: number;
+            p90: number;
+            p95: number;
+            p99: number;
+            mean: number;
+        };
+        ShadowPrimaryResults: {
+            requests: number;
+            errors: number;
+            errorRate: number;
+            latencyMs: components["schemas"]["ShadowLatency"];
+        };
+        ShadowTargetResults: {
+            targetId: string;
+            name: string;
+            targetDeploymentId: string;
+            copies: number;
+            errors: number;
+            errorRate: number;
+            latencyMs: components["schemas"]["ShadowLatency"];
+            compared: number;
+            matched: number;
+            matchRate: number | null;
+        };
+        ShadowExperimentResults: {
+            experimentId: string;
+            endpointId: string;
+            timeRange: components["schemas"]["MetricsTimeRange"];
+            primary: components["schemas"]["ShadowPrimaryResults"];
+            targets: components["schemas"]["ShadowTargetResults"][];
         };
         ABExperimentMember: {
             /** @description A deployment of the endpoint. */
@@ -8377,6 +8499,15 @@ export interface components {
              * @default 1024
              */
             width: number;
+            /**
+             * @description This server's addition, as the OpenAI-shaped clients send it (`openai.images.generate({ size })`, the
+             *     Vercel AI SDK's openai and openai-compatible image models): `<width>x<height>` in pixels, e.g.
+             *     `256x256` (each 64 to 2,048, as `width` and `height`), read as `width` and `height`; `auto` is the
+             *     default 1024x1024. Given, it decides both (a `width` or `height` beside it is not read); any other form
+             *     is 400 `invalid_size` (param `size`).
+             * @example 256x256
+             */
+            size?: string;
             /** @description What not to picture (at most 10,000 characters). The local engine leaves out the colours it names. */
             negative_prompt?: string;
             /**
@@ -9024,7 +9155,7 @@ export interface components {
         };
         ModelUploadRequest: {
             /**
-             * @description Name of the uploaded model, unique in the project; any string that is not empty or only spaces (`/` allowed).
+             * @description Name of the uploaded model, unique in the project; 1 to 256 characters, not only spaces, without control characters (`/` allowed; see **Names**).
              * @example Qwen2.5-72B-Instruct-support
              */
             model_name: string;
@@ -9858,6 +9989,7 @@ export interface components {
         RegressionDirection: "REGRESSION_DIRECTION_HIGHER_IS_WORSE" | "REGRESSION_DIRECTION_LOWER_IS_WORSE";
         /** @enum {string} */
         MetricStat: "METRIC_STAT_TYPE_AVG" | "METRIC_STAT_TYPE_MIN" | "METRIC_STAT_TYPE_MAX" | "METRIC_STAT_TYPE_PERCENTILE";
+        /** @description Exactly one of `thresholdCheck` and `regressionCheck` (400 `invalid_metric_rule` naming the second one given, or `thresholdCheck` when neither is). */
         RolloutMetricRule: {
             /** @enum {string} */
             name: "inflight_requests" | "router_error_rate" | "router_latency" | "serving_latency";
@@ -9873,7 +10005,8 @@ export interface components {
                 direction: components["schemas"]["RegressionDirection"];
             };
             window?: components["schemas"]["RolloutDuration"];
-        } & (unknown | unknown);
+        };
+        /** @description Exactly one strategy of `canary`, `blueGreen` and `rolling` (400 `invalid_strategy` naming the second one given, or `canary` when none is). */
         RolloutCreate: {
             sourceDeploymentId: string;
             targetDeploymentId: string;
@@ -9885,7 +10018,7 @@ export interface components {
             finalSourceReplicas?: number;
             /** @description Applied at completion; absent: kept. */
             finalTargetReplicas?: number;
-        } & (unknown | unknown | unknown);
+        };
         MetricResult: {
             name?: string;
             stat?: components["schemas"]["MetricStat"];
@@ -10233,8 +10366,9 @@ export interface components {
         /**
          * @description `model_overloaded` (`type` `server_error`): the serverless model's live capacity is used up while the
          *     organization is within its rate (see "Rate limits"). Retry after `Retry-After` seconds. An operation that
-         *     also serves dedicated endpoints answers 503 `endpoint_not_ready` (without the retry headers) when the
-         *     endpoint exists but nothing can serve it now (see its tag). Like every operation, it also answers 503
+         *     also serves dedicated endpoints answers 503 `endpoint_not_ready` when the endpoint exists but nothing can
+         *     serve it now, without the rate-limit headers, with `Retry-After` when a deployment is on its way to READY
+         *     (waking from zero replicas, or provisioning; see Dedicated endpoints (v2), **Scale to zero**). Like every operation, it also answers 503
          *     `database_unavailable` or `storage_unavailable` (with `Retry-After` only) during an outage (see
          *     `Unavailable`).
          */
@@ -10376,6 +10510,7 @@ export interface components {
                 "x-ratelimit-reset": components["headers"]["X-RateLimit-Reset"];
                 "x-tokenlimit-limit": components["headers"]["X-TokenLimit-Limit"];
                 "x-tokenlimit-remaining": components["headers"]["X-TokenLimit-Remaining"];
+                "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                 [name: string]: unknown;
             };
             content: {
@@ -10415,6 +10550,7 @@ export interface components {
         RlForwardOperation: {
             headers: {
                 "x-rl-engine": components["headers"]["X-Rl-Engine"];
+                "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                 [name: string]: unknown;
             };
             content: {
@@ -10425,6 +10561,7 @@ export interface components {
         RlForwardBackwardOperation: {
             headers: {
                 "x-rl-engine": components["headers"]["X-Rl-Engine"];
+                "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                 [name: string]: unknown;
             };
             content: {
@@ -10435,6 +10572,7 @@ export interface components {
         RlCustomForwardBackwardOperation: {
             headers: {
                 "x-rl-engine": components["headers"]["X-Rl-Engine"];
+                "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                 [name: string]: unknown;
             };
             content: {
@@ -10445,6 +10583,7 @@ export interface components {
         RlOptimStepOperation: {
             headers: {
                 "x-rl-engine": components["headers"]["X-Rl-Engine"];
+                "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                 [name: string]: unknown;
             };
             content: {
@@ -10455,6 +10594,7 @@ export interface components {
         RlWeightsSyncOperation: {
             headers: {
                 "x-rl-engine": components["headers"]["X-Rl-Engine"];
+                "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                 [name: string]: unknown;
             };
             content: {
@@ -10465,6 +10605,7 @@ export interface components {
         RlSampleOperation: {
             headers: {
                 "x-rl-engine": components["headers"]["X-Rl-Engine"];
+                "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                 [name: string]: unknown;
             };
             content: {
@@ -10565,6 +10706,12 @@ export interface components {
     };
     requestBodies: never;
     headers: {
+        /**
+         * @description The request's fields this contract does not declare, which were ignored (see "Open request bodies"):
+         *     dotted paths, comma-separated; a character outside printable ASCII, `%` or `,` in a name is
+         *     percent-encoded (UTF-8); past 20 names, `+<n> more`. Absent when none was ignored.
+         */
+        "X-Ignored-Fields": string;
         /** @description Requests this organization may send on this model per window (see "Rate limits"). */
         "X-RateLimit-Limit": number;
         /** @description Requests left in the current window. */
@@ -11477,6 +11624,7 @@ export interface operations {
             /** @description The estimate. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11515,6 +11663,7 @@ export interface operations {
                     "x-ratelimit-reset": components["headers"]["X-RateLimit-Reset"];
                     "x-tokenlimit-limit": components["headers"]["X-TokenLimit-Limit"];
                     "x-tokenlimit-remaining": components["headers"]["X-TokenLimit-Remaining"];
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11669,6 +11818,7 @@ export interface operations {
             /** @description The accepted job. */
             201: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11766,6 +11916,7 @@ export interface operations {
                     "x-ratelimit-reset": components["headers"]["X-RateLimit-Reset"];
                     "x-tokenlimit-limit": components["headers"]["X-TokenLimit-Limit"];
                     "x-tokenlimit-remaining": components["headers"]["X-TokenLimit-Remaining"];
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11861,6 +12012,7 @@ export interface operations {
                     "x-ratelimit-reset": components["headers"]["X-RateLimit-Reset"];
                     "x-tokenlimit-limit": components["headers"]["X-TokenLimit-Limit"];
                     "x-tokenlimit-remaining": components["headers"]["X-TokenLimit-Remaining"];
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12018,6 +12170,7 @@ export interface operations {
             /** @description The new cluster, in `WaitingForControlPlaneNodes`. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12098,6 +12251,7 @@ export interface operations {
             /** @description The cluster, as it is after the update (a resize shows `WaitingForDataPlaneNodes`). */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12191,6 +12345,7 @@ export interface operations {
             /** @description The add-on. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12258,6 +12413,7 @@ export interface operations {
             /** @description The add-on. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12411,6 +12567,7 @@ export interface operations {
             /** @description The new remediation, or the first response again for a reused idempotency key. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12482,6 +12639,7 @@ export interface operations {
             /** @description The approved remediation. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12553,6 +12711,7 @@ export interface operations {
             /** @description The rejected remediation. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12603,6 +12762,7 @@ export interface operations {
             /** @description The recorded alert. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12694,6 +12854,7 @@ export interface operations {
             /** @description The volume. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12726,6 +12887,7 @@ export interface operations {
             /** @description The new volume, `provisioning`. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12914,6 +13076,7 @@ export interface operations {
             /** @description The new deployment. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13004,6 +13167,7 @@ export interface operations {
             /** @description The deployment as updated. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13105,6 +13269,7 @@ export interface operations {
             /** @description The new secret (without its value). */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13202,6 +13367,7 @@ export interface operations {
             /** @description The updated secret (without its value). */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13387,6 +13553,7 @@ export interface operations {
             /** @description The new volume. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13485,6 +13652,7 @@ export interface operations {
             /** @description The updated volume. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13524,6 +13692,7 @@ export interface operations {
                     "x-ratelimit-reset": components["headers"]["X-RateLimit-Reset"];
                     "x-tokenlimit-limit": components["headers"]["X-TokenLimit-Limit"];
                     "x-tokenlimit-remaining": components["headers"]["X-TokenLimit-Remaining"];
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13613,7 +13782,6 @@ export interface operations {
             };
         };
         responses: {
-            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             /** @description Always (no success response exists), code `endpoints_v1_create_access_disabled`. */
             403: {
@@ -13624,8 +13792,6 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorData"];
                 };
             };
-            413: components["responses"]["PayloadTooLarge"];
-            415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
         };
@@ -13703,6 +13869,7 @@ export interface operations {
             /** @description The updated endpoint. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13783,6 +13950,7 @@ export interface operations {
             /** @description Bound (or already bound). */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13826,6 +13994,7 @@ export interface operations {
             /** @description Unbound. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13915,6 +14084,7 @@ export interface operations {
             /** @description The accepted job, `pending`. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14207,6 +14377,7 @@ export interface operations {
             /** @description The stored file. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14255,6 +14426,7 @@ export interface operations {
             /** @description The stored file. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14317,6 +14489,7 @@ export interface operations {
             /** @description The job, `pending`. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14603,6 +14776,7 @@ export interface operations {
             /** @description The estimate. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14686,6 +14860,7 @@ export interface operations {
             /** @description The tokenized rows. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14819,6 +14994,7 @@ export interface operations {
                     "x-ratelimit-reset": components["headers"]["X-RateLimit-Reset"];
                     "x-tokenlimit-limit": components["headers"]["X-TokenLimit-Limit"];
                     "x-tokenlimit-remaining": components["headers"]["X-TokenLimit-Remaining"];
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14965,6 +15141,7 @@ export interface operations {
             /** @description The upload is accepted and its job queued. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14996,6 +15173,7 @@ export interface operations {
             /** @description The job's status after the cancel. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15028,6 +15206,7 @@ export interface operations {
             /** @description The claimed jobs (maybe none). */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15058,6 +15237,7 @@ export interface operations {
             /** @description How many jobs were canceled. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15088,6 +15268,7 @@ export interface operations {
             /** @description The job, done. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15120,6 +15301,7 @@ export interface operations {
             /** @description The job, failed. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15152,6 +15334,7 @@ export interface operations {
             /** @description The job. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15241,6 +15424,7 @@ export interface operations {
             /** @description The job's request id. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15490,6 +15674,7 @@ export interface operations {
             200: {
                 headers: {
                     "x-rl-engine": components["headers"]["X-Rl-Engine"];
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15582,6 +15767,7 @@ export interface operations {
             /** @description The price per hour. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15672,6 +15858,7 @@ export interface operations {
             200: {
                 headers: {
                     "x-rl-engine": components["headers"]["X-Rl-Engine"];
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15737,6 +15924,7 @@ export interface operations {
             200: {
                 headers: {
                     "x-rl-engine": components["headers"]["X-Rl-Engine"];
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -16178,6 +16366,7 @@ export interface operations {
             /** @description The cell's outputs, in the session they ran in. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -16233,6 +16422,7 @@ export interface operations {
                 headers: {
                     /** @description `299 - "..."` when the request used a deprecated field. */
                     Warning?: string;
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -16523,6 +16713,7 @@ export interface operations {
             /** @description Created; provisioning continues. */
             202: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -16603,6 +16794,7 @@ export interface operations {
             /** @description The endpoint. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -16720,6 +16912,7 @@ export interface operations {
             /** @description The updated endpoint. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -16798,6 +16991,7 @@ export interface operations {
             /** @description The experiment. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -16921,6 +17115,7 @@ export interface operations {
             /** @description The experiment. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -17041,6 +17236,7 @@ export interface operations {
             /** @description The deployment. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -17161,6 +17357,7 @@ export interface operations {
             /** @description The updated deployment. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -17241,6 +17438,7 @@ export interface operations {
             /** @description The binding. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -17364,6 +17562,7 @@ export interface operations {
             /** @description The binding. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -17485,6 +17684,7 @@ export interface operations {
             /** @description The rollout. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -17589,6 +17789,7 @@ export interface operations {
             /** @description The rollout, CANCELED. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -17627,6 +17828,7 @@ export interface operations {
             /** @description The rollout, PAUSED. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -17665,6 +17867,7 @@ export interface operations {
             /** @description The rollout, COMPLETED. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -17703,6 +17906,7 @@ export interface operations {
             /** @description The rollout, RUNNING. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -17771,6 +17975,7 @@ export interface operations {
             /** @description The preview. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -17843,6 +18048,7 @@ export interface operations {
             /** @description The experiment. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -17863,6 +18069,40 @@ export interface operations {
             };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getShadowExperimentResults: {
+        parameters: {
+            query?: {
+                startTime?: string;
+                endTime?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The caller's project id; any other answers 404. */
+                projectId: components["parameters"]["ProjectId"];
+                endpointId: components["parameters"]["V2EndpointId"];
+                /** @description The shadow experiment's id (`shx_...`). */
+                experimentId: components["parameters"]["ShadowExperimentId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The experiment's results over the range. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ShadowExperimentResults"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
         };
@@ -17925,6 +18165,7 @@ export interface operations {
             /** @description The target. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -18054,6 +18295,7 @@ export interface operations {
             /** @description The target. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -18177,6 +18419,7 @@ export interface operations {
             /** @description The experiment. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -18203,7 +18446,12 @@ export interface operations {
     };
     getV2EndpointUsage: {
         parameters: {
-            query?: never;
+            query?: {
+                includeTimeSeries?: boolean;
+                granularity?: string;
+                startTime?: string;
+                endTime?: string;
+            };
             header?: never;
             path: {
                 /** @description The caller's project id; any other answers 404. */
@@ -18285,6 +18533,7 @@ export interface operations {
             /** @description The model. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -18386,6 +18635,7 @@ export interface operations {
             /** @description The updated model. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -18547,6 +18797,7 @@ export interface operations {
             /** @description The upload, queued. */
             200: {
                 headers: {
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -18853,6 +19104,7 @@ export interface operations {
                 headers: {
                     /** @description `299 - "..."` when the request used a deprecated field. */
                     Warning?: string;
+                    "x-ignored-fields": components["headers"]["X-Ignored-Fields"];
                     [name: string]: unknown;
                 };
                 content: {

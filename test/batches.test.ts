@@ -88,7 +88,8 @@ describe('a batch runs end to end', () => {
       line('e', 'bad role', { messages: [{ role: 'wizard', content: 'x' }] }),
       line('f', 'unknown model', { model: 'no/such-model' }),
       '',
-      line('g', 'Last one'),
+      // Fields the contract does not declare are ignored, as in a single request (open bodies).
+      line('g', 'Last one', { store: true, metadata: { run: 'ci' } }),
     ].map((r) => (typeof r === 'string' ? r : JSON.stringify(r)));
     const job = await createBatch(t.caller, rows.join('\n'));
     expect(job).toMatchObject({ status: 'VALIDATING', endpoint: '/v1/chat/completions', progress: 0, user_id: t.caller.identity.apiKeyId });

@@ -24,6 +24,7 @@ const BAD: Record<string, string[]> = {
   LOG_LEVEL: ['verbose', 'INFO '],
   BODY_LIMIT_BYTES: ['0', '10MB'],
   VALIDATE_RESPONSES: ['maybe'],
+  STRICT_REQUESTS: ['sometimes'],
   KEY_CACHE_TTL_MS: ['-1', '30s'],
   SHUTDOWN_GRACE_MS: ['0', '10s'],
   RUNNER_ENABLED: ['perhaps'],

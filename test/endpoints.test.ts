@@ -88,9 +88,9 @@ describe('POST /v1/endpoints is retired', () => {
     expectError(res, 403, { code: 'endpoints_v1_create_access_disabled' });
   });
 
-  test('a malformed create is still a 400 naming the field', async () => {
+  test('a malformed create is refused the same: the 403 comes first (test/open-bodies.test.ts)', async () => {
     const res = await t.http.post('/v1/endpoints').set(auth()).send({ model: 'x', hardware: 'y' });
-    expectError(res, 400, { param: 'autoscaling', code: 'required' });
+    expectError(res, 403, { code: 'endpoints_v1_create_access_disabled' });
   });
 });
 

@@ -40,9 +40,12 @@ function request(id: (typeof operationIds)[number], key = controlled(id) ? TEST_
 }
 
 describe.each(operationIds)('%s', (id) => {
-  const hasJsonBody = !!jsonBodySchema(id);
+  // A retired operation (`x-always-refused`) answers its refusal before reading anything of the request
+  // (test/open-bodies.test.ts): its query and body are not checked.
+  const retired = operationSpec(id)['x-always-refused'] === true;
+  const hasJsonBody = !!jsonBodySchema(id) && !retired;
 
-  test('an unknown query parameter: 400 naming it', async () => {
+  test.runIf(!retired)('an unknown query parameter: 400 naming it', async () => {
     const body = jsonBodySchema(id);
     let req = request(id).query({ zz_unknown: 1 });
     if (body) req = req.send(sample(body));

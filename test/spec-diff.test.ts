@@ -241,4 +241,20 @@ describe('lint where the author works', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  test('a tag file that is not YAML: npm run lint:spec names its file, line and column, without a stack', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'lint-spec-'));
+    try {
+      cpSync(join(root, 'spec'), join(dir, 'spec'), { recursive: true });
+      const file = join(dir, 'spec/tags/files.yaml');
+      writeFileSync(file, `${readFileSync(file, 'utf8')}broken: [\n`);
+      const line = readFileSync(file, 'utf8').split('\n').length;
+      const r = spawnSync(process.execPath, ['--import', TSX, join(root, 'server/tools/lint-spec.ts')], { cwd: dir, encoding: 'utf8' });
+      expect(r.status, r.stdout + r.stderr).toBe(1);
+      expect(r.stdout).toMatch(new RegExp(`^spec/tags/files\\.yaml:${line}:1  error  yaml-syntax  Flow sequence`));
+      expect(r.stdout + r.stderr).not.toMatch(/YAMLParseError|at .*\.ts:\d+/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });

@@ -123,7 +123,7 @@ describe('endpoint analytics', () => {
       t.services.db.write((tx) =>
         recordServed(tx, { projectId: e.projectId, endpointId: e.id, deploymentId: d.id, role, status, latencyMs, at, promptTokens: 3, completionTokens: 5 }),
       );
-    // Hour 0: latencies 1..10 ms; hour 1: nothing; hour 2: two requests, one failing; a shadow copy never counts.
+    // Hour 0: latencies 1..10 ms; hour 1: nothing; hour 2: two requests, one failing; a shadow copy never counts in them.
     for (let i = 1; i <= 10; i++) await put(start + i * 1000, i);
     await put(start + 2 * HOUR + 5, 100);
     await put(start + 2 * HOUR + 6, 300, 503);
@@ -165,9 +165,11 @@ describe('endpoint analytics', () => {
     expect((await t.http.delete(`/v2/projects/${e.projectId}/endpoints/${e.id}/deployments/${gone.id}`).set(auth())).status).toBe(200);
     const after = await analytics(e.id, range);
     expect(after.body.metrics.requestMetrics.totalRequests).toBe('13');
-    expect(after.body.deploymentAnalytics.map((x: any) => [x.deploymentId, x.metrics.requestMetrics.totalRequests])).toEqual([
-      [d.id, '12'],
-      [gone.id, '1'],
+    // The shadow copy is listed apart, after them, marked as such (test/shadow-results.test.ts).
+    expect(after.body.deploymentAnalytics.map((x: any) => [x.deploymentId, x.trafficMode, x.metrics.requestMetrics.totalRequests])).toEqual([
+      [d.id, 'TRAFFIC_MODE_LIVE', '12'],
+      [gone.id, 'TRAFFIC_MODE_LIVE', '1'],
+      [d.id, 'TRAFFIC_MODE_SHADOW', '1'],
     ]);
     expect((await analytics(e.id, { ...range, deploymentId: gone.id })).body.metrics.requestMetrics.totalRequests).toBe('1');
   });

@@ -19,6 +19,8 @@ export interface Config {
   /** Largest accepted JSON body, in bytes. */
   bodyLimit: number;
   validateResponses: boolean;
+  /** `STRICT_REQUESTS`: request fields the contract does not declare are refused (400), not ignored (http/undeclared.ts). */
+  strictRequests: boolean;
   /** How long a looked-up API key is trusted before the database is asked again (revocations clear it at once). */
   keyCacheTtlMs: number;
   /** How long SIGTERM or SIGINT lets requests in flight and the runner finish before the process exits anyway. */
@@ -297,6 +299,7 @@ const schema = z
     LOG_LEVEL: given('info', z.enum(LOG_LEVELS), `one of ${LOG_LEVELS.join(', ')}`),
     BODY_LIMIT_BYTES: given('10485760', whole(1), atLeast(1, ' of bytes')),
     VALIDATE_RESPONSES: given('true', flag, FLAG),
+    STRICT_REQUESTS: given('off', flag, FLAG),
     KEY_CACHE_TTL_MS: given('30000', whole(0), atLeast(0, ' of milliseconds')),
     SHUTDOWN_GRACE_MS: given('10000', whole(1), atLeast(1, ' of milliseconds')),
     RUNNER_ENABLED: given('true', flag, FLAG),
@@ -476,6 +479,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: v.LOG_LEVEL,
     bodyLimit: v.BODY_LIMIT_BYTES,
     validateResponses: v.VALIDATE_RESPONSES,
+    strictRequests: v.STRICT_REQUESTS,
     keyCacheTtlMs: v.KEY_CACHE_TTL_MS,
     shutdownGraceMs: v.SHUTDOWN_GRACE_MS,
     durations,

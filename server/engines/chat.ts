@@ -11,6 +11,7 @@ import { createHash } from 'node:crypto';
 import { apiError, badRequest } from '../core/errors.ts';
 import { offLoop } from './pool.ts';
 import type { SchemaOutcome } from './pool-tasks.ts';
+import { schemaInPrompt } from './prompt-schema.ts';
 import type { Route, UpstreamRoute } from './routes.ts';
 import { beyondSchemaBounds } from './sample-bounds.ts';
 import { countTokens, decode, encode } from './tokens.ts';
@@ -110,11 +111,14 @@ async function sampleValid(schema: object, param: string, what: string): Promise
   );
 }
 
-/** What the output is made of when a schema shapes it: a forced tool call's arguments, or response_format's JSON. */
+/** What the output is made of when a schema shapes it: a forced tool call's arguments, response_format's JSON, or
+ * the JSON a schema in the prompt asks for. */
 interface Shaped {
   forced: { name: string; parameters: object } | null;
   /** The sampled arguments (forced) or JSON object (response_format), as JSON text. */
   json?: string;
+  /** The JSON a schema in the messages asks for, and whether the prompt wants it in a fenced block. */
+  prompted?: { json: string; fenced: boolean };
 }
 
 async function shapedOutput(op: TextOperation, body: Body): Promise<Shaped> {
@@ -125,7 +129,22 @@ async function shapedOutput(op: TextOperation, body: Body): Promise<Shaped> {
     const schema = format.type === 'json_schema' ? (format.json_schema?.schema ?? { type: 'object' }) : format.schema;
     return { forced, json: await sampleValid(schema, 'response_format', 'JSON') };
   }
-  return { forced };
+  // A schema in the messages rather than in `response_format` (prompt-schema.ts): with `json_object` and no schema of
+  // its own, or with no `response_format` and a message mentioning JSON. One the engine cannot sample is a 400 naming
+  // `messages` when `json_object` asked for JSON, else the usual text answers.
+  const jsonAsked = format?.type === 'json_object';
+  if (op !== 'chat' || (format !== undefined && !jsonAsked)) return { forced };
+  const found = schemaInPrompt(
+    (body.messages as Body[]).map((m) => textOfContent(m.content).text),
+    jsonAsked,
+  );
+  if (!found) return { forced };
+  try {
+    return { forced, prompted: { json: await sampleValid(found.schema, 'messages', 'the JSON the prompt asks for'), fenced: found.fenced } };
+  } catch (e) {
+    if (jsonAsked) throw e;
+    return { forced };
+  }
 }
 
 const textOfContent = (content: unknown): { text: string; skipped: number } => {
@@ -274,6 +293,8 @@ function generate(op: TextOperation, body: Body, served: Served, shaped: Shaped)
     let text: string;
     if (shaped.json !== undefined) {
       text = shaped.json;
+    } else if (shaped.prompted) {
+      text = shaped.prompted.fenced ? `\`\`\`json\n${shaped.prompted.json}\n\`\`\`` : shaped.prompted.json;
     } else if (format?.type === 'json_object') {
       text = JSON.stringify({
         engine: 'local',

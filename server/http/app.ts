@@ -19,7 +19,7 @@ import { apiError } from '../core/errors.ts';
 import { changelogPath, specPath } from '../core/paths.ts';
 import { failingWork } from '../runner/runner.ts';
 import { authenticate, bearerKey, type KeyCache } from './auth.ts';
-import { consolePages } from './console.ts';
+import { consolePages, dashboardPages } from './console.ts';
 import type { Served, Services } from './context.ts';
 import { errorHandler } from './error-handler.ts';
 import { captureBody, type Guest } from './guests.ts';
@@ -180,6 +180,7 @@ export function createApp(options: AppOptions): express.Express {
             requestBody: req.body,
             responseBody: answered?.() ?? null,
             fault: (res.locals.fault as string | undefined) ?? null,
+            ignoredFields: (res.locals.ignoredFields as string[] | undefined) ?? null,
           });
         } catch (err) {
           log.warn({ err, requestId }, 'the request observer could not take this request');
@@ -206,6 +207,7 @@ export function createApp(options: AppOptions): express.Express {
     '/console',
     consolePages(() => guest !== undefined),
   );
+  infra.use('/dashboard', dashboardPages());
   // API requests are authenticated; everything else is an infrastructure route (or a 404). One layer for both.
   const auth = authenticate(keys);
   app.use(((req, res, next) => {
@@ -223,6 +225,17 @@ export function createApp(options: AppOptions): express.Express {
       throw apiError(401, 'invalid_api_key', 'The control key provided is not valid (a project API key does not open the control plane).');
     next();
   };
+  // An operation the spec marks `x-always-refused` (a retired one) answers its handler's refusal before its body is
+  // read, so no check of the body comes first (a caller would fix the body only to be refused).
+  const retired = matchers.filter((m) => spec.paths[operations[m.operationId].path]?.[operations[m.operationId].method]?.['x-always-refused']);
+  if (retired.length)
+    app.use((async (req, _res, next) => {
+      const operationId = retired.find((m) => m.method === req.method && m.pattern.test(req.path))?.operationId;
+      if (!operationId || !req.identity) return next();
+      req.resume();
+      await (handlers[operationId] as (ctx: unknown) => Promise<unknown>)({ ...services, operationId, params: {}, query: req.query, identity: req.identity });
+      next();
+    }) as RequestHandler);
   const json = express.json({ limit: config.bodyLimit });
   // Form bodies (the signed upload's POST, as the official client sends it); the contract refuses them elsewhere.
   const form = express.urlencoded({ extended: false, limit: config.bodyLimit });
@@ -240,7 +253,7 @@ export function createApp(options: AppOptions): express.Express {
   app.use(multipartBodies(rules.multipart, matchOperation, config, spec, (req) => ({ ...services, identity: req.identity! })));
   app.use(refuseDeepNesting);
   app.use(refuseControlCharacters(pathParamAt));
-  app.use(validator(spec));
+  app.use(validator(spec, { strict: config.strictRequests }));
   const checkResponse = config.validateResponses ? responseValidator(spec) : undefined;
   const limited = limits.config.enabled ? rateLimitedOperations(spec) : new Map<OperationId, string | undefined>();
 

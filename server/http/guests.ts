@@ -25,6 +25,8 @@ export interface ObservedRequest {
   responseBody: unknown;
   /** The fault that acted on it (the policy's `source`), if any. */
   fault: string | null;
+  /** The undeclared body fields the operation ignored (its `x-ignored-fields` header), if any. */
+  ignoredFields: string[] | null;
 }
 
 export interface RequestObserver {

@@ -94,3 +94,23 @@ export function refuseNonFinite(params: Record<string, unknown>, query: Record<s
     if (typeof value === 'number' && !Number.isFinite(value)) throw badRequest(`'${name}' must be a finite number.`, name, 'type');
   }
 }
+
+// Control characters (tab, newline and carriage return, and U+0080-U+009F, included) and lone surrogates (half of
+// a UTF-16 pair: no character, and no UTF-8 form).
+const UNFIT_IN_NAMES = /[\p{Cc}\p{Cs}]/u;
+
+/**
+ * A name that becomes part of a model string or a URL (`<project_slug>/<endpoint>`, `...:<adapter>`,
+ * `/v1/deployments/secrets/{name}`) holds no control character and no lone surrogate: 400 `invalid_characters`
+ * naming the field. The value itself is not echoed: it could not be shown as it is.
+ */
+export function checkNameCharacters(name: string, param: string): string {
+  if (UNFIT_IN_NAMES.test(name)) {
+    throw badRequest(
+      `'${param}' holds a control character (such as a line break or a tab) or a lone surrogate; a name becomes part of model strings and URLs, so it may hold neither.`,
+      param,
+      'invalid_characters',
+    );
+  }
+  return name;
+}

@@ -8,8 +8,9 @@
 // validator's own path-to-regexp, the same `req.openapi`, params and errors (404, 405 with `Allow`, a malformed
 // escape). Every error path is covered by the suite (test/errors.test.ts, the fuzz, the auth matrix).
 import { createRequire } from 'node:module';
-import type { RequestHandler } from 'express';
+import type { Request, RequestHandler } from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
+import { ignoredFieldsHeader, Undeclared } from './undeclared.ts';
 
 const require = createRequire(createRequire(import.meta.url).resolve('express-openapi-validator'));
 const { pathToRegexp } = require('path-to-regexp');
@@ -86,6 +87,37 @@ type Oav = {
   requestValidationMiddleware: (apiDoc: unknown) => RequestHandler;
 };
 
+export interface ValidatorOptions {
+  /** `STRICT_REQUESTS=on`: fields a body does not declare are refused (400), not ignored. */
+  strict?: boolean;
+}
+
+/**
+ * Before validation, each request body's undeclared fields are taken out and named (undeclared.ts): in the
+ * `x-ignored-fields` response header and on `res.locals.ignoredFields` (the request journal's), unless `strict`.
+ */
+function openBodies(spec: any, options: ValidatorOptions) {
+  const undeclared = new Undeclared(spec);
+  const ops = new Map<string, any>();
+  for (const item of Object.values<any>(spec.paths)) for (const op of Object.values<any>(item)) if (op?.operationId) ops.set(op.operationId, op);
+  const schemaOf = (req: Request, op: any): unknown => {
+    const content = (op.requestBody?.$ref ? undeclared.resolve(op.requestBody) : op.requestBody)?.content ?? {};
+    const type = Object.keys(content).find((t) => req.is(t));
+    return type ? content[type].schema : undefined;
+  };
+  return (req: Request, res: any): void => {
+    const op = ops.get((req as any).openapi?.schema?.operationId);
+    if (!op || options.strict || req.body === null || typeof req.body !== 'object') return;
+    const schema = schemaOf(req, op);
+    if (!schema) return;
+    const names = undeclared.take(schema as object, req.body);
+    if (names.length) {
+      res.locals.ignoredFields = names;
+      res.setHeader('x-ignored-fields', ignoredFieldsHeader(names));
+    }
+  };
+}
+
 /**
  * The validator's request checks for `spec`, as one middleware (responses are checked where they are sent:
  * responses.ts). The library installs four layers (path params, route lookup, security, request validation), each
@@ -93,7 +125,7 @@ type Oav = {
  * Express route takes path parameters, security is the pipeline's). So the first request goes through the library's
  * layers, which build both (captured below), and every later one calls them directly, in one synchronous step.
  */
-export function validator(spec: object): RequestHandler {
+export function validator(spec: object, options: ValidatorOptions = {}): RequestHandler {
   const layers = OpenApiValidator.middleware({
     apiSpec: structuredClone(spec) as never,
     validateRequests: { allowUnknownQueryParameters: false },
@@ -114,11 +146,16 @@ export function validator(spec: object): RequestHandler {
   // spec's `paths` and `components`, which Ajv walks whole: ~130 ms an operation (a process's first reset paid it).
   // No schema refers into `paths` (the route is found by `metadata`), so it is left out: ~20 ms.
   oav.requestValidationMiddleware = (apiDoc) => (validate = build({ ...(apiDoc as object), paths: {} }));
+  const open = openBodies(spec, options);
   const first: RequestHandler = (req, res, next) => {
     let i = 0;
     const step = (err?: unknown): void => {
       if (err || i === layers.length) next(err);
-      else layers[i++]!(req, res, step);
+      else {
+        // The last layer validates: the body is opened between the route lookup and it.
+        if (i === layers.length - 1) open(req, res);
+        layers[i++]!(req, res, step);
+      }
     };
     step();
   };
@@ -128,6 +165,7 @@ export function validator(spec: object): RequestHandler {
       lookup(req, res, (err?: unknown) => {
         if (err) return next(err);
         try {
+          open(req, res);
           validate!(req, res, next);
         } catch (e) {
           next(e);

@@ -5,7 +5,7 @@
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parse } from 'yaml';
+import { parse as parseYaml, YAMLError } from 'yaml';
 
 export type Doc = Record<string, any>;
 
@@ -46,14 +46,37 @@ export interface Contract {
   sources: Map<string, string>;
 }
 
+/** A spec file that is not YAML: where (1-based line and column) and why, in the parser's first line. */
+export class SpecSyntaxError extends Error {
+  constructor(
+    readonly file: string,
+    readonly line: number,
+    readonly col: number,
+    readonly reason: string,
+  ) {
+    super(`${file}:${line}:${col}  ${reason}`);
+  }
+}
+
+/** A spec file's document; a YAML syntax error names the file, its line and column. */
+function parse(file: string, text: string): Doc {
+  try {
+    return parseYaml(text);
+  } catch (e) {
+    if (!(e instanceof YAMLError)) throw e;
+    const at = e.linePos?.[0] ?? { line: 1, col: 1 };
+    throw new SpecSyntaxError(file, at.line, at.col, e.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, ''));
+  }
+}
+
 export function mergeContract(files: SpecFiles): Contract {
-  const doc: Doc = parse(files.read('spec/openapi.yaml'));
+  const doc: Doc = parse('spec/openapi.yaml', files.read('spec/openapi.yaml'));
   const moduleOf = new Map<string, string>();
   const sources = new Map<string, string>();
   doc.tags ??= [];
   doc.paths ??= {};
   for (const file of files.tags()) {
-    const part: Doc = parse(files.read(file)) ?? {};
+    const part: Doc = parse(file, files.read(file)) ?? {};
     for (const tag of part.tags ?? []) sources.set(`tags ${tag.name}`, file);
     doc.tags.push(...(part.tags ?? []));
     for (const [path, item] of Object.entries<Doc>(part.paths ?? {})) {
@@ -78,5 +101,36 @@ export function mergeContract(files: SpecFiles): Contract {
     }
   }
   doc.paths = Object.fromEntries(Object.entries(doc.paths).sort(([a], [b]) => a.localeCompare(b)));
+  documentIgnoredFields(doc);
   return { doc, moduleOf, sources };
+}
+
+/** A local `$ref` followed. */
+const resolve = (doc: Doc, node: any): any =>
+  typeof node?.$ref === 'string'
+    ? node.$ref
+        .replace(/^#\//, '')
+        .split('/')
+        .reduce((x: any, k: string) => x?.[k], doc)
+    : node;
+
+/**
+ * Request bodies are open unless their schema says `x-closed` (the description's "Open request bodies"; the server's
+ * http/undeclared.ts): each operation taking an open body documents the `x-ignored-fields` header on its successes.
+ */
+function documentIgnoredFields(doc: Doc): void {
+  // A contract from before open bodies (an older ref that spec:diff merges) declares no such header.
+  if (!doc.components?.headers?.['X-Ignored-Fields']) return;
+  for (const item of Object.values<Doc>(doc.paths)) {
+    for (const op of Object.values<Doc>(item)) {
+      const body = resolve(doc, op?.requestBody);
+      if (!body || op['x-always-refused']) continue;
+      if (Object.values<Doc>(body.content ?? {}).every((c) => resolve(doc, c.schema)?.['x-closed'] === true)) continue;
+      for (const [status, response] of Object.entries<Doc>(op.responses ?? {})) {
+        if (!/^2\d\d$/.test(status)) continue;
+        const target = resolve(doc, response);
+        target.headers = { ...target.headers, 'x-ignored-fields': { $ref: '#/components/headers/X-Ignored-Fields' } };
+      }
+    }
+  }
 }

@@ -5,10 +5,18 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { isMap, isSeq, LineCounter, type Node, parseDocument } from 'yaml';
-import { type Contract, mergeContract, workingTree } from './contract.ts';
+import { type Contract, mergeContract, SpecSyntaxError, workingTree } from './contract.ts';
 
 const root = process.cwd();
-const contract = mergeContract(workingTree(root));
+let contract: Contract;
+try {
+  contract = mergeContract(workingTree(root));
+} catch (e) {
+  // A file that is not YAML is reported like any other problem, at its line and column.
+  if (!(e instanceof SpecSyntaxError)) throw e;
+  console.log(`${e.file}:${e.line}:${e.col}  error  yaml-syntax  ${e.reason}\n\n1 error(s), 0 warning(s)`);
+  process.exit(1);
+}
 const merged = join(root, 'generated/openapi.json');
 const text = `${JSON.stringify(contract.doc, null, 2)}\n`;
 if (readFileSync(merged, 'utf8') !== text) writeFileSync(merged, text);

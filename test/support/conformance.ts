@@ -1,6 +1,6 @@
 // Compares our contract with the platform's (spec/reference/platform-contract.json), operation by operation:
 // - requests: everything the platform accepts must be accepted here: each parameter and body property it declares is
-//   declared here too (an undeclared one would be refused, or ignored), every enum value it allows is allowed, no
+//   declared here too (an undeclared one would be ignored), every enum value it allows is allowed, no
 //   limit is narrower, no pattern or format is added, and nothing is required here that it does not require;
 // - responses: every property the platform marks required is in our response schema (and required there), and no
 //   property we share has a type or enum the platform's clients would not expect.
@@ -82,11 +82,15 @@ const free = (s: Schema) =>
 
 type Sink = (field: string, kind: string, detail: string) => void;
 
-/** Request side: does `ours` accept every value `theirs` accepts? */
-export function accepts(doc: { theirs: Doc; ours: Doc }, theirs: any, ours: any, field: string, report: Sink): void {
+/**
+ * Request side: does `ours` accept every value `theirs` accepts? `refused`: a schema above marks `x-closed`, so
+ * undeclared fields are refused here (elsewhere they are ignored: http/undeclared.ts); openness must match theirs.
+ */
+export function accepts(doc: { theirs: Doc; ours: Doc }, theirs: any, ours: any, field: string, report: Sink, refused = false): void {
   const p = flat(doc.theirs, theirs);
   const o = flat(doc.ours, ours);
   if (free(p) || free(o)) return;
+  const refuses = refused || o['x-closed'] === true;
   const pv = variants(p);
   const ov = variants(o);
   if (pv || ov) {
@@ -94,7 +98,7 @@ export function accepts(doc: { theirs: Doc; ours: Doc }, theirs: any, ours: any,
     for (const v of pv ?? [p]) {
       const attempts = (ov ?? [o]).map((candidate) => {
         const found: [string, string, string][] = [];
-        accepts(doc, v, candidate, field, (...x) => found.push(x));
+        accepts(doc, v, candidate, field, (...x) => found.push(x), refuses);
         return found;
       });
       const best = attempts.reduce((a, b) => (b.length < a.length ? b : a));
@@ -131,17 +135,22 @@ export function accepts(doc: { theirs: Doc; ours: Doc }, theirs: any, ours: any,
   }
   if (o.format === 'uri' && p.format !== 'uri') report(field, 'format', `this server requires a URI; the platform takes any string`);
   if (p.properties && o.properties) {
+    // Openness: where the platform takes fields it does not declare, so does this server (it ignores them), and
+    // where it refuses them (`additionalProperties: false`), so does this server (`x-closed`).
+    const theirsClosed = p.additionalProperties === false;
+    if (theirsClosed && !refuses) report(field, 'open', 'the platform refuses undeclared fields here; this server ignores them (mark it x-closed)');
+    if (!theirsClosed && refuses) report(field, 'closed', 'the platform accepts undeclared fields here; this server refuses them (x-closed)');
     for (const [name, prop] of Object.entries<any>(p.properties)) {
       if (flat(doc.theirs, prop).readOnly) continue;
       if (!(name in o.properties)) report(`${field}.${name}`, 'unknown', 'the platform accepts this field; this server does not declare it');
-      else accepts(doc, prop, o.properties[name], `${field}.${name}`, report);
+      else accepts(doc, prop, o.properties[name], `${field}.${name}`, report, refuses);
     }
     for (const name of o.required ?? [])
       if (!(p.required ?? []).includes(name)) report(`${field}.${name}`, 'required', 'required here, optional on the platform');
   } else if (p.properties && o.additionalProperties === false) {
     report(field, 'unknown', 'the platform accepts an object with fields; this server accepts none');
   }
-  if (p.items && o.items) accepts(doc, p.items, o.items, `${field}.0`, report);
+  if (p.items && o.items) accepts(doc, p.items, o.items, `${field}.0`, report, refuses);
 }
 
 /** Response side: does `ours` give every property `theirs` promises, with types and enums its clients expect? */

@@ -188,7 +188,8 @@ function children(s: any, path: Path): Breakage[] {
         );
       }
     }
-    if (s.additionalProperties === false) {
+    // Only a closed schema refuses an undeclared field; elsewhere it is ignored (open bodies: test/open-bodies.test.ts).
+    if (s.additionalProperties === false && s['x-closed'] === true) {
       out.push({
         kind: 'unknown_property',
         path,

@@ -10,6 +10,7 @@ import type { Batch } from '../../../generated/prisma/sqlite/client/client.ts';
 import { type ApiError, badRequest } from '../../core/errors.ts';
 import { specPath } from '../../core/paths.ts';
 import { MAX_BODY_DEPTH, tooDeep } from '../../http/input.ts';
+import { Undeclared } from '../../http/undeclared.ts';
 
 // biome-ignore lint/suspicious/noExplicitAny: a request body, checked below.
 export type Body = Record<string, any>;
@@ -25,6 +26,7 @@ const SCHEMA = {
   '/v1/audio/translations': 'AudioTranslationRequest',
 } as const;
 const validators = new Map<string, ValidateFunction>();
+let contract: Undeclared | undefined;
 
 /** The endpoint's request schema from the contract, compiled once (Ajv 2020, as the spec is OpenAPI 3.1). */
 function validatorFor(schema: string): ValidateFunction {
@@ -46,8 +48,11 @@ export function customIdIn(parsed: unknown): string | null {
   return isObject(parsed) && typeof parsed.custom_id === 'string' ? parsed.custom_id : null;
 }
 
-/** The request of a parsed line, or the error the line answers. */
-export function requestOf(row: Batch, parsed: unknown, duplicate: boolean): Request {
+/**
+ * The request of a parsed line, or the error the line answers. As a single request's body, a line's body is open
+ * (http/undeclared.ts): fields the contract does not declare are left out, unless `strict` (STRICT_REQUESTS).
+ */
+export function requestOf(row: Batch, parsed: unknown, duplicate: boolean, strict = false): Request {
   if (!isObject(parsed)) throw badRequest('A line must be a JSON object: {"custom_id", "body"}.', null, 'invalid_line');
   const { custom_id: customId, body, method, url } = parsed;
   if (typeof customId !== 'string' || customId.length < 1 || customId.length > 64)
@@ -70,6 +75,10 @@ export function requestOf(row: Batch, parsed: unknown, duplicate: boolean): Requ
       throw badRequest(`'body.model' must be the batch's model_id, ${row.modelId} (or be left out).`, 'body.model', 'model_mismatch');
   }
   if (body.stream === true) throw badRequest("A batch line is answered whole: 'body.stream' must not be true.", 'body.stream', 'stream_not_supported');
+  if (!strict) {
+    contract ??= new Undeclared(JSON.parse(readFileSync(specPath, 'utf8')));
+    contract.take({ $ref: `#/components/schemas/${schema}` }, body);
+  }
   const validate = validatorFor(schema);
   if (!validate(body)) throw schemaError(validate);
   return { customId, body };

@@ -75,7 +75,7 @@ export async function runChunk(services: Services, row: Batch): Promise<Chunk> {
         throw new ApiError(400, 'invalid_json', 'The line is not valid JSON.', null);
       }
       customId = customIdIn(parsed);
-      const request = requestOf(row, parsed, duplicates.has(line.number));
+      const request = requestOf(row, parsed, duplicates.has(line.number), services.config.strictRequests);
       if (limits.config.enabled) {
         const outcome = await admit(services, identity, request.body);
         // Refused: not the line's error; the chunk ends before it, and the next one starts with it.

@@ -4,6 +4,7 @@
 import type { ContainerDeployment } from '../../../generated/prisma/sqlite/client/client.ts';
 import { badRequest } from '../../core/errors.ts';
 import type { Db, Tx } from '../../db/index.ts';
+import { checkNameCharacters } from '../../http/input.ts';
 import { queueBacklog, queueName } from '../queue/index.ts';
 import { useSecrets } from '../secrets/index.ts';
 import type { RequestBody, Wire } from '../types.ts';
@@ -94,20 +95,30 @@ const positive = (value: number, param: string, what = 'above 0') => {
 };
 
 const RESERVED = new Set(['secrets', 'storage']);
+/** What a container's environment takes as a variable's name (as Kubernetes checks it): `A=B` would set `A`. */
+const VARIABLE_NAME = /^[A-Za-z_.-][\w.-]*$/;
 
 /** The checks the contract's schema does not make (a refused request changes nothing). */
 export function check(input: Input): void {
+  checkNameCharacters(input.name, 'name');
   if (!input.name.trim()) throw badRequest("'name' must not be empty.", 'name');
   // `/v1/deployments/secrets...` and `/v1/deployments/storage...` are the Secrets' and storage's paths.
   if (RESERVED.has(input.name))
     throw badRequest(`'${input.name}' cannot name a deployment: /v1/deployments/${input.name} is another resource's path.`, 'name', 'name_reserved');
   if (!input.image.trim()) throw badRequest("'image' must name a container image.", 'image');
+  if (/[\s\p{Cc}\p{Cs}]/u.test(input.image))
+    throw badRequest(
+      "'image' holds white space or a control character: give an image reference such as registry.example.com/team/app:1.2.",
+      'image',
+      'invalid_image',
+    );
   if (!Number.isInteger(input.min_replicas) || input.min_replicas < 0) throw badRequest("'min_replicas' must be 0 or more.", 'min_replicas');
   if (input.max_replicas < 1 || input.max_replicas > MAX_REPLICAS)
     throw badRequest(`'max_replicas' must be from 1 to ${MAX_REPLICAS} (this server's limit per deployment).`, 'max_replicas');
   if (input.max_replicas < input.min_replicas)
     throw badRequest(`'max_replicas' (${input.max_replicas}) must not be below 'min_replicas' (${input.min_replicas}).`, 'max_replicas');
   positive(input.gpu_count, 'gpu_count', '1 or more');
+  // The schema's maximum is the hardware catalogue's largest configuration (test/bounds.test.ts compares them).
   positive(input.cpu, 'cpu');
   positive(input.memory, 'memory');
   positive(input.storage, 'storage');
@@ -130,6 +141,12 @@ export function check(input: Input): void {
   input.environment_variables.forEach((v, i) => {
     const param = `environment_variables.${i}`;
     if (!v.name) throw badRequest(`'${param}.name' must not be empty.`, `${param}.name`);
+    if (!VARIABLE_NAME.test(v.name))
+      throw badRequest(
+        `'${param}.name' is not a variable name: it may hold letters, digits, '_', '-' and '.', and not start with a digit (it holds ${JSON.stringify(v.name.match(/[^\w.-]/)?.[0] ?? v.name[0])}).`,
+        `${param}.name`,
+        'invalid_variable_name',
+      );
     if (names.has(v.name)) throw badRequest(`Variable '${v.name}' is given twice.`, `${param}.name`);
     names.add(v.name);
     if ((v.value === undefined) === (v.value_from_secret === undefined))

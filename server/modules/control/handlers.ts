@@ -34,6 +34,7 @@ const entryWire = (e: JournalEntry) => ({
   request_body: e.requestBody,
   response_body: e.responseBody,
   fault: e.fault,
+  ignored_fields: e.ignoredFields,
 });
 
 export async function listJournal({ query }: Context<'listJournal'>, plane: ControlPlane) {

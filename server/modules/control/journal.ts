@@ -22,6 +22,7 @@ export interface JournalEntry {
   requestBody: unknown;
   responseBody: unknown;
   fault: string | null;
+  ignoredFields: string[] | null;
 }
 
 // ---- redaction ----------------------------------------------------------------------------------------------------
@@ -104,7 +105,7 @@ interface Held extends Omit<JournalEntry, 'id'> {
 
 // Rows per INSERT: well within the bound parameters both databases take.
 const PER_INSERT = 500;
-const COLUMNS = 11;
+const COLUMNS = 12;
 
 /** Wall-clock microseconds: the order of entries across processes (the platform's clock may stand still in a test). */
 const wallMicros = () => BigInt(Math.round((performance.timeOrigin + performance.now()) * 1000));
@@ -135,6 +136,7 @@ export class Journal {
       requestBody: keptBody(request.requestBody, request.operation),
       responseBody: keptBody(request.responseBody, request.operation),
       fault: request.fault,
+      ignoredFields: request.ignoredFields,
     });
     if (this.held.length > this.size) this.held.splice(0, this.held.length - this.size);
   }
@@ -165,11 +167,12 @@ export class Journal {
           json(r.requestBody),
           json(r.responseBody),
           r.fault,
+          json(r.ignoredFields),
         ]);
         const pg = this.db.provider === 'postgresql';
         const row = (n: number) => `(${Array.from({ length: COLUMNS }, (_, c) => (pg ? `$${n * COLUMNS + c + 1}` : '?')).join(', ')})`;
         await tx.$executeRawUnsafe(
-          `INSERT INTO "ControlJournalEntry" ("at", "finishedAt", "method", "path", "operation", "projectId", "status", "ms", "requestBody", "responseBody", "fault") VALUES ${chunk.map((_, n) => row(n)).join(', ')}`,
+          `INSERT INTO "ControlJournalEntry" ("at", "finishedAt", "method", "path", "operation", "projectId", "status", "ms", "requestBody", "responseBody", "fault", "ignoredFields") VALUES ${chunk.map((_, n) => row(n)).join(', ')}`,
           ...values,
         );
       }
@@ -212,6 +215,7 @@ export class Journal {
       requestBody: parsed(r.requestBody),
       responseBody: parsed(r.responseBody),
       fault: r.fault,
+      ignoredFields: parsed(r.ignoredFields),
     }));
   }
 

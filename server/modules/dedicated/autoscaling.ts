@@ -8,13 +8,13 @@ import type { Deployment } from '../../../generated/prisma/sqlite/client/client.
 import { instant } from '../../core/clock.ts';
 import { duration } from '../../core/config.ts';
 import { badRequest } from '../../core/errors.ts';
-import type { Database, Tx } from '../../db/index.ts';
+import type { Database, Db, Tx } from '../../db/index.ts';
 import { newEtag } from '../../http/etag.ts';
 import { type Timing, transitionIfStill } from '../../runner/progress.ts';
 import { enqueue, type WorkHandler } from '../../runner/runner.ts';
 import { release, reserveIfFree } from '../hardware/index.ts';
 import { recordDeploymentChange } from './events.ts';
-import { deployments } from './machine.ts';
+import { deploymentMachine, deployments } from './machine.ts';
 import { DEPLOYMENT_OWNER } from './placement.ts';
 import { figures } from './served.ts';
 import { AUTOSCALER_KIND, READY, scaledToZero } from './traffic.ts';
@@ -206,4 +206,33 @@ async function tick(tx: Tx, timing: Timing, item: { id: string; subjectId: strin
 
 export function autoscalerWork(services: Timing & { db: Database }): WorkHandler {
   return { run: async (item) => ({ apply: (tx) => tick(tx, services, item) }) };
+}
+
+/**
+ * When the first of an endpoint's routed deployments that is on its way to READY will be there, for a request no
+ * READY one could serve: a deployment PROVISIONING at its provisioning step's due time; one scaled to zero (which the
+ * request woke: its autoscaler's tick starts it at once) after a whole provisioning; one still STOPPING towards zero
+ * after its stop, the next tick and a provisioning. Null when none is on its way (stopped for good, failed).
+ */
+export async function readyEstimate(db: Db | Tx, timing: Timing, starting: Deployment[]): Promise<{ inMs: number; waking: boolean } | null> {
+  const now = timing.clock.now();
+  const provisionMs = deploymentMachine.delayMs('DEPLOYMENT_STATE_PROVISIONING', timing.config) ?? 0;
+  const dueOf = async (d: Deployment) => {
+    const item = await db.workItem.findFirst({ where: { kind: deploymentMachine.kind, subjectId: d.id, state: 'queued' }, orderBy: { runAt: 'asc' } });
+    return item ? Number(item.runAt) : now;
+  };
+  let best: { at: number; waking: boolean } | null = null;
+  for (const d of starting) {
+    const falling = d.state === 'DEPLOYMENT_STATE_STOPPING' && d.maxReplicas > 0;
+    const at =
+      d.state === 'DEPLOYMENT_STATE_PROVISIONING'
+        ? await dueOf(d)
+        : scaledToZero(d)
+          ? now + provisionMs
+          : falling
+            ? (await dueOf(d)) + tickMs(timing) + provisionMs
+            : null;
+    if (at !== null && (best === null || at < best.at)) best = { at, waking: scaledToZero(d) || falling };
+  }
+  return best && { inMs: Math.max(0, best.at - now), waking: best.waking };
 }

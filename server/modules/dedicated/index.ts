@@ -42,8 +42,10 @@ import { RETENTION_KIND, retentionWork } from './served.ts';
 import { AUTOSCALER_KIND } from './traffic.ts';
 
 // What this module offers the others.
+export { timeRange } from './analytics.ts';
+export { readyEstimate } from './autoscaling.ts';
 export { setReplicas } from './scale.ts';
-export { figures, nearestRank, recordServed, recordServedMany, type Served, type ServedFigures, servedFigures, servedRows } from './served.ts';
+export { figures, nearestRank, recordServed, recordServedMany, type Served, type ServedFigures, servedFigures, servedRows, shadowRows } from './served.ts';
 export { adapterServers, routeRequest, type SplitEntry, splitOf, steerTraffic, type TrafficOwner, trafficSteered } from './traffic.ts';
 
 /** The published configs (seed.json), with their certification records; a config whose model the catalogue lacks is left out. */

@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 import type { DedicatedEndpoint, Deployment, Model, ModelConfig } from '../../../generated/prisma/sqlite/client/client.ts';
 import { badRequest, taken } from '../../core/errors.ts';
 import type { Db, Tx } from '../../db/index.ts';
+import { checkNameCharacters } from '../../http/input.ts';
 import { owned, visibleOrNull } from '../../http/scope.ts';
 import { catalogueRevision, isCatalogueModel } from '../model-catalogue/index.ts';
 import { canonicalModelId } from '../models/index.ts';
@@ -37,6 +38,7 @@ export const MAX_NAME_LENGTH = 100;
 
 /** A name is any non-empty string without `/` or `:`: those delimit `<project_slug>/<endpoint>[/<deployment>][:<adapter>]`. */
 export function checkName(name: string, param: string): string {
+  checkNameCharacters(name, param);
   if (name === '' || /[/:]/.test(name)) {
     throw badRequest(`'${name}' is not a name: a name is a non-empty string without '/' or ':' (they delimit inference addresses).`, param, 'invalid_name');
   }

@@ -17,6 +17,9 @@ export interface Served {
   promptTokens?: number;
   completionTokens?: number;
   at: number;
+  /** A shadow copy's experiment, and whether the target answered what the primary did (null: nothing to compare). */
+  experimentId?: string;
+  matched?: boolean | null;
 }
 
 const rowOf = (s: Served) => ({
@@ -30,6 +33,8 @@ const rowOf = (s: Served) => ({
   promptTokens: s.promptTokens ?? 0,
   completionTokens: s.completionTokens ?? 0,
   createdAt: BigInt(s.at),
+  experimentId: s.experimentId ?? null,
+  matched: s.matched ?? null,
 });
 
 export async function recordServed(db: Db | Tx, s: Served): Promise<void> {
@@ -76,6 +81,21 @@ export function servedRows(db: Db | Tx, q: ServedQuery) {
       createdAt: { gte: BigInt(q.since), lt: BigInt(q.until) },
     },
     select: { deploymentId: true, status: true, latencyMs: true, promptTokens: true, completionTokens: true, createdAt: true },
+    orderBy: { createdAt: 'asc' },
+  });
+}
+
+/** A window's shadow copies of an endpoint (oldest first), with the experiment that made each and its comparison. */
+export function shadowRows(db: Db | Tx, q: Omit<ServedQuery, 'role'> & { experimentId?: string }) {
+  return db.servedRequest.findMany({
+    where: {
+      endpointId: q.endpointId,
+      role: 'shadow',
+      ...(q.deploymentId ? { deploymentId: q.deploymentId } : {}),
+      ...(q.experimentId ? { experimentId: q.experimentId } : {}),
+      createdAt: { gte: BigInt(q.since), lt: BigInt(q.until) },
+    },
+    select: { deploymentId: true, status: true, latencyMs: true, promptTokens: true, completionTokens: true, createdAt: true, matched: true },
     orderBy: { createdAt: 'asc' },
   });
 }

@@ -307,8 +307,19 @@ export function deploymentMetricsWire(
   return { deploymentId, endpointId, timeRange: timeRangeWire(range), ...metricGroups(s) };
 }
 
-export function deploymentAnalyticsWire(metrics: Wire<'DeploymentMetrics'>, series: Wire<'TimeSeriesDataPoint'>[] | null): Wire<'DeploymentAnalyticsData'> {
-  return { deploymentId: metrics.deploymentId, endpointId: metrics.endpointId, timeRange: metrics.timeRange, metrics, ...(series && { timeSeries: series }) };
+export function deploymentAnalyticsWire(
+  metrics: Wire<'DeploymentMetrics'>,
+  series: Wire<'TimeSeriesDataPoint'>[] | null,
+  trafficMode: 'TRAFFIC_MODE_LIVE' | 'TRAFFIC_MODE_SHADOW',
+): Wire<'DeploymentAnalyticsData'> {
+  return {
+    deploymentId: metrics.deploymentId,
+    endpointId: metrics.endpointId,
+    trafficMode,
+    timeRange: metrics.timeRange,
+    metrics,
+    ...(series && { timeSeries: series }),
+  };
 }
 
 export function analyticsWire(
@@ -316,14 +327,15 @@ export function analyticsWire(
   range: { since: number; until: number },
   s: Summary,
   series: Wire<'TimeSeriesDataPoint'>[] | null,
-  deployments: Wire<'DeploymentAnalyticsData'>[],
+  live: Wire<'DeploymentAnalyticsData'>[],
+  shadow: Wire<'DeploymentAnalyticsData'>[],
 ): Wire<'AnalyticsData'> {
   const timeRange = timeRangeWire(range);
   return {
     endpointId,
     timeRange,
-    metrics: { endpointId, timeRange, ...metricGroups(s), deploymentMetrics: deployments.map((d) => d.metrics) },
+    metrics: { endpointId, timeRange, ...metricGroups(s), deploymentMetrics: live.map((d) => d.metrics) },
     ...(series && { timeSeries: series }),
-    deploymentAnalytics: deployments,
+    deploymentAnalytics: [...live, ...shadow],
   };
 }

@@ -71,6 +71,10 @@ export const fixtures: Fixtures<'experiments'> = {
       const s = await shadowExperiment(kit);
       return { params: { ...s.params, id: s.id } };
     },
+    getShadowExperimentResults: async (kit) => {
+      const s = await shadowExperiment(kit);
+      return { params: { ...s.params, experimentId: s.id } };
+    },
     listShadowTargets: async (kit) => {
       const s = await shadowExperiment(kit);
       return { params: { ...s.params, experimentId: s.id } };

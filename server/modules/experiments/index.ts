@@ -9,6 +9,7 @@ import {
   deleteShadowExperiment,
   deleteShadowTarget,
   getShadowExperiment,
+  getShadowExperimentResults,
   getShadowTarget,
   listShadowExperiments,
   listShadowTargets,
@@ -17,7 +18,7 @@ import {
 } from './handlers/shadow.ts';
 
 // What this module offers the others: inference calls `mirror` once per request a v2 endpoint answered.
-export { type Answered, mirror, type ShadowCounts, shadowsOf } from './mirror.ts';
+export { type Answered, AnswerText, mirror, type ShadowCounts, shadowsOf } from './mirror.ts';
 
 export const experiments: ModuleDescriptor<'experiments'> = {
   name: 'experiments',
@@ -30,6 +31,7 @@ export const experiments: ModuleDescriptor<'experiments'> = {
     listShadowExperiments,
     createShadowExperiment,
     getShadowExperiment,
+    getShadowExperimentResults,
     updateShadowExperiment,
     deleteShadowExperiment,
     listShadowTargets,

@@ -33,6 +33,34 @@ export interface Answered {
   servedBy: string;
   /** A LoRA adapter's name, when the request named one: such requests are not copied. */
   adapter?: string;
+  /** The primary's answer (AnswerText), when it answered whole: what each target's answer is compared with. */
+  answer?: string;
+}
+
+/**
+ * An answer as compared between a primary and its shadow copies: each choice's text (a chat message's content and
+ * its tool calls' names and arguments, or a completion's text), read from a whole body or from a stream's chunks.
+ */
+export class AnswerText {
+  private readonly choices: string[][] = [];
+
+  // biome-ignore lint/suspicious/noExplicitAny: a chat completion, a completion, or one of their chunks.
+  add(body: any): this {
+    for (const c of body?.choices ?? []) {
+      const i = c.index ?? 0;
+      this.choices[i] ??= [];
+      const parts = this.choices[i];
+      const m = c.message ?? c.delta;
+      if (typeof m?.content === 'string') parts.push(m.content);
+      for (const call of m?.tool_calls ?? []) parts.push(`${call.function?.name ?? ''}${call.function?.arguments ?? ''}`);
+      if (typeof c.text === 'string') parts.push(c.text);
+    }
+    return this;
+  }
+
+  get value(): string {
+    return JSON.stringify(this.choices.map((parts) => parts.join('')));
+  }
 }
 
 interface PlannedTarget {
@@ -53,6 +81,8 @@ interface Copy {
   projectId: string;
   endpointId: string;
   target: PlannedTarget;
+  experimentId: string;
+  answer?: string;
 }
 
 export interface ShadowCounts {
@@ -149,7 +179,9 @@ export class Shadows {
       if (!s.sampler.take(a.body, this.services.clock.now())) continue;
       for (const target of e.targets) {
         // A copy to the deployment that answered would only repeat its answer.
-        if (target.deploymentId !== a.servedBy) this.enqueue({ op: a.op, body: a.body, projectId: a.projectId, endpointId: a.endpointId, target });
+        if (target.deploymentId !== a.servedBy) {
+          this.enqueue({ op: a.op, body: a.body, projectId: a.projectId, endpointId: a.endpointId, target, experimentId: e.id, answer: a.answer });
+        }
       }
     }
   }
@@ -184,6 +216,7 @@ export class Shadows {
     const started = performance.now();
     let status = 200;
     let usage: { prompt_tokens?: number; completion_tokens?: number } | undefined;
+    const answer = new AnswerText();
     try {
       if (!c.target.ready) status = 503;
       else {
@@ -201,8 +234,14 @@ export class Shadows {
           created: Math.floor(now / 1000),
           warnings: [],
         });
-        if (outcome.kind === 'json') usage = outcome.body.usage;
-        else for await (const chunk of outcome.chunks) if (chunk.usage) usage = chunk.usage;
+        if (outcome.kind === 'json') {
+          answer.add(outcome.body);
+          usage = outcome.body.usage;
+        } else
+          for await (const chunk of outcome.chunks) {
+            answer.add(chunk);
+            if (chunk.usage) usage = chunk.usage;
+          }
       }
     } catch (err) {
       // The target's outcome, not a server fault: recorded, not logged.
@@ -218,6 +257,9 @@ export class Shadows {
       promptTokens: usage?.prompt_tokens,
       completionTokens: usage?.completion_tokens,
       at: clock.now(),
+      experimentId: c.experimentId,
+      // Compared only when both answered whole.
+      matched: status === 200 && c.answer !== undefined ? answer.value === c.answer : null,
     });
     if (this.outcomes.length >= FLUSH_ROWS) void this.flush();
     else if (!this.flushTimer) {

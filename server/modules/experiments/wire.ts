@@ -2,6 +2,7 @@
 // rather than null.
 import type { AbExperiment, ShadowExperiment, ShadowTarget } from '../../../generated/prisma/sqlite/client/client.ts';
 import { iso } from '../../core/clock.ts';
+import type { ServedFigures } from '../dedicated/index.ts';
 import type { Wire } from '../types.ts';
 import type { Member, Sampling } from './rules.ts';
 
@@ -51,5 +52,34 @@ export function shadowExperimentWire(x: ShadowExperiment, targets: ShadowTarget[
     updatedAt: iso(x.updatedAt),
     etag: x.etag,
     state: targets.length > 0 ? 'SHADOW_EXPERIMENT_STATE_ACTIVE' : 'SHADOW_EXPERIMENT_STATE_INACTIVE',
+  };
+}
+
+const latencyWire = (f: ServedFigures): Wire<'ShadowLatency'> => ({ ...f.latencyMs });
+
+/** A shadow experiment's report: the callers' figures, then each target's copies and how many matched. */
+export function shadowResultsWire(
+  x: ShadowExperiment,
+  range: { since: number; until: number },
+  primary: ServedFigures,
+  targets: { target: ShadowTarget; figures: ServedFigures; compared: number; matched: number }[],
+): Wire<'ShadowExperimentResults'> {
+  return {
+    experimentId: x.id,
+    endpointId: x.endpointId,
+    timeRange: { startTime: iso(range.since), endTime: iso(range.until) },
+    primary: { requests: primary.requests, errors: primary.errors, errorRate: primary.errorRate * 100, latencyMs: latencyWire(primary) },
+    targets: targets.map(({ target, figures, compared, matched }) => ({
+      targetId: target.id,
+      name: target.name,
+      targetDeploymentId: target.targetDeploymentId,
+      copies: figures.requests,
+      errors: figures.errors,
+      errorRate: figures.errorRate * 100,
+      latencyMs: latencyWire(figures),
+      compared,
+      matched,
+      matchRate: compared ? (matched / compared) * 100 : null,
+    })),
   };
 }

@@ -33,10 +33,24 @@ export interface AcceptedImage {
   responseFormat: 'base64' | 'url';
 }
 
-const inRange = (value: number, range: { min: number; max: number }, param: string, what: string) => {
-  if (value < range.min || value > range.max) throw badRequest(`${param} is ${value}; ${what} must be from ${range.min} to ${range.max}.`, param);
+/** `value` within `range`, else 400 naming `param`; `what` is the value as the caller sent it (`width`, `size's width`). */
+const inRange = (value: number, range: { min: number; max: number }, param: string, what: string, unit = '') => {
+  if (value < range.min || value > range.max) throw badRequest(`${what} is ${value}; it must be from ${range.min} to ${range.max}${unit}.`, param);
   return value;
 };
+
+/**
+ * `size` (`<width>x<height>`, or `auto`: the default), as the OpenAI-shaped clients send it. It decides the width and
+ * height when given: the contract's defaults fill `width` and `height` in, so one given beside it cannot be told from
+ * a default.
+ */
+function sizeOf(body: RequestBody<'createImage'>): { width: number; height: number } | undefined {
+  if (body.size === undefined) return undefined;
+  const m = /^([1-9][0-9]{0,5})x([1-9][0-9]{0,5})$/.exec(body.size);
+  if (!m && body.size !== 'auto')
+    throw badRequest(`size is '${body.size}'; give it as <width>x<height> in pixels, e.g. 1024x768 (or auto).`, 'size', 'invalid_size');
+  return m ? { width: Number(m[1]), height: Number(m[2]) } : { width: 1024, height: 1024 };
+}
 
 /** The request's values with every default applied, each checked against its range (400 naming the field). */
 export function acceptImage(body: RequestBody<'createImage'>): AcceptedImage {
@@ -45,10 +59,11 @@ export function acceptImage(body: RequestBody<'createImage'>): AcceptedImage {
     throw badRequest(`prompt is ${body.prompt.length} characters long; at most ${LIMITS.promptChars} are read.`, 'prompt');
   if (body.negative_prompt !== undefined && body.negative_prompt.length > LIMITS.promptChars)
     throw badRequest(`negative_prompt is ${body.negative_prompt.length} characters long; at most ${LIMITS.promptChars} are read.`, 'negative_prompt');
-  const n = inRange(body.n ?? 1, LIMITS.n, 'n', 'the number of images');
-  const width = inRange(body.width ?? 1024, LIMITS.size, 'width', 'the width in pixels');
-  const height = inRange(body.height ?? 1024, LIMITS.size, 'height', 'the height in pixels');
-  const steps = inRange(body.steps ?? 20, LIMITS.steps, 'steps', 'the number of steps');
+  const n = inRange(body.n ?? 1, LIMITS.n, 'n', 'n (the number of images)');
+  const size = sizeOf(body);
+  const width = inRange(size?.width ?? body.width ?? 1024, LIMITS.size, size ? 'size' : 'width', size ? "size's width" : 'width', ' pixels');
+  const height = inRange(size?.height ?? body.height ?? 1024, LIMITS.size, size ? 'size' : 'height', size ? "size's height" : 'height', ' pixels');
+  const steps = inRange(body.steps ?? 20, LIMITS.steps, 'steps', 'steps');
   const guidanceScale = inRange(body.guidance_scale ?? 3.5, LIMITS.guidance, 'guidance_scale', 'guidance_scale');
   // Image i is rendered with seed + i, which must stay an exact integer.
   const seed = body.seed ?? randomInt(0, DRAWN_SEED_MAX + 1);

@@ -7,7 +7,7 @@ import { newId } from '../../core/ids.ts';
 import { localTextEngine, type TextOperation, upstreamTextEngine } from '../../engines/chat.ts';
 import { reply } from '../../http/reply.ts';
 import { recordServed } from '../dedicated/index.ts';
-import { mirror } from '../experiments/index.ts';
+import { AnswerText, mirror } from '../experiments/index.ts';
 import { catalogueModel } from '../models/index.ts';
 import { trainedTextEngine } from '../rl/index.ts';
 import type { Context, Services } from '../types.ts';
@@ -25,17 +25,17 @@ export interface TextCall extends Services {
 /** Answers one chat completion or completion: the JSON reply, or the Server-Sent Events of a streamed one. */
 export async function infer(op: TextOperation, ctx: TextCall) {
   const { db, clock, body, identity, engines } = ctx;
-  const target = await resolveTarget(db, identity, body.model, op);
+  const target = await resolveTarget(db, identity, body.model, op, ctx);
   const started = performance.now();
   // A v2 deployment's requests are recorded when their answer ends: analytics, rollouts' metric rules, A/B members
   // and the autoscaler read what was really served.
-  const record = async (status: number, usage?: { prompt_tokens?: number; completion_tokens?: number }) => {
+  const record = async (status: number, usage?: { prompt_tokens?: number; completion_tokens?: number }, answer?: string) => {
     if (!target.endpointId) return;
     const served = { projectId: identity.projectId, endpointId: target.endpointId, deploymentId: target.servedBy, status };
     const tokens = { promptTokens: usage?.prompt_tokens, completionTokens: usage?.completion_tokens };
     await db.writeStatement((c) => recordServed(c, { ...served, ...tokens, latencyMs: performance.now() - started, at: clock.now() }));
     // Shadow experiments copy the request to their targets later, off this answer's path (experiments' mirror.ts).
-    mirror(ctx, { op, body, projectId: identity.projectId, endpointId: target.endpointId, servedBy: target.servedBy, adapter: target.adapter });
+    mirror(ctx, { op, body, projectId: identity.projectId, endpointId: target.endpointId, servedBy: target.servedBy, adapter: target.adapter, answer });
   };
   const warnings: string[] = [];
   if (body.safety_model !== undefined) {
@@ -76,26 +76,30 @@ export async function infer(op: TextOperation, ctx: TextCall) {
   const headers: Record<string, string> = intercepted
     ? { 'x-served-by': target.servedBy, ...intercepted.headers }
     : { 'x-served-by': target.servedBy, 'x-inference-engine': route.engine };
-  if (outcome.kind === 'stream') return reply.sse(recorded(outcome.chunks, record), { headers });
-  await record(200, outcome.body.usage);
+  if (outcome.kind === 'stream') return reply.sse(recorded(outcome.chunks, record, !!target.endpointId), { headers });
+  await record(200, outcome.body.usage, target.endpointId ? new AnswerText().add(outcome.body).value : undefined);
   return reply.json(local || intercepted ? outcome.body : fromUpstream(op, outcome.body), { headers });
 }
 
 /** A stream that records its request when it ends: 200 when whole, 500 when it failed mid-way (or was cut). */
 async function* recorded<T extends { usage?: Record<string, number> | null }>(
   chunks: AsyncIterable<T>,
-  record: (status: number, usage?: T['usage']) => Promise<void>,
+  record: (status: number, usage?: T['usage'], answer?: string) => Promise<void>,
+  /** Whether the answer is kept for shadow copies to be compared with (a v2 endpoint's). */
+  compared: boolean,
 ) {
   let usage: T['usage'] | undefined;
   let status = 500;
+  const answer = compared ? new AnswerText() : undefined;
   try {
     for await (const chunk of chunks) {
       if (chunk.usage) usage = chunk.usage;
+      answer?.add(chunk);
       yield chunk;
     }
     status = 200;
   } finally {
-    await record(status, usage ?? undefined);
+    await record(status, usage ?? undefined, status === 200 ? answer?.value : undefined);
   }
 }
 

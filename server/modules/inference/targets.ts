@@ -3,11 +3,13 @@
 // (`...:<adapter>`: bound to a v1 endpoint, or served by v2 deployments with LoRA enabled), or a serverless model of
 // a type the operation takes.
 
-import { apiError, badRequest, withArticle } from '../../core/errors.ts';
+import type { Deployment } from '../../../generated/prisma/sqlite/client/client.ts';
+import { ApiError, apiError, badRequest, withArticle } from '../../core/errors.ts';
 import type { Identity } from '../../core/identity.ts';
 import type { Database, Db, Tx } from '../../db/index.ts';
+import type { Timing } from '../../runner/progress.ts';
 import { findAdapter } from '../adapters/index.ts';
-import { adapterServers, routeRequest } from '../dedicated/index.ts';
+import { adapterServers, readyEstimate, routeRequest, splitOf } from '../dedicated/index.ts';
 import { catalogueModel, findModel, notServerless } from '../models/index.ts';
 
 export interface Target {
@@ -51,8 +53,9 @@ export async function resolveTarget(
   identity: Pick<Identity, 'projectId' | 'projectSlug'>,
   model: string,
   operation: keyof typeof SERVES,
+  timing?: Timing,
 ): Promise<Target> {
-  const found = await findTarget(source, identity, model, operation);
+  const found = await findTarget(source, identity, model, operation, timing);
   if (found.contextLength !== undefined) return found as Target;
   const db = readerOf(source);
   const row = (await catalogueModel(db, found.model)) ?? (await db.model.findUnique({ where: { id: found.model }, select: { contextLength: true } }));
@@ -61,16 +64,28 @@ export async function resolveTarget(
 
 /**
  * 404 when nothing has that name, 400 when it is a model of another type or one not served serverless, 503 when it
- * exists but cannot serve now.
+ * exists but cannot serve now: with `Retry-After` when a deployment that would serve it is on its way to READY
+ * (waking from zero replicas, or provisioning), given `timing` to tell when.
  */
 async function findTarget(
   source: Source,
   identity: Pick<Identity, 'projectId' | 'projectSlug'>,
   model: string,
   operation: keyof typeof SERVES,
+  timing?: Timing,
 ): Promise<Omit<Target, 'contextLength'> & { contextLength?: number | null }> {
   const unknown = () => apiError(404, 'model_not_found', `The model '${model}' does not exist or is not available to this project.`, 'model');
   const notReady = (why: string) => apiError(503, 'endpoint_not_ready', `Endpoint '${model}' cannot serve requests now: ${why}.`, 'model');
+  /** The 503 of deployments that cannot serve yet: when one of `starting` will be READY, said and given as Retry-After. */
+  const notYet = async (why: string, starting: Deployment[]) => {
+    const ready = timing && (await readyEstimate(readerOf(source), timing, starting));
+    if (!ready) return notReady(why);
+    const seconds = Math.max(1, Math.ceil(ready.inMs / 1000));
+    const message = ready.waking
+      ? `Endpoint '${model}' is waking: it was scaled to zero replicas and this request started it; it should be ready in about ${seconds} s (Retry-After).`
+      : `Endpoint '${model}' cannot serve requests yet: ${why}; it should be ready in about ${seconds} s (Retry-After).`;
+    return new ApiError(503, 'endpoint_not_ready', message, 'model', 'server_error', { 'Retry-After': String(seconds) });
+  };
   const { projectId, projectSlug } = identity;
   const db = readerOf(source);
 
@@ -99,7 +114,7 @@ async function findTarget(
         const d = deployments.find((x) => x.name === deploymentName);
         if (!d) throw unknown();
         if (accepts && !accepts(d)) throw loraNotEnabled(`Deployment '${deploymentName}'`);
-        if (d.state !== 'DEPLOYMENT_STATE_READY') throw notReady(`deployment '${deploymentName}' is ${d.state}`);
+        if (d.state !== 'DEPLOYMENT_STATE_READY') throw await notYet(`deployment '${deploymentName}' is ${d.state}`, [d]);
         return { servedBy: d.id, endpointId: v2.id, model: d.modelId, adapter: adapter?.name };
       }
       if (accepts && !deployments.some(accepts)) throw loraNotEnabled('No deployment of this endpoint');
@@ -107,7 +122,15 @@ async function findTarget(
         const endpoint = await tx.dedicatedEndpoint.findUnique({ where: { id: v2.id } });
         return endpoint ? routeRequest(tx, endpoint, accepts) : null;
       });
-      if (!d) throw notReady(`no READY deployment${adapter ? ' serving that adapter' : ''} has a positive weight in its traffic split`);
+      if (!d) {
+        const routed = new Set(
+          splitOf(v2)
+            .filter((e) => e.weight > 0)
+            .map((e) => e.deploymentId),
+        );
+        const starting = deployments.filter((x) => routed.has(x.id) && (!accepts || accepts(x)));
+        throw await notYet(`no READY deployment${adapter ? ' serving that adapter' : ''} has a positive weight in its traffic split`, starting);
+      }
       return { servedBy: d.id, endpointId: v2.id, model: d.modelId, adapter: adapter?.name };
     }
 

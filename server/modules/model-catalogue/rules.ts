@@ -4,6 +4,7 @@
 import type { Model } from '../../../generated/prisma/sqlite/client/client.ts';
 import { badRequest, notFound, taken } from '../../core/errors.ts';
 import type { Db, Tx } from '../../db/index.ts';
+import { checkNameCharacters } from '../../http/input.ts';
 import { owned } from '../../http/scope.ts';
 import { architectureOf, canonicalModelId, catalogueModel, nameKey, parseSource, type Source } from '../models/index.ts';
 
@@ -45,6 +46,7 @@ export function checkWeightsType(type: string): void {
 }
 
 export function checkName(name: string, param = 'name'): string {
+  checkNameCharacters(name, param);
   if (name.trim() === '') throw badRequest(`'${param}' must name the model: it is empty or only spaces.`, param, 'invalid_model_name');
   return name;
 }

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { Model } from '../../../generated/prisma/sqlite/client/client.ts';
 import { instant, iso } from '../../core/clock.ts';
 import { badRequest, taken } from '../../core/errors.ts';
+import { checkNameCharacters } from '../../http/input.ts';
 import { owned } from '../../http/scope.ts';
 import { uniquely } from '../../http/unique.ts';
 import { enter } from '../../runner/progress.ts';
@@ -32,6 +33,7 @@ const nameTaken = (name: string) => taken(`This project already has a model name
 
 export async function uploadModel(ctx: Context<'uploadModel'>) {
   const { db, clock, body, identity } = ctx;
+  checkNameCharacters(body.model_name, 'model_name');
   if (body.model_name.trim() === '') throw badRequest("'model_name' must name the model: it is empty or only spaces.", 'model_name', 'invalid_model_name');
   // POST /v1/models takes any hub repository or object-storage source; only v2 model creation requires a served base.
   const plan = await planUpload(db.prisma, body, { requireServedArchitecture: false });

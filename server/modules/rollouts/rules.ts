@@ -32,8 +32,20 @@ export function parseDuration(value: string, param: string): number {
 
 const seconds = (ms: number) => `${ms / 1000}s`;
 
+/**
+ * Exactly one of `fields` is given: none answers 400 naming the first (what to give), several name the second given
+ * (the one too many), each with words for what was sent.
+ */
+function exactlyOne(body: object, fields: readonly string[], noun: string, code: string, at = ''): void {
+  const given = fields.filter((f) => (body as Record<string, unknown>)[f] !== undefined);
+  const list = `${fields.slice(0, -1).join(', ')} or ${fields.at(-1)}`;
+  if (given.length === 0) throw badRequest(`Give a ${noun}: ${list}.`, `${at}${fields[0]}`, code);
+  if (given.length > 1) throw badRequest(`Give one ${noun} only (${list}): this request gives ${given.join(' and ')}.`, `${at}${given[1]}`, code);
+}
+
 function checkRule(rule: MetricRule, i: number): void {
   const at = `metrics.${i}`;
+  exactlyOne(rule, ['thresholdCheck', 'regressionCheck'], 'check', 'invalid_metric_rule', `${at}.`);
   if (rule.stat === 'METRIC_STAT_TYPE_PERCENTILE') {
     if (rule.percentile === undefined || rule.percentile < 1 || rule.percentile > 100) {
       throw badRequest(`A percentile rule needs 'percentile' from 1 to 100.`, `${at}.percentile`, 'invalid_percentile');
@@ -49,6 +61,7 @@ function checkReplicas(value: number | undefined, param: string, least: number):
 /** Checks a request's own fields (not yet its deployments) and answers its plan. */
 export function planOf(body: RolloutRequest, config: Pick<Config, 'durations'>): Plan {
   const fallbackMs = duration(config, STEP.duration, STEP.defaultMs);
+  exactlyOne(body, ['canary', 'blueGreen', 'rolling'], 'strategy', 'invalid_strategy');
   (body.metrics ?? []).forEach(checkRule);
   checkReplicas(body.finalSourceReplicas, 'finalSourceReplicas', 0);
   checkReplicas(body.finalTargetReplicas, 'finalTargetReplicas', 1);

@@ -4,6 +4,7 @@ import { instant } from '../../core/clock.ts';
 import { ApiError, taken } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
 import { type Database, type Db, keyLock, type Tx } from '../../db/index.ts';
+import { checkNameCharacters } from '../../http/input.ts';
 import { owned, ownedOrNull } from '../../http/scope.ts';
 import { uniquely } from '../../http/unique.ts';
 import type { Context } from '../types.ts';
@@ -57,6 +58,7 @@ export async function listSecrets({ db, identity }: Context<'listSecrets'>) {
 }
 
 export async function createSecret({ db, clock, config, identity, body }: Context<'createSecret'>) {
+  checkNameCharacters(body.name, 'name');
   const key = secretsKey(config);
   const secret = await uniquely(
     () =>
@@ -89,6 +91,7 @@ export async function getSecret({ db, identity, params }: Context<'getSecret'>) 
 }
 
 export async function updateSecret({ db, clock, config, identity, params, body }: Context<'updateSecret'>) {
+  if (body.name !== undefined) checkNameCharacters(body.name, 'name');
   const key = secretsKey(config);
   const secret = await uniquely(
     () =>

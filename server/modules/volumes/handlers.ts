@@ -3,6 +3,7 @@ import type { Volume, VolumeVersion } from '../../../generated/prisma/sqlite/cli
 import { instant } from '../../core/clock.ts';
 import { conflict, notFound } from '../../core/errors.ts';
 import type { Db, Tx } from '../../db/index.ts';
+import { checkNameCharacters } from '../../http/input.ts';
 import { uniquely } from '../../http/unique.ts';
 import type { Context } from '../types.ts';
 import { contentOf, createVolumeRow, findVolume, refuseTakenName, type VolumeContentSpec, volumeNameTaken } from './rows.ts';
@@ -31,6 +32,7 @@ export async function listVolumes({ db, identity }: Context<'listVolumes'>) {
 }
 
 export async function createVolume({ db, clock, identity, body }: Context<'createVolume'>) {
+  checkNameCharacters(body.name, 'name');
   const volume = await uniquely(
     () =>
       db.write(async (tx) => {
@@ -48,7 +50,7 @@ export async function getVolume({ db, identity, params, query }: Context<'getVol
 
 export async function updateVolume({ db, clock, identity, params, body }: Context<'updateVolume'>) {
   // An empty name leaves the name as it is, as an absent one (the platform sets no minimum length on a rename).
-  const name = body.name === '' ? undefined : body.name;
+  const name = body.name === '' || body.name === undefined ? undefined : checkNameCharacters(body.name, 'name');
   const volume = await uniquely(
     () =>
       db.write(async (tx) => {

@@ -17,10 +17,15 @@ import { checkAddOn, checkConfig, insertAddOn } from './addons.ts';
 import { clusterView } from './clusters.ts';
 import { checkVolume, insertVolume, ownProject } from './volumes.ts';
 
-/** `num_gpus` is whole nodes, within what the region has left of the GPU type (every project's live clusters count). */
-async function checkGpus(db: Database, tx: Tx, c: { region: string; gpuType: string; id?: string }, gpus: number): Promise<void> {
+/** `num_gpus` is whole nodes: checked first, since `num_reserved_gpus` defaults to it and is checked against it. */
+function checkGpuCount(gpus: number): void {
   if (!Number.isInteger(gpus) || gpus < GPUS_PER_NODE || gpus % GPUS_PER_NODE !== 0)
-    throw badRequest(`num_gpus must be a positive multiple of ${GPUS_PER_NODE} (whole nodes of ${GPUS_PER_NODE} GPUs).`, 'num_gpus');
+    throw badRequest(`num_gpus is ${gpus}; it must be a positive multiple of ${GPUS_PER_NODE} (whole nodes of ${GPUS_PER_NODE} GPUs).`, 'num_gpus');
+}
+
+/** `num_gpus` is within what the region has left of the GPU type (every project's live clusters count). */
+async function checkGpus(db: Database, tx: Tx, c: { region: string; gpuType: string; id?: string }, gpus: number): Promise<void> {
+  checkGpuCount(gpus);
   const total = capacity(region(c.region), c.gpuType);
   // Concurrent creates and resizes of one region's GPU type take turns, so two cannot both fit into the last GPUs.
   await keyLock(db, tx, `gpu-capacity/${c.region}/${c.gpuType}`);
@@ -69,6 +74,7 @@ export async function createCluster(ctx: Context<'createCluster'>) {
     throw badRequest('num_preemptible_gpus must not be negative.', 'num_preemptible_gpus');
   if (body.reservation_start_time && body.reservation_end_time && Date.parse(body.reservation_end_time) <= Date.parse(body.reservation_start_time))
     throw badRequest('reservation_end_time must be after reservation_start_time.', 'reservation_end_time');
+  checkGpuCount(body.num_gpus);
   const reserved = body.num_reserved_gpus ?? (body.billing_type === 'ON_DEMAND' ? 0 : body.num_gpus);
   checkReserved(body.billing_type, reserved, body.num_gpus);
   if (body.shared_volume && body.volume_id) throw badRequest('Give either shared_volume (a new volume) or volume_id (an existing one), not both.', 'volume_id');
@@ -146,6 +152,7 @@ export async function updateCluster(ctx: Context<'updateCluster'>) {
     if (body.cluster_type !== undefined && body.cluster_type !== c.clusterType)
       throw badRequest(`A cluster's type cannot be changed (this one is ${c.clusterType}).`, 'cluster_type');
     const gpus = body.num_gpus ?? c.desiredGpus;
+    if (body.num_gpus !== undefined) checkGpuCount(body.num_gpus);
     const reserved = body.num_reserved_gpus ?? Math.min(c.numReservedGpus, gpus);
     checkReserved(c.billingType, reserved, gpus);
     const addOns = await tx.clusterAddOn.findMany({ where: { clusterId: c.id } });

@@ -4,7 +4,7 @@ import { badRequest } from '../../../core/errors.ts';
 import type { Context, Wire } from '../../types.ts';
 import { bucketed, bucketStarts, granularityMs, type Row, summarize, timeRange } from '../analytics.ts';
 import { checkProject, deploymentsOf, findEndpoint } from '../refs.ts';
-import { servedRows } from '../served.ts';
+import { servedRows, shadowRows } from '../served.ts';
 import { analyticsWire, deploymentAnalyticsWire, deploymentMetricsWire, timeSeriesPointWire } from '../wire.ts';
 
 export async function getV2EndpointAnalytics(ctx: Context<'getV2EndpointAnalytics'>) {
@@ -32,9 +32,15 @@ export async function getV2EndpointAnalytics(ctx: Context<'getV2EndpointAnalytic
     series && bucketed(of, series.starts, series.size, range.since, range.until).map((b) => timeSeriesPointWire(b.start, summarize(b.rows, b.ms)));
   const byDeployment = new Map<string, Row[]>(ids.map((id) => [id, []]));
   for (const r of rows) byDeployment.get(r.deploymentId)?.push(r);
-  const deployments = ids.map((id) => {
-    const of = byDeployment.get(id)!;
-    return deploymentAnalyticsWire(deploymentMetricsWire(e.id, id, range, summarize(of, ms)), seriesOf(of));
-  });
-  return analyticsWire(e.id, range, summarize(rows, ms), seriesOf(rows), deployments);
+  const entry = (id: string, of: Row[], mode: 'TRAFFIC_MODE_LIVE' | 'TRAFFIC_MODE_SHADOW') =>
+    deploymentAnalyticsWire(deploymentMetricsWire(e.id, id, range, summarize(of, ms)), seriesOf(of), mode);
+  const live = ids.map((id) => entry(id, byDeployment.get(id)!, 'TRAFFIC_MODE_LIVE'));
+  // The copies shadow experiments made, apart: one entry per deployment that received any in the range.
+  const copies = new Map<string, Row[]>();
+  for (const r of await shadowRows(db.prisma, { endpointId: e.id, deploymentId: query.deploymentId, since: range.since, until: range.until })) {
+    if (!copies.has(r.deploymentId)) copies.set(r.deploymentId, []);
+    copies.get(r.deploymentId)!.push(r);
+  }
+  const shadow = [...copies.keys()].sort().map((id) => entry(id, copies.get(id)!, 'TRAFFIC_MODE_SHADOW'));
+  return analyticsWire(e.id, range, summarize(rows, ms), seriesOf(rows), live, shadow);
 }

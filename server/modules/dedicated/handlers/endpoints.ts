@@ -2,7 +2,7 @@
 // deployments), their usage and lifecycle events, the one-call deploy of the v1 -> v2 migration, and the endpoints
 // beyond the project: those shared with its organization, and the platform's public (serverless) ones.
 import type { DedicatedEndpoint, Model, Prisma } from '../../../../generated/prisma/sqlite/client/client.ts';
-import { instant } from '../../../core/clock.ts';
+import { instant, iso } from '../../../core/clock.ts';
 import { badRequest, notFound } from '../../../core/errors.ts';
 import { checkEtag, masked, newEtag } from '../../../http/etag.ts';
 import { cut, type Fields, listPage, pageSize } from '../../../http/list.ts';
@@ -10,6 +10,7 @@ import { uniquely } from '../../../http/unique.ts';
 import { usage } from '../../hardware/index.ts';
 import { catalogue } from '../../models/index.ts';
 import type { Context } from '../../types.ts';
+import { bucketStarts, granularityMs, timeRange } from '../analytics.ts';
 import { recordEndpointChange } from '../events.ts';
 import { unqualified, V2_LIST, v2Query } from '../listing.ts';
 import { DEPLOYMENT_OWNER } from '../placement.ts';
@@ -220,7 +221,42 @@ export async function getV2EndpointUsage(ctx: Context<'getV2EndpointUsage'>) {
     replicaMinutes: sum((u) => u.replicaMinutes),
     costCents: Math.round(sum((u) => u.costCents) * 100) / 100,
     deployments,
+    ...(ctx.query.includeTimeSeries && { timeSeries: await usageSeries(ctx, e.id) }),
   };
+}
+
+/** Replicas and cost per bucket of the query's range: each reservation's overlap with each bucket, at its price. */
+async function usageSeries(ctx: Context<'getV2EndpointUsage'>, endpointId: string) {
+  const { db, clock, query } = ctx;
+  const range = timeRange(clock, query);
+  const size = granularityMs(query.granularity);
+  const starts = bucketStarts(range.since, range.until, size);
+  const ids = (await deploymentsOf(db.prisma, endpointId)).map((d) => d.id);
+  const reservations = await db.prisma.hardwareReservation.findMany({
+    where: {
+      ownerKind: DEPLOYMENT_OWNER,
+      ownerId: { in: ids },
+      startedAt: { lt: BigInt(range.until) },
+      OR: [{ endedAt: null }, { endedAt: { gt: BigInt(range.since) } }],
+    },
+  });
+  const now = clock.now();
+  return starts.map((start) => {
+    const from = Math.max(start, range.since);
+    const to = Math.min(start + size, range.until);
+    let minutes = 0;
+    let cents = 0;
+    for (const r of reservations) {
+      const overlap = Math.max(0, Math.min(to, Number(r.endedAt ?? BigInt(now))) - Math.max(from, Number(r.startedAt))) / 60_000;
+      minutes += overlap;
+      cents += overlap * r.centsPerMinute;
+    }
+    const span = (to - from) / 60_000;
+    return {
+      timestamp: iso(start),
+      values: { replicas: span > 0 ? minutes / span : 0, replicaMinutes: minutes, costCents: Math.round(cents * 100) / 100 },
+    };
+  });
 }
 
 const LEVELS = ['LEVEL_DEBUG', 'LEVEL_INFO', 'LEVEL_WARN', 'LEVEL_ERROR'] as const;

@@ -55,6 +55,7 @@ export type ControlJournalEntryMinAggregateOutputType = {
   requestBody: string | null
   responseBody: string | null
   fault: string | null
+  ignoredFields: string | null
 }
 
 export type ControlJournalEntryMaxAggregateOutputType = {
@@ -70,6 +71,7 @@ export type ControlJournalEntryMaxAggregateOutputType = {
   requestBody: string | null
   responseBody: string | null
   fault: string | null
+  ignoredFields: string | null
 }
 
 export type ControlJournalEntryCountAggregateOutputType = {
@@ -85,6 +87,7 @@ export type ControlJournalEntryCountAggregateOutputType = {
   requestBody: number
   responseBody: number
   fault: number
+  ignoredFields: number
   _all: number
 }
 
@@ -118,6 +121,7 @@ export type ControlJournalEntryMinAggregateInputType = {
   requestBody?: true
   responseBody?: true
   fault?: true
+  ignoredFields?: true
 }
 
 export type ControlJournalEntryMaxAggregateInputType = {
@@ -133,6 +137,7 @@ export type ControlJournalEntryMaxAggregateInputType = {
   requestBody?: true
   responseBody?: true
   fault?: true
+  ignoredFields?: true
 }
 
 export type ControlJournalEntryCountAggregateInputType = {
@@ -148,6 +153,7 @@ export type ControlJournalEntryCountAggregateInputType = {
   requestBody?: true
   responseBody?: true
   fault?: true
+  ignoredFields?: true
   _all?: true
 }
 
@@ -250,6 +256,7 @@ export type ControlJournalEntryGroupByOutputType = {
   requestBody: string | null
   responseBody: string | null
   fault: string | null
+  ignoredFields: string | null
   _count: ControlJournalEntryCountAggregateOutputType | null
   _avg: ControlJournalEntryAvgAggregateOutputType | null
   _sum: ControlJournalEntrySumAggregateOutputType | null
@@ -288,6 +295,7 @@ export type ControlJournalEntryWhereInput = {
   requestBody?: Prisma.StringNullableFilter<"ControlJournalEntry"> | string | null
   responseBody?: Prisma.StringNullableFilter<"ControlJournalEntry"> | string | null
   fault?: Prisma.StringNullableFilter<"ControlJournalEntry"> | string | null
+  ignoredFields?: Prisma.StringNullableFilter<"ControlJournalEntry"> | string | null
 }
 
 export type ControlJournalEntryOrderByWithRelationInput = {
@@ -303,6 +311,7 @@ export type ControlJournalEntryOrderByWithRelationInput = {
   requestBody?: Prisma.SortOrderInput | Prisma.SortOrder
   responseBody?: Prisma.SortOrderInput | Prisma.SortOrder
   fault?: Prisma.SortOrderInput | Prisma.SortOrder
+  ignoredFields?: Prisma.SortOrderInput | Prisma.SortOrder
 }
 
 export type ControlJournalEntryWhereUniqueInput = Prisma.AtLeast<{
@@ -321,6 +330,7 @@ export type ControlJournalEntryWhereUniqueInput = Prisma.AtLeast<{
   requestBody?: Prisma.StringNullableFilter<"ControlJournalEntry"> | string | null
   responseBody?: Prisma.StringNullableFilter<"ControlJournalEntry"> | string | null
   fault?: Prisma.StringNullableFilter<"ControlJournalEntry"> | string | null
+  ignoredFields?: Prisma.StringNullableFilter<"ControlJournalEntry"> | string | null
 }, "id">
 
 export type ControlJournalEntryOrderByWithAggregationInput = {
@@ -336,6 +346,7 @@ export type ControlJournalEntryOrderByWithAggregationInput = {
   requestBody?: Prisma.SortOrderInput | Prisma.SortOrder
   responseBody?: Prisma.SortOrderInput | Prisma.SortOrder
   fault?: Prisma.SortOrderInput | Prisma.SortOrder
+  ignoredFields?: Prisma.SortOrderInput | Prisma.SortOrder
   _count?: Prisma.ControlJournalEntryCountOrderByAggregateInput
   _avg?: Prisma.ControlJournalEntryAvgOrderByAggregateInput
   _max?: Prisma.ControlJournalEntryMaxOrderByAggregateInput
@@ -359,6 +370,7 @@ export type ControlJournalEntryScalarWhereWithAggregatesInput = {
   requestBody?: Prisma.StringNullableWithAggregatesFilter<"ControlJournalEntry"> | string | null
   responseBody?: Prisma.StringNullableWithAggregatesFilter<"ControlJournalEntry"> | string | null
   fault?: Prisma.StringNullableWithAggregatesFilter<"ControlJournalEntry"> | string | null
+  ignoredFields?: Prisma.StringNullableWithAggregatesFilter<"ControlJournalEntry"> | string | null
 }
 
 export type ControlJournalEntryCreateInput = {
@@ -373,6 +385,7 @@ export type ControlJournalEntryCreateInput = {
   requestBody?: string | null
   responseBody?: string | null
   fault?: string | null
+  ignoredFields?: string | null
 }
 
 export type ControlJournalEntryUncheckedCreateInput = {
@@ -388,6 +401,7 @@ export type ControlJournalEntryUncheckedCreateInput = {
   requestBody?: string | null
   responseBody?: string | null
   fault?: string | null
+  ignoredFields?: string | null
 }
 
 export type ControlJournalEntryUpdateInput = {
@@ -402,6 +416,7 @@ export type ControlJournalEntryUpdateInput = {
   requestBody?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   responseBody?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   fault?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  ignoredFields?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
 }
 
 export type ControlJournalEntryUncheckedUpdateInput = {
@@ -417,6 +432,7 @@ export type ControlJournalEntryUncheckedUpdateInput = {
   requestBody?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   responseBody?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   fault?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  ignoredFields?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
 }
 
 export type ControlJournalEntryCreateManyInput = {
@@ -432,6 +448,7 @@ export type ControlJournalEntryCreateManyInput = {
   requestBody?: string | null
   responseBody?: string | null
   fault?: string | null
+  ignoredFields?: string | null
 }
 
 export type ControlJournalEntryUpdateManyMutationInput = {
@@ -446,6 +463,7 @@ export type ControlJournalEntryUpdateManyMutationInput = {
   requestBody?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   responseBody?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   fault?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  ignoredFields?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
 }
 
 export type ControlJournalEntryUncheckedUpdateManyInput = {
@@ -461,6 +479,7 @@ export type ControlJournalEntryUncheckedUpdateManyInput = {
   requestBody?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   responseBody?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   fault?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  ignoredFields?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
 }
 
 export type ControlJournalEntryCountOrderByAggregateInput = {
@@ -476,6 +495,7 @@ export type ControlJournalEntryCountOrderByAggregateInput = {
   requestBody?: Prisma.SortOrder
   responseBody?: Prisma.SortOrder
   fault?: Prisma.SortOrder
+  ignoredFields?: Prisma.SortOrder
 }
 
 export type ControlJournalEntryAvgOrderByAggregateInput = {
@@ -499,6 +519,7 @@ export type ControlJournalEntryMaxOrderByAggregateInput = {
   requestBody?: Prisma.SortOrder
   responseBody?: Prisma.SortOrder
   fault?: Prisma.SortOrder
+  ignoredFields?: Prisma.SortOrder
 }
 
 export type ControlJournalEntryMinOrderByAggregateInput = {
@@ -514,6 +535,7 @@ export type ControlJournalEntryMinOrderByAggregateInput = {
   requestBody?: Prisma.SortOrder
   responseBody?: Prisma.SortOrder
   fault?: Prisma.SortOrder
+  ignoredFields?: Prisma.SortOrder
 }
 
 export type ControlJournalEntrySumOrderByAggregateInput = {
@@ -539,6 +561,7 @@ export type ControlJournalEntrySelect<ExtArgs extends runtime.Types.Extensions.I
   requestBody?: boolean
   responseBody?: boolean
   fault?: boolean
+  ignoredFields?: boolean
 }, ExtArgs["result"]["controlJournalEntry"]>
 
 export type ControlJournalEntrySelectCreateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
@@ -554,6 +577,7 @@ export type ControlJournalEntrySelectCreateManyAndReturn<ExtArgs extends runtime
   requestBody?: boolean
   responseBody?: boolean
   fault?: boolean
+  ignoredFields?: boolean
 }, ExtArgs["result"]["controlJournalEntry"]>
 
 export type ControlJournalEntrySelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
@@ -569,6 +593,7 @@ export type ControlJournalEntrySelectUpdateManyAndReturn<ExtArgs extends runtime
   requestBody?: boolean
   responseBody?: boolean
   fault?: boolean
+  ignoredFields?: boolean
 }, ExtArgs["result"]["controlJournalEntry"]>
 
 export type ControlJournalEntrySelectScalar = {
@@ -584,9 +609,10 @@ export type ControlJournalEntrySelectScalar = {
   requestBody?: boolean
   responseBody?: boolean
   fault?: boolean
+  ignoredFields?: boolean
 }
 
-export type ControlJournalEntryOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "at" | "finishedAt" | "method" | "path" | "operation" | "projectId" | "status" | "ms" | "requestBody" | "responseBody" | "fault", ExtArgs["result"]["controlJournalEntry"]>
+export type ControlJournalEntryOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "at" | "finishedAt" | "method" | "path" | "operation" | "projectId" | "status" | "ms" | "requestBody" | "responseBody" | "fault" | "ignoredFields", ExtArgs["result"]["controlJournalEntry"]>
 
 export type $ControlJournalEntryPayload<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   name: "ControlJournalEntry"
@@ -604,6 +630,7 @@ export type $ControlJournalEntryPayload<ExtArgs extends runtime.Types.Extensions
     requestBody: string | null
     responseBody: string | null
     fault: string | null
+    ignoredFields: string | null
   }, ExtArgs["result"]["controlJournalEntry"]>
   composites: {}
 }
@@ -1039,6 +1066,7 @@ export interface ControlJournalEntryFieldRefs {
   readonly requestBody: Prisma.FieldRef<"ControlJournalEntry", 'String'>
   readonly responseBody: Prisma.FieldRef<"ControlJournalEntry", 'String'>
   readonly fault: Prisma.FieldRef<"ControlJournalEntry", 'String'>
+  readonly ignoredFields: Prisma.FieldRef<"ControlJournalEntry", 'String'>
 }
     
 

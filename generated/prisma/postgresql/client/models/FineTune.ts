@@ -855,10 +855,6 @@ export type FineTuneSumOrderByAggregateInput = {
   startedAt?: Prisma.SortOrder
 }
 
-export type NullableBoolFieldUpdateOperationsInput = {
-  set?: boolean | null
-}
-
 export type NullableFloatFieldUpdateOperationsInput = {
   set?: number | null
   increment?: number

@@ -53,6 +53,8 @@ export type ServedRequestMinAggregateOutputType = {
   promptTokens: number | null
   completionTokens: number | null
   createdAt: bigint | null
+  experimentId: string | null
+  matched: boolean | null
 }
 
 export type ServedRequestMaxAggregateOutputType = {
@@ -66,6 +68,8 @@ export type ServedRequestMaxAggregateOutputType = {
   promptTokens: number | null
   completionTokens: number | null
   createdAt: bigint | null
+  experimentId: string | null
+  matched: boolean | null
 }
 
 export type ServedRequestCountAggregateOutputType = {
@@ -79,6 +83,8 @@ export type ServedRequestCountAggregateOutputType = {
   promptTokens: number
   completionTokens: number
   createdAt: number
+  experimentId: number
+  matched: number
   _all: number
 }
 
@@ -110,6 +116,8 @@ export type ServedRequestMinAggregateInputType = {
   promptTokens?: true
   completionTokens?: true
   createdAt?: true
+  experimentId?: true
+  matched?: true
 }
 
 export type ServedRequestMaxAggregateInputType = {
@@ -123,6 +131,8 @@ export type ServedRequestMaxAggregateInputType = {
   promptTokens?: true
   completionTokens?: true
   createdAt?: true
+  experimentId?: true
+  matched?: true
 }
 
 export type ServedRequestCountAggregateInputType = {
@@ -136,6 +146,8 @@ export type ServedRequestCountAggregateInputType = {
   promptTokens?: true
   completionTokens?: true
   createdAt?: true
+  experimentId?: true
+  matched?: true
   _all?: true
 }
 
@@ -236,6 +248,8 @@ export type ServedRequestGroupByOutputType = {
   promptTokens: number
   completionTokens: number
   createdAt: bigint
+  experimentId: string | null
+  matched: boolean | null
   _count: ServedRequestCountAggregateOutputType | null
   _avg: ServedRequestAvgAggregateOutputType | null
   _sum: ServedRequestSumAggregateOutputType | null
@@ -272,6 +286,8 @@ export type ServedRequestWhereInput = {
   promptTokens?: Prisma.IntFilter<"ServedRequest"> | number
   completionTokens?: Prisma.IntFilter<"ServedRequest"> | number
   createdAt?: Prisma.BigIntFilter<"ServedRequest"> | bigint | number
+  experimentId?: Prisma.StringNullableFilter<"ServedRequest"> | string | null
+  matched?: Prisma.BoolNullableFilter<"ServedRequest"> | boolean | null
 }
 
 export type ServedRequestOrderByWithRelationInput = {
@@ -285,6 +301,8 @@ export type ServedRequestOrderByWithRelationInput = {
   promptTokens?: Prisma.SortOrder
   completionTokens?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
+  experimentId?: Prisma.SortOrderInput | Prisma.SortOrder
+  matched?: Prisma.SortOrderInput | Prisma.SortOrder
 }
 
 export type ServedRequestWhereUniqueInput = Prisma.AtLeast<{
@@ -301,6 +319,8 @@ export type ServedRequestWhereUniqueInput = Prisma.AtLeast<{
   promptTokens?: Prisma.IntFilter<"ServedRequest"> | number
   completionTokens?: Prisma.IntFilter<"ServedRequest"> | number
   createdAt?: Prisma.BigIntFilter<"ServedRequest"> | bigint | number
+  experimentId?: Prisma.StringNullableFilter<"ServedRequest"> | string | null
+  matched?: Prisma.BoolNullableFilter<"ServedRequest"> | boolean | null
 }, "id">
 
 export type ServedRequestOrderByWithAggregationInput = {
@@ -314,6 +334,8 @@ export type ServedRequestOrderByWithAggregationInput = {
   promptTokens?: Prisma.SortOrder
   completionTokens?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
+  experimentId?: Prisma.SortOrderInput | Prisma.SortOrder
+  matched?: Prisma.SortOrderInput | Prisma.SortOrder
   _count?: Prisma.ServedRequestCountOrderByAggregateInput
   _avg?: Prisma.ServedRequestAvgOrderByAggregateInput
   _max?: Prisma.ServedRequestMaxOrderByAggregateInput
@@ -335,6 +357,8 @@ export type ServedRequestScalarWhereWithAggregatesInput = {
   promptTokens?: Prisma.IntWithAggregatesFilter<"ServedRequest"> | number
   completionTokens?: Prisma.IntWithAggregatesFilter<"ServedRequest"> | number
   createdAt?: Prisma.BigIntWithAggregatesFilter<"ServedRequest"> | bigint | number
+  experimentId?: Prisma.StringNullableWithAggregatesFilter<"ServedRequest"> | string | null
+  matched?: Prisma.BoolNullableWithAggregatesFilter<"ServedRequest"> | boolean | null
 }
 
 export type ServedRequestCreateInput = {
@@ -348,6 +372,8 @@ export type ServedRequestCreateInput = {
   promptTokens?: number
   completionTokens?: number
   createdAt: bigint | number
+  experimentId?: string | null
+  matched?: boolean | null
 }
 
 export type ServedRequestUncheckedCreateInput = {
@@ -361,6 +387,8 @@ export type ServedRequestUncheckedCreateInput = {
   promptTokens?: number
   completionTokens?: number
   createdAt: bigint | number
+  experimentId?: string | null
+  matched?: boolean | null
 }
 
 export type ServedRequestUpdateInput = {
@@ -374,6 +402,8 @@ export type ServedRequestUpdateInput = {
   promptTokens?: Prisma.IntFieldUpdateOperationsInput | number
   completionTokens?: Prisma.IntFieldUpdateOperationsInput | number
   createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  experimentId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  matched?: Prisma.NullableBoolFieldUpdateOperationsInput | boolean | null
 }
 
 export type ServedRequestUncheckedUpdateInput = {
@@ -387,6 +417,8 @@ export type ServedRequestUncheckedUpdateInput = {
   promptTokens?: Prisma.IntFieldUpdateOperationsInput | number
   completionTokens?: Prisma.IntFieldUpdateOperationsInput | number
   createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  experimentId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  matched?: Prisma.NullableBoolFieldUpdateOperationsInput | boolean | null
 }
 
 export type ServedRequestCreateManyInput = {
@@ -400,6 +432,8 @@ export type ServedRequestCreateManyInput = {
   promptTokens?: number
   completionTokens?: number
   createdAt: bigint | number
+  experimentId?: string | null
+  matched?: boolean | null
 }
 
 export type ServedRequestUpdateManyMutationInput = {
@@ -413,6 +447,8 @@ export type ServedRequestUpdateManyMutationInput = {
   promptTokens?: Prisma.IntFieldUpdateOperationsInput | number
   completionTokens?: Prisma.IntFieldUpdateOperationsInput | number
   createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  experimentId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  matched?: Prisma.NullableBoolFieldUpdateOperationsInput | boolean | null
 }
 
 export type ServedRequestUncheckedUpdateManyInput = {
@@ -426,6 +462,8 @@ export type ServedRequestUncheckedUpdateManyInput = {
   promptTokens?: Prisma.IntFieldUpdateOperationsInput | number
   completionTokens?: Prisma.IntFieldUpdateOperationsInput | number
   createdAt?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  experimentId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  matched?: Prisma.NullableBoolFieldUpdateOperationsInput | boolean | null
 }
 
 export type ServedRequestCountOrderByAggregateInput = {
@@ -439,6 +477,8 @@ export type ServedRequestCountOrderByAggregateInput = {
   promptTokens?: Prisma.SortOrder
   completionTokens?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
+  experimentId?: Prisma.SortOrder
+  matched?: Prisma.SortOrder
 }
 
 export type ServedRequestAvgOrderByAggregateInput = {
@@ -460,6 +500,8 @@ export type ServedRequestMaxOrderByAggregateInput = {
   promptTokens?: Prisma.SortOrder
   completionTokens?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
+  experimentId?: Prisma.SortOrder
+  matched?: Prisma.SortOrder
 }
 
 export type ServedRequestMinOrderByAggregateInput = {
@@ -473,6 +515,8 @@ export type ServedRequestMinOrderByAggregateInput = {
   promptTokens?: Prisma.SortOrder
   completionTokens?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
+  experimentId?: Prisma.SortOrder
+  matched?: Prisma.SortOrder
 }
 
 export type ServedRequestSumOrderByAggregateInput = {
@@ -481,6 +525,10 @@ export type ServedRequestSumOrderByAggregateInput = {
   promptTokens?: Prisma.SortOrder
   completionTokens?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
+}
+
+export type NullableBoolFieldUpdateOperationsInput = {
+  set?: boolean | null
 }
 
 
@@ -496,6 +544,8 @@ export type ServedRequestSelect<ExtArgs extends runtime.Types.Extensions.Interna
   promptTokens?: boolean
   completionTokens?: boolean
   createdAt?: boolean
+  experimentId?: boolean
+  matched?: boolean
 }, ExtArgs["result"]["servedRequest"]>
 
 export type ServedRequestSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
@@ -509,6 +559,8 @@ export type ServedRequestSelectCreateManyAndReturn<ExtArgs extends runtime.Types
   promptTokens?: boolean
   completionTokens?: boolean
   createdAt?: boolean
+  experimentId?: boolean
+  matched?: boolean
 }, ExtArgs["result"]["servedRequest"]>
 
 export type ServedRequestSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
@@ -522,6 +574,8 @@ export type ServedRequestSelectUpdateManyAndReturn<ExtArgs extends runtime.Types
   promptTokens?: boolean
   completionTokens?: boolean
   createdAt?: boolean
+  experimentId?: boolean
+  matched?: boolean
 }, ExtArgs["result"]["servedRequest"]>
 
 export type ServedRequestSelectScalar = {
@@ -535,9 +589,11 @@ export type ServedRequestSelectScalar = {
   promptTokens?: boolean
   completionTokens?: boolean
   createdAt?: boolean
+  experimentId?: boolean
+  matched?: boolean
 }
 
-export type ServedRequestOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "projectId" | "endpointId" | "deploymentId" | "role" | "status" | "latencyMs" | "promptTokens" | "completionTokens" | "createdAt", ExtArgs["result"]["servedRequest"]>
+export type ServedRequestOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "projectId" | "endpointId" | "deploymentId" | "role" | "status" | "latencyMs" | "promptTokens" | "completionTokens" | "createdAt" | "experimentId" | "matched", ExtArgs["result"]["servedRequest"]>
 
 export type $ServedRequestPayload<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   name: "ServedRequest"
@@ -553,6 +609,8 @@ export type $ServedRequestPayload<ExtArgs extends runtime.Types.Extensions.Inter
     promptTokens: number
     completionTokens: number
     createdAt: bigint
+    experimentId: string | null
+    matched: boolean | null
   }, ExtArgs["result"]["servedRequest"]>
   composites: {}
 }
@@ -986,6 +1044,8 @@ export interface ServedRequestFieldRefs {
   readonly promptTokens: Prisma.FieldRef<"ServedRequest", 'Int'>
   readonly completionTokens: Prisma.FieldRef<"ServedRequest", 'Int'>
   readonly createdAt: Prisma.FieldRef<"ServedRequest", 'BigInt'>
+  readonly experimentId: Prisma.FieldRef<"ServedRequest", 'String'>
+  readonly matched: Prisma.FieldRef<"ServedRequest", 'Boolean'>
 }
     
 

@@ -600,7 +600,8 @@ export const ControlJournalEntryScalarFieldEnum = {
   ms: 'ms',
   requestBody: 'requestBody',
   responseBody: 'responseBody',
-  fault: 'fault'
+  fault: 'fault',
+  ignoredFields: 'ignoredFields'
 } as const
 
 export type ControlJournalEntryScalarFieldEnum = (typeof ControlJournalEntryScalarFieldEnum)[keyof typeof ControlJournalEntryScalarFieldEnum]
@@ -760,7 +761,9 @@ export const ServedRequestScalarFieldEnum = {
   latencyMs: 'latencyMs',
   promptTokens: 'promptTokens',
   completionTokens: 'completionTokens',
-  createdAt: 'createdAt'
+  createdAt: 'createdAt',
+  experimentId: 'experimentId',
+  matched: 'matched'
 } as const
 
 export type ServedRequestScalarFieldEnum = (typeof ServedRequestScalarFieldEnum)[keyof typeof ServedRequestScalarFieldEnum]

@@ -1,0 +1,3 @@
+-- AlterTable
+ALTER TABLE "ServedRequest" ADD COLUMN     "experimentId" TEXT,
+ADD COLUMN     "matched" BOOLEAN;

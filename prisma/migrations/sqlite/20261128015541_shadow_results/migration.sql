@@ -1,0 +1,3 @@
+-- AlterTable
+ALTER TABLE "ServedRequest" ADD COLUMN "experimentId" TEXT;
+ALTER TABLE "ServedRequest" ADD COLUMN "matched" BOOLEAN;

@@ -1,0 +1,2 @@
+-- AlterTable
+ALTER TABLE "ControlJournalEntry" ADD COLUMN "ignoredFields" TEXT;
