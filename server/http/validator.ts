@@ -15,7 +15,58 @@ const require = createRequire(createRequire(import.meta.url).resolve('express-op
 const { pathToRegexp } = require('path-to-regexp');
 const types = require('./framework/types');
 const { zipObject } = require('./middlewares/util');
-const { httpMethods } = require('./middlewares/parsers/schema.preprocessor');
+const { httpMethods, SchemaPreprocessor } = require('./middlewares/parsers/schema.preprocessor');
+const { OpenAPIFramework } = require('./framework');
+const schemaValidator = require('./framework/openapi.schema.validator');
+
+// Three costs of the library's first request (over 600 ms together, most of a start), for work whose result it
+// does not use:
+// - it compiles a validator of the OpenAPI 3.1 meta-schema even when told not to validate the document
+//   (`validateApiSpec: false`, below: the contract is linted and tested instead), and never calls it then;
+// - its spec loader runs json-schema-ref-parser's `bundle` over the document, which only rewrites references to other
+//   files: the contract is one file with only local references (`#/...`), for which `bundle` answers the document
+//   unchanged (test/package.test.ts checks that), so such a document is taken as it is;
+// - its preprocessor resolves each `$ref` with Ajv's `getSchema(ref).schema`, which compiles a validator for the
+//   referenced schema (and all it refers to) only to read back the schema object it was given. The lookup below
+//   answers that same object: the component schemas as the preprocessor's Ajv registered them (under
+//   `#/components/schemas/<id>`, taken before the preprocessor replaces them), else the library's own fallback
+//   (the node at the reference's path in the document).
+const { OpenAPISchemaValidator } = schemaValidator;
+schemaValidator.OpenAPISchemaValidator = class {
+  readonly validate: (doc: unknown) => { errors: unknown[] };
+  constructor(opts: { validateApiSpec?: boolean }) {
+    const real = opts.validateApiSpec ? new OpenAPISchemaValidator(opts) : undefined;
+    this.validate = real ? (doc) => real.validate(doc) : () => ({ errors: [] });
+  }
+};
+const loadSpec = OpenAPIFramework.prototype.loadSpec;
+const onlyLocalRefs = (node: unknown): boolean =>
+  typeof node !== 'object' || node === null
+    ? true
+    : Object.entries(node).every(([k, v]) => (k === '$ref' && typeof v === 'string' ? v.startsWith('#') : onlyLocalRefs(v)));
+OpenAPIFramework.prototype.loadSpec = function (this: unknown, doc: unknown, ...rest: unknown[]) {
+  return typeof doc === 'object' && doc !== null && onlyLocalRefs(doc) ? Promise.resolve(doc) : loadSpec.call(this, doc, ...rest);
+};
+const registered = new WeakMap<object, Map<string, unknown>>();
+SchemaPreprocessor.prototype.resolveSchema = function (this: any, schema: any) {
+  if (!schema) return null;
+  const ref: unknown = schema.$ref;
+  if (typeof ref !== 'string') return schema;
+  if (this.resolvedSchemaCache.has(ref)) return this.resolvedSchemaCache.get(ref);
+  let components = registered.get(this);
+  if (!components) {
+    components = new Map(Object.entries(this.apiDoc.components?.schemas ?? {}).map(([id, s]) => [`#/components/schemas/${id}`, s]));
+    registered.set(this, components);
+  }
+  const res =
+    components.get(ref) ??
+    ref
+      .split('/')
+      .slice(1)
+      .reduce((node: any, key) => node?.[key], this.apiDoc);
+  this.resolvedSchemaCache.set(ref, res);
+  return res;
+};
 
 const METHODS = ['GET', 'PUT', 'POST', 'DELETE', 'OPTIONS', 'HEAD', 'PATCH', 'TRACE'];
 
