@@ -1,6 +1,8 @@
 // `npm start`: the platform on the configured database (a SQLite file by default), until SIGTERM or SIGINT. A start
 // that cannot happen (a variable that cannot be used, port taken, database unusable) says why in one line and exits
-// 1; the stack only at LOG_LEVEL=debug.
+// 1; the stack only at LOG_LEVEL=debug. With `--json` (`npm start -- --json`, or the bin's `start --json`) it prints
+// one JSON line for scripts instead of its banner, and its logs go to standard error.
+import pino from 'pino';
 import { type Config, loadConfig, unknownVariables } from './core/config.ts';
 import { startFailure } from './core/errors.ts';
 import { createLogger } from './core/log.ts';
@@ -17,7 +19,8 @@ try {
 } catch (err) {
   fail(err, process.env.LOG_LEVEL === 'debug');
 }
-const log = createLogger(config.logLevel);
+const json = process.argv.includes('--json');
+const log = createLogger(config.logLevel, json ? pino.destination({ dest: 2, sync: true }) : undefined);
 // A variable that looks like ours but is not read is most likely misspelt; the environment is shared, so only a warning.
 for (const variable of unknownVariables()) log.warn({ variable }, `${variable} is not a setting of this server and is ignored (see README.md, Configuration)`);
 
@@ -54,6 +57,18 @@ process.on('uncaughtException', (err) => {
 });
 
 const { url, firstKey } = platform;
+// The key counts as shown once it has been written out: a start that dies before then leaves it to the next one.
+const announced = () => void platform.announced().catch((err) => log.error({ err }, 'could not record the development key as shown'));
+if (json) {
+  const started = {
+    url,
+    api_key: firstKey,
+    control_key: config.control.enabled ? (platform.controlKey ?? config.control.key ?? null) : null,
+    data_dir: config.dataDir,
+    database: platform.services.db.provider,
+  };
+  process.stdout.write(`${JSON.stringify(started)}\n`, announced);
+}
 const lines = [
   `Inference platform API listening on ${url}  (database: ${platform.services.db.provider})`,
   `API reference: ${url}/docs   contract: ${url}/openapi.json`,
@@ -66,8 +81,4 @@ if (firstKey) {
 }
 if (platform.controlKey) lines.push(`Control key for tests (${url}/_control/; shown once; or set CONTROL_KEY): ${platform.controlKey}`);
 else if (!config.control.enabled) lines.push('Control plane: off (CONTROL_API=off).');
-// The key counts as shown once it has been written out: a start that dies before then leaves it to the next one.
-process.stdout.write(
-  `${lines.join('\n')}\n`,
-  () => void platform.announced().catch((err) => log.error({ err }, 'could not record the development key as shown')),
-);
+if (!json) process.stdout.write(`${lines.join('\n')}\n`, announced);

@@ -2,17 +2,20 @@
 // fresh database is made on it; SQLite in a temporary folder when unset): KILL_TRIALS kill -9 trials (default 100)
 // and, on PostgreSQL, QUEUE_JOBS queue jobs (default 10,000) through two server processes; then the outage campaign
 // (test/trials/outage.ts, on a PostgreSQL cluster and a Redis of its own): PostgreSQL stopped OUTAGE_MS (default
-// 10 s), then Redis frozen as long, under mixed traffic. TRIALS (default `kill,queue,outage`) picks which run.
-// Exits non-zero on any lost or doubled job, and on any 500, unanswered request or lost write in the campaign.
+// 10 s), then Redis frozen as long, under mixed traffic; and the package trial (test/trials/package.ts): both
+// tarballs installed plainly into an empty project, whose suite then runs. TRIALS (default `kill,queue,outage,package`)
+// picks which run. Exits non-zero on any lost or doubled job, on any 500, unanswered request or lost write in the
+// campaign, and on a failure of the installed project's suite.
 import { scratchDatabase, usingPostgres } from '../support/database.ts';
 import { privatePostgresAvailable } from '../support/private-postgres.ts';
 import { outageCampaign } from './outage.ts';
+import { packageTrial } from './package.ts';
 import { killTrials, queueThroughput } from './trials.ts';
 
 const trials = Number(process.env.KILL_TRIALS ?? 100);
 const jobs = Number(process.env.QUEUE_JOBS ?? 10_000);
 const outageMs = Number(process.env.OUTAGE_MS ?? 10_000);
-const which = new Set((process.env.TRIALS ?? 'kill,queue,outage').split(','));
+const which = new Set((process.env.TRIALS ?? 'kill,queue,outage,package').split(','));
 let failed = false;
 
 if (which.has('kill')) {
@@ -51,6 +54,13 @@ if (!which.has('outage')) {
   if (!r.redis) console.log('  (no redis-server installed: the Redis freeze was left out)');
   failed ||= r.errors500 > 0 || r.hung > 0 || r.lost > 0 || r.givenUp > 0 || r.unvalidated > 0 || r.postgresRecoveryMs === null;
 } else console.log("outage campaign: needs PostgreSQL's server binaries (/usr/lib/postgresql/<version>/bin, or PG_BIN)");
+
+if (which.has('package')) {
+  const r = await packageTrial((line) => console.log(line));
+  console.log(`package trial: ${JSON.stringify({ ...r, failures: r.failures.length })}`);
+  for (const line of r.failures) console.log(`  ${line}`);
+  failed ||= r.failures.length > 0 || r.passed === 0;
+}
 
 console.log(failed ? 'TRIALS FAILED' : 'trials passed');
 process.exit(failed ? 1 : 0);
