@@ -18,7 +18,7 @@ import { Mutex } from 'async-mutex';
 import { PrismaClient as PgClient } from '../../generated/prisma/postgresql/client/client.ts';
 import { Prisma, PrismaClient as SqliteClient } from '../../generated/prisma/sqlite/client/client.ts';
 import type { Provider } from '../core/paths.ts';
-import { deploy } from './migrations.ts';
+import { deploy, placeMigratedSqlite } from './migrations.ts';
 import { DatabaseOutage } from './outage.ts';
 import { preflight } from './preflight.ts';
 import { pgConfig, providerOf, sqliteFile } from './urls.ts';
@@ -77,6 +77,7 @@ const TX_OPTIONS = { maxWait: 10_000, timeout: 30_000 };
 
 export async function openDatabase(url: string, options: { migrate?: boolean } = {}): Promise<Database> {
   const provider = providerOf(url);
+  if (provider === 'sqlite' && options.migrate !== false) await placeMigratedSqlite(sqliteFile(url));
   await preflight(provider, url);
   if (options.migrate !== false) await deploy(provider, url);
 

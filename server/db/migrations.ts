@@ -8,7 +8,8 @@
 // no database at all, unlike Prisma's replay of the history on a shadow database, which the driver adapters only
 // manage with several workarounds (SQLite: a multi-statement migration fails to replay; PostgreSQL: the "shadow"
 // database is the one the URL names, `"char"` columns cannot be introspected, and the shadow database is left behind).
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createHash, randomUUID } from 'node:crypto';
+import { copyFileSync, existsSync, linkSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { PrismaBetterSqlite3 } from '@prisma/adapter-better-sqlite3';
@@ -122,6 +123,49 @@ export async function deploy(provider: Provider, url: string): Promise<string[]>
   } finally {
     engine.free();
     await Promise.all(opened.map((a) => a.dispose().catch(() => {})));
+  }
+}
+
+/**
+ * A new SQLite database (its file absent) made as a copy of one migrated before: a fresh database is the same file
+ * every time, and copying it spares each first start the schema engine and the migrations' writes (most of a start
+ * on a fresh database, e.g. every test suite's throw-away one). The migrated file is kept in
+ * node_modules/.cache/inference-platform/, named by a hash of the migrations, and made by the first start that needs
+ * it (through `deploy`, as ever). The copy is put in place with a hard link, which fails if the file exists: a
+ * database someone else made meanwhile is never replaced, and a process opening the file finds it whole. Answers
+ * whether it made the file; any failure (a read-only cache) leaves the file to `deploy`.
+ */
+export async function placeMigratedSqlite(file: string): Promise<boolean> {
+  if (existsSync(file)) return false;
+  try {
+    const list = migrationsList('sqlite');
+    const hash = createHash('sha256').update(list.lockfile.content ?? '');
+    for (const d of list.migrationDirectories) hash.update(`\0${d.path}\0${(d.migrationFile.content as { value: string }).value}`);
+    const cache = join(root, 'node_modules/.cache/inference-platform');
+    const template = join(cache, `sqlite-${hash.digest('hex').slice(0, 16)}.db`);
+    if (!existsSync(template)) {
+      mkdirSync(cache, { recursive: true });
+      const making = `${template}.${randomUUID()}.tmp`;
+      try {
+        await deploy('sqlite', `file:${making}`);
+        renameSync(making, template);
+      } finally {
+        rmSync(making, { force: true });
+      }
+    }
+    mkdirSync(dirname(file), { recursive: true });
+    const staged = `${file}.${randomUUID()}.tmp`;
+    copyFileSync(template, staged);
+    try {
+      linkSync(staged, file);
+      return true;
+    } catch {
+      return false; // made meanwhile by another process: theirs
+    } finally {
+      rmSync(staged, { force: true });
+    }
+  } catch {
+    return false;
   }
 }
 
