@@ -18,6 +18,7 @@ import { resetBench } from './reset.ts';
 import { runnerBench } from './runner.ts';
 import { scenarios } from './scenarios.ts';
 import { benchSpeech } from './speech.ts';
+import { startBench } from './start.ts';
 import { benchVideo } from './video.ts';
 
 const DURATION = Number(process.env.BENCH_SECONDS ?? 6);
@@ -224,6 +225,7 @@ try {
   if (!filter || 'runner throughput'.includes(filter)) await runnerBench(ROUNDS);
   if ((!filter || 'reset'.includes(filter)) && !(await resetBench(ROUNDS))) failed++;
   if (!filter || 'batch'.includes(filter)) await batchBench();
+  if ((!filter || 'start'.includes(filter)) && !(await startBench())) failed++;
   process.exitCode = failed ? 1 : 0;
 } finally {
   for (const c of children) c.kill('SIGTERM');
