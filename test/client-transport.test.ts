@@ -1,7 +1,8 @@
 // The typed client's transport, against a fake fetch (no server, no wall-clock waits: the backoff's sleep is
 // injected): which answers are retried and how long it waits (retry-after-ms, Retry-After in seconds or as a date,
 // x-ratelimit-reset, else exponential backoff with jitter, capped), x-should-retry, the longest wait it accepts,
-// connection failures and timeouts, the caller's AbortSignal, and bodies sent again on each attempt.
+// connection failures and timeouts, the caller's AbortSignal, and bodies sent again on each attempt; and paging by
+// `next_page_token` (the remediation lists; `next_cursor` is proved against the platform in test/client.test.ts).
 import { createPlatformClient, PlatformConnectionError, PlatformError, PlatformTimeoutError, type RetryEvent, unwrap } from '@inference-platform/client';
 import { expect, test } from 'vitest';
 
@@ -171,4 +172,15 @@ test('errors are recognised across copies of the package (the testing entry carr
   expect(foreign).toBeInstanceOf(PlatformConnectionError);
   expect(foreign).not.toBeInstanceOf(PlatformTimeoutError);
   expect(new Error('z')).not.toBeInstanceOf(PlatformError);
+});
+
+test('paginate follows next_page_token as page_token, and stops at the empty token', async () => {
+  const page = (names: string[], next: string) => json(200, { remediations: names.map((id) => ({ id })), next_page_token: next, has_next: next !== '' });
+  const { fetch, seen } = scripted([page(['a', 'b'], 't1'), page(['c'], 't2'), page([], '')]);
+  const api = createPlatformClient({ baseUrl: 'http://platform.test', fetch });
+  const path = '/v1/compute/clusters/{cluster_id}/instances/{instance_id}/remediations' as const;
+  const ids: string[] = [];
+  for await (const r of api.paginate(path, { params: { path: { cluster_id: 'c1', instance_id: 'i1' }, query: { page_size: 2 } } })) ids.push(r.id);
+  expect(ids).toEqual(['a', 'b', 'c']);
+  expect(seen.map((s) => new URL(s.url).search)).toEqual(['?page_size=2', '?page_size=2&page_token=t1', '?page_size=2&page_token=t2']);
 });

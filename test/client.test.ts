@@ -127,7 +127,7 @@ describe('streams of server-sent events', () => {
     expectTypeOf<StreamEvent<'/v1/audio/speech'>>().toEqualTypeOf<components['schemas']['AudioSpeechStreamChunk']>();
   });
 
-  test('a stream cut before [DONE] is a PlatformStreamError while iterating; a refused stream throws before it begins', async () => {
+  test('a stream cut before [DONE] is a PlatformStreamError while iterating, one cancelled ends quietly; a refused stream throws before it begins', async () => {
     const api = createPlatformClient({ baseUrl: t.url, apiKey: t.caller.key });
     const stream = await api.stream('/v1/chat/completions', { model: CHAT, messages, max_tokens: 16 }, { headers: { Prefer: 'stream-cut=2' } });
     const seen: unknown[] = [];
@@ -136,6 +136,12 @@ describe('streams of server-sent events', () => {
     })().catch((e) => e);
     expect(err).toBeInstanceOf(PlatformStreamError);
     expect(seen).toHaveLength(2);
+
+    // Cancelled while being read: the loop ends without an error.
+    const cancelled = await api.stream('/v1/chat/completions', { model: CHAT, messages, max_tokens: 16 });
+    let read = 0;
+    for await (const _ of cancelled) if (++read === 1) await cancelled.cancel();
+    expect(read).toBe(1);
 
     const refused = await api.stream('/v1/chat/completions', { model: 'no/such-model', messages }).catch((e) => e);
     expect(refused).toBeInstanceOf(PlatformError);

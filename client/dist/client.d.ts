@@ -56,8 +56,8 @@ export type PagedPath = {
         next_page_token: string;
     } ? P : never;
 }[keyof paths];
-/** One page of a paged list. */
-export type Page<P extends PagedPath> = JsonOk<Operation<P, 'get'>>;
+/** One page of a paged list, as the answer reads (openapi-fetch's reading of the generated type: no write-only fields). */
+export type Page<P extends PagedPath> = NonNullable<FetchResponse<Operation<P, 'get'> & Record<string | number, unknown>, Record<string, never>, 'application/json'>['data']>;
 /** An item of a paged list: the element of the page's list field (`data`, `remediations`, ...). */
 export type PageItem<P extends PagedPath> = {
     [K in keyof Page<P>]-?: NonNullable<Page<P>[K]> extends readonly (infer I)[] ? I : never;

@@ -47,7 +47,10 @@ export function createPlatformClient({ baseUrl, apiKey, headers, timeout, retry,
             throw PlatformError.fromResponse(response, error);
         if (!(response.headers.get('content-type') ?? '').startsWith('text/event-stream')) {
             await data?.cancel();
-            throw new PlatformError(`${path} answered ${response.headers.get('content-type')} rather than a stream of events`, { status: response.status, headers: response.headers });
+            throw new PlatformError(`${path} answered ${response.headers.get('content-type')} rather than a stream of events`, {
+                status: response.status,
+                headers: response.headers,
+            });
         }
         return new EventStream(response);
     };

@@ -47,6 +47,7 @@ export class PlatformError extends Error {
     /** The mark this class's instances carry (not the class's `name`, which a bundler may rename). */
     static kind = 'PlatformError';
     static [Symbol.hasInstance](value) {
+        // biome-ignore lint/complexity/noThisInStatic: `this` is the class `instanceof` asks about (a subclass, too).
         return isKind(value, this.kind);
     }
 }

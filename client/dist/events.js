@@ -69,6 +69,8 @@ export class EventStream {
                         throw failure(typeof envelope.message === 'string' ? envelope.message : 'The stream ended with an error event.', event);
                     }
                     yield event;
+                    if (this.#cancelled)
+                        return;
                 }
                 if (chunk.done && !done && this.#cancelled)
                     return;

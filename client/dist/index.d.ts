@@ -1,5 +1,5 @@
 export type { components, operations, paths } from './api.js';
-export { type CallOptions, createPlatformClient, type Page, type PagedPath, type PageItem, type Pages, type PlatformClient, type PlatformClientOptions, type StreamBody, type StreamEvent, type StreamPath, unwrap, type UploadForm, type UploadPath, } from './client.js';
+export { type CallOptions, createPlatformClient, type Page, type PagedPath, type PageItem, type Pages, type PlatformClient, type PlatformClientOptions, type StreamBody, type StreamEvent, type StreamPath, type UploadForm, type UploadPath, unwrap, } from './client.js';
 export { type ControlClient, type ControlClientOptions, createControlClient } from './control.js';
 export { type ErrorEnvelope, PlatformConnectionError, PlatformError, PlatformStreamError, PlatformTimeoutError } from './errors.js';
 export { EventStream } from './events.js';

@@ -70,7 +70,14 @@ async function filePart(name, source) {
     }
     const data = isObject(source) && 'data' in source ? source.data : source;
     if (data instanceof Blob) {
-        return { name, filename: filename ?? data.name ?? name, contentType: meta === source ? contentType : data.type || contentType, size: data.size, open: () => fromBlob(data), once: false };
+        return {
+            name,
+            filename: filename ?? data.name ?? name,
+            contentType: meta === source ? contentType : data.type || contentType,
+            size: data.size,
+            open: () => fromBlob(data),
+            once: false,
+        };
     }
     const bytes = data instanceof ArrayBuffer ? new Uint8Array(data) : data;
     return { name, filename: filename ?? name, contentType, size: bytes.byteLength, open: () => once(bytes), once: false };

@@ -68,6 +68,7 @@ export class EventStream<T> implements AsyncIterable<T> {
             throw failure(typeof envelope.message === 'string' ? envelope.message : 'The stream ended with an error event.', event);
           }
           yield event as T;
+          if (this.#cancelled) return;
         }
         if (chunk.done && !done && this.#cancelled) return;
         if (chunk.done && !done) throw failure('The stream ended without [DONE]: the connection was cut, and the answer is incomplete.');
