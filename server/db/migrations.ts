@@ -13,13 +13,11 @@ import { copyFileSync, existsSync, linkSync, mkdirSync, readdirSync, readFileSyn
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { PrismaBetterSqlite3 } from '@prisma/adapter-better-sqlite3';
-import { PrismaPg } from '@prisma/adapter-pg';
 import type { SqlDriverAdapter, SqlMigrationAwareDriverAdapterFactory } from '@prisma/driver-adapter-utils';
 import { bindMigrationAwareSqlAdapterFactory } from '@prisma/driver-adapter-utils';
 import type { MigrationList, SchemaEngine } from '@prisma/schema-engine-wasm';
 import * as runtime from '@prisma/schema-engine-wasm/schema_engine_bg';
 import Database from 'better-sqlite3';
-import pg from 'pg';
 import { PROVIDERS, type Provider, root } from '../core/paths.ts';
 import { pgConfig, sqliteFile } from './urls.ts';
 
@@ -83,6 +81,8 @@ async function appliedMigrations(provider: Provider, url: string): Promise<Set<s
         db.close();
       }
     }
+    // Loaded only for PostgreSQL, as its adapter below.
+    const { default: pg } = await import('pg');
     const client = new pg.Client(pgConfig(url));
     await client.connect();
     try {
@@ -105,7 +105,9 @@ export async function deploy(provider: Provider, url: string): Promise<string[]>
   const applied = await appliedMigrations(provider, url);
   if (list.migrationDirectories.every((d) => applied.has(d.path))) return [];
   const base: SqlMigrationAwareDriverAdapterFactory =
-    provider === 'sqlite' ? new PrismaBetterSqlite3({ url: sqliteFile(url), timeout: 10_000 }) : new PrismaPg(pgConfig(url));
+    provider === 'sqlite'
+      ? new PrismaBetterSqlite3({ url: sqliteFile(url), timeout: 10_000 })
+      : new (await import('@prisma/adapter-pg')).PrismaPg(pgConfig(url));
   // engine.free() leaves the adapter's connections open (one holds the migration advisory lock on PostgreSQL):
   // track them and close them ourselves.
   const opened: SqlDriverAdapter[] = [];
@@ -189,7 +191,7 @@ export async function pendingChanges(provider: Provider): Promise<string> {
   const adapter =
     provider === 'sqlite'
       ? new PrismaBetterSqlite3({ url: ':memory:' })
-      : new PrismaPg(pgConfig(process.env.MIGRATE_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test'));
+      : new (await import('@prisma/adapter-pg')).PrismaPg(pgConfig(process.env.MIGRATE_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test'));
   const engine = await loadEngine().new({ datamodels: undefined }, () => {}, bindMigrationAwareSqlAdapterFactory(adapter));
   const model = (content: string) => ({ tag: 'schemaDatamodel' as const, files: [{ path: 'schema.prisma', content: datamodel(provider, content) }] });
   try {

@@ -5,7 +5,7 @@
 // down nothing is cached). On SQLite a key revoked by another process (the CLI) stops working when its cache entry
 // expires (KEY_CACHE_TTL_MS).
 import type { RequestHandler } from 'express';
-import pg from 'pg';
+import type pg from 'pg';
 import type { Logger } from 'pino';
 import type { Clock } from '../core/clock.ts';
 import { apiError } from '../core/errors.ts';
@@ -64,7 +64,9 @@ export class KeyCache {
   }
 
   private async connect(): Promise<void> {
-    const client = new pg.Client({ ...pgConfig(this.db.url), connectionTimeoutMillis: 5000, keepAlive: true });
+    // The driver is loaded only on PostgreSQL (SQLite, the default, never needs it).
+    const { default: pgDriver } = await import('pg');
+    const client = new pgDriver.Client({ ...pgConfig(this.db.url), connectionTimeoutMillis: 5000, keepAlive: true });
     let established = false;
     const lost = (err?: Error) => {
       // Before LISTEN succeeded, connect()'s rejection reports the failure; a lost connection is reported once.
