@@ -9,7 +9,6 @@
 // escape). Every error path is covered by the suite (test/errors.test.ts, the fuzz, the auth matrix).
 import { createRequire } from 'node:module';
 import type { RequestHandler } from 'express';
-import * as OpenApiValidator from 'express-openapi-validator';
 
 const require = createRequire(createRequire(import.meta.url).resolve('express-openapi-validator'));
 const { pathToRegexp } = require('path-to-regexp');
@@ -17,6 +16,8 @@ const types = require('./framework/types');
 const { zipObject } = require('./middlewares/util');
 const { httpMethods, SchemaPreprocessor } = require('./middlewares/parsers/schema.preprocessor');
 const { OpenAPIFramework } = require('./framework');
+const { OpenApiSpecLoader } = require('./framework/openapi.spec.loader');
+const { OpenApiValidator } = require('./openapi.validator');
 const schemaValidator = require('./framework/openapi.schema.validator');
 
 // Three costs of the library's first request (over 600 ms together, most of a start), for work whose result it
@@ -135,6 +136,7 @@ function metadata(context: any, responseApiDoc: any): RequestHandler {
 type Oav = {
   metadataMiddleware: typeof metadata;
   requestValidationMiddleware: (apiDoc: unknown) => RequestHandler;
+  installMiddleware: (spec: Promise<unknown>) => RequestHandler[];
 };
 
 /**
@@ -143,20 +145,19 @@ type Oav = {
  * waiting on its spec-loading promise on every request; only the lookup and the validation do anything here (no
  * Express route takes path parameters, security is the pipeline's). So the first request goes through the library's
  * layers, which build both (captured below), and every later one calls them directly, in one synchronous step.
+ * The instance is made as the library's `middleware()` makes it, but with the spec copied by structuredClone rather
+ * than lodash's cloneDeep (a quarter of a second on the 1 MB contract).
  */
 export function validator(spec: object): RequestHandler {
-  const layers = OpenApiValidator.middleware({
-    apiSpec: structuredClone(spec) as never,
+  const oav: Oav = new OpenApiValidator({
+    apiSpec: spec,
     validateRequests: { allowUnknownQueryParameters: false },
     validateResponses: false,
     validateSecurity: false,
     validateApiSpec: false,
     // Multipart bodies are parsed by the operations that take them, not on every request.
     fileUploader: false,
-  }) as RequestHandler[];
-  // The instance the call above made (the library keeps the last one here): its route lookup is replaced, and the
-  // two middlewares it builds on the first request are kept.
-  const oav = (OpenApiValidator.middleware as unknown as { _oav: Oav })._oav;
+  });
   let lookup: RequestHandler | undefined;
   let validate: RequestHandler | undefined;
   oav.metadataMiddleware = (context, responseApiDoc) => (lookup = metadata(context, responseApiDoc));
@@ -165,6 +166,7 @@ export function validator(spec: object): RequestHandler {
   // spec's `paths` and `components`, which Ajv walks whole: ~130 ms an operation (a process's first reset paid it).
   // No schema refers into `paths` (the route is found by `metadata`), so it is left out: ~20 ms.
   oav.requestValidationMiddleware = (apiDoc) => (validate = build({ ...(apiDoc as object), paths: {} }));
+  const layers = oav.installMiddleware(new OpenApiSpecLoader({ apiDoc: structuredClone(spec), validateApiSpec: false }).load());
   const first: RequestHandler = (req, res, next) => {
     let i = 0;
     const step = (err?: unknown): void => {
