@@ -41,10 +41,8 @@ schemaValidator.OpenAPISchemaValidator = class {
   }
 };
 const loadSpec = OpenAPIFramework.prototype.loadSpec;
-const onlyLocalRefs = (node: unknown): boolean =>
-  typeof node !== 'object' || node === null
-    ? true
-    : Object.entries(node).every(([k, v]) => (k === '$ref' && typeof v === 'string' ? v.startsWith('#') : onlyLocalRefs(v)));
+// (A `$ref` not starting with `#`, as JSON text: quicker than walking the document.)
+const onlyLocalRefs = (doc: object): boolean => !/"\$ref":"(?!#)/.test(JSON.stringify(doc));
 OpenAPIFramework.prototype.loadSpec = function (this: unknown, doc: unknown, ...rest: unknown[]) {
   return typeof doc === 'object' && doc !== null && onlyLocalRefs(doc) ? Promise.resolve(doc) : loadSpec.call(this, doc, ...rest);
 };
