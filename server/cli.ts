@@ -44,6 +44,16 @@ const { values, positionals } = parseArgs({
 });
 const [noun, verb, arg] = positionals;
 
+// In a checkout, relative paths in DATABASE_URL and DATA_DIR are the checkout's (README, Configuration); installed as
+// a package (the built CLI, no TypeScript), there is no checkout to speak of: they are the current folder's.
+if (!import.meta.url.endsWith('.ts')) {
+  for (const name of ['DATABASE_URL', 'DATA_DIR']) {
+    const value = process.env[name];
+    if (!value || /^postgres/i.test(value)) continue;
+    process.env[name] = value.startsWith('file:') ? `file:${resolve(value.slice('file:'.length))}` : resolve(value);
+  }
+}
+
 if (noun === 'start') {
   // The options are the variables they stand for (README.md, Configuration), set over the environment's. Paths are
   // this shell's (the current folder's). Without --data (or DATA_DIR), the platform's database and files go to a

@@ -63,8 +63,9 @@ describe.skipIf(process.env.TEST_DATABASE_URL)('the packages, installed into an 
     expect(passed).toBe(6);
   });
 
-  test('the bin starts it with --json (one line: where, and the keys) on a throw-away folder, removed when it stops', async () => {
-    const child = spawn(join(app, 'node_modules/.bin/inference-platform'), ['start', '--port', '0', '--json'], {
+  /** `inference-platform start ...` in the project until its JSON line; answers the line and a stop that answers the exit code. */
+  async function startBin(args: string[]) {
+    const child = spawn(join(app, 'node_modules/.bin/inference-platform'), ['start', '--port', '0', '--json', ...args], {
       cwd: app,
       env: cleanEnv,
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -80,15 +81,36 @@ describe.skipIf(process.env.TEST_DATABASE_URL)('the packages, installed into an 
       });
       exited.then((code) => reject(new Error(`exited ${code}: ${err}`)));
     });
-    const started = JSON.parse(line);
+    const stop = () => {
+      child.kill('SIGTERM');
+      return exited;
+    };
+    return { started: JSON.parse(line), stop };
+  }
+  const whoami = (url: string, key: string) => fetch(`${url}/v1/whoami`, { headers: { Authorization: `Bearer ${key}` } }).then((r) => r.status);
+
+  test('the bin starts it with --json (one line: where, and the keys) on a throw-away folder, removed when it stops', async () => {
+    const { started, stop } = await startBin([]);
     expect(started).toMatchObject({ url: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/), api_key: expect.stringMatching(/^tpk_/), database: 'sqlite' });
     expect(started.control_key).toMatch(/^ctl_/);
-    const whoami = await fetch(`${started.url}/v1/whoami`, { headers: { Authorization: `Bearer ${started.api_key}` } });
-    expect(whoami.status).toBe(200);
+    expect(await whoami(started.url, started.api_key)).toBe(200);
     expect(existsSync(started.data_dir)).toBe(true);
-    child.kill('SIGTERM');
-    expect(await exited).toBe(0);
+    expect(await stop()).toBe(0);
     expect(existsSync(started.data_dir)).toBe(false);
+  });
+
+  test("the bin's --data folder is kept, and its accounts commands reach it with a DATABASE_URL relative to the current folder", async () => {
+    const { stdout } = await run(join(app, 'node_modules/.bin/inference-platform'), ['keys', 'create', '--json'], {
+      cwd: app,
+      env: { ...cleanEnv, DATABASE_URL: 'file:./data/platform.db' },
+    });
+    const key = JSON.parse(stdout).secret;
+    expect(existsSync(join(app, 'data/platform.db'))).toBe(true);
+    const { started, stop } = await startBin(['--data', 'data']);
+    expect(started.data_dir).toBe(join(app, 'data'));
+    expect(await whoami(started.url, key)).toBe(200);
+    expect(await stop()).toBe(0);
+    expect(existsSync(join(app, 'data/platform.db'))).toBe(true);
   });
 
   test("the testing entry starts it in the test runner's own process too", async () => {
