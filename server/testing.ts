@@ -86,7 +86,7 @@ interface Started {
 }
 
 export async function startPlatform(options: StartPlatformOptions = {}): Promise<RunningPlatform> {
-  const controlKey = options.controlKey ?? `ctl_${randomBytes(24).toString('base64url')}`;
+  const controlKey = options.controlKey ?? options.env?.CONTROL_KEY ?? `ctl_${randomBytes(24).toString('base64url')}`;
   const throwAway = options.dataDir === undefined;
   const dataDir = throwAway ? mkdtempSync(join(tmpdir(), 'inference-platform-')) : resolve(options.dataDir!);
   const removeData = () => {
@@ -102,11 +102,13 @@ export async function startPlatform(options: StartPlatformOptions = {}): Promise
     ...(options.fixtures === undefined ? {} : { FIXTURES_FILE: resolve(options.fixtures) }),
     ...options.env,
   };
+  let started: Handle | undefined;
   try {
-    const started = options.in === 'process' ? await inProcess(settings) : await inChild(settings);
+    started = options.in === 'process' ? await inProcess(settings) : await inChild(settings);
     const control = createControlClient({ baseUrl: started.url, controlKey });
     // A folder started before printed its development key then: this start makes one of its own.
     const apiKey = started.apiKey ?? (await mintKey(control));
+    const running = started;
     return {
       url: started.url,
       apiKey,
@@ -114,11 +116,12 @@ export async function startPlatform(options: StartPlatformOptions = {}): Promise
       control,
       dataDir,
       stop: async () => {
-        await started.stop();
+        await running.stop();
         removeData();
       },
     };
   } catch (err) {
+    await started?.stop().catch(() => {});
     removeData();
     throw err;
   }
@@ -165,6 +168,10 @@ async function inChild(settings: Record<string, string>): Promise<Handle> {
   };
   child.stderr!.on('data', collect);
   const started = await new Promise<Started>((resolveStart, reject) => {
+    const fail = (err: Error) => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      reject(err);
+    };
     let out = '';
     const onData = (chunk: Buffer) => {
       out += chunk;
@@ -175,7 +182,7 @@ async function inChild(settings: Record<string, string>): Promise<Handle> {
       try {
         resolveStart(JSON.parse(out.slice(0, line)) as Started);
       } catch {
-        reject(new Error(`the platform printed something other than its JSON line: ${out.slice(0, 500)}`));
+        fail(new Error(`the platform printed something other than its JSON line: ${out.slice(0, 500)}`));
       }
     };
     child.stdout!.on('data', onData);
