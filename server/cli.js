@@ -1,6 +1,13 @@
 #!/usr/bin/env node
-// The `inference-platform` bin: runs the TypeScript CLI through tsx, so no build step is needed.
-import { register } from 'tsx/esm/api';
+// The `inference-platform` bin. In a checkout it runs the TypeScript CLI through tsx, so no build step is needed;
+// the published package carries no TypeScript but the same code built into server/dist/ (npm pack builds it), and
+// runs that.
+import { existsSync } from 'node:fs';
 
-register();
-await import('./cli.ts');
+if (existsSync(new URL('./cli.ts', import.meta.url))) {
+  const { register } = await import('tsx/esm/api');
+  register();
+  await import('./cli.ts');
+} else {
+  await import('./dist/cli.js');
+}

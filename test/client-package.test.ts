@@ -1,6 +1,7 @@
 // The typed client as someone outside the repo gets it: `npm pack` of client/, installed from the tarball into an
 // empty folder, imported by plain `node` (no tsx) from a .mjs file, against a running platform. The install holds
-// the client and openapi-fetch (with its own dependencies) and nothing of the server; its types stand on their own.
+// the client, openapi-fetch and eventsource-parser (with their own dependencies) and nothing of the server; its
+// types stand on their own.
 import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -56,19 +57,22 @@ function installed(dir: string): string[] {
 const readJson = (file: string) => JSON.parse(readFileSync(file, 'utf8'));
 
 test('the tarball holds the built client, its README and its package.json (with a license) only', () => {
-  expect(packed).toEqual(['README.md', 'dist/api.d.ts', 'dist/index.d.ts', 'dist/index.js', 'package.json']);
+  const built = readdirSync(join(root, 'client/dist')).map((f) => `dist/${f}`);
+  expect(packed).toEqual(['README.md', ...built, 'package.json'].sort());
+  expect(built).toEqual(expect.arrayContaining(['dist/api.d.ts', 'dist/index.d.ts', 'dist/index.js']));
   const client = readJson(join(app, 'node_modules/@inference-platform/client/package.json'));
   // The same terms as the contract it is generated from.
   expect(client.license).toBe(readJson(join(root, 'generated/openapi.json')).info.license.identifier);
 });
 
-test('installed from the tarball, it brings openapi-fetch and nothing of the server', () => {
+test('installed from the tarball, it brings openapi-fetch and eventsource-parser (pinned) and nothing of the server', () => {
   const modules = join(app, 'node_modules');
   const client = readJson(join(modules, '@inference-platform/client/package.json'));
-  expect(client.dependencies).toEqual({ 'openapi-fetch': readJson(join(root, 'package.json')).dependencies['openapi-fetch'] });
-  // openapi-fetch's own dependencies, as they were installed.
+  expect(Object.keys(client.dependencies).sort()).toEqual(['eventsource-parser', 'openapi-fetch']);
+  for (const version of Object.values<string>(client.dependencies)) expect(version).toMatch(/^\d+\.\d+\.\d+$/);
+  // Their own dependencies, as they were installed.
   const expected = new Set(['@inference-platform/client']);
-  const pending = ['openapi-fetch'];
+  const pending = Object.keys(client.dependencies);
   while (pending.length) {
     const name = pending.pop()!;
     if (expected.has(name)) continue;

@@ -1,9 +1,10 @@
-// Persistence: migrations applied idempotently at start, the first-start bootstrap exactly once, runner work that
+// Persistence: migrations applied idempotently at start (a new SQLite file as a copy of one migrated before, never
+// over an existing file), the first-start bootstrap exactly once, runner work that
 // survives a restart (on SQLite, or PostgreSQL with TEST_DATABASE_URL), and the SQLite write-safety guard against
 // prisma/orm#29933 (always on SQLite): concurrent writers in this process and in another process, with every row
 // counted, a read connection that cannot write, and WAL so a reader in another process never blocks a commit.
 import { spawn } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -15,8 +16,8 @@ import { createLogger } from '../server/core/log.ts';
 import { root } from '../server/core/paths.ts';
 import { type Database, openDatabase, type Tx } from '../server/db/index.ts';
 import { identityForHash } from '../server/db/keys.ts';
-import { deploy } from '../server/db/migrations.ts';
-import { providerOf } from '../server/db/urls.ts';
+import { deploy, placeMigratedSqlite } from '../server/db/migrations.ts';
+import { providerOf, sqliteFile } from '../server/db/urls.ts';
 import { startPlatform } from '../server/platform.ts';
 import { enqueue, type WorkHandler } from '../server/runner/runner.ts';
 import { type ScratchDatabase, scratchDatabase, usingPostgres } from './support/database.ts';
@@ -73,6 +74,38 @@ describe('migrations', () => {
         expect(await db.prisma.workItem.count()).toBe(0);
       });
       expect(await deploy(provider, url)).toEqual([]);
+    }));
+
+  test('a new SQLite file is a copy of one migrated before: the same schema and records as the migrations write; an existing file is left alone', () =>
+    withScratch('sqlite', async ({ url }) => {
+      const schema = async (db: Database) => ({
+        tables: await db.prisma.$queryRawUnsafe<any[]>(`SELECT type, name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY name`),
+        migrations: (await db.prisma.$queryRawUnsafe<any[]>('SELECT migration_name FROM _prisma_migrations ORDER BY migration_name')).map(
+          (r) => r.migration_name,
+        ),
+      });
+      const copied = sqliteFile(url);
+      expect(await placeMigratedSqlite(copied)).toBe(true);
+      // Placed once: the second call (and a second process) finds the file and leaves it.
+      expect(await placeMigratedSqlite(copied)).toBe(false);
+      const migrated = copied.replace(/\.db$/, '-engine.db');
+      expect(await deploy('sqlite', `file:${migrated}`)).toEqual(migrationNames('sqlite'));
+      let fromCopy: unknown;
+      await withDatabase(url, async (db) => {
+        fromCopy = await schema(db);
+        expect(await db.prisma.workItem.count()).toBe(0);
+      });
+      await withDatabase(`file:${migrated}`, async (db) => expect(await schema(db)).toEqual(fromCopy));
+      expect((fromCopy as { migrations: string[] }).migrations).toEqual(migrationNames('sqlite'));
+
+      const existing = copied.replace(/\.db$/, '-existing.db');
+      writeFileSync(existing, '');
+      expect(await placeMigratedSqlite(existing)).toBe(false);
+      expect(statSync(existing).size).toBe(0);
+      // Two at once on one path: one places it, the other finds it there.
+      const raced = copied.replace(/\.db$/, '-raced.db');
+      expect((await Promise.all([placeMigratedSqlite(raced), placeMigratedSqlite(raced)])).sort()).toEqual([false, true]);
+      expect(existsSync(raced)).toBe(true);
     }));
 
   test.skipIf(!usingPostgres)('two processes deploying at once on PostgreSQL: one applies, the other waits and applies nothing', () =>

@@ -1,11 +1,7 @@
-import type { Client, ClientOptions } from 'openapi-fetch';
-import type { components, paths } from './api.js';
-export type { components, paths };
-export type ErrorEnvelope = components['schemas']['ErrorData'];
-export type PlatformClient = Client<paths>;
-export interface PlatformClientOptions extends Omit<ClientOptions, 'baseUrl'> {
-    /** The server's root address, e.g. `http://127.0.0.1:8080` (paths carry their `/v1` or `/v2`). */
-    baseUrl: string;
-    apiKey?: string;
-}
-export declare function createPlatformClient({ baseUrl, apiKey, headers, ...rest }: PlatformClientOptions): PlatformClient;
+export type { components, operations, paths } from './api.js';
+export { type CallOptions, createPlatformClient, type Page, type PagedPath, type PageItem, type Pages, type PlatformClient, type PlatformClientOptions, type StreamBody, type StreamEvent, type StreamPath, type UploadForm, type UploadPath, unwrap, } from './client.js';
+export { type ControlClient, type ControlClientOptions, createControlClient } from './control.js';
+export { type ErrorEnvelope, PlatformConnectionError, PlatformError, PlatformStreamError, PlatformTimeoutError } from './errors.js';
+export { EventStream } from './events.js';
+export { backoff, RETRIED_STATUSES, type RetryEvent, type RetryOptions, requestedWait, type TransportOptions } from './transport.js';
+export type { FileSource } from './upload.js';

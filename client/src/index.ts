@@ -1,31 +1,32 @@
-// The typed client: openapi-fetch over the generated `paths`. Import it as `@inference-platform/client`.
+// The typed client package, `@inference-platform/client`: openapi-fetch over the contract's generated types, with
+// what a caller of a production API needs around it (client.ts): retries with backoff that honour the platform's
+// waits, a timeout per attempt and AbortSignal, typed streams of server-sent events, iteration over paged lists,
+// streamed multipart uploads, an error class carrying the envelope; and the control plane's client (control.ts).
 // `npm run generate` copies generated/api.d.ts to ./api.d.ts and builds dist/ from here.
 //
 //   const api = createPlatformClient({ baseUrl: 'http://127.0.0.1:8080', apiKey });
 //   const { data, error } = await api.GET('/v1/whoami');   // error is typed as the envelope: error.error.code
+//   const me = await unwrap(api.GET('/v1/whoami'));         // or the data, a PlatformError thrown otherwise
 
-import type { Client, ClientOptions } from 'openapi-fetch';
-import createClient, { mergeHeaders } from 'openapi-fetch';
-import type { components, paths } from './api.js';
-
-export type { components, paths };
-export type ErrorEnvelope = components['schemas']['ErrorData'];
-export type PlatformClient = Client<paths>;
-
-export interface PlatformClientOptions extends Omit<ClientOptions, 'baseUrl'> {
-  /** The server's root address, e.g. `http://127.0.0.1:8080` (paths carry their `/v1` or `/v2`). */
-  baseUrl: string;
-  apiKey?: string;
-}
-
-export function createPlatformClient({ baseUrl, apiKey, headers, ...rest }: PlatformClientOptions): PlatformClient {
-  // `headers` may be any form fetch takes: a Headers instance and a list of pairs are read as fetch reads them
-  // (openapi-fetch's merge reads only plain objects); a plain object keeps openapi-fetch's rules (null removes a
-  // header, a list repeats it). Headers given here win over the key's Authorization.
-  const given = headers instanceof Headers || Array.isArray(headers) ? new Headers(headers) : headers;
-  return createClient<paths>({
-    baseUrl: baseUrl.replace(/\/+$/, ''),
-    headers: mergeHeaders(apiKey ? { Authorization: `Bearer ${apiKey}` } : undefined, given),
-    ...rest,
-  });
-}
+export type { components, operations, paths } from './api.js';
+export {
+  type CallOptions,
+  createPlatformClient,
+  type Page,
+  type PagedPath,
+  type PageItem,
+  type Pages,
+  type PlatformClient,
+  type PlatformClientOptions,
+  type StreamBody,
+  type StreamEvent,
+  type StreamPath,
+  type UploadForm,
+  type UploadPath,
+  unwrap,
+} from './client.js';
+export { type ControlClient, type ControlClientOptions, createControlClient } from './control.js';
+export { type ErrorEnvelope, PlatformConnectionError, PlatformError, PlatformStreamError, PlatformTimeoutError } from './errors.js';
+export { EventStream } from './events.js';
+export { backoff, RETRIED_STATUSES, type RetryEvent, type RetryOptions, requestedWait, type TransportOptions } from './transport.js';
+export type { FileSource } from './upload.js';

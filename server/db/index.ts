@@ -13,12 +13,10 @@ import { constants, statSync } from 'node:fs';
 import { access, statfs } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { PrismaBetterSqlite3 } from '@prisma/adapter-better-sqlite3';
-import { PrismaPg } from '@prisma/adapter-pg';
 import { Mutex } from 'async-mutex';
-import { PrismaClient as PgClient } from '../../generated/prisma/postgresql/client/client.ts';
 import { Prisma, PrismaClient as SqliteClient } from '../../generated/prisma/sqlite/client/client.ts';
 import type { Provider } from '../core/paths.ts';
-import { deploy } from './migrations.ts';
+import { deploy, placeMigratedSqlite } from './migrations.ts';
 import { DatabaseOutage } from './outage.ts';
 import { preflight } from './preflight.ts';
 import { pgConfig, providerOf, sqliteFile } from './urls.ts';
@@ -77,10 +75,16 @@ const TX_OPTIONS = { maxWait: 10_000, timeout: 30_000 };
 
 export async function openDatabase(url: string, options: { migrate?: boolean } = {}): Promise<Database> {
   const provider = providerOf(url);
+  if (provider === 'sqlite' && options.migrate !== false) await placeMigratedSqlite(sqliteFile(url));
   await preflight(provider, url);
   if (options.migrate !== false) await deploy(provider, url);
 
   if (provider === 'postgresql') {
+    // PostgreSQL's client and driver are loaded only for it: on SQLite (the default) they were a tenth of a start.
+    const [{ PrismaClient: PgClient }, { PrismaPg }] = await Promise.all([
+      import('../../generated/prisma/postgresql/client/client.ts'),
+      import('@prisma/adapter-pg'),
+    ]);
     // A server that does not answer (a cut network rather than a stopped server, which refuses at once) fails a
     // connection within 5 s, so a request answers 503 rather than waiting for the operating system to give up.
     const prisma = new PgClient({ adapter: new PrismaPg({ ...pgConfig(url), max: 10, connectionTimeoutMillis: 5_000 }) }) as unknown as Db;

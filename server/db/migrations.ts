@@ -8,17 +8,16 @@
 // no database at all, unlike Prisma's replay of the history on a shadow database, which the driver adapters only
 // manage with several workarounds (SQLite: a multi-statement migration fails to replay; PostgreSQL: the "shadow"
 // database is the one the URL names, `"char"` columns cannot be introspected, and the shadow database is left behind).
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createHash, randomUUID } from 'node:crypto';
+import { copyFileSync, existsSync, linkSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { PrismaBetterSqlite3 } from '@prisma/adapter-better-sqlite3';
-import { PrismaPg } from '@prisma/adapter-pg';
 import type { SqlDriverAdapter, SqlMigrationAwareDriverAdapterFactory } from '@prisma/driver-adapter-utils';
 import { bindMigrationAwareSqlAdapterFactory } from '@prisma/driver-adapter-utils';
 import type { MigrationList, SchemaEngine } from '@prisma/schema-engine-wasm';
 import * as runtime from '@prisma/schema-engine-wasm/schema_engine_bg';
 import Database from 'better-sqlite3';
-import pg from 'pg';
 import { PROVIDERS, type Provider, root } from '../core/paths.ts';
 import { pgConfig, sqliteFile } from './urls.ts';
 
@@ -82,6 +81,8 @@ async function appliedMigrations(provider: Provider, url: string): Promise<Set<s
         db.close();
       }
     }
+    // Loaded only for PostgreSQL, as its adapter below.
+    const { default: pg } = await import('pg');
     const client = new pg.Client(pgConfig(url));
     await client.connect();
     try {
@@ -104,7 +105,9 @@ export async function deploy(provider: Provider, url: string): Promise<string[]>
   const applied = await appliedMigrations(provider, url);
   if (list.migrationDirectories.every((d) => applied.has(d.path))) return [];
   const base: SqlMigrationAwareDriverAdapterFactory =
-    provider === 'sqlite' ? new PrismaBetterSqlite3({ url: sqliteFile(url), timeout: 10_000 }) : new PrismaPg(pgConfig(url));
+    provider === 'sqlite'
+      ? new PrismaBetterSqlite3({ url: sqliteFile(url), timeout: 10_000 })
+      : new (await import('@prisma/adapter-pg')).PrismaPg(pgConfig(url));
   // engine.free() leaves the adapter's connections open (one holds the migration advisory lock on PostgreSQL):
   // track them and close them ourselves.
   const opened: SqlDriverAdapter[] = [];
@@ -122,6 +125,49 @@ export async function deploy(provider: Provider, url: string): Promise<string[]>
   } finally {
     engine.free();
     await Promise.all(opened.map((a) => a.dispose().catch(() => {})));
+  }
+}
+
+/**
+ * A new SQLite database (its file absent) made as a copy of one migrated before: a fresh database is the same file
+ * every time, and copying it spares each first start the schema engine and the migrations' writes (most of a start
+ * on a fresh database, e.g. every test suite's throw-away one). The migrated file is kept in
+ * node_modules/.cache/inference-platform/, named by a hash of the migrations, and made by the first start that needs
+ * it (through `deploy`, as ever). The copy is put in place with a hard link, which fails if the file exists: a
+ * database someone else made meanwhile is never replaced, and a process opening the file finds it whole. Answers
+ * whether it made the file; any failure (a read-only cache) leaves the file to `deploy`.
+ */
+export async function placeMigratedSqlite(file: string): Promise<boolean> {
+  if (existsSync(file)) return false;
+  try {
+    const list = migrationsList('sqlite');
+    const hash = createHash('sha256').update(list.lockfile.content ?? '');
+    for (const d of list.migrationDirectories) hash.update(`\0${d.path}\0${(d.migrationFile.content as { value: string }).value}`);
+    const cache = join(root, 'node_modules/.cache/inference-platform');
+    const template = join(cache, `sqlite-${hash.digest('hex').slice(0, 16)}.db`);
+    if (!existsSync(template)) {
+      mkdirSync(cache, { recursive: true });
+      const making = `${template}.${randomUUID()}.tmp`;
+      try {
+        await deploy('sqlite', `file:${making}`);
+        renameSync(making, template);
+      } finally {
+        rmSync(making, { force: true });
+      }
+    }
+    mkdirSync(dirname(file), { recursive: true });
+    const staged = `${file}.${randomUUID()}.tmp`;
+    copyFileSync(template, staged);
+    try {
+      linkSync(staged, file);
+      return true;
+    } catch {
+      return false; // made meanwhile by another process: theirs
+    } finally {
+      rmSync(staged, { force: true });
+    }
+  } catch {
+    return false;
   }
 }
 
@@ -145,7 +191,7 @@ export async function pendingChanges(provider: Provider): Promise<string> {
   const adapter =
     provider === 'sqlite'
       ? new PrismaBetterSqlite3({ url: ':memory:' })
-      : new PrismaPg(pgConfig(process.env.MIGRATE_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test'));
+      : new (await import('@prisma/adapter-pg')).PrismaPg(pgConfig(process.env.MIGRATE_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test'));
   const engine = await loadEngine().new({ datamodels: undefined }, () => {}, bindMigrationAwareSqlAdapterFactory(adapter));
   const model = (content: string) => ({ tag: 'schemaDatamodel' as const, files: [{ path: 'schema.prisma', content: datamodel(provider, content) }] });
   try {

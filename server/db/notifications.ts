@@ -3,7 +3,7 @@
 // A subscriber is told when hearing starts and stops, since a notification sent while nobody listens is gone: it must
 // then not trust what it holds (the key cache forgets every key; the control plane reads its state again). On SQLite
 // there is nothing to hear: nothing connects, and subscribers are never told they hear.
-import pg from 'pg';
+import type pg from 'pg';
 import type { Logger } from 'pino';
 import type { Database } from './index.ts';
 import { pgConfig } from './urls.ts';
@@ -50,7 +50,9 @@ export class Notifications {
   }
 
   private async connect(): Promise<void> {
-    const client = new pg.Client({ ...pgConfig(this.db.url), connectionTimeoutMillis: 5000, keepAlive: true });
+    // The driver is loaded only on PostgreSQL (SQLite, the default, never needs it).
+    const { default: driver } = await import('pg');
+    const client = new driver.Client({ ...pgConfig(this.db.url), connectionTimeoutMillis: 5000, keepAlive: true });
     let established = false;
     const lost = (err?: Error) => {
       // Before LISTEN succeeded, connect()'s rejection reports the failure; a lost connection is reported once.

@@ -3,7 +3,6 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
-import pg from 'pg';
 import { maskUrl } from '../core/config.ts';
 import { StartError } from '../core/errors.ts';
 import type { Provider } from '../core/paths.ts';
@@ -27,6 +26,7 @@ export async function preflight(provider: Provider, url: string): Promise<void> 
   }
   const config = pgConfig(url);
   const where = `${config.host}:${config.port}`;
+  const { default: pg } = await import('pg');
   const client = new pg.Client({ ...config, connectionTimeoutMillis: 10_000 });
   client.on('error', () => {});
   try {

@@ -1,9 +1,13 @@
 // Token counts. The platform's models each have their own tokenizer, which this offline server does not have; it
 // counts with one real BPE tokenizer for all of them (cl100k_base, through gpt-tokenizer), so usage figures, context
 // lengths and token-based rate limits are real counts of the text, close to (not equal to) each model's own.
-import vocabulary from 'gpt-tokenizer/bpeRanks/cl100k_base';
-import { decodeGenerator } from 'gpt-tokenizer/encoding/cl100k_base';
+import { createRequire } from 'node:module';
 import { CL100K_TOKEN_SPLIT_REGEX } from 'gpt-tokenizer/encodingParams/constants';
+
+// The vocabulary (a 1 MB module) and the library's encoder, and the tables below built from them, cost about 300 ms
+// of CPU: they are loaded on the first count, not at start (a server that never counts a token never pays it; one
+// that does pays it once). `require` is what makes the load synchronous, where the functions below are called.
+const require = createRequire(import.meta.url);
 
 export const TOKENIZER = 'cl100k_base';
 
@@ -35,20 +39,33 @@ const SPLIT = new RegExp(CL100K_TOKEN_SPLIT_REGEX.source, 'gu');
 // slicing and hashing their bytes (the library's own merge decodes each candidate pair with a TextDecoder): several
 // times faster, which is what makes a 200 KB prompt of letters without a space cost tens of milliseconds. Every
 // single byte is a token of cl100k_base, so a piece's parts are tokens from the start and after every merge.
-const RANKS = new Map<string, number>();
-vocabulary.forEach((token, rank) => {
-  RANKS.set(Buffer.from(token as string | number[]).toString('latin1'), rank);
-});
 const PAIR = 1 << 17; // above the largest rank
-const PAIRS = new Map<number, number>();
-for (const [bytes, rank] of RANKS) {
-  for (let k = 1; k < bytes.length; k++) {
-    const a = RANKS.get(bytes.slice(0, k));
-    const b = a === undefined ? undefined : RANKS.get(bytes.slice(k));
-    if (b !== undefined) PAIRS.set(a! * PAIR + b, rank);
-  }
+interface Tables {
+  ranks: Map<string, number>;
+  pairs: Map<number, number>;
+  byteRanks: Int32Array;
+  decodeGenerator: (ids: Iterable<number>) => Generator<string>;
 }
-const BYTE_RANKS = Int32Array.from({ length: 256 }, (_, i) => RANKS.get(String.fromCharCode(i))!);
+let loaded: Tables | undefined;
+function tables(): Tables {
+  if (loaded) return loaded;
+  const vocabulary: (string | number[])[] = require('gpt-tokenizer/bpeRanks/cl100k_base').default;
+  const ranks = new Map<string, number>();
+  vocabulary.forEach((token, rank) => {
+    ranks.set(Buffer.from(token as string | number[]).toString('latin1'), rank);
+  });
+  const pairs = new Map<number, number>();
+  for (const [bytes, rank] of ranks) {
+    for (let k = 1; k < bytes.length; k++) {
+      const a = ranks.get(bytes.slice(0, k));
+      const b = a === undefined ? undefined : ranks.get(bytes.slice(k));
+      if (b !== undefined) pairs.set(a! * PAIR + b, rank);
+    }
+  }
+  const byteRanks = Int32Array.from({ length: 256 }, (_, i) => ranks.get(String.fromCharCode(i))!);
+  loaded = { ranks, pairs, byteRanks, decodeGenerator: require('gpt-tokenizer/encoding/cl100k_base').decodeGenerator };
+  return loaded;
+}
 const parts = new Int32Array(PIECE_BYTES);
 const pairRanks = new Float64Array(PIECE_BYTES);
 
@@ -61,15 +78,16 @@ export const mergeStats = { pieces: 0, longest: 0 };
  * (`<|endoftext|>`) is the characters it is.
  */
 function merge(piece: string): number[] {
+  const { ranks, pairs, byteRanks } = tables();
   const bytes = Buffer.from(piece, 'utf8');
   mergeStats.pieces++;
   mergeStats.longest = Math.max(mergeStats.longest, bytes.length);
-  const whole = bytes.length > 1 ? RANKS.get(bytes.toString('latin1')) : undefined;
+  const whole = bytes.length > 1 ? ranks.get(bytes.toString('latin1')) : undefined;
   if (whole !== undefined) return [whole];
   let n = bytes.length;
-  for (let i = 0; i < n; i++) parts[i] = BYTE_RANKS[bytes[i]!]!;
+  for (let i = 0; i < n; i++) parts[i] = byteRanks[bytes[i]!]!;
   // The rank of parts i and i + 1 joined (Infinity: not a token).
-  const rankAt = (i: number) => PAIRS.get(parts[i]! * PAIR + parts[i + 1]!) ?? Infinity;
+  const rankAt = (i: number) => pairs.get(parts[i]! * PAIR + parts[i + 1]!) ?? Infinity;
   for (let i = 0; i < n - 1; i++) pairRanks[i] = rankAt(i);
   for (;;) {
     let lowest = Infinity;
@@ -163,7 +181,7 @@ export function encode(text: string, atMost = Infinity): number[] {
  */
 export function decode(ids: number[]): string {
   let text = '';
-  for (const part of decodeGenerator(ids)) text += part;
+  for (const part of tables().decodeGenerator(ids)) text += part;
   return text;
 }
 

@@ -16,12 +16,18 @@ const pointer = (...parts: string[]) => parts.map((p) => p.replace(/~/g, '~0').r
 export class ResponseDrift extends Error {}
 
 export function responseValidator(spec: { paths: Record<string, Record<string, any>> }): (operationId: OperationId, status: number, body: unknown) => void {
-  const ajv = new Ajv2020({ strict: false, allErrors: false, validateSchema: false });
-  // Formats by their shape ('fast': a date-time is checked by one regular expression, not for the days of its month):
-  // the bodies are the server's own, and the full checks were most of the validation of a long list (5,000
-  // secrets: two date-times each). Requests are still checked in full (validator.ts).
-  (addFormats as unknown as (a: Ajv2020, o: { mode: 'fast' }) => void)(ajv, { mode: 'fast' });
-  ajv.addSchema({ ...spec, $id: ROOT });
+  // Made on the first response rather than at start: registering the whole spec is about 50 ms of a start.
+  let ajv: Ajv2020 | undefined;
+  const store = () => {
+    if (ajv) return ajv;
+    ajv = new Ajv2020({ strict: false, allErrors: false, validateSchema: false });
+    // Formats by their shape ('fast': a date-time is checked by one regular expression, not for the days of its month):
+    // the bodies are the server's own, and the full checks were most of the validation of a long list (5,000
+    // secrets: two date-times each). Requests are still checked in full (validator.ts).
+    (addFormats as unknown as (a: Ajv2020, o: { mode: 'fast' }) => void)(ajv, { mode: 'fast' });
+    ajv.addSchema({ ...spec, $id: ROOT });
+    return ajv;
+  };
   const compiled = new Map<string, ValidateFunction | null>();
   const validatorFor = (operationId: OperationId, status: number) => {
     const key = `${operationId} ${status}`;
@@ -33,7 +39,7 @@ export function responseValidator(spec: { paths: Record<string, Record<string, a
       const at: string[] =
         typeof response?.$ref === 'string' ? response.$ref.replace(/^#\//, '').split('/') : ['paths', path, method, 'responses', String(status)];
       const resolved = at.reduce((node: any, key) => node?.[key], spec);
-      v = resolved?.content?.['application/json'] ? ajv.compile({ $ref: `${ROOT}#/${pointer(...at, 'content', 'application/json', 'schema')}` }) : null;
+      v = resolved?.content?.['application/json'] ? store().compile({ $ref: `${ROOT}#/${pointer(...at, 'content', 'application/json', 'schema')}` }) : null;
       compiled.set(key, v);
     }
     return v;
@@ -41,6 +47,6 @@ export function responseValidator(spec: { paths: Record<string, Record<string, a
   return (operationId, status, body) => {
     const validate = validatorFor(operationId, status);
     if (!validate) throw new ResponseDrift(`${operationId} answered ${status} with a JSON body the spec does not document`);
-    if (!validate(body)) throw new ResponseDrift(`${operationId} ${status} response does not match the spec: ${ajv.errorsText(validate.errors)}`);
+    if (!validate(body)) throw new ResponseDrift(`${operationId} ${status} response does not match the spec: ${store().errorsText(validate.errors)}`);
   };
 }

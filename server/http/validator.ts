@@ -9,14 +9,64 @@
 // escape). Every error path is covered by the suite (test/errors.test.ts, the fuzz, the auth matrix).
 import { createRequire } from 'node:module';
 import type { Request, RequestHandler } from 'express';
-import * as OpenApiValidator from 'express-openapi-validator';
 import { ignoredFieldsHeader, Undeclared } from './undeclared.ts';
 
 const require = createRequire(createRequire(import.meta.url).resolve('express-openapi-validator'));
 const { pathToRegexp } = require('path-to-regexp');
 const types = require('./framework/types');
 const { zipObject } = require('./middlewares/util');
-const { httpMethods } = require('./middlewares/parsers/schema.preprocessor');
+const { httpMethods, SchemaPreprocessor } = require('./middlewares/parsers/schema.preprocessor');
+const { OpenAPIFramework } = require('./framework');
+const { OpenApiSpecLoader } = require('./framework/openapi.spec.loader');
+const { OpenApiValidator } = require('./openapi.validator');
+const schemaValidator = require('./framework/openapi.schema.validator');
+
+// Three costs of the library's first request (over 600 ms together, most of a start), for work whose result it
+// does not use:
+// - it compiles a validator of the OpenAPI 3.1 meta-schema even when told not to validate the document
+//   (`validateApiSpec: false`, below: the contract is linted and tested instead), and never calls it then;
+// - its spec loader runs json-schema-ref-parser's `bundle` over the document, which only rewrites references to other
+//   files: the contract is one file with only local references (`#/...`), for which `bundle` answers the document
+//   unchanged (test/package.test.ts checks that), so such a document is taken as it is;
+// - its preprocessor resolves each `$ref` with Ajv's `getSchema(ref).schema`, which compiles a validator for the
+//   referenced schema (and all it refers to) only to read back the schema object it was given. The lookup below
+//   answers that same object: the component schemas as the preprocessor's Ajv registered them (under
+//   `#/components/schemas/<id>`, taken before the preprocessor replaces them), else the library's own fallback
+//   (the node at the reference's path in the document).
+const { OpenAPISchemaValidator } = schemaValidator;
+schemaValidator.OpenAPISchemaValidator = class {
+  readonly validate: (doc: unknown) => { errors: unknown[] };
+  constructor(opts: { validateApiSpec?: boolean }) {
+    const real = opts.validateApiSpec ? new OpenAPISchemaValidator(opts) : undefined;
+    this.validate = real ? (doc) => real.validate(doc) : () => ({ errors: [] });
+  }
+};
+const loadSpec = OpenAPIFramework.prototype.loadSpec;
+// (A `$ref` not starting with `#`, as JSON text: quicker than walking the document.)
+const onlyLocalRefs = (doc: object): boolean => !/"\$ref":"(?!#)/.test(JSON.stringify(doc));
+OpenAPIFramework.prototype.loadSpec = function (this: unknown, doc: unknown, ...rest: unknown[]) {
+  return typeof doc === 'object' && doc !== null && onlyLocalRefs(doc) ? Promise.resolve(doc) : loadSpec.call(this, doc, ...rest);
+};
+const registered = new WeakMap<object, Map<string, unknown>>();
+SchemaPreprocessor.prototype.resolveSchema = function (this: any, schema: any) {
+  if (!schema) return null;
+  const ref: unknown = schema.$ref;
+  if (typeof ref !== 'string') return schema;
+  if (this.resolvedSchemaCache.has(ref)) return this.resolvedSchemaCache.get(ref);
+  let components = registered.get(this);
+  if (!components) {
+    components = new Map(Object.entries(this.apiDoc.components?.schemas ?? {}).map(([id, s]) => [`#/components/schemas/${id}`, s]));
+    registered.set(this, components);
+  }
+  const res =
+    components.get(ref) ??
+    ref
+      .split('/')
+      .slice(1)
+      .reduce((node: any, key) => node?.[key], this.apiDoc);
+  this.resolvedSchemaCache.set(ref, res);
+  return res;
+};
 
 const METHODS = ['GET', 'PUT', 'POST', 'DELETE', 'OPTIONS', 'HEAD', 'PATCH', 'TRACE'];
 
@@ -85,6 +135,7 @@ function metadata(context: any, responseApiDoc: any): RequestHandler {
 type Oav = {
   metadataMiddleware: typeof metadata;
   requestValidationMiddleware: (apiDoc: unknown) => RequestHandler;
+  installMiddleware: (spec: Promise<unknown>) => RequestHandler[];
 };
 
 export interface ValidatorOptions {
@@ -124,20 +175,19 @@ function openBodies(spec: any, options: ValidatorOptions) {
  * waiting on its spec-loading promise on every request; only the lookup and the validation do anything here (no
  * Express route takes path parameters, security is the pipeline's). So the first request goes through the library's
  * layers, which build both (captured below), and every later one calls them directly, in one synchronous step.
+ * The instance is made as the library's `middleware()` makes it, but with the spec copied by structuredClone rather
+ * than lodash's cloneDeep (a quarter of a second on the 1 MB contract).
  */
 export function validator(spec: object, options: ValidatorOptions = {}): RequestHandler {
-  const layers = OpenApiValidator.middleware({
-    apiSpec: structuredClone(spec) as never,
+  const oav: Oav = new OpenApiValidator({
+    apiSpec: spec,
     validateRequests: { allowUnknownQueryParameters: false },
     validateResponses: false,
     validateSecurity: false,
     validateApiSpec: false,
     // Multipart bodies are parsed by the operations that take them, not on every request.
     fileUploader: false,
-  }) as RequestHandler[];
-  // The instance the call above made (the library keeps the last one here): its route lookup is replaced, and the
-  // two middlewares it builds on the first request are kept.
-  const oav = (OpenApiValidator.middleware as unknown as { _oav: Oav })._oav;
+  });
   let lookup: RequestHandler | undefined;
   let validate: RequestHandler | undefined;
   oav.metadataMiddleware = (context, responseApiDoc) => (lookup = metadata(context, responseApiDoc));
@@ -146,6 +196,7 @@ export function validator(spec: object, options: ValidatorOptions = {}): Request
   // spec's `paths` and `components`, which Ajv walks whole: ~130 ms an operation (a process's first reset paid it).
   // No schema refers into `paths` (the route is found by `metadata`), so it is left out: ~20 ms.
   oav.requestValidationMiddleware = (apiDoc) => (validate = build({ ...(apiDoc as object), paths: {} }));
+  const layers = oav.installMiddleware(new OpenApiSpecLoader({ apiDoc: structuredClone(spec), validateApiSpec: false }).load());
   const open = openBodies(spec, options);
   const first: RequestHandler = (req, res, next) => {
     let i = 0;

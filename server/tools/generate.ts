@@ -39,6 +39,14 @@ if (manifest.version !== doc.info.version) {
   manifest.description = manifest.description.replace(/\(v[^)]*\)/, `(v${doc.info.version})`);
   writeFileSync(clientManifest, `${JSON.stringify(manifest, null, 2)}\n`);
 }
+// The project's package depends on (and bundles) this very client: its dependency names the same version, else npm
+// would look for the client in the registry.
+const projectManifest = join(root, 'package.json');
+const project = JSON.parse(readFileSync(projectManifest, 'utf8'));
+if (project.dependencies[manifest.name] !== manifest.version) {
+  project.dependencies[manifest.name] = manifest.version;
+  writeFileSync(projectManifest, `${JSON.stringify(project, null, 2)}\n`);
+}
 const clientDist = join(client, 'dist');
 rmSync(clientDist, { recursive: true, force: true });
 const formatHost: ts.FormatDiagnosticsHost = { getCanonicalFileName: (f) => f, getCurrentDirectory: () => root, getNewLine: () => '\n' };

@@ -19,6 +19,7 @@ import { benchRl } from './rl.ts';
 import { runnerBench } from './runner.ts';
 import { scenarios } from './scenarios.ts';
 import { benchSpeech } from './speech.ts';
+import { startBench } from './start.ts';
 import { benchVideo } from './video.ts';
 
 const DURATION = Number(process.env.BENCH_SECONDS ?? 6);
@@ -226,6 +227,7 @@ try {
   if ((!filter || 'reset'.includes(filter)) && !(await resetBench(ROUNDS))) failed++;
   if (!filter || 'batch'.includes(filter)) await batchBench();
   if (!filter || 'rl'.includes(filter)) await benchRl();
+  if ((!filter || 'start'.includes(filter)) && !(await startBench())) failed++;
   process.exitCode = failed ? 1 : 0;
 } finally {
   for (const c of children) c.kill('SIGTERM');

@@ -4,20 +4,23 @@
 // (test/trials/outage.ts, on a PostgreSQL cluster and a Redis of its own): PostgreSQL stopped OUTAGE_MS (default
 // 10 s), then Redis frozen as long, under mixed traffic; then the fault campaign of issue 28 (test/trials/faults.ts):
 // hostile schemas, a frozen Redis under chat at 80% of its limit (FREEZE_MS, default 6 s) and images at the limits,
-// each with /healthz latency measured beside it. TRIALS (default `kill,queue,outage,faults`) picks which run.
-// Exits non-zero on any lost or doubled job, on any 500, unanswered request or lost write in the campaigns, on a
-// request that waited on the frozen Redis past its timeout, and on a 429 at 80% of the limit.
+// each with /healthz latency measured beside it; and the package trial (test/trials/package.ts): both tarballs
+// installed plainly into an empty project, whose suite then runs. TRIALS (default `kill,queue,outage,faults,package`)
+// picks which run. Exits non-zero on any lost or doubled job, on any 500, unanswered request or lost write in the
+// campaigns, on a request that waited on the frozen Redis past its timeout, on a 429 at 80% of the limit, and on a
+// failure of the installed project's suite.
 import { scratchDatabase, usingPostgres } from '../support/database.ts';
 import { privatePostgresAvailable } from '../support/private-postgres.ts';
 import { imageCase, redisCase, schemaCase } from './faults.ts';
 import { outageCampaign } from './outage.ts';
+import { packageTrial } from './package.ts';
 import { killTrials, queueThroughput } from './trials.ts';
 
 const trials = Number(process.env.KILL_TRIALS ?? 100);
 const jobs = Number(process.env.QUEUE_JOBS ?? 10_000);
 const outageMs = Number(process.env.OUTAGE_MS ?? 10_000);
 const freezeMs = Number(process.env.FREEZE_MS ?? 6_000);
-const which = new Set((process.env.TRIALS ?? 'kill,queue,outage,faults').split(','));
+const which = new Set((process.env.TRIALS ?? 'kill,queue,outage,faults,package').split(','));
 let failed = false;
 
 if (which.has('kill')) {
@@ -80,6 +83,12 @@ if (which.has('faults')) {
     failed ||= overWait || refused > 0;
   } else console.log('case 2: no redis-server installed: left out');
   failed = show('case 4, images at the limits (4 x 2048x2048, n 4, at once; then one alone)', await imageCase()) || failed;
+}
+if (which.has('package')) {
+  const r = await packageTrial((line) => console.log(line));
+  console.log(`package trial: ${JSON.stringify({ ...r, failures: r.failures.length })}`);
+  for (const line of r.failures) console.log(`  ${line}`);
+  failed ||= r.failures.length > 0 || r.passed === 0;
 }
 
 console.log(failed ? 'TRIALS FAILED' : 'trials passed');
