@@ -80,7 +80,7 @@ export const operations = {
   estimateFineTunePrice: {"method":"post","path":"/v1/fine-tunes/estimate-price","tag":"Fine-tuning","module":"fine-tuning","statuses":[200,400,401,404,413,415,500,503]},
   estimateFineTunePriceUnprefixed: {"method":"post","path":"/fine-tunes/estimate-price","tag":"Fine-tuning","module":"fine-tuning","statuses":[200,400,401,404,413,415,500,503]},
   estimateModelResourcesCost: {"method":"post","path":"/v1/rl/model-resources/estimate-cost","tag":"RL","module":"rl","statuses":[200,400,401,413,415,500,503]},
-  executeCode: {"method":"post","path":"/v1/tci/execute","tag":"Code Interpreter","module":"code-interpreter","statuses":[200,400,401,404,500,503]},
+  executeCode: {"method":"post","path":"/v1/tci/execute","tag":"Code Interpreter","module":"code-interpreter","statuses":[200,400,401,404,413,415,500,503]},
   failQueueJob: {"method":"post","path":"/v1/queue/fail","tag":"Queue","module":"queue","statuses":[200,400,401,404,409,413,415,500,503]},
   forward: {"method":"post","path":"/v1/rl/training-sessions/{session_id}/operations/forward","tag":"RL","module":"rl","statuses":[200,400,401,404,409,413,415,500,503]},
   forwardBackward: {"method":"post","path":"/v1/rl/training-sessions/{session_id}/operations/forward-backward","tag":"RL","module":"rl","statuses":[200,400,401,404,409,413,415,500,503]},

@@ -93,12 +93,13 @@ describe('calls', () => {
 
   test("a 429 is retried after the wait the platform's answer names, and the retry succeeds", async () => {
     const control = createControlClient({ baseUrl: t.url, controlKey: TEST_CONTROL_KEY });
-    await control.fault({ match: { operations: ['whoami'] }, status: 429, count: 1, retry_after_seconds: 3 });
+    // On an operation whose contract has a 429 (a rate-limited one).
+    await control.fault({ match: { operations: ['createEmbedding'] }, status: 429, count: 1, retry_after_seconds: 3 });
     const { api, waits } = recordingClient();
-    const { data } = await api.GET('/v1/whoami');
-    expect(data?.project_slug).toBe('default');
+    const { data } = await api.POST('/v1/embeddings', { body: { model: 'BAAI/bge-base-en-v1.5', input: 'hello', encoding_format: 'float' } });
+    expect(data?.object).toBe('list');
     expect(waits).toEqual([expect.objectContaining({ retry: 1, reason: 429, source: 'retry-after-ms', delayMs: 3000 })]);
-    expect((await control.journal({ operation: 'whoami', limit: 2 })).map((e) => e.status)).toEqual([200, 429]);
+    expect((await control.journal({ operation: 'createEmbedding', limit: 2 })).map((e) => e.status)).toEqual([200, 429]);
   });
 
   test('an answer slower than the timeout is a PlatformTimeoutError', async () => {

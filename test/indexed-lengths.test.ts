@@ -77,6 +77,7 @@ const SERVER_WRITTEN: Record<string, string> = {
   'IdempotencyRecord.operation': 'an operation id',
   'V1Endpoint.name': 'made by the server, `<model name>-<6 hex characters>` (v1 endpoints are not created through the API)',
   'QueueJob.status': "a state of the queue job's machine",
+  'RlOperation.status': "a state of the training operation's machine",
   'WorkItem.state': "a state of the runner's items",
   'ServerKey.name': "the name of one of the server's own keys (`upload-urls`, `control-key-sha256`)",
   'ControlRule.kind': '`fault` or `script`',

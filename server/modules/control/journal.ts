@@ -57,6 +57,13 @@ const REDACTED = '[redacted]';
 const MAX_DEPTH = 64;
 const MAX_VALUES = BODY_LIMIT;
 
+function* arrayEntries(value: unknown[]): Generator<readonly [number, unknown]> {
+  for (let i = 0; i < value.length; i++) yield [i, value[i]];
+}
+function* objectEntries(value: Record<string, unknown>): Generator<readonly [string, unknown]> {
+  for (const k in value) if (Object.hasOwn(value, k)) yield [k, value[k]];
+}
+
 /**
  * A bounded copy of a JSON value with credentials replaced: fields named as one, the `value` of a name/value pair
  * whose name names one (an environment variable `{"name": "HF_TOKEN", "value": ...}`), a secret operation's `value`,
@@ -67,7 +74,8 @@ export function redact(value: unknown, operation: string | null, budget = { valu
   if (value === null || typeof value !== 'object') return value;
   if (depth >= MAX_DEPTH) return '[deeper than 64 levels]';
   const isArray = Array.isArray(value);
-  const entries = isArray ? value.map((v, i) => [i, v] as const) : Object.entries(value);
+  // Walked one entry at a time: an array or object of 900,000 entries is cut after the budget, not copied whole first.
+  const entries = isArray ? arrayEntries(value) : objectEntries(value as Record<string, unknown>);
   // A name/value pair: `{name|key: <credential name>, value: ...}`.
   const pairName = isArray ? undefined : ((value as Record<string, unknown>).name ?? (value as Record<string, unknown>).key);
   const secretPair = typeof pairName === 'string' && namesCredential(pairName);
