@@ -12,6 +12,7 @@ import { operations } from '../generated/operations.ts';
 import { root } from '../server/core/paths.ts';
 import { type ControlPlane, controlModule } from '../server/modules/control/index.ts';
 import { modules } from '../server/modules/index.ts';
+import { ONE_DATABASE } from './support/databases.ts';
 
 test('no import cycle and no layer breach in server/ or client/', async () => {
   const config = createRequire(import.meta.url)(join(root, '.dependency-cruiser.cjs'));
@@ -44,5 +45,13 @@ test('one module per spec tag file, in the registry, implementing exactly its op
       .sort();
     expect(Object.keys(m.handlers).sort(), m.name).toEqual(expected);
     for (const [id, handler] of Object.entries(m.handlers)) expect((handler as { name: string }).name, `${m.name}.${id}`).toBe(id);
+  }
+});
+
+test('every test file left out of the PostgreSQL pass exists and says why (test/support/databases.ts)', () => {
+  const files = new Set(readdirSync(join(root, 'test')).filter((f) => f.endsWith('.test.ts')));
+  for (const [file, why] of Object.entries(ONE_DATABASE)) {
+    expect(files.has(file), file).toBe(true);
+    expect(why.length, file).toBeGreaterThan(10);
   }
 });

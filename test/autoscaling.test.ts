@@ -11,7 +11,7 @@ import { AUTOSCALER_KIND } from '../server/modules/dedicated/traffic.ts';
 import { scratchDatabase, usingPostgres } from './support/database.ts';
 import { H100, MODEL, PROVISION_MS, STOP_MS } from './support/endpoints.ts';
 import { expectError } from './support/expect.ts';
-import { startTestPlatform, type TestPlatform } from './support/platform.ts';
+import { startTestPlatform, TEST_CONTROL_KEY, type TestPlatform } from './support/platform.ts';
 import { type ServerProcess, startServerProcess } from './support/server-process.ts';
 
 let t: TestPlatform;
@@ -294,6 +294,7 @@ describe('the autoscaler across processes', () => {
         RUNNER_POLL_MS: '50',
         RUNNER_LEASE_MS: '2000',
         RATE_LIMITS: 'off',
+        CONTROL_KEY: TEST_CONTROL_KEY,
       };
       const servers: ServerProcess[] = [];
       try {
@@ -350,8 +351,13 @@ describe('the autoscaler across processes', () => {
         await a.stop('SIGKILL');
         expect((await call(b, 'PATCH', `${v2}/endpoints/${e.id}/deployments/${d.id}`, { autoscaling: { maxReplicas: 3 } })).status).toBe(200);
         expect(await waitFor((s) => s.readyReplicas === 3), JSON.stringify(state)).toBe(true);
-        // A few more ticks, for a doubled decision to show.
-        await new Promise((r) => setTimeout(r, 1000));
+        // A few more ticks (the clock moved past five of them, each run in its turn), for a doubled decision to show.
+        const advanced = await fetch(`${b.url}/_control/time/advance`, {
+          method: 'POST',
+          headers: { Authorization: `Bearer ${TEST_CONTROL_KEY}`, 'Content-Type': 'application/json' },
+          body: JSON.stringify({ seconds: 1 }),
+        });
+        expect(advanced.status).toBe(200);
         const events = (await call(b, 'GET', `${v2}/endpoints/${e.id}/events?types=deployment.scaled`)).body.data;
         expect(events.map((v: any) => [v.oldReplicas, v.newReplicas, v.source])).toEqual([
           [1, 2, 'runner'],

@@ -347,7 +347,10 @@ describe('the official client (together-ai 0.52.0)', () => {
     // build (require): the ESM build (import) loads Node's file APIs with `require`, which ESM lacks, so there the
     // helper rejects 'File does not exists' before any request.
     process.env.TOGETHER_API_BASE_URL = `${t.url}/v1`;
-    const Together = createRequire(import.meta.url)('together-ai') as typeof import('together-ai').default;
+    const require = createRequire(import.meta.url);
+    // Loaded afresh (a test file before this one in the same worker may have loaded it with another environment).
+    for (const loaded of Object.keys(require.cache)) if (loaded.includes('/node_modules/together-ai/')) delete require.cache[loaded];
+    const Together = require('together-ai') as typeof import('together-ai').default;
     const client = new Together({ apiKey: t.caller.key, baseURL: `${t.url}/v1`, maxRetries: 0 });
     const dir = mkdtempSync(join(tmpdir(), 'sdk-upload-'));
     const path = join(dir, 'train.jsonl');

@@ -1,7 +1,7 @@
 // Resource ids (server/core/ids.ts): `<prefix>_` and 26 lower-case Crockford base32 characters, the creation time
 // first, so id order is creation order; lists and their cursors rely on it, also for ids made in one millisecond.
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { newId } from '../server/core/ids.ts';
+import { idMaker } from '../server/core/ids.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
 
 const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
@@ -9,15 +9,17 @@ const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
 const timePart = (ms: number) => Array.from({ length: 10 }, (_, i) => ALPHABET[Math.floor(ms / 32 ** (9 - i)) % 32]).join('');
 
 test('the form is unchanged: prefix, then the creation time (10 characters), then 16 more, all lower-case Crockford base32', () => {
-  // Later than any id made so far in this process (which would otherwise carry its own, later time: see below).
-  const ms = Date.now() + 10_000_000;
+  // A maker of its own: the process's (newId, the same code) has made ids at other times already.
+  const newId = idMaker();
+  const ms = Date.now();
   const id = newId('ep', ms);
   expect(id).toMatch(/^ep_[0-9a-hjkmnp-tv-z]{26}$/);
   expect(id.slice(3, 13)).toBe(timePart(ms));
 });
 
 test('ids made in one millisecond come out in creation order', () => {
-  const ms = Date.now() + 20_000_000;
+  const newId = idMaker();
+  const ms = Date.now();
   for (let round = 0; round < 20; round++) {
     const made = Array.from({ length: 5 }, () => newId('x', ms + round));
     expect([...made].sort()).toEqual(made);
@@ -26,7 +28,8 @@ test('ids made in one millisecond come out in creation order', () => {
 });
 
 test('an id made while the clock stands still or steps back still sorts after the ones before it', () => {
-  const ms = Date.now() + 30_000_000;
+  const newId = idMaker();
+  const ms = Date.now();
   const first = newId('x', ms);
   const back = newId('x', ms - 5_000);
   expect(back > first).toBe(true);

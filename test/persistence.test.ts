@@ -30,7 +30,8 @@ function configFor(url: string): Config {
 }
 
 async function withScratch(provider: 'sqlite' | 'postgresql' | undefined, fn: (s: ScratchDatabase) => Promise<void>): Promise<void> {
-  const scratch = await scratchDatabase(provider);
+  // Empty: the migrations' own tests start from nothing.
+  const scratch = await scratchDatabase(provider, { empty: true });
   try {
     await fn(scratch);
   } finally {

@@ -5312,7 +5312,7 @@ export interface components {
              */
             code: string;
             /**
-             * @description The language of `code`; Python is the only one.
+             * @description The language of `code`; Python is the only one. Required by the contract, which also gives it a default, so a body without it runs Python (the default is filled in before the check).
              * @default python
              * @enum {unknown}
              */

@@ -5,11 +5,15 @@
 // ordered only by their clocks: their ids of the same millisecond interleave in no particular order.
 import { monotonicFactory } from 'ulid';
 
+/** An id maker with a monotonic factory of its own (the process has one, `newId`; a test makes its own). */
+export function idMaker(): (prefix: string, nowMs?: number) => string {
+  const ulid = monotonicFactory();
+  return (prefix, nowMs = Date.now()) => `${prefix}_${ulid(nowMs).toLowerCase()}`;
+}
+
 const ulid = monotonicFactory();
 
-export function newId(prefix: string, nowMs = Date.now()): string {
-  return `${prefix}_${ulid(nowMs).toLowerCase()}`;
-}
+export const newId = idMaker();
 
 /**
  * A UUID version 7 (RFC 9562), for resources whose contract types the id as a UUID: the 48-bit millisecond time

@@ -28,6 +28,13 @@ const filters = { externalTables: [], externalEnums: [] };
 let engineClass: typeof SchemaEngine | undefined;
 function loadEngine(): typeof SchemaEngine {
   if (!engineClass) {
+    // Where the engine puts a panic's message before it throws (Prisma's own loader sets this up; without it a panic
+    // is a TypeError that hides the message).
+    (globalThis as any).PRISMA_WASM_PANIC_REGISTRY ??= {
+      set_message: (message: string) => {
+        (globalThis as any).PRISMA_WASM_PANIC_MESSAGE = message;
+      },
+    };
     const wasmPath = join(dirname(createRequire(import.meta.url).resolve('@prisma/schema-engine-wasm')), 'schema_engine_bg.wasm');
     const instance = new WebAssembly.Instance(new WebAssembly.Module(readFileSync(wasmPath)), {
       './schema_engine_bg.js': runtime as unknown as WebAssembly.ModuleImports,

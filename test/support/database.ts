@@ -1,5 +1,6 @@
-// A fresh, empty database for each test platform: a SQLite file in the temp folder, or, when TEST_DATABASE_URL
-// names a PostgreSQL server, a new database on it (dropped again on cleanup).
+// A fresh database for each test platform: a SQLite file in the temp folder (the server makes it a copy of one migrated
+// once: server/db/migrations.ts), or, when TEST_DATABASE_URL names a PostgreSQL server, a new database on it, copied
+// from a template migrated once per test run (the global setup makes it: TEST_PG_TEMPLATE), and dropped on cleanup.
 
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -16,7 +17,11 @@ export interface ScratchDatabase {
   drop(): Promise<void>;
 }
 
-export async function scratchDatabase(provider: 'sqlite' | 'postgresql' = usingPostgres ? 'postgresql' : 'sqlite'): Promise<ScratchDatabase> {
+/** `empty`: a PostgreSQL database with nothing in it (not a copy of the migrated template), for the migrations' own tests. */
+export async function scratchDatabase(
+  provider: 'sqlite' | 'postgresql' = usingPostgres ? 'postgresql' : 'sqlite',
+  options: { empty?: boolean } = {},
+): Promise<ScratchDatabase> {
   if (provider === 'sqlite') {
     const dir = mkdtempSync(join(tmpdir(), 'platform-test-'));
     return { url: `file:${join(dir, 'test.db')}`, drop: async () => rmSync(dir, { recursive: true, force: true }) };
@@ -25,7 +30,8 @@ export async function scratchDatabase(provider: 'sqlite' | 'postgresql' = usingP
   const name = `t_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
   const admin = new pg.Client(pgConfig(TEST_PG_URL));
   await admin.connect();
-  await admin.query(`CREATE DATABASE "${name}"`);
+  const template = options.empty ? undefined : process.env.TEST_PG_TEMPLATE;
+  await admin.query(`CREATE DATABASE "${name}"${template ? ` TEMPLATE "${template}"` : ''}`);
   await admin.end();
   const url = new URL(TEST_PG_URL);
   url.pathname = `/${name}`;
@@ -38,4 +44,13 @@ export async function scratchDatabase(provider: 'sqlite' | 'postgresql' = usingP
       await c.end();
     },
   };
+}
+
+/** A PostgreSQL database migrated once, which each scratch database copies (CREATE DATABASE ... TEMPLATE); dropped by `drop`. */
+export async function migratedTemplate(): Promise<{ name: string; drop(): Promise<void> } | undefined> {
+  if (!usingPostgres) return undefined;
+  const scratch = await scratchDatabase('postgresql', { empty: true });
+  const { deploy } = await import('../../server/db/migrations.ts');
+  await deploy('postgresql', scratch.url);
+  return { name: new URL(scratch.url).pathname.slice(1), drop: scratch.drop };
 }

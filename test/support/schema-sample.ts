@@ -131,7 +131,9 @@ export function breakages(schema: any, path: Path = [], requiredHere = false): B
   const put = (kind: string, value: (random: { name: string; pick: number }) => unknown) =>
     out.push({ kind, path, apply: (valid, random, instead) => setAt(valid, path, (parent, key) => (parent[key] = instead ? instead.value : value(random))) });
 
-  if (path.length && requiredHere) {
+  // A required field with a default is not missing when left out: the validator fills in its default (the contract's
+  // own form, e.g. the code interpreter's `language`).
+  if (path.length && requiredHere && s.default === undefined) {
     out.push({ kind: 'missing', path, apply: (valid) => setAt(valid, path, (parent, key) => delete parent[key]) });
   }
   const types = typesOf(s);

@@ -240,6 +240,9 @@ export async function runOperation(services: Services, op: RlOperation): Promise
 
 /** Commits an operation's outcome (fenced by the runner), then starts the session's next operation. */
 export async function settleOperation(tx: Tx, services: Services, op: RlOperation, ran: Ran): Promise<void> {
+  // The session's lock first, as a submission takes it: rows updated before it would deadlock with a submission
+  // holding it (PostgreSQL then fails one of the two).
+  await lockSession(tx, services, op.sessionId);
   if (ran.kind === 'failed') {
     await transition(tx, services, operations, op, 'fail', { data: { errorCode: ran.code, errorMessage: ran.message } });
   } else {
