@@ -92,7 +92,8 @@ function casesFor(id: OperationId): Case[] {
     const types: string[] = Array.isArray(s.type) ? s.type : [s.type];
     const bad = (kind: string, value: unknown) =>
       cases.push({ operationId: id, kind: `query.${kind}`, param: () => p.name, build: (valid) => ({ ...valid, query: { ...valid.query, [p.name]: value } }) });
-    if (p.required) {
+    // A required parameter with a default is not missing when left out: the validator fills in its default.
+    if (p.required && s.default === undefined) {
       cases.push({
         operationId: id,
         kind: 'query.missing',

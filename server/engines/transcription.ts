@@ -3,6 +3,8 @@
 // installed. Without it the segments are the measured ones with empty text, and the result says why: no word is
 // ever made up.
 import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import { type Decoded, detectSpeech, round, type Segment } from './audio.ts';
 import { onPath } from './tools.ts';
 
@@ -65,6 +67,23 @@ export function recognise(recogniser: string, pcmPath: string): Promise<Transcri
   });
 }
 
+// The recogniser is deterministic and its run is most of a transcription's time (seconds for a sentence): the words
+// of the last few audios it heard (by the decoded samples' hash) are kept, so the same audio asked again, in another
+// response format or by URL, is answered at once with the same words.
+const HEARD = 32;
+const heard = new Map<string, TranscriptWord[]>();
+async function recognised(recogniser: string, pcmPath: string): Promise<TranscriptWord[]> {
+  const key = `${recogniser}\n${createHash('sha256')
+    .update(await readFile(pcmPath))
+    .digest('hex')}`;
+  const known = heard.get(key);
+  if (known) return known;
+  const words = await recognise(recogniser, pcmPath);
+  heard.set(key, words);
+  if (heard.size > HEARD) heard.delete(heard.keys().next().value!);
+  return words;
+}
+
 export async function transcribeLocally(recogniser: string | undefined, audio: Decoded, req: TranscriptionRequest): Promise<Transcript> {
   const measured = await detectSpeech(audio.pcmPath);
   const english = /^en\b/i.test(req.language);
@@ -74,7 +93,7 @@ export async function transcribeLocally(recogniser: string | undefined, audio: D
       : `local; the recogniser knows English only, not '${req.language}': the text is empty, the segments are measured`;
     return { language: req.language, duration: round(audio.duration), text: '', segments: measured.map((s) => ({ ...s, text: '' })), words: [], engine: why };
   }
-  const words = await recognise(recogniser, audio.pcmPath);
+  const words = await recognised(recogniser, audio.pcmPath);
   // Each word belongs to the measured segment its middle falls in (or the nearest one).
   const segments: TranscriptSegment[] = measured.map((s) => ({ ...s, text: '' }));
   const grouped = segments.map(() => [] as string[]);
