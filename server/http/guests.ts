@@ -3,10 +3,11 @@
 // (not a project's); a request observer, told of every finished API request; and a fault policy, asked before every
 // authenticated, validated API operation runs. Without a guest (CONTROL_API=off) the pipeline runs none of it, and
 // the paths the spec gives a guest's key answer 404.
-import type { ServerResponse } from 'node:http';
 import type { OperationId } from '../../generated/operations.ts';
 import type { ApiError } from '../core/errors.ts';
-import type { StreamFault } from './reply.ts';
+import { CAPTURE_LIMIT, type StreamFault } from './reply.ts';
+
+export { CAPTURE_LIMIT };
 
 /** A finished API request as the observer is told of it. */
 export interface ObservedRequest {
@@ -21,8 +22,10 @@ export interface ObservedRequest {
   ms: number;
   /** The parsed body as the operation received it (the object itself: an observer copies what it keeps). */
   requestBody: unknown;
-  /** The answer's first bytes (when the observer `captures`), as JSON when they are whole JSON, else as text. */
-  responseBody: unknown;
+  /** The request body's length in bytes, as sent (0 when it had none). */
+  requestBytes: number;
+  /** The answer's body (when the observer `captures`): its text, cut at CAPTURE_LIMIT characters. */
+  responseBody: SentBody | null;
   /** The fault that acted on it (the policy's `source`), if any. */
   fault: string | null;
   /** The undeclared body fields the operation ignored (its `x-ignored-fields` header), if any. */
@@ -30,7 +33,7 @@ export interface ObservedRequest {
 }
 
 export interface RequestObserver {
-  /** Whether the answers' first bytes are wanted (capturing them costs a little on every request). */
+  /** Whether the answers' bodies are wanted (kept by reference as they are sent: next to nothing a request). */
   readonly captures: boolean;
   observe(request: ObservedRequest): void;
 }
@@ -74,56 +77,23 @@ export interface Guest {
   faults?: FaultPolicy;
 }
 
-/** The bytes an answer's capture keeps at most. */
-export const CAPTURE_LIMIT = 4096;
-
 /**
- * Keeps the first CAPTURE_LIMIT bytes a response writes (by reference while they fit: no copy of a short answer);
- * answers them as JSON when they are a whole JSON text, else as text, with a note of the size when it was cut.
+ * An answer's body as the observer is given it: the text Express sent (by reference: no copy of an answer that fits,
+ * and a copy of the first CAPTURE_LIMIT characters of a longer one, which would otherwise be kept alive whole), with
+ * its full length when it was cut. A stream's events are its first CAPTURE_LIMIT characters, collected as they are
+ * written (reply.ts).
  */
-export function captureBody(res: ServerResponse): () => unknown {
-  const chunks: (string | Buffer)[] = [];
-  let size = 0;
-  let total = 0;
-  const keep = (chunk: unknown, encoding?: unknown) => {
-    if (chunk === undefined || chunk === null || typeof chunk === 'function') return;
-    const utf8 = typeof chunk === 'string' && (typeof encoding !== 'string' || encoding === 'utf8' || encoding === 'utf-8');
-    const bytes = utf8
-      ? Buffer.byteLength(chunk as string)
-      : Buffer.isBuffer(chunk)
-        ? chunk.length
-        : Buffer.byteLength(chunk as string, encoding as BufferEncoding);
-    total += bytes;
-    if (size >= CAPTURE_LIMIT) return;
-    // A string that fits is kept as it is; anything else is copied up to the limit (a slice would keep it all alive).
-    if (utf8 && size + bytes <= CAPTURE_LIMIT) chunks.push(chunk as string);
-    else {
-      const buf = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as string, utf8 ? 'utf8' : (encoding as BufferEncoding));
-      chunks.push(Buffer.from(buf.subarray(0, CAPTURE_LIMIT - size)));
-    }
-    size = Math.min(CAPTURE_LIMIT, size + bytes);
-  };
-  const write = res.write.bind(res) as (...a: unknown[]) => boolean;
-  const end = res.end.bind(res) as (...a: unknown[]) => ServerResponse;
-  res.write = ((...a: unknown[]) => {
-    keep(a[0], a[1]);
-    return write(...a);
-  }) as typeof res.write;
-  res.end = ((...a: unknown[]) => {
-    keep(a[0], a[1]);
-    return end(...a);
-  }) as typeof res.end;
-  return () => {
-    const text =
-      chunks.length === 1 && typeof chunks[0] === 'string'
-        ? chunks[0]
-        : Buffer.concat(chunks.map((c) => (typeof c === 'string' ? Buffer.from(c) : c))).toString('utf8');
-    if (total > CAPTURE_LIMIT) return `${text}... (cut at ${CAPTURE_LIMIT} of ${total} bytes)`;
-    if (!text) return null;
-    try {
-      return JSON.parse(text);
-    } catch {
-      return text;
-    }
-  };
+export interface SentBody {
+  text: string;
+  /** The full length when `text` was cut to CAPTURE_LIMIT characters. */
+  cutFrom?: number;
+}
+
+export function sentBody(sent: unknown): SentBody | null {
+  const text = typeof sent === 'string' ? sent : Buffer.isBuffer(sent) ? sent.subarray(0, CAPTURE_LIMIT + 1).toString('utf8') : undefined;
+  if (text === undefined || text === '') return null;
+  const length = typeof sent === 'string' ? sent.length : (sent as Buffer).length;
+  if (length <= CAPTURE_LIMIT) return { text };
+  // A fresh string (a slice would keep the whole answer alive while the observer holds it).
+  return { text: Buffer.from(text.slice(0, CAPTURE_LIMIT)).toString(), cutFrom: length };
 }

@@ -75,6 +75,9 @@ const websockets = new WebSocketServer({ noServer: true, maxPayload: WEBSOCKET_M
  */
 export const upgradeOf = (req: Request): { socket: Duplex; head: Buffer } | undefined => (req as { upgrade?: { socket: Duplex; head: Buffer } }).upgrade;
 
+/** The characters of an answer an observer is given at most (guests.ts; its text is cut there). */
+export const CAPTURE_LIMIT = 4096;
+
 /** Checks a JSON body against the contract before it is sent (http/responses.ts); absent: no check. */
 export type CheckResponse = (status: number, body: unknown) => void;
 
@@ -173,7 +176,10 @@ async function streamEvents(req: Request, res: Response, status: number, events:
   res.flushHeaders();
   let gone = false;
   req.once('close', () => (gone = true));
+  // The first events as text, for an observer of the answer (guests.ts: as a JSON body is kept).
+  let written = '';
   const write = async (chunk: string) => {
+    if (written.length < CAPTURE_LIMIT) res.locals.sent = written += chunk;
     if (!res.write(chunk)) await once(res, 'drain');
   };
   let sent = 0;

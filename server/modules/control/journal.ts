@@ -6,7 +6,7 @@
 // CONTROL_JOURNAL_SIZE entries are kept, in memory and in the database alike.
 import type { OperationId } from '../../../generated/operations.ts';
 import type { Database, Tx } from '../../db/index.ts';
-import { CAPTURE_LIMIT, type ObservedRequest } from '../../http/guests.ts';
+import { CAPTURE_LIMIT, type ObservedRequest, type SentBody } from '../../http/guests.ts';
 
 export const BODY_LIMIT = CAPTURE_LIMIT;
 
@@ -107,8 +107,34 @@ export function keptBody(body: unknown, operation: string | null): unknown {
 
 // ---- the journal --------------------------------------------------------------------------------------------------
 
-interface Held extends Omit<JournalEntry, 'id'> {
+/**
+ * What a process holds of a request until it writes the journal down: its bodies as they were (the request's object,
+ * the answer's text), turned into what the journal keeps (redacted, cut at BODY_LIMIT) only when they are written, so
+ * a request costs its process an entry and two references. A large request body is turned at once, so that an entry
+ * keeps no more than the journal will.
+ */
+interface Held extends Omit<JournalEntry, 'id' | 'requestBody' | 'responseBody'> {
   finishedAt: bigint;
+  requestBody: unknown;
+  /** Whether `requestBody` is already what the journal keeps. */
+  requestKept: boolean;
+  responseBody: SentBody | null;
+}
+
+/** Above this many bytes a request body is turned into what the journal keeps when it is taken, not held whole. */
+const HELD_BODY_BYTES = 65_536;
+
+/** An answer's text as the journal keeps it: JSON (redacted) when it is a whole JSON text, else the text (with its cut). */
+function keptAnswer(sent: SentBody | null, operation: string | null): unknown {
+  if (!sent) return null;
+  if (sent.cutFrom !== undefined) return `${sent.text}... (cut at ${BODY_LIMIT} of ${sent.cutFrom} characters)`;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(sent.text);
+  } catch {
+    return sent.text;
+  }
+  return keptBody(parsed, operation);
 }
 
 // Rows per INSERT: well within the bound parameters both databases take.
@@ -141,8 +167,9 @@ export class Journal {
       projectId: request.projectId,
       status: request.status,
       ms: request.ms,
-      requestBody: keptBody(request.requestBody, request.operation),
-      responseBody: keptBody(request.responseBody, request.operation),
+      requestBody: request.requestBytes > HELD_BODY_BYTES ? keptBody(request.requestBody, request.operation) : request.requestBody,
+      requestKept: request.requestBytes > HELD_BODY_BYTES,
+      responseBody: request.responseBody,
       fault: request.fault,
       ignoredFields: request.ignoredFields,
     });
@@ -172,8 +199,8 @@ export class Journal {
           r.projectId,
           r.status,
           r.ms,
-          json(r.requestBody),
-          json(r.responseBody),
+          json(r.requestKept ? r.requestBody : keptBody(r.requestBody, r.operation)),
+          json(keptAnswer(r.responseBody, r.operation)),
           r.fault,
           json(r.ignoredFields),
         ]);
