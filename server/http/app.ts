@@ -23,7 +23,7 @@ import { consolePages, dashboardPages } from './console.ts';
 import type { Served, Services } from './context.ts';
 import { errorHandler } from './error-handler.ts';
 import { type Guest, sentBody } from './guests.ts';
-import { refuseControlCharacters, refuseDeepNesting, refuseNonFinite } from './input.ts';
+import { inputGuards, refuseNonFinite } from './input.ts';
 import { multipartBodies, type Upload } from './multipart.ts';
 import { originOf } from './origin.ts';
 import { Gate, rateLimitedOperations, resetOnRefusals } from './rate-limits.ts';
@@ -138,7 +138,10 @@ export function createApp(options: AppOptions): express.Express {
     throw new Error(`signed operations without a check (${unsigned.join(', ')}) or checks of unsigned ones (${unlisted.join(', ')})`);
   if (guest && !guestPrefixes.includes(guest.prefix)) throw new Error(`a guest's prefix ${guest.prefix} holds none of the spec's guest operations`);
   const signedMethods = new Set(Object.keys(signed).map((id) => operations[id as OperationId].method.toUpperCase()));
-  const isSigned = (method: string, path: string) => signedMethods.has(method) && signed[matchOperation(method, path)!] !== undefined;
+  // Only a path a signed operation's pattern matches can be one (then the full match says which operation it is).
+  const signedMatchers = matchers.filter((m) => signed[m.operationId]);
+  const isSigned = (method: string, path: string) =>
+    signedMethods.has(method) && signedMatchers.some((m) => m.method === method && m.pattern.test(path)) && signed[matchOperation(method, path)!] !== undefined;
   const rules = byKind(served.uploads);
   const observer = guest?.observer;
   const faults = guest?.faults;
@@ -162,8 +165,8 @@ export function createApp(options: AppOptions): express.Express {
   app.set('trust proxy', config.trustProxy);
 
   app.use(((req, res, next) => {
-    const incoming = req.get('x-request-id');
-    const requestId = incoming && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    const incoming = req.headers['x-request-id'];
+    const requestId = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
     res.setHeader('x-request-id', requestId);
     const started = process.hrtime.bigint();
     const method = req.method;
@@ -220,9 +223,10 @@ export function createApp(options: AppOptions): express.Express {
   // API requests are authenticated; everything else is an infrastructure route (or a 404). One layer for both.
   const auth = authenticate(keys);
   app.use(((req, res, next) => {
-    if (!apiPrefixes.some((p) => req.path.startsWith(p))) return infra(req, res, next);
-    if (guestPrefixes.some((p) => req.path.startsWith(p))) return authenticateGuest(req, next);
-    return isSigned(req.method, req.path) ? next() : auth(req, res, next);
+    const path = req.path;
+    if (!apiPrefixes.some((p) => path.startsWith(p))) return infra(req, res, next);
+    if (guestPrefixes.some((p) => path.startsWith(p))) return authenticateGuest(req, next);
+    return isSigned(req.method, path) ? next() : auth(req, res, next);
   }) as RequestHandler);
   // A guest's operations take the guest's key, never a project's; without the guest, its paths do not exist.
   const authenticateGuest = (req: express.Request, next: express.NextFunction) => {
@@ -260,8 +264,7 @@ export function createApp(options: AppOptions): express.Express {
   }) as RequestHandler);
   // Multipart bodies of the operations that take an upload: text fields to `req.body`, the file streamed to disk.
   app.use(multipartBodies(rules.multipart, matchOperation, config, spec, (req) => ({ ...services, identity: req.identity! })));
-  app.use(refuseDeepNesting);
-  app.use(refuseControlCharacters(pathParamAt));
+  app.use(inputGuards(pathParamAt));
   app.use(validator(spec, { strict: config.strictRequests }));
   const checkResponse = config.validateResponses ? responseValidator(spec) : undefined;
   const limited = limits.config.enabled ? rateLimitedOperations(spec) : new Map<OperationId, string | undefined>();
@@ -284,9 +287,9 @@ export function createApp(options: AppOptions): express.Express {
       ? await check(services, { params: params as Record<string, string>, query: req.query as Record<string, unknown> }).catch(refuse)
       : req.identity!;
     // A guest's fault policy (the control plane's fault rules, a request's `Prefer`) may act before the operation runs.
-    const fault =
+    const matching =
       faults && identity
-        ? await faults.match({
+        ? faults.match({
             operationId,
             path: req.path,
             model: typeof req.body?.model === 'string' ? req.body.model : undefined,
@@ -295,6 +298,8 @@ export function createApp(options: AppOptions): express.Express {
             prefer: req.get('prefer'),
           })
         : null;
+    // (Without rules or a `Prefer`, the policy answers at once: no wait.)
+    const fault = matching instanceof Promise ? await matching : matching;
     if (fault) {
       res.locals.fault = fault.source;
       res.setHeader('x-fault-injected', fault.source);
@@ -315,8 +320,21 @@ export function createApp(options: AppOptions): express.Express {
     if (gate && model !== undefined) await gate.admit(model, req.body);
     let result: unknown;
     try {
-      const origin = originOf(config, req);
-      const run = () => handler({ ...services, operationId, params, query: req.query, body: req.body, headers: req.headers, origin, uploads: files, identity });
+      const run = () =>
+        handler({
+          ...services,
+          operationId,
+          params,
+          query: req.query,
+          body: req.body,
+          headers: req.headers,
+          // Where this server is reached, as the request tells it: worked out only by the handlers that build a URL.
+          get origin() {
+            return originOf(config, req);
+          },
+          uploads: files,
+          identity,
+        });
       // A `fail_job` rule: the job this request creates is marked, as it is scheduled, to fail at its first step.
       result = await (fault?.failJob ? failingWork.run(fault.failJob, run) : run());
     } catch (err) {

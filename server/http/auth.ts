@@ -3,7 +3,7 @@
 // cache, so most requests cost no database round trip; a revocation clears the entry at once in this process and, on
 // PostgreSQL, in every process (LISTEN/NOTIFY: db/notifications.ts; while it is not heard nothing is cached). On
 // SQLite a key revoked by another process (the CLI) stops working when its cache entry expires (KEY_CACHE_TTL_MS).
-import type { RequestHandler } from 'express';
+import type { NextFunction, Request, RequestHandler } from 'express';
 import type { Clock } from '../core/clock.ts';
 import { apiError } from '../core/errors.ts';
 import { hashKey, type Identity } from '../core/identity.ts';
@@ -43,10 +43,15 @@ export class KeyCache {
     });
   }
 
-  async resolve(secret: string): Promise<Identity | null> {
+  /** The identity of a key, without waiting when it is cached (most requests): a promise only when it is looked up. */
+  resolve(secret: string): Identity | Promise<Identity | null> {
     const hash = hashKey(secret);
     const hit = this.entries.get(hash);
     if (hit && hit.expires > this.clock.now()) return hit.identity;
+    return this.lookUp(hash);
+  }
+
+  private async lookUp(hash: string): Promise<Identity | null> {
     const identity = await identityForHash(this.db, hash);
     // On PostgreSQL a cached key relies on hearing its revocation: while the listener is down, nothing is cached.
     if (identity && (this.db.provider !== 'postgresql' || this.hearing)) this.entries.set(hash, { identity, expires: this.clock.now() + this.ttlMs });
@@ -74,14 +79,19 @@ export function bearerKey(header: string | undefined): string | null | undefined
 }
 
 export function authenticate(keys: KeyCache): RequestHandler {
-  return async (req, _res, next) => {
+  const admit = (req: Request, next: NextFunction, identity: Identity | null) => {
+    if (!identity) throw apiError(401, 'invalid_api_key', 'The API key provided is not valid.');
+    req.identity = identity;
+    next();
+  };
+  // A cached key is admitted in the same step; only a lookup waits.
+  return (req, _res, next) => {
     const key = bearerKey(req.headers.authorization);
     if (key === undefined) {
       throw apiError(401, 'missing_api_key', "You didn't provide an API key. Send it as 'Authorization: Bearer <API_KEY>'.");
     }
-    const identity = key !== null && key.length <= 256 ? await keys.resolve(key) : null;
-    if (!identity) throw apiError(401, 'invalid_api_key', 'The API key provided is not valid.');
-    req.identity = identity;
-    next();
+    const identity = key !== null && key.length <= 256 ? keys.resolve(key) : null;
+    if (identity instanceof Promise) return identity.then((found) => admit(req, next, found));
+    admit(req, next, identity);
   };
 }

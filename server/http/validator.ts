@@ -81,6 +81,9 @@ interface Route {
 /** applyOpenApiMetadata of express-openapi-validator 5.6, with the route table built on the first request only. */
 function metadata(context: any, responseApiDoc: any): RequestHandler {
   let routes: Route[] | undefined;
+  // A path without parameters, spelt exactly as the spec spells it, is found in one lookup (when no route before it
+  // in the library's order also matches it, so the answer is the scan's); any other path is found by the scan.
+  let exact: Map<string, Route> | undefined;
   const build = (req: any): Route[] =>
     Object.entries<any>(context.expressRouteMap).map(([expressRoute, methods]) => {
       const openApiRoute: string = methods._openApiRoute;
@@ -97,11 +100,18 @@ function metadata(context: any, responseApiDoc: any): RequestHandler {
   return (req: any, _res, next) => {
     const path = req.path.startsWith(req.baseUrl) ? req.path : `${req.baseUrl}/${req.path}`;
     if (context.shouldIgnoreRoute(path)) return next();
-    routes ??= build(req);
+    if (!routes) {
+      const built = build(req);
+      exact = new Map();
+      for (const [i, route] of built.entries())
+        if (!route.keys.length && !built.slice(0, i).some((r) => r.regexp.test(route.expressRoute))) exact.set(route.expressRoute, route);
+      routes = built;
+    }
     const url: string = context.useRequestUrl ? req.url : req.originalUrl;
     const query = url.indexOf('?');
     const requestPath = query < 0 ? url : url.slice(0, query);
-    for (const route of routes) {
+    const hit = exact!.get(requestPath);
+    for (const route of hit ? [hit] : routes) {
       const match = route.regexp.exec(requestPath);
       if (!match) continue;
       let pathParams: Record<string, string>;
@@ -198,6 +208,7 @@ export function validator(spec: object, options: ValidatorOptions = {}): Request
   oav.requestValidationMiddleware = (apiDoc) => (validate = build({ ...(apiDoc as object), paths: {} }));
   const layers = oav.installMiddleware(new OpenApiSpecLoader({ apiDoc: structuredClone(spec), validateApiSpec: false }).load());
   const open = openBodies(spec, options);
+  const bare = nothingToCheck(spec);
   const first: RequestHandler = (req, res, next) => {
     let i = 0;
     const step = (err?: unknown): void => {
@@ -215,6 +226,7 @@ export function validator(spec: object, options: ValidatorOptions = {}): Request
     try {
       lookup(req, res, (err?: unknown) => {
         if (err) return next(err);
+        if (req.body === undefined && !req.url.includes('?') && bare.has((req as any).openapi?.schema?.operationId)) return next();
         try {
           open(req, res);
           validate!(req, res, next);
@@ -226,4 +238,22 @@ export function validator(spec: object, options: ValidatorOptions = {}): Request
       next(e);
     }
   };
+}
+
+/**
+ * The operations whose checks a request can fail only through a query or a body it sends: none of their parameters is
+ * in the path, a header or a cookie, required, or given a default (which validation would fill in), and they take no
+ * body. A request to one of them with no query string and no body (whoami, the hardware list) passes validation
+ * unchanged, so it is not run.
+ */
+function nothingToCheck(spec: any): Set<string> {
+  const resolve = (p: any) => (typeof p?.$ref === 'string' ? p.$ref.split('/').slice(1).reduce((n: any, k: string) => n?.[k], spec) : p);
+  const bare = new Set<string>();
+  for (const item of Object.values<any>(spec.paths))
+    for (const [method, op] of Object.entries<any>(item)) {
+      if (!op?.operationId || op.requestBody) continue;
+      const params = [...(item.parameters ?? []), ...(op.parameters ?? [])].map(resolve);
+      if (params.every((p) => p.in === 'query' && !p.required && resolve(p.schema)?.default === undefined) && method !== 'parameters') bare.add(op.operationId);
+    }
+  return bare;
 }

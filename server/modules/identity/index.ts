@@ -20,8 +20,8 @@ export function identityWire(i: Identity): ResponseBody<'whoami'> {
 const answers = new WeakMap<Identity, ResponseBody<'whoami'>>();
 
 export async function whoami({ identity }: Context<'whoami'>) {
-  const body = answers.get(identity) ?? constant(identityWire(identity));
-  answers.set(identity, body);
+  let body = answers.get(identity);
+  if (!body) answers.set(identity, (body = constant(identityWire(identity))));
   return body;
 }
 
