@@ -246,7 +246,7 @@ export function createApp(options: AppOptions): express.Express {
       const operationId = retired.find((m) => m.method === req.method && m.pattern.test(req.path))?.operationId;
       if (!operationId || !req.identity) return next();
       req.resume();
-      await (handlers[operationId] as (ctx: unknown) => Promise<unknown>)({ ...services, operationId, params: {}, query: req.query, identity: req.identity });
+      await (handlers[operationId] as (ctx: unknown) => Promise<unknown>)({ operationId, params: {}, query: req.query, identity: req.identity, ...services });
       next();
     }) as RequestHandler);
   const json = express.json({ limit: config.bodyLimit });
@@ -263,7 +263,7 @@ export function createApp(options: AppOptions): express.Express {
     next();
   }) as RequestHandler);
   // Multipart bodies of the operations that take an upload: text fields to `req.body`, the file streamed to disk.
-  app.use(multipartBodies(rules.multipart, matchOperation, config, spec, (req) => ({ ...services, identity: req.identity! })));
+  app.use(multipartBodies(rules.multipart, matchOperation, config, spec, (req) => ({ identity: req.identity!, ...services })));
   app.use(inputGuards(pathParamAt));
   app.use(validator(spec, { strict: config.strictRequests }));
   const checkResponse = config.validateResponses ? responseValidator(spec) : undefined;
@@ -320,21 +320,10 @@ export function createApp(options: AppOptions): express.Express {
     if (gate && model !== undefined) await gate.admit(model, req.body);
     let result: unknown;
     try {
-      const run = () =>
-        handler({
-          ...services,
-          operationId,
-          params,
-          query: req.query,
-          body: req.body,
-          headers: req.headers,
-          // Where this server is reached, as the request tells it: worked out only by the handlers that build a URL.
-          get origin() {
-            return originOf(config, req);
-          },
-          uploads: files,
-          identity,
-        });
+      // The request's fields first, the services spread last: on this V8, adding a property to an object made by a
+      // spread costs about a microsecond each (measured), a spread into a literal that has them costs tens of nanoseconds.
+      const origin = originOf(config, req);
+      const run = () => handler({ operationId, params, query: req.query, body: req.body, headers: req.headers, origin, uploads: files, identity, ...services });
       // A `fail_job` rule: the job this request creates is marked, as it is scheduled, to fail at its first step.
       result = await (fault?.failJob ? failingWork.run(fault.failJob, run) : run());
     } catch (err) {

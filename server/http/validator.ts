@@ -247,7 +247,13 @@ export function validator(spec: object, options: ValidatorOptions = {}): Request
  * unchanged, so it is not run.
  */
 function nothingToCheck(spec: any): Set<string> {
-  const resolve = (p: any) => (typeof p?.$ref === 'string' ? p.$ref.split('/').slice(1).reduce((n: any, k: string) => n?.[k], spec) : p);
+  const resolve = (p: any) =>
+    typeof p?.$ref === 'string'
+      ? p.$ref
+          .split('/')
+          .slice(1)
+          .reduce((n: any, k: string) => n?.[k], spec)
+      : p;
   const bare = new Set<string>();
   for (const item of Object.values<any>(spec.paths))
     for (const [method, op] of Object.entries<any>(item)) {

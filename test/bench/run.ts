@@ -117,11 +117,25 @@ interface Result {
   target: string;
   met: boolean;
 }
-const results = new Map<string, Result>();
-try {
-  // The whole stack, started as `npm start` starts it.
+/** The whole stack, started as `npm start` starts it, with `env` over the bench's settings, on a database of its own. */
+let databases = 0;
+async function startWhole(env: Record<string, string>, database = `file:${join(dir, `bench-${databases++}.db`)}`) {
   const start_ = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).scripts.start as string;
   const nodeArgs = start_.replace(/^exec node /, '').split(' ');
+  const port = await freePort();
+  const { child, banner } = await start(
+    nodeArgs,
+    { PORT: String(port), DATABASE_URL: database, RUNNER_ENABLED: 'false', CONTROL_KEY: BENCH_CONTROL_KEY, ...env },
+    /(API key.*|existing database.*)\n/,
+  );
+  children.push(child);
+  const key = banner.match(/tpk_[\w-]+/)?.[0];
+  if (!key) throw new Error('the platform printed no development key (use an empty BENCH_DATABASE_URL)');
+  const server = { url: `http://127.0.0.1:${port}`, pid: child.pid!, auth: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' }, database };
+  return { child, server };
+}
+const results = new Map<string, Result>();
+try {
   // One server at a time (issue 31): the scenarios sharing an environment run on one server of their own, with the
   // bare server for their answers beside it, and both stop before the next group starts, so no idle server (its
   // runner's polls, its timers) shares the two cores with the one measured. The rate limits are off unless a
@@ -135,23 +149,9 @@ try {
   let n = 0;
   for (const [id, group] of groups) {
     const env = JSON.parse(id) as Record<string, string>;
-    const port = await freePort();
-    const database = process.env.BENCH_DATABASE_URL && n === 0 ? process.env.BENCH_DATABASE_URL : `file:${join(dir, `bench-${n}.db`)}`;
+    const { child: fullChild, server } = await startWhole(env, process.env.BENCH_DATABASE_URL && n === 0 ? process.env.BENCH_DATABASE_URL : undefined);
+    const full = { child: fullChild };
     n++;
-    const full = await start(
-      nodeArgs,
-      { PORT: String(port), DATABASE_URL: database, RUNNER_ENABLED: 'false', CONTROL_KEY: BENCH_CONTROL_KEY, ...env },
-      /(API key.*|existing database.*)\n/,
-    );
-    children.push(full.child);
-    const key = full.banner.match(/tpk_[\w-]+/)?.[0];
-    if (!key) throw new Error('the platform printed no development key (use an empty BENCH_DATABASE_URL)');
-    const server = {
-      url: `http://127.0.0.1:${port}`,
-      pid: full.child.pid!,
-      auth: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' },
-      database,
-    };
     for (const s of group) await s.setup?.(server);
     // The bare server answers exactly what the whole stack answers.
     const answers = [];
@@ -175,7 +175,7 @@ try {
     const bareUrl = `http://127.0.0.1:${barePort}`;
 
     for (const s of group) {
-      const body = s.body === undefined ? undefined : JSON.stringify(s.body);
+      const body = bodyOf(s);
       const connections = s.connections ?? CONNECTIONS;
       // Warm-up (JIT, the validator's compilation, caches), then alternating rounds.
       if (!SMOKE) {
@@ -223,53 +223,48 @@ try {
           `  target ${target}: ${met ? 'met' : 'MISSED'}`,
       );
     }
-    // What a setting costs a request, on the same server. One 6 s measurement's CPU per request varies by ±15% on this
-    // machine (GC, scheduling), more than the cost measured, so each round interleaves short slices without and with
-    // it (ABBA, cancelling drift) and pools each side's CPU over its requests.
-    const SLICES = SMOKE ? 2 : 6;
+    // What a setting costs a request, on the same server: slices without and with it (sliced below).
     for (const s of group) {
       if (!s.costOf) continue;
-      const body = s.body === undefined ? undefined : JSON.stringify(s.body);
-      const connections = s.connections ?? CONNECTIONS;
-      const shares: number[] = [];
-      for (let round = 1; round <= ROUNDS; round++) {
-        const pooled = { without: { cpu: 0, requests: 0 }, within: { cpu: 0, requests: 0 } };
-        for (let slice = 0; slice < SLICES; slice++) {
-          for (const side of slice % 2 ? (['within', 'without'] as const) : (['without', 'within'] as const)) {
-            await (side === 'within' ? s.costOf.redo : s.costOf.undo)(server);
-            const m = await measure(`${server.url}${s.path}`, s.method, server.auth, body, server.pid, connections, Math.max(1, Math.round(DURATION / 3)));
-            pooled[side].cpu += m.cpuMicros;
-            pooled[side].requests += m.requests;
-          }
-        }
-        const without = pooled.without.cpu / pooled.without.requests;
-        const within = pooled.within.cpu / pooled.within.requests;
-        shares.push(within / without - 1);
-        console.log(`${s.name} round ${round}: ${without.toFixed(0)} µs CPU/req without ${s.costOf.what}, ${within.toFixed(0)} with`);
-      }
+      const { undo, redo, what, maxShare } = s.costOf;
+      const shares = await slicedShares(s, { before: () => undo(server), server }, { before: () => redo(server), server }, what);
       const share = median(shares);
-      const met = share <= s.costOf.maxShare;
+      const met = share <= maxShare;
       if (!met && !SMOKE) failed++;
       console.log(
-        `RESULT ${s.name}: ${s.costOf.what} cost ${(share * 100).toFixed(1)}% CPU per request (rounds ${shares.map((a) => `${(a * 100).toFixed(1)}%`).join(', ')})` +
-          `  target <= ${s.costOf.maxShare * 100}%: ${met ? 'met' : 'MISSED'}`,
+        `RESULT ${s.name}: ${what} cost ${(share * 100).toFixed(1)}% CPU per request (rounds ${shares.map((a) => `${(a * 100).toFixed(1)}%`).join(', ')})` +
+          `  target <= ${maxShare * 100}%: ${met ? 'met' : 'MISSED'}`,
       );
     }
     await stop(bare.child);
     await stop(full.child);
   }
-  // What a setting adds to the same request: CPU per request, and mean latency, against its baseline scenario.
+  // What a setting adds to the same request, against its baseline scenario (another server environment): both
+  // servers at once (neither has a runner, so the one not measured is idle), sliced as above. Figures taken from
+  // the two scenarios' own runs would differ by more than the cost: two processes' CPU per request differs by ±20%
+  // between runs on this machine (measured), and a share under 5% is the target.
   const added: string[] = [];
   for (const s of chosen) {
-    const mine = results.get(s.name);
-    const theirs = s.baseline === undefined ? undefined : results.get(s.baseline);
-    if (!mine || !theirs) continue;
-    const share = mine.cpuPerRequest / theirs.cpuPerRequest - 1;
+    const theirs = scenarios.find((t) => t.name === s.baseline);
+    if (!theirs || !results.has(s.name) || !results.has(theirs.name)) continue;
+    const sides: Side[] = [];
+    for (const t of [theirs, s]) {
+      const { child, server } = await startWhole({ RATE_LIMITS: 'off', ...t.env });
+      await t.setup?.(server);
+      // Warm-up: JIT, the validator's compilation, caches.
+      if (!SMOKE) await measure(`${server.url}${t.path}`, t.method, server.auth, bodyOf(t), server.pid, t.connections ?? CONNECTIONS, 2);
+      sides.push({ server, child, request: t });
+    }
+    const shares = await slicedShares(s, sides[0]!, sides[1]!, `${s.name} (vs ${theirs.name})`);
+    for (const side of sides) await stop(side.child!);
+    const share = median(shares);
     const met = s.maxAdded === undefined || share <= s.maxAdded;
     if (!met && !SMOKE) failed++;
+    const mine = results.get(s.name)!;
+    const base = results.get(theirs.name)!;
     const line =
-      `${s.name} vs ${s.baseline}: ${(mine.cpuPerRequest - theirs.cpuPerRequest).toFixed(0)} µs CPU/req (${theirs.cpuPerRequest.toFixed(0)} -> ${mine.cpuPerRequest.toFixed(0)}, ${(share * 100).toFixed(1)}%), ` +
-      `mean latency ${(mine.mean - theirs.mean).toFixed(2)} ms (${theirs.mean.toFixed(2)} -> ${mine.mean.toFixed(2)}), p50 ${theirs.p50} -> ${mine.p50} ms` +
+      `${s.name} vs ${theirs.name}: ${(share * 100).toFixed(1)}% CPU per request (rounds ${shares.map((a) => `${(a * 100).toFixed(1)}%`).join(', ')}); ` +
+      `mean latency in their own runs ${base.mean.toFixed(2)} -> ${mine.mean.toFixed(2)} ms, p50 ${base.p50} -> ${mine.p50} ms` +
       (s.maxAdded === undefined ? '' : `  target <= ${s.maxAdded * 100}%: ${met ? 'met' : 'MISSED'}`);
     added.push(line);
     console.log(`ADDED ${line}`);
@@ -326,4 +321,47 @@ function writeResults(rows: Result[], added: string[]): void {
     '',
   ];
   writeFileSync(join(root, 'test/bench/RESULTS.md'), lines.join('\n'));
+}
+
+function bodyOf(s: Scenario): string | undefined {
+  return s.body === undefined ? undefined : JSON.stringify(s.body);
+}
+/** One side of a comparison: the server it is measured on, what is done before each of its slices. */
+interface Side {
+  server: { url: string; pid: number; auth: Record<string, string> };
+  before?: () => Promise<void>;
+  child?: ChildProcess;
+  /** Its request, when not the scenario's (a baseline's own, e.g. another model). */
+  request?: Scenario;
+}
+
+/**
+ * The extra CPU per request of `b` over `a` (a share: 0.05 is 5%), one figure per round. One 6 s measurement's CPU per
+ * request varies by ±15% on this machine (GC, scheduling), more than the costs measured, so each round interleaves
+ * short slices of the two (ABBA, cancelling drift) and pools each side's CPU over its requests.
+ */
+async function slicedShares(s: Scenario, a: Side, b: Side, what: string): Promise<number[]> {
+  const slices = SMOKE ? 2 : 6;
+  const connections = s.connections ?? CONNECTIONS;
+  const shares: number[] = [];
+  for (let round = 1; round <= ROUNDS; round++) {
+    const pooled = new Map<Side, { cpu: number; requests: number }>([
+      [a, { cpu: 0, requests: 0 }],
+      [b, { cpu: 0, requests: 0 }],
+    ]);
+    for (let slice = 0; slice < slices; slice++) {
+      for (const side of slice % 2 ? [b, a] : [a, b]) {
+        await side.before?.();
+        const { url, pid, auth } = side.server;
+        const r = side.request ?? s;
+        const m = await measure(`${url}${r.path}`, r.method, auth, bodyOf(r), pid, connections, Math.max(1, Math.round(DURATION / 3)));
+        pooled.get(side)!.cpu += m.cpuMicros;
+        pooled.get(side)!.requests += m.requests;
+      }
+    }
+    const perRequest = (side: Side) => pooled.get(side)!.cpu / pooled.get(side)!.requests;
+    shares.push(perRequest(b) / perRequest(a) - 1);
+    console.log(`${what} round ${round}: ${perRequest(a).toFixed(0)} µs CPU/req without, ${perRequest(b).toFixed(0)} with`);
+  }
+  return shares;
 }

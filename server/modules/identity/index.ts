@@ -21,7 +21,10 @@ const answers = new WeakMap<Identity, ResponseBody<'whoami'>>();
 
 export async function whoami({ identity }: Context<'whoami'>) {
   let body = answers.get(identity);
-  if (!body) answers.set(identity, (body = constant(identityWire(identity))));
+  if (!body) {
+    body = constant(identityWire(identity));
+    answers.set(identity, body);
+  }
   return body;
 }
 
