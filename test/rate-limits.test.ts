@@ -17,6 +17,8 @@ import { createLogger } from '../server/core/log.ts';
 import { Gate, rateLimitedOperations } from '../server/http/rate-limits.ts';
 import { reply } from '../server/http/reply.ts';
 import { estimateTokens, RateLimits } from '../server/limits/rate-limits.ts';
+import type { Sampling } from '../server/modules/experiments/rules.ts';
+import { type Sampler, sampler } from '../server/modules/experiments/sampling.ts';
 import { expectError, until } from './support/expect.ts';
 import { deref, operationSpec, spec } from './support/operations.ts';
 import { type Caller, startTestPlatform, TEST_CONTROL_KEY, type TestPlatform } from './support/platform.ts';
@@ -464,5 +466,41 @@ test('RATE_LIMITS=off: no limits and no headers', async () => {
     const res = await row.request(t.caller, row.model, 'Hi');
     expect(res.status, id).toBe(200);
     expect(res.headers['x-ratelimit-limit']).toBeUndefined();
+  }
+});
+
+// A shadow experiment's adaptive sampling (spec: Shadow experiments, Sampling) counts over a window that every
+// process shares when the limits count in Redis: two limiters (two processes' state) on one Redis copy the target
+// between them; in memory each counts its own, and each copies the target.
+test.each(Object.keys(STORES) as Store[])('adaptive sampling counts over one window for every process, %s', async (store) => {
+  const clock = new ManualClock(Date.UTC(2026, 0, 1));
+  const config = limitsConfig({});
+  const processes = [0, 1].map(() => RateLimits.create(config, STORES[store], createLogger('silent'), clock));
+  await Promise.all(processes.map((l) => l.ready()));
+  const samplersOf = (sampling: Sampling, key: string) =>
+    processes.map((l) => sampler(sampling, (name, seconds, cap) => l.slide(`${key}:${name}`, seconds, cap)));
+  const taken = async (samplers: Sampler[], n: number, body = (_i: number) => ({})) => {
+    let copied = 0;
+    for (let i = 0; i < n; i++) if (await samplers[i % 2]!.take(body(i))) copied++;
+    return copied;
+  };
+  try {
+    // At most 0.01 x 600 = 6 copies in any 600 s.
+    const uniform = samplersOf({ adaptiveUniform: { targetQps: 0.01, window: '600s' } }, 'u');
+    expect(await taken(uniform, 20)).toBe(store === 'redis' ? 6 : 12);
+    // The window slides (in steps of 10 s): 300 s on, the copies are still in it; 600 s on, they are out.
+    clock.advance(300_000);
+    expect(await taken(uniform, 2)).toBe(0);
+    clock.advance(300_000);
+    expect(await taken(uniform, 20)).toBe(store === 'redis' ? 6 : 12);
+    // Key-based: 0.1 x 60 = 6 copies' worth over 60 requests seen (by both) is a rate of 0.1 once they are all seen.
+    const keyed = samplersOf({ adaptiveKeyBased: { targetQps: 0.1, key: 'user', window: '60s' } }, 'k');
+    await taken(keyed, 60, (i) => ({ user: `warm-${i}` }));
+    const copies = await taken(keyed, 200, (i) => ({ user: `user-${i}` }));
+    // Seen by both: a rate near 6 / (60 + k); seen by each alone, twice that.
+    if (store === 'redis') expect(copies).toBeLessThan(15);
+    else expect(copies).toBeGreaterThan(10);
+  } finally {
+    await Promise.all(processes.map((l) => l.close()));
   }
 });

@@ -57,6 +57,8 @@ const UNREACHABLE = Number.MAX_SAFE_INTEGER;
 const WAIT_STEP_MS = 25;
 /** The least a counter lives (real seconds), whatever its window: a test's clock may stand still meanwhile. */
 const LIFETIME_S = 600;
+/** The most buckets a sliding count (`slide`) keeps. */
+const SLIDE_BUCKETS = 60;
 
 export interface Limits {
   requests: number;
@@ -111,6 +113,8 @@ export class RateLimits {
   private readonly refreshing = new Set<string>();
   /** Requests of this process waiting in each key's queue. */
   private readonly waiting = new Map<string, number>();
+  /** `slide`'s counts in this process: per key, bucket -> count. */
+  private readonly slides = new Map<string, Map<number, number>>();
 
   private constructor(
     readonly config: RateLimitConfig,
@@ -547,12 +551,43 @@ export class RateLimits {
     else await this[limiter].set(key, points, ms / 1000);
   }
 
+  /**
+   * A count over the last `seconds` of the platform clock under `key` (a shadow experiment's adaptive sampling): adds
+   * one unless the count has reached `cap`, and answers whether it did and the count before. In Redis when the limits
+   * use it, so that every process shares one count; in this process otherwise, or while Redis does not answer in time
+   * (as the limits' own counts). The window slides in steps of a sixtieth of it (whole seconds): at most 60 buckets.
+   */
+  async slide(key: string, seconds: number, cap = Number.POSITIVE_INFINITY): Promise<{ added: boolean; before: number }> {
+    const step = Math.max(1, Math.ceil(seconds / SLIDE_BUCKETS));
+    const buckets = Math.ceil(seconds / step);
+    const bucket = Math.floor(this.clock.now() / 1000 / step);
+    const link = this.link;
+    if (link) {
+      const name = `${this.config.keyPrefix}:slide:${key}`;
+      const shared = await link.within(Date.now() + link.timeoutMs, (until) =>
+        link.redis.rlSlide(name, bucket, buckets, Number.isFinite(cap) ? cap : -1, Math.max(LIFETIME_S, seconds + step), until),
+      );
+      if (shared) return { added: shared[0] === 1, before: Number(shared[1]) };
+    }
+    const ring = this.slides.get(key) ?? new Map<number, number>();
+    this.slides.set(key, ring);
+    let before = 0;
+    for (const [b, n] of ring) {
+      if (b > bucket - buckets) before += n;
+      else ring.delete(b);
+    }
+    if (before >= cap) return { added: false, before };
+    ring.set(bucket, (ring.get(bucket) ?? 0) + 1);
+    return { added: true, before };
+  }
+
   /** Every window, recent usage and set limit gone (`shared`: in Redis too, every key under RATE_LIMIT_KEY_PREFIX). */
   async clear(shared = true): Promise<void> {
     this.pending.clear();
     this.cache.clear();
     this.overrides.clear();
     this.windows.clear();
+    this.slides.clear();
     if (shared && this.redis && this.store === 'redis') {
       const stream = this.redis.scanStream({ match: `${this.config.keyPrefix.replace(/[*?[\]\\]/g, '\\$&')}:*`, count: 500 });
       for await (const keys of stream as AsyncIterable<string[]>) if (keys.length) await this.redis.unlink(...keys);
@@ -686,12 +721,31 @@ if ttl < 0 then
 end
 return {consumed, ttl}
 `;
+/**
+ * A sliding count: the buckets ARGV[1] - ARGV[2] + 1 to ARGV[1] of KEYS[1] summed; unless that reaches ARGV[3] (-1: no
+ * cap), bucket ARGV[1] counts one more (kept ARGV[4] s). Answers {1 if counted else 0, the sum before}; nil when run
+ * after ARGV[5] (as COUNT_SCRIPT).
+ */
+const SLIDE_SCRIPT = `
+local now = redis.call('TIME')
+if tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000) > tonumber(ARGV[5]) then return false end
+local last, n, cap = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local keys = {}
+for b = last - n + 1, last do keys[#keys + 1] = KEYS[1] .. ':' .. b end
+local total = 0
+for _, v in ipairs(redis.call('MGET', unpack(keys))) do if v then total = total + tonumber(v) end end
+if cap >= 0 and total >= cap then return {0, total} end
+redis.call('INCR', KEYS[1] .. ':' .. last)
+redis.call('EXPIRE', KEYS[1] .. ':' .. last, ARGV[4])
+return {1, total}
+`;
 /** The window of KEYS[1]: its count (nil when none is open) and ms left. */
 const READ_SCRIPT = `return {redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1])}`;
 
 type LinkedRedis = Redis & {
   rlCount(key: string, points: number, windowMs: number, until: number): Promise<[number, number] | null>;
   rlRead(key: string): Promise<[string | null, number]>;
+  rlSlide(key: string, bucket: number, buckets: number, cap: number, keepS: number, until: number): Promise<[number, number] | null>;
 };
 
 /**
@@ -733,6 +787,7 @@ class RedisLink {
   ) {
     redis.defineCommand('rlCount', { numberOfKeys: 1, lua: COUNT_SCRIPT });
     redis.defineCommand('rlRead', { numberOfKeys: 1, lua: READ_SCRIPT });
+    redis.defineCommand('rlSlide', { numberOfKeys: 1, lua: SLIDE_SCRIPT });
     this.redis = redis as LinkedRedis;
   }
 

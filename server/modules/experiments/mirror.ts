@@ -3,6 +3,7 @@
 // the engine the target's model is routed to. Everything here is off the caller's path: the copy waits in a
 // bounded in-process queue (dropped and counted when full), runs at most RUNNING at once, and its outcome, success
 // or failure, is recorded as a ServedRequest with role `shadow`. Nothing a target does reaches the caller.
+import { createHash } from 'node:crypto';
 import { ApiError } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
 import type { Database } from '../../db/index.ts';
@@ -10,7 +11,7 @@ import { localTextEngine, type TextOperation, upstreamTextEngine } from '../../e
 import { recordServedMany, type Served } from '../dedicated/index.ts';
 import type { Services } from '../types.ts';
 import type { Sampling } from './rules.ts';
-import { type Sampler, sampler } from './sampling.ts';
+import { type Sampler, type Slide, sampler } from './sampling.ts';
 
 /** Copies waiting at most (then dropped and counted), and copies running at once. */
 export const WAITING = 1000;
@@ -99,6 +100,8 @@ export class Shadows {
   private readonly samplers = new Map<string, Map<string, { sampling: string; sampler: Sampler }>>();
   private readonly queue: Copy[] = [];
   private running = 0;
+  /** Samplings waiting on a shared count. */
+  private deciding = 0;
   private readonly outcomes: Served[] = [];
   private flushing: Promise<void> | null = null;
   private flushTimer: NodeJS.Timeout | null = null;
@@ -173,15 +176,33 @@ export class Shadows {
     for (const e of plan) {
       let s = mine.get(e.id);
       if (s?.sampling !== e.sampling) {
-        s = { sampling: e.sampling, sampler: sampler(JSON.parse(e.sampling) as Sampling) };
+        // A shared count is the experiment's under this sampling: a changed sampling counts afresh.
+        const counts = `shadow:${e.id}:${createHash('sha1').update(e.sampling).digest('hex').slice(0, 12)}`;
+        const slide: Slide = (key, seconds, cap) => this.services.limits.slide(`${counts}:${key}`, seconds, cap);
+        s = { sampling: e.sampling, sampler: sampler(JSON.parse(e.sampling) as Sampling, slide) };
         mine.set(e.id, s);
       }
-      if (!s.sampler.take(a.body, this.services.clock.now())) continue;
-      for (const target of e.targets) {
-        // A copy to the deployment that answered would only repeat its answer.
-        if (target.deploymentId !== a.servedBy) {
-          this.enqueue({ op: a.op, body: a.body, projectId: a.projectId, endpointId: a.endpointId, target, experimentId: e.id, answer: a.answer });
-        }
+      const taken = s.sampler.take(a.body);
+      if (taken === true) this.copy(a, e);
+      else if (taken !== false) {
+        this.deciding++;
+        taken
+          .then(
+            (yes) => {
+              if (yes) this.copy(a, e);
+            },
+            (err) => this.services.log.warn({ err, experimentId: e.id }, 'shadow sampling could not count this request: not copied'),
+          )
+          .finally(() => this.deciding--);
+      }
+    }
+  }
+
+  private copy(a: Answered, e: PlannedExperiment): void {
+    for (const target of e.targets) {
+      // A copy to the deployment that answered would only repeat its answer.
+      if (target.deploymentId !== a.servedBy) {
+        this.enqueue({ op: a.op, body: a.body, projectId: a.projectId, endpointId: a.endpointId, target, experimentId: e.id, answer: a.answer });
       }
     }
   }
@@ -291,8 +312,8 @@ export class Shadows {
 
   /** Resolves once no copy waits or runs and every outcome is written (for tests and shutdown). */
   async idle(): Promise<void> {
-    while (this.running > 0 || this.queue.length > 0 || this.outcomes.length > 0 || this.flushing) {
-      if (this.outcomes.length > 0 && this.running === 0 && this.queue.length === 0) await this.flush();
+    while (this.deciding > 0 || this.running > 0 || this.queue.length > 0 || this.outcomes.length > 0 || this.flushing) {
+      if (this.outcomes.length > 0 && this.deciding === 0 && this.running === 0 && this.queue.length === 0) await this.flush();
       else await new Promise((r) => setTimeout(r, 10));
     }
   }

@@ -1,29 +1,9 @@
-// Module `experiments`: which requests a shadow experiment copies (the tag's **Shadow experiments**, Sampling). The
-// counters are this process's: per experiment, kept while its sampling is unchanged.
+// Module `experiments`: which requests a shadow experiment copies (the tag's **Shadow experiments**, Sampling). Every
+// process decides alike: key-based sampling on the request alone; uniform sampling by each process's own count of its
+// requests (k of every n of each process's is k of every n of all of them); adaptive sampling by a count over its
+// window that every process shares when the rate limits use Redis (`RateLimits.slide`; else each process counts its
+// own, and each copies up to the target), kept per experiment while its sampling is unchanged.
 import { type Sampling, windowSeconds } from './rules.ts';
-
-/** Copies per one-second bucket over a window (a ring of buckets; old ones are cleared as time moves on). */
-class WindowCount {
-  private readonly buckets: number[];
-  private last = 0;
-  constructor(private readonly seconds: number) {
-    this.buckets = new Array(seconds).fill(0);
-  }
-  private roll(nowS: number): void {
-    const gap = Math.min(nowS - this.last, this.seconds);
-    for (let i = 1; i <= gap; i++) this.buckets[(this.last + i) % this.seconds] = 0;
-    if (nowS > this.last) this.last = nowS;
-  }
-  add(nowMs: number): void {
-    const s = Math.floor(nowMs / 1000);
-    this.roll(s);
-    this.buckets[s % this.seconds]! += 1;
-  }
-  total(nowMs: number): number {
-    this.roll(Math.floor(nowMs / 1000));
-    return this.buckets.reduce((a, b) => a + b, 0);
-  }
-}
 
 /** FNV-1a (32 bits) of a string, as a fraction in [0, 1). */
 function fraction(text: string): number {
@@ -46,11 +26,14 @@ function keyFraction(body: Record<string, unknown>, key: string): number | null 
 }
 
 export interface Sampler {
-  /** Whether this request (its body, at `nowMs` of the clock) is copied. */
-  take(body: Record<string, unknown>, nowMs: number): boolean;
+  /** Whether this request (its body) is copied. */
+  take(body: Record<string, unknown>): boolean | Promise<boolean>;
 }
 
-export function sampler(s: Sampling): Sampler {
+/** A count over the last `seconds` under `key` that adds one unless it has reached `cap` (`RateLimits.slide`). */
+export type Slide = (key: string, seconds: number, cap?: number) => Promise<{ added: boolean; before: number }>;
+
+export function sampler(s: Sampling, slide: Slide): Sampler {
   if ('uniform' in s) {
     const { rate } = s.uniform;
     let k = 0;
@@ -69,22 +52,16 @@ export function sampler(s: Sampling): Sampler {
   if ('adaptiveUniform' in s) {
     const { targetQps, window } = s.adaptiveUniform;
     const seconds = windowSeconds(window);
-    const copied = new WindowCount(seconds);
-    return {
-      take: (_body, now) => {
-        if (copied.total(now) >= targetQps * seconds) return false;
-        copied.add(now);
-        return true;
-      },
-    };
+    // At most targetQps x window copies in any window.
+    return { take: async () => (await slide('copied', seconds, targetQps * seconds)).added };
   }
   const { targetQps, key, window } = s.adaptiveKeyBased;
   const seconds = windowSeconds(window);
-  const seen = new WindowCount(seconds);
+  // The rate that would copy targetQps of the requests seen over the window, applied to the request's key.
   return {
-    take: (body, now) => {
-      seen.add(now);
-      const rate = Math.min(1, (targetQps * seconds) / seen.total(now));
+    take: async (body) => {
+      const { before } = await slide('seen', seconds);
+      const rate = Math.min(1, (targetQps * seconds) / (before + 1));
       const f = keyFraction(body, key);
       return f !== null && f < rate;
     },
