@@ -37,7 +37,7 @@ const ACTIVE = ['TRAINING_SESSION_STATUS_CREATING', SESSION_RUNNING];
 /** Answers 409 without the official clients retrying it (they retry a 409 by default). */
 const refusal = (code: string, message: string) => new ApiError(409, code, message, 'session_id', 'invalid_request_error', { 'x-should-retry': 'false' });
 
-const lockSession = (tx: Tx, services: Pick<Services, 'db'>, sessionId: string) => keyLock(services.db, tx, `rl-session:${sessionId}`);
+export const lockSession = (tx: Tx, services: Pick<Services, 'db'>, sessionId: string) => keyLock(services.db, tx, `rl-session:${sessionId}`);
 
 /** Reads of a session that need not its engine bytes (up to megabytes): only an operation's work reads those. */
 export const WITHOUT_BYTES = { trainer: true, sampler: true } as const;

@@ -15,7 +15,7 @@ import {
   sessionMachine,
   sessions,
 } from './machine.ts';
-import { abandonPending, hasRunning, type Ran, runOperation, type Started, sessionRow, settleOperation, startNext, startSession } from './operations.ts';
+import { abandonPending, hasRunning, lockSession, type Ran, runOperation, type Started, sessionRow, settleOperation, startNext, startSession } from './operations.ts';
 
 const R = 'MODEL_RESOURCES_STATUS_';
 const S = 'TRAINING_SESSION_STATUS_';
@@ -52,6 +52,8 @@ export function sessionProgression(services: Services): Progression<SessionStatu
       [`${S}CREATING`]: {
         work: (id: string) => startSession(services, id),
         async apply(tx, id, started: Started) {
+          // The session's lock before its row is written, as a submission takes them (settleOperation says why).
+          await lockSession(tx, services, id);
           const s = await sessionRow(tx, id);
           if (started.kind === 'wait') return 'wait';
           if (started.kind === 'failed') {
@@ -67,6 +69,7 @@ export function sessionProgression(services: Services): Progression<SessionStatu
       },
       // Expires once no operation has been submitted for the idle duration (checked every that long) and none runs.
       [`${S}RUNNING`]: async (tx, id) => {
+        await lockSession(tx, services, id);
         const s = await sessionRow(tx, id);
         const idle = duration(services.config, 'rl_session_idle', 3_600_000);
         if (services.clock.now() - Number(s.lastActivityAt) < idle || (await hasRunning(tx, id))) return 'wait';
@@ -75,6 +78,7 @@ export function sessionProgression(services: Services): Progression<SessionStatu
       },
       // Stops once the operation in hand (if any) has finished: nothing a caller was told is running is cut short.
       [`${S}STOPPING`]: async (tx, id) => {
+        await lockSession(tx, services, id);
         if (await hasRunning(tx, id)) return 'wait';
         await transition(tx, services, sessions, await sessionRow(tx, id), 'stopped');
       },
