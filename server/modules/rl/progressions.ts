@@ -15,7 +15,18 @@ import {
   sessionMachine,
   sessions,
 } from './machine.ts';
-import { abandonPending, hasRunning, lockSession, type Ran, runOperation, type Started, sessionRow, settleOperation, startNext, startSession } from './operations.ts';
+import {
+  abandonPending,
+  hasRunning,
+  lockSession,
+  type Ran,
+  runOperation,
+  type Started,
+  sessionRow,
+  settleOperation,
+  startNext,
+  startSession,
+} from './operations.ts';
 
 const R = 'MODEL_RESOURCES_STATUS_';
 const S = 'TRAINING_SESSION_STATUS_';
