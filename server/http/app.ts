@@ -137,11 +137,10 @@ export function createApp(options: AppOptions): express.Express {
   if (unsigned.length || unlisted.length)
     throw new Error(`signed operations without a check (${unsigned.join(', ')}) or checks of unsigned ones (${unlisted.join(', ')})`);
   if (guest && !guestPrefixes.includes(guest.prefix)) throw new Error(`a guest's prefix ${guest.prefix} holds none of the spec's guest operations`);
-  const signedMethods = new Set(Object.keys(signed).map((id) => operations[id as OperationId].method.toUpperCase()));
   // Only a path a signed operation's pattern matches can be one (then the full match says which operation it is).
   const signedMatchers = matchers.filter((m) => signed[m.operationId]);
   const isSigned = (method: string, path: string) =>
-    signedMethods.has(method) && signedMatchers.some((m) => m.method === method && m.pattern.test(path)) && signed[matchOperation(method, path)!] !== undefined;
+    signedMatchers.some((m) => m.method === method && m.pattern.test(path)) && signed[matchOperation(method, path)!] !== undefined;
   const rules = byKind(served.uploads);
   const observer = guest?.observer;
   const faults = guest?.faults;

@@ -9,6 +9,7 @@
 // escape). Every error path is covered by the suite (test/errors.test.ts, the fuzz, the auth matrix).
 import { createRequire } from 'node:module';
 import type { Request, RequestHandler } from 'express';
+import { refResolver } from './spec-ref.ts';
 import { ignoredFieldsHeader, Undeclared } from './undeclared.ts';
 
 const require = createRequire(createRequire(import.meta.url).resolve('express-openapi-validator'));
@@ -247,19 +248,13 @@ export function validator(spec: object, options: ValidatorOptions = {}): Request
  * unchanged, so it is not run.
  */
 function nothingToCheck(spec: any): Set<string> {
-  const resolve = (p: any) =>
-    typeof p?.$ref === 'string'
-      ? p.$ref
-          .split('/')
-          .slice(1)
-          .reduce((n: any, k: string) => n?.[k], spec)
-      : p;
+  const resolve = refResolver(spec);
   const bare = new Set<string>();
   for (const item of Object.values<any>(spec.paths))
-    for (const [method, op] of Object.entries<any>(item)) {
+    for (const op of Object.values<any>(item)) {
       if (!op?.operationId || op.requestBody) continue;
       const params = [...(item.parameters ?? []), ...(op.parameters ?? [])].map(resolve);
-      if (params.every((p) => p.in === 'query' && !p.required && resolve(p.schema)?.default === undefined) && method !== 'parameters') bare.add(op.operationId);
+      if (params.every((p) => p.in === 'query' && !p.required && resolve(p.schema)?.default === undefined)) bare.add(op.operationId);
     }
   return bare;
 }
