@@ -17,8 +17,10 @@ beforeAll(async () => {
   });
 });
 afterAll(() => t?.close());
-// Each test in a window of its own: the windows follow the platform's clock.
-beforeEach(() => t.clock.advance(1000));
+// Each test at the start of a window of its own: the windows follow the platform's clock and begin on whole seconds,
+// and a test that began late in one (the clock starts at the wall clock's millisecond) would be told to retry within
+// milliseconds and retry again before it could move the clock.
+beforeEach(() => t.clock.advance(2000 - (t.clock.now() % 1000)));
 
 /** Statuses the server logged for chat completions since `from` (an index into the log). */
 const statusesSince = (from: number) =>
