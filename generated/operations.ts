@@ -94,6 +94,7 @@ export const operations = {
   getConfig: {"method":"get","path":"/v2/projects/{projectId}/configs/{configId}","tag":"Dedicated endpoints (v2)","module":"dedicated","statuses":[200,400,401,404,500,503]},
   getContainerDeployment: {"method":"get","path":"/v1/deployments/{id}","tag":"Deployments","module":"containers","statuses":[200,400,401,404,500,503]},
   getContainerDeploymentLogs: {"method":"get","path":"/v1/deployments/{id}/logs","tag":"Deployments","module":"containers","statuses":[200,400,401,404,500,503]},
+  getControlExperiments: {"method":"get","path":"/_control/experiments","tag":"Control","module":"control","statuses":[200,400,401,500,503]},
   getControlFineTuneMetrics: {"method":"get","path":"/_control/fine-tunes/{fineTuneId}/metrics","tag":"Control","module":"control","statuses":[200,400,401,404,500,503]},
   getControlOverview: {"method":"get","path":"/_control/overview","tag":"Control","module":"control","statuses":[200,400,401,500,503]},
   getControlVideoContent: {"method":"get","path":"/_control/videos/{videoId}/content","tag":"Control","module":"control","statuses":[200,206,400,401,404,409,416,500,503]},

@@ -14,6 +14,35 @@ export type Writable<T> = T extends $Read<any> ? never : T extends $Write<infer 
     [K in keyof T as NonNullable<T[K]> extends $Read<any> ? K : never]?: never;
 } : T;
 export interface paths {
+    "/_control/experiments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Every A/B and shadow experiment with its results, across projects (the console's experiments view)
+         * @description What a project's users see of their experiments on the dashboard (`/dashboard`), for every project at once:
+         *     the newest `limit` A/B experiments and the newest `limit` shadow experiments (default 100 each, newest
+         *     first), each with its endpoint's name and its figures over `[startTime, endTime)` (the rules of
+         *     `getShadowExperimentResults`: RFC 3339, `endTime` defaults to the platform's now, `startTime` to 24 hours
+         *     before it, at most 31 days, else 400 `invalid_time_range`).
+         *
+         *     An A/B experiment's `members` are its members as set, each with the live requests its deployment answered
+         *     in the range (`requests`, `errors`: 5xx, `errorRate` as a percentage, latency percentiles in ms): the
+         *     comparison the experiment is for. A shadow experiment's `results` are exactly what
+         *     `getShadowExperimentResults` answers its project.
+         */
+        get: operations["getControlExperiments"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/_control/faults": {
         parameters: {
             query?: never;
@@ -6306,6 +6335,25 @@ export interface components {
             /** Format: date-time */
             expires_at: string | null;
         };
+        ControlExperiments: {
+            timeRange: components["schemas"]["MetricsTimeRange"];
+            abExperiments: {
+                experiment: components["schemas"]["ABExperiment"];
+                /** @description The endpoint's name as callers give it in `model`: `<project slug>/<name>`. */
+                endpointName: string;
+                /** @description The experiment's members in its order, each with its deployment's live figures. */
+                members: {
+                    member: components["schemas"]["ABExperimentMember"];
+                    results: components["schemas"]["ShadowPrimaryResults"];
+                }[];
+            }[];
+            shadowExperiments: {
+                experiment: components["schemas"]["ShadowExperiment"];
+                /** @description The endpoint's name as callers give it in `model`: `<project slug>/<name>`. */
+                endpointName: string;
+                results: components["schemas"]["ShadowExperimentResults"];
+            }[];
+        };
         ControlOverview: {
             /** @description Every project, oldest first. */
             projects: {
@@ -10737,6 +10785,35 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    getControlExperiments: {
+        parameters: {
+            query?: {
+                /** @description The newest this many experiments of each kind. */
+                limit?: number;
+                startTime?: string;
+                endTime?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The experiments and their results. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ControlExperiments"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     listFaults: {
         parameters: {
             query?: never;

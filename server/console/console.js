@@ -33,6 +33,8 @@ const table = (heads, rows) =>
     ),
     h('tbody', {}, rows),
   );
+const ms = (v) => `${Math.round(v)} ms`;
+const pct = (v) => (v === null ? 'n/a' : `${Math.round(v * 10) / 10}%`);
 const time = (at) => new Date(at).toISOString().replace('T', ' ').slice(0, 19);
 
 class Unauthorized extends Error {}
@@ -136,6 +138,69 @@ const pages = {
       table(
         ['Id', 'Name', 'State'],
         v1.map((e) => h('tr', {}, h('td', { class: 'mono' }, e.id), h('td', {}, e.label), h('td', {}, e.state))),
+      ),
+    ];
+  },
+
+  // Every project's A/B and shadow experiments over the last 24 hours of the platform's clock: each A/B member's live
+  // figures side by side, each shadow target's copies against the callers' answers (what a project's own users see on
+  // its dashboard, /dashboard).
+  async experiments() {
+    const { abExperiments, shadowExperiments, timeRange } = await json('GET', '/_control/experiments');
+    const figures = (f) => [h('td', {}, String(f.requests)), h('td', {}, pct(f.errorRate)), h('td', {}, ms(f.latencyMs.p50)), h('td', {}, ms(f.latencyMs.p99))];
+    const title = (kind, { experiment, endpointName }) =>
+      h('h3', {}, `${kind} ${experiment.name} on ${endpointName} `, h('span', { class: 'mono' }, `${experiment.projectId} ${experiment.id}`));
+    return [
+      h('h1', {}, 'Experiments'),
+      h('p', {}, `From ${time(timeRange.startTime)} to ${time(timeRange.endTime)} (the platform's clock).`),
+      h('h2', {}, 'A/B experiments'),
+      abExperiments.length === 0 ? h('p', {}, 'No A/B experiment.') : null,
+      abExperiments.map((x) =>
+        h(
+          'div',
+          { class: 'ab', 'data-experiment': x.experiment.id },
+          title('A/B experiment', x),
+          table(
+            ['Member deployment', 'Role', 'Percent', 'Requests', 'Error rate', 'p50', 'p99'],
+            x.members.map(({ member, results }) =>
+              h(
+                'tr',
+                { 'data-deployment': member.deploymentId },
+                h('td', { class: 'mono' }, member.deploymentId),
+                h('td', {}, member.role.replace('AB_EXPERIMENT_MEMBER_ROLE_', '').toLowerCase()),
+                h('td', {}, `${member.percent}%`),
+                ...figures(results),
+              ),
+            ),
+          ),
+        ),
+      ),
+      h('h2', {}, 'Shadow experiments'),
+      shadowExperiments.length === 0 ? h('p', {}, 'No shadow experiment.') : null,
+      shadowExperiments.map((x) =>
+        h(
+          'div',
+          { class: 'shadow', 'data-experiment': x.experiment.id },
+          title('Shadow experiment', x),
+          h('p', { class: 'callers' }, `callers: ${x.results.primary.requests} requests, ${pct(x.results.primary.errorRate)} errors`),
+          table(
+            ['Target', 'Deployment', 'Copies', 'Errors', 'p50', 'p99', 'Compared', 'Matched the callers'],
+            x.results.targets.map((t) =>
+              h(
+                'tr',
+                { 'data-deployment': t.targetDeploymentId },
+                h('td', {}, t.name),
+                h('td', { class: 'mono' }, t.targetDeploymentId),
+                h('td', {}, String(t.copies)),
+                h('td', {}, `${t.errors} (${pct(t.errorRate)})`),
+                h('td', {}, ms(t.latencyMs.p50)),
+                h('td', {}, ms(t.latencyMs.p99)),
+                h('td', {}, String(t.compared)),
+                h('td', {}, pct(t.matchRate)),
+              ),
+            ),
+          ),
+        ),
       ),
     ];
   },

@@ -1,10 +1,12 @@
 // The console's reads (the Control tag): a view across every project that no project key can have (projects, masked
-// keys, resources with their state timelines, the queue, endpoints), a fine-tune's metrics and a video's file for
-// any project. Read-only: the page (server/console/) changes things only through the other control operations.
+// keys, resources with their state timelines, the queue, endpoints, experiments with their results), a fine-tune's
+// metrics and a video's file for any project. Read-only: the page (server/console/) changes things only through the other control operations.
 import { join } from 'node:path';
 import { iso } from '../../core/clock.ts';
 import { conflict, notFound } from '../../core/errors.ts';
 import { reply } from '../../http/reply.ts';
+import { timeRange } from '../dedicated/index.ts';
+import { experimentsReport } from '../experiments/index.ts';
 import type { Context, Wire } from '../types.ts';
 
 type Resource = Wire<'ControlResource'>;
@@ -27,6 +29,11 @@ const resource = (
   timeline,
 });
 const parse = <T>(text: string | null, fallback: T): T => (text ? (JSON.parse(text) as T) : fallback);
+
+/** Every project's experiments with their results (the dashboard's comparisons, across projects). */
+export function getControlExperiments({ db, clock, query }: Context<'getControlExperiments'>) {
+  return experimentsReport(db.prisma, timeRange(clock, query), query.limit ?? 100);
+}
 
 export async function getControlOverview({ db, query }: Context<'getControlOverview'>) {
   const p = db.prisma;

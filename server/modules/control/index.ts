@@ -5,7 +5,7 @@
 // platform plugs one ControlPlane (plane.ts) into the seams the lower layers own (platform.ts): the pipeline's guest
 // (http/guests.ts), the engines' answer interceptors (engines/intercept.ts); its state is every process's (shared.ts).
 import type { ModuleDescriptor } from '../types.ts';
-import { getControlFineTuneMetrics, getControlOverview, getControlVideoContent } from './console.ts';
+import { getControlExperiments, getControlFineTuneMetrics, getControlOverview, getControlVideoContent } from './console.ts';
 import { applyFixtures } from './fixtures-apply.ts';
 import { clearFaults, clearJournal, createFault, deleteFault, listFaults, listJournal, resetPlatform } from './handlers.ts';
 import { getRateLimit, setRateLimit } from './limits.ts';
@@ -32,6 +32,7 @@ export function controlModule(plane: ControlPlane): ModuleDescriptor<'control'> 
       deleteFault: (ctx) => deleteFault(ctx, plane),
       clearFaults: (ctx) => clearFaults(ctx, plane),
       getControlOverview,
+      getControlExperiments,
       getControlFineTuneMetrics,
       getControlVideoContent,
       listScripts: (ctx) => listScripts(ctx, plane),

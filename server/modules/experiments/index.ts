@@ -19,6 +19,8 @@ import {
 
 // What this module offers the others: inference calls `mirror` once per request a v2 endpoint answered.
 export { type Answered, AnswerText, mirror, type ShadowCounts, shadowsOf } from './mirror.ts';
+// The console's read across projects (control/console.ts).
+export { experimentsReport } from './report.ts';
 
 export const experiments: ModuleDescriptor<'experiments'> = {
   name: 'experiments',

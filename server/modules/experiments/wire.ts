@@ -57,6 +57,14 @@ export function shadowExperimentWire(x: ShadowExperiment, targets: ShadowTarget[
 
 const latencyWire = (f: ServedFigures): Wire<'ShadowLatency'> => ({ ...f.latencyMs });
 
+/** Requests answered, errors (5xx), their rate as a percentage and latency. */
+export const figuresWire = (f: ServedFigures): Wire<'ShadowPrimaryResults'> => ({
+  requests: f.requests,
+  errors: f.errors,
+  errorRate: f.errorRate * 100,
+  latencyMs: latencyWire(f),
+});
+
 /** A shadow experiment's report: the callers' figures, then each target's copies and how many matched. */
 export function shadowResultsWire(
   x: ShadowExperiment,
@@ -68,7 +76,7 @@ export function shadowResultsWire(
     experimentId: x.id,
     endpointId: x.endpointId,
     timeRange: { startTime: iso(range.since), endTime: iso(range.until) },
-    primary: { requests: primary.requests, errors: primary.errors, errorRate: primary.errorRate * 100, latencyMs: latencyWire(primary) },
+    primary: figuresWire(primary),
     targets: targets.map(({ target, figures, compared, matched }) => ({
       targetId: target.id,
       name: target.name,

@@ -9,12 +9,13 @@ import type { Tx } from '../../../db/index.ts';
 import { checkEtag, masked, newEtag } from '../../../http/etag.ts';
 import { cut, pageArgs, pageSize } from '../../../http/list.ts';
 import { uniquely } from '../../../http/unique.ts';
-import { figures, servedRows, shadowRows, splitOf, timeRange } from '../../dedicated/index.ts';
+import { splitOf, timeRange } from '../../dedicated/index.ts';
 import type { Context, Services, Wire } from '../../types.ts';
 import { shadowsOf } from '../mirror.ts';
 import { deploymentIds, endpointOf, shadowExperimentOf, targetsOf } from '../refs.ts';
+import { shadowResults } from '../report.ts';
 import { checkName, checkSampling } from '../rules.ts';
-import { listWire, shadowExperimentWire, shadowResultsWire, shadowTargetWire } from '../wire.ts';
+import { listWire, shadowExperimentWire, shadowTargetWire } from '../wire.ts';
 
 type TargetCreate = Wire<'ShadowTargetCreate'>;
 
@@ -136,19 +137,7 @@ export async function getShadowExperimentResults(ctx: Context<'getShadowExperime
   const { prisma } = ctx.db;
   const e = await endpointOf(prisma, ctx);
   const x = await shadowExperimentOf(prisma, e, ctx.params.experimentId, 'experimentId');
-  const range = timeRange(ctx.clock, ctx.query);
-  const window = { endpointId: e.id, since: range.since, until: range.until };
-  const [primary, copies, targets] = await Promise.all([
-    servedRows(prisma, window),
-    shadowRows(prisma, { ...window, experimentId: x.id }),
-    targetsOf(prisma, x.id),
-  ]);
-  const results = targets.map((t) => {
-    const of = copies.filter((r) => r.deploymentId === t.targetDeploymentId);
-    const compared = of.filter((r) => r.matched !== null);
-    return { target: t, figures: figures(of), compared: compared.length, matched: compared.filter((r) => r.matched).length };
-  });
-  return shadowResultsWire(x, range, figures(primary), results);
+  return shadowResults(prisma, x, timeRange(ctx.clock, ctx.query));
 }
 
 export async function updateShadowExperiment(ctx: Context<'updateShadowExperiment'>) {
