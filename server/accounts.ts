@@ -5,11 +5,32 @@ import { type Clock, instant } from './core/clock.ts';
 import { badRequest, conflict, notFound } from './core/errors.ts';
 import { hashKey } from './core/identity.ts';
 import { newId } from './core/ids.ts';
-import type { Database, Tx } from './db/index.ts';
+import { type Database, startLock, type Tx } from './db/index.ts';
 import { KEY_REVOKED_CHANNEL } from './db/keys.ts';
 
 // DNS label: lowercase letters, digits and inner hyphens, at most 63 characters.
 const SLUG = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
+
+/** The slug of the project a first start makes, whose key the server prints. */
+export const DEFAULT_PROJECT_SLUG = 'default';
+
+/** The default organization and project, made by the first start or the first CLI command, whichever comes first. */
+export async function defaultProject(tx: Tx, clock: Clock): Promise<{ id: string; organizationId: string }> {
+  const project = await tx.project.findUnique({ where: { slug: DEFAULT_PROJECT_SLUG } });
+  if (project) return project;
+  const org = await tx.organization.create({ data: { id: newId('org', clock.now()), name: 'Default Organization', createdAt: instant(clock) } });
+  return tx.project.create({
+    data: { id: newId('proj', clock.now()), organizationId: org.id, name: 'Default Project', slug: DEFAULT_PROJECT_SLUG, createdAt: instant(clock) },
+  });
+}
+
+/** What the CLI needs of a start: the default project, under the start lock (a server may be starting beside it). */
+export function ensureDefaultProject(db: Database, clock: Clock): Promise<{ id: string; organizationId: string }> {
+  return db.write(async (tx) => {
+    await startLock(db, tx);
+    return defaultProject(tx, clock);
+  });
+}
 
 export function slugify(name: string): string {
   const slug = name

@@ -1,15 +1,13 @@
-// What every start makes sure of, whether the server or the CLI opens the database first: a default organization
-// and project (slug `default`), and every module's seed, each applied once and recorded in SeedRun (a module added
-// later is seeded on the next start). The server also makes sure a development key has been printed once: see
+// What every start of the server makes sure of: a default organization and project (slug `default`; the CLI makes
+// them too, if it opens the database first), and every module's seed, each applied once and recorded in SeedRun (a
+// module added later, or a database the CLI made, is seeded on the next start). The server also makes sure a development key has been printed once: see
 // `developmentKey`.
-import { insertApiKey } from './accounts.ts';
+import { defaultProject, insertApiKey } from './accounts.ts';
 import { type Clock, instant } from './core/clock.ts';
 import { newId } from './core/ids.ts';
 import { type Database, startLock } from './db/index.ts';
 import { ensureUploadKey } from './modules/files/index.ts';
 import { modules } from './modules/index.ts';
-
-export const DEFAULT_PROJECT_SLUG = 'default';
 
 /** An unprinted development key younger than this is another start's, printing it right now: left alone. */
 export const DEVELOPMENT_KEY_GRACE_MS = 10_000;
@@ -18,13 +16,7 @@ export const DEVELOPMENT_KEY_GRACE_MS = 10_000;
 export async function bootstrap(db: Database, clock: Clock): Promise<{ id: string; organizationId: string }> {
   return db.write(async (tx) => {
     await startLock(db, tx);
-    let project = await tx.project.findUnique({ where: { slug: DEFAULT_PROJECT_SLUG } });
-    if (!project) {
-      const org = await tx.organization.create({ data: { id: newId('org', clock.now()), name: 'Default Organization', createdAt: instant(clock) } });
-      project = await tx.project.create({
-        data: { id: newId('proj', clock.now()), organizationId: org.id, name: 'Default Project', slug: DEFAULT_PROJECT_SLUG, createdAt: instant(clock) },
-      });
-    }
+    const project = await defaultProject(tx, clock);
     await ensureUploadKey(tx, clock);
     const seeded = new Set((await tx.seedRun.findMany()).map((r) => r.module));
     for (const m of modules) {

@@ -6,8 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { createApiKey, createOrganization, createProject, listApiKeys, revokeApiKey } from './accounts.ts';
-import { bootstrap } from './bootstrap.ts';
+import { createApiKey, createOrganization, createProject, ensureDefaultProject, listApiKeys, revokeApiKey } from './accounts.ts';
 import { iso, systemClock } from './core/clock.ts';
 import { loadConfig } from './core/config.ts';
 import { ApiError, startFailure } from './core/errors.ts';
@@ -97,7 +96,9 @@ async function accounts(): Promise<void> {
   let db: Database;
   try {
     db = await openDatabase(loadConfig().databaseUrl);
-    await bootstrap(db, clock);
+    // Only the default project: the modules' seeds (the catalogue and the rest) are the server's first start's, so a
+    // command does not load the whole server.
+    await ensureDefaultProject(db, clock);
   } catch (err) {
     console.error(startFailure(err, process.env.LOG_LEVEL === 'debug'));
     process.exit(1);

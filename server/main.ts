@@ -7,7 +7,7 @@ import pino from 'pino';
 import { type Config, loadConfig, unknownVariables } from './core/config.ts';
 import { startFailure } from './core/errors.ts';
 import { createLogger } from './core/log.ts';
-import { keysInUse, type Platform, startPlatform } from './platform.ts';
+import type { Platform } from './platform.ts';
 
 function fail(err: unknown, debug: boolean): never {
   console.error(startFailure(err, debug));
@@ -33,6 +33,9 @@ const log = createLogger(config.logLevel, json ? pino.destination({ dest: 2, syn
 // A variable that looks like ours but is not read is most likely misspelt; the environment is shared, so only a warning.
 for (const variable of unknownVariables()) log.warn({ variable }, `${variable} is not a setting of this server and is ignored (see README.md, Configuration)`);
 
+// The platform's modules are loaded once the settings are known to be usable: a start refused for a variable says so
+// without first loading the whole server.
+const { keysInUse, startPlatform } = await import('./platform.ts');
 let platform: Platform;
 try {
   platform = await startPlatform(config, { log });

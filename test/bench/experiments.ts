@@ -2,7 +2,7 @@
 // experiment (two members, 50/50) and a shadow experiment copying every request (uniform rate 1) to a third
 // deployment. Made through the API; the bench server runs no runner, so the deployments are marked READY in its
 // database, as provisioning would leave them.
-import { DEFAULT_PROJECT_SLUG } from '../../server/bootstrap.ts';
+import { DEFAULT_PROJECT_SLUG } from '../../server/accounts.ts';
 import { openDatabase } from '../../server/db/index.ts';
 import type { BenchServer } from './scenarios.ts';
 

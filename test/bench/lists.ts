@@ -1,7 +1,7 @@
 // Long lists for `npm run bench`: 5,000 secrets and 5,000 files (issue 17: list answers of 1.3-2 MB under load),
 // written straight into the bench server's database, in the project of the key the bench calls with. The files are
 // validated fine-tune datasets, each with the report a real validation writes, as the listing answers them.
-import { DEFAULT_PROJECT_SLUG } from '../../server/bootstrap.ts';
+import { DEFAULT_PROJECT_SLUG } from '../../server/accounts.ts';
 import { instant, systemClock } from '../../server/core/clock.ts';
 import { newId } from '../../server/core/ids.ts';
 import { openDatabase } from '../../server/db/index.ts';

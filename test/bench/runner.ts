@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { DEFAULT_PROJECT_SLUG } from '../../server/bootstrap.ts';
+import { DEFAULT_PROJECT_SLUG } from '../../server/accounts.ts';
 import { systemClock } from '../../server/core/clock.ts';
 import { loadConfig } from '../../server/core/config.ts';
 import { createLogger } from '../../server/core/log.ts';
