@@ -268,15 +268,23 @@ export class RateLimits {
     return limits;
   }
 
-  async count(
-    limiter: 'requests' | 'tokens' | 'capacity',
-    key: string,
-    points: number,
-    deadline = Date.now() + this.config.redisCommandTimeoutMs,
-  ): Promise<Counted> {
+  /**
+   * A request's counts: itself and its estimated tokens in the key's window and, on a serverless model, itself in the
+   * model's capacity window; in Redis with one call for the three.
+   */
+  private async countRequest(key: string, estimate: number, model: string | undefined, deadline: number): Promise<[Counted, Counted, Counted?]> {
     const window = this.window(key);
-    const { res, shared } = await this[limiter].add(`${key}@${window.id}`, points, deadline);
-    return { res, window, shared };
+    const capacity = model === undefined ? undefined : this.window(model);
+    const tallies = await addAll(
+      [
+        { counter: this.requests, key: `${key}@${window.id}`, points: 1 },
+        { counter: this.tokens, key: `${key}@${window.id}`, points: estimate },
+        ...(capacity ? [{ counter: this.capacity, key: `${model}@${capacity.id}`, points: 1 }] : []),
+      ],
+      deadline,
+    );
+    const counted = (i: number, w: Window): Counted => ({ res: tallies[i]!.res, window: w, shared: tallies[i]!.shared });
+    return [counted(0, window), counted(1, window), ...(capacity ? [counted(2, capacity)] : [])] as [Counted, Counted, Counted?];
   }
 
   /** Gives points back (or takes more: negative) in a window that is still open, where it was counted; failures only cost accuracy. */
@@ -398,11 +406,9 @@ export class RateLimits {
     // A dedicated endpoint has no shared serving capacity to count.
     const model = dedicated ? undefined : requested;
     const deadline = wait.open();
-    const [limits, requests, tokens, capacity] = await Promise.all([
+    const [limits, [requests, tokens, capacity]] = await Promise.all([
       this.limitsFor(key, dedicated, wait),
-      this.count('requests', key, 1, deadline),
-      this.count('tokens', key, estimate, deadline),
-      model === undefined ? undefined : this.count('capacity', model, 1, deadline),
+      this.countRequest(key, estimate, model, deadline),
     ]).finally(() => wait.close());
     const usedR = requests.res.consumedPoints;
     const usedT = tokens.res.consumedPoints;
@@ -632,10 +638,21 @@ interface Counter {
   getKey(key: string): string;
 }
 
+/** Counts in several counters at once: in Redis with one call when they share it, else each in the process. */
+function addAll(counts: { counter: Counter; key: string; points: number }[], deadline: number): Promise<Tally[]> {
+  const first = counts[0]!.counter;
+  if (first instanceof SharedCounter) return SharedCounter.addAll(first.link, counts as { counter: SharedCounter; key: string; points: number }[], deadline);
+  return Promise.all(counts.map(({ counter, key, points }) => counter.add(key, points, deadline)));
+}
+
 /** rate-limiter-flexible's in-memory counter (it rejects with the result past its points: never, at UNREACHABLE). */
 class LocalCounter implements Counter {
   constructor(readonly memory: RateLimiterMemory) {}
-  async add(key: string, points: number, _deadline?: number): Promise<Tally> {
+  add(key: string, points: number, _deadline?: number): Promise<Tally> {
+    return this.tally(key, points);
+  }
+  /** Counts in the process. */
+  async tally(key: string, points: number): Promise<Tally> {
     const res = await (points >= 0 ? this.memory.penalty(key, points) : this.memory.reward(key, -points));
     return { res, shared: false };
   }
@@ -656,7 +673,7 @@ class LocalCounter implements Counter {
 /** Redis's count when it answers by the request's deadline, else the process's (LocalCounter). */
 class SharedCounter extends LocalCounter {
   constructor(
-    private readonly link: RedisLink,
+    readonly link: RedisLink,
     private readonly prefix: string,
     private readonly seconds: number,
     memory: RateLimiterMemory,
@@ -674,16 +691,28 @@ class SharedCounter extends LocalCounter {
    * would refuse some at 80% of the limit once a freeze is a second old).
    */
   override async add(key: string, points: number, deadline: number): Promise<Tally> {
-    const local = super.add(key, points);
-    const count = (until: number) => this.link.redis.rlCount(this.getKey(key), points, this.seconds * 1000, until);
+    return (await SharedCounter.addAll(this.link, [{ counter: this, key, points }], deadline))[0]!;
+  }
+
+  /**
+   * Counts in several counters of one link with one call to Redis, each in the process too, at once (its own tally,
+   * the fallback's count): a request whose wait on Redis runs out is then counted in the window it was sent in, not in
+   * the next one with the requests sent meanwhile (which would refuse some at 80% of the limit once a freeze is a
+   * second old).
+   */
+  static async addAll(link: RedisLink, counts: { counter: SharedCounter; key: string; points: number }[], deadline: number): Promise<Tally[]> {
+    const local = Promise.all(counts.map(({ counter, key, points }) => counter.tally(key, points)));
+    const keys = counts.map(({ counter, key }) => counter.getKey(key));
+    const args = counts.flatMap(({ counter, points }) => [points, counter.seconds * 1000]);
+    const count = (until: number) => link.redis.rlCount(keys.length, ...keys, ...args, until);
     if (deadline <= Date.now()) {
       // The request's wait is spent (its other calls took it, or its event loop was held): it is decided on the
       // process's tally, and Redis, if it answers, still counts it, so the shared window misses no request.
-      void this.link.within(Date.now() + this.link.timeoutMs, count);
+      void link.within(Date.now() + link.timeoutMs, count);
       return local;
     }
-    const counted = await this.link.within(deadline, count);
-    if (counted) return { res: result(counted[0], counted[1]), shared: true };
+    const counted = await link.within(deadline, count);
+    if (counted) return counts.map((_, i) => ({ res: result(counted[2 * i]!, counted[2 * i + 1]!), shared: true }));
     return local;
   }
 
@@ -696,7 +725,7 @@ class SharedCounter extends LocalCounter {
   override async adjust(key: string, points: number, shared: boolean, deadline: number): Promise<void> {
     // Every count is in the process's tally; one Redis made is adjusted there too (or not, when it does not answer).
     await super.add(key, points);
-    if (shared) await this.link.within(deadline, (until) => this.link.redis.rlCount(this.getKey(key), points, this.seconds * 1000, until));
+    if (shared) await this.link.within(deadline, (until) => this.link.redis.rlCount(1, this.getKey(key), points, this.seconds * 1000, until));
   }
 }
 
@@ -706,20 +735,28 @@ const result = (consumed: number | string, ttl: number | string) => {
 };
 
 /**
- * Counts `ARGV[1]` points in the window of KEYS[1] (`ARGV[2]` ms long, opened when none is), unless Redis runs it
- * after `ARGV[3]` (ms, Redis's clock), the moment its request stopped waiting: then it counts nothing (nil).
+ * Counts, for each key KEYS[i], `ARGV[2i-1]` points in its window (`ARGV[2i]` ms long, opened when none is), unless
+ * Redis runs it after the last ARGV (ms, Redis's clock), the moment its request stopped waiting: then it counts
+ * nothing (nil). Answers each key's count and ms left, in order. (One Redis server: the keys of a request need not
+ * share a cluster slot.)
  */
 const COUNT_SCRIPT = `
 local now = redis.call('TIME')
-if tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000) > tonumber(ARGV[3]) then return false end
-redis.call('SET', KEYS[1], 0, 'PX', ARGV[2], 'NX')
-local consumed = redis.call('INCRBY', KEYS[1], ARGV[1])
-local ttl = redis.call('PTTL', KEYS[1])
-if ttl < 0 then
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  ttl = tonumber(ARGV[2])
+if tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000) > tonumber(ARGV[#ARGV]) then return false end
+local out = {}
+for i, key in ipairs(KEYS) do
+  local ms = ARGV[2 * i]
+  redis.call('SET', key, 0, 'PX', ms, 'NX')
+  local consumed = redis.call('INCRBY', key, ARGV[2 * i - 1])
+  local ttl = redis.call('PTTL', key)
+  if ttl < 0 then
+    redis.call('PEXPIRE', key, ms)
+    ttl = tonumber(ms)
+  end
+  out[#out + 1] = consumed
+  out[#out + 1] = ttl
 end
-return {consumed, ttl}
+return out
 `;
 /**
  * A sliding count: the buckets ARGV[1] - ARGV[2] + 1 to ARGV[1] of KEYS[1] summed; unless that reaches ARGV[3] (-1: no
@@ -743,7 +780,8 @@ return {1, total}
 const READ_SCRIPT = `return {redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1])}`;
 
 type LinkedRedis = Redis & {
-  rlCount(key: string, points: number, windowMs: number, until: number): Promise<[number, number] | null>;
+  /** `keys` keys, then each key's points and window (ms), then the deadline: each key's count and ms left, in order. */
+  rlCount(keys: number, ...args: (string | number)[]): Promise<number[] | null>;
   rlRead(key: string): Promise<[string | null, number]>;
   rlSlide(key: string, bucket: number, buckets: number, cap: number, keepS: number, until: number): Promise<[number, number] | null>;
 };
@@ -785,7 +823,7 @@ class RedisLink {
     readonly timeoutMs: number,
     private readonly log: Logger,
   ) {
-    redis.defineCommand('rlCount', { numberOfKeys: 1, lua: COUNT_SCRIPT });
+    redis.defineCommand('rlCount', { lua: COUNT_SCRIPT });
     redis.defineCommand('rlRead', { numberOfKeys: 1, lua: READ_SCRIPT });
     redis.defineCommand('rlSlide', { numberOfKeys: 1, lua: SLIDE_SCRIPT });
     this.redis = redis as LinkedRedis;
