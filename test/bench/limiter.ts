@@ -10,7 +10,7 @@ import { createLogger } from '../../server/core/log.ts';
 import { Gate } from '../../server/http/rate-limits.ts';
 import { RateLimits } from '../../server/limits/rate-limits.ts';
 
-const N = Number(process.env.BENCH_LIMITER_REQUESTS ?? 3000);
+const N = Number(process.env.BENCH_LIMITER_REQUESTS ?? 20_000);
 const body = {
   model: 'meta-llama/Llama-3.3-70B-Instruct-Turbo',
   messages: [{ role: 'user', content: 'Say something short about rate limits.' }],
@@ -43,7 +43,8 @@ async function run(store: 'memory' | 'redis') {
     await gate.admit(body.model, body);
     gate.settle(answer);
   };
-  for (let i = 0; i < 300; i++) await one(); // warm-up
+  // Warm-up: a few hundred requests left the figures several times their steady value (the JIT, the first windows).
+  for (let i = 0; i < 2000; i++) await one();
   const times: number[] = [];
   const cpu0 = process.cpuUsage();
   for (let i = 0; i < N; i++) {
