@@ -1,6 +1,7 @@
 // The console's reads (the Control tag): a view across every project that no project key can have (projects, masked
 // keys, resources with their state timelines, the queue, endpoints, experiments with their results), a fine-tune's
-// metrics and a video's file for any project. Read-only: the page (server/console/) changes things only through the other control operations.
+// metrics and a video's file for any project. Read-only: the page (server/console/) changes things only through the
+// other control operations.
 import { join } from 'node:path';
 import { iso } from '../../core/clock.ts';
 import { conflict, notFound } from '../../core/errors.ts';
