@@ -685,11 +685,7 @@ class SharedCounter extends LocalCounter {
     return `${this.prefix}:${key}`;
   }
 
-  /**
-   * Counted in the process too, at once (its own tally, the fallback's count): a request whose wait on Redis runs
-   * out is then counted in the window it was sent in, not in the next one with the requests sent meanwhile (which
-   * would refuse some at 80% of the limit once a freeze is a second old).
-   */
+  /** One count, as `addAll` makes them. */
   override async add(key: string, points: number, deadline: number): Promise<Tally> {
     return (await SharedCounter.addAll(this.link, [{ counter: this, key, points }], deadline))[0]!;
   }
