@@ -189,10 +189,16 @@ export async function outageCampaign(options: {
     log(`PostgreSQL stopped for ${options.postgresDownMs} ms`);
     phase = 'postgres down';
     cluster.stop('fast');
+    // One more caller that starts only now: on a loaded machine every worker may still be in a request begun before
+    // the stop (pg_ctl holds this process's event loop meanwhile), leaving the phase with no request of its own.
+    const probe = (async () => {
+      while (running && phase === 'postgres down') await one();
+    })();
     await sleep(options.postgresDownMs);
     cluster.start();
     restartedAt = Date.now();
     phase = 'postgres back';
+    await probe;
     log('PostgreSQL started again');
     await sleep(options.steadyMs);
     if (redis) {
