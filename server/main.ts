@@ -7,6 +7,8 @@ import pino from 'pino';
 import { type Config, loadConfig, unknownVariables } from './core/config.ts';
 import { startFailure } from './core/errors.ts';
 import { createLogger } from './core/log.ts';
+import { preflight } from './db/preflight.ts';
+import { providerOf } from './db/urls.ts';
 import type { Platform } from './platform.ts';
 
 function fail(err: unknown, debug: boolean): never {
@@ -33,8 +35,14 @@ const log = createLogger(config.logLevel, json ? pino.destination({ dest: 2, syn
 // A variable that looks like ours but is not read is most likely misspelt; the environment is shared, so only a warning.
 for (const variable of unknownVariables()) log.warn({ variable }, `${variable} is not a setting of this server and is ignored (see README.md, Configuration)`);
 
-// The platform's modules are loaded once the settings are known to be usable: a start refused for a variable says so
-// without first loading the whole server.
+// The platform's modules are loaded once the settings are known to be usable: a start refused for a variable, a
+// database URL of another kind, or a PostgreSQL server that cannot be used says so without first loading the whole
+// server. (A SQLite file is not opened here: the start places a migrated copy where none is.)
+try {
+  if (providerOf(config.databaseUrl) === 'postgresql') await preflight('postgresql', config.databaseUrl);
+} catch (err) {
+  fail(err, config.logLevel === 'debug');
+}
 const { keysInUse, startPlatform } = await import('./platform.ts');
 let platform: Platform;
 try {
