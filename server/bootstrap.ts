@@ -4,7 +4,6 @@
 // `developmentKey`.
 import { defaultProject, insertApiKey } from './accounts.ts';
 import { type Clock, instant } from './core/clock.ts';
-import { newId } from './core/ids.ts';
 import { type Database, startLock } from './db/index.ts';
 import { ensureUploadKey } from './modules/files/index.ts';
 import { modules } from './modules/index.ts';
