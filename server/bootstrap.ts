@@ -1,7 +1,7 @@
 // What every start of the server makes sure of: a default organization and project (slug `default`; the CLI makes
 // them too, if it opens the database first), and every module's seed, each applied once and recorded in SeedRun (a
-// module added later, or a database the CLI made, is seeded on the next start). The server also makes sure a development key has been printed once: see
-// `developmentKey`.
+// module added later, or a database the CLI made, is seeded on the next start). The server also makes sure a
+// development key has been printed once: see `developmentKey`.
 import { defaultProject, insertApiKey } from './accounts.ts';
 import { type Clock, instant } from './core/clock.ts';
 import { type Database, startLock } from './db/index.ts';
