@@ -12,10 +12,15 @@ import { abExperimentWire, figuresWire, shadowExperimentWire, shadowResultsWire 
 
 type Range = { since: number; until: number };
 
-/** One shadow experiment's results over the range. */
-export async function shadowResults(db: Db, x: ShadowExperiment, range: Range): Promise<Wire<'ShadowExperimentResults'>> {
+/** One shadow experiment's results over the range (`served`: its endpoint's live requests in it, when already read). */
+export async function shadowResults(
+  db: Db,
+  x: ShadowExperiment,
+  range: Range,
+  served = servedRows(db, { endpointId: x.endpointId, since: range.since, until: range.until }),
+): Promise<Wire<'ShadowExperimentResults'>> {
   const window = { endpointId: x.endpointId, since: range.since, until: range.until };
-  const [primary, copies, targets] = await Promise.all([servedRows(db, window), shadowRows(db, { ...window, experimentId: x.id }), targetsOf(db, x.id)]);
+  const [primary, copies, targets] = await Promise.all([served, shadowRows(db, { ...window, experimentId: x.id }), targetsOf(db, x.id)]);
   const results = targets.map((t) => {
     const of = copies.filter((r) => r.deploymentId === t.targetDeploymentId);
     const compared = of.filter((r) => r.matched !== null);
@@ -36,7 +41,7 @@ export async function experimentsReport(db: Db, range: Range, take: number): Pro
   const slugOf = new Map(projects.map((p) => [p.id, p.slug]));
   // The name callers give as `model`, as the endpoint's own wire shape has it.
   const nameOf = new Map(endpoints.map((e) => [e.id, `${slugOf.get(e.projectId)}/${e.name}`]));
-  // Each endpoint's live requests read once, however many of its A/B experiments are listed.
+  // Each endpoint's live requests read once, however many of its experiments are listed.
   const served = new Map<string, ReturnType<typeof servedRows>>();
   const servedOn = (endpointId: string) => {
     if (!served.has(endpointId)) served.set(endpointId, servedRows(db, { endpointId, since: range.since, until: range.until }));
@@ -58,7 +63,7 @@ export async function experimentsReport(db: Db, range: Range, take: number): Pro
       shadows.map(async (x) => ({
         experiment: shadowExperimentWire(x, await targetsOf(db, x.id)),
         endpointName: nameOf.get(x.endpointId) ?? x.endpointId,
-        results: await shadowResults(db, x, range),
+        results: await shadowResults(db, x, range, servedOn(x.endpointId)),
       })),
     ),
   ]);
