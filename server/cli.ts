@@ -10,6 +10,7 @@ import { createApiKey, createOrganization, createProject, ensureDefaultProject, 
 import { iso, systemClock } from './core/clock.ts';
 import { loadConfig } from './core/config.ts';
 import { ApiError, startFailure } from './core/errors.ts';
+import { inCheckout } from './core/paths.ts';
 import { type Database, openDatabase } from './db/index.ts';
 
 const USAGE = `usage: inference-platform <command> [options]
@@ -45,7 +46,7 @@ const [noun, verb, arg] = positionals;
 
 // In a checkout, relative paths in DATABASE_URL and DATA_DIR are the checkout's (README, Configuration); installed as
 // a package (the built CLI, no TypeScript), there is no checkout to speak of: they are the current folder's.
-if (!import.meta.url.endsWith('.ts')) {
+if (!inCheckout) {
   for (const name of ['DATABASE_URL', 'DATA_DIR']) {
     const value = process.env[name];
     if (!value || /^postgres/i.test(value)) continue;

@@ -13,10 +13,9 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import { type ControlClient, createControlClient } from '@inference-platform/client';
 
 // What a test file needs to steer or call the platform started in a global setup, from this one import.
@@ -66,16 +65,9 @@ export interface RunningPlatform {
   stop(): Promise<void>;
 }
 
-const here = dirname(fileURLToPath(import.meta.url));
-// Run from this checkout's TypeScript (through tsx) or from the built package (server/dist/, what npm pack ships).
-const fromSource = import.meta.url.endsWith('.ts');
-
-/** The bin, as `node` arguments. */
-function cliArgs(): string[] {
-  if (!fromSource) return [join(here, 'cli.js')];
-  const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
-  return ['--import', tsx, join(here, 'cli.ts')];
-}
+// The bin beside this file: in a checkout server/cli.js (which runs the checkout's start copy), in the published
+// package its built CLI (server/dist/cli.js).
+const bin = join(dirname(fileURLToPath(import.meta.url)), 'cli.js');
 
 /** What the start command prints with `--json`. */
 interface Started {
@@ -157,7 +149,7 @@ async function inChild(settings: Record<string, string>): Promise<Handle> {
   const ours = new Set(variables.map((v) => v.name));
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => !ours.has(name) && !/^DURATION_\w+_MS$/.test(name)));
   // The young generation's size `npm start` gives the server (fewer collections while it starts and serves).
-  const child = spawn(process.execPath, ['--max-semi-space-size=64', ...cliArgs(), 'start', '--json', '--exit-with-stdin'], {
+  const child = spawn(process.execPath, ['--max-semi-space-size=64', bin, 'start', '--json', '--exit-with-stdin'], {
     env: { ...inherited, ...settings },
     stdio: ['pipe', 'pipe', 'pipe'],
   });

@@ -44,6 +44,8 @@ describe.skipIf(process.env.TEST_DATABASE_URL)('the packages, installed into an 
   test('the tarball carries the server built (no TypeScript but its types), its console, migrations, contract and the typed client', () => {
     const { files } = packed;
     expect(files).toEqual(expect.arrayContaining(['server/cli.js', 'server/dist/cli.js', 'server/dist/testing.js', 'server/dist/testing.d.ts']));
+    // What the server starts beside its code: the worker threads' tasks and the Python sandbox's script.
+    expect(files).toEqual(expect.arrayContaining(['server/dist/pool-worker.js', 'server/dist/python-sandbox.mjs']));
     expect(files).toEqual(expect.arrayContaining(['generated/openapi.json', 'server/console/index.html', 'CHANGELOG.md', 'README.md', 'package.json']));
     expect(files.some((f) => f.startsWith('prisma/migrations/sqlite/'))).toBe(true);
     expect(files.some((f) => f.startsWith('prisma/migrations/postgresql/'))).toBe(true);
@@ -60,7 +62,7 @@ describe.skipIf(process.env.TEST_DATABASE_URL)('the packages, installed into an 
     const { passed, failures, output } = await runAppSuite(app);
     timings.vitest = performance.now() - t;
     expect(failures, output).toEqual([]);
-    expect(passed).toBe(6);
+    expect(passed).toBe(7);
   });
 
   /** `inference-platform start ...` in the project until its JSON line; answers the line and a stop that answers the exit code. */

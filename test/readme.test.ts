@@ -24,7 +24,7 @@ test('the quick start is two commands: install and start, then the whole suite',
 /** The README's start command, or (`direct`) the server entry point itself, so that its own exit code shows. */
 function start(direct = false) {
   const [, startCommand] = commands[0].split(' && ');
-  const [cmd, ...args] = direct ? [process.execPath, '--import', 'tsx', 'server/main.ts'] : startCommand.split(' ');
+  const [cmd, ...args] = direct ? [process.execPath, 'server/start.js'] : startCommand.split(' ');
   const child = spawn(cmd, args, {
     cwd: root,
     env: { ...process.env, PORT: '0', DATABASE_URL: `file:${join(dir, 'readme.db')}` },

@@ -1,100 +1,67 @@
-// The server process from the outside, as `npm start` runs it: its log lines reach stdout promptly and on shutdown;
-// a port that is taken, a database it cannot use, an unsupported DATABASE_URL, or any variable it cannot use each
-// end it with one line that says what to do (no stack trace, no password), exit code 1 and nothing created; while
-// it starts, /healthz says so (503) as every API request does; a CLI run before the first start does not cost the
-// development key or the catalogue; and `npm install` on the running Node accepts every package.
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+// The server process from the outside, as `npm start` runs it: from its start copy while that is current (built
+// again after a change to what it was built from); its log lines reach stdout promptly and on shutdown; while it
+// starts, /healthz says so (503) as every API request does; a CLI run before the first start does not cost the
+// development key or the catalogue; and `npm install` on the running Node accepts every package. (The starts it
+// refuses: startup-refusals.test.ts.)
+import { execFile } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { createServer, type Server } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { afterAll, describe, expect, test, vi } from 'vitest';
+import { describe, expect, test, vi } from 'vitest';
 import { bootstrap, DEVELOPMENT_KEY_GRACE_MS, developmentKey } from '../server/bootstrap.ts';
 import { ManualClock } from '../server/core/clock.ts';
 import { openDatabase } from '../server/db/index.ts';
+import { staleBecause } from '../server/launch.js';
 import { listen } from '../server/platform.ts';
 import { until } from './support/expect.ts';
 import { startServerProcess } from './support/server-process.ts';
+import { lines, type Spawned, spawnedServers } from './support/spawned-server.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-// `node --import tsx server/main.ts`, with both resolved up front so that the process may run in any directory.
-const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
-const MAIN = join(root, 'server/main.ts');
 // semver (already installed, a dependency of several packages) ships no types, and @types/semver is not installed.
 const semver: { satisfies(version: string, range: string): boolean } = createRequire(import.meta.url)('semver');
+const { freshDir, spawnServer } = spawnedServers();
 
-const dirs: string[] = [];
-const freshDir = () => {
-  const dir = mkdtempSync(join(tmpdir(), 'platform-startup-'));
-  dirs.push(dir);
-  return dir;
-};
-afterAll(() => {
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
-
-const running = new Set<ChildProcess>();
-afterAll(() => {
-  for (const child of running) child.kill('SIGKILL');
-  running.clear();
-});
-
-interface Spawned {
-  child: ChildProcess;
-  /** stdout only. */
-  stdout(): string;
-  /** stdout and stderr together, in arrival order. */
-  output(): string;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
-function spawnServer(env: Record<string, string>, cwd = root): Spawned {
-  const child = spawn(process.execPath, ['--import', TSX, MAIN], {
-    cwd,
-    env: { ...process.env, PORT: '0', LOG_LEVEL: 'info', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  running.add(child);
-  let stdout = '';
-  let output = '';
-  child.stdout!.on('data', (c) => {
-    stdout += c;
-    output += c;
-  });
-  child.stderr!.on('data', (c) => (output += c));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once('exit', (code, signal) => {
-      running.delete(child);
-      resolve({ code, signal });
-    }),
-  );
-  return { child, stdout: () => stdout, output: () => output, exited };
-}
-
-/** Waits for the process to end by itself. One that starts serving instead is stopped, and reported as such. */
-async function expectToEnd(p: Spawned, context: () => string = () => '', timeoutMs = 120_000) {
-  const outcome = await Promise.race([
-    p.exited.then((e) => ({ kind: 'exited' as const, ...e })),
-    until(() => /listening on http/.test(p.stdout()), timeoutMs).then((started) => ({ kind: started ? ('started' as const) : ('timeout' as const) })),
-  ]);
-  if (outcome.kind !== 'exited') {
-    p.child.kill('SIGKILL');
-    await p.exited;
-    expect.fail(`${outcome.kind === 'started' ? 'the server started instead of refusing' : `still running after ${timeoutMs} ms`}: ${p.output()}${context()}`);
-  }
-  return outcome as { code: number | null; signal: NodeJS.Signals | null };
-}
-
-// Every test here starts node processes (tsx compiles the server each time): seconds on a quiet machine, a minute or
+// Most tests here start node processes: seconds on a quiet machine, a minute or
 // more on one running much else. The bounds only matter when something is wrong (a process that never ends), so they
 // are generous: a test may not depend on the machine's speed.
 vi.setConfig({ testTimeout: 300_000 });
 
-const STACK_LINE = /^\s+at\s.+(:\d+:\d+\)?|\(native\)|<anonymous>\)?)$/m;
-const lines = (text: string) => text.split('\n').filter((l) => l.trim() !== '');
+// ---------------------------------------------------------------------------------------------------------------
+// The start copy (server/launch.js; the suite's setup built it when it was not current)
+
+describe('npm start and the bin run the start copy only while it is current', () => {
+  const recordFile = join(root, 'server/.built/inputs.json');
+  const record: { inputs: [string, number, number][] } = JSON.parse(readFileSync(recordFile, 'utf8'));
+
+  test('the copy records what it was built from: the server, its generated clients, the packages it bundles, its build script', () => {
+    const paths = record.inputs.map(([path]) => path);
+    expect(paths).toEqual(
+      expect.arrayContaining(['server/main.ts', 'server/cli.ts', 'server/engines/pool-tasks.ts', 'server/engines/python-sandbox.mjs', 'server/tools/build.ts']),
+    );
+    expect(paths.some((p) => p.startsWith('generated/prisma/'))).toBe(true);
+    expect(paths.some((p) => p.startsWith('node_modules/express/'))).toBe(true);
+    expect(staleBecause()).toBeUndefined();
+  });
+
+  test('an input modified since, of another size, or gone makes it stale (named), as does no copy at all', () => {
+    const dir = freshDir();
+    const main = record.inputs.findIndex(([path]) => path === 'server/main.ts');
+    const staleAfter = (change: (input: [string, number, number]) => void) => {
+      const changed = structuredClone(record);
+      change(changed.inputs[main]!);
+      const file = join(dir, 'inputs.json');
+      writeFileSync(file, JSON.stringify(changed));
+      return staleBecause(file);
+    };
+    expect(staleAfter((input) => (input[2] -= 1_000))).toBe('server/main.ts');
+    expect(staleAfter((input) => (input[1] += 1))).toBe('server/main.ts');
+    expect(staleAfter((input) => (input[0] = 'server/gone.ts'))).toBe('server/gone.ts');
+    expect(staleBecause(join(dir, 'none.json'))).toBe('no start copy');
+  });
+});
 
 // ---------------------------------------------------------------------------------------------------------------
 // 7. Logs reach stdout
@@ -139,32 +106,6 @@ describe('7. log lines reach stdout without waiting for a buffer to fill', () =>
     expect(shutdown, `stdout:\n${p.stdout()}`).toBeDefined();
     expect(JSON.parse(shutdown!)).toMatchObject({ signal: 'SIGTERM', msg: 'shutting down' });
     expect(p.stdout().endsWith('\n')).toBe(true);
-  });
-});
-
-// ---------------------------------------------------------------------------------------------------------------
-// 8. A port that is taken
-
-describe('8. a port already in use', () => {
-  let holder: Server | undefined;
-  afterAll(() => holder?.close());
-
-  test('exits non-zero with one line naming the port and PORT (no stack trace), and creates nothing', async () => {
-    holder = createServer();
-    await new Promise<void>((resolve) => holder!.listen(0, '127.0.0.1', resolve));
-    const port = (holder.address() as { port: number }).port;
-    const dir = freshDir();
-    const p = spawnServer({ PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: `file:${join(dir, 'platform.db')}` });
-    const { code } = await expectToEnd(p);
-    expect(code, p.output()).not.toBe(0);
-    expect(code).not.toBeNull();
-    // Each its own check, so that a failure reports every way the start went wrong.
-    const out = lines(p.output());
-    expect.soft(out, p.output()).toHaveLength(1);
-    expect.soft(out[0]).toContain(String(port));
-    expect.soft(out[0]).toMatch(/\bPORT\b/);
-    expect.soft(p.output()).not.toMatch(STACK_LINE);
-    expect.soft(readdirSync(dir), 'files created next to DATABASE_URL').toEqual([]);
   });
 });
 
@@ -224,91 +165,6 @@ describe('the development key is never lost', () => {
     await again.stop();
     expect(again.key).toBeUndefined();
   });
-});
-
-// ---------------------------------------------------------------------------------------------------------------
-// 10. A database it cannot use
-
-const PASSWORD = 's3cretpw';
-const badDatabases = [
-  { why: 'an unwritable SQLite path', url: 'file:/dev/null/sub/x.db' },
-  { why: 'an unreachable PostgreSQL server', url: 'postgres://postgres@127.0.0.1:1/test' },
-  { why: 'a PostgreSQL database that does not exist', url: 'postgres://postgres@127.0.0.1:5432/db_that_does_not_exist_xyz' },
-  { why: 'an unsupported scheme (mysql://)', url: 'mysql://root@127.0.0.1:3306/test' },
-  { why: 'a URL with a password (masked)', url: `postgres://someone:${PASSWORD}@127.0.0.1:1/test` },
-];
-
-describe('10. a database the server cannot use ends the start with one line', () => {
-  for (const bad of badDatabases) {
-    test(`${bad.why} (${bad.url.replace(PASSWORD, '***')}): exit non-zero, one line naming DATABASE_URL and what to do, no stack trace, no password, nothing created`, async () => {
-      const cwd = freshDir();
-      const p = spawnServer({ DATABASE_URL: bad.url, LOG_LEVEL: 'info' }, cwd);
-      const { code } = await expectToEnd(p, () => `\nand it created in its working directory: ${JSON.stringify(readdirSync(cwd, { recursive: true }))}`);
-      const output = p.output();
-      expect(output).not.toContain(PASSWORD);
-      expect(code, output).not.toBe(0);
-      expect(code, output).not.toBeNull();
-      // Each its own check, so that a failure reports every way the start went wrong.
-      const out = lines(output);
-      expect.soft(out, output).toHaveLength(1);
-      expect.soft(out[0]).toContain('DATABASE_URL');
-      expect.soft(out[0], 'the line says what to do').toMatch(/\b(set|check|create|start|use|make sure|fix|point)\b/i);
-      expect.soft(output).not.toMatch(STACK_LINE);
-      expect.soft(readdirSync(cwd), 'files created in the working directory').toEqual([]);
-      expect.soft(existsSync(join(root, 'mysql:')), 'a SQLite file named after the URL in the project').toBe(false);
-    });
-  }
-
-  test('with LOG_LEVEL=debug the line is still there (a stack trace may follow), still without the password', async () => {
-    const cwd = freshDir();
-    const p = spawnServer({ DATABASE_URL: `postgres://someone:${PASSWORD}@127.0.0.1:1/test`, LOG_LEVEL: 'debug' }, cwd);
-    const { code } = await expectToEnd(p);
-    const output = p.output();
-    expect(code, output).not.toBe(0);
-    expect(code, output).not.toBeNull();
-    expect(
-      lines(output).some((l) => l.includes('DATABASE_URL')),
-      output,
-    ).toBe(true);
-    expect(output).not.toContain(PASSWORD);
-    expect(readdirSync(cwd)).toEqual([]);
-  });
-});
-
-// ---------------------------------------------------------------------------------------------------------------
-// Variables it cannot use
-
-const badVariables: { env: Record<string, string>; names: string }[] = [
-  { env: { PORT: 'abc' }, names: 'PORT' },
-  { env: { PORT: '99999' }, names: 'PORT' },
-  // An address this machine does not have (TEST-NET-1): refused when the port is taken.
-  { env: { HOST: '192.0.2.1' }, names: 'HOST' },
-  { env: { HOST: 'not a host' }, names: 'HOST' },
-  { env: { LOG_LEVEL: 'verbose' }, names: 'LOG_LEVEL' },
-  { env: { DATABASE_URL: 'sqlite:foo.db' }, names: 'DATABASE_URL' },
-  { env: { RUNNER_POLL_MS: 'fast' }, names: 'RUNNER_POLL_MS' },
-  { env: { RUNNER_LEASE_MS: '-5' }, names: 'RUNNER_LEASE_MS' },
-];
-
-describe('a variable the server cannot use ends the start with one line naming it', () => {
-  for (const bad of badVariables) {
-    const shown = Object.entries(bad.env)
-      .map(([k, v]) => `${k}=${v}`)
-      .join(' ');
-    test(`${shown}: exit 1, one line naming ${bad.names}, no stack trace, nothing created`, async () => {
-      const cwd = freshDir();
-      const p = spawnServer({ DATABASE_URL: `file:${join(cwd, 'platform.db')}`, ...bad.env }, cwd);
-      const { code } = await expectToEnd(p, () => `\nand it created in its working directory: ${JSON.stringify(readdirSync(cwd, { recursive: true }))}`);
-      const output = p.output();
-      expect(code, output).toBe(1);
-      const out = lines(output);
-      expect.soft(out, output).toHaveLength(1);
-      expect.soft(out[0]).toMatch(new RegExp(`^${bad.names}\\b`));
-      expect.soft(output).not.toMatch(STACK_LINE);
-      expect.soft(readdirSync(cwd), 'files created in the working directory').toEqual([]);
-      expect.soft(existsSync(join(root, 'sqlite:foo.db')), 'a SQLite file named after the URL in the project').toBe(false);
-    });
-  }
 });
 
 // ---------------------------------------------------------------------------------------------------------------

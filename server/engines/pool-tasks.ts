@@ -58,3 +58,6 @@ export const tasks = {
     }
   },
 };
+
+// By name, as the pool calls them: the built server's worker entry is this module itself (server/tools/build.ts).
+export const { image, schema } = tasks;

@@ -9,9 +9,11 @@
 // the limited operations' refusals are given their `x-ratelimit-reset`). The pipeline runs the operations it is given
 // (`served`) and knows no module; a guest (the control plane) plugs into it through guests.ts.
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
 import express, { type RequestHandler } from 'express';
 import { marked } from 'marked';
 import { type OperationId, operations } from '../../generated/operations.ts';
@@ -44,7 +46,10 @@ export interface AppOptions extends Services {
 
 const spec = JSON.parse(readFileSync(specPath, 'utf8'));
 
-const redocBundle = createRequire(import.meta.url).resolve('redoc/bundles/redoc.standalone.js');
+// The API reference's page script: beside the published package's code (its build copies it there, so that the
+// package installs without redoc's own dependencies, a hundred packages for one browser file), else the checkout's.
+const besideCode = join(dirname(fileURLToPath(import.meta.url)), 'redoc.standalone.js');
+const redocBundle = existsSync(besideCode) ? besideCode : createRequire(import.meta.url).resolve('redoc/bundles/redoc.standalone.js');
 const docsPage = `<!doctype html>
 <html><head><meta charset="utf-8"><title>${spec.info.title} ${spec.info.version}</title>
 <meta name="viewport" content="width=device-width, initial-scale=1"></head>

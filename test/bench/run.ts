@@ -11,6 +11,7 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { root } from '../../server/core/paths.ts';
+import { ensureBuilt } from '../../server/launch.js';
 import { batchBench } from './batches.ts';
 import { benchImage } from './image.ts';
 import { queueBench } from './queue.ts';
@@ -120,6 +121,8 @@ interface Result {
 /** The whole stack, started as `npm start` starts it, with `env` over the bench's settings, on a database of its own. */
 let databases = 0;
 async function startWhole(env: Record<string, string>, database = `file:${join(dir, `bench-${databases++}.db`)}`) {
+  // `npm start` runs the checkout's start copy: built (when not current) before any is timed.
+  await ensureBuilt();
   const start_ = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).scripts.start as string;
   const nodeArgs = start_.replace(/^exec node /, '').split(' ');
   const port = await freePort();

@@ -1,6 +1,7 @@
-// A real server process (`node --import tsx server/main.ts`), as `npm start` runs it, on a given database.
+// A real server process (`node server/start.js`), as `npm start` runs it, on a given database.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { root } from '../../server/core/paths.ts';
+import { ensureBuilt } from '../../server/launch.js';
 
 export interface ServerProcess {
   child: ChildProcess;
@@ -10,8 +11,9 @@ export interface ServerProcess {
   stop(signal?: NodeJS.Signals): Promise<number | string | null>;
 }
 
-export function startServerProcess(env: Record<string, string>): Promise<ServerProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'server/main.ts'], {
+export async function startServerProcess(env: Record<string, string>): Promise<ServerProcess> {
+  await ensureBuilt();
+  const child = spawn(process.execPath, ['server/start.js'], {
     cwd: root,
     env: { ...process.env, PORT: '0', LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'inherit'],

@@ -73,3 +73,9 @@ test('a 429 injected by a fault is retried by the typed client, after the wait t
   expect(refused).toBeInstanceOf(PlatformError);
   expect(refused).toMatchObject({ status: 429, code: 'dynamic_request_limited' });
 });
+
+test("an image, rendered on the server's worker threads (the built package's pool-worker.js)", async () => {
+  const image = await together.images.generate({ model: 'black-forest-labs/FLUX.1-schnell', prompt: 'a red square', width: 64, height: 64, output_format: 'png', response_format: 'base64' });
+  // A PNG file's first bytes.
+  expect(Buffer.from(image.data[0].b64_json, 'base64').subarray(1, 4).toString()).toBe('PNG');
+});
