@@ -27,7 +27,8 @@ const app = join(work, 'app');
 let packed: Packed;
 const timings: Record<string, number> = {};
 
-describe.skipIf(process.env.TEST_DATABASE_URL)('the packages, installed into an empty project', () => {
+// Once installed, the tests use the project side by side (each its own files and processes).
+describe.concurrent.skipIf(process.env.TEST_DATABASE_URL)('the packages, installed into an empty project', () => {
   beforeAll(async () => {
     const t = performance.now();
     packed = await packBoth(work);
@@ -41,7 +42,7 @@ describe.skipIf(process.env.TEST_DATABASE_URL)('the packages, installed into an 
     rmSync(work, { recursive: true, force: true });
   });
 
-  test('the tarball carries the server built (no TypeScript but its types), its console, migrations, contract and the typed client', () => {
+  test('the tarball carries the server built (no TypeScript but its types), its console, migrations, contract and the typed client', ({ expect }) => {
     const { files } = packed;
     expect(files).toEqual(expect.arrayContaining(['server/cli.js', 'server/dist/cli.js', 'server/dist/testing.js', 'server/dist/testing.d.ts']));
     // What the server starts beside its code: the worker threads' tasks and the Python sandbox's script.
@@ -57,7 +58,7 @@ describe.skipIf(process.env.TEST_DATABASE_URL)('the packages, installed into an 
     expect(existsSync(join(app, 'node_modules/inference-platform/server/cli.ts'))).toBe(false);
   });
 
-  test('its vitest suite passes: the platform started from a global setup, called with together-ai and the typed client', async () => {
+  test('its vitest suite passes: the platform started from a global setup, called with together-ai and the typed client', async ({ expect }) => {
     const t = performance.now();
     const { passed, failures, output } = await runAppSuite(app);
     timings.vitest = performance.now() - t;
@@ -91,7 +92,7 @@ describe.skipIf(process.env.TEST_DATABASE_URL)('the packages, installed into an 
   }
   const whoami = (url: string, key: string) => fetch(`${url}/v1/whoami`, { headers: { Authorization: `Bearer ${key}` } }).then((r) => r.status);
 
-  test('the bin starts it with --json (one line: where, and the keys) on a throw-away folder, removed when it stops', async () => {
+  test('the bin starts it with --json (one line: where, and the keys) on a throw-away folder, removed when it stops', async ({ expect }) => {
     const { started, stop } = await startBin([]);
     expect(started).toMatchObject({ url: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/), api_key: expect.stringMatching(/^tpk_/), database: 'sqlite' });
     expect(started.control_key).toMatch(/^ctl_/);
@@ -101,7 +102,7 @@ describe.skipIf(process.env.TEST_DATABASE_URL)('the packages, installed into an 
     expect(existsSync(started.data_dir)).toBe(false);
   });
 
-  test("the bin's --data folder is kept, and its accounts commands reach it with a DATABASE_URL relative to the current folder", async () => {
+  test("the bin's --data folder is kept, and its accounts commands reach it with a DATABASE_URL relative to the current folder", async ({ expect }) => {
     const { stdout } = await run(join(app, 'node_modules/.bin/inference-platform'), ['keys', 'create', '--json'], {
       cwd: app,
       env: { ...cleanEnv, DATABASE_URL: 'file:./data/platform.db' },
@@ -115,7 +116,7 @@ describe.skipIf(process.env.TEST_DATABASE_URL)('the packages, installed into an 
     expect(existsSync(join(app, 'data/platform.db'))).toBe(true);
   });
 
-  test("the testing entry starts it in the test runner's own process too", async () => {
+  test("the testing entry starts it in the test runner's own process too", async ({ expect }) => {
     writeFileSync(
       join(app, 'in-process.mjs'),
       `import { startPlatform, createPlatformClient } from 'inference-platform/testing';
@@ -131,7 +132,7 @@ console.log(data.project_slug);
     expect(stdout.trim()).toBe('default');
   });
 
-  test('its types stand on their own: the testing entry and the client, as a TypeScript user imports them', () => {
+  test('its types stand on their own: the testing entry and the client, as a TypeScript user imports them', ({ expect }) => {
     const file = join(app, 'check.mts');
     writeFileSync(
       file,
