@@ -63,7 +63,7 @@ export const ONE_DATABASE: Record<string, string> = {
   'auth-matrix.test.ts': "every operation's key check and project scoping (one where clause each, the same on both)",
   'control-prefer.test.ts': 'the Prefer header of one request',
   'startup.test.ts': "the server process's start, each test on the SQLite file it names",
-  'startup-refusals.test.ts': "the starts the server refuses, each on the database it names (SQLite files, and PostgreSQL URLs it cannot use)",
+  'startup-refusals.test.ts': 'the starts the server refuses, each on the database it names (SQLite files, and PostgreSQL URLs it cannot use)',
   'code-interpreter-sandbox.test.ts': "the sandbox's interpreter and its limits (what a session keeps in the database: code-interpreter.test.ts)",
 };
 
