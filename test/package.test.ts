@@ -28,7 +28,7 @@ let packed: Packed;
 const timings: Record<string, number> = {};
 
 // Once installed, the tests use the project side by side (each its own files and processes).
-describe.concurrent.skipIf(process.env.TEST_DATABASE_URL)('the packages, installed into an empty project', () => {
+describe.skipIf(process.env.TEST_DATABASE_URL)('the packages, installed into an empty project', { concurrent: true }, () => {
   beforeAll(async () => {
     const t = performance.now();
     packed = await packBoth(work);
