@@ -1,6 +1,6 @@
 // How the checkout runs its server (`npm start`, the bin): from its start copy in server/.built/, the server built
-// with the packages it imports (server/tools/build.ts), which starts in about half the time of the TypeScript through
-// tsx. The copy is used only while it matches every file it was built from (size and modification time, the way
+// with the packages it imports (server/tools/build.ts), which starts in about two thirds of the time of the TypeScript
+// through tsx. The copy is used only while it matches every file it was built from (size and modification time, the way
 // make decides); otherwise it is built again first (about 2 s, once after a change). Plain JavaScript, so that a
 // start that finds the copy current loads nothing else.
 import { readFileSync, statSync } from 'node:fs';

@@ -7,7 +7,7 @@
 // - the checkout's start copy in server/.built/ (not committed), which `npm start` and the bin run (server/launch.js
 //   builds it when it is missing or older than its sources). Each entry is one file holding the server and the pure
 //   JavaScript packages it imports: a start then reads a few files instead of resolving and linking a thousand
-//   modules through tsx's hooks (measured: 2.65 s to the printed key through tsx, 1.5 s built).
+//   modules through tsx's hooks (measured: 2.65 s to the printed key through tsx, 1.7 s built).
 // Both sit two folders below the package's root, as core/paths.ts assumes, with the files the server starts beside
 // its code: the worker threads' tasks (engines/pool.ts) and the Python sandbox's script (engines/python.ts).
 import { copyFileSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -18,8 +18,7 @@ import { type BuildOptions, build } from 'esbuild';
 import ts from 'typescript';
 import { root } from '../core/paths.ts';
 
-const relative = (path: string) => path.slice(root.length + 1);
-const SANDBOX = join(root, 'server/engines/python-sandbox.mjs');
+const SANDBOX = 'server/engines/python-sandbox.mjs';
 const common: BuildOptions = {
   absWorkingDir: root,
   metafile: true,
@@ -51,7 +50,7 @@ export async function buildPackage(): Promise<void> {
     sourcemap: 'linked',
     sourcesContent: false,
   });
-  copyFileSync(SANDBOX, join(out, 'python-sandbox.mjs'));
+  copyFileSync(join(root, SANDBOX), join(out, 'python-sandbox.mjs'));
   // The API reference's page script, with its licence (redoc, a devDependency: http/app.ts serves it from here).
   const redoc = dirname(createRequire(import.meta.url).resolve('redoc/package.json'));
   for (const file of ['redoc.standalone.js', 'redoc.standalone.js.LICENSE.txt']) copyFileSync(join(redoc, 'bundles', file), join(out, file));
@@ -115,8 +114,9 @@ export async function buildStart(): Promise<number> {
       // The packages bundled from CommonJS call `require` (of Node's modules, mostly): an ES module has none.
       banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },
     });
-    copyFileSync(SANDBOX, join(next, 'python-sandbox.mjs'));
-    const files = [...Object.keys(built.metafile!.inputs), relative(SANDBOX), relative(join(root, 'server/tools/build.ts'))].filter((f) => !f.startsWith('<'));
+    copyFileSync(join(root, SANDBOX), join(next, 'python-sandbox.mjs'));
+    // Paths from the root, as esbuild's metafile names its inputs.
+    const files = [...Object.keys(built.metafile!.inputs), SANDBOX, 'server/tools/build.ts'].filter((f) => !f.startsWith('<'));
     const record: StartInputs = {
       inputs: files.map((f) => {
         const s = statSync(join(root, f));

@@ -1,5 +1,6 @@
 // A real server process (`node server/start.js`), as `npm start` runs it, on a given database.
 import { type ChildProcess, spawn } from 'node:child_process';
+import { join } from 'node:path';
 import { root } from '../../server/core/paths.ts';
 import { ensureBuilt } from '../../server/launch.js';
 
@@ -11,9 +12,12 @@ export interface ServerProcess {
   stop(signal?: NodeJS.Signals): Promise<number | string | null>;
 }
 
+/** What `npm start` runs (`node server/start.js`), the path absolute so that the process may run in any directory. */
+export const START = join(root, 'server/start.js');
+
 export async function startServerProcess(env: Record<string, string>): Promise<ServerProcess> {
   await ensureBuilt();
-  const child = spawn(process.execPath, ['server/start.js'], {
+  const child = spawn(process.execPath, [START], {
     cwd: root,
     env: { ...process.env, PORT: '0', LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'inherit'],

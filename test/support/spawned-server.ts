@@ -1,7 +1,6 @@
-// Server processes started as `npm start` starts them (`node server/start.js`, the path absolute so that the process
-// may run in any directory), watched from outside: their stdout, their output, their end. For the startup tests
-// (test/startup*.test.ts); `spawnedServers()` registers, in the calling file, the removal of its folders and the
-// end of its processes.
+// Server processes started as `npm start` starts them (server-process.ts's START), watched from outside: their
+// stdout, their output, their end. For the startup tests (test/startup*.test.ts); `spawnedServers()` registers, in
+// the calling file, the removal of its folders and the end of its processes.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -9,8 +8,7 @@ import { join } from 'node:path';
 import { afterAll, expect } from 'vitest';
 import { root } from '../../server/core/paths.ts';
 import { until } from './expect.ts';
-
-export const START = join(root, 'server/start.js');
+import { START } from './server-process.ts';
 
 export interface Spawned {
   child: ChildProcess;
