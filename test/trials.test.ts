@@ -1,12 +1,10 @@
 // A fast sample of the durability trials (`npm run trials` runs the full counts; test/trials/trials.ts says what
 // each checks): a few kill -9 trials mid-job with a job of every runner kind (fine-tunes, evaluations and file
 // validations among them), on the test database; and, on PostgreSQL, a few hundred queue jobs through two server
-// processes with no double claim and no loss; and, on PostgreSQL, a short outage campaign (PostgreSQL stopped 2 s,
-// Redis frozen 2 s, under mixed traffic: no 500, every request answered, no acknowledged write lost).
+// processes with no double claim and no loss. (The short outage campaign is test/outage-campaign.test.ts, a file of
+// its own so that the two run side by side.)
 import { describe, expect, test } from 'vitest';
 import { scratchDatabase, usingPostgres } from './support/database.ts';
-import { privatePostgresAvailable } from './support/private-postgres.ts';
-import { outageCampaign } from './trials/outage.ts';
 import { killTrials, queueThroughput } from './trials/trials.ts';
 
 describe('durability (sample)', () => {
@@ -45,18 +43,4 @@ describe('durability (sample)', () => {
       await scratch.drop();
     }
   });
-
-  test.skipIf(!usingPostgres || !privatePostgresAvailable)(
-    'an outage campaign: PostgreSQL stopped, then Redis frozen, under traffic: 503s, no 500, nothing unanswered, nothing acknowledged lost, served again once back',
-    { timeout: 120_000 },
-    async () => {
-      const r = await outageCampaign({ postgresDownMs: 2000, redisFrozenMs: 2000, steadyMs: 1500, concurrency: 4 });
-      expect(r).toMatchObject({ errors500: 0, hung: 0, lost: 0, givenUp: 0, unvalidated: 0 });
-      expect(r.acknowledgedWrites).toBeGreaterThan(0);
-      // A request begun while PostgreSQL was down answered 503 (or, from the key cache, 200): never anything else.
-      expect(Object.keys(r.phases['postgres down']!.statuses).filter((s) => s !== '503' && s !== '200')).toEqual([]);
-      expect(r.phases['postgres down']!.statuses['503']).toBeGreaterThan(0);
-      expect(r.postgresRecoveryMs).not.toBeNull();
-    },
-  );
 });

@@ -15,7 +15,6 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { type BuildOptions, build } from 'esbuild';
-import ts from 'typescript';
 import { root } from '../core/paths.ts';
 
 const SANDBOX = 'server/engines/python-sandbox.mjs';
@@ -70,6 +69,8 @@ export async function buildPackage(): Promise<void> {
 
   // The testing entry's types: its exports are typed by hand (isolated declarations), so no program is needed.
   const testing = join(root, 'server/testing.ts');
+  // Loaded here only: the start copy's build (server/launch.js) needs no TypeScript.
+  const { default: ts } = await import('typescript');
   const declaration = ts.transpileDeclaration(readFileSync(testing, 'utf8'), { fileName: testing, compilerOptions: { module: ts.ModuleKind.NodeNext } });
   if (declaration.diagnostics?.length) throw new Error(ts.formatDiagnostics(declaration.diagnostics, ts.createCompilerHost({})));
   writeFileSync(join(out, 'testing.d.ts'), declaration.outputText);
@@ -141,8 +142,6 @@ export async function buildStart(): Promise<number> {
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   if (process.argv.includes('--start')) {
     console.error(`built ${join(root, 'server/.built')} from ${await buildStart()} files`);
-  } else if (process.argv.includes('--clean')) {
-    rmSync(join(root, 'server/dist'), { recursive: true, force: true });
   } else {
     await buildPackage();
     // On standard error: `npm pack --json` prints its report on standard output.

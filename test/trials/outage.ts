@@ -4,7 +4,7 @@
 // Reported: requests and their statuses in each phase, the slowest answer, requests that never answered, the
 // writes acknowledged (2xx) and how many of them are missing afterwards (lost), writes refused with a 503 that were
 // stored all the same, and how long after PostgreSQL was back the first database request was served (recovery).
-// Used by `npm run trials` (test/trials/run.ts: 10 s outages) and by test/trials.test.ts (a short sample).
+// Used by `npm run trials` (test/trials/run.ts: 10 s outages) and by test/outage-campaign.test.ts (a short sample).
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
