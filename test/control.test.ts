@@ -7,6 +7,8 @@ import { createPlatformClient, type PlatformClient } from '@inference-platform/c
 import OpenAI from 'openai';
 import Together from 'together-ai';
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
+import type { ObservedRequest } from '../server/http/guests.ts';
+import { Journal } from '../server/modules/control/journal.ts';
 import { unplaced } from '../server/modules/control/reset.ts';
 import { expectError } from './support/expect.ts';
 import { uploadFile } from './support/files.ts';
@@ -248,6 +250,32 @@ describe('the request journal', () => {
     expect((await control.GET('/_control/journal', { params: { query: { path: '/v1/who' } } })).data!.data).toHaveLength(1);
     expect((await control.DELETE('/_control/journal')).data!.cleared).toBe(2);
     expect((await control.GET('/_control/journal')).data!.data).toEqual([]);
+  });
+
+  test('a process holds the newest entries up to the journal size between writes (a ring: each request costs no shift)', async () => {
+    const journal = new Journal(t.services.db, 3);
+    const request = (path: string, at: number): ObservedRequest => ({
+      at,
+      method: 'GET',
+      path,
+      operation: null,
+      projectId: null,
+      status: 404,
+      ms: 1,
+      requestBody: null,
+      requestBytes: 0,
+      responseBody: null,
+      fault: null,
+      ignoredFields: null,
+    });
+    const paths = async () => (await journal.list({ limit: 10 })).map((e) => e.path);
+    for (const [i, p] of ['a', 'b', 'c', 'd', 'e'].entries()) journal.add(request(`/v1/ring/${p}`, i));
+    await journal.flush();
+    expect(await paths()).toEqual(['/v1/ring/e', '/v1/ring/d', '/v1/ring/c']);
+    // Written down, the ring starts again.
+    journal.add(request('/v1/ring/f', 5));
+    await journal.flush();
+    expect(await paths()).toEqual(['/v1/ring/f', '/v1/ring/e', '/v1/ring/d']);
   });
 });
 

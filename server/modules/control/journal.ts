@@ -145,7 +145,9 @@ const COLUMNS = 12;
 const wallMicros = () => BigInt(Math.round((performance.timeOrigin + performance.now()) * 1000));
 
 export class Journal {
+  /** The newest `size` requests, a ring once full: `oldest` is where the next one goes (a request costs no shift). */
   private held: Held[] = [];
+  private oldest = 0;
 
   constructor(
     private readonly db: Database,
@@ -158,7 +160,7 @@ export class Journal {
 
   add(request: ObservedRequest): void {
     if (!this.enabled) return;
-    this.held.push({
+    const entry: Held = {
       at: request.at,
       finishedAt: wallMicros(),
       method: request.method,
@@ -172,20 +174,25 @@ export class Journal {
       responseBody: request.responseBody,
       fault: request.fault,
       ignoredFields: request.ignoredFields,
-    });
-    if (this.held.length > this.size) this.held.splice(0, this.held.length - this.size);
+    };
+    if (this.held.length < this.size) this.held.push(entry);
+    else {
+      this.held[this.oldest] = entry;
+      this.oldest = (this.oldest + 1) % this.size;
+    }
   }
 
   /** Forgets what this process holds (a clear or reset of the journal, made anywhere). */
   drop(): void {
     this.held = [];
+    this.oldest = 0;
   }
 
   /** Writes what this process holds to the database, and keeps the newest `size` there. */
   async flush(): Promise<void> {
     if (!this.held.length) return;
-    const rows = this.held;
-    this.held = [];
+    const rows = [...this.held.slice(this.oldest), ...this.held.slice(0, this.oldest)];
+    this.drop();
     const json = (v: unknown) => (v === null ? null : JSON.stringify(v));
     await this.db.write(async (tx) => {
       for (let i = 0; i < rows.length; i += PER_INSERT) {
