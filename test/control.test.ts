@@ -256,6 +256,7 @@ describe('the request journal', () => {
     const journal = new Journal(t.services.db, 3);
     const request = (path: string, at: number): ObservedRequest => ({
       at,
+      answeredAt: at,
       method: 'GET',
       path,
       operation: null,

@@ -11066,7 +11066,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The journal's entries that match, newest first. */
+            /** @description The journal's entries that match, newest first: in the order their answers were sent (the moment each answer is handed to the connection), across every server process, so a request sent after another's answer arrived is newer whichever process served each. */
             200: {
                 headers: {
                     [name: string]: unknown;

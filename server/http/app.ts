@@ -45,6 +45,8 @@ export interface AppOptions extends Services {
 }
 
 const spec = JSON.parse(readFileSync(specPath, 'utf8'));
+/** Wall-clock milliseconds with the monotonic clock's fraction (one machine's processes agree on it). */
+const wallClock = () => performance.timeOrigin + performance.now();
 
 // The API reference's page script: beside the published package's code (its build copies it there, so that the
 // package installs without redoc's own dependencies, a hundred packages for one browser file), else the checkout's.
@@ -162,6 +164,16 @@ export function createApp(options: AppOptions): express.Express {
       return sendBody.call(this, body);
     } as typeof sendBody;
   }
+  // When each answer is handed to the socket (wall clock), for the observer's order across processes: 'finish' comes
+  // only once the socket has taken the bytes, which a loaded process may reach after the client has already sent its
+  // next request elsewhere.
+  if (observer) {
+    const end = app.response.end;
+    app.response.end = function (this: express.Response, ...args: unknown[]) {
+      this.locals.answeredAt ??= wallClock();
+      return (end as (...a: unknown[]) => express.Response).apply(this, args);
+    } as typeof end;
+  }
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('query parser', 'extended');
@@ -186,6 +198,7 @@ export function createApp(options: AppOptions): express.Express {
         try {
           observer.observe({
             at: options.clock.now(),
+            answeredAt: (res.locals.answeredAt as number | undefined) ?? wallClock(),
             method,
             path: req.originalUrl,
             operation: operationId ?? null,

@@ -13,6 +13,11 @@ export { CAPTURE_LIMIT };
 export interface ObservedRequest {
   /** The platform clock's time when it finished. */
   at: number;
+  /**
+   * Wall-clock milliseconds (fractional) when its answer was handed to the socket: taken before the bytes go, so a
+   * request sent once this answer arrived, to any process on this machine, has a later time.
+   */
+  answeredAt: number;
   method: string;
   /** The path with its query, as sent. */
   path: string;

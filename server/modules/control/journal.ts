@@ -141,9 +141,6 @@ function keptAnswer(sent: SentBody | null, operation: string | null): unknown {
 const PER_INSERT = 500;
 const COLUMNS = 12;
 
-/** Wall-clock microseconds: the order of entries across processes (the platform's clock may stand still in a test). */
-const wallMicros = () => BigInt(Math.round((performance.timeOrigin + performance.now()) * 1000));
-
 export class Journal {
   /** The newest `size` requests, a ring once full: `oldest` is where the next one goes (a request costs no shift). */
   private held: Held[] = [];
@@ -162,7 +159,9 @@ export class Journal {
     if (!this.enabled) return;
     const entry: Held = {
       at: request.at,
-      finishedAt: wallMicros(),
+      // Wall-clock microseconds when it was answered: the order of entries across processes (the platform's clock may
+      // stand still in a test).
+      finishedAt: BigInt(Math.round(request.answeredAt * 1000)),
       method: request.method,
       path: request.path,
       operation: request.operation,
