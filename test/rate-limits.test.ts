@@ -16,7 +16,7 @@ import type { Identity } from '../server/core/identity.ts';
 import { createLogger } from '../server/core/log.ts';
 import { Gate, rateLimitedOperations } from '../server/http/rate-limits.ts';
 import { reply } from '../server/http/reply.ts';
-import { estimateTokens, RateLimits } from '../server/limits/rate-limits.ts';
+import { estimateTokens, LocalCounter, RateLimits } from '../server/limits/rate-limits.ts';
 import type { Sampling } from '../server/modules/experiments/rules.ts';
 import { type Sampler, sampler } from '../server/modules/experiments/sampling.ts';
 import { expectError, until } from './support/expect.ts';
@@ -132,7 +132,7 @@ describe.each(Object.keys(STORES) as Store[])('the %s store', (store) => {
     await limits.ready();
     const identity = { organizationId: `org_${randomUUID()}`, projectSlug: 'default' } as Identity;
     const headers: Record<string, string> = {};
-    const res = { set: (h: Record<string, string>) => Object.assign(headers, h) } as never;
+    const res = { setHeader: (name: string, value: string) => Object.assign(headers, { [name]: value }) } as never;
     try {
       const gate = new Gate(limits, identity, res);
       await gate.admit('m', { model: 'm', prompt: 'hello', max_tokens: 100 }); // estimated 101
@@ -291,6 +291,29 @@ describe.each(Object.keys(STORES) as Store[])('the %s store', (store) => {
   });
 });
 
+test("a process's counter: a count lapses its time after it opened, and lapsed counts are dropped when a new one opens", () => {
+  vi.useFakeTimers({ now: 0, toFake: ['Date'] });
+  try {
+    const counter = new LocalCounter('p', 1000);
+    expect(counter.add('a', 2).consumed).toBe(2);
+    expect(counter.add('a', -3).consumed).toBe(-1);
+    vi.setSystemTime(999);
+    expect(counter.get('a').consumed).toBe(-1);
+    vi.setSystemTime(1000);
+    expect(counter.get('a').consumed).toBeNull();
+    expect(counter.add('a', 1).consumed).toBe(1); // opened anew, lapsing at 2000
+    counter.set('b', 7, 100_000);
+    expect(counter.size).toBe(2);
+    // A minute on, the next count that opens drops the lapsed ones ('a'); a set one lives its own time.
+    vi.setSystemTime(61_000);
+    counter.add('c', 1);
+    expect(counter.size).toBe(2);
+    expect(counter.get('b').consumed).toBe(7);
+  } finally {
+    vi.useRealTimers();
+  }
+});
+
 test('Redis unreachable: each process counts alone meanwhile, and requests are still limited', async () => {
   const limits = RateLimits.create(
     limitsConfig({ baseRequests: 2, windowSeconds: 60, queueSize: 0 }),
@@ -300,7 +323,7 @@ test('Redis unreachable: each process counts alone meanwhile, and requests are s
   );
   await limits.ready(); // gives up after the connection timeout
   const identity = { organizationId: `org_${randomUUID()}`, projectSlug: 'default' } as Identity;
-  const res = { set: () => res } as never;
+  const res = { setHeader: () => res } as never;
   try {
     const admit = () =>
       new Gate(limits, identity, res).admit('m', { model: 'm' }).then(
@@ -329,7 +352,7 @@ test('a frozen Redis (SIGSTOP) stalls nothing: requests are counted in the proce
   );
   let other: RateLimits | undefined;
   const identity = { organizationId: `org_${randomUUID()}`, projectSlug: 'default' } as Identity;
-  const res = { set: () => res } as never;
+  const res = { setHeader: () => res } as never;
   const admit = (model: string) =>
     new Gate(limits, identity, res).admit(model, { model }).then(
       () => 200,
@@ -380,7 +403,7 @@ async function privateRedis() {
 
 describe('a frozen Redis (issue 28 §2)', () => {
   const identity = { organizationId: `org_${randomUUID()}`, projectSlug: 'default' } as Identity;
-  const res = { set: () => res } as never;
+  const res = { setHeader: () => res } as never;
   const admit = (limits: RateLimits, model: string) =>
     new Gate(limits, identity, res).admit(model, { model }).then(
       () => 200,

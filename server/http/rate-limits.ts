@@ -87,7 +87,9 @@ export class Gate {
       const outcome = await this.limits.attempt(this.identity, model, estimate, wait);
       if ('admitted' in outcome) {
         this.admitted = outcome.admitted;
-        this.res.set(outcome.admitted.headers);
+        const headers = outcome.admitted.headers;
+        // setHeader, not Express's res.set: these are plain strings, which res.set would check and convert again.
+        for (const name in headers) this.res.setHeader(name, headers[name]!);
         return;
       }
       if (attempt > 0 || !(await this.limits.wait(keyOf(this.identity, model), outcome.waitMs))) throw outcome.refusal;
@@ -116,7 +118,7 @@ export class Gate {
     }
     const used = usedTokens(result);
     const left = this.limits.settle(a, used);
-    if (used !== undefined && used !== a.estimate) this.res.set('x-tokenlimit-remaining', String(left));
+    if (used !== undefined && used !== a.estimate) this.res.setHeader('x-tokenlimit-remaining', String(left));
   }
 
   /** The handler failed: its tokens were not used (the request still counts). */

@@ -5,9 +5,11 @@
 // Windows follow the platform's clock (core/clock.ts), so moving it (the control plane's `advanceTime`) ends them:
 // window n of a key is [n, n + 1) x RATE_LIMIT_WINDOW_SECONDS of that clock, unless the control plane set the key a
 // window of its own (its end, and its counts). Each window's counts are a counter (in Redis when REDIS_URL is set, so
-// every process shares one limit; in memory otherwise, rate-limiter-flexible's) under the key and the window's id,
-// living well past any window. They are used as atomic counters with an unreachable ceiling: the limit is dynamic,
-// so the decision is taken here against the counts they return, and a refused request's points are given back.
+// every process shares one limit; in the process otherwise) under the key and the window's id, living well past any
+// window. They are atomic counters without a ceiling: the limit is dynamic, so the decision is taken here against the
+// counts they return, and a refused request's points are given back. The process's counters are a Map, counted
+// synchronously: in memory a request's counting waits on no promise (a limiter library's promise-based counters cost
+// a chat request several percent of its CPU, measured).
 //
 // Redis is waited on for at most RATE_LIMIT_REDIS_TIMEOUT_MS per request, all its calls together (RedisWait): past
 // it the request is counted in the process (the fallback), and so is every request after it until Redis answers a
@@ -18,7 +20,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import type { Clock } from '../core/clock.ts';
 import type { RateLimitConfig } from '../core/config.ts';
 import { ApiError } from '../core/errors.ts';
@@ -51,8 +52,6 @@ export function estimateTokens(body: unknown, atMost = Infinity): number {
 /** How long settled requests' counts are gathered before they are written to Redis. */
 const FLUSH_MS = 50;
 
-// Above any limit: the limiters only count; the decision is ours.
-const UNREACHABLE = Number.MAX_SAFE_INTEGER;
 /** How often a request waiting in a key's queue looks at the clock. */
 const WAIT_STEP_MS = 25;
 /** The least a counter lives (real seconds), whatever its window: a test's clock may stand still meanwhile. */
@@ -75,7 +74,8 @@ export interface Admitted {
 }
 
 export interface Counted {
-  res: RateLimiterRes;
+  /** The window's count with this request's points. */
+  consumed: number;
   /** The window counted in, and when it ends (the platform clock's ms): points given back after that are too late. */
   window: Window;
   /** Whether Redis counted it (else the process did): an adjustment goes where the count is. */
@@ -151,11 +151,10 @@ export class RateLimits {
     const link = this.link;
     // A counter outlives its window (whose id is in its key) by far: the window, not the counter's lifetime, ends a count.
     const make = (name: string, window: number): Counter => {
-      const duration = Math.max(LIFETIME_S, window);
-      const opts = { keyPrefix: `${config.keyPrefix}:${name}`, points: UNREACHABLE, duration };
+      const local = new LocalCounter(`${config.keyPrefix}:${name}`, Math.max(LIFETIME_S, window) * 1000);
       // A Redis failure (or wait past the budget) falls back to a per-process count of the same window rather than
       // failing the request.
-      return link ? new SharedCounter(link, opts.keyPrefix, duration, new RateLimiterMemory(opts)) : new LocalCounter(new RateLimiterMemory(opts));
+      return link ? new SharedCounter(link, local) : local;
     };
     this.requests = make('req', config.windowSeconds);
     this.tokens = make('tok', config.windowSeconds);
@@ -258,7 +257,7 @@ export class RateLimits {
     // Read in the process (Redis not answering in time): the limits last computed from Redis's usage stay in force,
     // rather than falling to the base for want of the usage only Redis knows.
     if (cached?.shared && reads.some((r) => !r.shared)) return cached.limits;
-    const [rPrev, rCur, tPrev, tCur] = reads.map((r) => r.res?.consumedPoints ?? 0) as [number, number, number, number];
+    const [rPrev, rCur, tPrev, tCur] = reads.map((r) => r.consumed ?? 0) as [number, number, number, number];
     // Successes over the last usage window (the previous bucket weighted by how much of it is still inside), per request window.
     const perWindow = (prev: number, cur: number) => ((prev * (1 - elapsed) + cur) * c.windowSeconds) / c.usageWindowSeconds;
     const dynamic = (prev: number, cur: number, base: number, max: number) => Math.min(max, Math.max(base, Math.ceil(c.growth * perWindow(prev, cur))));
@@ -283,25 +282,24 @@ export class RateLimits {
       ],
       deadline,
     );
-    const counted = (i: number, w: Window): Counted => ({ res: tallies[i]!.res, window: w, shared: tallies[i]!.shared });
+    const counted = (i: number, w: Window): Counted => ({ consumed: tallies[i]!.consumed, window: w, shared: tallies[i]!.shared });
     return [counted(0, window), counted(1, window), ...(capacity ? [counted(2, capacity)] : [])] as [Counted, Counted, Counted?];
   }
 
   /** Gives points back (or takes more: negative) in a window that is still open, where it was counted; failures only cost accuracy. */
   adjust(limiter: 'requests' | 'tokens' | 'capacity', key: string, counted: Counted, points: number): void {
     if (points === 0 || this.clock.now() >= counted.window.endsAt - 5) return;
-    this.track(
-      this[limiter]
-        .adjust(`${key}@${counted.window.id}`, -points, counted.shared ?? false, Date.now() + this.config.redisCommandTimeoutMs)
-        .catch((err: unknown) => this.log.warn({ err: String(err) }, 'rate limits: adjustment lost')),
-    );
+    const at = `${key}@${counted.window.id}`;
+    this.track(this[limiter].adjust(at, -points, counted.shared ?? false, Date.now() + this.config.redisCommandTimeoutMs), 'adjustment lost');
   }
 
-  /** Writes on their way (nothing waits for them but `settled`). */
+  /** Writes on their way to Redis (nothing waits for them but `settled`); one made in the process is done already. */
   private readonly writing = new Set<Promise<unknown>>();
-  private track(write: Promise<unknown>): void {
-    this.writing.add(write);
-    void write.finally(() => this.writing.delete(write));
+  private track(write: unknown, lost: string): void {
+    if (!(write instanceof Promise)) return;
+    const tracked = write.catch((err: unknown) => this.log.warn({ err: String(err) }, `rate limits: ${lost}`));
+    this.writing.add(tracked);
+    void tracked.finally(() => this.writing.delete(tracked));
   }
 
   /** Resolves once every count gathered so far has been written (a test's way to know, and a shutdown's). */
@@ -330,12 +328,7 @@ export class RateLimits {
 
   private write(limiter: 'tokens' | 'usage', key: string, points: number, counted?: Counted): void {
     if (limiter === 'tokens') this.adjust('tokens', key, counted!, -points);
-    else
-      this.track(
-        this.usage
-          .add(key, points, Date.now() + this.config.redisCommandTimeoutMs)
-          .catch((err: unknown) => this.log.warn({ err: String(err) }, 'rate limits: usage not recorded')),
-      );
+    else this.track(this.usage.add(key, points, Date.now() + this.config.redisCommandTimeoutMs), 'usage not recorded');
   }
 
   private flush(): void {
@@ -360,11 +353,14 @@ export class RateLimits {
   async msBeforeReset(key: string, wait = this.newWait()): Promise<number> {
     const window = this.window(key);
     const deadline = wait.open();
-    const { res } = await this.requests
-      .get(`${key}@${window.id}`, deadline)
-      .catch(() => ({ res: null }))
-      .finally(() => wait.close());
-    return res ? Math.max(0, window.endsAt - this.clock.now()) : 0;
+    try {
+      const { consumed } = await this.requests.get(`${key}@${window.id}`, deadline);
+      return consumed === null ? 0 : Math.max(0, window.endsAt - this.clock.now());
+    } catch {
+      return 0;
+    } finally {
+      wait.close();
+    }
   }
 
   /**
@@ -406,12 +402,17 @@ export class RateLimits {
     // A dedicated endpoint has no shared serving capacity to count.
     const model = dedicated ? undefined : requested;
     const deadline = wait.open();
-    const [limits, [requests, tokens, capacity]] = await Promise.all([
-      this.limitsFor(key, dedicated, wait),
-      this.countRequest(key, estimate, model, deadline),
-    ]).finally(() => wait.close());
-    const usedR = requests.res.consumedPoints;
-    const usedT = tokens.res.consumedPoints;
+    let limits: Limits;
+    let requests: Counted;
+    let tokens: Counted;
+    let capacity: Counted | undefined;
+    try {
+      [limits, [requests, tokens, capacity]] = await Promise.all([this.limitsFor(key, dedicated, wait), this.countRequest(key, estimate, model, deadline)]);
+    } finally {
+      wait.close();
+    }
+    const usedR = requests.consumed;
+    const usedT = tokens.consumed;
     const headers = (remainingR: number, remainingT: number, resetMs: number) => ({
       'x-ratelimit-limit': String(limits.requests),
       'x-ratelimit-remaining': String(Math.max(0, remainingR)),
@@ -449,7 +450,7 @@ export class RateLimits {
       return { refusal: error, waitMs };
     }
     const cap = model === undefined ? undefined : (this.config.modelCapacities[model] ?? this.config.modelCapacity);
-    if (capacity && cap !== undefined && capacity.res.consumedPoints > cap) {
+    if (capacity && cap !== undefined && capacity.consumed > cap) {
       giveBack();
       const waitMs = this.left(capacity);
       const error = new ApiError(
@@ -477,7 +478,7 @@ export class RateLimits {
     const spent = used ?? a.estimate;
     if (spent !== a.estimate) this.correctTokens(a.key, a.tokens, spent - a.estimate);
     this.recordSuccess(a.key, spent);
-    return Math.max(0, a.limits.tokens - a.tokens.res.consumedPoints + a.estimate - spent);
+    return Math.max(0, a.limits.tokens - a.tokens.consumed + a.estimate - spent);
   }
 
   /** The request failed: its tokens were not used (the request still counts). */
@@ -492,7 +493,7 @@ export class RateLimits {
     const window = this.window(key);
     const at = `${key}@${window.id}`;
     const deadline = Date.now() + this.config.redisCommandTimeoutMs;
-    const [limits, { res: requests }, { res: tokens }] = await Promise.all([
+    const [limits, { consumed: requests }, { consumed: tokens }] = await Promise.all([
       this.limitsFor(key, dedicated),
       this.requests.get(at, deadline),
       this.tokens.get(at, deadline),
@@ -500,8 +501,8 @@ export class RateLimits {
     return {
       limits,
       set: this.overrides.get(key) ?? {},
-      used: { requests: requests?.consumedPoints ?? 0, tokens: tokens?.consumedPoints ?? 0 },
-      msLeft: requests || tokens ? Math.max(0, window.endsAt - this.clock.now()) : 0,
+      used: { requests: requests ?? 0, tokens: tokens ?? 0 },
+      msLeft: requests !== null || tokens !== null ? Math.max(0, window.endsAt - this.clock.now()) : 0,
     };
   }
 
@@ -554,7 +555,7 @@ export class RateLimits {
   /** One counter set to `points`, living `ms` (to the millisecond in Redis too, where `set` has whole seconds). */
   private async put(limiter: 'requests' | 'tokens', key: string, points: number, ms: number): Promise<void> {
     if (this.store === 'redis') await this.redis!.set(this[limiter].getKey(key), points, 'PX', Math.max(1, Math.round(ms)));
-    else await this[limiter].set(key, points, ms / 1000);
+    else this[limiter].set(key, points, ms);
   }
 
   /**
@@ -618,75 +619,102 @@ export const keyOf = (identity: Pick<Identity, 'organizationId'>, model: string)
 
 // ---- the counters: in the process, or in Redis with the process as fallback ----------------------------------------
 
-/** What a read or a count came to, and whether Redis gave it (else the process). */
+/** What a count came to (the window's points, this count's included), and whether Redis gave it (else the process). */
 interface Tally {
-  res: RateLimiterRes;
+  consumed: number;
+  shared: boolean;
+}
+/** What a read found: the window's points (null: none open), and whether Redis gave it. */
+interface Read {
+  consumed: number | null;
   shared: boolean;
 }
 
-/** A fixed-window counter keyed by organization x model (or bucket). */
+/**
+ * A fixed-window counter keyed by organization x model (or bucket). The process's own counts are synchronous and
+ * answered as values; Redis's as promises (a caller awaits either).
+ */
 interface Counter {
   /** Counts `points` (negative: gives back) in the key's window, opening one when none is open. */
-  add(key: string, points: number, deadline: number): Promise<Tally>;
-  /** The key's window, counting nothing (null: none open). */
-  get(key: string, deadline: number): Promise<{ res: RateLimiterRes | null; shared: boolean }>;
+  add(key: string, points: number, deadline: number): Tally | Promise<Tally>;
+  /** The key's window, counting nothing. */
+  get(key: string, deadline: number): Read | Promise<Read>;
   /** Adds `points` where an earlier count was made (Redis, or the process). */
-  adjust(key: string, points: number, shared: boolean, deadline: number): Promise<void>;
-  /** The key's window set to `points`, ending in `seconds`, in the process. */
-  set(key: string, points: number, seconds: number): Promise<unknown>;
+  adjust(key: string, points: number, shared: boolean, deadline: number): void | Promise<void>;
+  /** The key's window set to `points`, lapsing in `ms`, in the process. */
+  set(key: string, points: number, ms: number): void;
   /** The key's name in Redis. */
   getKey(key: string): string;
 }
 
 /** Counts in several counters at once: in Redis with one call when they share it, else each in the process. */
-function addAll(counts: { counter: Counter; key: string; points: number }[], deadline: number): Promise<Tally[]> {
+function addAll(counts: { counter: Counter; key: string; points: number }[], deadline: number): Tally[] | Promise<Tally[]> {
   const first = counts[0]!.counter;
   if (first instanceof SharedCounter) return SharedCounter.addAll(first.link, counts as { counter: SharedCounter; key: string; points: number }[], deadline);
-  return Promise.all(counts.map(({ counter, key, points }) => counter.add(key, points, deadline)));
+  return counts.map(({ counter, key, points }) => (counter as LocalCounter).add(key, points));
 }
 
-/** rate-limiter-flexible's in-memory counter (it rejects with the result past its points: never, at UNREACHABLE). */
-class LocalCounter implements Counter {
-  constructor(readonly memory: RateLimiterMemory) {}
-  add(key: string, points: number, _deadline?: number): Promise<Tally> {
-    return this.tally(key, points);
+/** How often a process's counters drop the counts that have lapsed (at most: only when a new count opens). */
+const SWEEP_MS = 60_000;
+
+/** Counts in the process: a key's count lapses `ms` after it opened (as a Redis key set with PX). */
+export class LocalCounter implements Counter {
+  private readonly counts = new Map<string, { points: number; lapsesAt: number }>();
+  private sweepAt = 0;
+
+  constructor(
+    private readonly prefix: string,
+    /** How long a count lives (the Redis key's PX too). */
+    readonly ms: number,
+  ) {}
+
+  add(key: string, points: number): Tally {
+    const now = Date.now();
+    let count = this.counts.get(key);
+    if (!count || count.lapsesAt <= now) {
+      if (now >= this.sweepAt) this.sweep(now);
+      count = { points: 0, lapsesAt: now + this.ms };
+      this.counts.set(key, count);
+    }
+    count.points += points;
+    return { consumed: count.points, shared: false };
   }
-  /** Counts in the process. */
-  async tally(key: string, points: number): Promise<Tally> {
-    const res = await (points >= 0 ? this.memory.penalty(key, points) : this.memory.reward(key, -points));
-    return { res, shared: false };
+  get(key: string): Read {
+    const count = this.counts.get(key);
+    return { consumed: count && count.lapsesAt > Date.now() ? count.points : null, shared: false };
   }
-  async get(key: string, _deadline?: number): Promise<{ res: RateLimiterRes | null; shared: boolean }> {
-    return { res: await this.memory.get(key), shared: false };
+  adjust(key: string, points: number): void {
+    this.add(key, points);
   }
-  async adjust(key: string, points: number, _shared?: boolean, _deadline?: number): Promise<void> {
-    await this.add(key, points);
-  }
-  set(key: string, points: number, seconds: number) {
-    return this.memory.set(key, points, seconds);
+  set(key: string, points: number, ms: number): void {
+    this.counts.set(key, { points, lapsesAt: Date.now() + ms });
   }
   getKey(key: string): string {
-    return this.memory.getKey(key);
+    return `${this.prefix}:${key}`;
+  }
+  /** How many counts it holds (lapsed ones included until the next sweep). */
+  get size(): number {
+    return this.counts.size;
+  }
+  private sweep(now: number): void {
+    for (const [key, count] of this.counts) if (count.lapsesAt <= now) this.counts.delete(key);
+    this.sweepAt = now + SWEEP_MS;
   }
 }
 
-/** Redis's count when it answers by the request's deadline, else the process's (LocalCounter). */
-class SharedCounter extends LocalCounter {
+/** Redis's count when it answers by the request's deadline, else the process's (its LocalCounter, which counts every request too). */
+class SharedCounter implements Counter {
   constructor(
     readonly link: RedisLink,
-    private readonly prefix: string,
-    private readonly seconds: number,
-    memory: RateLimiterMemory,
-  ) {
-    super(memory);
-  }
+    readonly local: LocalCounter,
+  ) {}
 
-  override getKey(key: string): string {
-    return `${this.prefix}:${key}`;
+  getKey(key: string): string {
+    return this.local.getKey(key);
   }
 
   /** One count, as `addAll` makes them. */
-  override async add(key: string, points: number, deadline: number): Promise<Tally> {
+  async add(key: string, points: number, deadline: number): Promise<Tally> {
     return (await SharedCounter.addAll(this.link, [{ counter: this, key, points }], deadline))[0]!;
   }
 
@@ -697,9 +725,9 @@ class SharedCounter extends LocalCounter {
    * second old).
    */
   static async addAll(link: RedisLink, counts: { counter: SharedCounter; key: string; points: number }[], deadline: number): Promise<Tally[]> {
-    const local = Promise.all(counts.map(({ counter, key, points }) => counter.tally(key, points)));
+    const local = counts.map(({ counter, key, points }) => counter.local.add(key, points));
     const keys = counts.map(({ counter, key }) => counter.getKey(key));
-    const args = counts.flatMap(({ counter, points }) => [points, counter.seconds * 1000]);
+    const args = counts.flatMap(({ counter, points }) => [points, counter.local.ms]);
     const count = (until: number) => link.redis.rlCount(keys.length, ...keys, ...args, until);
     if (deadline <= Date.now()) {
       // The request's wait is spent (its other calls took it, or its event loop was held): it is decided on the
@@ -708,27 +736,26 @@ class SharedCounter extends LocalCounter {
       return local;
     }
     const counted = await link.within(deadline, count);
-    if (counted) return counts.map((_, i) => ({ res: result(counted[2 * i]!, counted[2 * i + 1]!), shared: true }));
+    if (counted) return counts.map((_, i) => ({ consumed: Number(counted[2 * i]), shared: true }));
     return local;
   }
 
-  override async get(key: string, deadline: number) {
+  async get(key: string, deadline: number): Promise<Read> {
     const read = await this.link.within(deadline, () => this.link.redis.rlRead(this.getKey(key)));
-    if (read) return { res: read[0] === null ? null : result(read[0], read[1]), shared: true };
-    return super.get(key);
+    if (read) return { consumed: read[0] === null ? null : Number(read[0]), shared: true };
+    return this.local.get(key);
   }
 
-  override async adjust(key: string, points: number, shared: boolean, deadline: number): Promise<void> {
+  async adjust(key: string, points: number, shared: boolean, deadline: number): Promise<void> {
     // Every count is in the process's tally; one Redis made is adjusted there too (or not, when it does not answer).
-    await super.add(key, points);
-    if (shared) await this.link.within(deadline, (until) => this.link.redis.rlCount(1, this.getKey(key), points, this.seconds * 1000, until));
+    this.local.add(key, points);
+    if (shared) await this.link.within(deadline, (until) => this.link.redis.rlCount(1, this.getKey(key), points, this.local.ms, until));
+  }
+
+  set(key: string, points: number, ms: number): void {
+    this.local.set(key, points, ms);
   }
 }
-
-const result = (consumed: number | string, ttl: number | string) => {
-  const points = Number(consumed);
-  return new RateLimiterRes(Math.max(0, UNREACHABLE - points), Math.max(0, Number(ttl)), points, false);
-};
 
 /**
  * Counts, for each key KEYS[i], `ARGV[2i-1]` points in its window (`ARGV[2i]` ms long, opened when none is), unless

@@ -17,7 +17,7 @@ const body = {
   max_tokens: 64,
 };
 const answer = { usage: { prompt_tokens: 9, completion_tokens: 40, total_tokens: 49 } };
-const res = { set: () => res } as never;
+const res = { setHeader: () => res } as never;
 const identity = { organizationId: 'org_bench', projectSlug: 'default' } as Identity;
 const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) * p)]!;
 
