@@ -7,7 +7,7 @@ import type { ErrorRequestHandler, Request, Response } from 'express';
 import type { OperationId } from '../../generated/operations.ts';
 import { ApiError, internalError } from '../core/errors.ts';
 import type { Identity } from '../core/identity.ts';
-import { type Admitted, estimateTokens, keyOf, type RateLimits, seconds } from '../limits/rate-limits.ts';
+import { type Admitted, keyOf, type RateLimits, seconds } from '../limits/rate-limits.ts';
 import { Reply } from './reply.ts';
 import { refResolver, type SpecDocument } from './spec-ref.ts';
 
@@ -82,9 +82,8 @@ export class Gate {
     if (this.admitted) return;
     // One budget for every wait on Redis of this request (RATE_LIMIT_REDIS_TIMEOUT_MS in all).
     const wait = this.limits.newWait();
-    const estimate = estimateTokens(body, (await this.limits.tokenLimit(this.identity, model, wait)) + 1);
     for (let attempt = 0; ; attempt++) {
-      const outcome = await this.limits.attempt(this.identity, model, estimate, wait);
+      const outcome = await this.limits.attempt(this.identity, model, body, wait);
       if ('admitted' in outcome) {
         this.admitted = outcome.admitted;
         const headers = outcome.admitted.headers;

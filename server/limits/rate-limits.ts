@@ -41,7 +41,8 @@ export function estimateTokens(body: unknown, atMost = Infinity): number {
     if (tokens > atMost) return;
     if (typeof value === 'string') tokens += countTokens(value, atMost - tokens);
     else if (Array.isArray(value)) value.forEach(walk);
-    else if (value && typeof value === 'object') for (const [k, v] of Object.entries(value)) if (!NOT_PROMPT.has(k)) walk(v);
+    else if (value && typeof value === 'object')
+      for (const k in value) if (Object.hasOwn(value, k) && !NOT_PROMPT.has(k)) walk((value as Record<string, unknown>)[k]);
   };
   walk(body);
   const b = body as { max_tokens?: unknown; n?: unknown } | null;
@@ -81,6 +82,9 @@ export interface Counted {
   /** Whether Redis counted it (else the process did): an adjustment goes where the count is. */
   shared?: boolean;
 }
+
+/** A request's counts: itself in the key's request window, its tokens in the token window, itself in the model's capacity. */
+type Counts = [requests: Counted, tokens: Counted, capacity: Counted | undefined];
 
 /** A key's window: its id among the key's windows, and its end (the platform clock's ms). */
 export interface Window {
@@ -133,8 +137,11 @@ export class RateLimits {
     if (set && now < set.endsAt) return set;
     const span = this.config.windowSeconds * 1000;
     const n = Math.floor(now / span);
-    return { id: String(n), endsAt: (n + 1) * span };
+    // Every key's clock window is the same object while it lasts (a request asks twice: its key's, its model's).
+    if (this.current?.n !== n) this.current = { n, window: { id: String(n), endsAt: (n + 1) * span } };
+    return this.current.window;
   }
+  private current?: { n: number; window: Window };
 
   /** Milliseconds until a counted window ends. */
   private left(counted: Counted): number {
@@ -223,29 +230,33 @@ export class RateLimits {
     return model.startsWith(`${identity.projectSlug}/`);
   }
 
-  /** The token limit a request of `identity` on `model` is held to now (what its estimate needs counting up to). */
-  async tokenLimit(identity: Identity, model: string, wait = this.newWait()): Promise<number> {
-    return (await this.limitsFor(keyOf(identity, model), this.isDedicated(identity, model), wait)).tokens;
-  }
-
-  /** The organization's limits on this model now: growth x recent successful usage, between the base and the ceiling. */
-  async limitsFor(key: string, dedicated: boolean, wait = this.newWait()): Promise<Limits> {
+  /**
+   * The organization's limits on this model now: growth x recent successful usage, between the base and the ceiling.
+   * A value when they are known in the process (computed this window, or a dedicated endpoint's), a promise when they
+   * must be read first: the caller awaits either.
+   */
+  limitsFor(key: string, dedicated: boolean, wait = this.newWait()): Limits | Promise<Limits> {
     const set = this.overrides.get(key);
-    const limits = dedicated ? { requests: this.config.dedicatedRequests, tokens: this.config.dedicatedTokens } : await this.dynamicLimits(key, wait);
-    return set ? { ...limits, ...set } : limits;
+    const limits = dedicated ? { requests: this.config.dedicatedRequests, tokens: this.config.dedicatedTokens } : this.dynamicLimits(key, wait);
+    if (!set) return limits;
+    return limits instanceof Promise ? limits.then((l) => ({ ...l, ...set })) : { ...limits, ...set };
   }
 
-  private async dynamicLimits(key: string, wait: RedisWait): Promise<Limits> {
+  private dynamicLimits(key: string, wait: RedisWait): Limits | Promise<Limits> {
+    const cached = this.cache.get(key);
+    if (cached && (cached.until > this.clock.now() || this.refreshing.has(key))) return cached.limits;
+    return this.readLimits(key, cached, wait);
+  }
+
+  /** A key's limits from the recent usage (in Redis, or in the process), kept for the rest of the window. */
+  private async readLimits(key: string, cached: { limits: Limits; shared: boolean } | undefined, wait: RedisWait): Promise<Limits> {
     const c = this.config;
     const now = this.clock.now();
-    const cached = this.cache.get(key);
-    if (cached && cached.until > now) return cached.limits;
     const span = c.usageWindowSeconds * 1000;
     const bucket = Math.floor(now / span);
     const elapsed = (now - bucket * span) / span;
-    // One read per key at a time: the requests that come while it is on its way use the limits of the last window
-    // (a frozen Redis then holds one request, not every request of its first second).
-    if (cached && this.refreshing.has(key)) return cached.limits;
+    // One read per key at a time (dynamicLimits): the requests that come while it is on its way use the limits of the
+    // last window (a frozen Redis then holds one request, not every request of its first second).
     this.refreshing.add(key);
     const deadline = wait.open();
     const reads = await Promise.all(
@@ -271,10 +282,10 @@ export class RateLimits {
    * A request's counts: itself and its estimated tokens in the key's window and, on a serverless model, itself in the
    * model's capacity window; in Redis with one call for the three.
    */
-  private async countRequest(key: string, estimate: number, model: string | undefined, deadline: number): Promise<[Counted, Counted, Counted?]> {
+  private countRequest(key: string, estimate: number, model: string | undefined, deadline: number): Counts | Promise<Counts> {
     const window = this.window(key);
     const capacity = model === undefined ? undefined : this.window(model);
-    const tallies = await addAll(
+    const tallied = addAll(
       [
         { counter: this.requests, key: `${key}@${window.id}`, points: 1 },
         { counter: this.tokens, key: `${key}@${window.id}`, points: estimate },
@@ -282,8 +293,11 @@ export class RateLimits {
       ],
       deadline,
     );
-    const counted = (i: number, w: Window): Counted => ({ consumed: tallies[i]!.consumed, window: w, shared: tallies[i]!.shared });
-    return [counted(0, window), counted(1, window), ...(capacity ? [counted(2, capacity)] : [])] as [Counted, Counted, Counted?];
+    const counts = (tallies: Tally[]): Counts => {
+      const counted = (i: number, w: Window): Counted => ({ consumed: tallies[i]!.consumed, window: w, shared: tallies[i]!.shared });
+      return [counted(0, window), counted(1, window), capacity && counted(2, capacity)];
+    };
+    return tallied instanceof Promise ? tallied.then(counts) : counts(tallied);
   }
 
   /** Gives points back (or takes more: negative) in a window that is still open, where it was counted; failures only cost accuracy. */
@@ -385,8 +399,9 @@ export class RateLimits {
   }
 
   /**
-   * One try at admitting a request of `identity` on `model`, expected to use `estimate` tokens: counted against the
-   * organization's dynamic limits on the model (a dedicated endpoint's fixed ones) and the model's live capacity.
+   * One try at admitting a request of `identity` on `model` with `body`, expected to use the tokens `estimateTokens`
+   * finds in it (counted up to the key's token limit): counted against the organization's dynamic limits on the
+   * model (a dedicated endpoint's fixed ones) and the model's live capacity.
    * Admitted, it answers the limit headers to send; refused, the 429 (`dynamic_request_limited`,
    * `dynamic_token_limited`) or 503 (`model_overloaded`) with its headers, its points given back, and how long until
    * the refusing window ends.
@@ -394,23 +409,24 @@ export class RateLimits {
   async attempt(
     identity: Identity,
     requested: string,
-    estimate: number,
+    body: unknown,
     wait = this.newWait(),
   ): Promise<{ admitted: Admitted } | { refusal: ApiError; waitMs: number }> {
     const dedicated = this.isDedicated(identity, requested);
     const key = keyOf(identity, requested);
     // A dedicated endpoint has no shared serving capacity to count.
     const model = dedicated ? undefined : requested;
+    // The limits first (known in the process but once a window), for the estimate to count up to.
+    const limits = await this.limitsFor(key, dedicated, wait);
+    const estimate = estimateTokens(body, limits.tokens + 1);
     const deadline = wait.open();
-    let limits: Limits;
-    let requests: Counted;
-    let tokens: Counted;
-    let capacity: Counted | undefined;
+    let counts: Counts;
     try {
-      [limits, [requests, tokens, capacity]] = await Promise.all([this.limitsFor(key, dedicated, wait), this.countRequest(key, estimate, model, deadline)]);
+      counts = await this.countRequest(key, estimate, model, deadline);
     } finally {
       wait.close();
     }
+    const [requests, tokens, capacity] = counts;
     const usedR = requests.consumed;
     const usedT = tokens.consumed;
     const headers = (remainingR: number, remainingT: number, resetMs: number) => ({

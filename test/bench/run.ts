@@ -39,9 +39,28 @@ const freePort = () =>
     });
   });
 
-/** Starts a process and resolves with its stdout once `ready` matches it (later output is drained, unread). */
+/**
+ * The core the servers measured run on, the others left to this process (autocannon) and the rest of the machine:
+ * unpinned, the server and autocannon traded the two cores, and a server's CPU per request moved by 10-20% between
+ * slices a few seconds apart (measured), more than the 5% a setting's cost is held to. BENCH_PIN=0 leaves both
+ * unpinned; so does a machine of one core or without taskset.
+ */
+const SERVER_CORE = (() => {
+  if (process.env.BENCH_PIN === '0' || cpus().length < 2) return undefined;
+  const core = cpus().length - 1;
+  try {
+    execFileSync('taskset', ['-a', '-p', '-c', `0-${core - 1}`, String(process.pid)], { stdio: 'ignore' });
+    return core;
+  } catch {
+    return undefined;
+  }
+})();
+
+/** Starts a process (on SERVER_CORE) and resolves with its stdout once `ready` matches it (later output is drained, unread). */
 function start(args: string[], env: Record<string, string>, ready: RegExp): Promise<{ child: ChildProcess; banner: string }> {
-  const child = spawn(process.execPath, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  // taskset execs node in place: the child's pid is the server's, whose CPU is read from /proc.
+  const [command, argv] = SERVER_CORE === undefined ? [process.execPath, args] : ['taskset', ['-c', String(SERVER_CORE), process.execPath, ...args]];
+  const child = spawn(command, argv, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
   return new Promise((resolve, reject) => {
     let banner = '';
     const onData = (chunk: Buffer) => {
@@ -259,7 +278,7 @@ try {
       if (!SMOKE) await measure(`${server.url}${t.path}`, t.method, server.auth, bodyOf(t), server.pid, t.connections ?? CONNECTIONS, 2);
       sides.push({ server, child, request: t });
     }
-    const shares = await slicedShares(s, sides[0]!, sides[1]!, `${s.name} (vs ${theirs.name})`);
+    const shares = await pairedShares(s, sides[0]!, sides[1]!, `${s.name} (vs ${theirs.name})`);
     for (const side of sides) await stop(side.child!);
     const share = median(shares);
     const met = s.maxAdded === undefined || share <= s.maxAdded;
@@ -337,6 +356,30 @@ interface Side {
   child?: ChildProcess;
   /** Its request, when not the scenario's (a baseline's own, e.g. another model). */
   request?: Scenario;
+}
+
+/**
+ * The extra CPU per request of server `b` over server `a` (a share: 0.05 is 5%), one figure per round: both driven at
+ * once, on one core (SERVER_CORE), so that each request of either is served in the same moments of the machine. This
+ * machine's speed changes from one tenth of a second to the next (the same loop's CPU time varies 2x between runs
+ * of 40 ms, measured), which alternating slices of a few seconds do not cancel: paired slices of one 2-core
+ * machine's figures moved by 3-11% from round to round, concurrent ones by less (see the closing note of the change).
+ */
+async function pairedShares(s: Scenario, a: Side, b: Side, what: string): Promise<number[]> {
+  const connections = s.connections ?? CONNECTIONS;
+  const shares: number[] = [];
+  for (let round = 1; round <= ROUNDS; round++) {
+    const [ma, mb] = await Promise.all(
+      [a, b].map((side) => {
+        const { url, pid, auth } = side.server;
+        const r = side.request ?? s;
+        return measure(`${url}${r.path}`, r.method, auth, bodyOf(r), pid, connections, SMOKE ? 1 : 2 * DURATION);
+      }),
+    );
+    shares.push(mb!.cpuPerRequest / ma!.cpuPerRequest - 1);
+    console.log(`${what} round ${round}: ${ma!.cpuPerRequest.toFixed(0)} µs CPU/req without, ${mb!.cpuPerRequest.toFixed(0)} with`);
+  }
+  return shares;
 }
 
 /**

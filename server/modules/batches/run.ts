@@ -118,8 +118,7 @@ async function answer(services: Services, identity: Identity, endpoint: string, 
 async function admit(services: Services, identity: Identity, body: Record<string, unknown>): Promise<{ admitted: Admitted } | { waitMs: number }> {
   const limits = services.limits;
   const model = String(body.model);
-  const estimate = estimateTokens(body, (await limits.tokenLimit(identity, model)) + 1);
-  const outcome = await limits.attempt(identity, model, estimate);
+  const outcome = await limits.attempt(identity, model, body);
   return 'admitted' in outcome ? outcome : { waitMs: outcome.waitMs };
 }
 
