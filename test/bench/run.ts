@@ -362,8 +362,8 @@ interface Side {
  * The extra CPU per request of server `b` over server `a` (a share: 0.05 is 5%), one figure per round: both driven at
  * once, on one core (SERVER_CORE), so that each request of either is served in the same moments of the machine. This
  * machine's speed changes from one tenth of a second to the next (the same loop's CPU time varies 2x between runs
- * of 40 ms, measured), which alternating slices of a few seconds do not cancel: paired slices of one 2-core
- * machine's figures moved by 3-11% from round to round, concurrent ones by less (see the closing note of the change).
+ * of 40 ms, measured), which alternating slices of a few seconds do not cancel: the memory limiter's cost, measured
+ * in alternating slices, spread from -1% to 11% over its rounds; measured at once, from 5% to 10%.
  */
 async function pairedShares(s: Scenario, a: Side, b: Side, what: string): Promise<number[]> {
   const connections = s.connections ?? CONNECTIONS;
