@@ -121,6 +121,27 @@ describe('migrations', () => {
   );
 });
 
+test.skipIf(usingPostgres)("SQLite's commit number moves with every commit, this process's or another's, and stays while nothing is committed", async () => {
+  const scratch = await scratchDatabase();
+  try {
+    await withDatabase(scratch.url, async (db) => {
+      const write = (on: Database) => on.write((tx) => tx.$executeRaw`INSERT INTO "ControlSetting" ("name", "value") VALUES (${`c-${Math.random()}`}, '1')`);
+      const first = db.commits();
+      expect(first).toEqual(expect.any(Number));
+      await db.prisma.controlSetting.findMany(); // a read commits nothing
+      expect(db.commits()).toBe(first);
+      await write(db);
+      const second = db.commits();
+      expect(second).not.toBe(first);
+      // Another connection's commit (another process's, as the CLI's or a second server's).
+      await withDatabase(scratch.url, async (other) => void (await write(other)));
+      expect(db.commits()).not.toBe(second);
+    });
+  } finally {
+    await scratch.drop();
+  }
+});
+
 describe('first start', () => {
   const counts = async (db: Database) => ({
     organizations: await db.prisma.organization.count(),

@@ -14,6 +14,7 @@ import { access, statfs } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { PrismaBetterSqlite3 } from '@prisma/adapter-better-sqlite3';
 import { Mutex } from 'async-mutex';
+import BetterSqlite3 from 'better-sqlite3';
 import { Prisma, PrismaClient as SqliteClient } from '../../generated/prisma/sqlite/client/client.ts';
 import type { Provider } from '../core/paths.ts';
 import { deploy, placeMigratedSqlite } from './migrations.ts';
@@ -43,6 +44,13 @@ export interface Database {
    * path (the health check shows them to anyone).
    */
   health(): Promise<string | null>;
+  /**
+   * A number that moves whenever any connection of any process commits to the database, read without a query
+   * through Prisma (SQLite's `PRAGMA data_version` on a read-only connection of its own: microseconds, where a read
+   * through Prisma is about half a millisecond of CPU); undefined where there is none (PostgreSQL) or it cannot be
+   * read. A poller that sees the number it saw last knows nothing was committed since, and need not read.
+   */
+  commits(): number | undefined;
   close(): Promise<void>;
 }
 
@@ -103,6 +111,7 @@ export async function openDatabase(url: string, options: { migrate?: boolean } =
           return 'the PostgreSQL server does not answer';
         }
       },
+      commits: () => undefined,
       close: () => prisma.$disconnect(),
     };
     return database;
@@ -163,6 +172,15 @@ export async function openDatabase(url: string, options: { migrate?: boolean } =
     if (space.bavail === 0) return 'the disk holding the SQLite database is full';
     return null;
   };
+  // Never writes, so every commit (this process's writer's included) is another connection's: data_version moves.
+  const watcher = new BetterSqlite3(file, { readonly: true, fileMustExist: true });
+  const commits = () => {
+    try {
+      return watcher.pragma('data_version', { simple: true }) as number;
+    } catch {
+      return undefined;
+    }
+  };
   const database: Database = {
     provider,
     url,
@@ -170,8 +188,10 @@ export async function openDatabase(url: string, options: { migrate?: boolean } =
     write,
     writeStatement: write,
     health,
+    commits,
     close: async () => {
       await mutex.waitForUnlock();
+      watcher.close();
       await Promise.all([reader.$disconnect(), writer.$disconnect()]);
     },
   };
