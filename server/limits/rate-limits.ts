@@ -150,7 +150,8 @@ export class RateLimits {
 
   /** A request's budget for waiting on Redis (RATE_LIMIT_REDIS_TIMEOUT_MS, all its calls together). */
   newWait(): RedisWait {
-    return new RedisWait(this.config.redisCommandTimeoutMs);
+    // Without Redis nothing is waited on: one budget serves every request (its clock is never read).
+    return this.link ? new RedisWait(this.config.redisCommandTimeoutMs) : NO_WAIT;
   }
 
   private build(): void {
@@ -843,6 +844,14 @@ export class RedisWait {
     if (--this.open_ === 0) this.spent += Date.now() - this.since;
   }
 }
+
+/** The budget of a request that waits on nothing (no Redis): opening it reads no clock. */
+const NO_WAIT = new (class extends RedisWait {
+  override open(): number {
+    return Number.POSITIVE_INFINITY;
+  }
+  override close(): void {}
+})(0);
 
 /** The connection to Redis: whether it answers in time now, and the difference between its clock and this one. */
 class RedisLink {
