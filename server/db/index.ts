@@ -173,9 +173,11 @@ export async function openDatabase(url: string, options: { migrate?: boolean } =
     return null;
   };
   // Never writes, so every commit (this process's writer's included) is another connection's: data_version moves.
-  const watcher = new BetterSqlite3(file, { readonly: true, fileMustExist: true });
+  // Opened by the first call: a process that never polls (the CLI, CONTROL_API=off) opens no third connection.
+  let watcher: BetterSqlite3.Database | undefined;
   const commits = () => {
     try {
+      watcher ??= new BetterSqlite3(file, { readonly: true, fileMustExist: true });
       return watcher.pragma('data_version', { simple: true }) as number;
     } catch {
       return undefined;
@@ -191,7 +193,7 @@ export async function openDatabase(url: string, options: { migrate?: boolean } =
     commits,
     close: async () => {
       await mutex.waitForUnlock();
-      watcher.close();
+      watcher?.close();
       await Promise.all([reader.$disconnect(), writer.$disconnect()]);
     },
   };
