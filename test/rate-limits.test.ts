@@ -16,7 +16,7 @@ import type { Identity } from '../server/core/identity.ts';
 import { createLogger } from '../server/core/log.ts';
 import { Gate, rateLimitedOperations } from '../server/http/rate-limits.ts';
 import { reply } from '../server/http/reply.ts';
-import { estimateTokens, LocalCounter, RateLimits } from '../server/limits/rate-limits.ts';
+import { estimateTokens, LocalCounter, RateLimits, seconds, secondsText } from '../server/limits/rate-limits.ts';
 import type { Sampling } from '../server/modules/experiments/rules.ts';
 import { type Sampler, sampler } from '../server/modules/experiments/sampling.ts';
 import { expectError, until } from './support/expect.ts';
@@ -78,6 +78,12 @@ describe('the declaration', () => {
     expect(estimateTokens({ model: 'a-very-long-model-name', messages: [{ role: 'user', content: '' }] })).toBe(0);
     expect(estimateTokens({ model: 'm', messages: [{ role: 'user', content: 'hello world' }] })).toBe(2);
     expect(estimateTokens({ model: 'm', input: ['hello world', 'hello'], max_tokens: 10, n: 3 })).toBe(33);
+  });
+
+  test("the headers' seconds are written from whole milliseconds as String(seconds) writes them", () => {
+    const ms = [-5, 0, 0.2, 1, 9, 10, 99, 100, 101, 110, 999, 1000, 1000.5, 1001, 1010, 1100, 59_999.9, 60_000, 86_400_123, 2 ** 40 + 7];
+    for (let i = 0; i < 2000; i++) ms.push(Math.random() * 120_000);
+    for (const m of ms) expect(secondsText(m), `${m} ms`).toBe(String(seconds(m)));
   });
 });
 
@@ -326,7 +332,7 @@ test('Redis unreachable: each process counts alone meanwhile, and requests are s
   const res = { setHeader: () => res } as never;
   try {
     const admit = () =>
-      new Gate(limits, identity, res).admit('m', { model: 'm' }).then(
+      Promise.resolve(new Gate(limits, identity, res).admit('m', { model: 'm' })).then(
         () => 200,
         (e) => e.status,
       );
@@ -354,7 +360,7 @@ test('a frozen Redis (SIGSTOP) stalls nothing: requests are counted in the proce
   const identity = { organizationId: `org_${randomUUID()}`, projectSlug: 'default' } as Identity;
   const res = { setHeader: () => res } as never;
   const admit = (model: string) =>
-    new Gate(limits, identity, res).admit(model, { model }).then(
+    Promise.resolve(new Gate(limits, identity, res).admit(model, { model })).then(
       () => 200,
       (e) => e.status,
     );
@@ -376,7 +382,7 @@ test('a frozen Redis (SIGSTOP) stalls nothing: requests are counted in the proce
     other = RateLimits.create({ ...limits.config }, `redis://127.0.0.1:${port}`, createLogger('silent'), systemClock);
     expect(await until(() => other!.store === 'redis', 20_000)).toBe(true);
     const elsewhere = (model: string) =>
-      new Gate(other!, identity, res).admit(model, { model }).then(
+      Promise.resolve(new Gate(other!, identity, res).admit(model, { model })).then(
         () => 200,
         (e) => e.status,
       );
@@ -405,7 +411,7 @@ describe('a frozen Redis (issue 28 §2)', () => {
   const identity = { organizationId: `org_${randomUUID()}`, projectSlug: 'default' } as Identity;
   const res = { setHeader: () => res } as never;
   const admit = (limits: RateLimits, model: string) =>
-    new Gate(limits, identity, res).admit(model, { model }).then(
+    Promise.resolve(new Gate(limits, identity, res).admit(model, { model })).then(
       () => 200,
       (e) => e.status,
     );

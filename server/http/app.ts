@@ -334,7 +334,9 @@ export function createApp(options: AppOptions): express.Express {
     // fields are parsed by now).
     const gate = limited.has(operationId) ? new Gate(limits, identity, res) : undefined;
     const model = typeof req.body?.model === 'string' ? req.body.model : limited.get(operationId);
-    if (gate && model !== undefined) await gate.admit(model, req.body);
+    // (Admitted at once, in memory: no wait.)
+    const admitting = gate && model !== undefined ? gate.admit(model, req.body) : undefined;
+    if (admitting) await admitting;
     let result: unknown;
     try {
       // The request's fields first, the services spread last: on this V8, adding a property to an object made by a

@@ -7,7 +7,7 @@ import type { ErrorRequestHandler, Request, Response } from 'express';
 import type { OperationId } from '../../generated/operations.ts';
 import { ApiError, internalError } from '../core/errors.ts';
 import type { Identity } from '../core/identity.ts';
-import { type Admitted, keyOf, type RateLimits, seconds } from '../limits/rate-limits.ts';
+import { type Admitted, keyOf, type Outcome, type RateLimits, type RedisWait, secondsText } from '../limits/rate-limits.ts';
 import { Reply } from './reply.ts';
 import { refResolver, type SpecDocument } from './spec-ref.ts';
 
@@ -54,7 +54,7 @@ export function resetOnRefusals(
     if (op && limited.has(op) && !carried && !res.headersSent && !res.hasHeader('x-ratelimit-reset')) {
       const model = typeof req.body?.model === 'string' ? req.body.model : limited.get(op);
       const ms = req.identity && model !== undefined ? await limits.msBeforeReset(keyOf(req.identity, model)) : 0;
-      res.set('x-ratelimit-reset', String(seconds(ms)));
+      res.set('x-ratelimit-reset', secondsText(ms));
     }
     next(err);
   };
@@ -76,23 +76,34 @@ export class Gate {
 
   /**
    * Counts the request against the organization's limits on `model` (and the model's capacity), waiting in the
-   * key's short queue when the window that refuses it ends soon; throws the 429 or 503 otherwise.
+   * key's short queue when the window that refuses it ends soon; throws the 429 or 503 otherwise. Nothing to wait
+   * for when the limiter answers at once and admits (in memory, its limits known): the pipeline awaits only a promise.
    */
-  async admit(model: string, body: unknown): Promise<void> {
+  admit(model: string, body: unknown): Promise<void> | undefined {
     if (this.admitted) return;
     // One budget for every wait on Redis of this request (RATE_LIMIT_REDIS_TIMEOUT_MS in all).
     const wait = this.limits.newWait();
-    for (let attempt = 0; ; attempt++) {
-      const outcome = await this.limits.attempt(this.identity, model, body, wait);
-      if ('admitted' in outcome) {
-        this.admitted = outcome.admitted;
-        const headers = outcome.admitted.headers;
-        // setHeader, not Express's res.set: these are plain strings, which res.set would check and convert again.
-        for (const name in headers) this.res.setHeader(name, headers[name]!);
-        return;
-      }
-      if (attempt > 0 || !(await this.limits.wait(keyOf(this.identity, model), outcome.waitMs))) throw outcome.refusal;
+    const outcome = this.limits.attempt(this.identity, model, body, wait);
+    if (!(outcome instanceof Promise) && 'admitted' in outcome) return void this.accept(outcome.admitted);
+    return this.afterFirst(outcome, model, body, wait);
+  }
+
+  /** `admit` once its first attempt is known: admitted, or one more attempt after a wait in the key's queue. */
+  private async afterFirst(first: Outcome | Promise<Outcome>, model: string, body: unknown, wait: RedisWait): Promise<void> {
+    let outcome = await first;
+    if ('refusal' in outcome) {
+      if (!(await this.limits.wait(keyOf(this.identity, model), outcome.waitMs))) throw outcome.refusal;
+      outcome = await this.limits.attempt(this.identity, model, body, wait);
+      if ('refusal' in outcome) throw outcome.refusal;
     }
+    this.accept(outcome.admitted);
+  }
+
+  private accept(admitted: Admitted): void {
+    this.admitted = admitted;
+    const headers = admitted.headers;
+    // setHeader, not Express's res.set: these are plain strings, which res.set would check and convert again.
+    for (const name in headers) this.res.setHeader(name, headers[name]!);
   }
 
   /**

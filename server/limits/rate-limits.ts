@@ -8,8 +8,9 @@
 // every process shares one limit; in the process otherwise) under the key and the window's id, living well past any
 // window. They are atomic counters without a ceiling: the limit is dynamic, so the decision is taken here against the
 // counts they return, and a refused request's points are given back. The process's counters are a Map, counted
-// synchronously: in memory a request's counting waits on no promise (a limiter library's promise-based counters cost
-// a chat request several percent of its CPU, measured).
+// synchronously: in memory a request is admitted without waiting on a promise (a limiter library's promise-based
+// counters cost a chat request several percent of its CPU, measured). Redis's are counted by a script, one call for
+// the requests of one turn of the event loop (RedisLink.count).
 //
 // Redis is waited on for at most RATE_LIMIT_REDIS_TIMEOUT_MS per request, all its calls together (RedisWait): past
 // it the request is counted in the process (the fallback), and so is every request after it until Redis answers a
@@ -36,17 +37,24 @@ const NOT_PROMPT = new Set(['model', 'role', 'user', 'stop', 'encoding_format', 
  * limit: a request over it is decided alike however far over it is), so a long body costs the limit's work.
  */
 export function estimateTokens(body: unknown, atMost = Infinity): number {
-  let tokens = 0;
-  const walk = (value: unknown): void => {
-    if (tokens > atMost) return;
-    if (typeof value === 'string') tokens += countTokens(value, atMost - tokens);
-    else if (Array.isArray(value)) value.forEach(walk);
-    else if (value && typeof value === 'object')
-      for (const k in value) if (Object.hasOwn(value, k) && !NOT_PROMPT.has(k)) walk((value as Record<string, unknown>)[k]);
-  };
-  walk(body);
+  let tokens = promptTokens(body, atMost);
   const b = body as { max_tokens?: unknown; n?: unknown } | null;
   if (typeof b?.max_tokens === 'number') tokens += b.max_tokens * (typeof b.n === 'number' ? b.n : 1);
+  return tokens;
+}
+
+/** The tokens of every string in `value` the model reads, counted until they are past `atMost`. */
+function promptTokens(value: unknown, atMost: number): number {
+  if (typeof value === 'string') return countTokens(value, atMost);
+  let tokens = 0;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length && tokens <= atMost; i++) tokens += promptTokens(value[i], atMost - tokens);
+  } else if (value && typeof value === 'object') {
+    for (const k in value) {
+      if (tokens > atMost) break;
+      if (Object.hasOwn(value, k) && !NOT_PROMPT.has(k)) tokens += promptTokens((value as Record<string, unknown>)[k], atMost - tokens);
+    }
+  }
   return tokens;
 }
 
@@ -85,6 +93,19 @@ export interface Counted {
 
 /** A request's counts: itself in the key's request window, its tokens in the token window, itself in the model's capacity. */
 type Counts = [requests: Counted, tokens: Counted, capacity: Counted | undefined];
+
+/** What `attempt` answers: the request admitted, or refused with how long until the refusing window ends. */
+export type Outcome = { admitted: Admitted } | { refusal: ApiError; waitMs: number };
+
+/** One request being admitted: its key, the model it asked for (the one counted for capacity, if any), its limits and estimate. */
+interface Admission {
+  key: string;
+  requested: string;
+  model: string | undefined;
+  dedicated: boolean;
+  limits: Limits;
+  estimate: number;
+}
 
 /** A key's window: its id among the key's windows, and its end (the platform clock's ms). */
 export interface Window {
@@ -131,8 +152,7 @@ export class RateLimits {
   }
 
   /** A key's window now: the one the control plane set it while that lasts, else the clock's current one. */
-  window(key: string): Window {
-    const now = this.clock.now();
+  window(key: string, now = this.clock.now()): Window {
     const set = this.windows.get(key);
     if (set && now < set.endsAt) return set;
     const span = this.config.windowSeconds * 1000;
@@ -144,8 +164,8 @@ export class RateLimits {
   private current?: { n: number; window: Window };
 
   /** Milliseconds until a counted window ends. */
-  private left(counted: Counted): number {
-    return Math.max(0, counted.window.endsAt - this.clock.now());
+  private left(counted: Counted, now = this.clock.now()): number {
+    return Math.max(0, counted.window.endsAt - now);
   }
 
   /** A request's budget for waiting on Redis (RATE_LIMIT_REDIS_TIMEOUT_MS, all its calls together). */
@@ -228,7 +248,8 @@ export class RateLimits {
 
   /** A model string of the caller's project names a dedicated endpoint, which has its known fixed limit. */
   isDedicated(identity: Identity, model: string): boolean {
-    return model.startsWith(`${identity.projectSlug}/`);
+    const slug = identity.projectSlug;
+    return model.charCodeAt(slug.length) === 47 /* / */ && model.startsWith(slug);
   }
 
   /**
@@ -284,28 +305,52 @@ export class RateLimits {
    * model's capacity window; in Redis with one call for the three.
    */
   private countRequest(key: string, estimate: number, model: string | undefined, deadline: number): Counts | Promise<Counts> {
-    const window = this.window(key);
-    const capacity = model === undefined ? undefined : this.window(model);
-    const tallied = addAll(
-      [
-        { counter: this.requests, key: `${key}@${window.id}`, points: 1 },
-        { counter: this.tokens, key: `${key}@${window.id}`, points: estimate },
-        ...(capacity ? [{ counter: this.capacity, key: `${model}@${capacity.id}`, points: 1 }] : []),
-      ],
-      deadline,
-    );
-    const counts = (tallies: Tally[]): Counts => {
-      const counted = (i: number, w: Window): Counted => ({ consumed: tallies[i]!.consumed, window: w, shared: tallies[i]!.shared });
-      return [counted(0, window), counted(1, window), capacity && counted(2, capacity)];
-    };
-    return tallied instanceof Promise ? tallied.then(counts) : counts(tallied);
+    // One reading of the clock for both windows.
+    const now = this.clock.now();
+    const window = this.window(key, now);
+    const at = this.at(key, window);
+    const capacity = model === undefined ? undefined : this.window(model, now);
+    const counts = [
+      { counter: this.requests, key: at, points: 1 },
+      { counter: this.tokens, key: at, points: estimate },
+    ];
+    if (capacity) counts.push({ counter: this.capacity, key: this.at(model!, capacity), points: 1 });
+    const tallied = addAll(counts, deadline);
+    return tallied instanceof Promise ? tallied.then((t) => countsOf(t, window, capacity)) : countsOf(tallied, window, capacity);
   }
+
+  /**
+   * `<key>@<window id>`, a counter's name for a key's window, made once per key and window: a string made anew is
+   * hashed again at every lookup, which was most of an in-memory count's cost (measured).
+   */
+  private at(key: string, window: Window): string {
+    const known = this.names.get(key);
+    if (known?.window === window) return known.at;
+    const at = `${key}@${window.id}`;
+    if (this.names.size > 10_000) this.names.clear();
+    this.names.set(key, { window, at });
+    return at;
+  }
+  private readonly names = new Map<string, { window: Window; at: string }>();
+
+  /** The usage counters' names of a key's bucket, made once per key and bucket (as `at`). */
+  private usageNames(key: string, bucket: number): { r: string; t: string } {
+    const known = this.buckets.get(key);
+    if (known?.bucket === bucket) return known;
+    const names = { bucket, r: `${key}:r:${bucket}`, t: `${key}:t:${bucket}` };
+    if (this.buckets.size > 10_000) this.buckets.clear();
+    this.buckets.set(key, names);
+    return names;
+  }
+  private readonly buckets = new Map<string, { bucket: number; r: string; t: string }>();
 
   /** Gives points back (or takes more: negative) in a window that is still open, where it was counted; failures only cost accuracy. */
   adjust(limiter: 'requests' | 'tokens' | 'capacity', key: string, counted: Counted, points: number): void {
     if (points === 0 || this.clock.now() >= counted.window.endsAt - 5) return;
-    const at = `${key}@${counted.window.id}`;
-    this.track(this[limiter].adjust(at, -points, counted.shared ?? false, Date.now() + this.config.redisCommandTimeoutMs), 'adjustment lost');
+    this.track(
+      this[limiter].adjust(this.at(key, counted.window), -points, counted.shared ?? false, Date.now() + this.config.redisCommandTimeoutMs),
+      'adjustment lost',
+    );
   }
 
   /** Writes on their way to Redis (nothing waits for them but `settled`); one made in the process is done already. */
@@ -360,8 +405,9 @@ export class RateLimits {
 
   recordSuccess(key: string, tokens: number): void {
     const bucket = Math.floor(this.clock.now() / (this.config.usageWindowSeconds * 1000));
-    this.later('usage', `${key}:r:${bucket}`, 1);
-    this.later('usage', `${key}:t:${bucket}`, Math.round(tokens));
+    const names = this.usageNames(key, bucket);
+    this.later('usage', names.r, 1);
+    this.later('usage', names.t, Math.round(tokens));
   }
 
   /** Milliseconds until the key's current request window ends, 0 when none is open; counts nothing. */
@@ -405,87 +451,101 @@ export class RateLimits {
    * model (a dedicated endpoint's fixed ones) and the model's live capacity.
    * Admitted, it answers the limit headers to send; refused, the 429 (`dynamic_request_limited`,
    * `dynamic_token_limited`) or 503 (`model_overloaded`) with its headers, its points given back, and how long until
-   * the refusing window ends.
+   * the refusing window ends. A value when everything it needs is in the process (in memory, and the limits known
+   * this window), a promise otherwise: the caller awaits either.
    */
-  async attempt(
-    identity: Identity,
-    requested: string,
-    body: unknown,
-    wait = this.newWait(),
-  ): Promise<{ admitted: Admitted } | { refusal: ApiError; waitMs: number }> {
+  attempt(identity: Identity, requested: string, body: unknown, wait = this.newWait()): Outcome | Promise<Outcome> {
     const dedicated = this.isDedicated(identity, requested);
     const key = keyOf(identity, requested);
+    // The limits first (known in the process but once a window), for the estimate to count up to.
+    const limits = this.limitsFor(key, dedicated, wait);
+    return limits instanceof Promise
+      ? limits.then((l) => this.count(key, requested, dedicated, l, body, wait))
+      : this.count(key, requested, dedicated, limits, body, wait);
+  }
+
+  /** `attempt`'s counts, once the key's limits are known, and the decision on them. */
+  private count(key: string, requested: string, dedicated: boolean, limits: Limits, body: unknown, wait: RedisWait): Outcome | Promise<Outcome> {
+    const estimate = estimateTokens(body, limits.tokens + 1);
     // A dedicated endpoint has no shared serving capacity to count.
     const model = dedicated ? undefined : requested;
-    // The limits first (known in the process but once a window), for the estimate to count up to.
-    const limits = await this.limitsFor(key, dedicated, wait);
-    const estimate = estimateTokens(body, limits.tokens + 1);
-    const deadline = wait.open();
-    let counts: Counts;
-    try {
-      counts = await this.countRequest(key, estimate, model, deadline);
-    } finally {
-      wait.close();
-    }
-    const [requests, tokens, capacity] = counts;
+    const admission: Admission = { key, requested, model, dedicated, limits, estimate };
+    const counts = this.countRequest(key, estimate, model, wait.open());
+    if (counts instanceof Promise) return counts.finally(() => wait.close()).then((c) => this.decide(admission, c));
+    wait.close();
+    return this.decide(admission, counts);
+  }
+
+  /** Admitted with its limit headers, or refused (its points given back) with the refusal and how long until its window ends. */
+  private decide(r: Admission, counts: Counts): Outcome {
+    const { key, limits, estimate, model } = r;
+    const requests = counts[0];
+    const tokens = counts[1];
+    const capacity = counts[2];
     const usedR = requests.consumed;
     const usedT = tokens.consumed;
-    const headers = (remainingR: number, remainingT: number, resetMs: number) => ({
-      'x-ratelimit-limit': String(limits.requests),
-      'x-ratelimit-remaining': String(Math.max(0, remainingR)),
-      'x-ratelimit-reset': String(seconds(resetMs)),
-      'x-tokenlimit-limit': String(limits.tokens),
-      'x-tokenlimit-remaining': String(Math.max(0, remainingT)),
-    });
-    const giveBack = () => {
-      this.adjust('requests', key, requests, 1);
-      this.adjust('tokens', key, tokens, estimate);
-      if (capacity) this.adjust('capacity', model!, capacity, 1);
-    };
     const overRequests = usedR > limits.requests;
     // A request alone in its window always passes the token check, so one larger than the whole limit is not refused forever.
     const overTokens = usedT > limits.tokens && usedT > estimate;
+    const cap = model === undefined ? undefined : (this.config.modelCapacities[model] ?? this.config.modelCapacity);
+    const overCapacity = capacity !== undefined && cap !== undefined && capacity.consumed > cap;
+    if (!overRequests && !overTokens && !overCapacity)
+      return {
+        admitted: { key, estimate, limits, tokens, headers: this.headers(limits, limits.requests - usedR, limits.tokens - usedT, this.left(requests)) },
+      };
+    // Refused: its points given back.
+    this.adjust('requests', key, requests, 1);
+    this.adjust('tokens', key, tokens, estimate);
+    if (capacity) this.adjust('capacity', model!, capacity, 1);
+    const remaining = (resetMs: number) => this.headers(limits, limits.requests - usedR + 1, limits.tokens - usedT + estimate, resetMs);
     if (overRequests || overTokens) {
-      giveBack();
       const waitMs = this.left(overRequests ? requests : tokens);
       const type = overRequests ? 'dynamic_request_limited' : 'dynamic_token_limited';
       const what = overRequests ? `${limits.requests} requests` : `${limits.tokens} tokens`;
-      const wait = Math.max(1, Math.ceil(waitMs / 1000));
       const error = new ApiError(
         429,
         type,
-        `Rate limit exceeded for model '${requested}': this organization may send ${what} per ${this.config.windowSeconds} s on it now ` +
-          `(${dedicated ? "the dedicated endpoint's fixed limit" : 'the limit rises with sustained successful traffic'}). Retry in ${seconds(waitMs)} s.`,
+        `Rate limit exceeded for model '${r.requested}': this organization may send ${what} per ${this.config.windowSeconds} s on it now ` +
+          `(${r.dedicated ? "the dedicated endpoint's fixed limit" : 'the limit rises with sustained successful traffic'}). Retry in ${seconds(waitMs)} s.`,
         null,
         type,
-        {
-          ...headers(limits.requests - usedR + 1, limits.tokens - usedT + estimate, waitMs),
-          'retry-after': String(wait),
-          'retry-after-ms': String(Math.ceil(waitMs)),
-        },
+        { ...remaining(waitMs), 'retry-after': String(Math.max(1, Math.ceil(waitMs / 1000))), 'retry-after-ms': String(Math.ceil(waitMs)) },
       );
       return { refusal: error, waitMs };
     }
-    const cap = model === undefined ? undefined : (this.config.modelCapacities[model] ?? this.config.modelCapacity);
-    if (capacity && cap !== undefined && capacity.consumed > cap) {
-      giveBack();
-      const waitMs = this.left(capacity);
-      const error = new ApiError(
-        503,
-        'model_overloaded',
-        `The model '${model}' is at its serving capacity now; this organization is within its rate limit. Retry in ${seconds(waitMs)} s.`,
-        null,
-        'server_error',
-        {
-          ...headers(limits.requests - usedR + 1, limits.tokens - usedT + estimate, this.left(requests)),
-          'retry-after': String(Math.max(1, Math.ceil(waitMs / 1000))),
-          'retry-after-ms': String(Math.ceil(waitMs)),
-        },
-      );
-      return { refusal: error, waitMs };
-    }
-    return { admitted: { key, estimate, limits, tokens, headers: headers(limits.requests - usedR, limits.tokens - usedT, this.left(requests)) } };
+    const waitMs = this.left(capacity!);
+    const error = new ApiError(
+      503,
+      'model_overloaded',
+      `The model '${model}' is at its serving capacity now; this organization is within its rate limit. Retry in ${seconds(waitMs)} s.`,
+      null,
+      'server_error',
+      {
+        ...remaining(this.left(requests)),
+        'retry-after': String(Math.max(1, Math.ceil(waitMs / 1000))),
+        'retry-after-ms': String(Math.ceil(waitMs)),
+      },
+    );
+    return { refusal: error, waitMs };
   }
+
+  /** The limit headers of an answer: the limits, what is left of them (never below 0), and when the request window ends. */
+  private headers(limits: Limits, remainingR: number, remainingT: number, resetMs: number): Record<string, string> {
+    // A key's limits stay the same object for its window: their texts are made once.
+    let texts = this.texts.get(limits);
+    if (!texts) {
+      texts = { requests: String(limits.requests), tokens: String(limits.tokens) };
+      this.texts.set(limits, texts);
+    }
+    return {
+      'x-ratelimit-limit': texts.requests,
+      'x-ratelimit-remaining': String(Math.max(0, remainingR)),
+      'x-ratelimit-reset': secondsText(resetMs),
+      'x-tokenlimit-limit': texts.tokens,
+      'x-tokenlimit-remaining': String(Math.max(0, remainingT)),
+    };
+  }
+  private readonly texts = new WeakMap<Limits, { requests: string; tokens: string }>();
 
   /**
    * After the answer: the token count corrected from the tokens the request used (when its answer said), and the
@@ -631,6 +691,16 @@ export interface KeyState {
 /** Seconds (to the millisecond) in a duration, as the limit headers give it. */
 export const seconds = (ms: number) => Math.max(0, Math.ceil(ms) / 1000);
 
+/** `String(seconds(ms))`, made from whole numbers: formatting a fraction costs several times as much (measured). */
+export function secondsText(ms: number): string {
+  const n = Math.max(0, Math.ceil(ms));
+  const frac = n % 1000;
+  if (frac === 0) return String(n / 1000);
+  const digits = frac < 10 ? `00${frac}` : frac < 100 ? `0${frac}` : String(frac);
+  const end = digits.charCodeAt(2) !== 48 ? 3 : digits.charCodeAt(1) !== 48 ? 2 : 1;
+  return `${(n - frac) / 1000}.${digits.slice(0, end)}`;
+}
+
 /** The counters' key: per organization x `model` string. */
 export const keyOf = (identity: Pick<Identity, 'organizationId'>, model: string) => `${identity.organizationId}:${model}`;
 
@@ -662,6 +732,18 @@ interface Counter {
   set(key: string, points: number, ms: number): void;
   /** The key's name in Redis. */
   getKey(key: string): string;
+}
+
+/** A request's counts from its tallies, in the order `countRequest` made them. */
+function countsOf(tallies: Tally[], window: Window, capacity: Window | undefined): Counts {
+  const r = tallies[0]!;
+  const t = tallies[1]!;
+  const c = tallies[2];
+  return [
+    { consumed: r.consumed, window, shared: r.shared },
+    { consumed: t.consumed, window, shared: t.shared },
+    capacity && c && { consumed: c.consumed, window: capacity, shared: c.shared },
+  ];
 }
 
 /** Counts in several counters at once: in Redis with one call when they share it, else each in the process. */
@@ -745,7 +827,7 @@ class SharedCounter implements Counter {
     const local = counts.map(({ counter, key, points }) => counter.local.add(key, points));
     const keys = counts.map(({ counter, key }) => counter.getKey(key));
     const args = counts.flatMap(({ counter, points }) => [points, counter.local.ms]);
-    const count = (until: number) => link.redis.rlCount(keys.length, ...keys, ...args, until);
+    const count = (until: number) => link.count(keys, args, until);
     if (deadline <= Date.now()) {
       // The request's wait is spent (its other calls took it, or its event loop was held): it is decided on the
       // process's tally, and Redis, if it answers, still counts it, so the shared window misses no request.
@@ -753,7 +835,7 @@ class SharedCounter implements Counter {
       return local;
     }
     const counted = await link.within(deadline, count);
-    if (counted) return counts.map((_, i) => ({ consumed: Number(counted[2 * i]), shared: true }));
+    if (counted) return counted.map((consumed) => ({ consumed: Number(consumed), shared: true }));
     return local;
   }
 
@@ -766,7 +848,7 @@ class SharedCounter implements Counter {
   async adjust(key: string, points: number, shared: boolean, deadline: number): Promise<void> {
     // Every count is in the process's tally; one Redis made is adjusted there too (or not, when it does not answer).
     this.local.add(key, points);
-    if (shared) await this.link.within(deadline, (until) => this.link.redis.rlCount(1, this.getKey(key), points, this.local.ms, until));
+    if (shared) await this.link.within(deadline, (until) => this.link.count([this.getKey(key)], [points, this.local.ms], until));
   }
 
   set(key: string, points: number, ms: number): void {
@@ -775,26 +857,29 @@ class SharedCounter implements Counter {
 }
 
 /**
- * Counts, for each key KEYS[i], `ARGV[2i-1]` points in its window (`ARGV[2i]` ms long, opened when none is), unless
- * Redis runs it after the last ARGV (ms, Redis's clock), the moment its request stopped waiting: then it counts
- * nothing (nil). Answers each key's count and ms left, in order. (One Redis server: the keys of a request need not
- * share a cluster slot.)
+ * Counts for several requests at once (RedisLink.count): KEYS are every request's keys in turn; ARGV holds, per
+ * request, its number of keys, its deadline (ms, Redis's clock: the moment it stopped waiting), then each key's points
+ * and window (ms long, opened when none is). Answers, per request in order, each key's count, or nothing when Redis
+ * runs it after the deadline (then it counts nothing). (One Redis server: the keys need not share a cluster slot.)
  */
 const COUNT_SCRIPT = `
-local now = redis.call('TIME')
-if tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000) > tonumber(ARGV[#ARGV]) then return false end
-local out = {}
-for i, key in ipairs(KEYS) do
-  local ms = ARGV[2 * i]
-  redis.call('SET', key, 0, 'PX', ms, 'NX')
-  local consumed = redis.call('INCRBY', key, ARGV[2 * i - 1])
-  local ttl = redis.call('PTTL', key)
-  if ttl < 0 then
-    redis.call('PEXPIRE', key, ms)
-    ttl = tonumber(ms)
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local out, k, a = {}, 0, 1
+while a <= #ARGV do
+  local n, deadline = tonumber(ARGV[a]), tonumber(ARGV[a + 1])
+  local counts = {}
+  if now <= deadline then
+    for i = 1, n do
+      local key, points, ms = KEYS[k + i], ARGV[a + 2 * i], ARGV[a + 2 * i + 1]
+      redis.call('SET', key, 0, 'PX', ms, 'NX')
+      counts[i] = redis.call('INCRBY', key, points)
+      if redis.call('PTTL', key) < 0 then redis.call('PEXPIRE', key, ms) end
+    end
   end
-  out[#out + 1] = consumed
-  out[#out + 1] = ttl
+  out[#out + 1] = counts
+  k = k + n
+  a = a + 2 + 2 * n
 end
 return out
 `;
@@ -820,8 +905,8 @@ return {1, total}
 const READ_SCRIPT = `return {redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1])}`;
 
 type LinkedRedis = Redis & {
-  /** `keys` keys, then each key's points and window (ms), then the deadline: each key's count and ms left, in order. */
-  rlCount(keys: number, ...args: (string | number)[]): Promise<number[] | null>;
+  /** The number of keys, the keys, then per request its number of keys, its deadline and each key's points and window (ms). */
+  rlCount(keys: number, ...args: (string | number)[]): Promise<number[][]>;
   rlRead(key: string): Promise<[string | null, number]>;
   rlSlide(key: string, bucket: number, buckets: number, cap: number, keepS: number, until: number): Promise<[number, number] | null>;
 };
@@ -875,6 +960,39 @@ class RedisLink {
     redis.defineCommand('rlRead', { numberOfKeys: 1, lua: READ_SCRIPT });
     redis.defineCommand('rlSlide', { numberOfKeys: 1, lua: SLIDE_SCRIPT });
     this.redis = redis as LinkedRedis;
+  }
+
+  /**
+   * Counts `points` (`args`: each key's points and window) under `keys` unless Redis runs it after `until`; answers
+   * each key's count, or null when it counted nothing (late). The counts asked for in one turn of the event loop go
+   * to Redis as one script call at its end: a call's own cost (its write and read on the socket, the script's run)
+   * is then shared by the requests that came together, instead of being most of each one's limiting (measured).
+   */
+  count(keys: string[], args: number[], until: number): Promise<number[] | null> {
+    let batch = this.batch;
+    if (!batch) {
+      batch = this.batch = { keys: [], args: [], answers: [] };
+      setImmediate(() => this.send());
+    }
+    for (const key of keys) batch.keys.push(key);
+    batch.args.push(keys.length, until);
+    for (const arg of args) batch.args.push(arg);
+    const answers = batch.answers;
+    return new Promise((resolve, reject) => answers.push({ resolve, reject }));
+  }
+  private batch?: { keys: string[]; args: number[]; answers: { resolve: (counts: number[] | null) => void; reject: (err: unknown) => void }[] };
+
+  private send(): void {
+    const { keys, args, answers } = this.batch!;
+    this.batch = undefined;
+    this.redis.rlCount(keys.length, ...keys, ...args).then(
+      (out) => {
+        for (let i = 0; i < answers.length; i++) answers[i]!.resolve(out[i]?.length ? out[i]! : null);
+      },
+      (err: unknown) => {
+        for (const a of answers) a.reject(err);
+      },
+    );
   }
 
   /** Whether calls go to Redis now: connected, and nothing unanswered in time since the last probe. */
