@@ -369,13 +369,17 @@ async function pairedShares(s: Scenario, a: Side, b: Side, what: string): Promis
   const connections = s.connections ?? CONNECTIONS;
   const shares: number[] = [];
   for (let round = 1; round <= ROUNDS; round++) {
-    const [ma, mb] = await Promise.all(
-      [a, b].map((side) => {
+    // The side whose load starts first alternates (ABBA across rounds): an A/A pair read 2% apart, one way, when
+    // the same side always started first (measured).
+    const order = round % 2 ? [a, b] : [b, a];
+    const measured = await Promise.all(
+      order.map((side) => {
         const { url, pid, auth } = side.server;
         const r = side.request ?? s;
         return measure(`${url}${r.path}`, r.method, auth, bodyOf(r), pid, connections, SMOKE ? 1 : 2 * DURATION);
       }),
     );
+    const [ma, mb] = order[0] === a ? measured : [measured[1], measured[0]];
     shares.push(mb!.cpuPerRequest / ma!.cpuPerRequest - 1);
     console.log(`${what} round ${round}: ${ma!.cpuPerRequest.toFixed(0)} µs CPU/req without, ${mb!.cpuPerRequest.toFixed(0)} with`);
   }

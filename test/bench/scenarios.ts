@@ -179,6 +179,9 @@ export const scenarios: Scenario[] = [
     target: { ratio: 0.45 },
   },
   limiter('limits off', { RATE_LIMITS: 'off' }),
+  // The A/A control: a second server like the first, measured against it as the settings below are. What it reads is
+  // the method's error on this machine (nothing differs), the margin to read the other ADDED lines with.
+  { ...limiter('limits off, a second server (A/A control)', { RATE_LIMITS: 'off' }, 'limiter: chat, limits off'), maxAdded: undefined },
   limiter('limits in memory', { ...unlimited, REDIS_URL: '' }, 'limiter: chat, limits off'),
   limiter(
     'limits in Redis',
