@@ -282,7 +282,9 @@ export class RateLimits {
     this.refreshing.add(key);
     const deadline = wait.open();
     const reads = await Promise.all(
-      [`${key}:r:${bucket - 1}`, `${key}:r:${bucket}`, `${key}:t:${bucket - 1}`, `${key}:t:${bucket}`].map((k) => this.usage.get(k, deadline)),
+      [usageName(key, 'r', bucket - 1), usageName(key, 'r', bucket), usageName(key, 't', bucket - 1), usageName(key, 't', bucket)].map((k) =>
+        this.usage.get(k, deadline),
+      ),
     ).finally(() => {
       wait.close();
       this.refreshing.delete(key);
@@ -326,7 +328,7 @@ export class RateLimits {
   private at(key: string, window: Window): string {
     const known = this.names.get(key);
     if (known?.window === window) return known.at;
-    const at = `${key}@${window.id}`;
+    const at = windowName(key, window.id);
     if (this.names.size > 10_000) this.names.clear();
     this.names.set(key, { window, at });
     return at;
@@ -337,7 +339,7 @@ export class RateLimits {
   private usageNames(key: string, bucket: number): { r: string; t: string } {
     const known = this.buckets.get(key);
     if (known?.bucket === bucket) return known;
-    const names = { bucket, r: `${key}:r:${bucket}`, t: `${key}:t:${bucket}` };
+    const names = { bucket, r: usageName(key, 'r', bucket), t: usageName(key, 't', bucket) };
     if (this.buckets.size > 10_000) this.buckets.clear();
     this.buckets.set(key, names);
     return names;
@@ -415,7 +417,7 @@ export class RateLimits {
     const window = this.window(key);
     const deadline = wait.open();
     try {
-      const { consumed } = await this.requests.get(`${key}@${window.id}`, deadline);
+      const { consumed } = await this.requests.get(this.at(key, window), deadline);
       return consumed === null ? 0 : Math.max(0, window.endsAt - this.clock.now());
     } catch {
       return 0;
@@ -568,7 +570,7 @@ export class RateLimits {
   /** A key's limits in force, the ones the control plane set, and its current window's counts and end. */
   async state(key: string, dedicated: boolean): Promise<KeyState> {
     const window = this.window(key);
-    const at = `${key}@${window.id}`;
+    const at = this.at(key, window);
     const deadline = Date.now() + this.config.redisCommandTimeoutMs;
     const [limits, { consumed: requests }, { consumed: tokens }] = await Promise.all([
       this.limitsFor(key, dedicated),
@@ -626,7 +628,7 @@ export class RateLimits {
     if (!counts || !window) return;
     this.flush(); // a pending correction would land on the window set here
     const ms = Math.max(1, window.endsAt - this.clock.now(), LIFETIME_S * 1000);
-    await Promise.all((['requests', 'tokens'] as const).map((k) => this.put(k, `${key}@${window.id}`, window.used[k], ms)));
+    await Promise.all((['requests', 'tokens'] as const).map((k) => this.put(k, windowName(key, window.id), window.used[k], ms)));
   }
 
   /** One counter set to `points`, living `ms` (to the millisecond in Redis too, where `set` has whole seconds). */
@@ -700,6 +702,11 @@ export function secondsText(ms: number): string {
   const end = digits.charCodeAt(2) !== 48 ? 3 : digits.charCodeAt(1) !== 48 ? 2 : 1;
   return `${(n - frac) / 1000}.${digits.slice(0, end)}`;
 }
+
+/** A counter's name for a key's window of counts. */
+const windowName = (key: string, windowId: string) => `${key}@${windowId}`;
+/** A usage counter's name: a key's successful requests (`r`) or tokens (`t`) in one bucket of the usage window. */
+const usageName = (key: string, kind: 'r' | 't', bucket: number) => `${key}:${kind}:${bucket}`;
 
 /** The counters' key: per organization x `model` string. */
 export const keyOf = (identity: Pick<Identity, 'organizationId'>, model: string) => `${identity.organizationId}:${model}`;
