@@ -2,6 +2,7 @@
 // organization x model, so requests spread over both are refused exactly as if one process had taken them all;
 // without Redis each process counts alone (the control). Each run counts under a key prefix of its own.
 import { randomUUID } from 'node:crypto';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { type ScratchDatabase, scratchDatabase } from './support/database.ts';
 import { limitedOperations } from './support/rate-limited.ts';
@@ -10,8 +11,17 @@ import { type ServerProcess, startServerProcess } from './support/server-process
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const LIMIT = 10;
 const PER_PROCESS = 15;
-// A window far longer than the test, and no queue: every count is exact.
-const LIMITS = { RATE_LIMIT_BASE_REQUESTS: String(LIMIT), RATE_LIMIT_WINDOW_SECONDS: '300', RATE_LIMIT_QUEUE_SIZE: '0', RUNNER_ENABLED: 'false' };
+// No queue, and a limit that cannot grow, in a window that does not end during any test run: every count is exact.
+// (Windows are aligned on the clock: with a window of 300 s, a run that crossed a multiple of 5 minutes counted
+// afresh in the new window, and served one request too many, seen under load. This one ends in 2033.)
+const LIMITS = {
+  RATE_LIMIT_BASE_REQUESTS: String(LIMIT),
+  RATE_LIMIT_MAX_REQUESTS: String(LIMIT),
+  RATE_LIMIT_WINDOW_SECONDS: '1000000000',
+  RATE_LIMIT_QUEUE_SIZE: '0',
+  RUNNER_ENABLED: 'false',
+};
+const PREFIX = `procs-${randomUUID()}`;
 const { model } = limitedOperations.createChatCompletion!;
 
 let db: ScratchDatabase;
@@ -51,11 +61,15 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const s of started) await s.stop();
   await db?.drop();
+  // The window's counters would otherwise live as long as it.
+  const redis = new Redis(REDIS_URL);
+  for await (const keys of redis.scanStream({ match: `${PREFIX}:*` }) as AsyncIterable<string[]>) if (keys.length) await redis.unlink(...keys);
+  await redis.quit();
 });
 
 describe('two server processes', () => {
   test('sharing Redis, they enforce one limit: 30 requests, 10 served, 20 refused with 429', async () => {
-    const servers = await pair({ REDIS_URL, RATE_LIMIT_KEY_PREFIX: `procs-${randomUUID()}` });
+    const servers = await pair({ REDIS_URL, RATE_LIMIT_KEY_PREFIX: PREFIX });
     const statuses = await drive(servers);
     expect(count(statuses, 200)).toBe(LIMIT);
     expect(count(statuses, 429)).toBe(2 * PER_PROCESS - LIMIT);
