@@ -3,6 +3,7 @@
 // lexical vectors whose cosine similarity is higher for related texts, usage from the real tokenizer, and the limits
 // and model checks answered as 400/404 naming the field.
 
+import { createHash } from 'node:crypto';
 import { countTokens as libraryCount } from 'gpt-tokenizer/encoding/cl100k_base';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { lexicalVector } from '../server/engines/embeddings.ts';
@@ -139,6 +140,33 @@ describe('the embedding', () => {
     expect(a).not.toEqual(b);
     expect(b).not.toEqual(c);
     expect(lexicalVector('to be', 8, 1)).toEqual(lexicalVector('to be', 8, 1));
+  });
+
+  test('the vectors stay the same from one version to the next (a digest of them, bit for bit), and alone or in a batch', async () => {
+    // Vectors stored from one version (a test's vector index, a cache) must still match the next one's.
+    const texts = [
+      'The llama is a domesticated South American camelid.',
+      'to be or not to be',
+      '!!! ???',
+      '  !!  ',
+      'ünïcödé café 日本語 😀👍🏽 naïve',
+      'Relational databases store rows in tables (passage 12).',
+      'a',
+      'x'.repeat(40),
+      'Llamas, LLAMAS and llama: one term.',
+    ];
+    const digest = createHash('sha256');
+    for (const text of texts)
+      for (const [d, seed] of [
+        [768, 1],
+        [8, 7],
+        [1024, 2654435761],
+      ] as const)
+        digest.update(lexicalVector(text, d, seed));
+    expect(digest.digest('hex')).toBe('efddaa4a32828d310eaf289a03a7b4bcffe600ecb2de59aa55b9277dc5df2767');
+    // A request's vectors share one buffer: each is its text's alone.
+    const batch = await vectors(texts.slice(0, 4));
+    for (const [i, text] of texts.slice(0, 4).entries()) expect(batch[i]).toEqual((await vectors([text]))[0]);
   });
 });
 
