@@ -16,7 +16,7 @@ import type { Identity } from '../server/core/identity.ts';
 import { createLogger } from '../server/core/log.ts';
 import { Gate, rateLimitedOperations } from '../server/http/rate-limits.ts';
 import { reply } from '../server/http/reply.ts';
-import { estimateTokens, LocalCounter, RateLimits, seconds, secondsText } from '../server/limits/rate-limits.ts';
+import { estimateTokens, LocalCounter, RateLimits, seconds, secondsText, wholeText } from '../server/limits/rate-limits.ts';
 import type { Sampling } from '../server/modules/experiments/rules.ts';
 import { type Sampler, sampler } from '../server/modules/experiments/sampling.ts';
 import { expectError, until } from './support/expect.ts';
@@ -84,6 +84,12 @@ describe('the declaration', () => {
     const ms = [-5, 0, 0.2, 1, 9, 10, 99, 100, 101, 110, 999, 1000, 1000.5, 1001, 1010, 1100, 59_999.9, 60_000, 86_400_123, 2 ** 40 + 7];
     for (let i = 0; i < 2000; i++) ms.push(Math.random() * 120_000);
     for (const m of ms) expect(secondsText(m), `${m} ms`).toBe(String(seconds(m)));
+  });
+
+  test('counts past 10^9 are written in two halves as String writes them', () => {
+    const ns = [0, 7, 999_999_999, 1e9, 1e9 + 1, 1e9 + 99_999_999, 1e9 + 100_000_000, 1e12, 1e12 - 51, 2 ** 53 - 1, 2 ** 53, 1.5e9 + 0.5, 1e21];
+    for (let i = 0; i < 2000; i++) ns.push(Math.floor(Math.random() * 2 ** 53));
+    for (const n of ns) expect(wholeText(n), String(n)).toBe(String(n));
   });
 });
 

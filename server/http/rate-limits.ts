@@ -7,7 +7,7 @@ import type { ErrorRequestHandler, Request, Response } from 'express';
 import type { OperationId } from '../../generated/operations.ts';
 import { ApiError, internalError } from '../core/errors.ts';
 import type { Identity } from '../core/identity.ts';
-import { type Admitted, keyOf, type Outcome, type RateLimits, type RedisWait, secondsText } from '../limits/rate-limits.ts';
+import { type Admitted, keyOf, type Outcome, type RateLimits, type RedisWait, secondsText, wholeText } from '../limits/rate-limits.ts';
 import { Reply } from './reply.ts';
 import { refResolver, type SpecDocument } from './spec-ref.ts';
 
@@ -128,7 +128,7 @@ export class Gate {
     }
     const used = usedTokens(result);
     const left = this.limits.settle(a, used);
-    if (used !== undefined && used !== a.estimate) this.res.setHeader('x-tokenlimit-remaining', String(left));
+    if (used !== undefined && used !== a.estimate) this.res.setHeader('x-tokenlimit-remaining', wholeText(left));
   }
 
   /** The handler failed: its tokens were not used (the request still counts). */

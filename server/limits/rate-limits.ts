@@ -87,6 +87,8 @@ export interface Counted {
   consumed: number;
   /** The window counted in, and when it ends (the platform clock's ms): points given back after that are too late. */
   window: Window;
+  /** The counter's name for that window (`windowName`), where points are given back. */
+  name: string;
   /** Whether Redis counted it (else the process did): an adjustment goes where the count is. */
   shared?: boolean;
 }
@@ -153,7 +155,8 @@ export class RateLimits {
 
   /** A key's window now: the one the control plane set it while that lasts, else the clock's current one. */
   window(key: string, now = this.clock.now()): Window {
-    const set = this.windows.get(key);
+    // (No lookup while the control plane set none: a request asks twice.)
+    const set = this.windows.size ? this.windows.get(key) : undefined;
     if (set && now < set.endsAt) return set;
     const span = this.config.windowSeconds * 1000;
     const n = Math.floor(now / span);
@@ -257,16 +260,16 @@ export class RateLimits {
    * A value when they are known in the process (computed this window, or a dedicated endpoint's), a promise when they
    * must be read first: the caller awaits either.
    */
-  limitsFor(key: string, dedicated: boolean, wait = this.newWait()): Limits | Promise<Limits> {
-    const set = this.overrides.get(key);
-    const limits = dedicated ? { requests: this.config.dedicatedRequests, tokens: this.config.dedicatedTokens } : this.dynamicLimits(key, wait);
+  limitsFor(key: string, dedicated: boolean, wait = this.newWait(), now = this.clock.now()): Limits | Promise<Limits> {
+    const set = this.overrides.size ? this.overrides.get(key) : undefined;
+    const limits = dedicated ? { requests: this.config.dedicatedRequests, tokens: this.config.dedicatedTokens } : this.dynamicLimits(key, wait, now);
     if (!set) return limits;
     return limits instanceof Promise ? limits.then((l) => ({ ...l, ...set })) : { ...limits, ...set };
   }
 
-  private dynamicLimits(key: string, wait: RedisWait): Limits | Promise<Limits> {
+  private dynamicLimits(key: string, wait: RedisWait, now: number): Limits | Promise<Limits> {
     const cached = this.cache.get(key);
-    if (cached && (cached.until > this.clock.now() || this.refreshing.has(key))) return cached.limits;
+    if (cached && (cached.until > now || this.refreshing.has(key))) return cached.limits;
     return this.readLimits(key, cached, wait);
   }
 
@@ -306,19 +309,31 @@ export class RateLimits {
    * A request's counts: itself and its estimated tokens in the key's window and, on a serverless model, itself in the
    * model's capacity window; in Redis with one call for the three.
    */
-  private countRequest(key: string, estimate: number, model: string | undefined, deadline: number): Counts | Promise<Counts> {
-    // One reading of the clock for both windows.
-    const now = this.clock.now();
+  private countRequest(key: string, estimate: number, model: string | undefined, deadline: number, now: number): Counts | Promise<Counts> {
     const window = this.window(key, now);
     const at = this.at(key, window);
     const capacity = model === undefined ? undefined : this.window(model, now);
+    const capAt = capacity && this.at(model!, capacity);
+    if (!this.link) {
+      // In the process (build() made LocalCounters): counted at once, with one reading of the real clock, building
+      // nothing in between (this is every in-memory request's path).
+      const real = Date.now();
+      return [
+        { consumed: (this.requests as LocalCounter).count(at, 1, real), window, name: at },
+        { consumed: (this.tokens as LocalCounter).count(at, estimate, real), window, name: at },
+        capacity && { consumed: (this.capacity as LocalCounter).count(capAt!, 1, real), window: capacity, name: capAt! },
+      ];
+    }
     const counts = [
-      { counter: this.requests, key: at, points: 1 },
-      { counter: this.tokens, key: at, points: estimate },
+      { counter: this.requests as SharedCounter, key: at, points: 1 },
+      { counter: this.tokens as SharedCounter, key: at, points: estimate },
     ];
-    if (capacity) counts.push({ counter: this.capacity, key: this.at(model!, capacity), points: 1 });
-    const tallied = addAll(counts, deadline);
-    return tallied instanceof Promise ? tallied.then((t) => countsOf(t, window, capacity)) : countsOf(tallied, window, capacity);
+    if (capacity) counts.push({ counter: this.capacity as SharedCounter, key: capAt!, points: 1 });
+    return SharedCounter.addAll(this.link, counts, deadline).then((t) => [
+      { consumed: t[0]!.consumed, window, name: at, shared: t[0]!.shared },
+      { consumed: t[1]!.consumed, window, name: at, shared: t[1]!.shared },
+      capacity && { consumed: t[2]!.consumed, window: capacity, name: capAt!, shared: t[2]!.shared },
+    ]);
   }
 
   /**
@@ -347,12 +362,10 @@ export class RateLimits {
   private readonly buckets = new Map<string, { bucket: number; r: string; t: string }>();
 
   /** Gives points back (or takes more: negative) in a window that is still open, where it was counted; failures only cost accuracy. */
-  adjust(limiter: 'requests' | 'tokens' | 'capacity', key: string, counted: Counted, points: number): void {
-    if (points === 0 || this.clock.now() >= counted.window.endsAt - 5) return;
-    this.track(
-      this[limiter].adjust(this.at(key, counted.window), -points, counted.shared ?? false, Date.now() + this.config.redisCommandTimeoutMs),
-      'adjustment lost',
-    );
+  adjust(limiter: 'requests' | 'tokens' | 'capacity', counted: Counted, points: number, now = this.clock.now()): void {
+    if (points === 0 || now >= counted.window.endsAt - 5) return;
+    const shared = counted.shared ?? false;
+    this.track(this[limiter].adjust(counted.name, -points, shared, shared ? Date.now() + this.config.redisCommandTimeoutMs : 0), 'adjustment lost');
   }
 
   /** Writes on their way to Redis (nothing waits for them but `settled`); one made in the process is done already. */
@@ -378,9 +391,9 @@ export class RateLimits {
   private pending = new Map<string, { limiter: 'tokens' | 'usage'; key: string; points: number; counted?: Counted }>();
   private flushing?: NodeJS.Timeout;
 
-  private later(limiter: 'tokens' | 'usage', key: string, points: number, counted?: Counted): void {
+  private later(limiter: 'tokens' | 'usage', key: string, points: number, now: number, counted?: Counted): void {
     if (points === 0) return;
-    if (!this.redis) return void this.write(limiter, key, points, counted);
+    if (!this.redis) return void this.write(limiter, key, points, counted, now);
     const id = `${limiter}\n${key}\n${counted ? counted.window.id : ''}`;
     const entry = this.pending.get(id);
     if (entry) entry.points += points;
@@ -388,8 +401,9 @@ export class RateLimits {
     this.flushing ??= setTimeout(() => this.flush(), FLUSH_MS);
   }
 
-  private write(limiter: 'tokens' | 'usage', key: string, points: number, counted?: Counted): void {
-    if (limiter === 'tokens') this.adjust('tokens', key, counted!, -points);
+  private write(limiter: 'tokens' | 'usage', key: string, points: number, counted?: Counted, now = this.clock.now()): void {
+    if (limiter === 'tokens') this.adjust('tokens', counted!, -points, now);
+    else if (!this.link) (this.usage as LocalCounter).count(key, points, Date.now());
     else this.track(this.usage.add(key, points, Date.now() + this.config.redisCommandTimeoutMs), 'usage not recorded');
   }
 
@@ -401,15 +415,15 @@ export class RateLimits {
   }
 
   /** Charges `points` more tokens (fewer: negative) to a request's window, after its answer. */
-  correctTokens(key: string, counted: Counted, points: number): void {
-    this.later('tokens', key, points, counted);
+  correctTokens(key: string, counted: Counted, points: number, now = this.clock.now()): void {
+    this.later('tokens', key, points, now, counted);
   }
 
-  recordSuccess(key: string, tokens: number): void {
-    const bucket = Math.floor(this.clock.now() / (this.config.usageWindowSeconds * 1000));
+  recordSuccess(key: string, tokens: number, now = this.clock.now()): void {
+    const bucket = Math.floor(now / (this.config.usageWindowSeconds * 1000));
     const names = this.usageNames(key, bucket);
-    this.later('usage', names.r, 1);
-    this.later('usage', names.t, Math.round(tokens));
+    this.later('usage', names.r, 1, now);
+    this.later('usage', names.t, Math.round(tokens), now);
   }
 
   /** Milliseconds until the key's current request window ends, 0 when none is open; counts nothing. */
@@ -459,27 +473,29 @@ export class RateLimits {
   attempt(identity: Identity, requested: string, body: unknown, wait = this.newWait()): Outcome | Promise<Outcome> {
     const dedicated = this.isDedicated(identity, requested);
     const key = keyOf(identity, requested);
-    // The limits first (known in the process but once a window), for the estimate to count up to.
-    const limits = this.limitsFor(key, dedicated, wait);
+    // The limits first (known in the process but once a window), for the estimate to count up to. One reading of the
+    // platform's clock for a request decided at once.
+    const now = this.clock.now();
+    const limits = this.limitsFor(key, dedicated, wait, now);
     return limits instanceof Promise
-      ? limits.then((l) => this.count(key, requested, dedicated, l, body, wait))
-      : this.count(key, requested, dedicated, limits, body, wait);
+      ? limits.then((l) => this.count(key, requested, dedicated, l, body, wait, this.clock.now()))
+      : this.count(key, requested, dedicated, limits, body, wait, now);
   }
 
   /** `attempt`'s counts, once the key's limits are known, and the decision on them. */
-  private count(key: string, requested: string, dedicated: boolean, limits: Limits, body: unknown, wait: RedisWait): Outcome | Promise<Outcome> {
+  private count(key: string, requested: string, dedicated: boolean, limits: Limits, body: unknown, wait: RedisWait, now: number): Outcome | Promise<Outcome> {
     const estimate = estimateTokens(body, limits.tokens + 1);
     // A dedicated endpoint has no shared serving capacity to count.
     const model = dedicated ? undefined : requested;
     const admission: Admission = { key, requested, model, dedicated, limits, estimate };
-    const counts = this.countRequest(key, estimate, model, wait.open());
-    if (counts instanceof Promise) return counts.finally(() => wait.close()).then((c) => this.decide(admission, c));
+    const counts = this.countRequest(key, estimate, model, wait.open(), now);
+    if (counts instanceof Promise) return counts.finally(() => wait.close()).then((c) => this.decide(admission, c, this.clock.now()));
     wait.close();
-    return this.decide(admission, counts);
+    return this.decide(admission, counts, now);
   }
 
   /** Admitted with its limit headers, or refused (its points given back) with the refusal and how long until its window ends. */
-  private decide(r: Admission, counts: Counts): Outcome {
+  private decide(r: Admission, counts: Counts, now: number): Outcome {
     const { key, limits, estimate, model } = r;
     const requests = counts[0];
     const tokens = counts[1];
@@ -493,12 +509,12 @@ export class RateLimits {
     const overCapacity = capacity !== undefined && cap !== undefined && capacity.consumed > cap;
     if (!overRequests && !overTokens && !overCapacity)
       return {
-        admitted: { key, estimate, limits, tokens, headers: this.headers(limits, limits.requests - usedR, limits.tokens - usedT, this.left(requests)) },
+        admitted: { key, estimate, limits, tokens, headers: this.headers(limits, limits.requests - usedR, limits.tokens - usedT, this.left(requests, now)) },
       };
     // Refused: its points given back.
-    this.adjust('requests', key, requests, 1);
-    this.adjust('tokens', key, tokens, estimate);
-    if (capacity) this.adjust('capacity', model!, capacity, 1);
+    this.adjust('requests', requests, 1, now);
+    this.adjust('tokens', tokens, estimate, now);
+    if (capacity) this.adjust('capacity', capacity, 1, now);
     const remaining = (resetMs: number) => this.headers(limits, limits.requests - usedR + 1, limits.tokens - usedT + estimate, resetMs);
     if (overRequests || overTokens) {
       const waitMs = this.left(overRequests ? requests : tokens);
@@ -541,10 +557,10 @@ export class RateLimits {
     }
     return {
       'x-ratelimit-limit': texts.requests,
-      'x-ratelimit-remaining': String(Math.max(0, remainingR)),
+      'x-ratelimit-remaining': wholeText(Math.max(0, remainingR)),
       'x-ratelimit-reset': secondsText(resetMs),
       'x-tokenlimit-limit': texts.tokens,
-      'x-tokenlimit-remaining': String(Math.max(0, remainingT)),
+      'x-tokenlimit-remaining': wholeText(Math.max(0, remainingT)),
     };
   }
   private readonly texts = new WeakMap<Limits, { requests: string; tokens: string }>();
@@ -555,14 +571,15 @@ export class RateLimits {
    */
   settle(a: Admitted, used: number | undefined): number {
     const spent = used ?? a.estimate;
-    if (spent !== a.estimate) this.correctTokens(a.key, a.tokens, spent - a.estimate);
-    this.recordSuccess(a.key, spent);
+    const now = this.clock.now();
+    if (spent !== a.estimate) this.correctTokens(a.key, a.tokens, spent - a.estimate, now);
+    this.recordSuccess(a.key, spent, now);
     return Math.max(0, a.limits.tokens - a.tokens.consumed + a.estimate - spent);
   }
 
   /** The request failed: its tokens were not used (the request still counts). */
   release(a: Admitted): void {
-    this.adjust('tokens', a.key, a.tokens, a.estimate);
+    this.adjust('tokens', a.tokens, a.estimate);
   }
 
   // The control plane (its rate-limit operations and a platform reset): read and set a key's window, clear them all.
@@ -703,6 +720,18 @@ export function secondsText(ms: number): string {
   return `${(n - frac) / 1000}.${digits.slice(0, end)}`;
 }
 
+/**
+ * `String(n)` of a count: V8 writes a number past 2^30 (not a small integer) as a double, about four times as long
+ * (measured: 250 ns against 66 for the two halves), and a limit may be that large; so such a whole number is written
+ * as its two halves below and above 10^9.
+ */
+export function wholeText(n: number): string {
+  if (n < 1e9 || !Number.isSafeInteger(n)) return String(n);
+  const high = Math.floor(n / 1e9);
+  const low = n - high * 1e9;
+  return String(high) + (low < 1e8 ? String(low).padStart(9, '0') : String(low));
+}
+
 /** A counter's name for a key's window of counts. */
 const windowName = (key: string, windowId: string) => `${key}@${windowId}`;
 /** A usage counter's name: a key's successful requests (`r`) or tokens (`t`) in one bucket of the usage window. */
@@ -741,25 +770,6 @@ interface Counter {
   getKey(key: string): string;
 }
 
-/** A request's counts from its tallies, in the order `countRequest` made them. */
-function countsOf(tallies: Tally[], window: Window, capacity: Window | undefined): Counts {
-  const r = tallies[0]!;
-  const t = tallies[1]!;
-  const c = tallies[2];
-  return [
-    { consumed: r.consumed, window, shared: r.shared },
-    { consumed: t.consumed, window, shared: t.shared },
-    capacity && c && { consumed: c.consumed, window: capacity, shared: c.shared },
-  ];
-}
-
-/** Counts in several counters at once: in Redis with one call when they share it, else each in the process. */
-function addAll(counts: { counter: Counter; key: string; points: number }[], deadline: number): Tally[] | Promise<Tally[]> {
-  const first = counts[0]!.counter;
-  if (first instanceof SharedCounter) return SharedCounter.addAll(first.link, counts as { counter: SharedCounter; key: string; points: number }[], deadline);
-  return counts.map(({ counter, key, points }) => (counter as LocalCounter).add(key, points));
-}
-
 /** How often a process's counters drop the counts that have lapsed (at most: only when a new count opens). */
 const SWEEP_MS = 60_000;
 
@@ -775,7 +785,10 @@ export class LocalCounter implements Counter {
   ) {}
 
   add(key: string, points: number): Tally {
-    const now = Date.now();
+    return { consumed: this.count(key, points, Date.now()), shared: false };
+  }
+  /** `add`'s count, at `now` (the real clock's ms, read once for a request's counts). */
+  count(key: string, points: number, now: number): number {
     let count = this.counts.get(key);
     if (!count || count.lapsesAt <= now) {
       if (now >= this.sweepAt) this.sweep(now);
@@ -783,14 +796,14 @@ export class LocalCounter implements Counter {
       this.counts.set(key, count);
     }
     count.points += points;
-    return { consumed: count.points, shared: false };
+    return count.points;
   }
   get(key: string): Read {
     const count = this.counts.get(key);
     return { consumed: count && count.lapsesAt > Date.now() ? count.points : null, shared: false };
   }
   adjust(key: string, points: number): void {
-    this.add(key, points);
+    this.count(key, points, Date.now());
   }
   set(key: string, points: number, ms: number): void {
     this.counts.set(key, { points, lapsesAt: Date.now() + ms });
