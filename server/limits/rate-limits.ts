@@ -167,7 +167,7 @@ export class RateLimits {
   private current?: { n: number; window: Window };
 
   /** Milliseconds until a counted window ends. */
-  private left(counted: Counted, now = this.clock.now()): number {
+  private left(counted: Counted, now: number): number {
     return Math.max(0, counted.window.endsAt - now);
   }
 
@@ -517,7 +517,7 @@ export class RateLimits {
     if (capacity) this.adjust('capacity', capacity, 1, now);
     const remaining = (resetMs: number) => this.headers(limits, limits.requests - usedR + 1, limits.tokens - usedT + estimate, resetMs);
     if (overRequests || overTokens) {
-      const waitMs = this.left(overRequests ? requests : tokens);
+      const waitMs = this.left(overRequests ? requests : tokens, now);
       const type = overRequests ? 'dynamic_request_limited' : 'dynamic_token_limited';
       const what = overRequests ? `${limits.requests} requests` : `${limits.tokens} tokens`;
       const error = new ApiError(
@@ -531,7 +531,7 @@ export class RateLimits {
       );
       return { refusal: error, waitMs };
     }
-    const waitMs = this.left(capacity!);
+    const waitMs = this.left(capacity!, now);
     const error = new ApiError(
       503,
       'model_overloaded',
@@ -539,7 +539,7 @@ export class RateLimits {
       null,
       'server_error',
       {
-        ...remaining(this.left(requests)),
+        ...remaining(this.left(requests, now)),
         'retry-after': String(Math.max(1, Math.ceil(waitMs / 1000))),
         'retry-after-ms': String(Math.ceil(waitMs)),
       },
