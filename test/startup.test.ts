@@ -61,6 +61,34 @@ describe('npm start and the bin run the start copy only while it is current', ()
     expect(staleAfter((input) => (input[0] = 'server/gone.ts'))).toBe('server/gone.ts');
     expect(staleBecause(join(dir, 'none.json'))).toBe('no start copy');
   });
+
+  test('a start loads no package kept for first use, and none the copy bundles, from node_modules', async () => {
+    // Loaded when first needed, not at start (about 300 ms of a start together, measured): websockets, pictures,
+    // user-given URLs, Redis (only when configured) and the worker pools. express-openapi-validator is in the copy.
+    const firstUse = ['ws', 'sharp', 'undici', 'ioredis', 'piscina', 'express-openapi-validator'];
+    const dir = freshDir();
+    const probe = join(dir, 'probe.mjs');
+    // Once the key is printed: the packages of every CommonJS file loaded (where each of these loads from).
+    writeFileSync(
+      probe,
+      `import { createRequire } from 'node:module';
+const write = process.stdout.write.bind(process.stdout);
+process.stdout.write = (chunk, ...rest) => {
+  if (!String(chunk).includes('Development API key')) return write(chunk, ...rest);
+  const packages = new Set(Object.keys(createRequire(import.meta.url).cache).map((f) => f.match(/node_modules\\/((?:@[^/]+\\/)?[^/]+)/)?.[1]));
+  write(JSON.stringify([...packages].filter(Boolean)) + '\\n', () => process.exit(0));
+};
+`,
+    );
+    const { REDIS_URL: _, ...env } = process.env;
+    const { stdout } = await promisify(execFile)(process.execPath, ['--import', probe, 'server/.built/main.js'], {
+      cwd: root,
+      env: { ...env, DATABASE_URL: `file:${join(dir, 'probe.db')}`, DATA_DIR: dir, PORT: '0', LOG_LEVEL: 'warn' },
+    });
+    const loaded: string[] = JSON.parse(stdout.trim().split('\n').at(-1)!);
+    expect(loaded).toContain('better-sqlite3');
+    expect(loaded.filter((p) => firstUse.includes(p))).toEqual([]);
+  });
 });
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -3,13 +3,14 @@
 // Server-Sent Events, a file, or bytes made as they are sent returns a Reply instead. Only the pipeline touches the
 // response (`send`), so JSON bodies still pass response validation and every handler stays a function of its request.
 import { once } from 'node:events';
+import { createRequire } from 'node:module';
 import type { Duplex } from 'node:stream';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Request, Response } from 'express';
 import type { Logger } from 'pino';
-import { type WebSocket, WebSocketServer } from 'ws';
+import type { WebSocket, WebSocketServer } from 'ws';
 import { apiError } from '../core/errors.ts';
 import { logFailure, toApiError } from './error-handler.ts';
 
@@ -66,7 +67,14 @@ export const reply = {
 
 /** The largest websocket message a client may send (a larger one closes the connection with 1009). */
 export const WEBSOCKET_MAX_MESSAGE_BYTES = 1 << 20;
-const websockets = new WebSocketServer({ noServer: true, maxPayload: WEBSOCKET_MAX_MESSAGE_BYTES, perMessageDeflate: false });
+// ws (about 50 ms to load) is loaded with the first websocket, not at start.
+let server: WebSocketServer | undefined;
+const websockets = (): WebSocketServer =>
+  (server ??= new (createRequire(import.meta.url)('ws') as typeof import('ws')).WebSocketServer({
+    noServer: true,
+    maxPayload: WEBSOCKET_MAX_MESSAGE_BYTES,
+    perMessageDeflate: false,
+  }));
 
 /**
  * Set by the server's `upgrade` listener (platform.ts): the socket and the bytes read past the request's head. A
@@ -147,7 +155,7 @@ export async function send(req: Request, res: Response, result: unknown, success
           'This operation is a websocket: connect with a websocket client (the request must ask to upgrade: Connection: Upgrade, Upgrade: websocket).',
         );
       res.detachSocket(upgrade.socket as never);
-      websockets.handleUpgrade(req, upgrade.socket, upgrade.head, (ws) => {
+      websockets().handleUpgrade(req, upgrade.socket, upgrade.head, (ws) => {
         // The request is answered (101): the log line, the journal and the observers hear of it as of any answer.
         res.statusCode = 101;
         res.emit('finish');

@@ -7,20 +7,31 @@
 // of its instance) is replaced by the same lookup over a table built once: the same regular expressions from the
 // validator's own path-to-regexp, the same `req.openapi`, params and errors (404, 405 with `Allow`, a malformed
 // escape). Every error path is covered by the suite (test/errors.test.ts, the fuzz, the auth matrix).
-import { createRequire } from 'node:module';
 import type { Request, RequestHandler } from 'express';
+import oavFramework from 'express-openapi-validator/dist/framework/index.js';
+import oavSchemaValidator from 'express-openapi-validator/dist/framework/openapi.schema.validator.js';
+import oavSpecLoader from 'express-openapi-validator/dist/framework/openapi.spec.loader.js';
+import oavTypes from 'express-openapi-validator/dist/framework/types.js';
+import preprocessor from 'express-openapi-validator/dist/middlewares/parsers/schema.preprocessor.js';
+import oavUtil from 'express-openapi-validator/dist/middlewares/util.js';
+// The library's modules by path, as imports (not a `require` made at run time): the start copy's bundle then holds
+// them, instead of Node resolving and compiling its 350 CommonJS files on each start (about 190 ms, measured). A
+// default import of CommonJS is its `module.exports` in Node and in esbuild (this package is `"type": "module"`), so
+// the patches below change the objects the library itself uses.
+import oavValidator from 'express-openapi-validator/dist/openapi.validator.js';
+import { pathToRegexp as compileRoute } from 'path-to-regexp';
 import { refResolver } from './spec-ref.ts';
 import { ignoredFieldsHeader, Undeclared } from './undeclared.ts';
 
-const require = createRequire(createRequire(import.meta.url).resolve('express-openapi-validator'));
-const { pathToRegexp } = require('path-to-regexp');
-const types = require('./framework/types');
-const { zipObject } = require('./middlewares/util');
-const { httpMethods, SchemaPreprocessor } = require('./middlewares/parsers/schema.preprocessor');
-const { OpenAPIFramework } = require('./framework');
-const { OpenApiSpecLoader } = require('./framework/openapi.spec.loader');
-const { OpenApiValidator } = require('./openapi.validator');
-const schemaValidator = require('./framework/openapi.schema.validator');
+// Untyped from here on, as the library's route metadata is (see the first line).
+const schemaValidator = oavSchemaValidator as any;
+const types = oavTypes as any;
+const pathToRegexp = compileRoute as any;
+const { zipObject } = oavUtil as any;
+const { httpMethods, SchemaPreprocessor } = preprocessor as any;
+const { OpenAPIFramework } = oavFramework as any;
+const { OpenApiSpecLoader } = oavSpecLoader as any;
+const { OpenApiValidator } = oavValidator as any;
 
 // Three costs of the library's first request (over 600 ms together, most of a start), for work whose result it
 // does not use:

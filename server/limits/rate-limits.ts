@@ -18,8 +18,9 @@
 // write carries the moment its request stopped waiting, in Redis's clock (measured by the probes): a write Redis
 // runs only after it (a frozen Redis waking up, a command resent on reconnection) counts nothing, so the requests
 // counted in the process meanwhile do not land in Redis's window afterwards as well.
+import { createRequire } from 'node:module';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Clock } from '../core/clock.ts';
 import type { RateLimitConfig } from '../core/config.ts';
@@ -197,7 +198,8 @@ export class RateLimits {
     // One connection per process. Auto-pipelining stays off (explicitly): commands go out as issued, in order.
     const redis =
       config.enabled && redisUrl
-        ? new Redis(redisUrl, {
+        ? // ioredis (about 50 ms to load) is loaded only when Redis is configured.
+          new (createRequire(import.meta.url)('ioredis') as typeof import('ioredis')).Redis(redisUrl, {
             enableAutoPipelining: false,
             maxRetriesPerRequest: 1,
             connectTimeout: 2000,
