@@ -8,19 +8,16 @@
 // given, is blended under it. Pixels are computed here; sharp (libvips) encodes them and decodes inputs. The same
 // request and seed give the same bytes (sharp's encoders are deterministic for the same version).
 import { createHash } from 'node:crypto';
-import { createRequire } from 'node:module';
 import type Sharp from 'sharp';
 import { ApiError } from '../core/errors.ts';
+import { onFirstUse } from '../core/packages.ts';
 import { offLoop } from './pool.ts';
 import type { EngineRoutes, UpstreamRoute } from './routes.ts';
 import { upstreamFetch } from './upstream.ts';
 
 // sharp (libvips, a native addon, and what it loads: about 70 ms) is loaded on the first picture, not at start.
-let loaded: typeof Sharp | undefined;
-const sharp = (...args: Parameters<typeof Sharp>) => {
-  loaded ??= createRequire(import.meta.url)('sharp') as typeof Sharp;
-  return loaded(...args);
-};
+const sharpModule = onFirstUse<typeof Sharp>('sharp');
+const sharp = (...args: Parameters<typeof Sharp>) => sharpModule()(...args);
 
 export type ImageFormat = 'jpeg' | 'png' | 'webp';
 type Rgb = [number, number, number];

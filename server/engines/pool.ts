@@ -6,21 +6,22 @@
 // use and stopped when idle, at a lower priority than the event loop; its threads are unreferenced, so they never
 // keep a process alive. The tasks themselves are pool-tasks.ts, loaded in each thread through pool-worker.js (which
 // registers tsx, so the TypeScript runs as it does on the main thread, under node, tsx or vitest alike).
-import { createRequire } from 'node:module';
 import { availableParallelism } from 'node:os';
 import type { Piscina } from 'piscina';
+import { onFirstUse } from '../core/packages.ts';
 
 /** The tasks of pool-tasks.ts, by name (their inputs and outputs are typed where they are called). */
 export type TaskName = 'image' | 'schema';
 
+// piscina is loaded with the first pool, not at start.
+const piscina = onFirstUse<typeof import('piscina')>('piscina');
 const pools = new Map<TaskName, Piscina>();
 let completed = 0;
 
 function poolFor(kind: TaskName): Piscina {
   let pool = pools.get(kind);
   if (!pool) {
-    // piscina is loaded with the first pool, not at start.
-    pool = new (createRequire(import.meta.url)('piscina') as typeof import('piscina')).Piscina({
+    pool = new (piscina().Piscina)({
       filename: new URL('./pool-worker.js', import.meta.url).href,
       name: kind,
       minThreads: 0,

@@ -9,12 +9,12 @@
 //
 // Upstream routes of ENGINES are the operator's, not the caller's: they do not come through here.
 import { type LookupAddress, lookup as resolve } from 'node:dns';
-import { createRequire } from 'node:module';
 import { isIP, type LookupFunction } from 'node:net';
 import ipaddr from 'ipaddr.js';
 import type * as Undici from 'undici';
 import type { RequestInit, Response } from 'undici';
 import type { UrlFetchPolicy } from '../core/config.ts';
+import { onFirstUse } from '../core/packages.ts';
 
 /** Why a user-given URL was not fetched; `message` is safe to show its caller (it names nothing of this server's network). */
 export class UserUrlError extends Error {
@@ -56,8 +56,7 @@ const checkedLookup: LookupFunction = (hostname, options, callback) => {
 };
 
 // undici (1 MB of code, about 75 ms to load) is loaded with the first user-given URL, not at start.
-let undici: typeof Undici | undefined;
-const loadUndici = () => (undici ??= createRequire(import.meta.url)('undici') as typeof Undici);
+const undici = onFirstUse<typeof Undici>('undici');
 
 const agents = new WeakMap<UrlFetchPolicy, Undici.Agent>();
 
@@ -65,7 +64,7 @@ const agents = new WeakMap<UrlFetchPolicy, Undici.Agent>();
 function agentFor(policy: UrlFetchPolicy): Undici.Agent {
   let agent = agents.get(policy);
   if (agent) return agent;
-  const { Agent, buildConnector } = loadUndici();
+  const { Agent, buildConnector } = undici();
   const open = buildConnector({ timeout: policy.connectTimeoutMs });
   const checked = buildConnector({ timeout: policy.connectTimeoutMs, lookup: checkedLookup } as Undici.buildConnector.BuildOptions);
   agent = new Agent({
@@ -102,7 +101,7 @@ export async function fetchUserUrl(url: URL | string, init: RequestInit, policy:
   const signal = init.signal ? AbortSignal.any([init.signal, timeout]) : timeout;
   try {
     const dispatcher = agentFor(policy);
-    return await loadUndici().fetch(url, { ...init, signal, redirect: 'follow', dispatcher });
+    return await undici().fetch(url, { ...init, signal, redirect: 'follow', dispatcher });
   } catch (err) {
     const cause = causeOf(err);
     if (cause instanceof UserUrlError) throw cause;

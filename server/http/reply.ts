@@ -3,7 +3,6 @@
 // Server-Sent Events, a file, or bytes made as they are sent returns a Reply instead. Only the pipeline touches the
 // response (`send`), so JSON bodies still pass response validation and every handler stays a function of its request.
 import { once } from 'node:events';
-import { createRequire } from 'node:module';
 import type { Duplex } from 'node:stream';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -12,6 +11,7 @@ import type { Request, Response } from 'express';
 import type { Logger } from 'pino';
 import type { WebSocket, WebSocketServer } from 'ws';
 import { apiError } from '../core/errors.ts';
+import { onFirstUse } from '../core/packages.ts';
 import { logFailure, toApiError } from './error-handler.ts';
 
 type Content =
@@ -68,9 +68,10 @@ export const reply = {
 /** The largest websocket message a client may send (a larger one closes the connection with 1009). */
 export const WEBSOCKET_MAX_MESSAGE_BYTES = 1 << 20;
 // ws (about 50 ms to load) is loaded with the first websocket, not at start.
+const ws = onFirstUse<typeof import('ws')>('ws');
 let server: WebSocketServer | undefined;
 const websockets = (): WebSocketServer =>
-  (server ??= new (createRequire(import.meta.url)('ws') as typeof import('ws')).WebSocketServer({
+  (server ??= new (ws().WebSocketServer)({
     noServer: true,
     maxPayload: WEBSOCKET_MAX_MESSAGE_BYTES,
     perMessageDeflate: false,

@@ -18,7 +18,6 @@
 // write carries the moment its request stopped waiting, in Redis's clock (measured by the probes): a write Redis
 // runs only after it (a frozen Redis waking up, a command resent on reconnection) counts nothing, so the requests
 // counted in the process meanwhile do not land in Redis's window afterwards as well.
-import { createRequire } from 'node:module';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
@@ -26,6 +25,7 @@ import type { Clock } from '../core/clock.ts';
 import type { RateLimitConfig } from '../core/config.ts';
 import { ApiError } from '../core/errors.ts';
 import type { Identity } from '../core/identity.ts';
+import { onFirstUse } from '../core/packages.ts';
 import { countTokens } from '../engines/tokens.ts';
 
 // Body fields that steer a request rather than carry text the model reads.
@@ -58,6 +58,9 @@ function promptTokens(value: unknown, atMost: number): number {
   }
   return tokens;
 }
+
+// ioredis (about 50 ms to load) is loaded only when Redis is configured.
+const ioredis = onFirstUse<typeof import('ioredis')>('ioredis');
 
 /** How long settled requests' counts are gathered before they are written to Redis. */
 const FLUSH_MS = 50;
@@ -198,8 +201,7 @@ export class RateLimits {
     // One connection per process. Auto-pipelining stays off (explicitly): commands go out as issued, in order.
     const redis =
       config.enabled && redisUrl
-        ? // ioredis (about 50 ms to load) is loaded only when Redis is configured.
-          new (createRequire(import.meta.url)('ioredis') as typeof import('ioredis')).Redis(redisUrl, {
+        ? new (ioredis().Redis)(redisUrl, {
             enableAutoPipelining: false,
             maxRetriesPerRequest: 1,
             connectTimeout: 2000,
