@@ -7,6 +7,12 @@
 // of its instance) is replaced by the same lookup over a table built once: the same regular expressions from the
 // validator's own path-to-regexp, the same `req.openapi`, params and errors (404, 405 with `Allow`, a malformed
 // escape). Every error path is covered by the suite (test/errors.test.ts, the fuzz, the auth matrix).
+//
+// The library's modules by path, as imports (not a `require` made at run time): the start copy's bundle then holds
+// them, instead of Node resolving and compiling its 350 CommonJS files on each start (about 190 ms, measured). A
+// default import of CommonJS is its `module.exports` in Node and in esbuild (this package is `"type": "module"`), so
+// the patches below change the objects the library itself uses. (path-to-regexp is the copy the library resolves
+// too: the one installed at the top of node_modules.)
 import type { Request, RequestHandler } from 'express';
 import oavFramework from 'express-openapi-validator/dist/framework/index.js';
 import oavSchemaValidator from 'express-openapi-validator/dist/framework/openapi.schema.validator.js';
@@ -14,10 +20,6 @@ import oavSpecLoader from 'express-openapi-validator/dist/framework/openapi.spec
 import oavTypes from 'express-openapi-validator/dist/framework/types.js';
 import preprocessor from 'express-openapi-validator/dist/middlewares/parsers/schema.preprocessor.js';
 import oavUtil from 'express-openapi-validator/dist/middlewares/util.js';
-// The library's modules by path, as imports (not a `require` made at run time): the start copy's bundle then holds
-// them, instead of Node resolving and compiling its 350 CommonJS files on each start (about 190 ms, measured). A
-// default import of CommonJS is its `module.exports` in Node and in esbuild (this package is `"type": "module"`), so
-// the patches below change the objects the library itself uses.
 import oavValidator from 'express-openapi-validator/dist/openapi.validator.js';
 import { pathToRegexp as compileRoute } from 'path-to-regexp';
 import { refResolver } from './spec-ref.ts';
