@@ -1,10 +1,13 @@
 // ffmpeg, for the engines that produce or decode media. The binary comes with the server (npm
 // @ffmpeg-installer/ffmpeg, a static build) unless FFMPEG_PATH names another.
 import { spawn } from 'node:child_process';
-import { createRequire } from 'node:module';
+import { onFirstUse } from '../core/packages.ts';
+
+// The packaged binary's path (its package loaded only when no FFMPEG_PATH is given).
+const installed = onFirstUse<{ path: string }>('@ffmpeg-installer/ffmpeg');
 
 export function ffmpegPath(configured?: string): string {
-  return configured || (createRequire(import.meta.url)('@ffmpeg-installer/ffmpeg') as { path: string }).path;
+  return configured || installed().path;
 }
 
 export class FfmpegFailed extends Error {}
