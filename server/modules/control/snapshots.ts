@@ -9,7 +9,7 @@ import { performance } from 'node:perf_hooks';
 import { Prisma } from '../../../generated/prisma/sqlite/client/client.ts';
 import { instant, iso } from '../../core/clock.ts';
 import { apiError } from '../../core/errors.ts';
-import type { Database, Tx } from '../../db/index.ts';
+import { type Database, insertRows, type Tx } from '../../db/index.ts';
 import type { Context } from '../types.ts';
 import type { ControlPlane } from './plane.ts';
 import { filled, q, storeKinds } from './reset.ts';
@@ -26,25 +26,6 @@ const KEPT: Model[] = ['ServerKey', 'ControlSnapshot', 'ControlRule', 'ControlJo
 const PARENTS: Model[] = ['Organization', 'Project', 'ApiKey'];
 const TABLES = [...PARENTS, ...(Object.values(Prisma.ModelName) as Model[]).filter((m) => !PARENTS.includes(m) && !KEPT.includes(m))];
 const table = (tx: Tx, model: Model) => (tx as unknown as Record<string, Table>)[model[0]!.toLowerCase() + model.slice(1)]!;
-
-// Rows per INSERT: within the bound parameters both databases take (SQLite 32,766, PostgreSQL 65,535).
-const PARAMETERS = 30_000;
-/**
- * Inserts rows as read by findMany, by multi-row INSERTs of their columns: the ORM's createMany spent most of a
- * restore mapping each row (~0.35 ms a row on SQLite). The columns are strings, numbers, BigInts, booleans and nulls
- * (no DateTime, Json or Bytes outside the kept tables), which both adapters bind as they are.
- */
-async function insert(tx: Tx, model: Model, data: Row[]): Promise<number> {
-  const columns = Object.keys(data[0]!);
-  const head = Prisma.sql`INSERT INTO ${q(model)} (${Prisma.join(columns.map(q))}) VALUES `;
-  const per = Math.max(1, Math.floor(PARAMETERS / columns.length));
-  let n = 0;
-  for (let i = 0; i < data.length; i += per) {
-    const values = data.slice(i, i + per).map((row) => Prisma.sql`(${Prisma.join(columns.map((c) => row[c] ?? null))})`);
-    n += await tx.$executeRaw(Prisma.sql`${head}${Prisma.join(values)}`);
-  }
-  return n;
-}
 
 // Instants are BigInt, which JSON has no form for.
 const toJson = (value: unknown) => JSON.stringify(value, (_k, v) => (typeof v === 'bigint' ? { $bigint: v.toString() } : v));
@@ -138,7 +119,7 @@ export async function restoreSnapshot({ db, config, params }: Context<'restoreSn
         let rows = 0;
         for (const model of TABLES) {
           const data = contents.tables[model] ?? [];
-          if (data.length) rows += await insert(tx, model, data);
+          if (data.length) rows += await insertRows(tx, model, data);
         }
         await tx.controlJournalEntry.deleteMany({});
         await tx.controlRule.deleteMany({ where: { kind: 'fault' } });

@@ -5,6 +5,7 @@ import { dirname, join } from 'node:path';
 import { badRequest, contentGone } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
 import { storedBytes } from '../../core/stored.ts';
+import { insertRows } from '../../db/index.ts';
 import { imageEngineFor } from '../../engines/image.ts';
 import { reply } from '../../http/reply.ts';
 import { owned } from '../../http/scope.ts';
@@ -73,7 +74,13 @@ export async function createImage(ctx: Context<'createImage'>) {
       mkdirSync(dirname(join(config.dataDir, row.file)), { recursive: true });
       writeFileSync(join(config.dataDir, row.file), row.content);
     }
-    await db.write((tx) => tx.generatedImage.createMany({ data: rows.map(({ content: _, ...row }) => row) }));
+    await db.write((tx) =>
+      insertRows(
+        tx,
+        'GeneratedImage',
+        rows.map(({ content: _, ...row }) => row),
+      ),
+    );
   } catch (err) {
     for (const row of rows) rmSync(join(config.dataDir, row.file), { force: true });
     throw err;
