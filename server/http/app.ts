@@ -158,24 +158,19 @@ export function createApp(options: AppOptions): express.Express {
   const observed = (path: string) => apiPrefixes.some((p) => path.startsWith(p)) && !guestPrefixes.some((p) => path.startsWith(p));
 
   const app = express();
-  // The body of each answer, for the guest's observer: kept by reference as Express sends it (JSON and text), set on
-  // this app's own response prototype, so a request costs one assignment and no wrapper of its own.
-  if (observer?.captures) {
-    const sendBody = app.response.send;
-    app.response.send = function (this: express.Response, body?: unknown) {
-      if (typeof body === 'string' || Buffer.isBuffer(body)) this.locals.sent = body;
-      return sendBody.call(this, body);
-    } as typeof sendBody;
-  }
-  // When each answer is handed to the socket (wall clock), for the observer's order across processes: 'finish' comes
-  // only once the socket has taken the bytes, which a loaded process may reach after the client has already sent its
-  // next request elsewhere.
+  // For the guest's observer, at `end`: when each answer is handed to the socket (wall clock), for the observer's
+  // order across processes ('finish' comes only once the socket has taken the bytes, which a loaded process may reach
+  // after the client has already sent its next request elsewhere), and its body, kept by reference as Express sends it
+  // (JSON and text; a stream's is collected as it is written, reply.ts; a HEAD answer sends none). Set on this app's
+  // own response prototype, so a request costs two assignments and no wrapper of its own.
   if (observer) {
-    const end = app.response.end;
-    app.response.end = function (this: express.Response, ...args: unknown[]) {
+    const end = app.response.end as (this: express.Response, chunk?: unknown, encoding?: unknown, done?: unknown) => express.Response;
+    const captures = observer.captures;
+    app.response.end = function (this: express.Response, chunk?: unknown, encoding?: unknown, done?: unknown) {
       this.locals.answeredAt ??= wallClock();
-      return (end as (...a: unknown[]) => express.Response).apply(this, args);
-    } as typeof end;
+      if (captures && (typeof chunk === 'string' || Buffer.isBuffer(chunk))) this.locals.sent = chunk;
+      return end.call(this, chunk, encoding, done);
+    } as typeof app.response.end;
   }
   app.disable('x-powered-by');
   app.set('etag', false);
@@ -310,15 +305,16 @@ export function createApp(options: AppOptions): express.Express {
       ? await check(services, { params: params as Record<string, string>, query: req.query as Record<string, unknown> }).catch(refuse)
       : req.identity!;
     // A guest's fault policy (the control plane's fault rules, a request's `Prefer`) may act before the operation runs.
+    const prefer = req.headers.prefer as string | undefined; // (a repeated header Node does not know, it joins into one)
     const matching =
-      faults && identity
+      faults && identity && (faults.armed || prefer !== undefined)
         ? faults.match({
             operationId,
             path: req.path,
             model: typeof req.body?.model === 'string' ? req.body.model : undefined,
             projectId: identity.projectId,
             stream: req.body?.stream === true,
-            prefer: req.get('prefer'),
+            prefer,
           })
         : null;
     // (Without rules or a `Prefer`, the policy answers at once: no wait.)

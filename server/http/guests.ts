@@ -69,7 +69,12 @@ export interface FaultRequest {
 }
 
 export interface FaultPolicy {
-  /** The fault for one request, null for none. Called for every API operation: the common answer must be cheap. */
+  /**
+   * Whether it holds rules now. Without any, only a request's `Prefer` can ask for a fault, and the pipeline asks
+   * `match` nothing for a request that sent none (no request to build for every API operation).
+   */
+  readonly armed: boolean;
+  /** The fault for one request, null for none. */
   match(request: FaultRequest): Fault | null | Promise<Fault | null>;
 }
 

@@ -150,9 +150,13 @@ export class Faults implements FaultPolicy {
     this.store = new RuleStore(db, 'fault', 'fault rule', 'faultId');
   }
 
+  get armed(): boolean {
+    return this.store.held.length > 0;
+  }
+
   /** The fault for a request: the first rule in force that matches it, else what its `Prefer` header asks, else null. */
   match(req: FaultRequest): Fault | null | Promise<Fault | null> {
-    if (this.store.held.length) return this.matchRules(req);
+    if (this.armed) return this.matchRules(req);
     return req.prefer === undefined ? null : this.preferred(req);
   }
 
