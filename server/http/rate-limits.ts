@@ -101,14 +101,18 @@ export class Gate {
 
   private accept(admitted: Admitted): void {
     this.admitted = admitted;
-    const headers = admitted.headers;
+  }
+
+  /** The limit headers on the answer, written once it is known (each header costs every answer a little, measured). */
+  private send(headers: Record<string, string>): void {
     // setHeader, not Express's res.set: these are plain strings, which res.set would check and convert again.
     for (const name in headers) this.res.setHeader(name, headers[name]!);
   }
 
   /**
-   * After the handler answered: the token count corrected from `usage`, and the success recorded as recent usage.
-   * A stream of events is settled when it ends, from the last event that carried `usage` (its headers are gone by then).
+   * After the handler answered: the token count corrected from `usage`, the success recorded as recent usage, and the
+   * limit headers set (the tokens left as corrected). A stream of events is settled when it ends, from the last event
+   * that carried `usage`; its headers, sent before that, count the estimate.
    */
   settle(result: unknown): void {
     const a = this.admitted;
@@ -124,15 +128,19 @@ export class Gate {
         }
         limits.settle(a, used);
       })();
+      this.send(a.headers);
       return;
     }
     const used = usedTokens(result);
     const left = this.limits.settle(a, used);
-    if (used !== undefined && used !== a.estimate) this.res.setHeader('x-tokenlimit-remaining', wholeText(left));
+    if (used !== undefined && used !== a.estimate) a.headers['x-tokenlimit-remaining'] = wholeText(left);
+    this.send(a.headers);
   }
 
   /** The handler failed: its tokens were not used (the request still counts). */
   fail(): void {
-    if (this.admitted) this.limits.release(this.admitted);
+    if (!this.admitted) return;
+    this.limits.release(this.admitted);
+    this.send(this.admitted.headers);
   }
 }
