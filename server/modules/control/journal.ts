@@ -108,18 +108,12 @@ export function keptBody(body: unknown, operation: string | null): unknown {
 // ---- the journal --------------------------------------------------------------------------------------------------
 
 /**
- * What a process holds of a request until it writes the journal down: its bodies as they were (the request's object,
- * the answer's text), turned into what the journal keeps (redacted, cut at BODY_LIMIT) only when they are written, so
- * a request costs its process an entry and two references. A large request body is turned at once, so that an entry
- * keeps no more than the journal will.
+ * What a process holds of a request until it writes the journal down: the observed request itself, its bodies as they
+ * were (the request's object, the answer's text), turned into what the journal keeps (redacted, cut at BODY_LIMIT)
+ * only when they are written, so a request costs its process a reference. A large request body is turned at once, so
+ * that an entry keeps no more than the journal will (its `requestBytes` says so).
  */
-interface Held extends Omit<JournalEntry, 'id' | 'requestBody' | 'responseBody'> {
-  finishedAt: bigint;
-  requestBody: unknown;
-  /** Whether `requestBody` is already what the journal keeps. */
-  requestKept: boolean;
-  responseBody: SentBody | null;
-}
+type Held = ObservedRequest;
 
 /** Above this many bytes a request body is turned into what the journal keeps when it is taken, not held whole. */
 const HELD_BODY_BYTES = 65_536;
@@ -157,26 +151,10 @@ export class Journal {
 
   add(request: ObservedRequest): void {
     if (!this.enabled) return;
-    const entry: Held = {
-      at: request.at,
-      // Wall-clock microseconds when it was answered: the order of entries across processes (the platform's clock may
-      // stand still in a test).
-      finishedAt: BigInt(Math.round(request.answeredAt * 1000)),
-      method: request.method,
-      path: request.path,
-      operation: request.operation,
-      projectId: request.projectId,
-      status: request.status,
-      ms: request.ms,
-      requestBody: request.requestBytes > HELD_BODY_BYTES ? keptBody(request.requestBody, request.operation) : request.requestBody,
-      requestKept: request.requestBytes > HELD_BODY_BYTES,
-      responseBody: request.responseBody,
-      fault: request.fault,
-      ignoredFields: request.ignoredFields,
-    };
-    if (this.held.length < this.size) this.held.push(entry);
+    if (request.requestBytes > HELD_BODY_BYTES) request.requestBody = keptBody(request.requestBody, request.operation);
+    if (this.held.length < this.size) this.held.push(request);
     else {
-      this.held[this.oldest] = entry;
+      this.held[this.oldest] = request;
       this.oldest = (this.oldest + 1) % this.size;
     }
   }
@@ -198,14 +176,16 @@ export class Journal {
         const chunk = rows.slice(i, i + PER_INSERT);
         const values = chunk.flatMap((r) => [
           r.at,
-          r.finishedAt,
+          // Wall-clock microseconds when it was answered: the order of entries across processes (the platform's clock
+          // may stand still in a test).
+          BigInt(Math.round(r.answeredAt * 1000)),
           r.method,
           r.path,
           r.operation,
           r.projectId,
           r.status,
           r.ms,
-          json(r.requestKept ? r.requestBody : keptBody(r.requestBody, r.operation)),
+          json(r.requestBytes > HELD_BODY_BYTES ? r.requestBody : keptBody(r.requestBody, r.operation)),
           json(keptAnswer(r.responseBody, r.operation)),
           r.fault,
           json(r.ignoredFields),
