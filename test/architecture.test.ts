@@ -2,8 +2,9 @@
 // layers of .dependency-cruiser.cjs (http below modules, the control plane imported by no module), and modules
 // meeting only at each other's index.ts; one module folder per spec tag file, each exporting its descriptor, all of
 // them in the registry but the guest's (the control plane, made by its factory); and every handler a named function
-// (so a request can be followed into it by name).
-import { readdirSync } from 'node:fs';
+// (so a request can be followed into it by name); and no createMany, whose query plan Prisma 7 compiles anew at
+// every call (db/rows.ts).
+import { readdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { cruise } from 'dependency-cruiser';
@@ -54,4 +55,15 @@ test('every test file left out of the PostgreSQL pass exists and says why (test/
     expect(files.has(file), file).toBe(true);
     expect(why.length, file).toBeGreaterThan(10);
   }
+});
+
+test('many rows are written by insertRows (db/rows.ts), never by createMany, whose plan is compiled at every call', () => {
+  const calls = (readdirSync(join(root, 'server'), { recursive: true }) as string[])
+    .filter((f) => f.endsWith('.ts') && !f.startsWith('.built'))
+    .flatMap((f) =>
+      readFileSync(join(root, 'server', f), 'utf8')
+        .split('\n')
+        .flatMap((line, i) => (/\.createMany(AndReturn)?\(/.test(line) ? [`server/${f}:${i + 1}`] : [])),
+    );
+  expect(calls).toEqual([]);
 });

@@ -3,7 +3,7 @@
 import type { ContainerDeployment } from '../../../generated/prisma/sqlite/client/client.ts';
 import { type Clock, iso } from '../../core/clock.ts';
 import { newId } from '../../core/ids.ts';
-import type { Tx } from '../../db/index.ts';
+import { insertRows, type Tx } from '../../db/index.ts';
 
 /** A replica's id: the deployment, the revision it runs, its number (from 1). */
 export const replicaId = (deploymentId: string, revision: number, n: number) => `${deploymentId}-r${revision}-${n}`;
@@ -19,8 +19,10 @@ export interface Line {
 export async function writeLog(tx: Tx, clock: Clock, d: Pick<ContainerDeployment, 'id' | 'projectId' | 'revision'>, lines: Line[]): Promise<void> {
   if (!lines.length) return;
   const now = clock.now();
-  await tx.containerDeploymentLog.createMany({
-    data: lines.map((l) => ({
+  await insertRows(
+    tx,
+    'ContainerDeploymentLog',
+    lines.map((l) => ({
       id: newId('dlog', now),
       projectId: d.projectId,
       deploymentId: d.id,
@@ -29,7 +31,7 @@ export async function writeLog(tx: Tx, clock: Clock, d: Pick<ContainerDeployment
       at: BigInt(now),
       text: l.text,
     })),
-  });
+  );
 }
 
 /** A stored line as the logs answer it. */

@@ -9,7 +9,7 @@ import { instant } from '../../core/clock.ts';
 import type { Config } from '../../core/config.ts';
 import { withArticle } from '../../core/errors.ts';
 import { defineMachine } from '../../core/machine.ts';
-import type { Database, Tx } from '../../db/index.ts';
+import { type Database, insertRows, type Tx } from '../../db/index.ts';
 import { type Progression, stored, type Timing, transition } from '../../runner/progress.ts';
 import type { FileType, Purpose } from '../files/index.ts';
 import { datasetRows, filePath, type Report, sampleTokens } from '../files/index.ts';
@@ -49,8 +49,10 @@ type EventInput = { type: string; message: string; level?: string | null } & Rec
 export async function record(tx: Tx, timing: Timing, jobId: string, events: EventInput[]): Promise<void> {
   const now = timing.clock.now();
   const before = await tx.fineTuneEvent.count({ where: { jobId } });
-  await tx.fineTuneEvent.createMany({
-    data: events.map(({ type, message, level, ...data }, i) => ({
+  await insertRows(
+    tx,
+    'FineTuneEvent',
+    events.map(({ type, message, level, ...data }, i) => ({
       id: `${jobId}:${String(before + i).padStart(6, '0')}`,
       jobId,
       type,
@@ -59,7 +61,7 @@ export async function record(tx: Tx, timing: Timing, jobId: string, events: Even
       data: JSON.stringify(data),
       createdAt: BigInt(now),
     })),
-  });
+  );
 }
 
 export const fineTunes = stored<FineTune>()({
@@ -219,7 +221,7 @@ export function fineTuneProgression(services: Services): Progression<(typeof fin
             ...intermediate.map((step) => ({ id: `${job.id}:${step}`, jobId: job.id, step, type: 'Intermediate', kind, createdAt: now })),
             { id: `${job.id}:final`, jobId: job.id, step: finalStep, type: 'Final', kind, createdAt: now },
           ];
-          await tx.fineTuneCheckpoint.createMany({ data: checkpoints });
+          await insertRows(tx, 'FineTuneCheckpoint', checkpoints);
           const epochs = Math.floor(r.endStep / r.plan.stepsPerEpoch);
           const price = Math.ceil((JSON.parse(job.params).pricePerMillion * r.tokenCount) / 1e4 - 1e-9);
           await moveFineTune(

@@ -6,15 +6,17 @@ import type { Model } from '../../../generated/prisma/sqlite/client/client.ts';
 import { type Clock, instant } from '../../core/clock.ts';
 import { apiError, badRequest, withArticle } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
-import type { Db, Tx } from '../../db/index.ts';
+import { type Db, insertRows, type Tx } from '../../db/index.ts';
 import type { SeedContext } from '../types.ts';
 import data from './seed.json' with { type: 'json' };
 
 /** The platform's catalogue (seed.json); its rows have no project. */
 export async function seedCatalogue({ tx, clock }: SeedContext): Promise<void> {
   // One statement for the whole catalogue: a statement each was a tenth of a first start.
-  await tx.model.createMany({
-    data: (data.models as CatalogueEntry[]).map((m) => ({
+  await insertRows(
+    tx,
+    'Model',
+    (data.models as CatalogueEntry[]).map((m) => ({
       id: m.id,
       projectId: null,
       name: m.id,
@@ -35,7 +37,7 @@ export async function seedCatalogue({ tx, clock }: SeedContext): Promise<void> {
       status: 'ready',
       createdAt: instant(clock),
     })),
-  });
+  );
 }
 
 interface CatalogueEntry {
