@@ -5,7 +5,7 @@
 // process's requests finished before it. A process killed before then loses its unwritten entries. The newest
 // CONTROL_JOURNAL_SIZE entries are kept, in memory and in the database alike.
 import type { OperationId } from '../../../generated/operations.ts';
-import type { Database, Tx } from '../../db/index.ts';
+import { type Database, insertRows, type Tx } from '../../db/index.ts';
 import { CAPTURE_LIMIT, type ObservedRequest, type SentBody } from '../../http/guests.ts';
 
 export const BODY_LIMIT = CAPTURE_LIMIT;
@@ -131,10 +131,6 @@ function keptAnswer(sent: SentBody | null, operation: string | null): unknown {
   return keptBody(parsed, operation);
 }
 
-// Rows per INSERT: well within the bound parameters both databases take.
-const PER_INSERT = 500;
-const COLUMNS = 12;
-
 export class Journal {
   /** The newest `size` requests, a ring once full: `oldest` is where the next one goes (a request costs no shift). */
   private held: Held[] = [];
@@ -172,31 +168,26 @@ export class Journal {
     this.drop();
     const json = (v: unknown) => (v === null ? null : JSON.stringify(v));
     await this.db.write(async (tx) => {
-      for (let i = 0; i < rows.length; i += PER_INSERT) {
-        const chunk = rows.slice(i, i + PER_INSERT);
-        const values = chunk.flatMap((r) => [
-          r.at,
+      await insertRows(
+        tx,
+        'ControlJournalEntry',
+        rows.map((r) => ({
+          at: r.at,
           // Wall-clock microseconds when it was answered: the order of entries across processes (the platform's clock
           // may stand still in a test).
-          BigInt(Math.round(r.answeredAt * 1000)),
-          r.method,
-          r.path,
-          r.operation,
-          r.projectId,
-          r.status,
-          r.ms,
-          json(r.requestBytes > HELD_BODY_BYTES ? r.requestBody : keptBody(r.requestBody, r.operation)),
-          json(keptAnswer(r.responseBody, r.operation)),
-          r.fault,
-          json(r.ignoredFields),
-        ]);
-        const pg = this.db.provider === 'postgresql';
-        const row = (n: number) => `(${Array.from({ length: COLUMNS }, (_, c) => (pg ? `$${n * COLUMNS + c + 1}` : '?')).join(', ')})`;
-        await tx.$executeRawUnsafe(
-          `INSERT INTO "ControlJournalEntry" ("at", "finishedAt", "method", "path", "operation", "projectId", "status", "ms", "requestBody", "responseBody", "fault", "ignoredFields") VALUES ${chunk.map((_, n) => row(n)).join(', ')}`,
-          ...values,
-        );
-      }
+          finishedAt: BigInt(Math.round(r.answeredAt * 1000)),
+          method: r.method,
+          path: r.path,
+          operation: r.operation,
+          projectId: r.projectId,
+          status: r.status,
+          ms: r.ms,
+          requestBody: json(r.requestBytes > HELD_BODY_BYTES ? r.requestBody : keptBody(r.requestBody, r.operation)),
+          responseBody: json(keptAnswer(r.responseBody, r.operation)),
+          fault: r.fault,
+          ignoredFields: json(r.ignoredFields),
+        })),
+      );
       await this.trim(tx);
     });
   }
