@@ -137,7 +137,7 @@ export class Gate {
     this.send(a.headers);
   }
 
-  /** The handler failed: its tokens were not used (the request still counts). */
+  /** The handler failed: its tokens were not used (the request still counts); its error answer carries the limit headers. */
   fail(): void {
     if (!this.admitted) return;
     this.limits.release(this.admitted);
