@@ -15,6 +15,9 @@ export interface ServerProcess {
 /** What `npm start` runs (`node server/start.js`), the path absolute so that the process may run in any directory. */
 export const START = join(root, 'server/start.js');
 
+/** How much of a server process's last output is kept, to show if it fails by itself. */
+const LAST_OUTPUT = 8192;
+
 export async function startServerProcess(env: Record<string, string>): Promise<ServerProcess> {
   await ensureBuilt();
   const child = spawn(process.execPath, [START], {
@@ -23,18 +26,30 @@ export async function startServerProcess(env: Record<string, string>): Promise<S
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const exited = new Promise<number | string | null>((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal)));
+  let stopping = false;
   return new Promise((resolve, reject) => {
     let out = '';
     const onData = (chunk: Buffer) => {
       out += chunk;
       if (!/(API key.*|existing database.*)\n/.test(out)) return;
       child.stdout!.off('data', onData);
-      child.stdout!.resume();
+      // Its log after the start is read but not shown, except the last of it when the process fails by itself (a
+      // crash logs its fatal line there, on stdout, and exits 1): the test that sees requests fail then also says why.
+      // (A test's own kill ends it by a signal, a stop with 0.)
+      let last = '';
+      child.stdout!.on('data', (more: Buffer) => {
+        last = (last + more).slice(-LAST_OUTPUT);
+      });
+      void exited.then((code) => {
+        if (!stopping && typeof code === 'number' && code !== 0)
+          process.stderr.write(`server process ${child.pid} exited by itself with ${code}; the end of its log:\n${last}\n`);
+      });
       resolve({
         child,
         url: out.match(/listening on (http:\/\/\S+)/)![1],
         key: out.match(/(tpk_[\w-]+)/)?.[1],
         stop: async (signal = 'SIGTERM') => {
+          stopping = true;
           if (child.exitCode === null && child.signalCode === null) child.kill(signal);
           return exited;
         },
