@@ -25,7 +25,7 @@ import { pgConfig, providerOf, sqliteFile } from './urls.ts';
 // The two generated clients have the same models but types that do not unify; the app codes against one of them.
 export type Db = InstanceType<typeof SqliteClient>;
 export type Tx = Prisma.TransactionClient;
-export { insertRows } from './rows.ts';
+export { insertRows, quoted } from './rows.ts';
 export { Prisma };
 
 export interface Database {

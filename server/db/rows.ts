@@ -7,7 +7,8 @@ import { Prisma } from '../../generated/prisma/sqlite/client/client.ts';
 // Rows per INSERT: within the bound parameters both databases take (SQLite 32,766, PostgreSQL 65,535).
 const PARAMETERS = 30_000;
 
-const quoted = (name: string) => Prisma.raw(`"${name}"`);
+/** A table's or column's name in SQL: the models' own names (no @@map), quoted alike on SQLite and PostgreSQL. */
+export const quoted = (name: string) => Prisma.raw(`"${name}"`);
 
 /** Inserts `rows` (each with the columns of the first) into the model's table; answers how many were inserted. */
 export async function insertRows(

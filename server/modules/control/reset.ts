@@ -5,7 +5,7 @@ import { readdirSync, rmSync } from 'node:fs';
 import { join, resolve, sep } from 'node:path';
 import { Prisma } from '../../../generated/prisma/sqlite/client/client.ts';
 import { notFound } from '../../core/errors.ts';
-import type { Database, Tx } from '../../db/index.ts';
+import { type Database, quoted as q, type Tx } from '../../db/index.ts';
 import { type ControlPlane, LIMIT_PREFIX } from './plane.ts';
 
 type Model = (typeof Prisma.ModelName)[keyof typeof Prisma.ModelName];
@@ -42,9 +42,8 @@ export const unplaced = (columns: (model: Model) => string[]) =>
   MODELS.filter((m) => !PLATFORM.includes(m) && !CHILDREN[m] && !columns(m).includes('projectId'));
 
 // One plain DELETE per table (a child's through a subquery on its parent), rather than the ORM's: no id lists to
-// bind (a project of any size), and none of the per-model query planning that made a process's first reset slow.
-// Tables and columns are the models' names (no @@map), quoted alike on SQLite and PostgreSQL.
-export const q = (name: string) => Prisma.raw(`"${name}"`);
+// bind (a project of any size), and none of the per-model query planning that made a process's first reset slow
+// (tables and columns named by the db layer's `quoted`).
 
 /** Those of `models` holding any row, in their order, found by one query rather than one per table. */
 export async function filled<M extends Model>(tx: Tx, models: M[]): Promise<M[]> {

@@ -9,10 +9,10 @@ import { performance } from 'node:perf_hooks';
 import { Prisma } from '../../../generated/prisma/sqlite/client/client.ts';
 import { instant, iso } from '../../core/clock.ts';
 import { apiError } from '../../core/errors.ts';
-import { type Database, insertRows, type Tx } from '../../db/index.ts';
+import { type Database, insertRows, quoted as q, type Tx } from '../../db/index.ts';
 import type { Context } from '../types.ts';
 import type { ControlPlane } from './plane.ts';
-import { filled, q, storeKinds } from './reset.ts';
+import { filled, storeKinds } from './reset.ts';
 
 type Model = (typeof Prisma.ModelName)[keyof typeof Prisma.ModelName];
 type Row = Record<string, unknown>;
