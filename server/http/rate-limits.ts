@@ -84,7 +84,10 @@ export class Gate {
     // One budget for every wait on Redis of this request (RATE_LIMIT_REDIS_TIMEOUT_MS in all).
     const wait = this.limits.newWait();
     const outcome = this.limits.attempt(this.identity, model, body, wait);
-    if (!(outcome instanceof Promise) && 'admitted' in outcome) return void this.accept(outcome.admitted);
+    if (!(outcome instanceof Promise) && 'admitted' in outcome) {
+      this.admitted = outcome.admitted;
+      return;
+    }
     return this.afterFirst(outcome, model, body, wait);
   }
 
@@ -96,15 +99,11 @@ export class Gate {
       outcome = await this.limits.attempt(this.identity, model, body, wait);
       if ('refusal' in outcome) throw outcome.refusal;
     }
-    this.accept(outcome.admitted);
-  }
-
-  private accept(admitted: Admitted): void {
-    this.admitted = admitted;
+    this.admitted = outcome.admitted;
   }
 
   /** The limit headers on the answer, written once it is known (each header costs every answer a little, measured). */
-  private send(headers: Record<string, string>): void {
+  private setHeaders(headers: Record<string, string>): void {
     // setHeader, not Express's res.set: these are plain strings, which res.set would check and convert again.
     for (const name in headers) this.res.setHeader(name, headers[name]!);
   }
@@ -128,19 +127,19 @@ export class Gate {
         }
         limits.settle(a, used);
       })();
-      this.send(a.headers);
+      this.setHeaders(a.headers);
       return;
     }
     const used = usedTokens(result);
     const left = this.limits.settle(a, used);
     if (used !== undefined && used !== a.estimate) a.headers['x-tokenlimit-remaining'] = wholeText(left);
-    this.send(a.headers);
+    this.setHeaders(a.headers);
   }
 
   /** The handler failed: its tokens were not used (the request still counts); its error answer carries the limit headers. */
   fail(): void {
     if (!this.admitted) return;
     this.limits.release(this.admitted);
-    this.send(this.admitted.headers);
+    this.setHeaders(this.admitted.headers);
   }
 }
