@@ -7,7 +7,9 @@ import { createPlatformClient, type PlatformClient } from '@inference-platform/c
 import OpenAI from 'openai';
 import Together from 'together-ai';
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
+import type { Database } from '../server/db/index.ts';
 import type { ObservedRequest } from '../server/http/guests.ts';
+import { Faults, newFault } from '../server/modules/control/faults.ts';
 import { Journal } from '../server/modules/control/journal.ts';
 import { unplaced } from '../server/modules/control/reset.ts';
 import { expectError } from './support/expect.ts';
@@ -56,6 +58,32 @@ describe('the control key', () => {
 });
 
 describe('fault rules', () => {
+  // The policy alone, without a database: a rule's count, shared by every process through it, always lets it act.
+  const whoami = { operationId: 'whoami', path: '/v1/whoami', projectId: 'proj_a', stream: false } as const;
+  const policy = (now: () => number) => {
+    const faults = new Faults({} as Database, { requestLimit: 1, tokenLimit: 1 }, () => new Set(), now);
+    faults.store.hit = async () => true;
+    return faults;
+  };
+
+  test('rules in force that fit no request answer it at once, with no promise to wait on (issue 20: they cost a request little)', async () => {
+    const faults = policy(() => 0);
+    faults.store.held = [
+      newFault({ match: { operations: ['createChatCompletion'] }, status: 500 }, 0),
+      newFault({ match: { path: '/v1/files' }, status: 500 }, 0),
+      newFault({ match: { model: MODEL }, status: 500 }, 0),
+      newFault({ match: { project_id: 'proj_b' }, status: 500 }, 0),
+      newFault({ stream: { after_chunks: 1, cut: true } }, 0),
+    ];
+    expect(faults.match(whoami)).toBeNull();
+    // One that fits is counted (shared by every process): that is waited on.
+    const fits = newFault({ match: { operations: ['whoami'] }, status: 503 }, 0);
+    faults.store.held = [...faults.store.held, fits];
+    const pending = faults.match(whoami);
+    expect(pending).toBeInstanceOf(Promise);
+    expect(await pending).toMatchObject({ source: fits.id });
+  });
+
   test("a 429 once: the official client's retry succeeds, and the journal shows both tries", async () => {
     const { data: rule } = await control.POST('/_control/faults', {
       body: { match: { operations: ['createChatCompletion'], model: MODEL }, status: 429, count: 1, retry_after_seconds: 0 },

@@ -123,6 +123,18 @@ export function checkFault(input: FaultInput, creating: ReadonlySet<string>): vo
   });
 }
 
+/** Whether a rule's `match` (and its `stream`, which acts only on a stream) takes the request. */
+function fits(input: FaultInput, req: FaultRequest): boolean {
+  const m = input.match;
+  if (m) {
+    if (m.operations && !m.operations.includes(req.operationId)) return false;
+    if (m.path !== undefined && !req.path.startsWith(m.path)) return false;
+    if (m.model !== undefined && req.model !== m.model) return false;
+    if (m.project_id !== undefined && req.projectId !== m.project_id) return false;
+  }
+  return !(input.stream && !req.stream);
+}
+
 /** A new rule of `input`, made at `now`. */
 export const newFault = (input: FaultInput, now: number): FaultRule => ({
   id: newId('fault', now),
@@ -154,23 +166,23 @@ export class Faults implements FaultPolicy {
     return this.store.held.length > 0;
   }
 
-  /** The fault for a request: the first rule in force that matches it, else what its `Prefer` header asks, else null. */
+  /**
+   * The fault for a request: the first rule in force that matches it, else what its `Prefer` header asks, else null.
+   * Answered at once unless a rule matches (only its counts, shared by every process, are waited on): rules in force
+   * that match nothing cost a request no promise (issue 20: 100 of them under 5% of a whoami).
+   */
   match(req: FaultRequest): Fault | null | Promise<Fault | null> {
-    if (this.armed) return this.matchRules(req);
+    const rules = this.armed ? this.store.inForce(this.now()) : [];
+    for (let i = 0; i < rules.length; i++) if (fits(rules[i]!.input, req)) return this.matchFrom(rules, i, req);
     return req.prefer === undefined ? null : this.preferred(req);
   }
 
-  private async matchRules(req: FaultRequest): Promise<Fault | null> {
-    for (const r of this.store.inForce(this.now())) {
+  /** `match` from the first rule that fits the request: its `after`, `probability` and `count` decide, else the next. */
+  private async matchFrom(rules: FaultRule[], first: number, req: FaultRequest): Promise<Fault | null> {
+    for (let i = first; i < rules.length; i++) {
+      const r = rules[i]!;
       const { input } = r;
-      const m = input.match;
-      if (m) {
-        if (m.operations && !m.operations.includes(req.operationId)) continue;
-        if (m.path !== undefined && !req.path.startsWith(m.path)) continue;
-        if (m.model !== undefined && req.model !== m.model) continue;
-        if (m.project_id !== undefined && req.projectId !== m.project_id) continue;
-      }
-      if (input.stream && !req.stream) continue;
+      if (!fits(input, req)) continue;
       if (input.after && (await this.store.skip(r.id, input.after))) continue;
       if (input.probability !== undefined && this.random() >= input.probability) continue;
       if (!(await this.store.hit(r.id, input.after ?? 0, input.count))) continue;
