@@ -270,24 +270,11 @@ try {
           `  target ${target}: ${met ? 'met' : 'MISSED'}`,
       );
     }
-    // What a setting costs a request, on the same server: slices without and with it (sliced below).
-    for (const s of group) {
-      if (!s.costOf) continue;
-      const { undo, redo, what, maxShare } = s.costOf;
-      const shares = await slicedShares(s, { before: () => undo(server), server }, { before: () => redo(server), server }, what);
-      const share = median(shares);
-      const met = share <= maxShare;
-      if (!met && !SMOKE) failed++;
-      console.log(
-        `RESULT ${s.name}: ${what} cost ${(share * 100).toFixed(1)}% CPU per request (rounds ${shares.map((a) => `${(a * 100).toFixed(1)}%`).join(', ')})` +
-          `  target <= ${maxShare * 100}%: ${met ? 'met' : 'MISSED'}`,
-      );
-    }
     await stop(bare.child);
     await stop(full.child);
   }
   // What a setting adds to the same request, against its baseline scenario (another server environment): both
-  // servers at once (neither has a runner, so the one not measured is idle), sliced as above. Figures taken from
+  // servers at once (neither has a runner, so the one not measured is idle), on one core. Figures taken from
   // the two scenarios' own runs would differ by more than the cost: two processes' CPU per request differs by ±20%
   // between runs on this machine (measured), and a share under 5% is the target.
   const added: string[] = [];
@@ -381,10 +368,9 @@ function writeResults(rows: Result[], added: string[]): void {
 function bodyOf(s: Scenario): string | undefined {
   return s.body === undefined ? undefined : JSON.stringify(s.body);
 }
-/** One side of a comparison: the server it is measured on, what is done before each of its slices. */
+/** One side of a comparison: the server it is measured on. */
 interface Side {
   server: { url: string; pid: number; auth: Record<string, string> };
-  before?: () => Promise<void>;
   child?: ChildProcess;
   /** Its request, when not the scenario's (a baseline's own, e.g. another model). */
   request?: Scenario;
@@ -414,37 +400,6 @@ async function pairedShares(s: Scenario, a: Side, b: Side, what: string): Promis
     const [ma, mb] = order[0] === a ? measured : [measured[1], measured[0]];
     shares.push(mb!.cpuPerRequest / ma!.cpuPerRequest - 1);
     console.log(`${what} round ${round}: ${ma!.cpuPerRequest.toFixed(0)} µs CPU/req without, ${mb!.cpuPerRequest.toFixed(0)} with`);
-  }
-  return shares;
-}
-
-/**
- * The extra CPU per request of `b` over `a` (a share: 0.05 is 5%), one figure per round. One 6 s measurement's CPU per
- * request varies by ±15% on this machine (GC, scheduling), more than the costs measured, so each round interleaves
- * short slices of the two (ABBA, cancelling drift) and pools each side's CPU over its requests.
- */
-async function slicedShares(s: Scenario, a: Side, b: Side, what: string): Promise<number[]> {
-  const slices = SMOKE ? 2 : 6;
-  const connections = s.connections ?? CONNECTIONS;
-  const shares: number[] = [];
-  for (let round = 1; round <= ROUNDS; round++) {
-    const pooled = new Map<Side, { cpu: number; requests: number }>([
-      [a, { cpu: 0, requests: 0 }],
-      [b, { cpu: 0, requests: 0 }],
-    ]);
-    for (let slice = 0; slice < slices; slice++) {
-      for (const side of slice % 2 ? [b, a] : [a, b]) {
-        await side.before?.();
-        const { url, pid, auth } = side.server;
-        const r = side.request ?? s;
-        const m = await measure(`${url}${r.path}`, r.method, auth, bodyOf(r), pid, connections, Math.max(1, Math.round(DURATION / 3)));
-        pooled.get(side)!.cpu += m.cpuMicros;
-        pooled.get(side)!.requests += m.requests;
-      }
-    }
-    const perRequest = (side: Side) => pooled.get(side)!.cpu / pooled.get(side)!.requests;
-    shares.push(perRequest(b) / perRequest(a) - 1);
-    console.log(`${what} round ${round}: ${perRequest(a).toFixed(0)} µs CPU/req without, ${perRequest(b).toFixed(0)} with`);
   }
   return shares;
 }
