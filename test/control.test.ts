@@ -84,6 +84,15 @@ describe('fault rules', () => {
     expect(await pending).toMatchObject({ source: fits.id });
   });
 
+  test('a fault rule that fits stops fitting the moment it expires', async () => {
+    let now = 4_999;
+    const faults = policy(() => now);
+    faults.store.held = [newFault({ match: { operations: ['whoami'] }, status: 503, ttl_seconds: 5 }, 0)];
+    expect(await faults.match(whoami)).not.toBeNull();
+    now = 5_000;
+    expect(faults.match(whoami)).toBeNull();
+  });
+
   test("a 429 once: the official client's retry succeeds, and the journal shows both tries", async () => {
     const { data: rule } = await control.POST('/_control/faults', {
       body: { match: { operations: ['createChatCompletion'], model: MODEL }, status: 429, count: 1, retry_after_seconds: 0 },
