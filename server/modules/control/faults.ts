@@ -195,19 +195,13 @@ export class Faults implements FaultPolicy {
     return req.prefer === undefined ? null : this.preferred(req);
   }
 
-  /**
-   * The rules in force as matchers, made again when the rules held change or the first of them expires (a request
-   * reads them as they are).
-   */
+  /** The rules in force as matchers, made again whenever the store's copy of them is replaced (an expiry replaces it). */
   private inForce(now: number): Matcher[] {
-    const made = this.matchers;
-    if (made?.of === this.store.held && now < made.until) return made.list;
     const rules = this.store.inForce(now);
-    const until = rules.reduce((first, r) => Math.min(first, r.expiresAt ?? Number.POSITIVE_INFINITY), Number.POSITIVE_INFINITY);
-    this.matchers = { of: rules, until, list: rules.map(matcherOf) };
+    if (this.matchers?.of !== rules) this.matchers = { of: rules, list: rules.map(matcherOf) };
     return this.matchers.list;
   }
-  private matchers?: { of: FaultRule[]; until: number; list: Matcher[] };
+  private matchers?: { of: FaultRule[]; list: Matcher[] };
 
   /** `match` from the first rule that fits the request: its `after`, `probability` and `count` decide, else the next. */
   private async matchFrom(matchers: Matcher[], first: number, req: FaultRequest): Promise<Fault | null> {

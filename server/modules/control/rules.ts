@@ -87,11 +87,19 @@ export class RuleStore<I> {
     return live;
   }
 
-  /** The held rules in force at `now` (an expired one is dropped from the copy). */
+  /**
+   * The held rules in force at `now` (an expired one is dropped from the copy: a new array). Every request asks, so the
+   * copy is looked through only when it was replaced or its first expiry has come.
+   */
   inForce(now: number): Rule<I>[] {
+    if (this.checked?.of === this.held && now < this.checked.until) return this.held;
     if (this.held.some((r) => r.expiresAt !== null && r.expiresAt <= now)) this.held = this.held.filter((r) => r.expiresAt === null || r.expiresAt > now);
+    const until = this.held.reduce((first, r) => Math.min(first, r.expiresAt ?? Number.POSITIVE_INFINITY), Number.POSITIVE_INFINITY);
+    this.checked = { of: this.held, until };
     return this.held;
   }
+  /** The copy `inForce` last looked through, and when the first of its rules expires. */
+  private checked?: { of: Rule<I>[]; until: number };
 
   /** Drops a rule from this process's copy (found spent or gone in its row). */
   forget(id: string): void {
