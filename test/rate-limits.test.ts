@@ -10,7 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { type AddressInfo, createServer } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, test, vi } from 'vitest';
 import { type OperationId, operations } from '../generated/operations.ts';
-import { ManualClock, systemClock } from '../server/core/clock.ts';
+import { ManualClock } from '../server/core/clock.ts';
 import { type Config, loadConfig, type RateLimitConfig } from '../server/core/config.ts';
 import type { Identity } from '../server/core/identity.ts';
 import { createLogger } from '../server/core/log.ts';
@@ -334,7 +334,7 @@ test('Redis unreachable: each process counts alone meanwhile, and requests are s
     limitsConfig({ baseRequests: 2, windowSeconds: 60, queueSize: 0 }),
     'redis://127.0.0.1:1',
     createLogger('silent'),
-    systemClock,
+    new ManualClock(),
   );
   await limits.ready(); // gives up after the connection timeout
   const identity = { organizationId: `org_${randomUUID()}`, projectSlug: 'default' } as Identity;
@@ -359,11 +359,12 @@ test('a frozen Redis (SIGSTOP) stalls nothing: requests are counted in the proce
     });
   });
   const redis = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  const clock = new ManualClock();
   const limits = RateLimits.create(
     limitsConfig({ baseRequests: 3, maxRequests: 3, windowSeconds: 60, queueSize: 0, redisCommandTimeoutMs: 100 }),
     `redis://127.0.0.1:${port}`,
     createLogger('silent'),
-    systemClock,
+    clock,
   );
   let other: RateLimits | undefined;
   const identity = { organizationId: `org_${randomUUID()}`, projectSlug: 'default' } as Identity;
@@ -388,7 +389,7 @@ test('a frozen Redis (SIGSTOP) stalls nothing: requests are counted in the proce
     // count nothing when Redis runs them, past their deadline: see below). Another process's limiter on the same
     // Redis sees this one's requests.
     expect(await until(() => limits.store === 'redis', 30_000)).toBe(true);
-    other = RateLimits.create({ ...limits.config }, `redis://127.0.0.1:${port}`, createLogger('silent'), systemClock);
+    other = RateLimits.create({ ...limits.config }, `redis://127.0.0.1:${port}`, createLogger('silent'), clock);
     expect(await until(() => other!.store === 'redis', 20_000)).toBe(true);
     const elsewhere = (model: string) =>
       Promise.resolve(new Gate(other!, identity, res).admit(model, { model })).then(
@@ -435,7 +436,7 @@ describe('a frozen Redis (issue 28 §2)', () => {
       limitsConfig({ baseRequests: 5, windowSeconds: 60, queueSize: 0, redisCommandTimeoutMs: 1000 }),
       redis.url,
       createLogger('silent'),
-      systemClock,
+      new ManualClock(),
     );
     try {
       expect(await until(() => limits.store === 'redis', 20_000)).toBe(true);
@@ -472,8 +473,9 @@ describe('a frozen Redis (issue 28 §2)', () => {
   test('the requests counted in the process during a freeze do not land in Redis after it (the window stays as it was): another process still gets its share', async () => {
     const redis = await privateRedis();
     const config = limitsConfig({ baseRequests: 5, maxRequests: 5, windowSeconds: 60, queueSize: 0, redisCommandTimeoutMs: 200 });
-    const limits = RateLimits.create(config, redis.url, createLogger('silent'), systemClock);
-    const other = RateLimits.create({ ...config }, redis.url, createLogger('silent'), systemClock);
+    const clock = new ManualClock();
+    const limits = RateLimits.create(config, redis.url, createLogger('silent'), clock);
+    const other = RateLimits.create({ ...config }, redis.url, createLogger('silent'), clock);
     try {
       expect(await until(() => limits.store === 'redis' && other.store === 'redis', 20_000)).toBe(true);
       await Promise.all([limits.ready(), other.ready()]);
