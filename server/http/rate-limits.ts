@@ -70,10 +70,6 @@ export class Gate {
     private readonly res: Response,
   ) {}
 
-  get isAdmitted(): boolean {
-    return this.admitted !== undefined;
-  }
-
   /**
    * Counts the request against the organization's limits on `model` (and the model's capacity), waiting in the
    * key's short queue when the window that refuses it ends soon; throws the 429 or 503 otherwise. Nothing to wait
