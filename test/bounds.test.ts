@@ -3,7 +3,7 @@
 // (minItems 1e8, arrays of arrays of arrays). Each is refused with a 400 naming the field, the server stays up, and
 // what is within the documented bounds still works.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { offLoopCompleted } from '../server/engines/pool.ts';
+import { closePools, offLoopCompleted, worker } from '../server/engines/pool.ts';
 import { MAX_BODY_DEPTH } from '../server/http/input.ts';
 import { expectError } from './support/expect.ts';
 import { startTestPlatform, type TestPlatform } from './support/platform.ts';
@@ -177,6 +177,27 @@ describe('schema sampling: the local engine samples within documented bounds', (
     expect(res.body.choices).toHaveLength(8);
     expect(new Set(res.body.choices.map((c: any) => c.message.content)).size).toBe(1);
     expect(offLoopCompleted() - before).toBe(1);
+  });
+
+  test('a worker thread that cannot start (its file missing) fails the request with a 500, the server alive; the next pool starts again', async () => {
+    const schema = { response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'object', properties: { a: { type: 'string' } } } } } };
+    const ask = () =>
+      t.http
+        .post('/v1/chat/completions')
+        .set('Authorization', `Bearer ${t.caller.key}`)
+        .send({ model: CHAT, messages: hi, ...schema });
+    const file = worker.file;
+    await closePools();
+    worker.file = new URL('./no-such-pool-worker.js', file).href;
+    try {
+      const failed = await ask();
+      expectError(failed, 500, { code: 'internal_error', param: null });
+      expect(failed.body.error.message).not.toMatch(/pool-worker|\//);
+    } finally {
+      worker.file = file;
+    }
+    expect((await t.http.get('/healthz')).status).toBe(200);
+    expect((await ask()).status).toBe(200);
   });
 
   test("a pattern that backtracks (`^(\\w+)*x$`, minLength 40: hours with JavaScript's engine) is checked in linear time: answered, the server alive", async () => {
