@@ -2,8 +2,9 @@
 // `x-rate-limited` (one row each in test/support/rate-limited.ts), on both stores: in memory, and in Redis. Every
 // row's 429 and 503 are observed here, which is what the contract-coverage test counts for them.
 //
-// Windows follow the platform's clock, which stands still in a test platform: a test ends a window by moving the
-// clock (`nextWindow`), never by waiting. Each store has two shared platforms (one with room, one whose models have
+// Windows follow the platform's clock, which stands still in a test platform and in every test here (windows are
+// aligned on the clock: on the system's, a test that crossed a minute counted afresh): a test ends a window by moving
+// the clock (`nextWindow`), never by waiting. Each store has two shared platforms (one with room, one whose models have
 // a capacity of two requests a window), each test a new organization of its own (counts are per organization x model).
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
